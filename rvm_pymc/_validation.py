@@ -1,0 +1,104 @@
+"""Input validation shared by the solvers, models and estimators.
+
+Every check raises :class:`ValueError` (or :class:`TypeError` for non-numeric
+data) naming the offending argument, and never modifies its input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["as_2d_float", "as_target_float", "check_consistent_length", "check_positive"]
+
+
+def _as_float_array(value, name: str) -> np.ndarray:
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # pragma: no cover - exotic objects
+        raise TypeError(f"{name} could not be converted to an array: {exc}") from exc
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
+    ):
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"{name} must be numeric; got values of dtype {arr.dtype!s} that cannot be "
+                f"converted to float"
+            ) from exc
+    if np.iscomplexobj(arr):
+        raise ValueError(f"{name} must be real-valued; got a complex array")
+    return arr.astype(np.float64, copy=True)
+
+
+def check_finite(arr: np.ndarray, name: str) -> None:
+    """Raise ``ValueError`` if ``arr`` contains NaN or infinity."""
+    if not np.all(np.isfinite(arr)):
+        n_nan = int(np.isnan(arr).sum())
+        n_inf = int(np.isinf(arr).sum())
+        raise ValueError(
+            f"{name} contains non-finite values ({n_nan} NaN, {n_inf} inf); "
+            f"remove or impute them before fitting"
+        )
+
+
+def as_2d_float(X, name: str = "X", *, min_samples: int = 1) -> np.ndarray:
+    """Return ``X`` as a finite 2-D float64 copy; a 1-D input becomes one column.
+
+    Parameters
+    ----------
+    X : array_like
+        Input data of shape (n_samples,) or (n_samples, n_features).
+    name : str
+        Argument name used in error messages.
+    min_samples : int
+        Smallest acceptable number of rows.
+    """
+    arr = _as_float_array(X, name)
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 1-D or 2-D; got an array with {arr.ndim} dimensions")
+    if arr.shape[1] == 0:
+        raise ValueError(f"{name} has 0 features (shape {arr.shape})")
+    if arr.shape[0] < min_samples:
+        raise ValueError(
+            f"{name} has {arr.shape[0]} sample(s); at least {min_samples} required"
+        )
+    check_finite(arr, name)
+    return arr
+
+
+def as_target_float(t, name: str = "t", *, min_samples: int = 2) -> np.ndarray:
+    """Return a regression target as a finite 1-D float64 copy."""
+    arr = _as_float_array(t, name)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
+    if arr.shape[0] < min_samples:
+        raise ValueError(
+            f"{name} has {arr.shape[0]} sample(s); at least {min_samples} required"
+        )
+    check_finite(arr, name)
+    return arr
+
+
+def check_consistent_length(**arrays) -> None:
+    """Raise ``ValueError`` unless all arrays have the same number of rows."""
+    lengths = {name: np.shape(a)[0] for name, a in arrays.items()}
+    if len(set(lengths.values())) > 1:
+        desc = ", ".join(f"{k} has {v}" for k, v in lengths.items())
+        raise ValueError(f"inconsistent numbers of samples: {desc}")
+
+
+def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
+    """Return ``value`` as a float after checking it is finite and positive."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a number; got {value!r}") from exc
+    if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be finite and {bound}; got {value!r}")
+    return v

@@ -1,0 +1,9 @@
+import os
+
+# BLAS threads oversubscribe the 2-core machines (DESIGN.md section 5).
+for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
