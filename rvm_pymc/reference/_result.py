@@ -1,0 +1,121 @@
+"""Result container shared by the reference regression fits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rvm_pymc.priors import HyperPrior
+
+
+@dataclass
+class RegressionResult:
+    """Outcome of a reference RVM regression fit.
+
+    All quantities are on the scale of the columns of ``Phi`` as given (any
+    internal column normalisation has been undone).
+
+    Attributes
+    ----------
+    method : str
+        ``"fast"``, ``"mackay"`` or ``"em"``.
+    prior : HyperPrior
+        The Gamma hyperprior (a, b, c, d) used.
+    n_basis : int
+        Number of columns ``M`` of the design matrix.
+    active : ndarray of int, shape (M_active,)
+        Indices of the relevant (unpruned) columns, increasing.
+    alpha : ndarray, shape (M_active,)
+        ARD precisions of the active columns.
+    beta : float
+        Noise precision.
+    mean, cov : ndarray
+        Posterior mean (M_active,) and covariance (M_active, M_active) of the
+        active weights.
+    gamma : ndarray, shape (M_active,)
+        ``1 - alpha_m Sigma_mm``: how well determined each weight is.
+    log_marginal_likelihood : float
+        ``log N(t | 0, I/beta + Phi A^-1 Phi^T)`` at the optimum.
+    log_evidence : float
+        The objective maximised: the log marginal likelihood plus the
+        hyperprior terms of DESIGN.md (equal to it for the ``"evidence"`` preset).
+    n_iter : int
+        Iterations used.
+    converged : bool
+        Whether the stopping criterion was met within ``max_iter``.
+    trace : dict of ndarray
+        Per iteration: ``"log_evidence"``, ``"n_active"``, ``"beta"``; the fast
+        method also records ``"action"`` (0 re-estimate, 1 add, 2 delete,
+        3 noise update).
+    """
+
+    method: str
+    prior: HyperPrior
+    n_basis: int
+    active: np.ndarray
+    alpha: np.ndarray
+    beta: float
+    mean: np.ndarray
+    cov: np.ndarray
+    gamma: np.ndarray
+    log_marginal_likelihood: float
+    log_evidence: float
+    n_iter: int
+    converged: bool
+    trace: dict[str, np.ndarray] = field(repr=False)
+
+    @property
+    def n_relevance(self) -> int:
+        """Number of relevant basis functions."""
+        return int(self.active.size)
+
+    def alpha_full(self) -> np.ndarray:
+        """ARD precisions of all ``M`` columns, ``inf`` for pruned ones."""
+        out = np.full(self.n_basis, np.inf)
+        out[self.active] = self.alpha
+        return out
+
+    def coef_full(self) -> np.ndarray:
+        """Posterior mean of all ``M`` weights, zero for pruned ones."""
+        out = np.zeros(self.n_basis)
+        out[self.active] = self.mean
+        return out
+
+    def predict(
+        self, Phi_new, return_std: bool = False, include_noise: bool = True
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        """Predictive mean (and sd) at new points.
+
+        Parameters
+        ----------
+        Phi_new : array_like of shape (n, M)
+            Design matrix of the new points, with all ``M`` columns (the
+            pruned ones are ignored).
+        return_std : bool
+            Also return the predictive standard deviation.
+        include_noise : bool
+            Include the noise variance ``1/beta``; False gives the sd of the
+            latent function ``phi(x)^T w``.
+
+        Returns
+        -------
+        mean : ndarray of shape (n,)
+        std : ndarray of shape (n,), only when ``return_std``
+            ``sqrt(1/beta + phi(x)^T Sigma phi(x))``, computed row by row
+            without an n x n matrix.
+        """
+        Phi_new = np.asarray(Phi_new, dtype=float)
+        if Phi_new.ndim != 2 or Phi_new.shape[1] != self.n_basis:
+            raise ValueError(
+                f"Phi_new must have shape (n, {self.n_basis}); got {Phi_new.shape}"
+            )
+        Pa = Phi_new[:, self.active]
+        mean = Pa @ self.mean
+        if not return_std:
+            return mean
+        var = np.einsum("ij,jk,ik->i", Pa, self.cov, Pa)
+        var = np.maximum(var, 0.0)
+        if include_noise:
+            var = var + 1.0 / self.beta
+        return mean, np.sqrt(var)

@@ -1,0 +1,272 @@
+"""Closed-form RVM regression: full re-estimation (MacKay, EM) and the entry point.
+
+References
+----------
+Tipping, M. E. (2001). Sparse Bayesian learning and the relevance vector
+machine. *Journal of Machine Learning Research* 1, 211-244.
+
+Tipping, M. E. and Faul, A. C. (2003). Fast marginal likelihood maximisation
+for sparse Bayesian models. *Proceedings of AISTATS 2003*.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from rvm_pymc._validation import as_2d_float, as_target_float, check_consistent_length
+from rvm_pymc.exceptions import ConvergenceWarning
+from rvm_pymc.priors import HyperPrior, resolve_prior
+from rvm_pymc.reference._linalg import (
+    log_hyperprior,
+    log_marginal_likelihood,
+    regression_posterior,
+)
+from rvm_pymc.reference._result import RegressionResult
+
+__all__ = ["fit_regression"]
+
+METHODS = ("fast", "mackay", "em")
+
+
+def _column_norms(Phi: np.ndarray) -> np.ndarray:
+    norms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
+    return norms
+
+
+def _check_int(value, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
+
+
+def _check_float(value, name: str, *, low: float = 0.0, strict: bool = True) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a number; got {value!r}") from exc
+    if not np.isfinite(v) or v < low or (strict and v == low):
+        raise ValueError(f"{name} must be finite and {'>' if strict else '>='} {low}; got {value!r}")
+    return v
+
+
+def fit_regression(
+    Phi,
+    t,
+    *,
+    method: str = "fast",
+    prior=None,
+    beta_init: float | None = None,
+    fixed_noise: bool = False,
+    max_iter: int | None = None,
+    tol: float = 1e-6,
+    prune_threshold: float = 1e9,
+    noise_update_every: int = 5,
+    align_tol: float = 1e-3,
+) -> RegressionResult:
+    """Fit RVM regression by maximising the (log-coordinate) evidence.
+
+    Parameters
+    ----------
+    Phi : array_like of shape (N, M)
+        Design matrix: one column per basis function (for a kernel RVM, a
+        kernel column per training point plus a bias column).
+    t : array_like of shape (N,)
+        Targets.
+    method : {"fast", "mackay", "em"}
+        ``"fast"``: the sequential algorithm of Tipping & Faul (2003), which
+        adds, deletes and re-estimates one basis at a time with rank-one
+        updates (requires ``a = b = 0``).  ``"mackay"``: full re-estimation
+        ``alpha = (gamma + 2a)/(mu^2 + 2b)``.  ``"em"``: full re-estimation
+        ``alpha = (1 + 2a)/(mu^2 + Sigma_mm + 2b)``.  All three have the same
+        fixed points (DESIGN.md section 1).
+    prior : str, mapping or HyperPrior, optional
+        Gamma hyperpriors (see :func:`rvm_pymc.priors.resolve_prior`); default
+        the ``"evidence"`` preset (type-II maximum likelihood).
+    beta_init : float, optional
+        Initial noise precision; default ``100 / var(t)`` (noise sd 10% of the
+        target sd).
+    fixed_noise : bool
+        Keep ``beta`` at ``beta_init`` (which is then required).
+    max_iter : int, optional
+        Iteration cap; default ``10 * M + 100`` for ``"fast"``, 5000 otherwise.
+        A :class:`~rvm_pymc.ConvergenceWarning` is issued when reached.
+    tol : float
+        Convergence tolerance on every ``|d log alpha|`` and ``|d log beta|``.
+    prune_threshold : float
+        Full re-estimation prunes a basis when its precision on normalised
+        columns exceeds ``prune_threshold / var(t)``.
+    noise_update_every : int
+        ``"fast"`` only: update ``beta`` (and re-solve from scratch) every this
+        many basis updates, and always before declaring convergence.
+    align_tol : float
+        ``"fast"`` only: a candidate whose normalised column has
+        ``|cos| > 1 - align_tol`` with an active column is skipped, and
+        reconsidered when that column leaves the model.
+
+    Returns
+    -------
+    RegressionResult
+
+    Raises
+    ------
+    ValueError
+        For non-finite or mis-shaped input, a constant target, an unknown
+        method, or ``method="fast"`` with ``a`` or ``b`` nonzero.
+
+    References
+    ----------
+    Tipping (2001), JMLR 1:211-244; Tipping & Faul (2003), AISTATS.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.linspace(-1, 1, 50)
+    >>> Phi = np.column_stack([np.ones(50), x, x**2, x**3])
+    >>> t = 1.0 + 2.0 * x + 0.05 * rng.standard_normal(50)
+    >>> res = fit_regression(Phi, t)
+    >>> res.active.tolist()
+    [0, 1]
+    >>> bool(abs(res.mean[1] - 2.0) < 0.05)
+    True
+    """
+    Phi = as_2d_float(Phi, "Phi")
+    t = as_target_float(t, "t")
+    check_consistent_length(Phi=Phi, t=t)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    prior = resolve_prior(prior)
+    n, m = Phi.shape
+    var_t = float(np.var(t))
+    if var_t <= 1e-300 * max(1.0, float(np.mean(t**2))) or np.ptp(t) == 0:
+        raise ValueError(
+            f"t is constant (all values equal {t[0]!r}); the noise precision is not "
+            "identifiable from a constant target"
+        )
+    tol = _check_float(tol, "tol")
+    prune_threshold = _check_float(prune_threshold, "prune_threshold")
+    noise_update_every = _check_int(noise_update_every, "noise_update_every", 1)
+    align_tol = _check_float(align_tol, "align_tol", strict=False)
+    if fixed_noise and beta_init is None:
+        raise ValueError("fixed_noise=True requires beta_init (the fixed noise precision)")
+    beta0 = 100.0 / var_t if beta_init is None else _check_float(beta_init, "beta_init")
+    if max_iter is None:
+        max_iter = 10 * m + 100 if method == "fast" else 5000
+    max_iter = _check_int(max_iter, "max_iter", 1)
+
+    norms = _column_norms(Phi)
+    usable = norms > 0
+    if not np.any(usable):
+        raise ValueError("Phi has no nonzero column; no basis can explain t")
+    scale = np.where(usable, norms, 1.0)
+    Phin = Phi / scale
+
+    if method == "fast":
+        if prior.a != 0 or prior.b != 0:
+            raise ValueError(
+                "method='fast' maximises the evidence with a = b = 0 (it relies on "
+                f"alpha = inf being the optimum of an irrelevant basis); got a={prior.a}, "
+                f"b={prior.b}. Use method='mackay' or 'em' for a Gamma prior on alpha"
+            )
+        from rvm_pymc.reference.fast import fast_sequential
+
+        out = fast_sequential(
+            Phin, t, usable, beta0, prior, fixed_noise, max_iter, tol,
+            noise_update_every, align_tol,
+        )
+    else:
+        out = _full_reestimation(
+            Phin, t, usable, scale, beta0, prior, fixed_noise, max_iter, tol,
+            prune_threshold / var_t, method,
+        )
+    active, alpha_n, beta, trace, n_iter, converged = out
+    if not converged:
+        warnings.warn(
+            f"RVM regression (method={method!r}) did not converge in {max_iter} "
+            "iterations; increase max_iter or loosen tol",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    return _finalise(Phi, t, active, alpha_n * scale[active] ** 2, beta, prior, method,
+                     trace, n_iter, converged)
+
+
+def _finalise(Phi, t, active, alpha, beta, prior, method, trace, n_iter, converged):
+    """Posterior on the original column scale and the result object."""
+    order = np.argsort(active)
+    active = np.asarray(active)[order]
+    alpha = np.asarray(alpha, dtype=float)[order]
+    Pa = Phi[:, active]
+    post = regression_posterior(Pa, t, alpha, beta)
+    lml = log_marginal_likelihood(Pa, t, alpha, beta, post)
+    gamma = 1.0 - alpha * np.diag(post.cov)
+    return RegressionResult(
+        method=method,
+        prior=prior,
+        n_basis=Phi.shape[1],
+        active=active,
+        alpha=alpha,
+        beta=float(beta),
+        mean=post.mean,
+        cov=post.cov,
+        gamma=gamma,
+        log_marginal_likelihood=lml,
+        log_evidence=lml + log_hyperprior(alpha, beta, prior),
+        n_iter=n_iter,
+        converged=converged,
+        trace={k: np.asarray(v) for k, v in trace.items()},
+    )
+
+
+def _full_reestimation(Phin, t, usable, scale, beta, prior: HyperPrior, fixed_noise,
+                       max_iter, tol, prune_level, method):
+    """MacKay or EM re-estimation of all precisions on normalised columns.
+
+    The hyperprior acts on the precisions of the columns as given: on
+    normalised columns the rate ``b`` becomes ``b * ||phi_m||^2``.
+    """
+    n, m = Phin.shape
+    active = np.flatnonzero(usable)
+    b_n = prior.b * scale**2
+    # Start every weight with prior variance ||t||^2 / M on the normalised scale.
+    alpha = np.full(active.size, active.size / max(float(t @ t), 1e-300))
+    trace = {"log_evidence": [], "n_active": [], "beta": []}
+    converged = False
+    it = 0
+    for it in range(1, max_iter + 1):  # noqa: B007
+        Pa = Phin[:, active]
+        post = regression_posterior(Pa, t, alpha, beta)
+        lml = log_marginal_likelihood(Pa, t, alpha, beta, post)
+        trace["log_evidence"].append(lml + log_hyperprior(alpha * scale[active] ** 2, beta, prior))
+        trace["n_active"].append(active.size)
+        trace["beta"].append(beta)
+        mu2 = post.mean**2
+        sdiag = np.diag(post.cov)
+        gamma = 1.0 - alpha * sdiag
+        if method == "mackay":
+            new_alpha = (gamma + 2 * prior.a) / (mu2 + 2 * b_n[active])
+        else:
+            new_alpha = (1 + 2 * prior.a) / (mu2 + sdiag + 2 * b_n[active])
+        new_beta = beta
+        if not fixed_noise:
+            resid = t - Pa @ post.mean
+            rss = float(resid @ resid)
+            if method == "mackay":
+                new_beta = (n - float(np.sum(gamma)) + 2 * prior.c) / (rss + 2 * prior.d)
+            else:
+                new_beta = (n + 2 * prior.c) / (rss + float(np.sum(gamma)) / beta + 2 * prior.d)
+        new_alpha = np.where(np.isfinite(new_alpha) & (new_alpha > 0), new_alpha, np.inf)
+        keep = new_alpha < prune_level
+        if not np.any(keep):  # never prune the last basis
+            keep[np.argmin(new_alpha)] = True
+            new_alpha = np.minimum(new_alpha, prune_level)
+        dlog = np.abs(np.log(new_alpha[keep]) - np.log(alpha[keep]))
+        dbeta = abs(np.log(new_beta) - np.log(beta))
+        pruned = not np.all(keep)
+        active, alpha, beta = active[keep], new_alpha[keep], new_beta
+        if not pruned and dlog.max(initial=0.0) < tol and dbeta < tol:
+            converged = True
+            break
+    return active, alpha, beta, trace, it, converged
