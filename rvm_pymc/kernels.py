@@ -1,0 +1,754 @@
+r"""Kernels and bases: how the design matrix ``Phi`` (N x M) of an RVM is built.
+
+A :class:`Kernel` maps ``X`` (n, d) and ``Y`` (m, d) to the (n, m) matrix
+:math:`K_{ij} = k(x_i, y_j)`; kernels compose with ``+`` and ``*``, also with a
+positive scalar.  A :class:`Basis` maps inputs to ``Phi``: :class:`KernelBasis`
+(bias column plus one kernel column per training point, Tipping 2001),
+:class:`FunctionBasis` (user functions), :class:`PrecomputedBasis` (given matrix).
+NumPy/SciPy only; PyMC is not imported.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.spatial.distance import cdist
+from sklearn.exceptions import NotFittedError
+
+from rvm_pymc._validation import as_2d_float, check_positive
+
+__all__ = [
+    "RBF",
+    "Basis",
+    "CallableKernel",
+    "Cauchy",
+    "Constant",
+    "FunctionBasis",
+    "Kernel",
+    "KernelBasis",
+    "Laplacian",
+    "Linear",
+    "LinearSpline",
+    "Polynomial",
+    "PrecomputedBasis",
+    "Product",
+    "Sum",
+    "column_scale",
+    "make_basis",
+    "make_kernel",
+    "polynomial_basis",
+]
+
+
+def _check_finite_matrix(M: np.ndarray, what: str) -> None:
+    """Raise ``ValueError`` naming ``what`` if ``M`` has NaN or infinite entries."""
+    n_bad = int(M.size - np.count_nonzero(np.isfinite(M)))
+    if n_bad:
+        raise ValueError(
+            f"{what} has {n_bad} non-finite entr{'y' if n_bad == 1 else 'ies'} "
+            f"(of {M.size}); check the hyperparameters and the scale of the inputs"
+        )
+
+
+def _is_real(x: Any) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+class Kernel:
+    """Base class of all kernels: ``k(X, Y=None)`` returns the (n, m) kernel matrix.
+
+    Calling a kernel validates ``X`` and ``Y`` (1-D input is one feature; NaN
+    and inf are rejected), checks they have the same number of features and
+    that the result is finite.  ``Y`` defaults to ``X`` (the Gram matrix).
+    Subclasses implement ``_evaluate(X, Y)`` and ``get_params()``.
+
+    Examples
+    --------
+    >>> k = 2.0 * RBF(gamma=0.5) + Linear()
+    >>> k
+    ((Constant(value=2.0) * RBF(gamma=0.5)) + Linear())
+    >>> k([[0.0], [1.0]]).round(4)
+    array([[2.    , 1.2131],
+           [1.2131, 3.    ]])
+    """
+
+    __array_ufunc__ = None  # so that ``np.float64(2.0) * k`` uses Kernel.__rmul__
+
+    def __call__(self, X: ArrayLike, Y: ArrayLike | None = None) -> np.ndarray:
+        X = as_2d_float(X, "X")
+        Y = X if Y is None else as_2d_float(Y, "Y")
+        if X.shape[1] != Y.shape[1]:
+            raise ValueError(f"X has {X.shape[1]} features but Y has {Y.shape[1]}")
+        K = np.asarray(self._evaluate(X, Y), dtype=np.float64)
+        _check_finite_matrix(K, f"kernel matrix of {self!r}")
+        return K
+
+    def _evaluate(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def get_params(self) -> dict[str, Any]:
+        """Return the hyperparameters as a dict (keyword arguments of the constructor)."""
+        return {}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    def _combine(self, other: Any, cls: type[_Binary], left: bool) -> Kernel:
+        if _is_real(other):
+            other = Constant(other)
+        if not isinstance(other, Kernel):
+            return NotImplemented
+        return cls(self, other) if left else cls(other, self)
+
+    def __add__(self, other: Kernel | float) -> Kernel:
+        return self._combine(other, Sum, left=True)
+
+    def __radd__(self, other: Kernel | float) -> Kernel:
+        if _is_real(other) and other == 0:
+            return self  # so that the built-in sum() of kernels works
+        return self._combine(other, Sum, left=False)
+
+    def __mul__(self, other: Kernel | float) -> Kernel:
+        return self._combine(other, Product, left=True)
+
+    def __rmul__(self, other: Kernel | float) -> Kernel:
+        return self._combine(other, Product, left=False)
+
+
+class Constant(Kernel):
+    r"""Constant kernel :math:`k(x, y) = c`, :math:`c > 0`; what ``2.0 * k`` and ``k + 1.0`` use.
+
+    Examples
+    --------
+    >>> Constant(3.0)([[0.0], [1.0]], [[5.0]])
+    array([[3.],
+           [3.]])
+    """
+
+    def __init__(self, value: float = 1.0) -> None:
+        self.value = check_positive(value, "value")
+
+    def _evaluate(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return np.full((X.shape[0], Y.shape[0]), self.value)
+
+    def get_params(self) -> dict[str, Any]:
+        return {"value": self.value}
+
+
+class _Binary(Kernel):
+    _op = "?"
+    _ufunc: Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+    def __init__(self, k1: Kernel, k2: Kernel) -> None:
+        if not (isinstance(k1, Kernel) and isinstance(k2, Kernel)):
+            raise TypeError(f"{type(self).__name__} combines two Kernel instances")
+        self.k1, self.k2 = k1, k2
+
+    def get_params(self) -> dict[str, Any]:
+        return {"k1": self.k1, "k2": self.k2}
+
+    def _evaluate(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return type(self)._ufunc(self.k1._evaluate(X, Y), self.k2._evaluate(X, Y))
+
+    def __repr__(self) -> str:
+        return f"({self.k1!r} {self._op} {self.k2!r})"
+
+
+class Sum(_Binary):
+    r"""Sum of two kernels, built by ``k1 + k2``: :math:`k(x, y) = k_1(x, y) + k_2(x, y)`.
+
+    Examples
+    --------
+    >>> (Linear() + Linear())([[1.0, 2.0]])
+    array([[10.]])
+    """
+
+    _op, _ufunc = "+", np.add
+
+
+class Product(_Binary):
+    r"""Elementwise product, built by ``k1 * k2``: :math:`k(x, y) = k_1(x, y)\,k_2(x, y)`.
+
+    Examples
+    --------
+    >>> (Linear() * Linear())([[1.0, 2.0]])
+    array([[25.]])
+    """
+
+    _op, _ufunc = "*", np.multiply
+
+
+def _sq_dist(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """Squared Euclidean distances: exactly 0 for identical points, never negative."""
+    return np.maximum(cdist(X, Y, "sqeuclidean"), 0.0)
+
+
+class _WidthKernel(Kernel):
+    """A kernel with one width: ``gamma = 1 / (_c * length_scale**_p)``; give one, not both.
+
+    ``gamma`` defaults to 1.0 when neither is given; both must be finite and > 0.
+    """
+
+    _c, _p = 2.0, 2
+
+    def __init__(self, gamma: float | None = None, length_scale: float | None = None) -> None:
+        if gamma is not None and length_scale is not None:
+            raise ValueError(
+                f"{type(self).__name__}: give exactly one of gamma or length_scale, not both"
+            )
+        if length_scale is not None:
+            self.length_scale = check_positive(length_scale, "length_scale")
+            with np.errstate(over="ignore", divide="ignore"):  # tiny widths give inf
+                g = float(1.0 / (self._c * np.float64(self.length_scale) ** self._p))
+            self.gamma = check_positive(g, "gamma (from length_scale)")
+        else:
+            self.gamma = check_positive(1.0 if gamma is None else gamma, "gamma")
+            with np.errstate(over="ignore", divide="ignore"):
+                self.length_scale = float((self._c * np.float64(self.gamma)) ** (-1.0 / self._p))
+        self._given = "gamma" if length_scale is None else "length_scale"
+
+    def get_params(self) -> dict[str, Any]:
+        return {self._given: getattr(self, self._given)}
+
+
+class RBF(_WidthKernel):
+    r"""Gaussian (squared exponential) kernel.
+
+    .. math::
+
+        k(x, y) = \exp(-\gamma \lVert x - y \rVert_2^2), \qquad \gamma = 1 / (2 \ell^2)
+
+    Parameters
+    ----------
+    gamma, length_scale : float, optional
+        Inverse width or width :math:`\ell`; give at most one (default ``gamma=1.0``).
+
+    Examples
+    --------
+    >>> k = RBF(length_scale=1.0)
+    >>> k.gamma
+    0.5
+    >>> k([[0.0], [2.0]]).round(4)
+    array([[1.    , 0.1353],
+           [0.1353, 1.    ]])
+    """
+
+    def _evaluate(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return np.exp(-self.gamma * _sq_dist(X, Y))
+
+
+class Laplacian(_WidthKernel):
+    r"""Laplacian (exponential) kernel on the L1 distance, as sklearn's ``laplacian_kernel``.
+
+    .. math::
+
+        k(x, y) = \exp(-\gamma \lVert x - y \rVert_1), \qquad \gamma = 1 / \ell
+
+    In one dimension this is the exponential (Matern-1/2) kernel; in several it
+    is the product of one-dimensional exponential kernels (L1, not Euclidean).
+
+    Parameters
+    ----------
+    gamma, length_scale : float, optional
+        Inverse width or width :math:`\ell`; give at most one (default ``gamma=1.0``).
+
+    Examples
+    --------
+    >>> Laplacian(gamma=1.0)([[0.0, 0.0]], [[1.0, 1.0]]).round(4)
+    array([[0.1353]])
+    """
+
+    _c, _p = 1.0, 1
+
+    def _evaluate(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return np.exp(-self.gamma * cdist(X, Y, "cityblock"))
+
+
+class Cauchy(_WidthKernel):
+    r"""Cauchy kernel; with ``length_scale`` it is sklearn's ``RationalQuadratic(alpha=1)``.
+
+    .. math::
+
+        k(x, y) = \frac{1}{1 + \gamma \lVert x - y \rVert_2^2}, \qquad \gamma = 1 / (2 \ell^2)
+
+    Parameters
+    ----------
+    gamma, length_scale : float, optional
+        Inverse width or width :math:`\ell`; give at most one (default ``gamma=1.0``).
+
+    Examples
+    --------
+    >>> Cauchy(gamma=1.0)([[0.0]], [[0.0], [1.0]])
+    array([[1. , 0.5]])
+    """
+
+    def _evaluate(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return 1.0 / (1.0 + self.gamma * _sq_dist(X, Y))
+
+
+class Linear(Kernel):
+    r"""Linear (dot-product) kernel.
+
+    .. math::
+
+        k(x, y) = x^\top y
+
+    Examples
+    --------
+    >>> Linear()([[1.0, 2.0]], [[3.0, 4.0]])
+    array([[11.]])
+    """
+
+    def _evaluate(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return X @ Y.T
+
+
+class Polynomial(Kernel):
+    r"""Inhomogeneous polynomial kernel, as sklearn's ``polynomial_kernel``.
+
+    .. math::
+
+        k(x, y) = (\gamma \, x^\top y + c_0)^p
+
+    Parameters
+    ----------
+    degree : int
+        The power :math:`p`, a positive integer.
+    gamma : float
+        Scale of the dot product, finite and > 0.
+    coef0 : float
+        Offset :math:`c_0`, finite and >= 0 (keeps the kernel positive semi-definite).
+
+    Examples
+    --------
+    >>> Polynomial(degree=2)([[1.0, 2.0]], [[3.0, 4.0]])
+    array([[144.]])
+    """
+
+    def __init__(self, degree: int = 2, gamma: float = 1.0, coef0: float = 1.0) -> None:
+        if isinstance(degree, bool) or not isinstance(degree, numbers.Integral) or degree < 1:
+            raise ValueError(f"degree must be a positive integer; got {degree!r}")
+        self.degree = int(degree)
+        self.gamma = check_positive(gamma, "gamma")
+        self.coef0 = check_positive(coef0, "coef0", allow_zero=True)
+
+    def _evaluate(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return (self.gamma * (X @ Y.T) + self.coef0) ** self.degree
+
+    def get_params(self) -> dict[str, Any]:
+        return {"degree": self.degree, "gamma": self.gamma, "coef0": self.coef0}
+
+
+class LinearSpline(Kernel):
+    r"""Vapnik's univariate linear spline kernel (Tipping 2001), multiplied over dimensions.
+
+    .. math::
+
+        k(x, y) = \prod_{j=1}^d \Big[ 1 + x_j y_j + x_j y_j m_j
+            - \frac{x_j + y_j}{2} m_j^2 + \frac{m_j^3}{3} \Big],
+        \qquad m_j = \min(x_j, y_j)
+
+    Meant for inputs scaled to a positive range of order one such as [0, 1]:
+    it is not translation invariant and is not positive semi-definite when
+    inputs are negative.
+
+    Examples
+    --------
+    >>> LinearSpline()([[0.5]], [[0.0], [1.0]]).round(6)
+    array([[1.      , 1.604167]])
+    """
+
+    def _evaluate(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        K = np.ones((X.shape[0], Y.shape[0]))
+        for j in range(X.shape[1]):
+            x, y = X[:, j, None], Y[None, :, j]
+            m = np.minimum(x, y)
+            K *= 1.0 + x * y + x * y * m - 0.5 * (x + y) * m**2 + m**3 / 3.0
+        return K
+
+
+class CallableKernel(Kernel):
+    """Wrap a user function ``func(X, Y) -> (n, m) array`` as a :class:`Kernel`.
+
+    ``func`` receives validated float64 arrays (n, d) and (m, d); its output is
+    checked for shape and finiteness.
+
+    Parameters
+    ----------
+    func : callable
+
+    Examples
+    --------
+    >>> k = CallableKernel(lambda X, Y: (X @ Y.T) ** 2)
+    >>> k([[1.0], [2.0]], [[3.0]])
+    array([[ 9.],
+           [36.]])
+    """
+
+    def __init__(self, func: Callable[[np.ndarray, np.ndarray], ArrayLike]) -> None:
+        if not callable(func):
+            raise TypeError(f"func must be callable; got {type(func).__name__}")
+        self.func = func
+
+    def _evaluate(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        K = np.asarray(self.func(X, Y), dtype=np.float64)
+        if K.shape != (X.shape[0], Y.shape[0]):
+            raise ValueError(
+                f"kernel {self!r} returned shape {K.shape}; expected "
+                f"{(X.shape[0], Y.shape[0])} for X of shape {X.shape} and Y of shape {Y.shape}"
+            )
+        return K
+
+    def get_params(self) -> dict[str, Any]:
+        return {"func": self.func}
+
+    def __repr__(self) -> str:
+        return f"CallableKernel({getattr(self.func, '__qualname__', repr(self.func))})"
+
+
+_KERNELS: dict[str, type[Kernel]] = {
+    "rbf": RBF,
+    "linear": Linear,
+    "poly": Polynomial,
+    "polynomial": Polynomial,
+    "laplacian": Laplacian,
+    "exponential": Laplacian,
+    "cauchy": Cauchy,
+    "linear_spline": LinearSpline,
+    "spline": LinearSpline,
+}
+
+
+def make_kernel(kernel: str | Kernel | Callable = "rbf", **params: Any) -> Kernel:
+    """Return a :class:`Kernel` from a name, an instance or a callable.
+
+    Parameters
+    ----------
+    kernel : str, Kernel or callable
+        A name, case-insensitive: ``"rbf"``, ``"linear"``, ``"poly"``/``"polynomial"``,
+        ``"laplacian"``/``"exponential"``, ``"cauchy"``, ``"linear_spline"``/``"spline"``;
+        a :class:`Kernel` (returned as is); or ``f(X, Y)`` (wrapped in :class:`CallableKernel`).
+    **params
+        Hyperparameters for the named kernel's constructor.
+
+    Returns
+    -------
+    Kernel
+
+    Examples
+    --------
+    >>> make_kernel("rbf", length_scale=2.0)
+    RBF(length_scale=2.0)
+    >>> make_kernel("poly", degree=3)
+    Polynomial(degree=3, gamma=1.0, coef0=1.0)
+    """
+    if isinstance(kernel, Kernel) or (callable(kernel) and not isinstance(kernel, str)):
+        if params:
+            raise ValueError(f"kernel parameters {sorted(params)} need a kernel name")
+        return kernel if isinstance(kernel, Kernel) else CallableKernel(kernel)
+    if isinstance(kernel, str) and kernel.lower() in _KERNELS:
+        return _KERNELS[kernel.lower()](**params)
+    raise ValueError(
+        f"unknown kernel {kernel!r}; valid names are {sorted(_KERNELS)}, "
+        f"or pass a Kernel instance or a callable f(X, Y)"
+    )
+
+
+# ---------------------------------------------------------------------------- bases
+
+
+class Basis:
+    """Base class of design-matrix builders: ``fit(X)``, then ``transform(X) -> Phi``.
+
+    ``fit`` sets ``n_features_in_``, ``n_basis_`` (the number M of columns of
+    ``Phi``) and ``basis_names_`` (one name per column).  ``transform`` returns
+    a finite float64 (n, M) array, its first column all ones when ``bias=True``;
+    it raises ``NotFittedError`` before ``fit``.
+    """
+
+    bias: bool = False
+    _feature_word = "features"
+
+    def fit(self, X: ArrayLike) -> Basis:
+        """Record what ``transform`` needs from the training inputs; return ``self``."""
+        X = as_2d_float(X, "X")
+        self.n_features_in_ = X.shape[1]
+        self.basis_names_ = (["bias"] if self.bias else []) + self._fit(X)
+        self.n_basis_ = len(self.basis_names_)
+        return self
+
+    def transform(self, X: ArrayLike) -> np.ndarray:
+        """Return the design matrix ``Phi`` of shape (n_samples, n_basis_)."""
+        if not hasattr(self, "n_basis_"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(X)")
+        X = as_2d_float(X, "X")
+        if X.shape[1] != self.n_features_in_:
+            w = self._feature_word
+            raise ValueError(
+                f"X has {X.shape[1]} {w}, but {type(self).__name__} was fitted with "
+                f"{self.n_features_in_} {w}"
+            )
+        Phi = np.asarray(self._transform(X), dtype=np.float64)
+        if self.bias:
+            Phi = np.hstack([np.ones((X.shape[0], 1)), Phi])
+        _check_finite_matrix(Phi, f"design matrix of {self!r}")
+        return Phi
+
+    def fit_transform(self, X: ArrayLike) -> np.ndarray:
+        """Fit to ``X`` and return its design matrix."""
+        return self.fit(X).transform(X)
+
+    def _fit(self, X: np.ndarray) -> list[str]:
+        raise NotImplementedError
+
+    def _transform(self, X: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def get_params(self) -> dict[str, Any]:
+        """Return the constructor arguments as a dict."""
+        return {"bias": self.bias}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+
+class KernelBasis(Basis):
+    """Kernel design matrix ``Phi = [1 | k(X, X_fit_)]``: one column per training point.
+
+    Parameters
+    ----------
+    kernel : str, Kernel or callable
+        Anything :func:`make_kernel` accepts; resolved into ``kernel_`` by ``fit``.
+    bias : bool
+        Put a column of ones first, so that ``n_basis_ = N_train + 1``.
+
+    Attributes
+    ----------
+    X_fit_, centres_ : ndarray of shape (N_train, d)
+        A private copy of the training inputs (one array, two names).
+    kernel_ : Kernel
+    basis_names_ : list of str
+        ``["bias", "x0", "x1", ...]``; ``"x<i>"`` is the kernel centred on training point i.
+
+    Examples
+    --------
+    >>> basis = KernelBasis(RBF(gamma=1.0)).fit([0.0, 1.0])
+    >>> basis.basis_names_
+    ['bias', 'x0', 'x1']
+    >>> basis.transform([0.0, 0.5]).round(4)
+    array([[1.    , 1.    , 0.3679],
+           [1.    , 0.7788, 0.7788]])
+    """
+
+    def __init__(self, kernel: str | Kernel | Callable = "rbf", bias: bool = True) -> None:
+        self.kernel = kernel
+        self.bias = bool(bias)
+
+    def _fit(self, X: np.ndarray) -> list[str]:
+        self.kernel_ = make_kernel(self.kernel)
+        self.X_fit_ = self.centres_ = X  # as_2d_float returned a private copy
+        return [f"x{i}" for i in range(X.shape[0])]
+
+    def _transform(self, X: np.ndarray) -> np.ndarray:
+        return self.kernel_(X, self.X_fit_)
+
+    def get_params(self) -> dict[str, Any]:
+        return {"kernel": self.kernel, "bias": self.bias}
+
+
+def _function_name(f: Any, i: int) -> str:
+    if _is_real(f):
+        return "1" if f == 1 else f"const({float(f):g})"
+    name = getattr(f, "__name__", None)
+    return name if name and name != "<lambda>" else f"f{i}"
+
+
+class FunctionBasis(Basis):
+    """Design matrix from user basis functions, one column per function.
+
+    Parameters
+    ----------
+    functions : sequence
+        Callables mapping X (n, d) to an (n,) array (a scalar result is
+        broadcast), or real numbers meaning a constant column.  Column names
+        come from the functions' ``__name__`` (``"f<i>"`` for lambdas).
+    bias : bool
+        Put a column of ones first.
+
+    Examples
+    --------
+    >>> basis = FunctionBasis([1, lambda X: X[:, 0], lambda X: X[:, 0] ** 2])
+    >>> basis.fit_transform([1.0, 2.0])
+    array([[1., 1., 1.],
+           [1., 2., 4.]])
+    """
+
+    def __init__(self, functions: Sequence[Any], bias: bool = False) -> None:
+        functions = list(functions)
+        if not functions:
+            raise ValueError("functions must contain at least one basis function")
+        for i, f in enumerate(functions):
+            if not (callable(f) or _is_real(f)):
+                raise ValueError(f"functions[{i}] must be callable or a real constant; got {f!r}")
+        self.functions = functions
+        self.bias = bool(bias)
+
+    def _fit(self, X: np.ndarray) -> list[str]:
+        names = [_function_name(f, i) for i, f in enumerate(self.functions)]
+        if len(set(names)) < len(names):
+            names = [f"{n}_{i}" for i, n in enumerate(names)]
+        return names
+
+    def _transform(self, X: np.ndarray) -> np.ndarray:
+        n = X.shape[0]
+        cols = []
+        for i, f in enumerate(self.functions):
+            out = np.asarray(f if _is_real(f) else f(X.copy()), dtype=np.float64)
+            if out.ndim == 0:
+                out = np.full(n, float(out))
+            elif out.shape not in ((n,), (n, 1)):
+                raise ValueError(
+                    f"basis function functions[{i}] ({self.basis_names_[i + self.bias]!r}) "
+                    f"returned shape {out.shape}; expected ({n},)"
+                )
+            cols.append(out.reshape(n))
+        return np.column_stack(cols)
+
+    def get_params(self) -> dict[str, Any]:
+        return {"functions": self.functions, "bias": self.bias}
+
+
+class _Monomial:
+    """``x ** power`` for one-feature input; a named, picklable basis function."""
+
+    def __init__(self, power: int) -> None:
+        self.power = power
+        self.__name__ = "1" if power == 0 else ("x" if power == 1 else f"x^{power}")
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        if X.shape[1] != 1:
+            raise ValueError(f"polynomial_basis expects one input feature; X has {X.shape[1]}")
+        return X[:, 0] ** self.power
+
+
+def polynomial_basis(degree: int) -> FunctionBasis:
+    """Polynomial basis ``[1, x, x^2, ..., x^degree]`` for one-dimensional input.
+
+    Parameters
+    ----------
+    degree : int
+        Highest power, a non-negative integer.
+
+    Returns
+    -------
+    FunctionBasis
+        ``degree + 1`` columns named ``"1", "x", "x^2", ...``.
+
+    Examples
+    --------
+    >>> polynomial_basis(2).fit_transform([2.0, 3.0])
+    array([[1., 2., 4.],
+           [1., 3., 9.]])
+    """
+    if isinstance(degree, bool) or not isinstance(degree, numbers.Integral) or degree < 0:
+        raise ValueError(f"degree must be a non-negative integer; got {degree!r}")
+    return FunctionBasis([_Monomial(p) for p in range(int(degree) + 1)])
+
+
+class PrecomputedBasis(Basis):
+    """The input is the design matrix itself, or the kernel matrix (new x training points).
+
+    ``fit`` records the number of columns; ``transform`` checks it and returns
+    the matrix as float64, with a column of ones first when ``bias=True``.
+
+    Parameters
+    ----------
+    bias : bool
+        Put a column of ones first.
+
+    Examples
+    --------
+    >>> basis = PrecomputedBasis(bias=True).fit([[1.0, 0.5], [0.5, 1.0]])
+    >>> basis.basis_names_
+    ['bias', 'c0', 'c1']
+    >>> basis.transform([[0.2, 0.3]])
+    array([[1. , 0.2, 0.3]])
+    """
+
+    _feature_word = "columns"
+
+    def __init__(self, bias: bool = False) -> None:
+        self.bias = bool(bias)
+
+    def _fit(self, X: np.ndarray) -> list[str]:
+        return [f"c{j}" for j in range(X.shape[1])]
+
+    def _transform(self, X: np.ndarray) -> np.ndarray:
+        return X
+
+
+def make_basis(
+    kernel: str | Kernel | Callable | Basis = "rbf", bias: bool = True, **params: Any
+) -> Basis:
+    """Return a :class:`Basis` for a kernel name/instance/callable, ``"precomputed"`` or a Basis.
+
+    Parameters
+    ----------
+    kernel : str, Kernel, callable or Basis
+        A :class:`Basis` is returned as is (``bias`` is then ignored);
+        ``"precomputed"`` gives a :class:`PrecomputedBasis`; anything else goes
+        through :func:`make_kernel` into a :class:`KernelBasis`.
+    bias : bool
+        Put a column of ones first.
+    **params
+        Kernel hyperparameters (only with a kernel name).
+
+    Returns
+    -------
+    Basis
+
+    Examples
+    --------
+    >>> make_basis("rbf", gamma=2.0)
+    KernelBasis(kernel=RBF(gamma=2.0), bias=True)
+    >>> make_basis("precomputed", bias=False)
+    PrecomputedBasis(bias=False)
+    """
+    if isinstance(kernel, Basis) or (isinstance(kernel, str) and kernel == "precomputed"):
+        if params:
+            raise ValueError(f"parameters {sorted(params)} do not apply to kernel={kernel!r}")
+        return kernel if isinstance(kernel, Basis) else PrecomputedBasis(bias=bias)
+    return KernelBasis(make_kernel(kernel, **params), bias=bias)
+
+
+def column_scale(Phi: ArrayLike) -> np.ndarray:
+    """Euclidean norms of the columns of ``Phi``, zero-norm columns mapped to 1.
+
+    Solvers divide the columns by these scales to work on a normalised design
+    matrix and divide the fitted weights by them afterwards.
+
+    Parameters
+    ----------
+    Phi : array_like of shape (N, M)
+
+    Returns
+    -------
+    ndarray of shape (M,)
+
+    Examples
+    --------
+    >>> column_scale([[3.0, 0.0], [4.0, 0.0]])
+    array([5., 1.])
+    """
+    scale = np.linalg.norm(as_2d_float(Phi, "Phi"), axis=0)
+    scale[scale == 0.0] = 1.0
+    return scale

@@ -1,0 +1,519 @@
+"""Tests for rvm_pymc.kernels: kernels against brute-force loops and scikit-learn, bases."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.exceptions import NotFittedError
+from sklearn.gaussian_process.kernels import RationalQuadratic
+from sklearn.metrics.pairwise import (
+    laplacian_kernel,
+    linear_kernel,
+    polynomial_kernel,
+    rbf_kernel,
+)
+
+from rvm_pymc.kernels import (
+    RBF,
+    Basis,
+    CallableKernel,
+    Cauchy,
+    Constant,
+    FunctionBasis,
+    Kernel,
+    KernelBasis,
+    Laplacian,
+    Linear,
+    LinearSpline,
+    Polynomial,
+    PrecomputedBasis,
+    Product,
+    Sum,
+    column_scale,
+    make_basis,
+    make_kernel,
+    polynomial_basis,
+)
+
+TOL = {"rtol": 1e-12, "atol": 1e-12}
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(20260101)
+
+
+# ------------------------------------------------------------- brute-force oracles
+
+
+def _spline_1d(a: float, b: float) -> float:
+    m = min(a, b)
+    return 1 + a * b + a * b * m - (a + b) / 2 * m**2 + m**3 / 3
+
+
+ORACLES = {
+    "rbf": (RBF(gamma=0.7), lambda a, b: math.exp(-0.7 * sum((a - b) ** 2))),
+    "laplacian": (Laplacian(gamma=0.4), lambda a, b: math.exp(-0.4 * sum(abs(a - b)))),
+    "cauchy": (Cauchy(gamma=1.3), lambda a, b: 1 / (1 + 1.3 * sum((a - b) ** 2))),
+    "linear": (Linear(), lambda a, b: sum(a * b)),
+    "poly": (
+        Polynomial(degree=3, gamma=0.5, coef0=2.0),
+        lambda a, b: (0.5 * sum(a * b) + 2.0) ** 3,
+    ),
+    "spline": (
+        LinearSpline(),
+        lambda a, b: math.prod(_spline_1d(x, y) for x, y in zip(a, b, strict=True)),
+    ),
+    "constant": (Constant(2.5), lambda a, b: 2.5),
+}
+
+
+def _brute_force(f, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    out = np.empty((len(X), len(Y)))
+    for i in range(len(X)):
+        for j in range(len(Y)):
+            out[i, j] = f(X[i], Y[j])
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(ORACLES))
+def test_kernel_matches_brute_force_double_loop(name, rng):
+    kernel, f = ORACLES[name]
+    X, Y = rng.uniform(0, 1, (7, 3)), rng.uniform(0, 1, (5, 3))
+    K = kernel(X, Y)
+    assert K.shape == (7, 5)
+    assert K.dtype == np.float64
+    np.testing.assert_allclose(K, _brute_force(f, X, Y), **TOL)
+    np.testing.assert_allclose(kernel(X), _brute_force(f, X, X), **TOL)
+
+
+def test_one_dimensional_input_is_one_feature(rng):
+    x, y = rng.normal(size=6), rng.normal(size=4)
+    np.testing.assert_array_equal(RBF()(x, y), RBF()(x[:, None], y[:, None]))
+
+
+# ------------------------------------------------------------- widths and identities
+
+
+@pytest.mark.parametrize(
+    ("cls", "to_gamma"),
+    [
+        (RBF, lambda ls: 1 / (2 * ls**2)),
+        (Cauchy, lambda ls: 1 / (2 * ls**2)),
+        (Laplacian, lambda ls: 1 / ls),
+    ],
+)
+def test_length_scale_converts_to_gamma(cls, to_gamma, rng):
+    X = rng.normal(size=(6, 2))
+    by_length = cls(length_scale=0.8)
+    by_gamma = cls(gamma=to_gamma(0.8))
+    assert by_length.gamma == pytest.approx(to_gamma(0.8), rel=1e-15)
+    assert by_gamma.length_scale == pytest.approx(0.8, rel=1e-14)
+    np.testing.assert_allclose(by_length(X), by_gamma(X), **TOL)
+
+
+def test_rbf_length_scale_is_the_gaussian_sd():
+    # exp(-r^2 / (2 l^2)): at distance l the kernel is exp(-1/2)
+    assert RBF(length_scale=2.0)([[0.0]], [[2.0]])[0, 0] == pytest.approx(math.exp(-0.5))
+
+
+@pytest.mark.parametrize("kernel", [RBF(gamma=3.0), Laplacian(gamma=3.0), Cauchy(gamma=3.0)])
+def test_identical_points_give_exactly_one(kernel, rng):
+    # a large offset makes ||x||^2 + ||y||^2 - 2 x.y cancel badly; the diagonal must stay 1
+    X = 1e6 + rng.normal(size=(8, 3))
+    assert np.all(np.diag(kernel(X)) == 1.0)
+    assert np.all(np.diag(kernel(X, X.copy())) == 1.0)
+    assert np.all(kernel(X) <= 1.0)
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [RBF(gamma=0.5), Laplacian(gamma=0.5), Cauchy(gamma=0.5), Linear(), LinearSpline()],
+    ids=repr,
+)
+def test_gram_matrix_is_symmetric_psd(kernel, rng):
+    X = rng.uniform(0, 1, (30, 2))
+    K = kernel(X)
+    np.testing.assert_array_equal(K, K.T)
+    eig = np.linalg.eigvalsh(K)
+    assert eig.min() >= -1e-10 * eig.max()
+
+
+# ------------------------------------------------------------- scikit-learn references
+
+
+def test_matches_sklearn_pairwise(rng):
+    X, Y = rng.normal(size=(9, 4)), rng.normal(size=(6, 4))
+    np.testing.assert_allclose(RBF(gamma=0.3)(X, Y), rbf_kernel(X, Y, gamma=0.3), **TOL)
+    np.testing.assert_allclose(
+        Laplacian(gamma=0.3)(X, Y), laplacian_kernel(X, Y, gamma=0.3), **TOL
+    )
+    np.testing.assert_allclose(Linear()(X, Y), linear_kernel(X, Y), **TOL)
+    np.testing.assert_allclose(
+        Polynomial(degree=4, gamma=0.2, coef0=0.5)(X, Y),
+        polynomial_kernel(X, Y, degree=4, gamma=0.2, coef0=0.5),
+        **TOL,
+    )
+    np.testing.assert_allclose(
+        Cauchy(length_scale=1.7)(X, Y), RationalQuadratic(length_scale=1.7, alpha=1.0)(X, Y), **TOL
+    )
+
+
+# ------------------------------------------------------------- composition
+
+
+def test_sum_product_and_scalar_are_elementwise(rng):
+    X, Y = rng.normal(size=(5, 2)), rng.normal(size=(4, 2))
+    k1, k2 = RBF(gamma=0.5), Polynomial(degree=2)
+    A, B = k1(X, Y), k2(X, Y)
+    assert isinstance(k1 + k2, Sum)
+    assert isinstance(k1 * k2, Product)
+    np.testing.assert_allclose((k1 + k2)(X, Y), A + B, **TOL)
+    np.testing.assert_allclose((k1 * k2)(X, Y), A * B, **TOL)
+    np.testing.assert_allclose((2.0 * k1)(X, Y), 2.0 * A, **TOL)
+    np.testing.assert_allclose((k1 * 3)(X, Y), 3.0 * A, **TOL)
+    np.testing.assert_allclose((k1 + 0.5)(X, Y), A + 0.5, **TOL)
+    np.testing.assert_allclose((0.5 + k1)(X, Y), A + 0.5, **TOL)
+    np.testing.assert_allclose((np.float64(2.0) * k1)(X, Y), 2.0 * A, **TOL)
+    np.testing.assert_allclose(sum([k1, k2, k1])(X, Y), 2 * A + B, **TOL)
+    np.testing.assert_allclose((2.0 * k1 + k1 * k2)(X, Y), 2 * A + A * B, **TOL)
+
+
+@pytest.mark.parametrize("scalar", [0.0, -1.0, math.nan, math.inf])
+def test_scalar_composition_needs_a_positive_scalar(scalar):
+    with pytest.raises(ValueError, match="value must be finite and > 0"):
+        scalar * RBF()
+
+
+def test_composition_with_a_non_kernel_is_a_type_error():
+    with pytest.raises(TypeError):
+        RBF() + "rbf"
+    with pytest.raises(TypeError):
+        RBF() * [1.0]
+
+
+# ------------------------------------------------------------- repr and parameters
+
+
+def test_repr_and_get_params():
+    assert repr(RBF(length_scale=0.5)) == "RBF(length_scale=0.5)"
+    assert repr(RBF()) == "RBF(gamma=1.0)"
+    assert repr(2.0 * Linear()) == "(Constant(value=2.0) * Linear())"
+    assert repr(Linear() + LinearSpline()) == "(Linear() + LinearSpline())"
+    assert Polynomial(degree=3).get_params() == {"degree": 3, "gamma": 1.0, "coef0": 1.0}
+    assert Laplacian(gamma=2.0).get_params() == {"gamma": 2.0}
+    k1, k2 = RBF(), Linear()
+    assert (k1 + k2).get_params() == {"k1": k1, "k2": k2}
+    assert "my_kernel" in repr(CallableKernel(_my_kernel))
+    assert repr(make_basis("rbf", gamma=2.0)) == "KernelBasis(kernel=RBF(gamma=2.0), bias=True)"
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [RBF(length_scale=0.3), Laplacian(gamma=2.0), Cauchy(), Polynomial(3, 0.5, 0.0), Linear()],
+    ids=repr,
+)
+def test_get_params_rebuilds_the_kernel(kernel, rng):
+    X = rng.normal(size=(4, 2))
+    rebuilt = type(kernel)(**kernel.get_params())
+    assert repr(rebuilt) == repr(kernel)
+    np.testing.assert_array_equal(rebuilt(X), kernel(X))
+
+
+def _my_kernel(X, Y):
+    return X @ Y.T + 1.0
+
+
+# ------------------------------------------------------------- make_kernel
+
+
+@pytest.mark.parametrize(
+    ("name", "cls"),
+    [
+        ("rbf", RBF),
+        ("RBF", RBF),
+        ("linear", Linear),
+        ("poly", Polynomial),
+        ("polynomial", Polynomial),
+        ("laplacian", Laplacian),
+        ("exponential", Laplacian),
+        ("cauchy", Cauchy),
+        ("linear_spline", LinearSpline),
+        ("spline", LinearSpline),
+    ],
+)
+def test_make_kernel_by_name(name, cls):
+    assert type(make_kernel(name)) is cls
+
+
+def test_make_kernel_passes_params_instances_and_callables(rng):
+    assert make_kernel("poly", degree=5).degree == 5
+    assert make_kernel("rbf", length_scale=2.0).gamma == pytest.approx(0.125)
+    k = Cauchy()
+    assert make_kernel(k) is k
+    wrapped = make_kernel(_my_kernel)
+    assert isinstance(wrapped, CallableKernel)
+    X = rng.normal(size=(3, 2))
+    np.testing.assert_allclose(wrapped(X), X @ X.T + 1.0, **TOL)
+    with pytest.raises(ValueError, match="need a kernel name"):
+        make_kernel(k, gamma=2.0)
+
+
+def test_unknown_kernel_name_lists_valid_names():
+    with pytest.raises(ValueError, match=r"unknown kernel 'gaussian'.*'cauchy'.*'rbf'"):
+        make_kernel("gaussian")
+    with pytest.raises(ValueError, match="unknown kernel 3"):
+        make_kernel(3)
+
+
+# ------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("cls", [RBF, Laplacian, Cauchy])
+@pytest.mark.parametrize("arg", ["gamma", "length_scale"])
+@pytest.mark.parametrize("value", [0.0, -1.0, math.nan, math.inf, -math.inf])
+def test_bad_width_raises_naming_the_argument(cls, arg, value):
+    with pytest.raises(ValueError, match=rf"^{arg} must be finite and > 0; got"):
+        cls(**{arg: value})
+
+
+def test_width_message_reports_the_value():
+    with pytest.raises(ValueError, match=r"gamma must be finite and > 0; got 0\.0"):
+        RBF(gamma=0.0)
+
+
+def test_width_given_twice_or_overflowing():
+    with pytest.raises(ValueError, match="exactly one of gamma or length_scale"):
+        RBF(gamma=1.0, length_scale=1.0)
+    with pytest.raises(ValueError, match=r"gamma \(from length_scale\) must be finite"):
+        RBF(length_scale=1e-200)
+
+
+@pytest.mark.parametrize("degree", [0, -2, 1.5, True, "2"])
+def test_polynomial_degree_must_be_a_positive_int(degree):
+    with pytest.raises(ValueError, match="degree must be a positive integer"):
+        Polynomial(degree=degree)
+
+
+def test_polynomial_offsets_are_checked():
+    with pytest.raises(ValueError, match="coef0 must be finite and >= 0"):
+        Polynomial(coef0=-1.0)
+    with pytest.raises(ValueError, match="gamma must be finite and > 0"):
+        Polynomial(gamma=0.0)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_non_finite_inputs_are_rejected(bad, rng):
+    X = rng.normal(size=(4, 2))
+    Xbad = X.copy()
+    Xbad[1, 0] = bad
+    with pytest.raises(ValueError, match=r"^X contains non-finite"):
+        RBF()(Xbad, X)
+    with pytest.raises(ValueError, match=r"^Y contains non-finite"):
+        RBF()(X, Xbad)
+    with pytest.raises(ValueError, match=r"^X contains non-finite"):
+        KernelBasis().fit(Xbad)
+    basis = KernelBasis().fit(X)
+    with pytest.raises(ValueError, match=r"^X contains non-finite"):
+        basis.transform(Xbad)
+
+
+def test_feature_mismatch_between_x_and_y(rng):
+    with pytest.raises(ValueError, match="X has 3 features but Y has 2"):
+        Linear()(rng.normal(size=(4, 3)), rng.normal(size=(4, 2)))
+
+
+def test_callable_kernel_wrong_shape_or_non_finite(rng):
+    X = rng.normal(size=(4, 2))
+    with pytest.raises(
+        ValueError, match=r"CallableKernel.*returned shape \(4, 2\); expected \(4, 4\)"
+    ):
+        CallableKernel(lambda A, B: A)(X)
+    with pytest.raises(ValueError, match=r"CallableKernel.*has 4 non-finite entries"):
+        CallableKernel(lambda A, B: np.where(np.eye(len(A)) > 0, np.nan, 1.0))(X)
+    # the check also applies inside a composition
+    with pytest.raises(ValueError, match="CallableKernel"):
+        (RBF() + CallableKernel(lambda A, B: np.ones(3)))(X)
+    with pytest.raises(TypeError, match="func must be callable"):
+        CallableKernel(3.0)
+
+
+def test_overflowing_kernel_names_the_kernel():
+    with pytest.raises(ValueError, match=r"Polynomial\(degree=300.*1 non-finite entry \(of 1\)"):
+        with np.errstate(over="ignore"):
+            Polynomial(degree=300)([[10.0]])
+
+
+# ------------------------------------------------------------- KernelBasis
+
+
+def test_kernel_basis_shape_bias_and_columns(rng):
+    X = rng.normal(size=(10, 2))
+    basis = KernelBasis(RBF(gamma=0.5))
+    Phi = basis.fit_transform(X)
+    assert isinstance(basis, Basis)
+    assert Phi.shape == (10, 11)
+    assert Phi.dtype == np.float64
+    np.testing.assert_array_equal(Phi[:, 0], np.ones(10))
+    np.testing.assert_allclose(Phi[:, 1:], rbf_kernel(X, X, gamma=0.5), **TOL)
+    assert basis.n_basis_ == 11
+    assert basis.basis_names_ == ["bias"] + [f"x{i}" for i in range(10)]
+    np.testing.assert_array_equal(basis.centres_, X)
+    np.testing.assert_array_equal(basis.X_fit_, X)
+    assert basis.n_features_in_ == 2
+
+
+def test_kernel_basis_without_bias(rng):
+    X = rng.normal(size=(6, 1))
+    basis = KernelBasis("laplacian", bias=False).fit(X)
+    Phi = basis.transform(X)
+    assert Phi.shape == (6, 6)
+    assert basis.basis_names_[0] == "x0"
+    np.testing.assert_allclose(Phi, laplacian_kernel(X, X, gamma=1.0), **TOL)
+
+
+def test_kernel_basis_transform_uses_stored_training_points(rng):
+    X = rng.normal(size=(8, 3))
+    X_orig = X.copy()
+    X_new = rng.normal(size=(5, 3))
+    basis = KernelBasis(Cauchy(gamma=0.4))
+    Phi_fit = basis.fit_transform(X)
+    np.testing.assert_array_equal(basis.transform(X), Phi_fit)
+    expected_new = np.hstack([np.ones((5, 1)), Cauchy(gamma=0.4)(X_new, X_orig)])
+    X += 100.0  # the caller mutates its array after fit
+    np.testing.assert_array_equal(basis.centres_, X_orig)
+    np.testing.assert_allclose(basis.transform(X_new), expected_new, **TOL)
+    np.testing.assert_array_equal(basis.transform(X_orig), Phi_fit)
+
+
+def test_kernel_basis_accepts_1d_input(rng):
+    x = rng.uniform(0, 1, 7)
+    Phi = KernelBasis("spline").fit_transform(x)
+    assert Phi.shape == (7, 8)
+    np.testing.assert_allclose(Phi[:, 1:], LinearSpline()(x[:, None], x[:, None]), **TOL)
+
+
+def test_kernel_basis_feature_count_and_fit_state(rng):
+    basis = KernelBasis()
+    with pytest.raises(NotFittedError, match="not fitted"):
+        basis.transform(rng.normal(size=(3, 2)))
+    basis.fit(rng.normal(size=(5, 2)))
+    with pytest.raises(ValueError, match="X has 3 features, but KernelBasis was fitted with 2"):
+        basis.transform(rng.normal(size=(4, 3)))
+
+
+def test_kernel_basis_with_a_callable_kernel(rng):
+    X = rng.normal(size=(4, 2))
+    Phi = KernelBasis(_my_kernel).fit_transform(X)
+    np.testing.assert_allclose(Phi[:, 1:], X @ X.T + 1.0, **TOL)
+
+
+def test_basis_pickles(rng):
+    X = rng.normal(size=(5, 1))
+    for basis in (KernelBasis(2.0 * RBF()).fit(X), polynomial_basis(2).fit(X)):
+        clone = pickle.loads(pickle.dumps(basis))
+        np.testing.assert_array_equal(clone.transform(X), basis.transform(X))
+
+
+# ------------------------------------------------------------- FunctionBasis, polynomial
+
+
+def test_function_basis_cubic_equals_vander(rng):
+    x = rng.normal(size=9)
+    basis = FunctionBasis([1, lambda X: X[:, 0], lambda X: X[:, 0] ** 2, lambda X: X[:, 0] ** 3])
+    np.testing.assert_allclose(basis.fit_transform(x), np.vander(x, 4, increasing=True), **TOL)
+    assert basis.basis_names_ == ["1", "f1", "f2", "f3"]
+    poly = polynomial_basis(3)
+    np.testing.assert_allclose(poly.fit_transform(x), np.vander(x, 4, increasing=True), **TOL)
+    assert poly.basis_names_ == ["1", "x", "x^2", "x^3"]
+
+
+def test_function_basis_bias_constants_and_names(rng):
+    X = rng.normal(size=(5, 2))
+
+    def second(A):
+        return A[:, 1]
+
+    basis = FunctionBasis([second, 2.5, lambda A: 7.0], bias=True)
+    Phi = basis.fit_transform(X)
+    np.testing.assert_array_equal(Phi[:, 0], 1.0)
+    np.testing.assert_array_equal(Phi[:, 1], X[:, 1])
+    np.testing.assert_array_equal(Phi[:, 2], 2.5)
+    np.testing.assert_array_equal(Phi[:, 3], 7.0)
+    assert basis.basis_names_ == ["bias", "second", "const(2.5)", "f2"]
+    assert basis.n_basis_ == 4
+
+
+def test_function_basis_errors(rng):
+    X = rng.normal(size=(5, 2))
+    with pytest.raises(
+        ValueError, match=r"functions\[0\].*returned shape \(5, 2\); expected \(5,\)"
+    ):
+        FunctionBasis([lambda A: A]).fit_transform(X)
+    with pytest.raises(ValueError, match=r"FunctionBasis.*2 non-finite entries \(of 6\)"):
+        FunctionBasis([lambda A: np.full(len(A), np.inf), 1.0, 0.0]).fit_transform(X[:2])
+    with pytest.raises(ValueError, match=r"functions\[1\] must be callable or a real constant"):
+        FunctionBasis([1, "x"])
+    with pytest.raises(ValueError, match="at least one"):
+        FunctionBasis([])
+    with pytest.raises(ValueError, match="polynomial_basis expects one input feature; X has 2"):
+        polynomial_basis(2).fit_transform(X)
+    with pytest.raises(ValueError, match="degree must be a non-negative integer"):
+        polynomial_basis(-1)
+    basis = FunctionBasis([1]).fit(X)
+    with pytest.raises(ValueError, match="X has 1 features, but FunctionBasis was fitted with 2"):
+        basis.transform(X[:, :1])
+
+
+# ------------------------------------------------------------- PrecomputedBasis, make_basis
+
+
+def test_precomputed_basis_round_trip_and_column_check(rng):
+    X_train, X_new = rng.normal(size=(6, 2)), rng.normal(size=(3, 2))
+    K_train, K_new = RBF()(X_train), RBF()(X_new, X_train)
+    basis = PrecomputedBasis()
+    np.testing.assert_array_equal(basis.fit_transform(K_train), K_train)
+    np.testing.assert_array_equal(basis.transform(K_new), K_new)
+    assert basis.n_basis_ == 6
+    with_bias = PrecomputedBasis(bias=True).fit(K_train)
+    np.testing.assert_array_equal(with_bias.transform(K_new), np.hstack([np.ones((3, 1)), K_new]))
+    assert with_bias.basis_names_[:2] == ["bias", "c0"]
+    with pytest.raises(
+        ValueError, match="X has 5 columns, but PrecomputedBasis was fitted with 6"
+    ):
+        basis.transform(K_new[:, :5])
+
+
+def test_make_basis(rng):
+    X = rng.normal(size=(5, 2))
+    basis = make_basis("rbf", gamma=0.25)
+    assert isinstance(basis, KernelBasis)
+    np.testing.assert_allclose(basis.fit_transform(X)[:, 1:], rbf_kernel(X, gamma=0.25), **TOL)
+    assert make_basis(Linear(), bias=False).fit(X).n_basis_ == 5
+    existing = polynomial_basis(2)
+    assert make_basis(existing) is existing
+    assert isinstance(make_basis("precomputed"), PrecomputedBasis)
+    assert make_basis("precomputed", bias=True).bias is True
+    assert isinstance(make_basis(_my_kernel).kernel, CallableKernel)
+    with pytest.raises(ValueError, match="do not apply"):
+        make_basis(existing, gamma=1.0)
+    with pytest.raises(ValueError, match="unknown kernel 'nope'"):
+        make_basis("nope")
+
+
+def test_column_scale(rng):
+    Phi = rng.normal(size=(6, 3))
+    Phi[:, 1] = 0.0
+    scale = column_scale(Phi)
+    np.testing.assert_allclose(scale[[0, 2]], np.sqrt((Phi[:, [0, 2]] ** 2).sum(axis=0)), **TOL)
+    assert scale[1] == 1.0
+    with pytest.raises(ValueError, match="Phi contains non-finite"):
+        column_scale(np.full((2, 2), np.nan))
+
+
+def test_kernel_base_class_is_abstract():
+    with pytest.raises(NotImplementedError):
+        Kernel()([[1.0]])
