@@ -119,8 +119,8 @@ def rotate(s: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(null, 0.0, lam), np.where(null, 0.0, q2)
 
 
-def optimal_alpha_active(alpha: np.ndarray, W: np.ndarray, cov: np.ndarray) -> np.ndarray:
-    """Linearised optimum of each active precision, the others fixed (inf if irrelevant).
+def leaving_active(alpha: np.ndarray, W: np.ndarray, cov: np.ndarray) -> np.ndarray:
+    """Whether each active basis has its linearised optimum at ``alpha = inf``.
 
     Uses ``Sigma_mm = (alpha_m I + s_m)^-1`` and ``W_m = Sigma_mm q_m`` at the
     mode (``Sigma_mm`` the C x C block of basis ``m``), so no statistic of the
@@ -132,12 +132,18 @@ def optimal_alpha_active(alpha: np.ndarray, W: np.ndarray, cov: np.ndarray) -> n
     s = prec - alpha[:, None, None] * np.eye(c)
     q = np.einsum("mkl,ml->mk", prec, W)
     if c == 1:
-        s1, q2 = s[:, 0, 0], q[:, 0] ** 2
-        out = np.full(ma, np.inf)
-        rel = q2 > s1
-        out[rel] = s1[rel] ** 2 / (q2[rel] - s1[rel])
-        return out
-    return maximise_shared(*rotate(0.5 * (s + np.transpose(s, (0, 2, 1))), q))[0]
+        return q[:, 0] ** 2 <= s[:, 0, 0]
+    lam, q2 = rotate(0.5 * (s + np.transpose(s, (0, 2, 1))), q)
+    # Cheap answers first: no direction with q^2 > lambda means ell increases to
+    # alpha = inf; sum(q^2 - lambda) > 0 means ell > 0 for large finite alpha.
+    out = np.full(ma, np.inf)
+    some = np.any(q2 > lam * (1.0 + 1e-12), axis=1)
+    surely = np.sum(q2 - lam, axis=1) > 0
+    out[surely] = 1.0
+    unsure = some & ~surely
+    if np.any(unsure):
+        out[unsure] = maximise_shared(lam[unsure], q2[unsure])[0]
+    return ~np.isfinite(out)
 
 
 class _LinearisedState(_State):

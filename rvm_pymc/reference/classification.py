@@ -31,7 +31,7 @@ from rvm_pymc._validation import as_2d_float, check_consistent_length
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import HyperPrior, resolve_prior
 from rvm_pymc.reference._classification_result import ClassificationResult
-from rvm_pymc.reference._fast_classification import fast_classification, optimal_alpha_active
+from rvm_pymc.reference._fast_classification import fast_classification, leaving_active
 from rvm_pymc.reference._laplace import LaplacePosterior, find_mode
 
 __all__ = ["ClassificationResult", "fit_classification", "laplace_posterior"]
@@ -156,6 +156,7 @@ def fit_classification(
     *,
     method: str = "fast",
     prior=None,
+    alpha_init=None,
     max_iter: int | None = None,
     tol: float = 1e-6,
     prune_threshold: float = 1e9,
@@ -183,6 +184,12 @@ def fit_classification(
     prior : str, mapping or HyperPrior, optional
         Gamma hyperprior; only ``a`` and ``b`` (on ``alpha``) are used.
         Default the ``"evidence"`` preset (type-II maximum likelihood).
+    alpha_init : array_like of shape (M,), optional
+        ``"mackay"``/``"em"`` only: initial precisions of the columns as given,
+        ``inf`` for a column left out from the start (a warm start, e.g. from
+        another fit's :meth:`~ClassificationResult.alpha_full`).  Default:
+        every usable column, with a prior variance of the latent function of
+        about one.
     max_iter : int, optional
         Iteration cap; default ``10 * M + 100`` for ``"fast"``, 5000 otherwise.
         A :class:`~rvm_pymc.ConvergenceWarning` is issued when reached.
@@ -244,6 +251,21 @@ def fit_classification(
     tol = _check_float(tol, "tol")
     prune_threshold = _check_float(prune_threshold, "prune_threshold")
     align_tol = _check_float(align_tol, "align_tol", strict=False)
+    if alpha_init is not None:
+        if method == "fast":
+            raise ValueError("alpha_init is not used by method='fast'; it starts from one basis")
+        alpha_init = np.asarray(alpha_init, dtype=float)
+        if alpha_init.shape != (m,):
+            raise ValueError(
+                f"alpha_init must have shape ({m},) (one per column of Phi); "
+                f"got {alpha_init.shape}"
+            )
+        if (
+            np.any(np.isnan(alpha_init))
+            or np.any(alpha_init <= 0)
+            or not np.any(np.isfinite(alpha_init))
+        ):
+            raise ValueError("alpha_init must be > 0 (inf allowed) with at least one finite value")
     if max_iter is None:
         max_iter = 10 * m + 100 if method == "fast" else 5000
     max_iter = _check_int(max_iter, "max_iter", 1)
@@ -265,7 +287,7 @@ def fit_classification(
         out = fast_classification(Phin, T, usable, max_iter, tol, align_tol)
     else:
         out = _full_reestimation(
-            Phin, T, usable, scale, prior, max_iter, tol, prune_threshold, method
+            Phin, T, usable, scale, prior, max_iter, tol, prune_threshold, method, alpha_init
         )
     active, alpha_n, W_n, trace, n_iter, converged = out
     if not converged:
@@ -323,7 +345,7 @@ def _finalise(Phi, T, classes, active, alpha, W0, prior, method, trace, n_iter, 
 
 
 def _full_reestimation(
-    Phin, T, usable, scale, prior: HyperPrior, max_iter, tol, prune_level, method
+    Phin, T, usable, scale, prior: HyperPrior, max_iter, tol, prune_level, method, alpha_init
 ):
     """MacKay or EM re-estimation of all precisions on normalised columns.
 
@@ -332,10 +354,16 @@ def _full_reestimation(
     """
     n = Phin.shape[0]
     c = T.shape[1]
-    active = np.flatnonzero(usable)
     b_n = prior.b * scale**2
-    # Start with an average prior variance of one for the latent function.
-    alpha = np.full(active.size, active.size / n)
+    if alpha_init is None:
+        active = np.flatnonzero(usable)
+        # Start with an average prior variance of one for the latent function.
+        alpha = np.full(active.size, active.size / n)
+    else:
+        active = np.flatnonzero(np.isfinite(alpha_init) & usable)
+        if active.size == 0:
+            raise ValueError("alpha_init is finite only on all-zero columns of Phi")
+        alpha = alpha_init[active] / scale[active] ** 2
     W = np.zeros((active.size, c))
     trace = {"log_evidence": [], "n_active": []}
     converged = False
@@ -362,7 +390,7 @@ def _full_reestimation(
         # A basis whose linearised optimum is alpha = inf is on its way out; its
         # alpha may grow by a constant factor per iteration for a long time, so it
         # does not hold up convergence and is dropped once the rest has settled.
-        leaving = ~np.isfinite(optimal_alpha_active(alpha, W, post.cov))
+        leaving = leaving_active(alpha, W, post.cov)
         dlog = np.abs(np.log(new_alpha) - np.log(alpha))
         settled = np.all((dlog < tol) | leaving) and not np.all(leaving)
         if not pruned and settled:
