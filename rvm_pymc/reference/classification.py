@@ -55,7 +55,7 @@ def _check_float(value, name: str, *, strict: bool = True) -> float:
     return v
 
 
-def encode_labels(y, n_samples: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def encode_labels(y) -> tuple[np.ndarray, np.ndarray]:
     """Validate class labels; return ``(classes, T)``.
 
     ``classes`` are the sorted distinct labels in their own dtype; ``T`` is
@@ -93,7 +93,7 @@ def encode_labels(y, n_samples: int | None = None) -> tuple[np.ndarray, np.ndarr
         raise ValueError(
             f"y has a single class ({classes[0]!r}); classification needs at least two"
         )
-    n = y.size if n_samples is None else n_samples
+    n = y.size
     if k >= n:
         raise ValueError(
             f"y has {k} classes for {n} samples; a classifier needs more samples than classes"
@@ -140,8 +140,8 @@ def laplace_posterior(Phi, y, alpha) -> LaplacePosterior:
     ((1, 1), (1, 1), True)
     """
     Phi = as_2d_float(Phi, "Phi")
-    check_consistent_length(Phi=Phi, y=y)
     _, T = encode_labels(y)
+    check_consistent_length(Phi=Phi, y=T)
     alpha = np.asarray(alpha, dtype=float).reshape(-1)
     if alpha.shape != (Phi.shape[1],):
         raise ValueError(f"alpha has shape {alpha.shape}; expected ({Phi.shape[1]},)")
@@ -242,8 +242,8 @@ def fit_classification(
     True
     """
     Phi = as_2d_float(Phi, "Phi")
-    check_consistent_length(Phi=Phi, y=y)
     classes, T = encode_labels(y)
+    check_consistent_length(Phi=Phi, y=T)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     prior = resolve_prior(prior)

@@ -1,0 +1,426 @@
+"""Tests of the closed-form RVM classifier (Laplace approximation, MacKay/EM, fast).
+
+Oracles: a dense Hessian summed observation by observation (and a finite
+difference of the analytic gradient), numerical integration of the joint
+density by scipy.integrate, and Monte Carlo draws from the Laplace posterior.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+import pytest
+from scipy import integrate
+from scipy.special import expit, log_expit, softmax
+
+from rvm_pymc.datasets import make_gaussian_mixture_classes, make_ripley
+from rvm_pymc.exceptions import ConvergenceWarning
+from rvm_pymc.reference._laplace import log_likelihood
+from rvm_pymc.reference.classification import fit_classification, laplace_posterior
+
+
+def rbf_design(A, centres, width):
+    """Bias column plus ``exp(-||a - c||^2 / width^2)`` (Tipping's convention)."""
+    d2 = ((A[:, None, :] - centres[None, :, :]) ** 2).sum(-1)
+    return np.column_stack([np.ones(len(A)), np.exp(-d2 / width**2)])
+
+
+def grid(x_range, y_range, n):
+    return np.array([(a, b) for a in np.linspace(*x_range, n) for b in np.linspace(*y_range, n)])
+
+
+@pytest.fixture(scope="module")
+def ripley():
+    X, t, X_test, t_test = make_ripley(n_train=100, n_test=300, random_state=2)
+    return rbf_design(X, X, 0.5), t, rbf_design(X_test, X, 0.5), t_test
+
+
+@pytest.fixture(scope="module")
+def three_class():
+    X, t, X_test, t_test = make_gaussian_mixture_classes(
+        n_samples=90, n_test=200, n_classes=3, n_components=2, random_state=2
+    )
+    return rbf_design(X, X, 1.0), t, rbf_design(X_test, X, 1.0), t_test
+
+
+@pytest.fixture(scope="module")
+def fits(ripley, three_class):
+    P, t, _, _ = ripley
+    P3, t3, _, _ = three_class
+    return {
+        "binary": fit_classification(P, t),
+        "softmax": fit_classification(P3, t3),
+    }
+
+
+def targets(y, classes):
+    codes = np.searchsorted(classes, y)
+    if classes.size == 2:
+        return codes[:, None].astype(float)
+    return np.eye(classes.size)[codes]
+
+
+def dense_hessian(Pa, T, W, alpha):
+    """Sum over observations of ``(diag(y_n) - y_n y_n^T) kron phi_n phi_n^T``, plus A."""
+    c, m = T.shape[1], Pa.shape[1]
+    F = Pa @ W
+    Y = expit(F) if c == 1 else softmax(F, axis=1)
+    H = np.diag(np.tile(alpha, c))
+    for n in range(Pa.shape[0]):
+        Bn = (
+            np.array([[Y[n, 0] * (1 - Y[n, 0])]])
+            if c == 1
+            else np.diag(Y[n]) - np.outer(Y[n], Y[n])
+        )
+        H += np.kron(Bn, np.outer(Pa[n], Pa[n]))  # class-major: block (k, l) = B_kl phi phi^T
+    assert H.shape == (c * m, c * m)
+    return H
+
+
+def gradient(Pa, T, W, alpha):
+    F = Pa @ W
+    Y = expit(F) if T.shape[1] == 1 else softmax(F, axis=1)
+    return (Pa.T @ (T - Y) - alpha[:, None] * W).T.ravel(), (Pa.T @ (T - Y)).T.ravel()
+
+
+# --------------------------------------------------------------------------- the mode
+
+
+@pytest.mark.parametrize("kind", ["binary", "softmax"])
+def test_gradient_zero_at_mode_and_cov_is_inverse_dense_hessian(kind, fits, ripley, three_class):
+    res = fits[kind]
+    P, t = (ripley if kind == "binary" else three_class)[:2]
+    Pa = P[:, res.active]
+    T = targets(t, res.classes)
+    W = res.mean.reshape(res.n_relevance, -1)
+    g, g_lik = gradient(Pa, T, W, res.alpha)
+    # relative to the size of its two terms
+    scale = np.linalg.norm(g_lik) + np.linalg.norm((res.alpha[:, None] * W).T.ravel())
+    assert np.linalg.norm(g) <= 1e-8 * scale
+    H = dense_hessian(Pa, T, W, res.alpha)
+    np.testing.assert_allclose(res.cov @ H, np.eye(H.shape[0]), atol=1e-8)
+    # the dense oracle itself against a central difference of the analytic gradient
+    c, m = T.shape[1], Pa.shape[1]
+    num = np.empty_like(H)
+    h = 1e-6
+    for i in range(c * m):
+        E = np.zeros(c * m)
+        E[i] = h
+        dW = E.reshape(c, m).T
+        num[:, i] = -(
+            gradient(Pa, T, W + dW, res.alpha)[0] - gradient(Pa, T, W - dW, res.alpha)[0]
+        )
+        num[:, i] /= 2 * h
+    np.testing.assert_allclose(num, H, rtol=1e-5, atol=1e-6 * np.abs(H).max())
+
+
+def test_softmax_covariance_ordering_is_class_major(fits, three_class):
+    res = fits["softmax"]
+    m, k = res.mean.shape
+    assert res.cov.shape == (m * k, m * k)
+    # the prior-only direction (a common shift of all classes of basis i) has
+    # posterior variance exactly 1/alpha_i: the likelihood is invariant to it
+    for i in range(m):
+        v = np.zeros((m, k))
+        v[i, :] = 1.0 / np.sqrt(k)
+        u = v.T.ravel()  # class-major flattening
+        assert u @ res.cov @ u == pytest.approx(1.0 / res.alpha[i], rel=1e-6)
+
+
+# --------------------------------------------------------------------------- Laplace evidence
+
+
+def _two_weight_problem(n, seed=1):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-2, 2, n)
+    y = rng.uniform(size=n) < expit(0.5 + 1.5 * x)
+    return np.column_stack([np.ones(n), x]), y.astype(int)
+
+
+def _log_evidence_by_quadrature(Phi, y, alpha, centre, sd):
+    """log of the integral of p(y | w) N(w | 0, A^-1) over w by scipy.integrate."""
+    s = 2 * y - 1.0
+    log_norm = 0.5 * np.sum(np.log(alpha)) - 0.5 * alpha.size * np.log(2 * np.pi)
+
+    def logjoint(w):
+        return np.sum(log_expit(s * (Phi @ w))) - 0.5 * np.sum(alpha * w**2) + log_norm
+
+    L0 = logjoint(centre)
+    if alpha.size == 1:
+        val, err = integrate.quad(
+            lambda a: np.exp(logjoint(np.array([a])) - L0),
+            centre[0] - 10 * sd[0],
+            centre[0] + 10 * sd[0],
+            epsabs=0,
+            epsrel=1e-10,
+        )
+    else:
+        val, err = integrate.dblquad(
+            lambda b, a: np.exp(logjoint(np.array([a, b])) - L0),
+            centre[0] - 8 * sd[0],
+            centre[0] + 8 * sd[0],
+            centre[1] - 8 * sd[1],
+            centre[1] + 8 * sd[1],
+            epsabs=0,
+            epsrel=1e-8,
+        )
+    assert err < 1e-6 * val
+    return L0 + np.log(val)
+
+
+def test_laplace_evidence_close_to_numerical_integration_two_weights():
+    Phi, y = _two_weight_problem(120)
+    alpha = np.array([0.5, 0.2])
+    post = laplace_posterior(Phi, y, alpha)
+    exact = _log_evidence_by_quadrature(Phi, y, alpha, post.mean[:, 0], np.sqrt(np.diag(post.cov)))
+    # The Laplace error is O(1/N): 0.015 nats here (measured); allow 0.03.
+    assert abs(post.log_evidence - exact) < 0.03
+
+
+def test_laplace_evidence_error_shrinks_with_n_one_weight():
+    errors = []
+    for n in (30, 300):
+        Phi, y = _two_weight_problem(n, seed=3)
+        Phi = Phi[:, 1:]  # slope only
+        alpha = np.array([0.3])
+        post = laplace_posterior(Phi, y, alpha)
+        exact = _log_evidence_by_quadrature(
+            Phi, y, alpha, post.mean[:, 0], np.sqrt(np.diag(post.cov))
+        )
+        errors.append(abs(post.log_evidence - exact))
+    assert errors[0] < 0.1
+    assert errors[1] < errors[0] / 3  # O(1/N)
+
+
+@pytest.mark.parametrize("kind", ["binary", "softmax"])
+def test_log_evidence_matches_formula_pieces(kind, ripley, three_class):
+    P, t = (ripley if kind == "binary" else three_class)[:2]
+    prior = {"a": 1e-2, "b": 1e-3}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = fit_classification(P, t, method="mackay", prior=prior, max_iter=30)
+    Pa = P[:, res.active]
+    T = targets(t, res.classes)
+    W = res.mean.reshape(res.n_relevance, -1)
+    ll, _ = log_likelihood(Pa @ W, T)
+    _, logdet = np.linalg.slogdet(dense_hessian(Pa, T, W, res.alpha))
+    c = T.shape[1]
+    laplace = (
+        ll
+        - 0.5 * np.sum(res.alpha[:, None] * W**2)
+        + 0.5 * c * np.sum(np.log(res.alpha))
+        - 0.5 * logdet
+    )
+    hyper = np.sum(prior["a"] * np.log(res.alpha) - prior["b"] * res.alpha)
+    assert res.log_likelihood == pytest.approx(ll, rel=1e-12)
+    assert res.log_evidence == pytest.approx(laplace + hyper, abs=1e-9)
+
+
+# --------------------------------------------------------------------------- fast vs full
+
+
+def test_fast_and_full_reestimation_agree_on_two_gaussian_mixture():
+    """Ripley's data (each class a mixture of two Gaussians), 16 fixed RBF centres + bias.
+
+    With a modest basis the evidence has one optimum that all three methods
+    reach.  (With one kernel per training point the greedy fast algorithm and
+    the pruning of full re-estimation can stop in different local optima of
+    the active set, e.g. 0.34 nats apart on ``make_ripley(100, random_state=2)``;
+    the warm-start test below shows that they share their fixed points.)
+    """
+    X, t, _, _ = make_ripley(n_train=200, random_state=2)
+    P = rbf_design(X, grid((-1.2, 1.0), (-0.2, 1.2), 4), 0.5)
+    fast = fit_classification(P, t, method="fast")
+    mackay = fit_classification(P, t, method="mackay")
+    em = fit_classification(P, t, method="em", max_iter=20000)
+    assert fast.converged and mackay.converged and em.converged
+    assert abs(fast.log_evidence - mackay.log_evidence) < 1e-2
+    assert abs(fast.log_evidence - em.log_evidence) < 1e-2
+    assert fast.active.tolist() == mackay.active.tolist()
+
+
+def test_fast_and_mackay_agree_softmax():
+    X, t, _, _ = make_gaussian_mixture_classes(n_samples=120, n_classes=3, random_state=2)
+    P = rbf_design(X, grid((-2.5, 2.5), (-2.5, 2.5), 4), 1.5)
+    fast = fit_classification(P, t, method="fast")
+    mackay = fit_classification(P, t, method="mackay")
+    assert abs(fast.log_evidence - mackay.log_evidence) < 1e-2
+    assert fast.active.tolist() == mackay.active.tolist()
+
+
+@pytest.mark.parametrize("kind", ["binary", "softmax"])
+@pytest.mark.parametrize("method", ["mackay", "em"])
+def test_full_reestimation_started_at_fast_optimum_stays_there(
+    kind, method, fits, ripley, three_class
+):
+    P, t = (ripley if kind == "binary" else three_class)[:2]
+    fast = fits[kind]
+    res = fit_classification(P, t, method=method, alpha_init=fast.alpha_full())
+    assert res.converged and res.n_iter <= 3
+    assert res.active.tolist() == fast.active.tolist()
+    assert res.log_evidence == pytest.approx(fast.log_evidence, abs=1e-5)
+    np.testing.assert_allclose(np.log(res.alpha), np.log(fast.alpha), atol=1e-3)
+
+
+def test_fast_is_sparse_and_accurate_on_ripley(fits, ripley):
+    res = fits["binary"]
+    _, _, P_test, t_test = ripley
+    assert res.converged
+    assert 2 <= res.n_relevance <= 8
+    assert np.mean(res.predict(P_test) != t_test) < 0.15
+    assert res.trace["log_evidence"].shape == res.trace["n_active"].shape
+    assert res.trace["n_active"][-1] == res.n_relevance
+
+
+def test_invariant_to_column_scaling(ripley):
+    P, t = ripley[:2]
+    s = np.linspace(0.1, 10.0, P.shape[1])
+    a = fit_classification(P, t)
+    b = fit_classification(P * s, t)
+    assert a.active.tolist() == b.active.tolist()
+    assert b.log_evidence == pytest.approx(a.log_evidence, abs=1e-8)
+    np.testing.assert_allclose(b.alpha, a.alpha * s[a.active] ** 2, rtol=1e-6)
+    np.testing.assert_allclose(
+        b.decision_function(ripley[2] * s), a.decision_function(ripley[2]), rtol=1e-6, atol=1e-8
+    )
+
+
+def test_convergence_warning(ripley):
+    P, t = ripley[:2]
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        res = fit_classification(P, t, method="mackay", max_iter=3)
+    assert not res.converged and res.n_iter == 3
+
+
+# --------------------------------------------------------------------------- predictions
+
+
+def test_moderated_binary_closer_to_half_and_equal_without_variance(fits, ripley):
+    res = fits["binary"]
+    P_test = ripley[2]
+    mode = res.predict_proba(P_test, moderated=False)[:, 1]
+    mod = res.predict_proba(P_test)[:, 1]
+    var = res.latent_cov(P_test)
+    assert np.all(var > 0)
+    assert np.all(np.abs(mod - 0.5) < np.abs(mode - 0.5))
+    assert np.all(np.sign(mod - 0.5) == np.sign(mode - 0.5))
+    # the probit approximation, by its formula
+    mu = res.decision_function(P_test)
+    np.testing.assert_allclose(mod, expit(mu / np.sqrt(1 + np.pi * var / 8)), rtol=1e-12)
+    certain = dataclasses.replace(res, cov=np.zeros_like(res.cov))
+    np.testing.assert_array_equal(certain.predict_proba(P_test), res.predict_proba(P_test, False))
+
+
+def test_moderated_binary_close_to_monte_carlo(fits, ripley):
+    res = fits["binary"]
+    P_test = ripley[2][:50]
+    rng = np.random.default_rng(0)
+    w = rng.multivariate_normal(res.mean, res.cov, size=20000)
+    mc = expit(P_test[:, res.active] @ w.T).mean(axis=1)
+    mod = res.predict_proba(P_test)[:, 1]
+    mode = res.predict_proba(P_test, moderated=False)[:, 1]
+    assert np.max(np.abs(mod - mc)) < 0.02
+    assert np.mean(np.abs(mod - mc)) < np.mean(np.abs(mode - mc))
+
+
+def test_moderated_softmax(fits, three_class):
+    res = fits["softmax"]
+    P_test = three_class[2][:60]
+    mode = res.predict_proba(P_test, moderated=False)
+    mod = res.predict_proba(P_test)
+    np.testing.assert_allclose(mod.sum(axis=1), 1.0, rtol=1e-12)
+    certain = dataclasses.replace(res, cov=np.zeros_like(res.cov))
+    np.testing.assert_allclose(certain.predict_proba(P_test), mode, rtol=1e-12)
+    # closer to the Monte Carlo average over the Laplace posterior than the mode is
+    rng = np.random.default_rng(0)
+    m, k = res.mean.shape
+    draws = rng.multivariate_normal(res.mean.T.ravel(), res.cov, size=4000)
+    W = draws.reshape(-1, k, m).transpose(0, 2, 1)  # class-major unflattening
+    mc = softmax(np.einsum("ij,sjk->sik", P_test[:, res.active], W), axis=2).mean(axis=0)
+    assert np.mean(np.abs(mod - mc)) < 0.5 * np.mean(np.abs(mode - mc))
+    # the most probable class under the mode is less probable after moderation
+    top = np.argmax(mode, axis=1)
+    rows = np.arange(len(top))
+    assert np.all(mod[rows, top] <= mode[rows, top] + 1e-12)
+
+
+def test_softmax_with_two_classes_reduces_to_probit(fits, ripley):
+    """A K = 2 softmax result with logits (0, f) gives the binary probit approximation."""
+    res = fits["binary"]
+    m = res.n_relevance
+    cov2 = np.zeros((2 * m, 2 * m))
+    cov2[m:, m:] = res.cov
+    soft = dataclasses.replace(res, mean=np.column_stack([np.zeros(m), res.mean]), cov=cov2)
+    np.testing.assert_allclose(
+        soft.predict_proba(ripley[2]), res.predict_proba(ripley[2]), rtol=1e-10, atol=1e-14
+    )
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        np.array(["no", "yes"]),
+        np.array([False, True]),
+        np.array([-3, 7]),
+        np.array(["setosa", "versicolor", "virginica"]),
+    ],
+)
+def test_labels_round_trip(labels):
+    X, t, X_test, _ = make_gaussian_mixture_classes(
+        n_samples=60, n_test=30, n_classes=labels.size, random_state=0
+    )
+    y = labels[t]
+    P, P_test = rbf_design(X, X, 1.5), rbf_design(X_test, X, 1.5)
+    res = fit_classification(P, list(y))
+    assert res.classes.dtype == labels.dtype
+    np.testing.assert_array_equal(res.classes, labels)
+    pred = res.predict(P_test)
+    assert pred.dtype == labels.dtype
+    assert set(pred.tolist()) <= set(labels.tolist())
+    assert np.mean(res.predict(P) == y) > 0.9
+    proba = res.predict_proba(P_test)
+    assert proba.shape == (30, labels.size)
+    np.testing.assert_array_equal(labels[np.argmax(proba, axis=1)], pred)
+    if labels.size == 2:  # positive decision values favour classes[1]
+        np.testing.assert_array_equal(res.decision_function(P_test) > 0, pred == labels[1])
+    assert res.alpha_full().shape == (P.shape[1],)
+    assert np.isinf(res.alpha_full()).sum() == P.shape[1] - res.n_relevance
+    assert res.coef_full().shape == (P.shape[1], *res.mean.shape[1:])
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda P, y: (P, np.zeros(len(y), dtype=int)), "single class"),
+        (lambda P, y: (P, np.where(np.arange(len(y)) == 3, np.nan, y)), "missing label"),
+        (lambda P, y: (P, np.array([None, *(["a", "b"] * len(y))][: len(y)])), "missing label"),
+        (lambda P, y: (P[:3], np.arange(3)), "3 classes for 3 samples"),
+        (lambda P, y: (P, y[:-1]), "inconsistent numbers of samples"),
+        (lambda P, y: (np.where(P == P[0, 1], np.nan, P), y), "Phi contains non-finite"),
+        (lambda P, y: (np.where(P == P[0, 1], np.inf, P), y), "Phi contains non-finite"),
+        (lambda P, y: (P, y.reshape(-1, 2)), "1-D array of class labels"),
+    ],
+)
+def test_bad_input(make, match, ripley):
+    P, y = make(ripley[0][:20], ripley[1][:20])
+    with pytest.raises(ValueError, match=match):
+        fit_classification(P, y)
+
+
+def test_bad_options(ripley):
+    P, t = ripley[0][:20], ripley[1][:20]
+    with pytest.raises(ValueError, match="method must be one of"):
+        fit_classification(P, t, method="newton")
+    with pytest.raises(ValueError, match="method='fast' maximises the evidence with a = b = 0"):
+        fit_classification(P, t, prior="near_improper")
+    with pytest.raises(ValueError, match="alpha_init is not used by method='fast'"):
+        fit_classification(P, t, alpha_init=np.ones(P.shape[1]))
+    with pytest.raises(ValueError, match="alpha_init must have shape"):
+        fit_classification(P, t, method="em", alpha_init=np.ones(3))
+    with pytest.raises(ValueError, match="Phi_new must have shape"):
+        fit_classification(P, t).predict(P[:, :5])
