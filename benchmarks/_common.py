@@ -80,26 +80,35 @@ def dense_log_marginal_likelihood(
 
 
 def source_state() -> str:
-    """The git commit of the package source and whether rvm_pymc/ has local changes."""
+    """Where rvm_pymc was imported from: git commit and local changes when it is a checkout.
+
+    ``RVM_PYMC_SOURCE`` (free text, e.g. "git archive of commit abc1234") is
+    appended when set, for runs against an exported copy of the package.
+    """
     import subprocess
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    import rvm_pymc
+
+    pkg = os.path.dirname(os.path.abspath(rvm_pymc.__file__))
+    state = f"imported from {pkg}"
     try:
         head = subprocess.run(
-            ["git", "-C", root, "rev-parse", "--short", "HEAD"],
+            ["git", "-C", pkg, "rev-parse", "--short", "HEAD"],
             capture_output=True,
             text=True,
             check=True,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "-C", root, "status", "--porcelain", "--", "rvm_pymc"],
+            ["git", "-C", pkg, "status", "--porcelain", "--", "."],
             capture_output=True,
             text=True,
             check=True,
         ).stdout.strip()
+        state += f", git commit {head}" + (" + uncommitted changes" if dirty else ", clean")
     except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-    return f"commit {head}" + (" + uncommitted changes in rvm_pymc/" if dirty else "")
+        state += ", not a git checkout"
+    note = os.environ.get("RVM_PYMC_SOURCE")
+    return state + (f" ({note})" if note else "")
 
 
 def header(title: str, extra: Sequence[str] = ()) -> str:
