@@ -424,3 +424,15 @@ def test_bad_options(ripley):
         fit_classification(P, t, method="em", alpha_init=np.ones(3))
     with pytest.raises(ValueError, match="Phi_new must have shape"):
         fit_classification(P, t).predict(P[:, :5])
+
+
+def test_import_does_not_load_pymc():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, rvm_pymc.reference.classification; "
+        "print(any(m.split('.')[0] in ('pymc', 'pytensor') for m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -58,7 +58,8 @@ class ClassificationResult:
     trace : dict of ndarray
         Per iteration: ``"log_evidence"`` (Laplace, with hyperprior terms) and
         ``"n_active"``; the fast method also records ``"action"`` (0
-        re-estimate, 1 add, 2 delete).
+        re-estimate -- of all active precisions at once when that raises the
+        evidence --, 1 add, 2 delete).
     """
 
     method: str
