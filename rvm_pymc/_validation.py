@@ -62,9 +62,7 @@ def as_2d_float(X, name: str = "X", *, min_samples: int = 1) -> np.ndarray:
     if arr.shape[1] == 0:
         raise ValueError(f"{name} has 0 features (shape {arr.shape})")
     if arr.shape[0] < min_samples:
-        raise ValueError(
-            f"{name} has {arr.shape[0]} sample(s); at least {min_samples} required"
-        )
+        raise ValueError(f"{name} has {arr.shape[0]} sample(s); at least {min_samples} required")
     check_finite(arr, name)
     return arr
 
@@ -77,9 +75,7 @@ def as_target_float(t, name: str = "t", *, min_samples: int = 2) -> np.ndarray:
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
     if arr.shape[0] < min_samples:
-        raise ValueError(
-            f"{name} has {arr.shape[0]} sample(s); at least {min_samples} required"
-        )
+        raise ValueError(f"{name} has {arr.shape[0]} sample(s); at least {min_samples} required")
     check_finite(arr, name)
     return arr
 

@@ -67,11 +67,11 @@ class HyperPrior:
             try:
                 fv = float(v)
             except (TypeError, ValueError) as exc:
-                raise ValueError(f"hyperprior parameter {name} must be a number; got {v!r}") from exc
-            if not np.isfinite(fv) or fv < 0:
                 raise ValueError(
-                    f"hyperprior parameter {name} must be finite and >= 0; got {v!r}"
-                )
+                    f"hyperprior parameter {name} must be a number; got {v!r}"
+                ) from exc
+            if not np.isfinite(fv) or fv < 0:
+                raise ValueError(f"hyperprior parameter {name} must be finite and >= 0; got {v!r}")
             object.__setattr__(self, name, fv)
 
     @property

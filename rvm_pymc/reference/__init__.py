@@ -46,7 +46,8 @@ def log_evidence(Phi, t, alpha, beta, prior=None) -> float:
     Returns
     -------
     float
-        ``log N(t | 0, I/beta + Phi A^-1 Phi^T) + sum(a log alpha - b alpha) + c log beta - d beta``.
+        ``log N(t | 0, I/beta + Phi A^-1 Phi^T)``
+        ``+ sum(a log alpha - b alpha) + c log beta - d beta``.
     """
     import numpy as np
 
@@ -56,9 +57,7 @@ def log_evidence(Phi, t, alpha, beta, prior=None) -> float:
     t = np.asarray(t, dtype=float)
     alpha = np.asarray(alpha, dtype=float)
     if Phi.ndim != 2 or alpha.shape != (Phi.shape[1],) or t.shape != (Phi.shape[0],):
-        raise ValueError(
-            f"shapes do not match: Phi {Phi.shape}, t {t.shape}, alpha {alpha.shape}"
-        )
+        raise ValueError(f"shapes do not match: Phi {Phi.shape}, t {t.shape}, alpha {alpha.shape}")
     if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0)):
         raise ValueError("alpha must be finite and > 0 (drop pruned bases from Phi)")
     if not (np.isfinite(beta) and beta > 0):

@@ -66,16 +66,23 @@ def chol_solve_spd(H: np.ndarray, what: str = "posterior precision"):
 
 
 def regression_posterior(
-    Phi: np.ndarray, t: np.ndarray, alpha: np.ndarray, beta: float
+    Phi: np.ndarray,
+    t: np.ndarray,
+    alpha: np.ndarray,
+    beta: float,
+    *,
+    gram: np.ndarray | None = None,
+    PhiT_t: np.ndarray | None = None,
 ) -> GaussianPosterior:
     """Posterior ``N(mu, Sigma)`` of the weights of the active columns.
 
-    ``Sigma = (A + beta Phi^T Phi)^-1`` and ``mu = beta Sigma Phi^T t``.
+    ``Sigma = (A + beta Phi^T Phi)^-1`` and ``mu = beta Sigma Phi^T t``;
+    ``gram = Phi^T Phi`` and ``PhiT_t = Phi^T t`` may be passed precomputed.
     """
-    H = beta * (Phi.T @ Phi)
+    H = beta * (Phi.T @ Phi if gram is None else gram)
     H[np.diag_indices_from(H)] += alpha
     cov, logdet = chol_solve_spd(H)
-    mean = beta * (cov @ (Phi.T @ t))
+    mean = beta * (cov @ (Phi.T @ t if PhiT_t is None else PhiT_t))
     return GaussianPosterior(mean=mean, cov=cov, logdet_precision=logdet)
 
 

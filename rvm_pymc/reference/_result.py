@@ -107,14 +107,12 @@ class RegressionResult:
         """
         Phi_new = np.asarray(Phi_new, dtype=float)
         if Phi_new.ndim != 2 or Phi_new.shape[1] != self.n_basis:
-            raise ValueError(
-                f"Phi_new must have shape (n, {self.n_basis}); got {Phi_new.shape}"
-            )
+            raise ValueError(f"Phi_new must have shape (n, {self.n_basis}); got {Phi_new.shape}")
         Pa = Phi_new[:, self.active]
         mean = Pa @ self.mean
         if not return_std:
             return mean
-        var = np.einsum("ij,jk,ik->i", Pa, self.cov, Pa)
+        var = np.sum((Pa @ self.cov) * Pa, axis=1)
         var = np.maximum(var, 0.0)
         if include_noise:
             var = var + 1.0 / self.beta

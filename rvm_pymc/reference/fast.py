@@ -63,7 +63,7 @@ class _State:
         self.Sigma, logdet = chol_solve_spd(H, "posterior precision (fast RVM)")
         self.mu = self.beta * (self.Sigma @ self.PhiT_t[idx])
         BG = self.beta * self.G
-        self.S = self.beta * self.diag - np.einsum("ij,jk,ik->i", BG, self.Sigma, BG)
+        self.S = self.beta * self.diag - np.sum((BG @ self.Sigma) * BG, axis=1)
         self.Q = self.beta * self.PhiT_t - BG @ self.mu
         resid = self.t - self.Phin[:, idx] @ self.mu
         self.rss = float(resid @ resid)
@@ -152,10 +152,11 @@ class _State:
         return delta, new_alpha, in_model, relevant
 
 
-def fast_sequential(Phin, t, usable, beta, prior, fixed_noise, max_iter, tol,
-                    noise_update_every, align_tol):
+def fast_sequential(
+    Phin, t, usable, beta, prior, fixed_noise, max_iter, tol, noise_update_every, align_tol
+):
     """Run the sequential algorithm; returns (active, alpha_n, beta, trace, n_iter, converged)."""
-    n, m = Phin.shape
+    n, _m = Phin.shape
     st = _State(Phin, t, usable, beta)
     # Initialise with the basis best aligned with the target.
     proj = np.where(usable, np.abs(st.PhiT_t), -np.inf)
@@ -180,30 +181,29 @@ def fast_sequential(Phin, t, usable, beta, prior, fixed_noise, max_iter, tol,
         else:
             j = int(np.argmax(delta))
         best = delta[j]
-        # A re-estimation step whose change in log alpha is below tol counts as no move.
+        # Converged when no basis can be added or deleted with a gain and every
+        # re-estimation would change its log alpha by less than tol.
         dlog = np.abs(np.log(new_alpha[idx]) - np.log(st.alpha))
-        dlog = np.where(relevant[idx], dlog, np.inf)
-        settled = not np.any(deletions) and (
-            not np.isfinite(best) or best <= 0
-            or (in_model[j] and relevant[j] and dlog.max() < tol)
+        additions = ~in_model & (delta > 0)
+        settled = (
+            not np.any(deletions)
+            and not np.any(additions)
+            and bool(np.all(relevant[idx]))
+            and dlog.max() < tol
         )
-        since_noise += 1
-        if settled or since_noise >= noise_update_every:
-            if not fixed_noise:
-                gamma = 1.0 - st.alpha * np.diag(st.Sigma)
-                new_beta = (n - float(np.sum(gamma)) + 2 * prior.c) / (st.rss + 2 * prior.d)
-                dbeta = abs(np.log(new_beta) - np.log(st.beta))
-                st.beta = new_beta
-                st.resolve()
-            else:
-                dbeta = 0.0
+        if settled:
+            dbeta = 0.0 if fixed_noise else _update_noise(st, prior, n)
             since_noise = 0
             _record(trace, st, prior, NOISE)
-            if settled and dbeta < tol:
+            if dbeta < tol:
                 converged = True
                 break
             continue  # candidates are stale after a change of beta
-        if not in_model[j]:
+        if not np.isfinite(best) or best <= 0:
+            # Nothing improves at this beta but re-estimates are not settled:
+            # only possible through rounding; update the noise and look again.
+            best = 0.0
+        elif not in_model[j]:
             st.add(j, new_alpha[j])
             action = ADD
         else:
@@ -214,11 +214,46 @@ def fast_sequential(Phin, t, usable, beta, prior, fixed_noise, max_iter, tol,
             else:
                 st.delete(i)
                 action = DELETE
-        st.lml += best
-        _record(trace, st, prior, action)
+        if best > 0:
+            st.lml += best
+            _record(trace, st, prior, action)
+        since_noise += 1
+        if since_noise >= noise_update_every and not fixed_noise:
+            _update_noise(st, prior, n)
+            since_noise = 0
+            _record(trace, st, prior, NOISE)
     # Full re-solve at the end removes any drift of the rank-one updates.
     st.resolve()
     return np.asarray(st.active), st.alpha.copy(), st.beta, trace, it, converged
+
+
+def _update_noise(st, prior, n):
+    """MacKay update of beta, safeguarded so that the objective never decreases.
+
+    The MacKay step ``beta = (N - sum(gamma) + 2c) / (rss + 2d)`` points uphill in
+    ``log beta`` but can overshoot; the step in ``log beta`` is halved until the
+    objective (log evidence + ``c log beta - d beta``) does not decrease.
+    Returns ``|d log beta|`` of the accepted step.
+    """
+
+    def objective():
+        return st.lml + prior.c * np.log(st.beta) - prior.d * st.beta
+
+    saved = (st.beta, st.Sigma, st.mu, st.S, st.Q, st.rss, st.lml)
+    old_obj = objective()
+    gamma = 1.0 - st.alpha * np.diag(st.Sigma)
+    step = np.log((n - float(np.sum(gamma)) + 2 * prior.c) / (st.rss + 2 * prior.d)) - np.log(
+        st.beta
+    )
+    log_beta0 = np.log(saved[0])
+    for _ in range(40):
+        st.beta = float(np.exp(log_beta0 + step))
+        st.resolve()
+        if objective() >= old_obj - 1e-12 * abs(old_obj):
+            return abs(step)
+        step *= 0.5
+    st.beta, st.Sigma, st.mu, st.S, st.Q, st.rss, st.lml = saved
+    return 0.0
 
 
 def _record(trace, st, prior, action):

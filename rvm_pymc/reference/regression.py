@@ -47,7 +47,9 @@ def _check_float(value, name: str, *, low: float = 0.0, strict: bool = True) -> 
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be a number; got {value!r}") from exc
     if not np.isfinite(v) or v < low or (strict and v == low):
-        raise ValueError(f"{name} must be finite and {'>' if strict else '>='} {low}; got {value!r}")
+        raise ValueError(
+            f"{name} must be finite and {'>' if strict else '>='} {low}; got {value!r}"
+        )
     return v
 
 
@@ -58,6 +60,7 @@ def fit_regression(
     method: str = "fast",
     prior=None,
     beta_init: float | None = None,
+    alpha_init=None,
     fixed_noise: bool = False,
     max_iter: int | None = None,
     tol: float = 1e-6,
@@ -87,6 +90,11 @@ def fit_regression(
     beta_init : float, optional
         Initial noise precision; default ``100 / var(t)`` (noise sd 10% of the
         target sd).
+    alpha_init : array_like of shape (M,), optional
+        ``"mackay"``/``"em"`` only: initial precisions of the columns as given,
+        ``inf`` for a column left out from the start (a warm start, e.g. from
+        another fit's :meth:`~RegressionResult.alpha_full`).  Default: every
+        normalised weight starts with prior variance ``||t||^2 / M``.
     fixed_noise : bool
         Keep ``beta`` at ``beta_init`` (which is then required).
     max_iter : int, optional
@@ -138,7 +146,7 @@ def fit_regression(
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     prior = resolve_prior(prior)
-    n, m = Phi.shape
+    _n, m = Phi.shape
     var_t = float(np.var(t))
     if var_t <= 1e-300 * max(1.0, float(np.mean(t**2))) or np.ptp(t) == 0:
         raise ValueError(
@@ -152,6 +160,21 @@ def fit_regression(
     if fixed_noise and beta_init is None:
         raise ValueError("fixed_noise=True requires beta_init (the fixed noise precision)")
     beta0 = 100.0 / var_t if beta_init is None else _check_float(beta_init, "beta_init")
+    if alpha_init is not None:
+        if method == "fast":
+            raise ValueError("alpha_init is not used by method='fast'; it starts from one basis")
+        alpha_init = np.asarray(alpha_init, dtype=float)
+        if alpha_init.shape != (Phi.shape[1],):
+            raise ValueError(
+                f"alpha_init must have shape ({Phi.shape[1]},) (one per column of Phi); "
+                f"got {alpha_init.shape}"
+            )
+        if (
+            np.any(np.isnan(alpha_init))
+            or np.any(alpha_init <= 0)
+            or not np.any(np.isfinite(alpha_init))
+        ):
+            raise ValueError("alpha_init must be > 0 (inf allowed) with at least one finite value")
     if max_iter is None:
         max_iter = 10 * m + 100 if method == "fast" else 5000
     max_iter = _check_int(max_iter, "max_iter", 1)
@@ -173,13 +196,31 @@ def fit_regression(
         from rvm_pymc.reference.fast import fast_sequential
 
         out = fast_sequential(
-            Phin, t, usable, beta0, prior, fixed_noise, max_iter, tol,
-            noise_update_every, align_tol,
+            Phin,
+            t,
+            usable,
+            beta0,
+            prior,
+            fixed_noise,
+            max_iter,
+            tol,
+            noise_update_every,
+            align_tol,
         )
     else:
         out = _full_reestimation(
-            Phin, t, usable, scale, beta0, prior, fixed_noise, max_iter, tol,
-            prune_threshold / var_t, method,
+            Phin,
+            t,
+            usable,
+            scale,
+            beta0,
+            prior,
+            fixed_noise,
+            max_iter,
+            tol,
+            prune_threshold / var_t,
+            method,
+            alpha_init,
         )
     active, alpha_n, beta, trace, n_iter, converged = out
     if not converged:
@@ -189,8 +230,9 @@ def fit_regression(
             ConvergenceWarning,
             stacklevel=2,
         )
-    return _finalise(Phi, t, active, alpha_n * scale[active] ** 2, beta, prior, method,
-                     trace, n_iter, converged)
+    return _finalise(
+        Phi, t, active, alpha_n * scale[active] ** 2, beta, prior, method, trace, n_iter, converged
+    )
 
 
 def _finalise(Phi, t, active, alpha, beta, prior, method, trace, n_iter, converged):
@@ -220,24 +262,45 @@ def _finalise(Phi, t, active, alpha, beta, prior, method, trace, n_iter, converg
     )
 
 
-def _full_reestimation(Phin, t, usable, scale, beta, prior: HyperPrior, fixed_noise,
-                       max_iter, tol, prune_level, method):
+def _full_reestimation(
+    Phin,
+    t,
+    usable,
+    scale,
+    beta,
+    prior: HyperPrior,
+    fixed_noise,
+    max_iter,
+    tol,
+    prune_level,
+    method,
+    alpha_init,
+):
     """MacKay or EM re-estimation of all precisions on normalised columns.
 
     The hyperprior acts on the precisions of the columns as given: on
     normalised columns the rate ``b`` becomes ``b * ||phi_m||^2``.
     """
-    n, m = Phin.shape
-    active = np.flatnonzero(usable)
+    n, _m = Phin.shape
     b_n = prior.b * scale**2
-    # Start every weight with prior variance ||t||^2 / M on the normalised scale.
-    alpha = np.full(active.size, active.size / max(float(t @ t), 1e-300))
+    if alpha_init is None:
+        active = np.flatnonzero(usable)
+        # Start every weight with prior variance ||t||^2 / M on the normalised scale.
+        alpha = np.full(active.size, active.size / max(float(t @ t), 1e-300))
+    else:
+        active = np.flatnonzero(np.isfinite(alpha_init) & usable)
+        alpha = alpha_init[active] / scale[active] ** 2
+    gram = Phin.T @ Phin
+    PhiT_t = Phin.T @ t
+    flat_alpha = prior.a == 0 and prior.b == 0
     trace = {"log_evidence": [], "n_active": [], "beta": []}
     converged = False
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007
         Pa = Phin[:, active]
-        post = regression_posterior(Pa, t, alpha, beta)
+        post = regression_posterior(
+            Pa, t, alpha, beta, gram=gram[np.ix_(active, active)], PhiT_t=PhiT_t[active]
+        )
         lml = log_marginal_likelihood(Pa, t, alpha, beta, post)
         trace["log_evidence"].append(lml + log_hyperprior(alpha * scale[active] ** 2, beta, prior))
         trace["n_active"].append(active.size)
@@ -259,6 +322,8 @@ def _full_reestimation(Phin, t, usable, scale, beta, prior: HyperPrior, fixed_no
                 new_beta = (n + 2 * prior.c) / (rss + float(np.sum(gamma)) / beta + 2 * prior.d)
         new_alpha = np.where(np.isfinite(new_alpha) & (new_alpha > 0), new_alpha, np.inf)
         keep = new_alpha < prune_level
+        if flat_alpha:
+            keep &= ~_negligible_and_leaving(gram, PhiT_t, active, alpha, beta, post, tol, lml)
         if not np.any(keep):  # never prune the last basis
             keep[np.argmin(new_alpha)] = True
             new_alpha = np.minimum(new_alpha, prune_level)
@@ -270,3 +335,25 @@ def _full_reestimation(Phin, t, usable, scale, beta, prior: HyperPrior, fixed_no
             converged = True
             break
     return active, alpha, beta, trace, it, converged
+
+
+def _negligible_and_leaving(gram, PhiT_t, active, alpha, beta, post, tol, lml):
+    """Bases whose optimum is ``alpha = inf`` and whose evidence share is below tol.
+
+    With ``a = b = 0`` an irrelevant precision creeps to infinity under MacKay
+    and (slowly, linearly) under EM updates.  For basis ``m`` with sparsity and
+    quality factors ``s_m, q_m`` (Tipping & Faul 2003), the log evidence as a
+    function of ``alpha_m`` alone increases to its supremum at infinity when
+    ``q_m^2 <= s_m``; pruning it then raises the evidence (so EM stays
+    monotone) and leaves the fixed points unchanged.  Only bases whose whole
+    contribution ``|l_m(alpha_m)|`` is below ``tol * max(1, |log evidence|)``
+    are pruned, so the rule only cuts short the final creep.
+    """
+    G = gram[np.ix_(active, active)]
+    S = beta * np.diag(G) - beta**2 * np.sum((G @ post.cov) * G, axis=1)
+    Q = beta * (PhiT_t[active] - G @ post.mean)
+    denom = alpha - S
+    s = alpha * S / denom
+    q2 = (alpha * Q / denom) ** 2
+    contribution = 0.5 * (-np.log1p(s / alpha) + q2 / (alpha + s))
+    return (q2 <= s) & (np.abs(contribution) < tol * max(1.0, abs(lml)))

@@ -1,0 +1,296 @@
+"""Tests of the closed-form reference regression solver (no PyMC import)."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from rvm_pymc.datasets import make_sinc
+from rvm_pymc.exceptions import ConvergenceWarning
+from rvm_pymc.kernels import RBF, KernelBasis
+from rvm_pymc.priors import HyperPrior
+from rvm_pymc.reference import (
+    dense_log_marginal_likelihood,
+    fit_regression,
+    log_evidence,
+    log_marginal_likelihood,
+)
+from rvm_pymc.reference.fast import _State
+
+
+def sinc_problem(n=100, gamma=0.1, seed=0):
+    X, t, Xt, tt = make_sinc(n_train=n, noise_sd=0.1, random_state=seed)
+    basis = KernelBasis(RBF(gamma=gamma), bias=True)
+    return basis.fit_transform(X), t, basis.transform(Xt), tt
+
+
+def dense_sq(Phi, t, res):
+    """S_m, Q_m of every column by dense algebra at a fitted result."""
+    Pa = Phi[:, res.active]
+    b = res.beta
+    PS = Pa @ res.cov
+    S = b * np.einsum("ij,ij->j", Phi, Phi) - b**2 * np.einsum("ij,ij->j", Phi, PS @ (Pa.T @ Phi))
+    Q = b * Phi.T @ t - b**2 * Phi.T @ (PS @ (Pa.T @ t))
+    return S, Q
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_log_evidence_matches_dense_formula(seed):
+    rng = np.random.default_rng(seed)
+    n, m = rng.integers(5, 40), rng.integers(1, 30)
+    Phi = rng.standard_normal((n, m))
+    t = rng.standard_normal(n)
+    alpha = np.exp(rng.uniform(-3, 3, m))
+    beta = float(np.exp(rng.uniform(-2, 2)))
+    fast = log_marginal_likelihood(Phi, t, alpha, beta)
+    dense = dense_log_marginal_likelihood(Phi, t, alpha, beta)
+    assert fast == pytest.approx(dense, rel=1e-8)
+    prior = HyperPrior(0.3, 0.2, 0.5, 0.1)
+    extra = 0.3 * np.sum(np.log(alpha)) - 0.2 * np.sum(alpha) + 0.5 * np.log(beta) - 0.1 * beta
+    assert log_evidence(Phi, t, alpha, beta, prior) == pytest.approx(dense + extra, rel=1e-8)
+
+
+def test_log_evidence_uses_no_n_by_n_matrix(monkeypatch):
+    """The O(N M^2) route must not call anything of size N x N (checked via np.eye)."""
+    rng = np.random.default_rng(1)
+    Phi, t = rng.standard_normal((3000, 5)), rng.standard_normal(3000)
+    real_eye = np.eye
+
+    def guarded_eye(k, *a, **kw):
+        assert k < 3000, "an N x N identity was formed"
+        return real_eye(k, *a, **kw)
+
+    monkeypatch.setattr(np, "eye", guarded_eye)
+    assert np.isfinite(log_marginal_likelihood(Phi, t, np.ones(5), 2.0))
+
+
+@pytest.mark.parametrize("method", ["fast", "mackay"])
+def test_stationary_conditions_flat_prior(method):
+    Phi, t, _, _ = sinc_problem(seed=1)
+    res = fit_regression(Phi, t, method=method)
+    assert res.converged
+    # MacKay fixed point alpha = gamma / mu^2 for every active basis
+    np.testing.assert_allclose(res.alpha, res.gamma / res.mean**2, rtol=1e-4)
+    # and the noise fixed point
+    resid = t - Phi[:, res.active] @ res.mean
+    beta_fp = (len(t) - res.gamma.sum()) / (resid @ resid)
+    assert res.beta == pytest.approx(beta_fp, rel=1e-4)
+    if method == "fast":
+        S, Q = dense_sq(Phi, t, res)
+        out = np.setdiff1d(np.arange(Phi.shape[1]), res.active)
+        assert np.all(Q[out] ** 2 <= S[out] * (1 + 1e-6)), "an excluded basis would improve"
+
+
+def test_stationary_conditions_gamma_prior():
+    Phi, t, _, _ = sinc_problem(n=60, seed=2)
+    prior = HyperPrior(a=0.5, b=1e-3, c=2.0, d=1e-3)
+    for method in ("mackay", "em"):
+        res = fit_regression(Phi, t, method=method, prior=prior, max_iter=20000, tol=1e-8)
+        assert res.converged, method
+        np.testing.assert_allclose(
+            res.alpha, (res.gamma + 2 * prior.a) / (res.mean**2 + 2 * prior.b), rtol=1e-4
+        )
+        resid = t - Phi[:, res.active] @ res.mean
+        beta_fp = (len(t) - res.gamma.sum() + 2 * prior.c) / (resid @ resid + 2 * prior.d)
+        assert res.beta == pytest.approx(beta_fp, rel=1e-4)
+
+
+def test_methods_agree_on_a_unimodal_problem():
+    """With a small polynomial basis the evidence has one maximum: all three agree."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, 80)
+    Phi = np.vander(x, 6, increasing=True)
+    t = 0.5 - x + 2 * x**3 + 0.1 * rng.standard_normal(80)
+    fits = {m: fit_regression(Phi, t, method=m, max_iter=20000) for m in ("fast", "mackay")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # EM creeps to alpha = inf
+        fits["em"] = fit_regression(Phi, t, method="em", max_iter=20000)
+    ref = fits["fast"].log_evidence
+    for m, res in fits.items():
+        assert res.log_evidence == pytest.approx(ref, rel=1e-3), m
+    assert set(fits["fast"].active) <= set(fits["mackay"].active)
+
+
+def test_methods_share_fixed_points_on_sinc():
+    """On sinc the evidence is multimodal and the default starts of the three
+    methods can end in different local maxima (see docs); what must hold is
+    that the fast solution is a fixed point of the MacKay and EM updates."""
+    Phi, t, _, _ = sinc_problem(seed=0)
+    fast = fit_regression(Phi, t, method="fast")
+    for method in ("mackay", "em"):
+        warm = fit_regression(
+            Phi,
+            t,
+            method=method,
+            alpha_init=fast.alpha_full(),
+            beta_init=fast.beta,
+            max_iter=50,
+            tol=1e-5,
+        )
+        assert warm.log_evidence == pytest.approx(fast.log_evidence, rel=1e-6), method
+        np.testing.assert_array_equal(warm.active, fast.active)
+
+
+@pytest.mark.parametrize("method", ["fast", "em"])
+def test_evidence_never_decreases(method):
+    Phi, t, _, _ = sinc_problem(n=60, seed=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = fit_regression(Phi, t, method=method, max_iter=400)
+    trace = res.trace["log_evidence"]
+    assert len(trace) > 10
+    steps = np.diff(trace)
+    assert steps.min() >= -1e-9 * np.abs(trace).max(), steps.min()
+    assert trace[-1] > trace[0] + 1.0
+
+
+def test_fast_rank_one_updates_match_full_solve():
+    Phi, t, _, _ = sinc_problem(n=40, seed=5)
+    Phin = Phi / np.linalg.norm(Phi, axis=0)
+    st = _State(Phin, t, np.ones(Phi.shape[1], bool), 50.0)
+    st.active, st.alpha = [3], np.array([2.0])
+    st.G = (Phin.T @ Phin[:, 3])[:, None]
+    st.resolve()
+
+    def check():
+        ref = _State(Phin, t, np.ones(Phi.shape[1], bool), 50.0)
+        ref.active, ref.alpha, ref.G = list(st.active), st.alpha.copy(), st.G.copy()
+        ref.resolve()
+        for name in ("Sigma", "mu", "S", "Q"):
+            np.testing.assert_allclose(getattr(st, name), getattr(ref, name), atol=1e-9, rtol=1e-8)
+
+    st.add(10, 0.7)
+    check()
+    st.add(25, 3.0)
+    check()
+    st.reestimate(1, 0.2)
+    check()
+    st.delete(0)
+    check()
+
+
+def test_predictive_variance_matches_dense():
+    Phi, t, Phit, _ = sinc_problem(seed=6)
+    res = fit_regression(Phi, t)
+    mean, std = res.predict(Phit, return_std=True)
+    Pa = Phit[:, res.active]
+    dense_var = 1 / res.beta + np.diag(Pa @ res.cov @ Pa.T)
+    np.testing.assert_allclose(std**2, dense_var, rtol=1e-10)
+    np.testing.assert_allclose(mean, Pa @ res.mean, rtol=1e-12)
+    _, f_std = res.predict(Phit, return_std=True, include_noise=False)
+    np.testing.assert_allclose(f_std**2, dense_var - 1 / res.beta, rtol=1e-8, atol=1e-14)
+
+
+def test_sinc_fit_quality_and_sparsity():
+    Phi, t, Phit, tt = sinc_problem(seed=7)
+    res = fit_regression(Phi, t)
+    rmse = np.sqrt(np.mean((res.predict(Phit) - tt) ** 2))
+    assert rmse < 0.06
+    assert 3 <= res.n_relevance <= 15
+    assert 0.07 < res.beta**-0.5 < 0.13  # true noise sd 0.1
+
+
+def test_agrees_with_sklearn_ard_regression():
+    """A linear basis (the raw features) with matching Gamma hyperpriors: our MacKay
+    fit and scikit-learn's ARDRegression (same MacKay updates) predict alike."""
+    from sklearn.linear_model import ARDRegression
+
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((120, 6))
+    t = X @ np.array([1.5, 0, -2.0, 0, 0, 0.7]) + 0.3 * rng.standard_normal(120)
+    prior = HyperPrior(a=1e-3, b=1e-3, c=1e-3, d=1e-3)
+    ours = fit_regression(X, t, method="mackay", prior=prior, tol=1e-10, max_iter=20000)
+    ard = ARDRegression(
+        fit_intercept=False,
+        max_iter=20000,
+        tol=1e-12,
+        threshold_lambda=1e12,
+        lambda_1=prior.a,
+        lambda_2=prior.b,
+        alpha_1=prior.c,
+        alpha_2=prior.d,
+    ).fit(X, t)
+    Xt = rng.standard_normal((50, 6))
+    np.testing.assert_allclose(ours.predict(Xt), ard.predict(Xt), rtol=1e-4, atol=1e-6)
+    assert ours.beta == pytest.approx(ard.alpha_, rel=1e-3)
+
+
+def test_column_scaling_is_undone():
+    Phi, t, Phit, _ = sinc_problem(n=60, seed=9)
+    scale = np.exp(np.random.default_rng(0).uniform(-4, 4, Phi.shape[1]))
+    a = fit_regression(Phi, t)
+    b = fit_regression(Phi * scale, t)
+    np.testing.assert_array_equal(a.active, b.active)
+    assert a.log_evidence == pytest.approx(b.log_evidence, rel=1e-8)
+    np.testing.assert_allclose(a.predict(Phit), b.predict(Phit * scale), rtol=1e-6, atol=1e-9)
+
+
+def test_fixed_noise_and_duplicate_points():
+    Phi, t, _, _ = sinc_problem(n=50, seed=10)
+    Phi2 = np.column_stack([Phi, Phi[:, 5]])  # a duplicated basis
+    res = fit_regression(Phi2, t, fixed_noise=True, beta_init=80.0)
+    assert res.beta == 80.0
+    assert not {5, Phi.shape[1]} <= set(res.active), "both copies of a duplicate kept"
+
+
+def test_convergence_warning():
+    Phi, t, _, _ = sinc_problem(n=50, seed=11)
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        res = fit_regression(Phi, t, method="mackay", max_iter=3)
+    assert not res.converged and res.n_iter == 3
+
+
+def test_trace_and_result_shapes():
+    Phi, t, _, _ = sinc_problem(n=50, seed=12)
+    res = fit_regression(Phi, t)
+    assert res.trace["log_evidence"].shape == res.trace["n_active"].shape
+    assert res.trace["log_evidence"][-1] == pytest.approx(res.log_evidence, rel=1e-9)
+    assert np.isinf(res.alpha_full()).sum() == Phi.shape[1] - res.n_relevance
+    assert np.count_nonzero(res.coef_full()) == res.n_relevance
+
+
+def test_reference_does_not_import_pymc():
+    import subprocess
+
+    code = "import rvm_pymc.reference, sys; assert 'pymc' not in sys.modules, 'pymc imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(
+    ("Phi", "t", "kw", "match"),
+    [
+        (np.ones((5, 2)), [1, 2, np.nan, 4, 5], {}, "t contains non-finite"),
+        ([[1.0, np.inf]] * 3, [1, 2, 3], {}, "Phi contains non-finite"),
+        (np.ones((5, 2)), [1, 2, 3], {}, "inconsistent numbers of samples"),
+        (np.ones((1, 2)), [1.0], {}, "t has 1 sample"),
+        (np.ones((0, 2)), [], {}, "Phi has 0 sample"),
+        ([["a", "b"], ["c", "d"]], [1, 2], {}, "Phi must be numeric"),
+        (np.eye(3), ["x", "y", "z"], {}, "t must be numeric"),
+        (np.eye(3), [2.0, 2.0, 2.0], {}, "t is constant"),
+        (np.eye(3), [1, 2, 3], {"method": "svd"}, "method must be one of"),
+        (np.eye(3), [1, 2, 3], {"prior": {"a": 1.0}}, "a = b = 0"),
+        (np.eye(3), [1, 2, 3], {"fixed_noise": True}, "requires beta_init"),
+        (np.eye(3), [1, 2, 3], {"beta_init": -1.0}, "beta_init must be finite"),
+        (np.eye(3), [1, 2, 3], {"method": "em", "alpha_init": [1.0]}, "alpha_init must have"),
+        (np.zeros((3, 2)), [1, 2, 3], {}, "no nonzero column"),
+    ],
+)
+def test_bad_input(Phi, t, kw, match):
+    with pytest.raises(ValueError, match=match):
+        fit_regression(Phi, t, **kw)
+
+
+def test_zero_width_kernel_is_rejected():
+    with pytest.raises(ValueError, match="gamma"):
+        KernelBasis(RBF(gamma=0.0))
+
+
+def test_input_is_not_modified():
+    Phi, t, _, _ = sinc_problem(n=30, seed=13)
+    P0, t0 = Phi.copy(), t.copy()
+    fit_regression(Phi, t, method="mackay")
+    np.testing.assert_array_equal(Phi, P0)
+    np.testing.assert_array_equal(t, t0)
