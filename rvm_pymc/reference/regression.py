@@ -98,7 +98,7 @@ def fit_regression(
     fixed_noise : bool
         Keep ``beta`` at ``beta_init`` (which is then required).
     max_iter : int, optional
-        Iteration cap; default ``10 * M + 100`` for ``"fast"``, 5000 otherwise.
+        Iteration cap; default ``20 * M + 1000`` for ``"fast"``, 5000 otherwise.
         A :class:`~rvm_pymc.ConvergenceWarning` is issued when reached.
     tol : float
         Convergence tolerance on every ``|d log alpha|`` and ``|d log beta|``.
@@ -176,7 +176,7 @@ def fit_regression(
         ):
             raise ValueError("alpha_init must be > 0 (inf allowed) with at least one finite value")
     if max_iter is None:
-        max_iter = 10 * m + 100 if method == "fast" else 5000
+        max_iter = 20 * m + 1000 if method == "fast" else 5000
     max_iter = _check_int(max_iter, "max_iter", 1)
 
     norms = _column_norms(Phi)

@@ -1,0 +1,5 @@
+import sys
+
+from rvm_pymc.cli import main
+
+sys.exit(main())
