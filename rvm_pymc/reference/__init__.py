@@ -1,7 +1,9 @@
 """Closed-form reference solver (NumPy/SciPy only; importing it never imports PyMC).
 
 Regression: :func:`fit_regression` with ``method="fast"`` (Tipping & Faul
-2003), ``"mackay"`` or ``"em"`` (Tipping 2001).  The evidence helpers compute
+2003), ``"mackay"`` or ``"em"`` (Tipping 2001).  Classification (binary
+logistic and K-class softmax, Laplace approximation): :func:`fit_classification`
+with the same three methods.  The evidence helpers compute
 the log marginal likelihood in O(N M^2) and serve as the yardstick for the
 PyMC fits.
 """
@@ -13,13 +15,17 @@ from rvm_pymc.reference._linalg import (
     log_marginal_likelihood,
     regression_posterior,
 )
+from rvm_pymc.reference._classification_result import ClassificationResult
 from rvm_pymc.reference._result import RegressionResult
+from rvm_pymc.reference.classification import fit_classification
 from rvm_pymc.reference.regression import fit_regression
 
 __all__ = [
+    "ClassificationResult",
     "GaussianPosterior",
     "RegressionResult",
     "dense_log_marginal_likelihood",
+    "fit_classification",
     "fit_regression",
     "log_evidence",
     "log_hyperprior",
