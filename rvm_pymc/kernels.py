@@ -2,45 +2,37 @@ r"""Kernels and bases: how the design matrix ``Phi`` (N x M) of an RVM is built.
 
 A :class:`Kernel` maps ``X`` (n, d) and ``Y`` (m, d) to the (n, m) matrix
 :math:`K_{ij} = k(x_i, y_j)`; kernels compose with ``+`` and ``*``, also with a
-positive scalar.  A :class:`Basis` maps inputs to ``Phi``: :class:`KernelBasis`
-(bias column plus one kernel column per training point, Tipping 2001),
-:class:`FunctionBasis` (user functions), :class:`PrecomputedBasis` (given matrix).
+positive scalar.  The bases that turn a kernel into the design matrix
+(:class:`~rvm_pymc.basis.KernelBasis`, ``FunctionBasis``, ``PrecomputedBasis``)
+live in :mod:`rvm_pymc.basis` and are re-exported here.
 NumPy/SciPy only; PyMC is not imported.
 """
 
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.spatial.distance import cdist
-from sklearn.exceptions import NotFittedError
 
 from rvm_pymc._validation import as_2d_float, check_positive
 
 __all__ = [
     "RBF",
-    "Basis",
     "CallableKernel",
     "Cauchy",
     "Constant",
-    "FunctionBasis",
     "Kernel",
-    "KernelBasis",
     "Laplacian",
     "Linear",
     "LinearSpline",
     "Polynomial",
-    "PrecomputedBasis",
     "Product",
     "Sum",
-    "column_scale",
-    "make_basis",
     "make_kernel",
-    "polynomial_basis",
 ]
 
 
@@ -462,293 +454,23 @@ def make_kernel(kernel: str | Kernel | Callable = "rbf", **params: Any) -> Kerne
     )
 
 
-# ---------------------------------------------------------------------------- bases
+_BASIS_NAMES = frozenset(
+    {
+        "Basis",
+        "FunctionBasis",
+        "KernelBasis",
+        "PrecomputedBasis",
+        "column_scale",
+        "make_basis",
+        "polynomial_basis",
+    }
+)
 
 
-class Basis:
-    """Base class of design-matrix builders: ``fit(X)``, then ``transform(X) -> Phi``.
+def __getattr__(name: str):
+    # The bases live in rvm_pymc.basis (which imports this module); re-export lazily.
+    if name in _BASIS_NAMES:
+        from rvm_pymc import basis
 
-    ``fit`` sets ``n_features_in_``, ``n_basis_`` (the number M of columns of
-    ``Phi``) and ``basis_names_`` (one name per column).  ``transform`` returns
-    a finite float64 (n, M) array, its first column all ones when ``bias=True``;
-    it raises ``NotFittedError`` before ``fit``.
-    """
-
-    bias: bool = False
-    _feature_word = "features"
-
-    def fit(self, X: ArrayLike) -> Basis:
-        """Record what ``transform`` needs from the training inputs; return ``self``."""
-        X = as_2d_float(X, "X")
-        self.n_features_in_ = X.shape[1]
-        self.basis_names_ = (["bias"] if self.bias else []) + self._fit(X)
-        self.n_basis_ = len(self.basis_names_)
-        return self
-
-    def transform(self, X: ArrayLike) -> np.ndarray:
-        """Return the design matrix ``Phi`` of shape (n_samples, n_basis_)."""
-        if not hasattr(self, "n_basis_"):
-            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(X)")
-        X = as_2d_float(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            w = self._feature_word
-            raise ValueError(
-                f"X has {X.shape[1]} {w}, but {type(self).__name__} was fitted with "
-                f"{self.n_features_in_} {w}"
-            )
-        Phi = np.asarray(self._transform(X), dtype=np.float64)
-        if self.bias:
-            Phi = np.hstack([np.ones((X.shape[0], 1)), Phi])
-        _check_finite_matrix(Phi, f"design matrix of {self!r}")
-        return Phi
-
-    def fit_transform(self, X: ArrayLike) -> np.ndarray:
-        """Fit to ``X`` and return its design matrix."""
-        return self.fit(X).transform(X)
-
-    def _fit(self, X: np.ndarray) -> list[str]:
-        raise NotImplementedError
-
-    def _transform(self, X: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
-
-    def get_params(self) -> dict[str, Any]:
-        """Return the constructor arguments as a dict."""
-        return {"bias": self.bias}
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
-
-
-class KernelBasis(Basis):
-    """Kernel design matrix ``Phi = [1 | k(X, X_fit_)]``: one column per training point.
-
-    Parameters
-    ----------
-    kernel : str, Kernel or callable
-        Anything :func:`make_kernel` accepts; resolved into ``kernel_`` by ``fit``.
-    bias : bool
-        Put a column of ones first, so that ``n_basis_ = N_train + 1``.
-
-    Attributes
-    ----------
-    X_fit_, centres_ : ndarray of shape (N_train, d)
-        A private copy of the training inputs (one array, two names).
-    kernel_ : Kernel
-    basis_names_ : list of str
-        ``["bias", "x0", "x1", ...]``; ``"x<i>"`` is the kernel centred on training point i.
-
-    Examples
-    --------
-    >>> basis = KernelBasis(RBF(gamma=1.0)).fit([0.0, 1.0])
-    >>> basis.basis_names_
-    ['bias', 'x0', 'x1']
-    >>> basis.transform([0.0, 0.5]).round(4)
-    array([[1.    , 1.    , 0.3679],
-           [1.    , 0.7788, 0.7788]])
-    """
-
-    def __init__(self, kernel: str | Kernel | Callable = "rbf", bias: bool = True) -> None:
-        self.kernel = kernel
-        self.bias = bool(bias)
-
-    def _fit(self, X: np.ndarray) -> list[str]:
-        self.kernel_ = make_kernel(self.kernel)
-        self.X_fit_ = self.centres_ = X  # as_2d_float returned a private copy
-        return [f"x{i}" for i in range(X.shape[0])]
-
-    def _transform(self, X: np.ndarray) -> np.ndarray:
-        return self.kernel_(X, self.X_fit_)
-
-    def get_params(self) -> dict[str, Any]:
-        return {"kernel": self.kernel, "bias": self.bias}
-
-
-def _function_name(f: Any, i: int) -> str:
-    if _is_real(f):
-        return "1" if f == 1 else f"const({float(f):g})"
-    name = getattr(f, "__name__", None)
-    return name if name and name != "<lambda>" else f"f{i}"
-
-
-class FunctionBasis(Basis):
-    """Design matrix from user basis functions, one column per function.
-
-    Parameters
-    ----------
-    functions : sequence
-        Callables mapping X (n, d) to an (n,) array (a scalar result is
-        broadcast), or real numbers meaning a constant column.  Column names
-        come from the functions' ``__name__`` (``"f<i>"`` for lambdas).
-    bias : bool
-        Put a column of ones first.
-
-    Examples
-    --------
-    >>> basis = FunctionBasis([1, lambda X: X[:, 0], lambda X: X[:, 0] ** 2])
-    >>> basis.fit_transform([1.0, 2.0])
-    array([[1., 1., 1.],
-           [1., 2., 4.]])
-    """
-
-    def __init__(self, functions: Sequence[Any], bias: bool = False) -> None:
-        functions = list(functions)
-        if not functions:
-            raise ValueError("functions must contain at least one basis function")
-        for i, f in enumerate(functions):
-            if not (callable(f) or _is_real(f)):
-                raise ValueError(f"functions[{i}] must be callable or a real constant; got {f!r}")
-        self.functions = functions
-        self.bias = bool(bias)
-
-    def _fit(self, X: np.ndarray) -> list[str]:
-        names = [_function_name(f, i) for i, f in enumerate(self.functions)]
-        if len(set(names)) < len(names):
-            names = [f"{n}_{i}" for i, n in enumerate(names)]
-        return names
-
-    def _transform(self, X: np.ndarray) -> np.ndarray:
-        n = X.shape[0]
-        cols = []
-        for i, f in enumerate(self.functions):
-            out = np.asarray(f if _is_real(f) else f(X.copy()), dtype=np.float64)
-            if out.ndim == 0:
-                out = np.full(n, float(out))
-            elif out.shape not in ((n,), (n, 1)):
-                raise ValueError(
-                    f"basis function functions[{i}] ({self.basis_names_[i + self.bias]!r}) "
-                    f"returned shape {out.shape}; expected ({n},)"
-                )
-            cols.append(out.reshape(n))
-        return np.column_stack(cols)
-
-    def get_params(self) -> dict[str, Any]:
-        return {"functions": self.functions, "bias": self.bias}
-
-
-class _Monomial:
-    """``x ** power`` for one-feature input; a named, picklable basis function."""
-
-    def __init__(self, power: int) -> None:
-        self.power = power
-        self.__name__ = "1" if power == 0 else ("x" if power == 1 else f"x^{power}")
-
-    def __call__(self, X: np.ndarray) -> np.ndarray:
-        if X.shape[1] != 1:
-            raise ValueError(f"polynomial_basis expects one input feature; X has {X.shape[1]}")
-        return X[:, 0] ** self.power
-
-
-def polynomial_basis(degree: int) -> FunctionBasis:
-    """Polynomial basis ``[1, x, x^2, ..., x^degree]`` for one-dimensional input.
-
-    Parameters
-    ----------
-    degree : int
-        Highest power, a non-negative integer.
-
-    Returns
-    -------
-    FunctionBasis
-        ``degree + 1`` columns named ``"1", "x", "x^2", ...``.
-
-    Examples
-    --------
-    >>> polynomial_basis(2).fit_transform([2.0, 3.0])
-    array([[1., 2., 4.],
-           [1., 3., 9.]])
-    """
-    if isinstance(degree, bool) or not isinstance(degree, numbers.Integral) or degree < 0:
-        raise ValueError(f"degree must be a non-negative integer; got {degree!r}")
-    return FunctionBasis([_Monomial(p) for p in range(int(degree) + 1)])
-
-
-class PrecomputedBasis(Basis):
-    """The input is the design matrix itself, or the kernel matrix (new x training points).
-
-    ``fit`` records the number of columns; ``transform`` checks it and returns
-    the matrix as float64, with a column of ones first when ``bias=True``.
-
-    Parameters
-    ----------
-    bias : bool
-        Put a column of ones first.
-
-    Examples
-    --------
-    >>> basis = PrecomputedBasis(bias=True).fit([[1.0, 0.5], [0.5, 1.0]])
-    >>> basis.basis_names_
-    ['bias', 'c0', 'c1']
-    >>> basis.transform([[0.2, 0.3]])
-    array([[1. , 0.2, 0.3]])
-    """
-
-    _feature_word = "columns"
-
-    def __init__(self, bias: bool = False) -> None:
-        self.bias = bool(bias)
-
-    def _fit(self, X: np.ndarray) -> list[str]:
-        return [f"c{j}" for j in range(X.shape[1])]
-
-    def _transform(self, X: np.ndarray) -> np.ndarray:
-        return X
-
-
-def make_basis(
-    kernel: str | Kernel | Callable | Basis = "rbf", bias: bool = True, **params: Any
-) -> Basis:
-    """Return a :class:`Basis` for a kernel name/instance/callable, ``"precomputed"`` or a Basis.
-
-    Parameters
-    ----------
-    kernel : str, Kernel, callable or Basis
-        A :class:`Basis` is returned as is (``bias`` is then ignored);
-        ``"precomputed"`` gives a :class:`PrecomputedBasis`; anything else goes
-        through :func:`make_kernel` into a :class:`KernelBasis`.
-    bias : bool
-        Put a column of ones first.
-    **params
-        Kernel hyperparameters (only with a kernel name).
-
-    Returns
-    -------
-    Basis
-
-    Examples
-    --------
-    >>> make_basis("rbf", gamma=2.0)
-    KernelBasis(kernel=RBF(gamma=2.0), bias=True)
-    >>> make_basis("precomputed", bias=False)
-    PrecomputedBasis(bias=False)
-    """
-    if isinstance(kernel, Basis) or (isinstance(kernel, str) and kernel == "precomputed"):
-        if params:
-            raise ValueError(f"parameters {sorted(params)} do not apply to kernel={kernel!r}")
-        return kernel if isinstance(kernel, Basis) else PrecomputedBasis(bias=bias)
-    return KernelBasis(make_kernel(kernel, **params), bias=bias)
-
-
-def column_scale(Phi: ArrayLike) -> np.ndarray:
-    """Euclidean norms of the columns of ``Phi``, zero-norm columns mapped to 1.
-
-    Solvers divide the columns by these scales to work on a normalised design
-    matrix and divide the fitted weights by them afterwards.
-
-    Parameters
-    ----------
-    Phi : array_like of shape (N, M)
-
-    Returns
-    -------
-    ndarray of shape (M,)
-
-    Examples
-    --------
-    >>> column_scale([[3.0, 0.0], [4.0, 0.0]])
-    array([5., 1.])
-    """
-    scale = np.linalg.norm(as_2d_float(Phi, "Phi"), axis=0)
-    scale[scale == 0.0] = 1.0
-    return scale
+        return getattr(basis, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
