@@ -1,0 +1,326 @@
+"""Shared machinery of :class:`~rvm_pymc.estimators.RVR` and :class:`~rvm_pymc.estimators.RVC`.
+
+Parameters and their validation, the basis (kernel and width), the fit of every
+candidate width by the reference solver, the active set and the save/load
+entry points.  See :mod:`rvm_pymc.estimators` for the public classes.
+"""
+
+from __future__ import annotations
+
+import copy
+import numbers
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from rvm_pymc.kernels import Basis, Kernel, PrecomputedBasis, make_kernel
+from rvm_pymc.priors import resolve_prior
+
+__all__ = ["METHODS", "SOLVERS"]
+
+METHODS = ("reference", "map", "nuts")
+SOLVERS = ("fast", "mackay", "em")
+_WIDTH_KERNELS = ("rbf", "laplacian", "exponential", "cauchy")
+_GAMMA_KERNELS = (*_WIDTH_KERNELS, "poly", "polynomial")
+_DEFAULT_GRID = np.logspace(-2.0, 2.0, 9)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+class _BaseRVM(BaseEstimator):
+    """Parameters, validation, basis and fitting shared by :class:`RVR` and :class:`RVC`."""
+
+    _kind = ""
+
+    def __init__(
+        self,
+        *,
+        kernel: str | Kernel | Basis = "rbf",
+        gamma: float | str = "scale",
+        gamma_grid: Any = None,
+        degree: int = 3,
+        coef0: float = 1.0,
+        bias: bool = True,
+        method: str = "reference",
+        solver: str = "fast",
+        prior: Any = None,
+        max_iter: int | None = None,
+        tol: float = 1e-6,
+        draws: int = 500,
+        tune: int = 500,
+        chains: int | None = None,
+        sampler_kwargs: dict | None = None,
+        random_state: Any = None,
+    ) -> None:
+        self.kernel = kernel
+        self.gamma = gamma
+        self.gamma_grid = gamma_grid
+        self.degree = degree
+        self.coef0 = coef0
+        self.bias = bias
+        self.method = method
+        self.solver = solver
+        self.prior = prior
+        self.max_iter = max_iter
+        self.tol = tol
+        self.draws = draws
+        self.tune = tune
+        self.chains = chains
+        self.sampler_kwargs = sampler_kwargs
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = isinstance(self.kernel, str) and self.kernel == "precomputed"
+        tags.non_deterministic = self.method == "nuts"
+        return tags
+
+    # ------------------------------------------------------------------ validation
+
+    def _check_params(self) -> None:
+        """Raise ``ValueError`` for an invalid parameter; called by ``fit``."""
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}; got {self.method!r}")
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}; got {self.solver!r}")
+        k = self.kernel
+        if isinstance(k, str):
+            if k != "precomputed":
+                make_kernel(k)  # raises ValueError for an unknown name
+        elif not (isinstance(k, Kernel | Basis) or callable(k)):
+            raise ValueError(
+                "kernel must be a kernel name, 'precomputed', a Kernel, a callable "
+                f"k(X, Y) or a Basis; got {type(k).__name__}"
+            )
+        g = self.gamma
+        if isinstance(g, str):
+            if g not in ("scale", "evidence"):
+                raise ValueError(f"gamma must be a float > 0, 'scale' or 'evidence'; got {g!r}")
+            if g == "evidence" and not (isinstance(k, str) and k.lower() in _GAMMA_KERNELS):
+                raise ValueError(
+                    f"gamma='evidence' needs a kernel with a width: one of {_GAMMA_KERNELS}; "
+                    f"got kernel={k!r}"
+                )
+        elif not (
+            isinstance(g, numbers.Real) and not isinstance(g, bool) and np.isfinite(g) and g > 0
+        ):
+            raise ValueError(f"gamma must be a float > 0, 'scale' or 'evidence'; got {g!r}")
+        if self.gamma_grid is not None:
+            grid = np.asarray(self.gamma_grid, dtype=float).reshape(-1)
+            if grid.size == 0 or not np.all(np.isfinite(grid) & (grid > 0)):
+                raise ValueError("gamma_grid must be a non-empty sequence of floats > 0")
+        if not _is_int(self.degree) or self.degree < 1:
+            raise ValueError(f"degree must be an integer >= 1; got {self.degree!r}")
+        for name in ("draws", "tune"):
+            v = getattr(self, name)
+            if not _is_int(v) or v < (1 if name == "draws" else 0):
+                raise ValueError(f"{name} must be an integer >= {int(name == 'draws')}; got {v!r}")
+        if self.chains is not None and (not _is_int(self.chains) or self.chains < 1):
+            raise ValueError(f"chains must be None or an integer >= 1; got {self.chains!r}")
+        if self.max_iter is not None and (not _is_int(self.max_iter) or self.max_iter < 1):
+            raise ValueError(f"max_iter must be None or an integer >= 1; got {self.max_iter!r}")
+        if not (isinstance(self.tol, numbers.Real) and self.tol > 0):
+            raise ValueError(f"tol must be a float > 0; got {self.tol!r}")
+        if self.sampler_kwargs is not None and not isinstance(self.sampler_kwargs, dict):
+            raise ValueError("sampler_kwargs must be None or a dict")
+        self._prior()  # raises ValueError for a bad prior
+
+    def _prior(self):
+        """The hyperprior: default ``"evidence"``, ``"weakly_informative"`` for NUTS."""
+        default = "weakly_informative" if self.method == "nuts" else "evidence"
+        return resolve_prior(self.prior, default=default)
+
+    # ----------------------------------------------------------------------- basis
+
+    def _scale_gamma(self, X: np.ndarray) -> float:
+        """``1 / (n_features * X.var())`` as scikit-learn's SVR (1.0 for constant X)."""
+        var = float(X.var())
+        return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+
+    def _gamma_candidates(self, X: np.ndarray) -> list[float | None]:
+        """Widths to fit: one for a fixed width, the grid for ``gamma="evidence"``."""
+        k = self.kernel
+        if not (isinstance(k, str) and k.lower() in _GAMMA_KERNELS):
+            return [None]
+        if self.gamma == "scale":
+            return [self._scale_gamma(X)]
+        if self.gamma == "evidence":
+            if self.gamma_grid is None:
+                return list(self._scale_gamma(X) * _DEFAULT_GRID)
+            return [float(g) for g in np.asarray(self.gamma_grid, dtype=float).reshape(-1)]
+        return [float(self.gamma)]
+
+    def _make_basis(self, gamma: float | None) -> Basis:
+        """An unfitted basis for one width."""
+        k = self.kernel
+        if isinstance(k, Basis):
+            return copy.deepcopy(k)
+        if isinstance(k, str) and k == "precomputed":
+            return PrecomputedBasis(bias=bool(self.bias))
+        from rvm_pymc.kernels import KernelBasis
+
+        if isinstance(k, str):
+            name = k.lower()
+            params: dict[str, Any] = {}
+            if name in _WIDTH_KERNELS:
+                params = {"gamma": gamma}
+            elif name in ("poly", "polynomial"):
+                params = {"degree": self.degree, "gamma": gamma, "coef0": self.coef0}
+            return KernelBasis(make_kernel(name, **params), bias=bool(self.bias))
+        return KernelBasis(make_kernel(k), bias=bool(self.bias))
+
+    def _active_design(self, X) -> np.ndarray:
+        """Validate ``X`` and return its design matrix restricted to the active bases."""
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        if self.kernel_ is None:
+            return self.basis_.transform(X)[:, self.active_]
+        cols = []
+        if self.bias_active_:
+            cols.append(np.ones((X.shape[0], 1)))
+        if self.relevance_vectors_.shape[0]:
+            cols.append(self.kernel_(X, self.relevance_vectors_))
+        return np.hstack(cols) if cols else np.zeros((X.shape[0], 0))
+
+    # --------------------------------------------------------------------- fitting
+
+    def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
+        """Fit every candidate width by the reference solver; keep the best; finish by method."""
+        self._check_params()
+        prior = self._prior()
+        # map/nuts start from (and choose the width by) the reference fit; the fast
+        # solver needs a = b = 0, so a proper prior is left to the PyMC fit there.
+        ref_prior = prior
+        if self.method != "reference" and (prior.a or prior.b):
+            ref_prior = resolve_prior("evidence")
+        fits = []
+        for g in self._gamma_candidates(X):
+            basis = self._make_basis(g)
+            Phi = basis.fit_transform(X)
+            fits.append((g, basis, Phi, self._reference_fit(Phi, target, ref_prior)))
+        if self.gamma == "evidence":
+            le = np.array([f[3].log_evidence for f in fits])
+            self.evidence_path_ = {"gamma": np.array([f[0] for f in fits]), "log_evidence": le}
+            best = fits[int(np.nanargmax(le))]
+        else:
+            best = fits[0]
+        g, basis, Phi, res = best
+        self.gamma_ = g
+        self.basis_ = basis
+        self.kernel_ = basis.kernel_ if hasattr(basis, "kernel_") else None
+        seed = _seed(self.random_state)
+        if self.method == "reference":
+            self._set_from_reference(res, Phi, target, X, seed)
+        else:
+            from rvm_pymc._estimator_pymc import fit_pymc
+
+            fit_pymc(self, Phi, target, X, prior, seed, start=res)
+
+    def _set_active(self, active: np.ndarray, X: np.ndarray) -> None:
+        """Active bases, relevance indices and vectors from column indices of ``Phi``."""
+        active = np.asarray(active, dtype=np.intp)
+        basis = self.basis_
+        offset = int(basis.bias)
+        self.active_ = active
+        self.active_names_ = [str(basis.basis_names_[i]) for i in active]
+        self.bias_active_ = bool(basis.bias and active.size and active[0] == 0)
+        if isinstance(basis, PrecomputedBasis) or self.kernel_ is not None:
+            self.relevance_indices_ = active[active >= offset] - offset
+        else:
+            self.relevance_indices_ = np.zeros(0, dtype=np.intp)
+        if self.kernel_ is not None:
+            self.relevance_vectors_ = X[self.relevance_indices_]
+        else:
+            self.relevance_vectors_ = np.zeros((0, X.shape[1]))
+        if self.kernel_ is not None:
+            self.basis_ = None  # predictions need only kernel_ and relevance_vectors_
+
+    def _set_posterior(self, mean, cov, alpha) -> None:
+        self.coef_ = np.asarray(mean, dtype=float)
+        self.sigma_ = np.asarray(cov, dtype=float)
+        self.alpha_ = np.asarray(alpha, dtype=float)
+        zero = np.zeros(self.coef_.shape[1:]) if self.coef_.ndim > 1 else 0.0
+        self.intercept_ = self.coef_[0] if self.bias_active_ else zero
+
+    @property
+    def n_relevance_(self) -> int:
+        """Number of relevant training points (the bias not counted)."""
+        check_is_fitted(self, "coef_")
+        return int(self.relevance_indices_.size)
+
+    # -------------------------------------------------------------------- save/load
+
+    def save(self, path) -> None:
+        """Write the fitted estimator to a netCDF file, without pickle.
+
+        The file holds ``idata_`` (its groups as netCDF groups when ``h5netcdf``
+        or ``netCDF4`` is installed, else flattened into a netCDF-3 file
+        written by SciPy), the arrays needed for prediction, the parameters
+        as JSON attributes and a SHA-256 checksum of all of it.
+
+        Parameters
+        ----------
+        path : str or path-like
+
+        Raises
+        ------
+        ValueError
+            If a parameter cannot be written without pickle (a callable
+            kernel, a user :class:`~rvm_pymc.kernels.Basis`).
+
+        See Also
+        --------
+        load : read it back; refuses a modified file or one of another model.
+        """
+        from rvm_pymc._estimator_io import save_estimator
+
+        save_estimator(self, path)
+
+    @classmethod
+    def load(cls, path):
+        """Read an estimator written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or path-like
+
+        Returns
+        -------
+        estimator
+            A fitted instance of this class.
+
+        Raises
+        ------
+        ValueError
+            If the file was not written by :meth:`save`, holds another kind of
+            estimator or an inconsistent model, or fails its checksum
+            (modified or corrupted).
+        """
+        from rvm_pymc._estimator_io import load_estimator
+
+        return load_estimator(path, expected=cls)
+
+
+def _seed(random_state: Any) -> int:
+    """An integer seed from ``random_state`` (None, int, RandomState or Generator)."""
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(2**31 - 1))
+    return int(check_random_state(random_state).randint(2**31 - 1))
+
+
+def _fit_attrs(est: _BaseRVM, library: str) -> dict[str, Any]:
+    """Root attributes of ``idata_``."""
+    return {
+        "inference_library": library,
+        "rvm_estimator": type(est).__name__,
+        "method": est.method,
+        "solver": est.solver,
+        "log_evidence": float(getattr(est, "log_evidence_", np.nan)),
+        "n_iter": int(getattr(est, "n_iter_", 0)),
+        "converged": int(bool(getattr(est, "converged_", False))),
+    }

@@ -1,0 +1,400 @@
+r"""scikit-learn estimators: relevance vector regression (RVR) and classification (RVC).
+
+Both fit the one RVM model of DESIGN.md three ways, chosen by ``method``:
+
+``"reference"``
+    The closed-form solver of :mod:`rvm_pymc.reference` (NumPy/SciPy only):
+    type-II maximum likelihood of the precisions (Tipping & Faul 2003 with
+    ``solver="fast"``, or full MacKay / EM re-estimation), then the Gaussian
+    (Laplace, for classification) posterior of the weights.
+``"map"``
+    Type-II MAP of the log precisions in PyMC (same objective, so the same
+    optimum as ``"reference"`` with the same prior), then the same Gaussian
+    posterior of the weights.
+``"nuts"``
+    Full Bayes by NUTS in PyMC; predictions from the posterior draws.
+
+Whatever the method, the estimator holds the posterior of the active weights
+(``coef_``, ``sigma_``) and ``idata_``, an :class:`xarray.DataTree` like the
+one ``pm.sample`` returns.
+
+The kernel design matrix is ``Phi = [1 | k(X, X_train)]``: column 0 is the
+bias (when ``bias=True``), column ``i + 1`` the kernel centred on training
+point ``i``.  The bias is not a training point: ``relevance_indices_`` lists
+only the training points whose kernel column survived, and
+``bias_active_`` / ``intercept_`` tell whether the bias did and its weight.
+
+References
+----------
+Tipping, M. E. (2001). Sparse Bayesian learning and the relevance vector
+machine. *Journal of Machine Learning Research* 1, 211-244.
+
+Tipping, M. E. and Faul, A. C. (2003). Fast marginal likelihood maximisation
+for sparse Bayesian models. *Proceedings of AISTATS 2003*.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import validate_data
+
+from rvm_pymc._estimator_base import METHODS, SOLVERS, _BaseRVM, _fit_attrs
+
+__all__ = ["METHODS", "RVC", "RVR", "SOLVERS"]
+
+
+class RVR(RegressorMixin, _BaseRVM):
+    """Relevance vector regression (Tipping 2001), scikit-learn style.
+
+    Model: ``t = Phi(x) w + noise``, ``w_m ~ N(0, 1/alpha_m)``, noise precision
+    ``beta``; the precisions are fitted by maximum evidence, which prunes most
+    weights (``alpha_m -> inf``).  Targets are used as given (not
+    standardised): the reference and MAP fits are scale-equivariant.
+
+    Parameters
+    ----------
+    kernel : str, Kernel, callable or Basis, default "rbf"
+        A kernel name (``"rbf"``, ``"laplacian"``, ``"cauchy"``, ``"poly"``,
+        ``"linear"``, ``"linear_spline"``), ``"precomputed"`` (``X`` is the
+        kernel matrix between samples and training points), a
+        :class:`~rvm_pymc.kernels.Kernel`, a callable ``k(X, Y)``, or a
+        :class:`~rvm_pymc.kernels.Basis` (any design matrix, e.g.
+        :func:`~rvm_pymc.kernels.polynomial_basis`; ``bias`` is then the basis's).
+    gamma : float, "scale" or "evidence", default "scale"
+        Inverse squared width of rbf/cauchy (``exp(-gamma |x-y|^2)``), inverse
+        width of laplacian, scale of poly; ignored by other kernels.
+        ``"scale"`` is ``1 / (n_features * X.var())`` as in scikit-learn's SVR.
+        ``"evidence"`` fits the reference solver for every width in
+        ``gamma_grid`` and keeps the one of largest log evidence
+        (``evidence_path_`` records them); map/nuts are then fitted at that width.
+    gamma_grid : array_like, optional
+        Widths tried by ``gamma="evidence"``; default ``"scale"`` times
+        ``logspace(-2, 2, 9)``.
+    degree, coef0 : int, float
+        Degree and offset of the ``"poly"`` kernel.
+    bias : bool, default True
+        Add a bias column (its weight has an ARD prior like every other).
+    method : {"reference", "map", "nuts"}, default "reference"
+        How to fit (see the module docstring).
+    solver : {"fast", "mackay", "em"}, default "fast"
+        Algorithm of the reference solver; ``"fast"`` needs ``a = b = 0``.
+    prior : str, mapping or HyperPrior, optional
+        Gamma hyperpriors (:func:`rvm_pymc.priors.resolve_prior`); default
+        ``"evidence"`` (type-II maximum likelihood), or ``"weakly_informative"``
+        for ``method="nuts"``.
+    max_iter : int, optional
+        Iteration cap of the reference solver (its default when None).
+    tol : float, default 1e-6
+        Convergence tolerance on ``|d log alpha|`` of the reference solver.
+    draws : int, default 500
+        Posterior draws per chain kept in ``idata_`` (Gaussian draws for
+        reference/map, NUTS draws for nuts).
+    tune : int, default 500
+        NUTS tuning steps.
+    chains : int, optional
+        Chains; default 1 for reference/map, 2 for nuts.
+    sampler_kwargs : dict, optional
+        Extra keyword arguments for the PyMC fit (map/nuts).
+    random_state : int, Generator or None
+        Seeds the posterior draws (and NUTS).
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_active,)
+        Posterior mean of the active weights, in the order of ``active_names_``
+        (the bias first when it is active).
+    sigma_ : ndarray of shape (n_active, n_active)
+        Posterior covariance of the active weights.
+    alpha_ : ndarray of shape (n_active,)
+        Precisions of the active weights.
+    beta_ : float
+        Noise precision.
+    intercept_ : float
+        Posterior mean of the bias weight (0.0 when the bias is pruned or absent).
+    bias_active_ : bool
+        Whether the bias column is relevant.
+    active_ : ndarray of int
+        Columns of the design matrix that are relevant (0 is the bias).
+    active_names_ : list of str
+        Their names: ``"bias"`` and ``"x<i>"`` for the kernel on training point i.
+    relevance_indices_ : ndarray of int
+        Indices of the training points that are relevance vectors (bias excluded).
+    relevance_vectors_ : ndarray of shape (n_relevance, n_features)
+        Those training points (empty for precomputed kernels and user bases).
+    gamma_ : float or None
+        Kernel width used (None for kernels without one).
+    kernel_ : Kernel or None
+        The fitted kernel (None for ``"precomputed"`` and user bases, which
+        keep the fitted ``basis_``).
+    n_iter_ : int
+        Iterations of the fit.
+    converged_ : bool
+    log_evidence_ : float
+        Log evidence (plus hyperprior terms) at the optimum; NaN for nuts.
+    evidence_path_ : dict
+        Only with ``gamma="evidence"``: ``{"gamma", "log_evidence"}`` arrays.
+    idata_ : xarray.DataTree
+        Posterior, log likelihood, sample stats and observed data of the fit.
+    n_features_in_, feature_names_in_
+        As in scikit-learn.
+
+    References
+    ----------
+    Tipping (2001), JMLR 1:211-244; Tipping & Faul (2003), AISTATS.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rvm_pymc.estimators import RVR
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.linspace(-10, 10, 100)[:, None]
+    >>> y = np.sinc(X[:, 0] / np.pi) + 0.1 * rng.standard_normal(100)
+    >>> rvr = RVR(gamma=0.1, random_state=0).fit(X, y)
+    >>> rvr.n_relevance_ < 15
+    True
+    >>> mean, std = rvr.predict([[0.0]], return_std=True)
+    >>> bool(abs(mean[0] - 1.0) < 0.1), bool(0.05 < std[0] < 0.2)
+    (True, True)
+    """
+
+    _kind = "regression"
+
+    def fit(self, X, y):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+            Training inputs (the kernel matrix for ``kernel="precomputed"``).
+        y : array_like of shape (n_samples,)
+            Targets (not constant).
+
+        Returns
+        -------
+        self
+        """
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=2)
+        self._fit(X, np.asarray(y, dtype=float))
+        return self
+
+    def _reference_fit(self, Phi, t, prior):
+        from rvm_pymc.reference import fit_regression
+
+        return fit_regression(
+            Phi, t, method=self.solver, prior=prior, max_iter=self.max_iter, tol=self.tol
+        )
+
+    def _set_from_reference(self, res, Phi, t, X, seed) -> None:
+        from rvm_pymc._estimator_idata import gaussian_idata
+
+        self._set_active(res.active, X)
+        self._set_posterior(res.mean, res.cov, res.alpha)
+        self.beta_ = float(res.beta)
+        self.noise_var_ = 1.0 / self.beta_
+        self.n_iter_ = max(int(res.n_iter), 1)
+        self.converged_ = bool(res.converged)
+        self.log_evidence_ = float(res.log_evidence)
+        self.idata_ = gaussian_idata(
+            kind="regression",
+            mean=res.mean,
+            cov=res.cov,
+            alpha=res.alpha,
+            beta=self.beta_,
+            Phi=Phi[:, res.active],
+            target=t,
+            basis_names=self.active_names_,
+            n_draws=self.draws * (self.chains or 1),
+            random_state=np.random.default_rng(seed),
+            attrs=_fit_attrs(self, "rvm_pymc.reference"),
+        )
+
+    def predict(self, X, return_std: bool = False):
+        """Predictive mean (and standard deviation) at ``X``.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+        return_std : bool, default False
+            Also return the predictive sd, noise included:
+            ``sqrt(1/beta + phi(x)^T Sigma phi(x))`` (for nuts, the posterior
+            mean of ``1/beta`` and the covariance of the weight draws).
+
+        Returns
+        -------
+        y_mean : ndarray of shape (n_samples,)
+        y_std : ndarray of shape (n_samples,), only when ``return_std``
+        """
+        Phi = self._active_design(X)
+        mean = Phi @ self.coef_
+        if not return_std:
+            return mean
+        var = np.maximum(np.einsum("ij,jk,ik->i", Phi, self.sigma_, Phi), 0.0)
+        return mean, np.sqrt(var + self.noise_var_)
+
+
+class RVC(ClassifierMixin, _BaseRVM):
+    """Relevance vector classification (Tipping 2001), scikit-learn style.
+
+    Two classes: ``P(y = classes_[1]) = sigmoid(phi(x)^T w)``; K > 2 classes:
+    one softmax model with a K-column weight matrix whose rows share one
+    precision (a training point is relevant to all classes or none), not
+    one-vs-rest.  The weight posterior is the Laplace approximation at the
+    mode (reference, map) or the NUTS draws (nuts).
+
+    Parameters
+    ----------
+    kernel, gamma, gamma_grid, degree, coef0, bias, method, solver, prior, \
+max_iter, tol, draws, tune, chains, sampler_kwargs, random_state
+        As for :class:`RVR`; the prior uses only ``a, b`` (there is no noise).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels, sorted, in the dtype given.
+    coef_ : ndarray of shape (n_active,) or (n_active, n_classes)
+        Posterior mode (mean for nuts) of the active weights; for two classes
+        the weights of the logit of ``classes_[1]``.
+    sigma_ : ndarray
+        Posterior covariance, (n_active, n_active) for two classes, class-major
+        (n_active K, n_active K) otherwise.
+    alpha_, intercept_, bias_active_, active_, active_names_, relevance_indices_, \
+relevance_vectors_, gamma_, kernel_, n_iter_, converged_, log_evidence_, \
+evidence_path_, idata_, n_features_in_, feature_names_in_
+        As for :class:`RVR`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rvm_pymc.estimators import RVC
+    >>> from rvm_pymc.datasets import make_ripley
+    >>> X, y, X_test, y_test = make_ripley(n_train=100, n_test=200, random_state=0)
+    >>> labels = np.array(["blue", "red"])[y]
+    >>> clf = RVC(gamma=2.0, random_state=0).fit(X, labels)
+    >>> clf.classes_.tolist()
+    ['blue', 'red']
+    >>> bool(clf.score(X_test, np.array(["blue", "red"])[y_test]) > 0.85)
+    True
+    >>> clf.predict_proba(X_test[:2]).shape
+    (2, 2)
+    """
+
+    _kind = "classification"
+
+    def fit(self, X, y):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+        y : array_like of shape (n_samples,)
+            Class labels: two or more distinct values of any sortable type.
+
+        Returns
+        -------
+        self
+        """
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        check_classification_targets(y)
+        classes, codes = np.unique(y, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(
+                f"RVC needs samples of at least two classes; y has 1 class ({classes[0]!r})"
+            )
+        self.classes_ = classes
+        self._fit(X, codes.reshape(-1).astype(np.int64))
+        return self
+
+    def _reference_fit(self, Phi, codes, prior):
+        from rvm_pymc.reference import fit_classification
+
+        return fit_classification(
+            Phi, codes, method=self.solver, prior=prior, max_iter=self.max_iter, tol=self.tol
+        )
+
+    def _set_from_reference(self, res, Phi, codes, X, seed) -> None:
+        from rvm_pymc._estimator_idata import gaussian_idata
+
+        self._set_active(res.active, X)
+        self._set_posterior(res.mean, res.cov, res.alpha)
+        self.n_iter_ = max(int(res.n_iter), 1)
+        self.converged_ = bool(res.converged)
+        self.log_evidence_ = float(res.log_evidence)
+        self.idata_ = gaussian_idata(
+            kind="binary" if self.classes_.size == 2 else "softmax",
+            mean=res.mean,
+            cov=res.cov,
+            alpha=res.alpha,
+            Phi=Phi[:, res.active],
+            target=codes,
+            basis_names=self.active_names_,
+            classes=self.classes_,
+            n_draws=self.draws * (self.chains or 1),
+            random_state=np.random.default_rng(seed),
+            attrs=_fit_attrs(self, "rvm_pymc.reference"),
+        )
+
+    def _laplace(self):
+        """The fitted Gaussian posterior as a ClassificationResult over the active bases."""
+        from rvm_pymc.reference import ClassificationResult
+
+        m = self.coef_.shape[0]
+        return ClassificationResult(
+            method=self.solver,
+            prior=self._prior(),
+            classes=np.arange(self.classes_.size),
+            n_basis=m,
+            active=np.arange(m),
+            alpha=self.alpha_,
+            mean=self.coef_,
+            cov=self.sigma_,
+            log_likelihood=float("nan"),
+            log_evidence=self.log_evidence_,
+            n_iter=self.n_iter_,
+            converged=self.converged_,
+            trace={},
+        )
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities, columns in the order of ``classes_``.
+
+        For reference/map, moderated by the weight uncertainty (MacKay's
+        probit approximation; see
+        :meth:`rvm_pymc.reference.ClassificationResult.predict_proba`); for
+        nuts, the average over the posterior draws.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        Phi = self._active_design(X)
+        if self.method == "nuts":
+            from rvm_pymc._estimator_pymc import draws_proba
+
+            return draws_proba(self, Phi)
+        return self._laplace().predict_proba(Phi, moderated=True)
+
+    def decision_function(self, X) -> np.ndarray:
+        """Log-odds of the predicted probabilities.
+
+        Two classes: ``log(p1 / p0)`` of :meth:`predict_proba`, shape
+        (n_samples,), positive for ``classes_[1]`` (for reference/map this is
+        ``kappa(s^2) phi^T w``, the moderated latent value).  K classes: the
+        centred log probabilities, shape (n_samples, K).  Its sign / argmax is
+        :meth:`predict`, and its ranking that of :meth:`predict_proba`.
+        """
+        p = np.clip(self.predict_proba(X), 1e-300, None)
+        logp = np.log(p)
+        if self.classes_.size == 2:
+            return logp[:, 1] - logp[:, 0]
+        return logp - logp.mean(axis=1, keepdims=True)
+
+    def predict(self, X) -> np.ndarray:
+        """Most probable class, as the labels given to ``fit``."""
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
