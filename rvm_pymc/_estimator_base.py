@@ -255,7 +255,7 @@ class _BaseRVM(BaseEstimator):
 
     # -------------------------------------------------------------------- save/load
 
-    def save(self, path) -> None:
+    def save(self, path, engine: str | None = None) -> None:
         """Write the fitted estimator to a netCDF file, without pickle.
 
         The file holds ``idata_`` (its groups as netCDF groups when ``h5netcdf``
@@ -266,6 +266,8 @@ class _BaseRVM(BaseEstimator):
         Parameters
         ----------
         path : str or path-like
+        engine : {"h5netcdf", "netcdf4", "scipy"}, optional
+            Force a writer; default the first of these that is installed.
 
         Raises
         ------
@@ -279,7 +281,7 @@ class _BaseRVM(BaseEstimator):
         """
         from rvm_pymc._estimator_io import save_estimator
 
-        save_estimator(self, path)
+        save_estimator(self, path, engine=engine)
 
     @classmethod
     def load(cls, path):

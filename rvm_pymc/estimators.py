@@ -42,7 +42,7 @@ from sklearn.utils.validation import validate_data
 
 from rvm_pymc._estimator_base import METHODS, SOLVERS, _BaseRVM, _fit_attrs
 
-__all__ = ["METHODS", "RVC", "RVR", "SOLVERS"]
+__all__ = ["METHODS", "RVC", "RVR", "SOLVERS", "load"]
 
 
 class RVR(RegressorMixin, _BaseRVM):
@@ -398,3 +398,26 @@ evidence_path_, idata_, n_features_in_, feature_names_in_
         """Most probable class, as the labels given to ``fit``."""
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
+
+
+def load(path):
+    """Read an :class:`RVR` or :class:`RVC` written by its ``save`` method.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    RVR or RVC
+        Whichever the file holds.
+
+    Raises
+    ------
+    ValueError
+        If the file was not written by ``save``, fails its checksum (modified
+        or corrupted) or holds an inconsistent model.
+    """
+    from rvm_pymc._estimator_io import load_estimator
+
+    return load_estimator(path)
