@@ -120,7 +120,8 @@ def gaussian_idata(
         Groups ``posterior`` (``w`` or ``W``, ``alpha``, ``beta``),
         ``log_likelihood`` (``t_obs`` or ``y_obs``), ``sample_stats`` (``lp``:
         log likelihood plus the log prior of the weights given ``alpha``) and
-        ``observed_data``.
+        ``observed_data`` (for classification ``y_obs`` holds the class codes
+        and the group has a ``class`` coordinate with their labels).
     """
     from arviz_base import from_dict
 
@@ -154,4 +155,7 @@ def gaussian_idata(
         "observed_data": {obs_name: np.asarray(target)},
     }
     tree = from_dict(data, coords=coords, dims=dims, attrs={"/": dict(attrs or {})})
+    if classes is not None:  # y_obs holds codes 0..K-1: keep their labels next to them
+        obs = tree["observed_data"].to_dataset()
+        tree["observed_data"] = obs.assign_coords({"class": coords["class"]})
     return tree

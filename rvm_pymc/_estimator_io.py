@@ -12,8 +12,9 @@ and, on the root, the attributes
 ``rvm_params``, ``rvm_fitted``
     the constructor parameters and the scalar fitted attributes, as JSON;
 ``rvm_checksum``
-    SHA-256 of both JSON strings and of every variable and coordinate of
-    every group (values, dtype kind, dims), checked on load.
+    SHA-256 of the format, the class name, both JSON strings and every
+    variable and coordinate of every group (path, name, dims, values),
+    checked on load.
 
 With ``h5netcdf`` or ``netCDF4`` installed the groups are netCDF-4 groups
 (``xarray.open_datatree(path)`` reads them).  Otherwise the tree is flattened
@@ -153,8 +154,9 @@ def _canonical(values: np.ndarray) -> bytes:
     return b"s" + repr(a.shape).encode() + "\x1f".join(map(str, a.ravel().tolist())).encode()
 
 
-def _digest(tree: xr.DataTree, params: str, fitted: str) -> str:
+def _digest(tree: xr.DataTree, cls_name: str, params: str, fitted: str) -> str:
     h = hashlib.sha256()
+    h.update(f"{FORMAT}/{FORMAT_VERSION}/{cls_name}\x00".encode())
     h.update(params.encode())
     h.update(b"\x00")
     h.update(fitted.encode())
@@ -179,7 +181,7 @@ def _state(est) -> tuple[xr.Dataset, dict[str, Any]]:
     fitted: dict[str, Any] = {
         k: (v.item() if isinstance(v, np.generic) else v)
         for k in _SCALARS
-        if (v := getattr(est, k, None)) is not None
+        if hasattr(est, k) and not isinstance(v := getattr(est, k), np.ndarray)
     }
     fitted["active_names_"] = list(est.active_names_)
     if hasattr(est, "feature_names_in_"):
@@ -244,7 +246,7 @@ def save_estimator(est, path, engine: str | None = None) -> None:
         rvm_estimator_class=type(est).__name__,
         rvm_params=params,
         rvm_fitted=fitted_json,
-        rvm_checksum=_digest(tree, params, fitted_json),
+        rvm_checksum=_digest(tree, type(est).__name__, params, fitted_json),
     )
     if engine == "scipy":
         _flatten(tree).to_netcdf(os.fspath(path), engine="scipy")
@@ -302,6 +304,8 @@ def _read(path) -> xr.DataTree:
         magic = fh.read(4)
     if magic[:3] == b"CDF":
         with xr.open_dataset(path, engine="scipy") as ds:
+            if f"rvm_group{_SEP}root" not in ds.attrs:
+                raise ValueError(f"{path} was not written by RVR/RVC.save (no rvm_pymc header)")
             return _unflatten(ds.load())
     if magic == b"\x89HDF":
         engine = netcdf_engine()
@@ -351,7 +355,7 @@ def load_estimator(path, expected: type | None = None):
     if expected is not None and cls is not expected:
         raise _mismatch(path, f"it holds an {name}, not an {expected.__name__}; use {name}.load")
     params_json, fitted_json = attrs["rvm_params"], attrs["rvm_fitted"]
-    if _digest(tree, params_json, fitted_json) != attrs.get("rvm_checksum"):
+    if _digest(tree, name, params_json, fitted_json) != attrs.get("rvm_checksum"):
         raise ValueError(
             f"{os.fspath(path)}: checksum mismatch: the file was modified or corrupted "
             "after it was saved; refusing to load it"

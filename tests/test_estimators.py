@@ -1,0 +1,384 @@
+"""Tests of the scikit-learn estimators RVR and RVC with method="reference".
+
+The PyMC methods are tested in ``test_estimators_pymc.py``; saving and
+loading in ``test_estimators_io.py``.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import joblib
+import numpy as np
+import pytest
+from scipy.special import expit
+from sklearn.base import clone
+from sklearn.datasets import make_blobs
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from rvm_pymc.datasets import make_ripley
+from rvm_pymc.estimators import RVC, RVR
+from rvm_pymc.kernels import RBF, KernelBasis, polynomial_basis
+from rvm_pymc.model_selection import evidence_vs_cv
+from rvm_pymc.reference import fit_classification, fit_regression
+
+
+@pytest.fixture(scope="module")
+def sinc():
+    rng = np.random.default_rng(0)
+    X = np.linspace(-10, 10, 100)[:, None]
+    y = np.sinc(X[:, 0] / np.pi) + 0.1 * rng.standard_normal(100)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def ripley():
+    X, y, X_test, y_test = make_ripley(n_train=100, n_test=300, random_state=0)
+    return X, y, X_test, y_test
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    X, y = make_blobs(150, centers=3, cluster_std=1.5, random_state=0)
+    return X, y
+
+
+# ------------------------------------------------------------ scikit-learn checks
+
+
+@parametrize_with_checks([RVR(), RVC()])
+def test_sklearn_compatible(estimator, check):
+    """Every scikit-learn estimator check passes; none is expected to fail."""
+    check(estimator)
+
+
+def test_sklearn_checks_precomputed_kernel():
+    """The pairwise tag is set for kernel="precomputed" (cross_val_score slices X both ways)."""
+    assert RVR(kernel="precomputed").__sklearn_tags__().input_tags.pairwise
+    assert not RVR().__sklearn_tags__().input_tags.pairwise
+
+
+# ------------------------------------------------------------------ the contract
+
+
+def test_init_only_stores_and_is_keyword_only():
+    est = RVR(method="not-a-method", gamma=-1.0)  # no validation in __init__
+    assert est.get_params()["method"] == "not-a-method"
+    with pytest.raises(TypeError):
+        RVR("rbf")  # keyword-only
+    with pytest.raises(ValueError, match="method must be one of"):
+        est.fit(np.zeros((3, 1)), [0.0, 1.0, 2.0])
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"gamma": -1.0}, "gamma must be"),
+        ({"gamma": "auto"}, "gamma must be"),
+        ({"gamma": "evidence", "kernel": "linear"}, "needs a kernel with a width"),
+        ({"solver": "newton"}, "solver must be"),
+        ({"kernel": "no-such-kernel"}, "kernel"),
+        ({"kernel": 3}, "kernel must be"),
+        ({"draws": 0}, "draws must be"),
+        ({"prior": "no-such-prior"}, "prior"),
+        ({"gamma_grid": [1.0, -2.0]}, "gamma_grid"),
+        ({"max_iter": 0}, "max_iter"),
+    ],
+)
+def test_bad_parameters_raise_in_fit(sinc, params, match):
+    X, y = sinc
+    with pytest.raises(ValueError, match=match):
+        RVR(**params).fit(X, y)
+
+
+def test_unfitted_raises():
+    with pytest.raises(NotFittedError):
+        RVR().predict([[0.0]])
+    with pytest.raises(NotFittedError):
+        RVC().predict_proba([[0.0]])
+
+
+# -------------------------------------------------------------- regression (RVR)
+
+
+def test_rvr_matches_the_reference_solver(sinc):
+    """The estimator is the reference fit on [1 | k(X, X)]; relevance attributes index it."""
+    X, y = sinc
+    est = RVR(gamma=0.1).fit(X, y)
+    Phi = KernelBasis(RBF(gamma=0.1)).fit_transform(X)
+    res = fit_regression(Phi, y)
+    np.testing.assert_array_equal(est.active_, res.active)
+    np.testing.assert_allclose(est.coef_, res.mean, rtol=1e-12)
+    np.testing.assert_allclose(est.sigma_, res.cov, rtol=1e-12)
+    np.testing.assert_allclose(est.alpha_, res.alpha, rtol=1e-12)
+    assert est.beta_ == pytest.approx(res.beta, rel=1e-12)
+    assert est.log_evidence_ == pytest.approx(res.log_evidence, rel=1e-12)
+    assert est.n_iter_ == res.n_iter and est.converged_
+    # bias: column 0, not a training point
+    assert est.bias_active_ == (res.active[0] == 0)
+    expected_idx = res.active[res.active > 0] - 1
+    np.testing.assert_array_equal(est.relevance_indices_, expected_idx)
+    np.testing.assert_array_equal(est.relevance_vectors_, X[expected_idx])
+    assert est.n_relevance_ == expected_idx.size
+    assert est.active_names_ == [("bias" if i == 0 else f"x{i - 1}") for i in res.active]
+    assert est.intercept_ == (res.mean[0] if est.bias_active_ else 0.0)
+    X_new = np.linspace(-12, 12, 37)[:, None]
+    mean, std = est.predict(X_new, return_std=True)
+    ref_mean, ref_std = res.predict(KernelBasis(RBF(gamma=0.1)).fit(X).transform(X_new), True)
+    np.testing.assert_allclose(mean, ref_mean, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(std, ref_std, rtol=1e-10)
+
+
+def test_rvr_fits_sinc(sinc):
+    X, y = sinc
+    est = RVR(gamma=0.1).fit(X, y)
+    X_new = np.linspace(-10, 10, 200)[:, None]
+    err = est.predict(X_new) - np.sinc(X_new[:, 0] / np.pi)
+    assert np.sqrt(np.mean(err**2)) < 0.05
+    assert est.n_relevance_ < 15
+    assert 1.0 / np.sqrt(est.beta_) == pytest.approx(0.1, rel=0.25)
+
+
+def test_rvr_gamma_scale_is_svr_default(sinc):
+    X, y = sinc
+    est = RVR().fit(X, y)
+    assert est.gamma_ == pytest.approx(1.0 / X.var())
+
+
+def test_gamma_evidence_picks_the_grid_maximum(sinc):
+    X, y = sinc
+    grid = [0.01, 0.03, 0.1, 0.3, 1.0]
+    est = RVR(gamma="evidence", gamma_grid=grid).fit(X, y)
+    path = est.evidence_path_
+    np.testing.assert_array_equal(path["gamma"], grid)
+    best = int(np.argmax(path["log_evidence"]))
+    assert est.gamma_ == grid[best]
+    assert est.log_evidence_ == pytest.approx(path["log_evidence"][best], rel=1e-12)
+    for g, le in zip(grid, path["log_evidence"], strict=True):
+        assert RVR(gamma=g).fit(X, y).log_evidence_ == pytest.approx(le, rel=1e-12)
+    # the default grid: "scale" times logspace(-2, 2, 9)
+    default = RVR(gamma="evidence").fit(X, y).evidence_path_["gamma"]
+    np.testing.assert_allclose(default, np.logspace(-2, 2, 9) / X.var())
+
+
+def test_precomputed_kernel_equals_rbf(sinc):
+    X, y = sinc
+    X_new = np.linspace(-11, 11, 15)[:, None]
+    est = RVR(gamma=0.1).fit(X, y)
+    pre = RVR(kernel="precomputed").fit(rbf_kernel(X, X, gamma=0.1), y)
+    np.testing.assert_allclose(
+        pre.predict(rbf_kernel(X_new, X, gamma=0.1)), est.predict(X_new), rtol=1e-9, atol=1e-12
+    )
+    np.testing.assert_array_equal(pre.relevance_indices_, est.relevance_indices_)
+    assert pre.relevance_vectors_.shape == (0, X.shape[0])
+    scores = cross_val_score(RVR(kernel="precomputed"), rbf_kernel(X, gamma=0.1), y, cv=3)
+    assert scores.shape == (3,)
+
+
+def test_user_basis_and_kernel_object(sinc):
+    X, y = sinc
+    poly = RVR(kernel=polynomial_basis(5)).fit(X / 10, y)
+    assert poly.relevance_indices_.size == 0
+    assert set(poly.active_names_) <= {"1", "x", "x^2", "x^3", "x^4", "x^5"}
+    kern = RVR(kernel=RBF(gamma=0.1)).fit(X, y)
+    np.testing.assert_allclose(kern.predict(X), RVR(gamma=0.1).fit(X, y).predict(X))
+
+
+# ---------------------------------------------------------- classification (RVC)
+
+
+def test_rvc_binary_matches_reference_and_moderates(ripley):
+    X, y, X_test, y_test = ripley
+    est = RVC(gamma=2.0).fit(X, y)
+    Phi = KernelBasis(RBF(gamma=2.0)).fit(X)
+    res = fit_classification(Phi.transform(X), y)
+    np.testing.assert_array_equal(est.active_, res.active)
+    np.testing.assert_allclose(est.coef_, res.mean, rtol=1e-12)
+    proba = est.predict_proba(X_test)
+    np.testing.assert_allclose(proba, res.predict_proba(Phi.transform(X_test)), rtol=1e-10)
+    # moderated: p1 = sigmoid(kappa(s^2) mu), and decision_function is its logit
+    Pa = Phi.transform(X_test)[:, res.active]
+    mu, s2 = Pa @ res.mean, np.einsum("ij,jk,ik->i", Pa, res.cov, Pa)
+    np.testing.assert_allclose(proba[:, 1], expit(mu / np.sqrt(1 + np.pi * s2 / 8)), rtol=1e-10)
+    np.testing.assert_allclose(est.decision_function(X_test), np.log(proba[:, 1] / proba[:, 0]))
+    np.testing.assert_array_equal(est.predict(X_test), (mu > 0).astype(int))
+    assert est.score(X_test, y_test) > 0.85
+
+
+def test_rvc_multiclass_is_one_softmax_model(blobs):
+    X, y = blobs
+    est = RVC().fit(X, y)
+    m = est.active_.size
+    assert est.coef_.shape == (m, 3) and est.sigma_.shape == (3 * m, 3 * m)
+    assert est.alpha_.shape == (m,)  # one precision per basis, shared by the 3 classes
+    proba = est.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(np.argmax(est.decision_function(X), axis=1), est.predict(X))
+    # overlapping blobs: as accurate as a multinomial logistic regression (0.827)
+    assert est.score(X, y) >= LogisticRegression().fit(X, y).score(X, y) - 0.02
+    assert est.idata_["posterior"]["W"].dims == ("chain", "draw", "basis", "class")
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [np.array(["setosa", "versicolor"]), np.array([False, True]), np.array([-3, 7])],
+    ids=["str", "bool", "int"],
+)
+def test_rvc_labels_round_trip(ripley, labels):
+    X, y, X_test, _ = ripley
+    est = RVC(gamma=2.0).fit(X, labels[y])
+    np.testing.assert_array_equal(est.classes_, labels)
+    assert est.classes_.dtype == labels.dtype
+    pred = est.predict(X_test)
+    assert pred.dtype == labels.dtype
+    np.testing.assert_array_equal(pred == labels[1], RVC(gamma=2.0).fit(X, y).predict(X_test) == 1)
+
+
+def test_rvc_string_multiclass(blobs):
+    X, y = blobs
+    names = np.array(["cat", "dog", "emu"], dtype=object)
+    est = RVC().fit(X, names[y])
+    assert list(est.classes_) == ["cat", "dog", "emu"]
+    np.testing.assert_array_equal(est.predict(X), names[RVC().fit(X, y).predict(X)])
+
+
+# ------------------------------------------------------------------ inputs
+
+
+def test_dataframe_input(sinc):
+    pd = pytest.importorskip("pandas")
+    X, y = sinc
+    df = pd.DataFrame({"x": X[:, 0]})
+    est = RVR(gamma=0.1).fit(df, pd.Series(y))
+    np.testing.assert_array_equal(est.feature_names_in_, ["x"])
+    np.testing.assert_allclose(est.predict(df), RVR(gamma=0.1).fit(X, y).predict(X))
+    with pytest.raises(ValueError, match="feature names"):
+        est.predict(pd.DataFrame({"z": X[:, 0]}))
+
+
+def test_sample_order_independence(sinc, ripley):
+    X, y = sinc
+    perm = np.random.default_rng(1).permutation(len(y))
+    X_new = np.linspace(-10, 10, 25)[:, None]
+    a = RVR(gamma=0.1).fit(X, y).predict(X_new, return_std=True)
+    b = RVR(gamma=0.1).fit(X[perm], y[perm]).predict(X_new, return_std=True)
+    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8)
+    Xc, yc, Xc_test, _ = ripley
+    perm = np.random.default_rng(2).permutation(len(yc))
+    pa = RVC(gamma=2.0).fit(Xc, yc).predict_proba(Xc_test)
+    pb = RVC(gamma=2.0).fit(Xc[perm], yc[perm]).predict_proba(Xc_test)
+    np.testing.assert_allclose(pa, pb, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("est", [RVR(), RVC()], ids=["RVR", "RVC"])
+def test_bad_input(est, ripley):
+    X, y, _, _ = ripley
+    y = y.astype(float)
+    X_nan = X.copy()
+    X_nan[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        clone(est).fit(X_nan, y)
+    y_nan = y.copy()
+    y_nan[5] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        clone(est).fit(X, y_nan)
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        clone(est).fit(X, y[:-1])
+    fitted = clone(est).fit(X, y)
+    with pytest.raises(ValueError, match=r"X has 3 features, but .* is expecting 2"):
+        fitted.predict(np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="NaN"):
+        fitted.predict(X_nan)
+
+
+def test_rvc_single_class_and_continuous_target(ripley):
+    X, _, _, _ = ripley
+    with pytest.raises(ValueError, match="at least two classes"):
+        RVC().fit(X, np.ones(len(X), dtype=int))
+    with pytest.raises(ValueError, match="Unknown label type"):
+        RVC().fit(X, np.linspace(0, 1, len(X)))
+
+
+def test_rvr_constant_target():
+    with pytest.raises(ValueError, match="constant"):
+        RVR().fit(np.arange(10.0)[:, None], np.ones(10))
+
+
+# ------------------------------------------------------------------- idata_
+
+
+def test_idata_groups_coords_and_seed(sinc):
+    X, y = sinc
+    est = RVR(gamma=0.1, draws=400, random_state=3).fit(X, y)
+    tree = est.idata_
+    for group in ("posterior", "log_likelihood", "sample_stats", "observed_data"):
+        assert group in tree.children
+    post = tree["posterior"]
+    assert post["w"].shape == (1, 400, est.active_.size)
+    assert list(post["basis"].values) == est.active_names_
+    assert tree["log_likelihood"]["t_obs"].shape == (1, 400, len(y))
+    np.testing.assert_array_equal(tree["observed_data"]["t_obs"].values, y)
+    np.testing.assert_array_equal(post["beta"].values, est.beta_)
+    # draws are N(coef_, sigma_): the mean within 5 Monte Carlo standard errors
+    se = np.sqrt(np.diag(est.sigma_) / 400)
+    assert np.all(np.abs(post["w"].values[0].mean(0) - est.coef_) < 5 * se)
+    again = RVR(gamma=0.1, draws=400, random_state=3).fit(X, y).idata_
+    np.testing.assert_array_equal(again["posterior"]["w"].values, post["w"].values)
+    other = RVR(gamma=0.1, draws=400, random_state=4).fit(X, y).idata_
+    assert not np.array_equal(other["posterior"]["w"].values, post["w"].values)
+
+
+def test_idata_classification_loglik(ripley):
+    X, y, _, _ = ripley
+    est = RVC(gamma=2.0, draws=50, random_state=0).fit(X, np.array(["a", "b"])[y])
+    tree = est.idata_
+    w = tree["posterior"]["w"].values[0]
+    Phi = KernelBasis(RBF(gamma=2.0)).fit_transform(X)[:, est.active_]
+    f = w @ Phi.T
+    expected = np.where(y == 1, -np.logaddexp(0, -f), -np.logaddexp(0, f))
+    np.testing.assert_allclose(tree["log_likelihood"]["y_obs"].values[0], expected, rtol=1e-10)
+    assert list(tree["observed_data"]["class"].values) == ["a", "b"]
+    np.testing.assert_array_equal(tree["observed_data"]["y_obs"].values, y)
+
+
+# ------------------------------------------------------- pickling and sklearn tools
+
+
+def test_pickle_and_joblib(tmp_path, blobs):
+    X, y = blobs
+    est = RVC(random_state=0).fit(X, y)
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(again.predict_proba(X), est.predict_proba(X))
+    joblib.dump(est, tmp_path / "rvc.joblib")
+    loaded = joblib.load(tmp_path / "rvc.joblib")
+    np.testing.assert_array_equal(loaded.predict_proba(X), est.predict_proba(X))
+
+
+def test_pipeline_gridsearch_cross_val_score_parallel(sinc):
+    X, y = sinc
+    pipe = make_pipeline(StandardScaler(), RVR())
+    cv = KFold(4, shuffle=True, random_state=0)
+    search = GridSearchCV(pipe, {"rvr__gamma": [0.1, 1.0, 10.0]}, cv=cv, n_jobs=2)
+    search.fit(X, y)
+    assert search.best_params_["rvr__gamma"] in (1.0, 10.0)  # standardised x: width ~0.3-1
+    assert search.best_score_ > 0.8
+    scores = cross_val_score(pipe.set_params(rvr__gamma=1.0), X, y, cv=cv, n_jobs=2)
+    serial = cross_val_score(pipe, X, y, cv=cv, n_jobs=1)
+    np.testing.assert_allclose(scores, serial, rtol=1e-10)
+
+
+def test_evidence_vs_cv(sinc):
+    X, y = sinc
+    res = evidence_vs_cv(RVR(), X, y, [0.03, 0.3], cv=KFold(3, shuffle=True, random_state=0))
+    for g, le in zip(res["gamma"], res["log_evidence"], strict=True):
+        assert RVR(gamma=g).fit(X, y).log_evidence_ == pytest.approx(le, rel=1e-12)
+    assert res["cv_score_mean"].shape == (2,) and np.all(res["cv_score_std"] >= 0)
+    assert res["n_relevance"].dtype.kind == "i"
+    with pytest.raises(ValueError, match="gammas"):
+        evidence_vs_cv(RVR(), X, y, [])
