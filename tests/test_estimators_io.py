@@ -179,7 +179,7 @@ def test_mismatched_files_refused(tmp_path, sinc, blobs):
         tree, "RVR", tree.attrs["rvm_params"], tree.attrs["rvm_fitted"]
     )
     _write(tree, tmp_path / "forged.nc", "scipy")
-    with pytest.raises(ValueError, match="does not match.*fitted by 'reference'"):
+    with pytest.raises(ValueError, match=r"does not match.*fitted by 'reference'"):
         RVR.load(tmp_path / "forged.nc")
 
     # the class name is part of the checksum
@@ -194,7 +194,7 @@ def test_foreign_files_refused(tmp_path, sinc):
     import xarray as xr
 
     xr.Dataset({"a": ("x", [1.0, 2.0])}).to_netcdf(tmp_path / "other.nc", engine="scipy")
-    with pytest.raises(ValueError, match="not written by RVR/RVC.save"):
+    with pytest.raises(ValueError, match=r"not written by RVR/RVC\.save"):
         RVR.load(tmp_path / "other.nc")
     (tmp_path / "text.nc").write_text("hello")
     with pytest.raises(ValueError, match="not a netCDF file"):
