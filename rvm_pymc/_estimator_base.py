@@ -193,16 +193,20 @@ class _BaseRVM(BaseEstimator):
         """Fit every candidate width by the reference solver; keep the best; finish by method."""
         self._check_params()
         prior = self._prior()
-        # map/nuts start from (and choose the width by) the reference fit; the fast
-        # solver needs a = b = 0, so a proper prior is left to the PyMC fit there.
+        # with gamma="evidence", map/nuts take the width of largest reference evidence;
+        # the fast solver needs a = b = 0, so a proper prior is left to the PyMC fit.
         ref_prior = prior
         if self.method != "reference" and (prior.a or prior.b):
             ref_prior = resolve_prior("evidence")
+        candidates = self._gamma_candidates(X)
         fits = []
-        for g in self._gamma_candidates(X):
+        for g in candidates:
             basis = self._make_basis(g)
             Phi = basis.fit_transform(X)
-            fits.append((g, basis, Phi, self._reference_fit(Phi, target, ref_prior)))
+            need_ref = self.method == "reference" or len(candidates) > 1
+            fits.append(
+                (g, basis, Phi, self._reference_fit(Phi, target, ref_prior) if need_ref else None)
+            )
         if self.gamma == "evidence":
             le = np.array([f[3].log_evidence for f in fits])
             self.evidence_path_ = {"gamma": np.array([f[0] for f in fits]), "log_evidence": le}
@@ -219,7 +223,7 @@ class _BaseRVM(BaseEstimator):
         else:
             from rvm_pymc._estimator_pymc import fit_pymc
 
-            fit_pymc(self, Phi, target, X, prior, seed, start=res)
+            fit_pymc(self, Phi, target, X, prior, seed)
 
     def _set_active(self, active: np.ndarray, X: np.ndarray) -> None:
         """Active bases, relevance indices and vectors from column indices of ``Phi``."""

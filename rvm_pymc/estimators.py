@@ -193,6 +193,7 @@ class RVR(RegressorMixin, _BaseRVM):
         self._set_posterior(res.mean, res.cov, res.alpha)
         self.beta_ = float(res.beta)
         self.noise_var_ = 1.0 / self.beta_
+        self.y_offset_ = 0.0
         self.n_iter_ = max(int(res.n_iter), 1)
         self.converged_ = bool(res.converged)
         self.log_evidence_ = float(res.log_evidence)
@@ -227,7 +228,7 @@ class RVR(RegressorMixin, _BaseRVM):
         y_std : ndarray of shape (n_samples,), only when ``return_std``
         """
         Phi = self._active_design(X)
-        mean = Phi @ self.coef_
+        mean = Phi @ self.coef_ + self.y_offset_
         if not return_std:
             return mean
         var = np.maximum(np.einsum("ij,jk,ik->i", Phi, self.sigma_, Phi), 0.0)
