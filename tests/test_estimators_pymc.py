@@ -1,0 +1,199 @@
+"""RVR / RVC with method="map" and method="nuts" (PyMC): agreement with the reference fit
+and a reduced set of scikit-learn's estimator checks.
+
+Every model is compiled with PyTensor's FAST_COMPILE mode (about a second per
+graph instead of a minute-long cold Numba compile); NUTS runs few draws.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from rvm_pymc.estimators import RVC, RVR
+
+pytest.importorskip("pymc")
+try:
+    from rvm_pymc._estimator_pymc import _pymc_api
+
+    _pymc_api()
+except NotImplementedError as exc:  # pragma: no cover - depends on the installation
+    pytest.skip(f"the PyMC fits are not available: {exc}", allow_module_level=True)
+
+pytestmark = pytest.mark.pymc
+
+FAST = {"compile_kwargs": {"mode": "FAST_COMPILE"}}
+NUTS = {"compile_kwargs": {"mode": "FAST_COMPILE"}, "nuts_sampler": "pymc", "cores": 1}
+
+
+@pytest.fixture(scope="module")
+def sinc():
+    rng = np.random.default_rng(0)
+    X = np.linspace(-10, 10, 50)[:, None]
+    y = np.sinc(X[:, 0] / np.pi) + 0.1 * rng.standard_normal(50)
+    return X, y, np.linspace(-10, 10, 81)[:, None]
+
+
+@pytest.fixture(scope="module")
+def reference_fit(sinc):
+    X, y, _ = sinc
+    return RVR(gamma=0.1, random_state=0).fit(X, y)
+
+
+# ------------------------------------------------------------ the three fits agree
+
+
+def test_map_agrees_with_reference_on_sinc(sinc, reference_fit):
+    """Same objective, same (flat) prior: predictions agree to 1e-3."""
+    X, y, X_new = sinc
+    est = RVR(gamma=0.1, method="map", random_state=0, sampler_kwargs=FAST).fit(X, y)
+    ref = reference_fit
+    mean, sd = est.predict(X_new, return_std=True)
+    ref_mean, ref_sd = ref.predict(X_new, return_std=True)
+    np.testing.assert_allclose(mean, ref_mean, atol=1e-3)
+    np.testing.assert_allclose(sd, ref_sd, atol=1e-3)
+    assert est.log_evidence_ == pytest.approx(ref.log_evidence_, abs=1e-3)
+    assert est.beta_ == pytest.approx(ref.beta_, rel=1e-3)
+    assert set(ref.relevance_indices_) <= set(est.relevance_indices_)
+    post = est.idata_["posterior"]
+    assert {"w", "alpha", "beta"} <= set(post.data_vars)
+    assert est.idata_.attrs["method"] == "map"
+
+
+@pytest.mark.slow
+def test_nuts_agrees_with_reference_on_sinc(sinc, reference_fit):
+    """Full Bayes (weakly informative prior): within its posterior predictive sd."""
+    X, y, X_new = sinc
+    est = RVR(
+        gamma=0.1,
+        method="nuts",
+        draws=300,
+        tune=300,
+        chains=2,
+        random_state=1,
+        sampler_kwargs=NUTS,
+    ).fit(X, y)
+    mean, sd = est.predict(X_new, return_std=True)
+    ref_mean = reference_fit.predict(X_new)
+    assert np.all(np.abs(mean - ref_mean) < sd)
+    assert np.sqrt(np.mean((mean - np.sinc(X_new[:, 0] / np.pi)) ** 2)) < 0.1
+    post = est.idata_["posterior"]
+    assert post["w"].shape == (2, 300, X.shape[0] + 1)
+    np.testing.assert_allclose(est.idata_["observed_data"]["t_obs"].values, y)
+    assert np.isnan(est.log_evidence_)
+
+
+def test_nuts_quick_regression_and_draw_moments(sinc):
+    """A short run: the fitted moments are those of the draws, in the units of the data."""
+    X, y, X_new = sinc
+    est = RVR(
+        gamma=0.1,
+        method="nuts",
+        draws=40,
+        tune=40,
+        chains=1,
+        random_state=2,
+        sampler_kwargs=NUTS,
+    ).fit(X * 3.0, y * 5.0 + 2.0)
+    w = est.idata_["posterior"]["w"].values.reshape(-1, X.shape[0] + 1)
+    np.testing.assert_allclose(est.coef_, w.mean(0), rtol=1e-10, atol=1e-12)
+    Phi = est._active_design(X_new * 3.0)
+    draws_f = Phi @ w.T + est.y_offset_
+    mean, sd = est.predict(X_new * 3.0, return_std=True)
+    np.testing.assert_allclose(mean, draws_f.mean(1), rtol=1e-8, atol=1e-8)
+    beta = est.idata_["posterior"]["beta"].values.ravel()
+    expected_sd = np.sqrt(draws_f.var(1, ddof=1) + np.mean(1.0 / beta))
+    np.testing.assert_allclose(sd, expected_sd, rtol=1e-6)
+    assert abs(est.y_offset_ - np.mean(y * 5.0 + 2.0)) < 1e-12
+
+
+def test_map_and_nuts_classifiers(tmp_path):
+    from rvm_pymc.datasets import make_ripley
+
+    X, y, X_test, y_test = make_ripley(n_train=60, n_test=200, random_state=0)
+    labels = np.array(["no", "yes"])[y]
+    ref = RVC(gamma=2.0).fit(X, labels)
+    mp = RVC(gamma=2.0, method="map", sampler_kwargs={**FAST, "laplace": "tipping"}).fit(X, labels)
+    np.testing.assert_allclose(mp.predict_proba(X_test), ref.predict_proba(X_test), atol=1e-3)
+    nuts = RVC(
+        gamma=2.0,
+        method="nuts",
+        draws=60,
+        tune=60,
+        chains=1,
+        random_state=0,
+        sampler_kwargs=NUTS,
+    ).fit(X, labels)
+    proba = nuts.predict_proba(X_test)
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+    assert nuts.score(X_test, np.array(["no", "yes"])[y_test]) > 0.8
+    assert list(nuts.classes_) == ["no", "yes"]
+    nuts.save(tmp_path / "nuts.nc", engine="scipy")
+    back = RVC.load(tmp_path / "nuts.nc")
+    np.testing.assert_array_equal(back.predict_proba(X_test), proba)
+
+
+# ------------------------------------------------ reduced scikit-learn checks
+
+# Checks that do not fit (tags, repr, params) and checks that fit once and then
+# predict run for map and nuts, so the PyMC path itself is exercised.  The
+# others are skipped, each for one of the reasons below; all of them pass for
+# method="reference" (test_estimators.py), with which map/nuts share every
+# line of fit() up to the PyMC call and every line of predict().
+_VALIDATION = (
+    "only feeds invalid input (NaN/inf, complex, sparse, empty, 1-D, one sample, "
+    "one class, continuous or missing y), which fit() rejects before any PyMC call in "
+    "the code shared with method='reference'"
+)
+_REFIT = (
+    "refits on a variant of data the reduced set already fits (int/list/2-D y, "
+    "DataFrame-like, read-only, pipeline, object dtype, positive X, repeated fits); "
+    "each map/nuts fit compiles a PyTensor graph, so together they would take minutes"
+)
+SKIPPED = {
+    "check_complex_data": _VALIDATION,
+    "check_estimators_empty_data_messages": _VALIDATION,
+    "check_estimators_nan_inf": _VALIDATION,
+    "check_estimator_sparse_array": _VALIDATION,
+    "check_estimator_sparse_matrix": _VALIDATION,
+    "check_fit2d_1sample": _VALIDATION,
+    "check_fit1d": _VALIDATION,
+    "check_requires_y_none": _VALIDATION,
+    "check_classifiers_one_label": _VALIDATION,
+    "check_classifiers_one_label_sample_weights": _VALIDATION,
+    "check_classifiers_regression_target": _VALIDATION,
+    "check_supervised_y_no_nan": _VALIDATION,
+    "check_readonly_memmap_input": _REFIT,
+    "check_pipeline_consistency": _REFIT,
+    "check_regressor_data_not_an_array": _REFIT,
+    "check_classifier_data_not_an_array": _REFIT,
+    "check_supervised_y_2d": _REFIT,
+    "check_regressors_int": _REFIT,
+    "check_dtype_object": _REFIT,
+    "check_positive_only_tag_during_fit": _REFIT,
+    "check_fit_idempotent": _REFIT,
+    "check_classifiers_classes": _REFIT,
+    "check_estimators_dtypes": _REFIT,
+}
+_VARIANT = "the same check without the read-only/float32 variation runs"
+
+
+def _map_and_nuts():
+    common = {"gamma": 1.0, "draws": 20}
+    return [
+        RVR(method="map", sampler_kwargs=FAST, **common),
+        RVC(method="map", sampler_kwargs=FAST, **common),
+        RVR(method="nuts", tune=20, chains=1, random_state=0, sampler_kwargs=NUTS, **common),
+        RVC(method="nuts", tune=20, chains=1, random_state=0, sampler_kwargs=NUTS, **common),
+    ]
+
+
+@parametrize_with_checks(_map_and_nuts())
+def test_reduced_sklearn_checks(estimator, check):
+    name = getattr(check, "func", check).__name__
+    if name in SKIPPED:
+        pytest.skip(f"{name}: {SKIPPED[name]}")
+    if getattr(check, "keywords", None):
+        pytest.skip(f"{name}{check.keywords}: {_VARIANT}")
+    check(estimator)
