@@ -1,0 +1,636 @@
+"""PyMC model builders for the relevance vector machine (DESIGN.md section 1).
+
+Every builder is a pure function: it validates its input, puts the data in
+``pm.Data`` containers and returns a fresh :class:`pymc.Model`; nothing is
+compiled or sampled on construction.  Fitting lives in
+:mod:`rvm_pymc.inference`.
+
+The free hyperparameters are the *log* precisions.  Their prior is the Gamma
+prior of the precision written as a density of its logarithm (Jacobian
+included),
+
+.. math::
+
+    p(\\log\\alpha_m) \\propto \\alpha_m^{a} e^{-b\\alpha_m}, \\qquad
+    p(\\log\\beta) \\propto \\beta^{c} e^{-d\\beta},
+
+so that the model's log density is the log-coordinate objective ``J`` of
+DESIGN.md: its mode is the fixed point of Tipping's updates, and ``a = b = 0``
+(the ``"evidence"`` preset, an improper flat prior on ``log alpha``) is allowed.
+Proper priors include the Gamma normalising constants.
+
+Coordinates: ``basis`` (columns of ``Phi``), ``obs`` (rows) and ``class``
+(softmax only).  Data containers: ``Phi``, ``t`` (regression) or ``y``
+(classification), and ``X``, ``centres`` for the RBF-width model.
+
+References
+----------
+Tipping, M. E. (2001). Sparse Bayesian learning and the relevance vector
+machine. *Journal of Machine Learning Research* 1, 211-244.
+
+Tipping, M. E. and Faul, A. C. (2003). Fast marginal likelihood maximisation
+for sparse Bayesian models. *Proceedings of AISTATS 2003*.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+from pymc.distributions.shape_utils import rv_size_is_none
+from pytensor.graph.basic import Variable
+from pytensor.tensor.linalg import cholesky, solve_triangular
+from scipy.special import gammaln
+
+from rvm_pymc._validation import as_2d_float, as_target_float, check_consistent_length
+from rvm_pymc.priors import HyperPrior, resolve_prior
+
+__all__ = [
+    "PARAMETRIZATIONS",
+    "ModelSpec",
+    "classification_binary",
+    "classification_softmax",
+    "log_gamma_normaliser",
+    "marginal_logp",
+    "model_spec",
+    "rbf_design",
+    "regression_joint",
+    "regression_marginal",
+    "regression_marginal_rbf",
+]
+
+PARAMETRIZATIONS = ("centred", "non_centred")
+LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What a builder of this module made; read it with :func:`model_spec`.
+
+    Attributes
+    ----------
+    kind : str
+        ``"regression_joint"``, ``"regression_marginal"``, ``"binary"`` or
+        ``"softmax"``.
+    prior : HyperPrior
+        The Gamma hyperprior of the precisions.
+    parametrization : str or None
+        ``"centred"`` or ``"non_centred"`` weights (joint models), else None.
+    n_classes : int or None
+        Number of classes (classification), else None.
+    rbf_width : bool
+        True when the RBF length scale is a free variable (``log_length_scale``);
+        the design matrix is then :func:`rbf_design` of the data ``X`` and
+        ``centres``.
+    rbf_bias : bool
+        Whether that RBF design matrix has a bias column first.
+    """
+
+    kind: str
+    prior: HyperPrior
+    parametrization: str | None = None
+    n_classes: int | None = None
+    rbf_width: bool = False
+    rbf_bias: bool = False
+
+
+_SPECS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def model_spec(model: pm.Model) -> ModelSpec:
+    """Return the :class:`ModelSpec` of a model built by this module.
+
+    Raises
+    ------
+    ValueError
+        If ``model`` was not built by a builder of :mod:`rvm_pymc.models`.
+    """
+    try:
+        return _SPECS[model]
+    except (KeyError, TypeError):
+        raise ValueError(
+            "model was not built by rvm_pymc.models (use regression_joint, "
+            "regression_marginal, regression_marginal_rbf, classification_binary or "
+            "classification_softmax)"
+        ) from None
+
+
+# ----------------------------------------------------------------------- validation
+
+
+def _check_parametrization(parametrization: str) -> str:
+    if parametrization not in PARAMETRIZATIONS:
+        raise ValueError(
+            f"parametrization must be one of {PARAMETRIZATIONS}; got {parametrization!r}"
+        )
+    return parametrization
+
+
+def _basis_coords(basis_names: Sequence | None, n_basis: int) -> list:
+    if basis_names is None:
+        return list(range(n_basis))
+    names = list(basis_names)
+    if len(names) != n_basis:
+        raise ValueError(f"basis_names has {len(names)} entries but Phi has {n_basis} columns")
+    if len(set(names)) != len(names):
+        raise ValueError("basis_names must be unique")
+    return names
+
+
+def _check_design(Phi, target, target_name: str) -> tuple[np.ndarray, np.ndarray]:
+    Phi = as_2d_float(Phi, "Phi", min_samples=2)
+    target = as_target_float(target, target_name)
+    check_consistent_length(Phi=Phi, **{target_name: target})
+    bad = np.flatnonzero(~np.any(Phi != 0.0, axis=0))
+    if bad.size:
+        raise ValueError(f"Phi has all-zero column(s) {bad.tolist()}; drop them")
+    return Phi, target
+
+
+# ------------------------------------------------------------------ hyperpriors
+
+
+def log_gamma_normaliser(shape: float, rate: float) -> float:
+    """``shape log(rate) - lgamma(shape)``, or 0 for an improper prior."""
+    if shape > 0 and rate > 0:
+        return float(shape * np.log(rate) - gammaln(shape))
+    return 0.0
+
+
+def _log_precision(name: str, shape: float, rate: float, dims=None) -> pt.TensorVariable:
+    """A free log precision whose exponential has a Gamma(shape, rate) prior.
+
+    The density of ``y = log x`` is ``shape y - rate e^y`` plus the Gamma
+    normalising constant when the prior is proper; with ``shape = rate = 0`` it
+    is flat.
+    """
+    const = log_gamma_normaliser(shape, rate)
+    proper = shape > 0 and rate > 0
+
+    def logp(value, a, b):
+        return a * value - b * pt.exp(value) + const
+
+    def random(a, b, rng=None, size=None):
+        return np.log(rng.gamma(a, 1.0 / b, size=size))
+
+    start = float(np.log(shape / rate)) if proper else 0.0
+
+    def support_point(rv, size, a, b):
+        # from ``size``, not ``rv``: the shape of ``rv`` would evaluate the (absent) random
+        if rv_size_is_none(size):
+            return pt.as_tensor(start)
+        return pt.full(size, start)
+
+    return pm.CustomDist(
+        name,
+        shape,
+        rate,
+        logp=logp,
+        random=random if proper else None,
+        support_point=support_point,
+        dims=dims,
+    )
+
+
+def _ard_precisions(prior: HyperPrior) -> pt.TensorVariable:
+    log_alpha = _log_precision("log_alpha", prior.a, prior.b, dims="basis")
+    pm.Deterministic("alpha", pt.exp(log_alpha), dims="basis")
+    return log_alpha
+
+
+def _noise_precision(prior: HyperPrior) -> pt.TensorVariable:
+    log_beta = _log_precision("log_beta", prior.c, prior.d)
+    pm.Deterministic("beta", pt.exp(log_beta))
+    return log_beta
+
+
+def _weights(name: str, log_alpha, parametrization: str, dims) -> pt.TensorVariable:
+    """ARD weights ``w ~ N(0, 1/alpha)``, centred or as ``w = z / sqrt(alpha)``."""
+    scale = pt.exp(-0.5 * log_alpha)
+    if len(dims) == 2:
+        scale = scale[:, None]
+    if parametrization == "centred":
+        return pm.Normal(name, mu=0.0, sigma=scale, dims=dims)
+    z = pm.Normal(f"{name}_raw", mu=0.0, sigma=1.0, dims=dims)
+    return pm.Deterministic(name, z * scale, dims=dims)
+
+
+# ------------------------------------------------------------ marginal likelihood
+
+
+def marginal_logp(t, log_alpha, log_beta, Phi) -> pt.TensorVariable:
+    """``log N(t | 0, I/beta + Phi A^-1 Phi^T)`` in O(N M^2) as a PyTensor graph.
+
+    Never forms an N x N matrix: with the M x M posterior precision
+    ``H = A + beta Phi^T Phi`` (Jacobi-scaled before its Cholesky factorisation),
+
+    .. math::
+
+        \\log|C| = \\log|H| - \\sum_m \\log\\alpha_m - N\\log\\beta, \\qquad
+        t^T C^{-1} t = \\beta\\lVert t - \\Phi\\mu\\rVert^2 + \\mu^T A \\mu,
+
+    with ``mu = beta H^-1 Phi^T t`` (Woodbury identity and the matrix
+    determinant lemma).
+
+    Parameters
+    ----------
+    t : TensorVariable of shape (N,)
+    log_alpha : TensorVariable of shape (M,)
+    log_beta : TensorVariable, scalar
+    Phi : TensorVariable of shape (N, M)
+
+    Returns
+    -------
+    TensorVariable
+        Scalar log density.
+
+    References
+    ----------
+    Tipping (2001), JMLR 1:211-244, equations (7) and (33)-(35).
+    """
+    alpha = pt.exp(log_alpha)
+    beta = pt.exp(log_beta)
+    H = beta * (Phi.T @ Phi) + pt.diag(alpha)
+    p = 1.0 / pt.sqrt(pt.diag(H))
+    L = cholesky(H * p[:, None] * p[None, :], lower=True)
+    v = solve_triangular(L, beta * p * (Phi.T @ t), lower=True)
+    mu = p * solve_triangular(L.T, v, lower=False)
+    resid = t - Phi @ mu
+    quad = beta * pt.sum(resid**2) + pt.sum(alpha * mu**2)
+    n = t.shape[0]
+    logdet_c = (
+        2.0 * pt.sum(pt.log(pt.diag(L)))
+        - 2.0 * pt.sum(pt.log(p))
+        - pt.sum(log_alpha)
+        - n * log_beta
+    )
+    return -0.5 * (n * LOG_2PI + logdet_c + quad)
+
+
+def _marginal_random(log_alpha, log_beta, Phi, rng=None, size=None):
+    """Draw ``t`` from the marginal model by drawing ``w`` first."""
+    n, m = Phi.shape
+    batch = () if size is None else tuple(size)
+    w = rng.normal(size=(*batch, m)) * np.exp(-0.5 * np.asarray(log_alpha))
+    noise = rng.normal(size=(*batch, n)) * np.exp(-0.5 * np.asarray(log_beta))[..., None]
+    return np.einsum("nm,...m->...n", Phi, w) + noise
+
+
+def _marginal_likelihood(log_alpha, log_beta, Phi) -> None:
+    pm.CustomDist(
+        "t_obs",
+        log_alpha,
+        log_beta,
+        Phi,
+        logp=marginal_logp,
+        random=_marginal_random,
+        signature="(m),(),(n,m)->(n)",
+        observed=pm.modelcontext(None)["t"],
+        dims="obs",
+    )
+
+
+# --------------------------------------------------------------------- builders
+
+
+def regression_joint(
+    Phi,
+    t,
+    *,
+    prior=None,
+    parametrization: str = "centred",
+    basis_names: Sequence | None = None,
+) -> pm.Model:
+    """RVM regression with explicit weights (for full NUTS).
+
+    ``log alpha_m``, ``log beta`` with the log-Gamma priors of the module
+    docstring; ``w_m ~ N(0, 1/alpha_m)``; ``t ~ N(Phi w, 1/beta)``.
+
+    Parameters
+    ----------
+    Phi : array_like of shape (N, M)
+        Design matrix (kernel columns and bias, or any basis).
+    t : array_like of shape (N,)
+        Targets.
+    prior : str, mapping or HyperPrior, optional
+        Gamma hyperprior (a, b, c, d); default the ``"weakly_informative"`` preset.
+    parametrization : {"centred", "non_centred"}
+        ``"non_centred"`` samples ``w_raw ~ N(0, 1)`` and sets
+        ``w = w_raw / sqrt(alpha)`` (a Deterministic).
+    basis_names : sequence, optional
+        Coordinate values of the ``basis`` dimension (default ``0..M-1``).
+
+    Returns
+    -------
+    pymc.Model
+        Free variables ``log_alpha`` (basis), ``log_beta``, ``w`` or ``w_raw``
+        (basis); Deterministics ``alpha``, ``beta`` (and ``w``); observed ``t_obs``.
+
+    References
+    ----------
+    Tipping (2001), JMLR 1:211-244, section 2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Phi = np.column_stack([np.ones(5), np.arange(5.0)])
+    >>> model = regression_joint(Phi, np.arange(5.0), prior="weakly_informative")
+    >>> sorted(v.name for v in model.free_RVs)
+    ['log_alpha', 'log_beta', 'w']
+    """
+    Phi, t = _check_design(Phi, t, "t")
+    _check_parametrization(parametrization)
+    hp = resolve_prior(prior, default="weakly_informative")
+    coords = {"basis": _basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(t))}
+    with pm.Model(coords=coords) as model:
+        Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
+        t_d = pm.Data("t", t, dims="obs")
+        log_alpha = _ard_precisions(hp)
+        log_beta = _noise_precision(hp)
+        w = _weights("w", log_alpha, parametrization, dims=("basis",))
+        pm.Normal("t_obs", mu=Phi_d @ w, sigma=pt.exp(-0.5 * log_beta), observed=t_d, dims="obs")
+    _SPECS[model] = ModelSpec("regression_joint", hp, parametrization)
+    return model
+
+
+def regression_marginal(Phi, t, *, prior=None, basis_names: Sequence | None = None) -> pm.Model:
+    """RVM regression with the weights integrated out (type-II MAP, collapsed NUTS).
+
+    ``t ~ N(0, I/beta + Phi A^-1 Phi^T)``, evaluated by :func:`marginal_logp`
+    in O(N M^2).  Given ``(alpha, beta)`` the weights are exactly
+    ``N(mu, Sigma)``, ``Sigma = (A + beta Phi^T Phi)^-1``, ``mu = beta Sigma Phi^T t``
+    (:func:`rvm_pymc.reference.regression_posterior`), which the collapsed
+    sampler uses for one exact draw per posterior draw.
+
+    Parameters
+    ----------
+    Phi : array_like of shape (N, M)
+    t : array_like of shape (N,)
+    prior : str, mapping or HyperPrior, optional
+        Default the ``"weakly_informative"`` preset.  Use ``"evidence"`` or
+        ``"near_improper"`` for Tipping's type-II maximum likelihood.
+    basis_names : sequence, optional
+        Coordinate values of the ``basis`` dimension.
+
+    Returns
+    -------
+    pymc.Model
+        Free variables ``log_alpha`` (basis) and ``log_beta``; observed ``t_obs``.
+
+    References
+    ----------
+    Tipping (2001), JMLR 1:211-244; Tipping & Faul (2003), AISTATS.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Phi = np.column_stack([np.ones(5), np.arange(5.0)])
+    >>> model = regression_marginal(Phi, np.arange(5.0), prior="evidence")
+    >>> [v.name for v in model.free_RVs]
+    ['log_alpha', 'log_beta']
+    """
+    Phi, t = _check_design(Phi, t, "t")
+    hp = resolve_prior(prior, default="weakly_informative")
+    coords = {"basis": _basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(t))}
+    with pm.Model(coords=coords) as model:
+        Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
+        pm.Data("t", t, dims="obs")
+        log_alpha = _ard_precisions(hp)
+        log_beta = _noise_precision(hp)
+        _marginal_likelihood(log_alpha, log_beta, Phi_d)
+    _SPECS[model] = ModelSpec("regression_marginal", hp)
+    return model
+
+
+def rbf_design(X, centres, log_length_scale, *, bias: bool = True):
+    """RBF design matrix ``[1 | exp(-|x - c|^2 / (2 l^2))]``, ``l = exp(log_length_scale)``.
+
+    Works on PyTensor variables (inside a model) and on NumPy arrays alike.
+
+    Parameters
+    ----------
+    X : (N, d) tensor or array
+    centres : (K, d) tensor or array
+    log_length_scale : scalar tensor or float
+    bias : bool
+        Prepend a column of ones.
+
+    Returns
+    -------
+    (N, K + bias) tensor or ndarray
+    """
+    xp = pt if isinstance(X, Variable) else np
+    X = X if xp is pt else np.asarray(X, dtype=float)
+    centres = centres if xp is pt else np.asarray(centres, dtype=float)
+    sq = xp.sum(X**2, axis=1)[:, None] + xp.sum(centres**2, axis=1)[None, :] - 2.0 * X @ centres.T
+    K = xp.exp(-0.5 * xp.maximum(sq, 0.0) * xp.exp(-2.0 * log_length_scale))
+    if bias:
+        K = xp.concatenate([xp.ones((X.shape[0], 1)), K], axis=1)
+    return K
+
+
+def regression_marginal_rbf(
+    X,
+    t,
+    *,
+    centres=None,
+    bias: bool = True,
+    length_scale_prior: tuple[float, float] | None = None,
+    prior=None,
+) -> pm.Model:
+    """Marginal RVM regression whose RBF length scale is an unknown.
+
+    The design matrix is :func:`rbf_design` of ``X`` against ``centres`` with
+    ``log_length_scale ~ N(m, s)``, so that type-II MAP chooses the width by
+    the evidence and NUTS integrates over it.
+
+    Parameters
+    ----------
+    X : array_like of shape (N, d)
+        Inputs.
+    t : array_like of shape (N,)
+        Targets.
+    centres : array_like of shape (K, d), optional
+        Kernel centres; default ``X`` (one basis per training point).
+    bias : bool
+        Put a column of ones first (coordinate ``"bias"``).
+    length_scale_prior : (float, float), optional
+        Mean and sd of the Normal prior of ``log_length_scale``; default the log
+        of the median pairwise distance between the inputs, and sd 1.
+    prior : str, mapping or HyperPrior, optional
+        Gamma hyperprior; default ``"weakly_informative"``.
+
+    Returns
+    -------
+    pymc.Model
+        Free variables ``log_alpha`` (basis), ``log_beta``, ``log_length_scale``.
+
+    References
+    ----------
+    Tipping (2001), JMLR 1:211-244, section 5 (adapting the kernel width).
+    """
+    X = as_2d_float(X, "X", min_samples=2)
+    t = as_target_float(t, "t")
+    check_consistent_length(X=X, t=t)
+    C = X if centres is None else as_2d_float(centres, "centres")
+    if C.shape[1] != X.shape[1]:
+        raise ValueError(f"centres has {C.shape[1]} features but X has {X.shape[1]}")
+    if length_scale_prior is None:
+        d = np.sqrt(np.maximum(((X[:, None, :] - X[None, :, :]) ** 2).sum(-1), 0.0))
+        med = float(np.median(d[np.triu_indices(len(X), 1)]))
+        if not med > 0:
+            raise ValueError("X has no two distinct rows; cannot set a length-scale prior")
+        length_scale_prior = (float(np.log(med)), 1.0)
+    try:
+        ls_mu, ls_sd = (float(v) for v in length_scale_prior)
+    except (TypeError, ValueError) as exc:
+        raise ValueError("length_scale_prior must be a pair (mean, sd) of numbers") from exc
+    if not (np.isfinite(ls_mu) and np.isfinite(ls_sd) and ls_sd > 0):
+        raise ValueError(
+            f"length_scale_prior must be finite with sd > 0; got {length_scale_prior}"
+        )
+    hp = resolve_prior(prior, default="weakly_informative")
+    names = (["bias"] if bias else []) + [f"x{i}" for i in range(len(C))]
+    coords = {"basis": names, "obs": np.arange(len(t)), "feature": np.arange(X.shape[1])}
+    with pm.Model(coords=coords) as model:
+        X_d = pm.Data("X", X, dims=("obs", "feature"))
+        C_d = pm.Data("centres", C)
+        pm.Data("t", t, dims="obs")
+        log_ls = pm.Normal("log_length_scale", mu=ls_mu, sigma=ls_sd)
+        pm.Deterministic("length_scale", pt.exp(log_ls))
+        log_alpha = _ard_precisions(hp)
+        log_beta = _noise_precision(hp)
+        _marginal_likelihood(log_alpha, log_beta, rbf_design(X_d, C_d, log_ls, bias=bias))
+    _SPECS[model] = ModelSpec("regression_marginal", hp, rbf_width=True, rbf_bias=bias)
+    return model
+
+
+def _check_labels(y, n_classes: int | None, binary: bool) -> tuple[np.ndarray, int]:
+    arr = np.asarray(y)
+    if arr.ndim != 1:
+        raise ValueError(f"y must be 1-D; got shape {arr.shape}")
+    if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.bool_)):
+        if not (np.issubdtype(arr.dtype, np.floating) and np.all(arr == np.round(arr))):
+            raise ValueError("y must hold integer class codes 0..K-1")
+    arr = arr.astype(np.int64)
+    k = 2 if binary else (int(arr.max()) + 1 if n_classes is None else int(n_classes))
+    if k < 2:
+        raise ValueError(f"n_classes must be >= 2; got {k}")
+    if arr.min() < 0 or arr.max() >= k:
+        raise ValueError(
+            f"y must hold class codes in 0..{k - 1}; got range [{arr.min()}, {arr.max()}]"
+        )
+    return arr, k
+
+
+def classification_binary(
+    Phi,
+    y,
+    *,
+    prior=None,
+    parametrization: str = "centred",
+    basis_names: Sequence | None = None,
+) -> pm.Model:
+    """Binary RVM classification: ``y ~ Bernoulli(sigmoid(Phi w))``.
+
+    Parameters
+    ----------
+    Phi : array_like of shape (N, M)
+    y : array_like of shape (N,)
+        Labels in {0, 1}.
+    prior : str, mapping or HyperPrior, optional
+        Only ``a, b`` are used; default ``"weakly_informative"``.
+    parametrization : {"centred", "non_centred"}
+        As for :func:`regression_joint`.  Type-II MAP (Laplace) needs ``"centred"``.
+    basis_names : sequence, optional
+
+    Returns
+    -------
+    pymc.Model
+        Free variables ``log_alpha`` and ``w`` (or ``w_raw``); observed ``y_obs``.
+
+    References
+    ----------
+    Tipping (2001), JMLR 1:211-244, section 4.
+    """
+    Phi = as_2d_float(Phi, "Phi", min_samples=2)
+    y, _ = _check_labels(y, 2, binary=True)
+    check_consistent_length(Phi=Phi, y=y)
+    _check_parametrization(parametrization)
+    hp = resolve_prior(prior, default="weakly_informative")
+    coords = {"basis": _basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(y))}
+    with pm.Model(coords=coords) as model:
+        Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
+        y_d = pm.Data("y", y, dims="obs")
+        log_alpha = _ard_precisions(hp)
+        w = _weights("w", log_alpha, parametrization, dims=("basis",))
+        pm.Bernoulli("y_obs", logit_p=Phi_d @ w, observed=y_d, dims="obs")
+    _SPECS[model] = ModelSpec("binary", hp, parametrization, n_classes=2)
+    return model
+
+
+def classification_softmax(
+    Phi,
+    y,
+    *,
+    n_classes: int | None = None,
+    prior=None,
+    parametrization: str = "centred",
+    basis_names: Sequence | None = None,
+    class_names: Sequence | None = None,
+) -> pm.Model:
+    """K-class RVM classification: ``y ~ Categorical(softmax(Phi W))``.
+
+    One precision ``alpha_m`` per basis, shared by the K columns of ``W``
+    (``W[m, k] ~ N(0, 1/alpha_m)``), so a basis is relevant to all classes or
+    to none.
+
+    Parameters
+    ----------
+    Phi : array_like of shape (N, M)
+    y : array_like of shape (N,)
+        Class codes in ``0..K-1``.
+    n_classes : int, optional
+        ``K``; default ``max(y) + 1``.
+    prior : str, mapping or HyperPrior, optional
+        Only ``a, b`` are used; default ``"weakly_informative"``.
+    parametrization : {"centred", "non_centred"}
+    basis_names, class_names : sequence, optional
+        Coordinate values of ``basis`` and ``class``.
+
+    Returns
+    -------
+    pymc.Model
+        Free variables ``log_alpha`` (basis) and ``W`` or ``W_raw`` (basis, class);
+        observed ``y_obs``.
+
+    References
+    ----------
+    Tipping (2001), JMLR 1:211-244, section 4 (multi-class extension).
+    """
+    Phi = as_2d_float(Phi, "Phi", min_samples=2)
+    y, k = _check_labels(y, n_classes, binary=False)
+    check_consistent_length(Phi=Phi, y=y)
+    _check_parametrization(parametrization)
+    hp = resolve_prior(prior, default="weakly_informative")
+    if class_names is None:
+        class_names = list(range(k))
+    elif len(class_names) != k:
+        raise ValueError(f"class_names has {len(class_names)} entries; expected {k}")
+    coords = {
+        "basis": _basis_coords(basis_names, Phi.shape[1]),
+        "obs": np.arange(len(y)),
+        "class": list(class_names),
+    }
+    with pm.Model(coords=coords) as model:
+        Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
+        y_d = pm.Data("y", y, dims="obs")
+        log_alpha = _ard_precisions(hp)
+        W = _weights("W", log_alpha, parametrization, dims=("basis", "class"))
+        pm.Categorical("y_obs", logit_p=Phi_d @ W, observed=y_d, dims="obs")
+    _SPECS[model] = ModelSpec("softmax", hp, parametrization, n_classes=k)
+    return model

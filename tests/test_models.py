@@ -1,0 +1,197 @@
+"""The PyMC model builders against the closed-form reference and dense oracles.
+
+All log densities are compiled with ``mode="FAST_COMPILE"`` (about a second
+per graph, no C or Numba compilation), so this file is cheap on a cold cache.
+"""
+
+import numpy as np
+import pytest
+from scipy.special import gammaln, log_expit, log_softmax
+from scipy.stats import norm
+
+pm = pytest.importorskip("pymc")
+
+from rvm_pymc import models  # noqa: E402
+from rvm_pymc.priors import resolve_prior  # noqa: E402
+from rvm_pymc.reference import (  # noqa: E402
+    dense_log_marginal_likelihood,
+    log_evidence,
+    log_marginal_likelihood,
+    regression_posterior,
+)
+
+pytestmark = pytest.mark.pymc
+FAST = "FAST_COMPILE"
+
+
+def _logp(model, point):
+    return float(model.compile_logp(mode=FAST)(point))
+
+
+def _problem(seed, n, m):
+    rng = np.random.default_rng(seed)
+    Phi = np.column_stack([np.ones(n), rng.standard_normal((n, m - 1))])
+    t = Phi @ (rng.standard_normal(m) * (rng.random(m) < 0.5)) + 0.3 * rng.standard_normal(n)
+    log_alpha = rng.uniform(-3.0, 6.0, m)
+    log_beta = rng.uniform(-1.0, 3.0)
+    return Phi, t, log_alpha, log_beta
+
+
+def _gamma_constants(prior, m):
+    """Gamma normalising constants of the log-coordinate priors (absent from the reference J)."""
+    return m * (prior.a * np.log(prior.b) - gammaln(prior.a)) + (
+        prior.c * np.log(prior.d) - gammaln(prior.c)
+    )
+
+
+@pytest.mark.parametrize(("seed", "n", "m"), [(0, 30, 8), (1, 12, 25), (2, 50, 51)])
+def test_marginal_logp_equals_reference_evidence(seed, n, m):
+    Phi, t, la, lb = _problem(seed, n, m)
+    point = {"log_alpha": la, "log_beta": lb}
+    alpha, beta = np.exp(la), np.exp(lb)
+    # "evidence" preset: flat prior on the log precisions, so logp is the marginal likelihood
+    got = _logp(models.regression_marginal(Phi, t, prior="evidence"), point)
+    want = log_marginal_likelihood(Phi, t, alpha, beta)
+    assert got == pytest.approx(want, rel=1e-8)
+    assert got == pytest.approx(dense_log_marginal_likelihood(Phi, t, alpha, beta), rel=1e-8)
+    # proper prior: logp = J + Gamma normalising constants
+    prior = resolve_prior("weakly_informative")
+    got = _logp(models.regression_marginal(Phi, t, prior=prior), point)
+    want = log_evidence(Phi, t, alpha, beta, prior) + _gamma_constants(prior, m)
+    assert got == pytest.approx(want, rel=1e-8)
+
+
+def test_joint_model_integrates_to_marginal():
+    """Candidate's formula: log p(t|a,b) = log p(t, w|a,b) - log p(w|t,a,b) for every w."""
+    Phi, t, la, lb = _problem(3, 25, 6)
+    prior = resolve_prior("weakly_informative")
+    hyper = float(
+        np.sum(prior.a * la - prior.b * np.exp(la))
+        + prior.c * lb
+        - prior.d * np.exp(lb)
+        + _gamma_constants(prior, 6)
+    )
+    post = regression_posterior(Phi, t, np.exp(la), np.exp(lb))
+    marginal = log_marginal_likelihood(Phi, t, np.exp(la), np.exp(lb))
+    joint = models.regression_joint(Phi, t, prior=prior)
+    non_centred = models.regression_joint(Phi, t, prior=prior, parametrization="non_centred")
+    f_joint = joint.compile_logp(mode=FAST)
+    f_nc = non_centred.compile_logp(mode=FAST)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        w = post.mean + rng.standard_normal(6) * 0.3
+        log_post_w = -0.5 * (
+            6 * np.log(2 * np.pi)
+            - post.logdet_precision
+            + (w - post.mean) @ np.linalg.solve(post.cov, w - post.mean)
+        )
+        lp = float(f_joint({"log_alpha": la, "log_beta": lb, "w": w}))
+        assert lp - hyper - log_post_w == pytest.approx(marginal, rel=1e-9)
+        # non-centred: density of w_raw = w sqrt(alpha), Jacobian sum(log alpha)/2
+        lp_nc = float(f_nc({"log_alpha": la, "log_beta": lb, "w_raw": w * np.exp(0.5 * la)}))
+        assert lp_nc == pytest.approx(lp - 0.5 * np.sum(la), rel=1e-10)
+
+
+def test_rbf_width_model_matches_fixed_design():
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-3, 3, (20, 2))
+    t = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(20)
+    lls = np.log(1.3)
+    model = models.regression_marginal_rbf(X, t, prior="evidence", length_scale_prior=(0.0, 2.0))
+    la = rng.uniform(-2, 4, 21)
+    got = _logp(model, {"log_alpha": la, "log_beta": 2.0, "log_length_scale": lls})
+    d2 = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    Phi = np.column_stack([np.ones(20), np.exp(-d2 / (2 * 1.3**2))])
+    np.testing.assert_allclose(models.rbf_design(X, X, lls), Phi, rtol=1e-12)
+    want = log_marginal_likelihood(Phi, t, np.exp(la), np.exp(2.0)) + norm.logpdf(lls, 0.0, 2.0)
+    assert got == pytest.approx(want, rel=1e-8)
+    assert models.model_spec(model).rbf_width
+
+
+def test_classification_logps_match_numpy():
+    rng = np.random.default_rng(5)
+    n, m, k = 30, 5, 3
+    Phi = np.column_stack([np.ones(n), rng.standard_normal((n, m - 1))])
+    la = rng.uniform(-1, 3, m)
+    prior = resolve_prior({"a": 2.0, "b": 0.5})
+    hyper = np.sum(prior.a * la - prior.b * np.exp(la)) + m * (
+        prior.a * np.log(prior.b) - gammaln(prior.a)
+    )
+    y = (rng.random(n) < 0.4).astype(int)
+    w = rng.standard_normal(m)
+    f = Phi @ w
+    want = (
+        np.sum(np.where(y == 1, log_expit(f), log_expit(-f)))
+        + np.sum(norm.logpdf(w, 0, np.exp(-0.5 * la)))
+        + hyper
+    )
+    got = _logp(models.classification_binary(Phi, y, prior=prior), {"log_alpha": la, "w": w})
+    assert got == pytest.approx(want, rel=1e-10)
+
+    yk = rng.integers(0, k, n)
+    W = rng.standard_normal((m, k))
+    lp = log_softmax(Phi @ W, axis=1)[np.arange(n), yk]
+    want = lp.sum() + np.sum(norm.logpdf(W, 0, np.exp(-0.5 * la)[:, None])) + hyper
+    model = models.classification_softmax(Phi, yk, prior=prior, class_names=["a", "b", "c"])
+    assert _logp(model, {"log_alpha": la, "W": W}) == pytest.approx(want, rel=1e-10)
+    assert list(model.coords["class"]) == ["a", "b", "c"]
+    assert models.model_spec(model).n_classes == 3
+
+
+def test_builders_put_data_in_containers_and_coords():
+    Phi, t, _, _ = _problem(6, 10, 3)
+    model = models.regression_joint(Phi, t, basis_names=["bias", "x0", "x1"])
+    assert set(model.coords) >= {"basis", "obs"}
+    assert list(model.coords["basis"]) == ["bias", "x0", "x1"]
+    np.testing.assert_array_equal(model["Phi"].get_value(), Phi)
+    assert model.named_vars_to_dims["w"] == ("basis",)
+    assert model.named_vars_to_dims["t_obs"] == ("obs",)
+    spec = models.model_spec(model)
+    assert (spec.kind, spec.parametrization) == ("regression_joint", "centred")
+    assert spec.prior == resolve_prior("weakly_informative")
+
+
+def test_prior_predictive_of_marginal_model():
+    Phi, t, _, _ = _problem(7, 15, 4)
+    model = models.regression_marginal(Phi, t, prior={"a": 2.0, "b": 2.0, "c": 2.0, "d": 2.0})
+    with model:
+        prior = pm.sample_prior_predictive(draws=400, random_seed=1, compile_kwargs={"mode": FAST})
+    la = prior["prior"]["log_alpha"].values
+    # log of a Gamma(2, 2) draw has mean digamma(2) - log(2)
+    assert la.mean() == pytest.approx(0.42278 - np.log(2.0), abs=0.05)
+    assert prior["prior_predictive"]["t_obs"].shape == (1, 400, 15)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"Phi": np.ones((5, 2)), "t": np.arange(4.0)}, "inconsistent"),
+        ({"Phi": [[np.nan, 1.0], [1.0, 2.0]], "t": [1.0, 2.0]}, "Phi"),
+        ({"Phi": np.ones((3, 2)), "t": np.arange(3.0), "parametrization": "centered"}, "param"),
+        ({"Phi": np.ones((3, 2)), "t": np.arange(3.0), "basis_names": ["a"]}, "basis_names"),
+        ({"Phi": np.c_[np.ones(3), np.zeros(3)], "t": np.arange(3.0)}, "all-zero"),
+        ({"Phi": np.ones((3, 2)), "t": np.arange(3.0), "prior": "vague"}, "preset"),
+    ],
+)
+def test_regression_builder_validation(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        models.regression_joint(**kwargs)
+
+
+def test_classification_builder_validation():
+    Phi = np.ones((4, 2))
+    with pytest.raises(ValueError, match="class codes"):
+        models.classification_binary(Phi, [0, 1, 2, 1])
+    with pytest.raises(ValueError, match="integer"):
+        models.classification_softmax(Phi, [0.5, 1, 0, 1])
+    with pytest.raises(ValueError, match="class_names"):
+        models.classification_softmax(Phi, [0, 1, 2, 1], class_names=["a"])
+    with pytest.raises(ValueError, match="length_scale_prior"):
+        models.regression_marginal_rbf(np.arange(4.0), np.arange(4.0), length_scale_prior=(0, -1))
+
+
+def test_model_spec_rejects_foreign_models():
+    with pm.Model() as foreign:
+        pm.Normal("x")
+    with pytest.raises(ValueError, match="not built by rvm_pymc"):
+        models.model_spec(foreign)
