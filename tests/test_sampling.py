@@ -1,0 +1,225 @@
+"""NUTS on the joint models and the collapsed sampler, against an exact quadrature.
+
+Default tests compile with ``mode="FAST_COMPILE"`` (no C or Numba compilation)
+on problems small enough for PyMC's NUTS to run in seconds.  The slow tests
+(``-m slow``) compare the collapsed and joint posteriors of a kernel problem
+and exercise nutpie / numpyro when installed.
+"""
+
+import importlib.util
+import warnings
+
+import numpy as np
+import pytest
+
+pm = pytest.importorskip("pymc")
+
+from rvm_pymc import inference, models  # noqa: E402
+from rvm_pymc.exceptions import PriorWarning, SamplingWarning  # noqa: E402
+from rvm_pymc.priors import resolve_prior  # noqa: E402
+
+pytestmark = pytest.mark.pymc
+FAST = {"mode": "FAST_COMPILE"}
+RUN = {"compile_kwargs": FAST, "nuts_sampler": "pymc", "cores": 1}
+
+
+def _line_problem():
+    rng = np.random.default_rng(11)
+    x = np.linspace(-1.0, 1.0, 20)
+    Phi = np.column_stack([np.ones(20), x])
+    t = 1.0 + 0.8 * x + 0.3 * rng.standard_normal(20)
+    return Phi, t
+
+
+def _quadrature(Phi, t, prior):
+    """Posterior expectations for M = 2 by brute force on a (log a0, log a1, log b) grid."""
+    la = np.linspace(-8.0, 10.0, 181)
+    lb = np.linspace(-1.0, 6.0, 141)
+    A0, A1, B = np.meshgrid(la, la, lb, indexing="ij")
+    a0, a1, b = np.exp(A0), np.exp(A1), np.exp(B)
+    PtP, Ptt, tt, n = Phi.T @ Phi, Phi.T @ t, t @ t, len(t)
+    h00, h01, h11 = b * PtP[0, 0] + a0, b * PtP[0, 1], b * PtP[1, 1] + a1
+    det = h00 * h11 - h01**2
+    mu0 = b * (h11 * Ptt[0] - h01 * Ptt[1]) / det
+    mu1 = b * (h00 * Ptt[1] - h01 * Ptt[0]) / det
+    quad = b * tt - b * (mu0 * Ptt[0] + mu1 * Ptt[1])
+    logml = -0.5 * (n * np.log(2 * np.pi) + np.log(det) - A0 - A1 - n * B + quad)
+    J = logml + prior.a * (A0 + A1) - prior.b * (a0 + a1) + prior.c * B - prior.d * b
+    p = np.exp(J - J.max())
+    p /= p.sum()
+    # the grid must hold the posterior: negligible mass on its faces
+    edge = max(p[[0, -1]].sum(), p[:, [0, -1]].sum(), p[:, :, [0, -1]].sum())
+    assert edge < 1e-6
+    return {
+        "w": np.array([np.sum(p * mu0), np.sum(p * mu1)]),
+        "log_alpha": np.array([np.sum(p * A0), np.sum(p * A1)]),
+        "log_beta": np.sum(p * B),
+    }
+
+
+def _assert_matches(idata, truth, k=4.0):
+    from arviz_stats import mcse
+
+    post = idata["posterior"]
+    se = mcse(post.to_dataset()[list(truth)], method="mean")
+    for name, want in truth.items():
+        got = post[name].mean(("chain", "draw")).values
+        assert np.all(np.abs(got - want) <= k * se[name].values), (name, got, want)
+
+
+@pytest.fixture(scope="module")
+def line():
+    Phi, t = _line_problem()
+    prior = resolve_prior("weakly_informative")
+    return Phi, t, prior, _quadrature(Phi, t, prior)
+
+
+@pytest.mark.parametrize("sampler", ["collapsed", "joint"])
+def test_nuts_posterior_matches_quadrature(line, sampler):
+    Phi, t, prior, truth = line
+    if sampler == "collapsed":
+        model = models.regression_marginal(Phi, t, prior=prior)
+        fit = inference.sample_collapsed
+    else:
+        model = models.regression_joint(Phi, t, prior=prior)
+        fit = inference.sample_nuts
+    draws = 600 if sampler == "collapsed" else 1000  # R-hat of the joint model needs more
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SamplingWarning)
+        idata = fit(model, draws=draws, tune=600, chains=2, random_seed=3, **RUN)
+    assert idata.attrs["n_divergent"] == 0
+    assert idata.attrs["max_rhat"] <= 1.01
+    _assert_matches(idata, truth)
+    ll = idata["log_likelihood"]["t_obs"]
+    assert ll.dims == ("chain", "draw", "obs") and ll.shape == (2, draws, 20)
+    w = idata["posterior"]["w"].values[1, 5]
+    beta = float(idata["posterior"]["beta"].values[1, 5])
+    want = 0.5 * np.log(beta / (2 * np.pi)) - 0.5 * beta * (t - Phi @ w) ** 2
+    np.testing.assert_allclose(ll.values[1, 5], want, rtol=1e-10)
+    assert {"posterior", "sample_stats", "log_likelihood", "observed_data"} <= set(idata.children)
+
+
+@pytest.mark.parametrize("preset", ["near_improper", "evidence"])
+def test_nuts_with_near_improper_prior_warns(preset):
+    Phi, t = _line_problem()
+    model = models.regression_marginal(Phi, t, prior=preset)
+    with pytest.warns(PriorWarning, match="improper"):
+        inference.sample_collapsed(model, draws=5, tune=5, chains=1, random_seed=0, **RUN)
+
+
+def test_weakly_informative_nuts_does_not_warn_about_the_prior():
+    Phi, t = _line_problem()
+    model = models.regression_marginal(Phi, t, prior="weakly_informative")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PriorWarning)
+        warnings.simplefilter("ignore", SamplingWarning)
+        inference.sample_collapsed(model, draws=5, tune=5, chains=1, random_seed=0, **RUN)
+
+
+def test_binary_nuts_log_likelihood_and_warnings():
+    rng = np.random.default_rng(12)
+    X = rng.standard_normal(30)
+    Phi = np.column_stack([np.ones(30), X])
+    y = (X + 0.5 * rng.standard_normal(30) > 0).astype(int)
+    model = models.classification_binary(Phi, y, parametrization="non_centred")
+    with pytest.warns(SamplingWarning, match="R-hat"):  # 50 draws are too few to mix
+        idata = inference.sample_nuts(model, draws=50, tune=50, chains=2, random_seed=1, **RUN)
+    w = idata["posterior"]["w"].values
+    assert w.shape == (2, 50, 2)
+    f = Phi @ w[0, 3]
+    want = np.where(y == 1, -np.log1p(np.exp(-f)), -np.log1p(np.exp(f)))
+    np.testing.assert_allclose(idata["log_likelihood"]["y_obs"].values[0, 3], want, rtol=1e-10)
+    assert idata.attrs["rvm_inference"] == "nuts" and idata.attrs["sampler"] == "pymc"
+
+
+def test_collapsed_sampler_with_rbf_width():
+    rng = np.random.default_rng(13)
+    X = np.sort(rng.uniform(-3, 3, 15))
+    t = np.sin(X) + 0.1 * rng.standard_normal(15)
+    model = models.regression_marginal_rbf(X, t, centres=np.linspace(-3, 3, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplingWarning)
+        idata = inference.sample_collapsed(
+            model, draws=20, tune=20, chains=1, random_seed=2, **RUN
+        )
+    post = idata["posterior"]
+    assert post["w"].shape == (1, 20, 5)
+    assert post["length_scale"].shape == (1, 20)
+    assert np.all(np.isfinite(idata["log_likelihood"]["t_obs"].values))
+
+
+def test_sampler_argument_errors():
+    Phi, t = _line_problem()
+    marginal = models.regression_marginal(Phi, t)
+    joint = models.regression_joint(Phi, t)
+    with pytest.raises(ValueError, match="sample_collapsed"):
+        inference.sample_nuts(marginal)
+    with pytest.raises(ValueError, match="regression_marginal"):
+        inference.sample_collapsed(joint)
+    with pytest.raises(ValueError, match="nuts_sampler"):
+        inference.sample_nuts(joint, nuts_sampler="stan")
+    with pytest.raises(ValueError, match="draws"):
+        inference.sample_nuts(joint, draws=0)
+    with pytest.raises(ValueError, match="target_accept"):
+        inference.sample_nuts(joint, target_accept=1.5)
+    for name in ("nutpie", "numpyro"):
+        if importlib.util.find_spec(name) is None:
+            with pytest.raises(ImportError, match=name):
+                inference.sample_nuts(joint, nuts_sampler=name)
+        else:
+            with pytest.raises(ValueError, match="compile_kwargs"):
+                inference.sample_nuts(joint, nuts_sampler=name, compile_kwargs=FAST)
+
+
+# -------------------------------------------------------------------- slow
+
+
+def _sinc_kernel_problem():
+    rng = np.random.default_rng(21)
+    x = np.sort(rng.uniform(-5, 5, 30))
+    t = np.sinc(x / np.pi) + 0.1 * rng.standard_normal(30)
+    t = (t - t.mean()) / t.std()
+    centres = np.linspace(-4.5, 4.5, 10)
+    Phi = models.rbf_design(x[:, None], centres[:, None], np.log(1.5))
+    return Phi / np.sqrt(np.mean(Phi**2, axis=0)), t
+
+
+@pytest.mark.slow
+def test_collapsed_and_joint_nuts_agree_on_a_kernel_problem():
+    """The issue's check: w means within 4 MCSE, zero divergences, R-hat <= 1.01."""
+    from arviz_stats import mcse
+
+    Phi, t = _sinc_kernel_problem()
+    kw = {"draws": 1000, "tune": 1000, "chains": 4, "random_seed": 5, **RUN}
+    collapsed = inference.sample_collapsed(
+        models.regression_marginal(Phi, t, prior="weakly_informative"), **kw
+    )
+    joint = inference.sample_nuts(
+        models.regression_joint(Phi, t, prior="weakly_informative"), target_accept=0.95, **kw
+    )
+    for idata in (collapsed, joint):
+        assert idata.attrs["n_divergent"] == 0
+        assert idata.attrs["max_rhat"] <= 1.01
+    m_c = collapsed["posterior"]["w"].mean(("chain", "draw")).values
+    m_j = joint["posterior"]["w"].mean(("chain", "draw")).values
+    se_c = mcse(collapsed["posterior"].to_dataset()[["w"]], method="mean")["w"].values
+    se_j = mcse(joint["posterior"].to_dataset()[["w"]], method="mean")["w"].values
+    assert np.all(np.abs(m_c - m_j) <= 4 * np.hypot(se_c, se_j))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sampler", ["nutpie", "numpyro"])
+def test_external_samplers_match_quadrature(line, sampler):
+    pytest.importorskip(sampler)
+    Phi, t, prior, truth = line
+    idata = inference.sample_nuts(
+        models.regression_joint(Phi, t, prior=prior),
+        draws=1000,
+        tune=1000,
+        chains=2,
+        random_seed=3,
+        nuts_sampler=sampler,
+    )
+    assert idata.attrs["sampler"] == sampler
+    assert idata.attrs["n_divergent"] == 0
+    _assert_matches(idata, truth)
