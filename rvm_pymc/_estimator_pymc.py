@@ -6,12 +6,14 @@ Imported only when an estimator is fitted with one of these methods, so that
 ``"map"``
     :func:`rvm_pymc.inference.fit_map` on the full design matrix (marginal
     regression model; centred classification model), from the inference
-    module's own data-scaled start.  The bases whose precision went to the
-    optimiser's bound are pruned by the reference solver's rule (prior
-    variance of the column's contribution below ``1e-9`` of the target
-    variance, or of one on the latent scale for classification); the weight
-    posterior is then recomputed exactly on the active bases (Gaussian for
-    regression, Laplace for classification).
+    module's own data-scaled start.  Irrelevant precisions run towards
+    infinity, where the objective is flat, so the optimiser stops at large
+    finite values; a basis is pruned when the prior variance of its
+    contribution, ``||phi_m||^2 / alpha_m``, is below ``1e-6`` of the target
+    variance (of one on the latent scale for classification).  On the sinc
+    problem the kept bases have ratios above 1 and the pruned ones below
+    ``1e-7``.  The weight posterior is then recomputed exactly on the active
+    bases (Gaussian for regression, Laplace for classification).
 ``"nuts"``
     Full Bayes over all bases (nothing is pruned).  The basis columns are
     scaled to unit root-mean-square and, for regression, the targets
@@ -87,9 +89,9 @@ def _options(est, allowed: tuple[str, ...]) -> dict[str, Any]:
 
 
 def _relevant(Phi: np.ndarray, alpha: np.ndarray, scale: float) -> np.ndarray:
-    """Columns whose prior contribution ``||phi_m||^2 / alpha_m`` exceeds ``1e-9 * scale``."""
+    """Columns whose prior contribution ``||phi_m||^2 / alpha_m`` exceeds ``1e-6 * scale``."""
     norms = np.einsum("ij,ij->j", Phi, Phi)
-    keep = norms / alpha > 1e-9 * scale
+    keep = norms / alpha > 1e-6 * scale
     if not np.any(keep):
         keep[np.argmin(alpha)] = True
     return np.flatnonzero(keep)
