@@ -11,6 +11,8 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "PRESETS",
+    "RVC",
+    "RVR",
     "ConvergenceWarning",
     "HyperPrior",
     "PriorWarning",
@@ -18,3 +20,14 @@ __all__ = [
     "__version__",
     "resolve_prior",
 ]
+
+_LAZY = {"RVR": "rvm_pymc.estimators", "RVC": "rvm_pymc.estimators"}
+
+
+def __getattr__(name: str):
+    """Import the estimators on first use (they import scikit-learn, never PyMC)."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'rvm_pymc' has no attribute {name!r}")

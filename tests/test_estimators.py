@@ -382,3 +382,19 @@ def test_evidence_vs_cv(sinc):
     assert res["n_relevance"].dtype.kind == "i"
     with pytest.raises(ValueError, match="gammas"):
         evidence_vs_cv(RVR(), X, y, [])
+
+
+def test_lazy_export_never_imports_pymc():
+    """``rvm_pymc.RVR`` is imported on first use and a reference fit never imports PyMC."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np, rvm_pymc\n"
+        "assert 'rvm_pymc.estimators' not in sys.modules\n"
+        "from rvm_pymc import RVC, RVR\n"
+        "x = np.linspace(0, 1, 20)[:, None]\n"
+        "RVR().fit(x, np.sin(6 * x[:, 0])); RVC().fit(x, x[:, 0] > 0.5)\n"
+        "assert 'pymc' not in sys.modules and 'pytensor' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
