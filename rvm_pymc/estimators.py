@@ -110,13 +110,20 @@ class RVR(RegressorMixin, _BaseRVM):
     alpha_ : ndarray of shape (n_active,)
         Precisions of the active weights.
     beta_ : float
-        Noise precision.
+        Noise precision (posterior median for nuts).
+    noise_var_ : float
+        Noise variance used by ``predict(return_std=True)``: ``1/beta_``, or
+        the posterior mean of ``1/beta`` for nuts.
+    y_offset_ : float
+        Added to every prediction: 0.0, or the target mean for nuts (which
+        fits standardised targets, see :mod:`rvm_pymc._estimator_pymc`).
     intercept_ : float
         Posterior mean of the bias weight (0.0 when the bias is pruned or absent).
     bias_active_ : bool
         Whether the bias column is relevant.
     active_ : ndarray of int
-        Columns of the design matrix that are relevant (0 is the bias).
+        Columns of the design matrix that are relevant (0 is the bias); all
+        columns for nuts, which does not prune.
     active_names_ : list of str
         Their names: ``"bias"`` and ``"x<i>"`` for the kernel on training point i.
     relevance_indices_ : ndarray of int
