@@ -1,0 +1,181 @@
+"""NUTS on the RVM: joint model (PyMC, nutpie, numpyro) against the collapsed sampler.
+
+Noisy sinc, N = 100 training points, RBF basis (one column per training point)
+plus bias: M = 101.  Targets standardised and columns scaled to unit RMS, as
+the ``"weakly_informative"`` preset expects.  For every sampler and prior
+preset the script prints wall time with and without compilation, the number
+of divergences, the worst R-hat, the smallest bulk ESS over ``log_beta`` and
+the ``log_alpha`` of the relevance vectors (the bases the reference solver
+keeps), and that ESS per second of sampling and of wall time.
+
+Each configuration runs in a fresh subprocess.  ``compile (cold)`` uses an
+empty PyTensor cache directory, ``compile (warm)`` a second run on the same
+cache (numpyro compiles with JAX, whose cache here is per process, so its cold
+and warm are alike).  Compile time is wall time minus PyMC's recorded
+``sampling_time``.
+
+Usage::
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_pymc_nuts.py [--draws 1000 --tune 1000]
+        [--chains 2]
+        [--samplers pymc,nutpie,numpyro,collapsed] [--presets weakly_informative,near_improper]
+
+nutpie and numpyro are skipped (with a note) when not importable.
+
+References
+----------
+Tipping, M. E. (2001). Sparse Bayesian learning and the relevance vector
+machine. *JMLR* 1, 211-244.  Hoffman, M. D. and Gelman, A. (2014). The No-U-Turn
+sampler. *JMLR* 15, 1593-1623.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+SAMPLERS = ("pymc", "nutpie", "numpyro", "collapsed")
+PRESETS = ("weakly_informative", "near_improper")
+
+
+def problem(seed: int = 0):
+    """Design matrix, standardised targets and the reference relevance vectors."""
+    from rvm_pymc.datasets import make_sinc
+    from rvm_pymc.kernels import RBF, KernelBasis
+    from rvm_pymc.reference import fit_regression
+
+    data = make_sinc(n_train=100, noise_sd=0.1, random_state=seed)
+    Phi = KernelBasis(RBF(length_scale=2.0), bias=True).fit_transform(data.X_train)
+    Phi = Phi / np.sqrt(np.mean(Phi**2, axis=0))
+    t = (data.t_train - data.t_train.mean()) / data.t_train.std()
+    ref = fit_regression(Phi, t, method="fast", prior="evidence")
+    return Phi, t, ref.active
+
+
+def worker(sampler: str, preset: str, draws: int, tune: int, chains: int, seed: int) -> dict:
+    """Run one configuration in this process and return its measurements."""
+    import warnings
+
+    from arviz_stats import ess
+
+    from rvm_pymc import inference, models
+
+    Phi, t, active = problem()
+    warnings.simplefilter("ignore")
+    start = time.perf_counter()
+    kw = {"draws": draws, "tune": tune, "chains": chains, "random_seed": seed}
+    if sampler == "collapsed":
+        model = models.regression_marginal(Phi, t, prior=preset)
+        idata = inference.sample_collapsed(model, nuts_sampler="pymc", **kw)
+    else:
+        model = models.regression_joint(Phi, t, prior=preset)
+        idata = inference.sample_nuts(model, nuts_sampler=sampler, **kw)
+    wall = time.perf_counter() - start
+    post = idata["posterior"]
+    sampling = float(post.attrs.get("sampling_time", np.nan))
+    sub = post.to_dataset()[["log_beta", "log_alpha"]].isel(basis=active)
+    e = ess(sub, method="bulk")
+    min_ess = float(min(float(e["log_beta"]), float(e["log_alpha"].min())))
+    steps = idata["sample_stats"]["n_steps"] if "n_steps" in idata["sample_stats"] else None
+    return {
+        "sampler": sampler,
+        "preset": preset,
+        "wall": wall,
+        "sampling": sampling,
+        "compile": wall - sampling,
+        "divergences": int(idata.attrs["n_divergent"]),
+        "max_rhat": float(idata.attrs["max_rhat"]),
+        "min_ess": min_ess,
+        "steps": float(steps.mean()) if steps is not None else float("nan"),
+        "n_relevant": len(active),
+    }
+
+
+def run(sampler, preset, args, cache_dir) -> dict:
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    env["PYTENSOR_FLAGS"] = f"base_compiledir={cache_dir}"
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        f"{sampler},{preset}",
+        "--draws",
+        str(args.draws),
+        "--tune",
+        str(args.tune),
+        "--chains",
+        str(args.chains),
+    ]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+    if out.returncode or not lines:
+        return {"sampler": sampler, "preset": preset, "error": out.stderr.strip()[-300:]}
+    return json.loads(lines[-1])
+
+
+def available(sampler: str) -> bool:
+    return sampler in ("pymc", "collapsed") or importlib.util.find_spec(sampler) is not None
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--tune", type=int, default=1000)
+    parser.add_argument("--chains", type=int, default=2)
+    parser.add_argument("--samplers", default=",".join(SAMPLERS))
+    parser.add_argument("--presets", default=",".join(PRESETS))
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        sampler, preset = args.worker.split(",")
+        print(json.dumps(worker(sampler, preset, args.draws, args.tune, args.chains, 1)))
+        return
+    rows = []
+    for sampler in args.samplers.split(","):
+        if not available(sampler):
+            print(f"# {sampler}: not installed, skipped")
+            continue
+        with tempfile.TemporaryDirectory(prefix="bench_nuts_") as cache:
+            for i, preset in enumerate(args.presets.split(",")):
+                first = run(sampler, preset, args, cache)
+                if i == 0:
+                    first["compile_cold"] = first.get("compile", np.nan)
+                    warm = run(sampler, preset, args, cache)
+                    first = {**warm, "compile_cold": first.get("compile", np.nan)}
+                rows.append(first)
+                print(f"# done {sampler} {preset}", file=sys.stderr, flush=True)
+    print(
+        f"noisy sinc N=100, M=101 (RBF l=2 + bias), draws={args.draws}, tune={args.tune}, "
+        f"chains={args.chains}; ESS = min bulk ESS over log_beta and the log_alpha of the "
+        f"reference relevance vectors"
+    )
+    head = (
+        f"{'sampler':<10} {'preset':<19} {'cold':>7} {'warm':>7} {'sample':>8} {'wall':>8} "
+        f"{'div':>5} {'R-hat':>6} {'steps':>6} {'ESS':>7} {'ESS/s':>7} {'ESS/s wall':>10}"
+    )
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        if "error" in r:
+            print(f"{r['sampler']:<10} {r['preset']:<19} FAILED: {r['error']}")
+            continue
+        cold = r.get("compile_cold", np.nan)
+        print(
+            f"{r['sampler']:<10} {r['preset']:<19} {cold:7.1f} {r['compile']:7.1f} "
+            f"{r['sampling']:8.1f} {r['wall']:8.1f} {r['divergences']:5d} {r['max_rhat']:6.3f} "
+            f"{r['steps']:6.0f} {r['min_ess']:7.0f} {r['min_ess'] / r['sampling']:7.2f} "
+            f"{r['min_ess'] / r['wall']:10.2f}"
+        )
+    print("times in seconds; cold/warm = compile time on an empty/filled PyTensor cache")
+
+
+if __name__ == "__main__":
+    main()
