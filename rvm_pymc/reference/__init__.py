@@ -8,6 +8,7 @@ the log marginal likelihood in O(N M^2) and serve as the yardstick for the
 PyMC fits.
 """
 
+from rvm_pymc.reference._classification_result import ClassificationResult
 from rvm_pymc.reference._linalg import (
     GaussianPosterior,
     dense_log_marginal_likelihood,
@@ -15,7 +16,6 @@ from rvm_pymc.reference._linalg import (
     log_marginal_likelihood,
     regression_posterior,
 )
-from rvm_pymc.reference._classification_result import ClassificationResult
 from rvm_pymc.reference._result import RegressionResult
 from rvm_pymc.reference.classification import fit_classification
 from rvm_pymc.reference.regression import fit_regression

@@ -169,6 +169,11 @@ class _LinearisedState(_State):
         self.W = np.empty((0, self.c))
         self.n_newton_failures = 0
 
+    @property
+    def _w_active(self) -> np.ndarray:
+        """Mode of the active weights (binary case: one column)."""
+        return self.W[:, 0]
+
     def _cosines(self, j: int) -> np.ndarray:
         g = self.Phin.T @ self.Phin[:, j]
         g[~self.usable] = 0.0

@@ -38,6 +38,22 @@ def _ell(alpha, s, q2):
     return 0.5 * (-np.log1p(s / alpha) + q2 / (alpha + s))
 
 
+def active_sq(alpha, S, Q, sigma_diag, mu):
+    """Sparsity and quality factors ``s_m, q_m`` of bases in the model.
+
+    Two algebraically equal forms are used, each where it is stable:
+    ``s = alpha S / (alpha - S)``, ``q = alpha Q / (alpha - S)`` when
+    ``s < alpha`` (i.e. ``S < alpha / 2``), and the posterior form
+    ``s = 1/Sigma_mm - alpha``, ``q = mu_m / Sigma_mm`` otherwise, where
+    ``alpha - S`` would cancel (a well-determined weight, ``alpha << s``).
+    """
+    use_post = S >= 0.5 * alpha
+    denom = np.where(use_post, 1.0, alpha - S)
+    s = np.where(use_post, 1.0 / sigma_diag - alpha, alpha * S / denom)
+    q = np.where(use_post, mu / sigma_diag, alpha * Q / denom)
+    return np.maximum(s, 0.0), q
+
+
 class _State:
     """Active set, posterior and candidate statistics of the sequential algorithm."""
 
@@ -52,6 +68,11 @@ class _State:
         self.active: list[int] = []
         self.alpha = np.empty(0)
         self.G = np.empty((self.m, 0))  # Phi^T Phi_active, (M, M_active)
+
+    @property
+    def _w_active(self) -> np.ndarray:
+        """Posterior mean (mode) of the active weights."""
+        return self.mu
 
     # -- full solve ---------------------------------------------------------
     def resolve(self):
@@ -123,9 +144,9 @@ class _State:
         s, q = self.S.copy(), self.Q.copy()
         idx = np.asarray(self.active)
         a = self.alpha
-        denom = a - self.S[idx]
-        s[idx] = a * self.S[idx] / denom
-        q[idx] = a * self.Q[idx] / denom
+        s[idx], q[idx] = active_sq(
+            a, self.S[idx], self.Q[idx], np.diag(self.Sigma), self._w_active
+        )
         q2 = q**2
         theta = q2 - s
         relevant = theta > 0

@@ -24,6 +24,7 @@ from rvm_pymc.reference._linalg import (
     regression_posterior,
 )
 from rvm_pymc.reference._result import RegressionResult
+from rvm_pymc.reference.fast import active_sq
 
 __all__ = ["fit_regression"]
 
@@ -352,8 +353,7 @@ def _negligible_and_leaving(gram, PhiT_t, active, alpha, beta, post, tol, lml):
     G = gram[np.ix_(active, active)]
     S = beta * np.diag(G) - beta**2 * np.sum((G @ post.cov) * G, axis=1)
     Q = beta * (PhiT_t[active] - G @ post.mean)
-    denom = alpha - S
-    s = alpha * S / denom
-    q2 = (alpha * Q / denom) ** 2
+    s, q = active_sq(alpha, S, Q, np.diag(post.cov), post.mean)
+    q2 = q**2
     contribution = 0.5 * (-np.log1p(s / alpha) + q2 / (alpha + s))
     return (q2 <= s) & (np.abs(contribution) < tol * max(1.0, abs(lml)))
