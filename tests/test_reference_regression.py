@@ -288,10 +288,11 @@ def test_zero_width_kernel_is_rejected():
         KernelBasis(RBF(gamma=0.0))
 
 
-def test_input_is_not_modified():
+@pytest.mark.parametrize("method", ["fast", "mackay"])
+def test_input_is_not_modified(method):
     Phi, t, _, _ = sinc_problem(n=30, seed=13)
     P0, t0 = Phi.copy(), t.copy()
-    fit_regression(Phi, t, method="mackay")
+    fit_regression(Phi, t, method=method)
     np.testing.assert_array_equal(Phi, P0)
     np.testing.assert_array_equal(t, t0)
 

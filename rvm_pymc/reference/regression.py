@@ -184,8 +184,14 @@ def fit_regression(
     usable = norms > 0
     if not np.any(usable):
         raise ValueError("Phi has no nonzero column; no basis can explain t")
+    if not np.all(np.isfinite(norms)):
+        raise ValueError(
+            "Phi has columns whose norm overflows (entries of magnitude ~1e154 or more); "
+            "rescale the basis"
+        )
     scale = np.where(usable, norms, 1.0)
-    Phin = Phi / scale
+    Phin = Phi  # as_2d_float returned our own copy: normalise it in place
+    Phin /= scale
 
     if method == "fast":
         if prior.a != 0 or prior.b != 0:
@@ -232,23 +238,33 @@ def fit_regression(
             stacklevel=2,
         )
     return _finalise(
-        Phi, t, active, alpha_n * scale[active] ** 2, beta, prior, method, trace, n_iter, converged
+        Phin,
+        scale,
+        t,
+        active,
+        alpha_n * scale[active] ** 2,
+        beta,
+        prior,
+        method,
+        trace,
+        n_iter,
+        converged,
     )
 
 
-def _finalise(Phi, t, active, alpha, beta, prior, method, trace, n_iter, converged):
+def _finalise(Phin, scale, t, active, alpha, beta, prior, method, trace, n_iter, converged):
     """Posterior on the original column scale and the result object."""
     order = np.argsort(active)
     active = np.asarray(active)[order]
     alpha = np.asarray(alpha, dtype=float)[order]
-    Pa = Phi[:, active]
+    Pa = Phin[:, active] * scale[active]
     post = regression_posterior(Pa, t, alpha, beta)
     lml = log_marginal_likelihood(Pa, t, alpha, beta, post)
     gamma = 1.0 - alpha * np.diag(post.cov)
     return RegressionResult(
         method=method,
         prior=prior,
-        n_basis=Phi.shape[1],
+        n_basis=Phin.shape[1],
         active=active,
         alpha=alpha,
         beta=float(beta),
