@@ -141,12 +141,29 @@ def draw_gaussian(L, p, mean, z):
     return mean + (p * linalg.solve_triangular(L.T, z.T, lower=False).T)
 
 
+def _check_initvals(initvals, shapes: dict) -> dict:
+    """Validate user starting values against the free variables and their shapes."""
+    if not initvals:
+        return {}
+    unknown = sorted(set(initvals) - set(shapes))
+    if unknown:
+        raise ValueError(f"initvals has unknown variables {unknown}; allowed: {sorted(shapes)}")
+    out = {}
+    for name, value in initvals.items():
+        arr = np.asarray(value, dtype=float)
+        if arr.shape != shapes[name] or not np.all(np.isfinite(arr)):
+            raise ValueError(
+                f"initvals[{name!r}] must be finite with shape {shapes[name]}; got {arr.shape}"
+            )
+        out[name] = arr
+    return out
+
+
 def map_regression(model, spec, *, draws, rng, initvals, max_iter, gtol, mode_kw):
     t = model_data(model, "t")
     fun, names, sizes, unflatten = _flat_objective(model, mode_kw)
     start = _regression_start(model, spec, t, model.initial_point())
-    if initvals:
-        start.update({k: np.asarray(v, dtype=float) for k, v in initvals.items()})
+    start.update(_check_initvals(initvals, {n: np.shape(start[n]) for n in names}))
     x0 = np.concatenate([np.ravel(start[n]) for n in names])
     bounds = _bounds(names, sizes)
     res, converged, pgrad = _lbfgs(fun, x0, bounds, max_iter, gtol, "type-II MAP")
@@ -251,8 +268,7 @@ def map_classification(model, spec, *, draws, rng, initvals, max_iter, gtol, mod
     Phi, y = model_data(model, "Phi"), model_data(model, "y").astype(np.int64)
     m = Phi.shape[1]
     la0 = np.full(m, np.log(m * np.mean(Phi**2)))
-    if initvals and "log_alpha" in initvals:
-        la0 = np.asarray(initvals["log_alpha"], dtype=float).reshape(m)
+    la0 = _check_initvals(initvals, {"log_alpha": (m,)}).get("log_alpha", la0)
     if laplace == "tipping":
         la, n_iter, converged = _tipping_fixed_point(fns, la0, spec.prior, max_iter, gtol)
         pgrad, message = float("nan"), "Tipping fixed point"

@@ -46,6 +46,13 @@ from pytensor.graph.basic import Variable
 from pytensor.tensor.linalg import cholesky, solve_triangular
 from scipy.special import gammaln
 
+from rvm_pymc._model_checks import (
+    PARAMETRIZATIONS,
+    basis_coords,
+    check_design,
+    check_labels,
+    check_parametrization,
+)
 from rvm_pymc._validation import as_2d_float, as_target_float, check_consistent_length
 from rvm_pymc.priors import HyperPrior, resolve_prior
 
@@ -63,7 +70,6 @@ __all__ = [
     "regression_marginal_rbf",
 ]
 
-PARAMETRIZATIONS = ("centred", "non_centred")
 LOG_2PI = float(np.log(2.0 * np.pi))
 
 
@@ -117,38 +123,6 @@ def model_spec(model: pm.Model) -> ModelSpec:
             "regression_marginal, regression_marginal_rbf, classification_binary or "
             "classification_softmax)"
         ) from None
-
-
-# ----------------------------------------------------------------------- validation
-
-
-def _check_parametrization(parametrization: str) -> str:
-    if parametrization not in PARAMETRIZATIONS:
-        raise ValueError(
-            f"parametrization must be one of {PARAMETRIZATIONS}; got {parametrization!r}"
-        )
-    return parametrization
-
-
-def _basis_coords(basis_names: Sequence | None, n_basis: int) -> list:
-    if basis_names is None:
-        return list(range(n_basis))
-    names = list(basis_names)
-    if len(names) != n_basis:
-        raise ValueError(f"basis_names has {len(names)} entries but Phi has {n_basis} columns")
-    if len(set(names)) != len(names):
-        raise ValueError("basis_names must be unique")
-    return names
-
-
-def _check_design(Phi, target, target_name: str) -> tuple[np.ndarray, np.ndarray]:
-    Phi = as_2d_float(Phi, "Phi", min_samples=2)
-    target = as_target_float(target, target_name)
-    check_consistent_length(Phi=Phi, **{target_name: target})
-    bad = np.flatnonzero(~np.any(Phi != 0.0, axis=0))
-    if bad.size:
-        raise ValueError(f"Phi has all-zero column(s) {bad.tolist()}; drop them")
-    return Phi, target
 
 
 # ------------------------------------------------------------------ hyperpriors
@@ -342,10 +316,10 @@ def regression_joint(
     >>> sorted(v.name for v in model.free_RVs)
     ['log_alpha', 'log_beta', 'w']
     """
-    Phi, t = _check_design(Phi, t, "t")
-    _check_parametrization(parametrization)
+    Phi, t = check_design(Phi, t, "t")
+    check_parametrization(parametrization)
     hp = resolve_prior(prior, default="weakly_informative")
-    coords = {"basis": _basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(t))}
+    coords = {"basis": basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(t))}
     with pm.Model(coords=coords) as model:
         Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
         t_d = pm.Data("t", t, dims="obs")
@@ -393,9 +367,9 @@ def regression_marginal(Phi, t, *, prior=None, basis_names: Sequence | None = No
     >>> [v.name for v in model.free_RVs]
     ['log_alpha', 'log_beta']
     """
-    Phi, t = _check_design(Phi, t, "t")
+    Phi, t = check_design(Phi, t, "t")
     hp = resolve_prior(prior, default="weakly_informative")
-    coords = {"basis": _basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(t))}
+    coords = {"basis": basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(t))}
     with pm.Model(coords=coords) as model:
         Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
         pm.Data("t", t, dims="obs")
@@ -509,24 +483,6 @@ def regression_marginal_rbf(
     return model
 
 
-def _check_labels(y, n_classes: int | None, binary: bool) -> tuple[np.ndarray, int]:
-    arr = np.asarray(y)
-    if arr.ndim != 1:
-        raise ValueError(f"y must be 1-D; got shape {arr.shape}")
-    if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.bool_)):
-        if not (np.issubdtype(arr.dtype, np.floating) and np.all(arr == np.round(arr))):
-            raise ValueError("y must hold integer class codes 0..K-1")
-    arr = arr.astype(np.int64)
-    k = 2 if binary else (int(arr.max()) + 1 if n_classes is None else int(n_classes))
-    if k < 2:
-        raise ValueError(f"n_classes must be >= 2; got {k}")
-    if arr.min() < 0 or arr.max() >= k:
-        raise ValueError(
-            f"y must hold class codes in 0..{k - 1}; got range [{arr.min()}, {arr.max()}]"
-        )
-    return arr, k
-
-
 def classification_binary(
     Phi,
     y,
@@ -558,11 +514,11 @@ def classification_binary(
     Tipping (2001), JMLR 1:211-244, section 4.
     """
     Phi = as_2d_float(Phi, "Phi", min_samples=2)
-    y, _ = _check_labels(y, 2, binary=True)
+    y, _ = check_labels(y, 2, binary=True)
     check_consistent_length(Phi=Phi, y=y)
-    _check_parametrization(parametrization)
+    check_parametrization(parametrization)
     hp = resolve_prior(prior, default="weakly_informative")
-    coords = {"basis": _basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(y))}
+    coords = {"basis": basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(y))}
     with pm.Model(coords=coords) as model:
         Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
         y_d = pm.Data("y", y, dims="obs")
@@ -613,16 +569,16 @@ def classification_softmax(
     Tipping (2001), JMLR 1:211-244, section 4 (multi-class extension).
     """
     Phi = as_2d_float(Phi, "Phi", min_samples=2)
-    y, k = _check_labels(y, n_classes, binary=False)
+    y, k = check_labels(y, n_classes, binary=False)
     check_consistent_length(Phi=Phi, y=y)
-    _check_parametrization(parametrization)
+    check_parametrization(parametrization)
     hp = resolve_prior(prior, default="weakly_informative")
     if class_names is None:
         class_names = list(range(k))
     elif len(class_names) != k:
         raise ValueError(f"class_names has {len(class_names)} entries; expected {k}")
     coords = {
-        "basis": _basis_coords(basis_names, Phi.shape[1]),
+        "basis": basis_coords(basis_names, Phi.shape[1]),
         "obs": np.arange(len(y)),
         "class": list(class_names),
     }

@@ -88,6 +88,7 @@ def test_regression_map_holds_reference_optimum_of_kernel_problem():
     assert fit.attrs["log_evidence"] == pytest.approx(ref.log_evidence, rel=1e-6)
 
 
+@pytest.mark.filterwarnings("ignore:`find_MAP` will:FutureWarning")
 def test_map_objective_is_not_the_find_map_objective():
     """Regression test for the Jacobian convention of DESIGN.md section 1.
 
@@ -231,6 +232,10 @@ def test_fit_map_argument_errors():
         inference.fit_map(models.classification_binary(Phi, y, parametrization="non_centred"))
     with pytest.raises(ValueError, match="compile_kwargs"):
         inference.fit_map(marginal, compile_kwargs="FAST_COMPILE")
+    with pytest.raises(ValueError, match="initvals"):
+        inference.fit_map(marginal, initvals={"log_alpha": np.zeros(3)})
+    with pytest.raises(ValueError, match="initvals"):
+        inference.fit_map(marginal, initvals={"alpha": np.ones(6)})
 
 
 # -------------------------------------------------------------- classification
