@@ -33,26 +33,15 @@ from rvm_pymc.priors import HyperPrior, resolve_prior
 from rvm_pymc.reference._classification_result import ClassificationResult
 from rvm_pymc.reference._fast_classification import fast_classification, leaving_active
 from rvm_pymc.reference._laplace import LaplacePosterior, find_mode
+from rvm_pymc.reference._options import (
+    check_alpha_init,
+    check_float,
+    check_int,
+    check_method_and_prior,
+    normalise_columns,
+)
 
 __all__ = ["ClassificationResult", "fit_classification", "laplace_posterior"]
-
-METHODS = ("fast", "mackay", "em")
-
-
-def _check_int(value, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    return int(value)
-
-
-def _check_float(value, name: str, *, strict: bool = True) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a number; got {value!r}") from exc
-    if not np.isfinite(v) or v < 0 or (strict and v == 0):
-        raise ValueError(f"{name} must be finite and {'>' if strict else '>='} 0; got {value!r}")
-    return v
 
 
 def encode_labels(y) -> tuple[np.ndarray, np.ndarray]:
@@ -244,46 +233,20 @@ def fit_classification(
     Phi = as_2d_float(Phi, "Phi")
     classes, T = encode_labels(y)
     check_consistent_length(Phi=Phi, y=T)
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     prior = resolve_prior(prior)
+    check_method_and_prior(method, prior)
     m = Phi.shape[1]
-    tol = _check_float(tol, "tol")
-    prune_threshold = _check_float(prune_threshold, "prune_threshold")
-    align_tol = _check_float(align_tol, "align_tol", strict=False)
-    if alpha_init is not None:
-        if method == "fast":
-            raise ValueError("alpha_init is not used by method='fast'; it starts from one basis")
-        alpha_init = np.asarray(alpha_init, dtype=float)
-        if alpha_init.shape != (m,):
-            raise ValueError(
-                f"alpha_init must have shape ({m},) (one per column of Phi); "
-                f"got {alpha_init.shape}"
-            )
-        if (
-            np.any(np.isnan(alpha_init))
-            or np.any(alpha_init <= 0)
-            or not np.any(np.isfinite(alpha_init))
-        ):
-            raise ValueError("alpha_init must be > 0 (inf allowed) with at least one finite value")
+    tol = check_float(tol, "tol")
+    prune_threshold = check_float(prune_threshold, "prune_threshold")
+    align_tol = check_float(align_tol, "align_tol", strict=False)
+    alpha_init = check_alpha_init(alpha_init, m, method)
     if max_iter is None:
         max_iter = 10 * m + 100 if method == "fast" else 5000
-    max_iter = _check_int(max_iter, "max_iter", 1)
+    max_iter = check_int(max_iter, "max_iter", 1)
 
-    norms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
-    usable = norms > 0
-    if not np.any(usable):
-        raise ValueError("Phi has no nonzero column; no basis can separate the classes")
-    scale = np.where(usable, norms, 1.0)
-    Phin = Phi / scale
+    Phin, scale, usable = normalise_columns(Phi.copy(), "separate the classes")
 
     if method == "fast":
-        if prior.a != 0 or prior.b != 0:
-            raise ValueError(
-                "method='fast' maximises the evidence with a = b = 0 (it relies on "
-                f"alpha = inf being the optimum of an irrelevant basis); got a={prior.a}, "
-                f"b={prior.b}. Use method='mackay' or 'em' for a Gamma prior on alpha"
-            )
         out = fast_classification(Phin, T, usable, max_iter, tol, align_tol)
     else:
         out = _full_reestimation(

@@ -23,35 +23,17 @@ from rvm_pymc.reference._linalg import (
     log_marginal_likelihood,
     regression_posterior,
 )
+from rvm_pymc.reference._options import (
+    check_alpha_init,
+    check_float,
+    check_int,
+    check_method_and_prior,
+    normalise_columns,
+)
 from rvm_pymc.reference._result import RegressionResult
 from rvm_pymc.reference.fast import active_sq
 
 __all__ = ["fit_regression"]
-
-METHODS = ("fast", "mackay", "em")
-
-
-def _column_norms(Phi: np.ndarray) -> np.ndarray:
-    norms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
-    return norms
-
-
-def _check_int(value, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    return int(value)
-
-
-def _check_float(value, name: str, *, low: float = 0.0, strict: bool = True) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a number; got {value!r}") from exc
-    if not np.isfinite(v) or v < low or (strict and v == low):
-        raise ValueError(
-            f"{name} must be finite and {'>' if strict else '>='} {low}; got {value!r}"
-        )
-    return v
 
 
 def fit_regression(
@@ -144,9 +126,8 @@ def fit_regression(
     Phi = as_2d_float(Phi, "Phi")
     t = as_target_float(t, "t")
     check_consistent_length(Phi=Phi, t=t)
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     prior = resolve_prior(prior)
+    check_method_and_prior(method, prior)
     _n, m = Phi.shape
     var_t = float(np.var(t))
     if var_t <= 1e-300 * max(1.0, float(np.mean(t**2))) or np.ptp(t) == 0:
@@ -154,52 +135,22 @@ def fit_regression(
             f"t is constant (all values equal {t[0]!r}); the noise precision is not "
             "identifiable from a constant target"
         )
-    tol = _check_float(tol, "tol")
-    prune_threshold = _check_float(prune_threshold, "prune_threshold")
-    noise_update_every = _check_int(noise_update_every, "noise_update_every", 1)
-    align_tol = _check_float(align_tol, "align_tol", strict=False)
+    tol = check_float(tol, "tol")
+    prune_threshold = check_float(prune_threshold, "prune_threshold")
+    noise_update_every = check_int(noise_update_every, "noise_update_every", 1)
+    align_tol = check_float(align_tol, "align_tol", strict=False)
     if fixed_noise and beta_init is None:
         raise ValueError("fixed_noise=True requires beta_init (the fixed noise precision)")
-    beta0 = 100.0 / var_t if beta_init is None else _check_float(beta_init, "beta_init")
-    if alpha_init is not None:
-        if method == "fast":
-            raise ValueError("alpha_init is not used by method='fast'; it starts from one basis")
-        alpha_init = np.asarray(alpha_init, dtype=float)
-        if alpha_init.shape != (Phi.shape[1],):
-            raise ValueError(
-                f"alpha_init must have shape ({Phi.shape[1]},) (one per column of Phi); "
-                f"got {alpha_init.shape}"
-            )
-        if (
-            np.any(np.isnan(alpha_init))
-            or np.any(alpha_init <= 0)
-            or not np.any(np.isfinite(alpha_init))
-        ):
-            raise ValueError("alpha_init must be > 0 (inf allowed) with at least one finite value")
+    beta0 = 100.0 / var_t if beta_init is None else check_float(beta_init, "beta_init")
+    alpha_init = check_alpha_init(alpha_init, m, method)
     if max_iter is None:
         max_iter = 20 * m + 1000 if method == "fast" else 5000
-    max_iter = _check_int(max_iter, "max_iter", 1)
+    max_iter = check_int(max_iter, "max_iter", 1)
 
-    norms = _column_norms(Phi)
-    usable = norms > 0
-    if not np.any(usable):
-        raise ValueError("Phi has no nonzero column; no basis can explain t")
-    if not np.all(np.isfinite(norms)):
-        raise ValueError(
-            "Phi has columns whose norm overflows (entries of magnitude ~1e154 or more); "
-            "rescale the basis"
-        )
-    scale = np.where(usable, norms, 1.0)
-    Phin = Phi  # as_2d_float returned our own copy: normalise it in place
-    Phin /= scale
+    # as_2d_float returned our own copy: normalise it in place
+    Phin, scale, usable = normalise_columns(Phi, "explain t")
 
     if method == "fast":
-        if prior.a != 0 or prior.b != 0:
-            raise ValueError(
-                "method='fast' maximises the evidence with a = b = 0 (it relies on "
-                f"alpha = inf being the optimum of an irrelevant basis); got a={prior.a}, "
-                f"b={prior.b}. Use method='mackay' or 'em' for a Gamma prior on alpha"
-            )
         from rvm_pymc.reference.fast import fast_sequential
 
         out = fast_sequential(

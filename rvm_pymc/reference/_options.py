@@ -1,0 +1,81 @@
+"""Argument checks and column normalisation shared by the reference solvers."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rvm_pymc.priors import HyperPrior
+
+METHODS = ("fast", "mackay", "em")
+
+
+def check_int(value, name: str, minimum: int) -> int:
+    """Return ``value`` as an int after checking it is an integer >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
+
+
+def check_float(value, name: str, *, strict: bool = True) -> float:
+    """Return ``value`` as a float after checking it is finite and > 0 (>= 0 if not strict)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a number; got {value!r}") from exc
+    if not np.isfinite(v) or v < 0 or (strict and v == 0):
+        raise ValueError(f"{name} must be finite and {'>' if strict else '>='} 0; got {value!r}")
+    return v
+
+
+def check_method_and_prior(method: str, prior: HyperPrior) -> None:
+    """Reject an unknown method, and ``"fast"`` with a Gamma prior on alpha."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    if method == "fast" and (prior.a != 0 or prior.b != 0):
+        raise ValueError(
+            "method='fast' maximises the evidence with a = b = 0 (it relies on "
+            f"alpha = inf being the optimum of an irrelevant basis); got a={prior.a}, "
+            f"b={prior.b}. Use method='mackay' or 'em' for a Gamma prior on alpha"
+        )
+
+
+def check_alpha_init(alpha_init, n_basis: int, method: str) -> np.ndarray | None:
+    """Validate a warm start: shape (M,), > 0, ``inf`` allowed, one finite at least."""
+    if alpha_init is None:
+        return None
+    if method == "fast":
+        raise ValueError("alpha_init is not used by method='fast'; it starts from one basis")
+    alpha_init = np.asarray(alpha_init, dtype=float)
+    if alpha_init.shape != (n_basis,):
+        raise ValueError(
+            f"alpha_init must have shape ({n_basis},) (one per column of Phi); "
+            f"got {alpha_init.shape}"
+        )
+    if (
+        np.any(np.isnan(alpha_init))
+        or np.any(alpha_init <= 0)
+        or not np.any(np.isfinite(alpha_init))
+    ):
+        raise ValueError("alpha_init must be > 0 (inf allowed) with at least one finite value")
+    return alpha_init
+
+
+def normalise_columns(Phi: np.ndarray, task: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Scale the columns of ``Phi`` to unit norm *in place*; return ``(Phi, scale, usable)``.
+
+    ``Phi`` must be the solver's own copy.  All-zero columns are not usable
+    (their scale is 1); ``task`` completes the error message when no column is
+    usable ("explain t", "separate the classes").
+    """
+    norms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
+    if not np.all(np.isfinite(norms)):
+        raise ValueError(
+            "Phi has columns whose norm overflows (entries of magnitude ~1e154 or more); "
+            "rescale the basis"
+        )
+    usable = norms > 0
+    if not np.any(usable):
+        raise ValueError(f"Phi has no nonzero column; no basis can {task}")
+    scale = np.where(usable, norms, 1.0)
+    Phi /= scale
+    return Phi, scale, usable
