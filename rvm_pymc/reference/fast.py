@@ -220,7 +220,13 @@ def fast_sequential(
                 converged = True
                 break
             continue  # candidates are stale after a change of beta
-        if not np.isfinite(best) or best <= 0:
+        only_reestimates = (
+            not np.any(deletions) and not np.any(additions) and bool(np.all(relevant[idx]))
+        )
+        if only_reestimates and idx.size > 1 and _reestimate_all(st, new_alpha[idx]):
+            best = 0.0  # accepted: st.lml is exact after the re-solve
+            _record(trace, st, prior, REESTIMATE)
+        elif not np.isfinite(best) or best <= 0:
             # Nothing improves at this beta but re-estimates are not settled:
             # only possible through rounding; update the noise and look again.
             best = 0.0
@@ -246,6 +252,26 @@ def fast_sequential(
     # Full re-solve at the end removes any drift of the rank-one updates.
     st.resolve()
     return np.asarray(st.active), st.alpha.copy(), st.beta, trace, it, converged
+
+
+def _reestimate_all(st, alpha_new) -> bool:
+    """Move every active precision to its one-at-a-time optimum at once.
+
+    When no basis can be added or deleted, one-at-a-time re-estimation
+    converges slowly on correlated bases.  The simultaneous move (a full
+    re-solve of the small active system) is kept only if the log evidence does
+    not decrease; otherwise the state is restored and False returned.
+    """
+    saved = (st.alpha, st.Sigma, st.mu, st.S, st.Q, st.rss, st.lml)
+    st.alpha = np.asarray(alpha_new, dtype=float).copy()
+    try:
+        st.resolve()
+    except np.linalg.LinAlgError:
+        st.lml = -np.inf
+    if st.lml >= saved[-1]:
+        return True
+    st.alpha, st.Sigma, st.mu, st.S, st.Q, st.rss, st.lml = saved
+    return False
 
 
 def _update_noise(st, prior, n):
