@@ -1,7 +1,7 @@
 """Input validation shared by the solvers, models and estimators.
 
-Every check raises :class:`ValueError` (or :class:`TypeError` for non-numeric
-data) naming the offending argument, and never modifies its input.
+Every check raises :class:`ValueError` naming the offending argument (also for
+non-numeric data), and never modifies its input.
 """
 
 from __future__ import annotations

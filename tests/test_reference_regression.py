@@ -81,7 +81,13 @@ def test_stationary_conditions_flat_prior(method):
     if method == "fast":
         S, Q = dense_sq(Phi, t, res)
         out = np.setdiff1d(np.arange(Phi.shape[1]), res.active)
-        assert np.all(Q[out] ** 2 <= S[out] * (1 + 1e-6)), "an excluded basis would improve"
+        # candidates nearly parallel to an active column (|cos| > 1 - align_tol,
+        # default 1e-3) are skipped by design; every other one must not improve
+        Pn = Phi / np.linalg.norm(Phi, axis=0)
+        aligned = np.abs(Pn[:, out].T @ Pn[:, res.active]).max(axis=1) > 1 - 1e-3
+        considered = out[~aligned]
+        assert considered.size > 0.8 * out.size
+        assert np.all(Q[considered] ** 2 <= S[considered] * (1 + 1e-6)), "a basis would improve"
 
 
 def test_stationary_conditions_gamma_prior():
@@ -110,7 +116,7 @@ def test_methods_agree_on_a_unimodal_problem():
         fits["em"] = fit_regression(Phi, t, method="em", max_iter=20000)
     ref = fits["fast"].log_evidence
     for m, res in fits.items():
-        assert res.log_evidence == pytest.approx(ref, rel=1e-3), m
+        assert res.log_evidence == pytest.approx(ref, rel=1e-6), m
     assert set(fits["fast"].active) <= set(fits["mackay"].active)
 
 
@@ -275,6 +281,8 @@ def test_reference_does_not_import_pymc():
         (np.eye(3), [1, 2, 3], {"fixed_noise": True}, "requires beta_init"),
         (np.eye(3), [1, 2, 3], {"beta_init": -1.0}, "beta_init must be finite"),
         (np.eye(3), [1, 2, 3], {"method": "em", "alpha_init": [1.0]}, "alpha_init must have"),
+        (np.eye(3), [1, 2, 3], {"align_tol": 1.0}, "align_tol must be in"),
+        (np.eye(3), [1e-170, 2e-170, 3e-170], {}, "rescale t"),
         (np.zeros((3, 2)), [1, 2, 3], {}, "no nonzero column"),
     ],
 )
@@ -315,3 +323,35 @@ def test_no_cancellation_in_sparsity_factors(seed, gamma_idx, method):
         res = fit_regression(Phi, t[tr], method=method)
     assert res.converged
     np.testing.assert_allclose(res.alpha, res.gamma / res.mean**2, rtol=1e-4)
+
+
+@pytest.mark.parametrize(("method", "offset"), [("fast", 1e5), ("fast", 1e8), ("mackay", 1e5)])
+def test_target_with_a_large_mean(method, offset):
+    """A large mean makes S a difference of large numbers (once: NaN moves, no
+    convergence, or a failed Cholesky from the initial precisions)."""
+    Phi, t, _, _ = sinc_problem(n=60, gamma=0.1, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = fit_regression(Phi, t + offset, method=method)
+    assert res.converged
+    assert 0 in res.active  # the bias carries the offset
+    assert res.mean[0] * Phi[0, 0] == pytest.approx(offset, rel=1e-3)
+    assert 0.05 < res.beta**-0.5 < 0.2  # noise sd 0.1
+
+
+@pytest.mark.parametrize("scale", [1e-100, 1e100])
+def test_extreme_column_scales_are_equivariant(scale):
+    Phi, t, Phit, _ = sinc_problem(n=60, seed=0)
+    a = fit_regression(Phi, t)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        b = fit_regression(Phi * scale, t)
+    np.testing.assert_array_equal(a.active, b.active)
+    assert b.log_marginal_likelihood == pytest.approx(a.log_marginal_likelihood, rel=1e-10)
+    np.testing.assert_allclose(b.predict(Phit * scale), a.predict(Phit), rtol=1e-8, atol=1e-12)
+
+
+def test_unrepresentable_scale_is_refused():
+    Phi, t, _, _ = sinc_problem(n=40, seed=0)
+    with pytest.raises(ValueError, match="rescale the columns of Phi"):
+        fit_regression(Phi * 1e-170, t)

@@ -67,12 +67,15 @@ def normalise_columns(Phi: np.ndarray, task: str) -> tuple[np.ndarray, np.ndarra
     (their scale is 1); ``task`` completes the error message when no column is
     usable ("explain t", "separate the classes").
     """
-    norms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
-    if not np.all(np.isfinite(norms)):
-        raise ValueError(
-            "Phi has columns whose norm overflows (entries of magnitude ~1e154 or more); "
-            "rescale the basis"
-        )
+    with np.errstate(over="ignore", under="ignore"):
+        norms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
+    # Squares over- or underflow for entries beyond ~1e+-154: redo those columns
+    # scaled by their largest magnitude first.
+    redo = ~np.isfinite(norms) | (norms < 1e-140)
+    if np.any(redo):
+        big = np.max(np.abs(Phi[:, redo]), axis=0)
+        safe = np.where(big > 0, big, 1.0)
+        norms[redo] = big * np.linalg.norm(Phi[:, redo] / safe, axis=0)
     usable = norms > 0
     if not np.any(usable):
         raise ValueError(f"Phi has no nonzero column; no basis can {task}")

@@ -43,11 +43,14 @@ def active_sq(alpha, S, Q, sigma_diag, mu):
 
     Two algebraically equal forms are used, each where it is stable:
     ``s = alpha S / (alpha - S)``, ``q = alpha Q / (alpha - S)`` when
-    ``s < alpha`` (i.e. ``S < alpha / 2``), and the posterior form
-    ``s = 1/Sigma_mm - alpha``, ``q = mu_m / Sigma_mm`` otherwise, where
-    ``alpha - S`` would cancel (a well-determined weight, ``alpha << s``).
+    ``s < alpha``, and the posterior form ``s = 1/Sigma_mm - alpha``,
+    ``q = mu_m / Sigma_mm`` otherwise, where ``alpha - S`` would cancel (a
+    well-determined weight, ``alpha << s``).  The switch is decided from
+    ``alpha Sigma_mm = alpha / (alpha + s)``, which is accurate, not from ``S``,
+    which is itself a difference of large numbers when the target has a large
+    mean.
     """
-    use_post = S >= 0.5 * alpha
+    use_post = alpha * sigma_diag <= 0.5
     denom = np.where(use_post, 1.0, alpha - S)
     s = np.where(use_post, 1.0 / sigma_diag - alpha, alpha * S / denom)
     q = np.where(use_post, mu / sigma_diag, alpha * Q / denom)
@@ -195,6 +198,7 @@ def fast_sequential(
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007
         delta, new_alpha, in_model, relevant = st.candidates(align_tol)
+        delta[np.isnan(delta)] = -np.inf  # never let a NaN win argmax
         idx = np.asarray(st.active)
         deletions = in_model & ~relevant & np.isfinite(delta)
         if np.any(deletions):
@@ -280,12 +284,13 @@ def _update_noise(st, prior, n):
     The MacKay step ``beta = (N - sum(gamma) + 2c) / (rss + 2d)`` points uphill in
     ``log beta`` but can overshoot; the step in ``log beta`` is halved until the
     objective (log evidence + ``c log beta - d beta``) does not decrease.
-    Returns ``|d log beta|`` of the accepted step.
+    Returns ``|d log beta|`` of the accepted step (``inf`` if none was found).
     """
 
     def objective():
         return st.lml + prior.c * np.log(st.beta) - prior.d * st.beta
 
+    st.resolve()  # the rank-one moves do not track rss; start from an exact state
     saved = (st.beta, st.Sigma, st.mu, st.S, st.Q, st.rss, st.lml)
     old_obj = objective()
     gamma = 1.0 - st.alpha * np.diag(st.Sigma)
@@ -300,7 +305,7 @@ def _update_noise(st, prior, n):
             return abs(step)
         step *= 0.5
     st.beta, st.Sigma, st.mu, st.S, st.Q, st.rss, st.lml = saved
-    return 0.0
+    return np.inf  # no acceptable step: never read as 'beta has settled'
 
 
 def _record(trace, st, prior, action):

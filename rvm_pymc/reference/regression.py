@@ -105,6 +105,10 @@ def fit_regression(
     ValueError
         For non-finite or mis-shaped input, a constant target, an unknown
         method, or ``method="fast"`` with ``a`` or ``b`` nonzero.
+    numpy.linalg.LinAlgError
+        When the posterior precision is numerically singular (e.g. from an
+        ``alpha_init`` many orders of magnitude too small); there is no
+        pseudo-inverse fallback.
 
     References
     ----------
@@ -129,16 +133,23 @@ def fit_regression(
     prior = resolve_prior(prior)
     check_method_and_prior(method, prior)
     _n, m = Phi.shape
-    var_t = float(np.var(t))
-    if var_t <= 1e-300 * max(1.0, float(np.mean(t**2))) or np.ptp(t) == 0:
+    if np.ptp(t) == 0:
         raise ValueError(
             f"t is constant (all values equal {t[0]!r}); the noise precision is not "
             "identifiable from a constant target"
+        )
+    with np.errstate(over="ignore", under="ignore"):
+        var_t = float(np.var(t))
+    if not np.isfinite(var_t) or var_t < 1e-280:
+        raise ValueError(
+            f"t spans {np.ptp(t):.3g}, a scale whose square over- or underflows; rescale t"
         )
     tol = check_float(tol, "tol")
     prune_threshold = check_float(prune_threshold, "prune_threshold")
     noise_update_every = check_int(noise_update_every, "noise_update_every", 1)
     align_tol = check_float(align_tol, "align_tol", strict=False)
+    if align_tol >= 1:
+        raise ValueError(f"align_tol must be in [0, 1); got {align_tol!r}")
     if fixed_noise and beta_init is None:
         raise ValueError("fixed_noise=True requires beta_init (the fixed noise precision)")
     beta0 = 100.0 / var_t if beta_init is None else check_float(beta_init, "beta_init")
@@ -193,7 +204,7 @@ def fit_regression(
         scale,
         t,
         active,
-        alpha_n * scale[active] ** 2,
+        alpha_n,
         beta,
         prior,
         method,
@@ -203,15 +214,30 @@ def fit_regression(
     )
 
 
-def _finalise(Phin, scale, t, active, alpha, beta, prior, method, trace, n_iter, converged):
-    """Posterior on the original column scale and the result object."""
+def _finalise(Phin, scale, t, active, alpha_n, beta, prior, method, trace, n_iter, converged):
+    """Solve on the normalised columns, then undo the scaling analytically.
+
+    With ``phi_m = s_m phin_m``: ``alpha_m = s_m^2 alphan_m``, ``mu_m = mun_m / s_m``,
+    ``Sigma = D^-1 Sigman D^-1``; ``gamma`` and the marginal likelihood are
+    unchanged (``C`` does not depend on the column scale).
+    """
     order = np.argsort(active)
     active = np.asarray(active)[order]
-    alpha = np.asarray(alpha, dtype=float)[order]
-    Pa = Phin[:, active] * scale[active]
-    post = regression_posterior(Pa, t, alpha, beta)
-    lml = log_marginal_likelihood(Pa, t, alpha, beta, post)
-    gamma = 1.0 - alpha * np.diag(post.cov)
+    alpha_n = np.asarray(alpha_n, dtype=float)[order]
+    Pa = Phin[:, active]
+    post = regression_posterior(Pa, t, alpha_n, beta)
+    lml = log_marginal_likelihood(Pa, t, alpha_n, beta, post)
+    gamma = 1.0 - alpha_n * np.diag(post.cov)
+    s = scale[active]
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        alpha = alpha_n * s**2
+        mean = post.mean / s
+        cov = (post.cov / s[:, None]) / s[None, :]
+    if not (np.all(np.isfinite(alpha)) and np.all(np.isfinite(cov)) and np.all(alpha > 0)):
+        raise ValueError(
+            "the posterior on the scale of Phi is not representable in float64 (column "
+            f"norms span {s.min():.3g} to {s.max():.3g}); rescale the columns of Phi"
+        )
     return RegressionResult(
         method=method,
         prior=prior,
@@ -219,8 +245,8 @@ def _finalise(Phin, scale, t, active, alpha, beta, prior, method, trace, n_iter,
         active=active,
         alpha=alpha,
         beta=float(beta),
-        mean=post.mean,
-        cov=post.cov,
+        mean=mean,
+        cov=cov,
         gamma=gamma,
         log_marginal_likelihood=lml,
         log_evidence=lml + log_hyperprior(alpha, beta, prior),
@@ -254,7 +280,9 @@ def _full_reestimation(
     if alpha_init is None:
         active = np.flatnonzero(usable)
         # Start every weight with prior variance ||t||^2 / M on the normalised scale.
-        alpha = np.full(active.size, active.size / max(float(t @ t), 1e-300))
+        # (floored relative to the noise precision so that A + beta Phi^T Phi stays
+        # well conditioned when t has a large mean)
+        alpha = np.full(active.size, max(active.size / float(t @ t), 1e-8 * beta))
     else:
         active = np.flatnonzero(np.isfinite(alpha_init) & usable)
         alpha = alpha_init[active] / scale[active] ** 2
@@ -291,7 +319,7 @@ def _full_reestimation(
         new_alpha = np.where(np.isfinite(new_alpha) & (new_alpha > 0), new_alpha, np.inf)
         keep = new_alpha < prune_level
         if flat_alpha:
-            keep &= ~_negligible_and_leaving(gram, PhiT_t, active, alpha, beta, post, tol, lml)
+            keep &= ~_negligible_and_leaving(gram, PhiT_t, active, alpha, beta, post, tol)
         if not np.any(keep):  # never prune the last basis
             keep[np.argmin(new_alpha)] = True
             new_alpha = np.minimum(new_alpha, prune_level)
@@ -305,7 +333,7 @@ def _full_reestimation(
     return active, alpha, beta, trace, it, converged
 
 
-def _negligible_and_leaving(gram, PhiT_t, active, alpha, beta, post, tol, lml):
+def _negligible_and_leaving(gram, PhiT_t, active, alpha, beta, post, tol):
     """Bases whose optimum is ``alpha = inf`` and whose evidence share is below tol.
 
     With ``a = b = 0`` an irrelevant precision creeps to infinity under MacKay
@@ -314,8 +342,8 @@ def _negligible_and_leaving(gram, PhiT_t, active, alpha, beta, post, tol, lml):
     function of ``alpha_m`` alone increases to its supremum at infinity when
     ``q_m^2 <= s_m``; pruning it then raises the evidence (so EM stays
     monotone) and leaves the fixed points unchanged.  Only bases whose whole
-    contribution ``|l_m(alpha_m)|`` is below ``tol * max(1, |log evidence|)``
-    are pruned, so the rule only cuts short the final creep.
+    contribution ``|l_m(alpha_m)|`` (a difference of log evidences, free of
+    units) is below ``tol`` are pruned, so the rule only cuts short the final creep.
     """
     G = gram[np.ix_(active, active)]
     S = beta * np.diag(G) - beta**2 * np.sum((G @ post.cov) * G, axis=1)
@@ -323,4 +351,4 @@ def _negligible_and_leaving(gram, PhiT_t, active, alpha, beta, post, tol, lml):
     s, q = active_sq(alpha, S, Q, np.diag(post.cov), post.mean)
     q2 = q**2
     contribution = 0.5 * (-np.log1p(s / alpha) + q2 / (alpha + s))
-    return (q2 <= s) & (np.abs(contribution) < tol * max(1.0, abs(lml)))
+    return (q2 <= s) & (np.abs(contribution) < tol)
