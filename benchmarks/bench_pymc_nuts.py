@@ -18,7 +18,8 @@ Usage::
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_pymc_nuts.py [--draws 1000 --tune 1000]
         [--chains 2]
-        [--samplers pymc,nutpie,numpyro,collapsed] [--presets weakly_informative,near_improper]
+        [--samplers pymc,nutpie,numpyro,collapsed,collapsed:nutpie,collapsed:numpyro]
+        [--presets weakly_informative,near_improper]
 
 nutpie and numpyro are skipped (with a note) when not importable.
 
@@ -42,7 +43,7 @@ import time
 
 import numpy as np
 
-SAMPLERS = ("pymc", "nutpie", "numpyro", "collapsed")
+SAMPLERS = ("pymc", "nutpie", "numpyro", "collapsed", "collapsed:nutpie", "collapsed:numpyro")
 PRESETS = ("weakly_informative", "near_improper")
 
 
@@ -72,9 +73,10 @@ def worker(sampler: str, preset: str, draws: int, tune: int, chains: int, seed: 
     warnings.simplefilter("ignore")
     start = time.perf_counter()
     kw = {"draws": draws, "tune": tune, "chains": chains, "random_seed": seed}
-    if sampler == "collapsed":
+    if sampler.startswith("collapsed"):
+        backend = sampler.partition(":")[2] or "pymc"
         model = models.regression_marginal(Phi, t, prior=preset)
-        idata = inference.sample_collapsed(model, nuts_sampler="pymc", **kw)
+        idata = inference.sample_collapsed(model, nuts_sampler=backend, **kw)
     else:
         model = models.regression_joint(Phi, t, prior=preset)
         idata = inference.sample_nuts(model, nuts_sampler=sampler, **kw)
@@ -84,6 +86,7 @@ def worker(sampler: str, preset: str, draws: int, tune: int, chains: int, seed: 
     sub = post.to_dataset()[["log_beta", "log_alpha"]].isel(basis=active)
     e = ess(sub, method="bulk")
     min_ess = float(min(float(e["log_beta"]), float(e["log_alpha"].min())))
+    ess_w = float(ess(post.to_dataset()[["w"]].isel(basis=active), method="bulk")["w"].min())
     steps = idata["sample_stats"]["n_steps"] if "n_steps" in idata["sample_stats"] else None
     return {
         "sampler": sampler,
@@ -94,6 +97,7 @@ def worker(sampler: str, preset: str, draws: int, tune: int, chains: int, seed: 
         "divergences": int(idata.attrs["n_divergent"]),
         "max_rhat": float(idata.attrs["max_rhat"]),
         "min_ess": min_ess,
+        "ess_w": ess_w,
         "steps": float(steps.mean()) if steps is not None else float("nan"),
         "n_relevant": len(active),
     }
@@ -122,7 +126,8 @@ def run(sampler, preset, args, cache_dir) -> dict:
 
 
 def available(sampler: str) -> bool:
-    return sampler in ("pymc", "collapsed") or importlib.util.find_spec(sampler) is not None
+    backend = sampler.partition(":")[2] if sampler.startswith("collapsed") else sampler
+    return backend in ("", "pymc") or importlib.util.find_spec(backend) is not None
 
 
 def main(argv=None) -> None:
@@ -158,23 +163,27 @@ def main(argv=None) -> None:
         f"reference relevance vectors"
     )
     head = (
-        f"{'sampler':<10} {'preset':<19} {'cold':>7} {'warm':>7} {'sample':>8} {'wall':>8} "
-        f"{'div':>5} {'R-hat':>6} {'steps':>6} {'ESS':>7} {'ESS/s':>7} {'ESS/s wall':>10}"
+        f"{'sampler':<17} {'preset':<19} {'cold':>7} {'warm':>7} {'sample':>8} {'wall':>8} "
+        f"{'div':>5} {'R-hat':>6} {'steps':>6} {'ESS':>7} {'ESS/s':>7} {'ESS/s wall':>10} "
+        f"{'ESS w':>6}"
     )
     print(head)
     print("-" * len(head))
     for r in rows:
         if "error" in r:
-            print(f"{r['sampler']:<10} {r['preset']:<19} FAILED: {r['error']}")
+            print(f"{r['sampler']:<17} {r['preset']:<19} FAILED: {r['error']}")
             continue
         cold = r.get("compile_cold", np.nan)
         print(
-            f"{r['sampler']:<10} {r['preset']:<19} {cold:7.1f} {r['compile']:7.1f} "
+            f"{r['sampler']:<17} {r['preset']:<19} {cold:7.1f} {r['compile']:7.1f} "
             f"{r['sampling']:8.1f} {r['wall']:8.1f} {r['divergences']:5d} {r['max_rhat']:6.3f} "
             f"{r['steps']:6.0f} {r['min_ess']:7.0f} {r['min_ess'] / r['sampling']:7.2f} "
-            f"{r['min_ess'] / r['wall']:10.2f}"
+            f"{r['min_ess'] / r['wall']:10.2f} {r['ess_w']:6.0f}"
         )
-    print("times in seconds; cold/warm = compile time on an empty/filled PyTensor cache")
+    print(
+        "times in seconds; cold/warm = compile time on an empty/filled PyTensor cache; "
+        "ESS w = min bulk ESS of the weights of the relevance vectors"
+    )
 
 
 if __name__ == "__main__":

@@ -54,6 +54,19 @@ def design_matrix(model, spec: ModelSpec, log_length_scale=None) -> np.ndarray:
     )
 
 
+def check_gram(model, spec: ModelSpec) -> None:
+    """Raise ValueError if a marginal model's ``PhiTPhi`` is not ``Phi^T Phi``."""
+    if spec.kind != "regression_marginal" or spec.rbf_width:
+        return
+    Phi, PtP = model_data(model, "Phi"), model_data(model, "PhiTPhi")
+    want = Phi.T @ Phi
+    if PtP.shape != want.shape or not np.allclose(PtP, want, rtol=1e-10, atol=0.0):
+        raise ValueError(
+            "the data containers Phi and PhiTPhi disagree: after pm.set_data({'Phi': ...}) "
+            "also set 'PhiTPhi' to Phi.T @ Phi"
+        )
+
+
 def constant_data(model, spec: ModelSpec) -> dict:
     """The data arrays that define the design matrix, for the ``constant_data`` group."""
     if spec.rbf_width:

@@ -214,6 +214,7 @@ def fit_map(
     )
     if laplace not in ("exact", "tipping"):
         raise ValueError(f"laplace must be 'exact' or 'tipping'; got {laplace!r}")
+    _idata.check_gram(model, spec)
     if spec.kind == "regression_marginal":
         if laplace != "exact":
             raise ValueError("laplace applies to classifiers only (regression MAP is exact)")
@@ -444,6 +445,7 @@ def sample_collapsed(
         raise ValueError(
             "sample_collapsed needs a marginal regression model (regression_marginal)"
         )
+    _idata.check_gram(model, spec)
     idata, sampler = _sample(
         model,
         spec,

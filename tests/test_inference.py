@@ -236,6 +236,10 @@ def test_fit_map_argument_errors():
         inference.fit_map(marginal, initvals={"log_alpha": np.zeros(3)})
     with pytest.raises(ValueError, match="initvals"):
         inference.fit_map(marginal, initvals={"alpha": np.ones(6)})
+    with marginal:
+        pm.set_data({"Phi": 2.0 * Phi})
+    with pytest.raises(ValueError, match="PhiTPhi"):
+        inference.fit_map(marginal)
 
 
 # -------------------------------------------------------------- classification
