@@ -8,6 +8,7 @@ import numpy as np
 from scipy.special import expit, logsumexp
 
 from rvm_pymc.priors import HyperPrior
+from rvm_pymc.reference._result import SparseFitMixin
 
 __all__ = ["ClassificationResult"]
 
@@ -18,7 +19,7 @@ def probit_scale(var: np.ndarray) -> np.ndarray:
 
 
 @dataclass
-class ClassificationResult:
+class ClassificationResult(SparseFitMixin):
     """Outcome of a reference RVM classification fit (Laplace approximation).
 
     Quantities are on the scale of the columns of ``Phi`` as given (any
@@ -80,23 +81,6 @@ class ClassificationResult:
     def n_classes(self) -> int:
         """Number of classes K."""
         return int(self.classes.size)
-
-    @property
-    def n_relevance(self) -> int:
-        """Number of relevant basis functions."""
-        return int(self.active.size)
-
-    def alpha_full(self) -> np.ndarray:
-        """ARD precisions of all ``M`` columns, ``inf`` for pruned ones."""
-        out = np.full(self.n_basis, np.inf)
-        out[self.active] = self.alpha
-        return out
-
-    def coef_full(self) -> np.ndarray:
-        """Posterior mode of all weights, zero for pruned columns: (M,) or (M, K)."""
-        out = np.zeros((self.n_basis, *self.mean.shape[1:]))
-        out[self.active] = self.mean
-        return out
 
     def _active_columns(self, Phi_new) -> np.ndarray:
         Phi_new = np.asarray(Phi_new, dtype=float)

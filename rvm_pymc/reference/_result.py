@@ -9,8 +9,30 @@ import numpy as np
 from rvm_pymc.priors import HyperPrior
 
 
+class SparseFitMixin:
+    """Accessors shared by the reference results (needs ``n_basis``, ``active``,
+    ``alpha`` and ``mean`` attributes)."""
+
+    @property
+    def n_relevance(self) -> int:
+        """Number of relevant basis functions."""
+        return int(self.active.size)
+
+    def alpha_full(self) -> np.ndarray:
+        """ARD precisions of all ``M`` columns, ``inf`` for pruned ones."""
+        out = np.full(self.n_basis, np.inf)
+        out[self.active] = self.alpha
+        return out
+
+    def coef_full(self) -> np.ndarray:
+        """Posterior mean (mode) of all weights, zero for pruned columns: (M,) or (M, K)."""
+        out = np.zeros((self.n_basis, *np.shape(self.mean)[1:]))
+        out[self.active] = self.mean
+        return out
+
+
 @dataclass
-class RegressionResult:
+class RegressionResult(SparseFitMixin):
     """Outcome of a reference RVM regression fit.
 
     All quantities are on the scale of the columns of ``Phi`` as given (any
@@ -64,23 +86,6 @@ class RegressionResult:
     n_iter: int
     converged: bool
     trace: dict[str, np.ndarray] = field(repr=False)
-
-    @property
-    def n_relevance(self) -> int:
-        """Number of relevant basis functions."""
-        return int(self.active.size)
-
-    def alpha_full(self) -> np.ndarray:
-        """ARD precisions of all ``M`` columns, ``inf`` for pruned ones."""
-        out = np.full(self.n_basis, np.inf)
-        out[self.active] = self.alpha
-        return out
-
-    def coef_full(self) -> np.ndarray:
-        """Posterior mean of all ``M`` weights, zero for pruned ones."""
-        out = np.zeros(self.n_basis)
-        out[self.active] = self.mean
-        return out
 
     def predict(
         self, Phi_new, return_std: bool = False, include_noise: bool = True
