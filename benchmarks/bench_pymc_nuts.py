@@ -18,7 +18,7 @@ Usage::
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_pymc_nuts.py [--draws 1000 --tune 1000]
         [--chains 2]
-        [--samplers pymc,nutpie,numpyro,collapsed,collapsed:nutpie,collapsed:numpyro]
+        [--samplers pymc,nutpie,numpyro,pymc:nc,numpyro:nc,collapsed,collapsed:nutpie,...]
         [--presets weakly_informative,near_improper]
 
 nutpie and numpyro are skipped (with a note) when not importable.
@@ -43,7 +43,17 @@ import time
 
 import numpy as np
 
-SAMPLERS = ("pymc", "nutpie", "numpyro", "collapsed", "collapsed:nutpie", "collapsed:numpyro")
+SAMPLERS = (
+    "pymc",
+    "nutpie",
+    "numpyro",
+    "pymc:nc",
+    "numpyro:nc",
+    "collapsed",
+    "collapsed:nutpie",
+    "collapsed:numpyro",
+)
+"""Joint model with a NUTS backend (``:nc`` = non-centred weights), or the collapsed sampler."""
 PRESETS = ("weakly_informative", "near_improper")
 
 
@@ -78,8 +88,10 @@ def worker(sampler: str, preset: str, draws: int, tune: int, chains: int, seed: 
         model = models.regression_marginal(Phi, t, prior=preset)
         idata = inference.sample_collapsed(model, nuts_sampler=backend, **kw)
     else:
-        model = models.regression_joint(Phi, t, prior=preset)
-        idata = inference.sample_nuts(model, nuts_sampler=sampler, **kw)
+        backend, _, nc = sampler.partition(":")
+        param = "non_centred" if nc == "nc" else "centred"
+        model = models.regression_joint(Phi, t, prior=preset, parametrization=param)
+        idata = inference.sample_nuts(model, nuts_sampler=backend, **kw)
     wall = time.perf_counter() - start
     post = idata["posterior"]
     sampling = float(post.attrs.get("sampling_time", np.nan))
@@ -126,7 +138,8 @@ def run(sampler, preset, args, cache_dir) -> dict:
 
 
 def available(sampler: str) -> bool:
-    backend = sampler.partition(":")[2] if sampler.startswith("collapsed") else sampler
+    head, _, tail = sampler.partition(":")
+    backend = tail if head == "collapsed" else head
     return backend in ("", "pymc") or importlib.util.find_spec(backend) is not None
 
 
