@@ -34,7 +34,12 @@ from rvm_pymc.priors import HyperPrior
 from rvm_pymc.reference import log_evidence, log_marginal_likelihood
 
 LOG_PRECISION_BOUND = 50.0
-"""Bounds of the free log precisions in type-II MAP (|log alpha| <= 50)."""
+"""Upper bound of the free log precisions in type-II MAP (a pruned basis sits there)."""
+LOG_ALPHA_FLOOR = -20.0
+"""Lower bound of ``log alpha_m`` relative to ``log(mean(phi_m^2) / v)``, with ``v`` the
+variance of the targets (1 for classification): a prior sd of the basis's contribution
+to the latent function of e^10 = 2e4 target sds.  Smaller precisions make the posterior
+precision numerically singular (e.g. along the class-shift direction of softmax)."""
 PRUNE_PRECISION = 1e12
 """``laplace="tipping"`` prunes a basis (alpha set to exp(50)) above this precision."""
 
@@ -78,15 +83,21 @@ def _flat_objective(model, mode_kw: dict):
     return fun, names, sizes, unflatten
 
 
-def _bounds(names, sizes) -> list:
+def _alpha_bounds(Phi: np.ndarray, var: float) -> list:
+    """Per-basis (lower, upper) bounds of ``log alpha``; see :data:`LOG_ALPHA_FLOOR`."""
+    lower = np.log(np.mean(Phi**2, axis=0) / var) + LOG_ALPHA_FLOOR
+    return [(float(lo), LOG_PRECISION_BOUND) for lo in lower]
+
+
+def _bounds(names, sizes, alpha_bounds: list) -> list:
     out = []
     for n, s in zip(names, sizes, strict=True):
-        b = (
-            (-LOG_PRECISION_BOUND, LOG_PRECISION_BOUND)
-            if n in ("log_alpha", "log_beta")
-            else (None, None)
-        )
-        out.extend([b] * s)
+        if n == "log_alpha":
+            out.extend(alpha_bounds)
+        elif n == "log_beta":
+            out.extend([(-LOG_PRECISION_BOUND, LOG_PRECISION_BOUND)] * s)
+        else:
+            out.extend([(None, None)] * s)
     return out
 
 
@@ -165,7 +176,12 @@ def map_regression(model, spec, *, draws, rng, initvals, max_iter, gtol, mode_kw
     start = _regression_start(model, spec, t, model.initial_point())
     start.update(_check_initvals(initvals, {n: np.shape(start[n]) for n in names}))
     x0 = np.concatenate([np.ravel(start[n]) for n in names])
-    bounds = _bounds(names, sizes)
+    var_t = float(np.var(t)) or 1.0
+    Phi0 = design_matrix(model, spec, start.get("log_length_scale"))
+    bounds = _bounds(names, sizes, _alpha_bounds(Phi0, var_t))
+    lo = [-np.inf if b[0] is None else b[0] for b in bounds]
+    hi = [np.inf if b[1] is None else b[1] for b in bounds]
+    x0 = np.clip(x0, lo, hi)
     res, converged, pgrad = _lbfgs(fun, x0, bounds, max_iter, gtol, "type-II MAP")
     opt = unflatten(res.x)
     la, lb = opt["log_alpha"], float(opt["log_beta"])
@@ -216,7 +232,7 @@ def map_regression(model, spec, *, draws, rng, initvals, max_iter, gtol, mode_kw
 # -------------------------------------------------------- classification MAP
 
 
-def _tipping_fixed_point(fns, la0, prior: HyperPrior, max_iter: int, tol: float):
+def _tipping_fixed_point(fns, la0, floor, prior: HyperPrior, max_iter: int, tol: float):
     """Tipping's re-estimation ``alpha = (gamma + 2a)/(w^2 + 2b)`` at the Laplace mode.
 
     ``gamma_mk = 1 - alpha_m (H^-1)_{mk,mk}`` is summed over the K weight
@@ -242,7 +258,7 @@ def _tipping_fixed_point(fns, la0, prior: HyperPrior, max_iter: int, tol: float)
         with np.errstate(divide="ignore"):
             new = np.log(np.where(num > 0, num, 0.0)) - np.log(w2 + 2 * prior.b)
         pruned = (la >= LOG_PRECISION_BOUND) | ~(new < np.log(PRUNE_PRECISION))
-        new = np.where(pruned, LOG_PRECISION_BOUND, np.maximum(new, -LOG_PRECISION_BOUND))
+        new = np.where(pruned, LOG_PRECISION_BOUND, np.maximum(new, floor))
         step = float(np.max(np.abs(new - la)[~pruned], initial=0.0))
         newly_pruned = bool(np.any(pruned & (la < LOG_PRECISION_BOUND)))
         la = new
@@ -269,8 +285,11 @@ def map_classification(model, spec, *, draws, rng, initvals, max_iter, gtol, mod
     m = Phi.shape[1]
     la0 = np.full(m, np.log(m * np.mean(Phi**2)))
     la0 = _check_initvals(initvals, {"log_alpha": (m,)}).get("log_alpha", la0)
+    bounds = _alpha_bounds(Phi, 1.0)
+    floor = np.array([b[0] for b in bounds])
+    la0 = np.clip(la0, floor, LOG_PRECISION_BOUND)
     if laplace == "tipping":
-        la, n_iter, converged = _tipping_fixed_point(fns, la0, spec.prior, max_iter, gtol)
+        la, n_iter, converged = _tipping_fixed_point(fns, la0, floor, spec.prior, max_iter, gtol)
         pgrad, message = float("nan"), "Tipping fixed point"
     else:
         state = {"w": np.zeros(int(np.prod(fns.shape))), "inner_ok": True}
@@ -282,7 +301,6 @@ def map_classification(model, spec, *, draws, rng, initvals, max_iter, gtol, mod
             J, grad = fns.outer(w, la)
             return -float(J), -np.asarray(grad)
 
-        bounds = [(-LOG_PRECISION_BOUND, LOG_PRECISION_BOUND)] * m
         res, converged, pgrad = _lbfgs(fun, la0, bounds, max_iter, gtol, "Laplace type-II MAP")
         la, n_iter, message = res.x, int(res.nit), str(res.message)
     w_star, H, ok = newton_mode(fns, np.zeros(int(np.prod(fns.shape))), la)

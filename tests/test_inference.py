@@ -395,3 +395,20 @@ def test_exact_laplace_map_improves_on_tipping_by_order_one_over_n():
         ) / (2 * eps)
         assert abs(fd) < 1e-5
     assert 1e-3 < np.max(np.abs(la_ex - la_tip)) < 0.5
+
+
+def test_softmax_map_on_separable_blobs_stays_finite():
+    """Regression test: tiny precisions once made the Hessian singular (class-shift direction)."""
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(n_samples=30, random_state=0, cluster_std=0.3)
+    X = (X - X.mean(0)) / X.std(0)
+    Phi = _rbf(X, X, 1.0)
+    fit = inference.fit_map(
+        models.classification_softmax(Phi, y, prior="evidence"), draws=10, compile_kwargs=FAST
+    )
+    assert fit.attrs["converged"]
+    floor = np.log(np.mean(Phi**2, axis=0)) - 20.0
+    log_alpha = np.log(_post(fit, "alpha"))
+    assert np.all(log_alpha >= floor - 1e-9)
+    assert np.all(np.isfinite(fit["posterior"]["W"].values))
