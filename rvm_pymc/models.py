@@ -43,9 +43,14 @@ import pymc as pm
 import pytensor.tensor as pt
 from pymc.distributions.shape_utils import rv_size_is_none
 from pytensor.graph.basic import Variable
-from pytensor.tensor.linalg import cholesky, solve_triangular
 from scipy.special import gammaln
 
+from rvm_pymc._likelihoods import (
+    bernoulli_logit,
+    categorical_logit,
+    marginal_likelihood,
+    marginal_logp,
+)
 from rvm_pymc._model_checks import (
     PARAMETRIZATIONS,
     basis_coords,
@@ -69,8 +74,6 @@ __all__ = [
     "regression_marginal",
     "regression_marginal_rbf",
 ]
-
-LOG_2PI = float(np.log(2.0 * np.pi))
 
 
 @dataclass(frozen=True)
@@ -193,88 +196,6 @@ def _weights(name: str, log_alpha, parametrization: str, dims) -> pt.TensorVaria
     return pm.Deterministic(name, z * scale, dims=dims)
 
 
-# ------------------------------------------------------------ marginal likelihood
-
-
-def marginal_logp(t, log_alpha, log_beta, Phi, PhiTPhi=None) -> pt.TensorVariable:
-    """``log N(t | 0, I/beta + Phi A^-1 Phi^T)`` in O(N M^2) as a PyTensor graph.
-
-    Never forms an N x N matrix: with the M x M posterior precision
-    ``H = A + beta Phi^T Phi`` (Jacobi-scaled before its Cholesky factorisation),
-
-    .. math::
-
-        \\log|C| = \\log|H| - \\sum_m \\log\\alpha_m - N\\log\\beta, \\qquad
-        t^T C^{-1} t = \\beta\\lVert t - \\Phi\\mu\\rVert^2 + \\mu^T A \\mu,
-
-    with ``mu = beta H^-1 Phi^T t`` (Woodbury identity and the matrix
-    determinant lemma).
-
-    Parameters
-    ----------
-    t : TensorVariable of shape (N,)
-    log_alpha : TensorVariable of shape (M,)
-    log_beta : TensorVariable, scalar
-    Phi : TensorVariable of shape (N, M)
-    PhiTPhi : TensorVariable of shape (M, M), optional
-        ``Phi^T Phi`` when precomputed (the builders keep it in a ``pm.Data``
-        container, which halves the cost of a gradient evaluation); computed
-        in the graph otherwise.
-
-    Returns
-    -------
-    TensorVariable
-        Scalar log density.
-
-    References
-    ----------
-    Tipping (2001), JMLR 1:211-244, equations (7) and (33)-(35).
-    """
-    alpha = pt.exp(log_alpha)
-    beta = pt.exp(log_beta)
-    if PhiTPhi is None:
-        PhiTPhi = Phi.T @ Phi
-    H = beta * PhiTPhi + pt.diag(alpha)
-    p = 1.0 / pt.sqrt(pt.diag(H))
-    L = cholesky(H * p[:, None] * p[None, :], lower=True)
-    v = solve_triangular(L, beta * p * (Phi.T @ t), lower=True)
-    mu = p * solve_triangular(L.T, v, lower=False)
-    resid = t - Phi @ mu
-    quad = beta * pt.sum(resid**2) + pt.sum(alpha * mu**2)
-    n = t.shape[0]
-    logdet_c = (
-        2.0 * pt.sum(pt.log(pt.diag(L)))
-        - 2.0 * pt.sum(pt.log(p))
-        - pt.sum(log_alpha)
-        - n * log_beta
-    )
-    return -0.5 * (n * LOG_2PI + logdet_c + quad)
-
-
-def _marginal_random(log_alpha, log_beta, Phi, PhiTPhi, rng=None, size=None):
-    """Draw ``t`` from the marginal model by drawing ``w`` first."""
-    n, m = Phi.shape
-    batch = () if size is None else tuple(size)
-    w = rng.normal(size=(*batch, m)) * np.exp(-0.5 * np.asarray(log_alpha))
-    noise = rng.normal(size=(*batch, n)) * np.exp(-0.5 * np.asarray(log_beta))[..., None]
-    return np.einsum("nm,...m->...n", Phi, w) + noise
-
-
-def _marginal_likelihood(log_alpha, log_beta, Phi, PhiTPhi) -> None:
-    pm.CustomDist(
-        "t_obs",
-        log_alpha,
-        log_beta,
-        Phi,
-        PhiTPhi,
-        logp=marginal_logp,
-        random=_marginal_random,
-        signature="(m),(),(n,m),(m,m)->(n)",
-        observed=pm.modelcontext(None)["t"],
-        dims="obs",
-    )
-
-
 # --------------------------------------------------------------------- builders
 
 
@@ -386,7 +307,7 @@ def regression_marginal(Phi, t, *, prior=None, basis_names: Sequence | None = No
         log_alpha = _ard_precisions(hp)
         log_beta = _noise_precision(hp)
         PtP_d = pm.Data("PhiTPhi", Phi.T @ Phi)
-        _marginal_likelihood(log_alpha, log_beta, Phi_d, PtP_d)
+        marginal_likelihood(log_alpha, log_beta, Phi_d, PtP_d)
     _SPECS[model] = ModelSpec("regression_marginal", hp)
     return model
 
@@ -490,7 +411,7 @@ def regression_marginal_rbf(
         log_alpha = _ard_precisions(hp)
         log_beta = _noise_precision(hp)
         Phi = rbf_design(X_d, C_d, log_ls, bias=bias)
-        _marginal_likelihood(log_alpha, log_beta, Phi, Phi.T @ Phi)
+        marginal_likelihood(log_alpha, log_beta, Phi, Phi.T @ Phi)
     _SPECS[model] = ModelSpec("regression_marginal", hp, rbf_width=True, rbf_bias=bias)
     return model
 
@@ -536,7 +457,7 @@ def classification_binary(
         y_d = pm.Data("y", y, dims="obs")
         log_alpha = _ard_precisions(hp)
         w = _weights("w", log_alpha, parametrization, dims=("basis",))
-        pm.Bernoulli("y_obs", logit_p=Phi_d @ w, observed=y_d, dims="obs")
+        bernoulli_logit("y_obs", Phi_d @ w, y_d)
     _SPECS[model] = ModelSpec("binary", hp, parametrization, n_classes=2)
     return model
 
@@ -599,6 +520,6 @@ def classification_softmax(
         y_d = pm.Data("y", y, dims="obs")
         log_alpha = _ard_precisions(hp)
         W = _weights("W", log_alpha, parametrization, dims=("basis", "class"))
-        pm.Categorical("y_obs", logit_p=Phi_d @ W, observed=y_d, dims="obs")
+        categorical_logit("y_obs", Phi_d @ W, y_d)
     _SPECS[model] = ModelSpec("softmax", hp, parametrization, n_classes=k)
     return model
