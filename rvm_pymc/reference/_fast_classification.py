@@ -44,7 +44,7 @@ from __future__ import annotations
 import numpy as np
 
 from rvm_pymc.reference._laplace import find_mode, hessian_weights
-from rvm_pymc.reference.fast import ADD, DELETE, REESTIMATE, _State
+from rvm_pymc.reference.fast import ADD, DELETE, REESTIMATE, _State, select_move
 
 __all__ = ["fast_classification"]
 
@@ -305,13 +305,8 @@ def fast_classification(Phin, T, usable, max_iter, tol, align_tol):
     converged = False
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007
-        delta, new_alpha, in_model, relevant = st.candidates(align_tol)
+        delta, new_alpha, in_model, relevant, deletions, j = select_move(st, align_tol)
         idx = np.asarray(st.active)
-        deletions = in_model & ~relevant & np.isfinite(delta)
-        if np.any(deletions):
-            j = int(np.argmax(np.where(deletions, delta, -np.inf)))
-        else:
-            j = int(np.argmax(delta))
         best = delta[j]
         dlog = np.abs(np.log(new_alpha[idx]) - np.log(st.alpha))
         dlog = np.where(relevant[idx], dlog, np.inf)

@@ -176,6 +176,22 @@ class _State:
         return delta, new_alpha, in_model, relevant
 
 
+def select_move(st, align_tol):
+    """Candidates of every basis and the move to make: deletions first, else the best gain.
+
+    Returns ``(delta, new_alpha, in_model, relevant, deletions, j)``; a NaN
+    gain is set to ``-inf`` so that it can never be selected.
+    """
+    delta, new_alpha, in_model, relevant = st.candidates(align_tol)
+    delta[np.isnan(delta)] = -np.inf
+    deletions = in_model & ~relevant & np.isfinite(delta)
+    if np.any(deletions):
+        j = int(np.argmax(np.where(deletions, delta, -np.inf)))
+    else:
+        j = int(np.argmax(delta))
+    return delta, new_alpha, in_model, relevant, deletions, j
+
+
 def fast_sequential(
     Phin, t, usable, beta, prior, fixed_noise, max_iter, tol, noise_update_every, align_tol
 ):
@@ -197,14 +213,8 @@ def fast_sequential(
     since_noise = 0
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007
-        delta, new_alpha, in_model, relevant = st.candidates(align_tol)
-        delta[np.isnan(delta)] = -np.inf  # never let a NaN win argmax
+        delta, new_alpha, in_model, relevant, deletions, j = select_move(st, align_tol)
         idx = np.asarray(st.active)
-        deletions = in_model & ~relevant & np.isfinite(delta)
-        if np.any(deletions):
-            j = int(np.argmax(np.where(deletions, delta, -np.inf)))
-        else:
-            j = int(np.argmax(delta))
         best = delta[j]
         # Converged when no basis can be added or deleted with a gain and every
         # re-estimation would change its log alpha by less than tol.
