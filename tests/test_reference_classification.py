@@ -264,6 +264,101 @@ def test_full_reestimation_started_at_fast_optimum_stays_there(
     np.testing.assert_allclose(np.log(res.alpha), np.log(fast.alpha), atol=1e-3)
 
 
+def _brute_force_shared_optimum(lam, q2):
+    """Global maximiser of ``ell(log alpha)`` by a dense grid, then a root of its derivative.
+
+    The derivative is the complex-step derivative of ``ell`` itself (independent
+    of the analytic formulas under test), and its root is found by ``brentq``
+    in the grid cells next to the best grid point.
+    """
+    from scipy.optimize import brentq
+
+    def ell(u):
+        a = np.exp(u)[..., None]
+        return 0.5 * np.sum(-np.log1p(lam / a) + q2 / (a + lam), axis=-1)
+
+    def dell(u):
+        return ell(u + 1e-30j).imag / 1e-30
+
+    pos = lam > 0
+    centre = np.log(np.concatenate([lam[pos], q2[q2 > 0]]))
+    us = np.linspace(centre.min() - 25, centre.max() + 25, 40001)
+    vals = ell(us)
+    i = int(np.argmax(vals))
+    if vals[i] <= 0 or i in (0, us.size - 1):
+        return np.inf, 0.0
+    lo, hi = us[i - 1], us[i + 1]
+    if dell(lo) > 0 > dell(hi):
+        u = brentq(dell, lo, hi, xtol=1e-14, rtol=1e-15)
+    else:  # the grid point itself is (numerically) the stationary point
+        u = us[i]
+    return np.exp(u), ell(u).real
+
+
+def test_shared_alpha_optimum_equals_brute_force():
+    """The softmax per-basis optimum (polynomial roots + Newton) is the global one.
+
+    Random softmax-like statistics (``s 1 = 0``, ``1^T q = 0``) for K = 3, 4, 5,
+    over many orders of magnitude, plus two-peaked cases built by hand.
+    """
+    from rvm_pymc.reference._fast_classification import maximise_shared, rotate
+
+    rng = np.random.default_rng(11)
+    lams, q2s = [], []
+    for k in (3, 4, 5):
+        P = np.eye(k) - 1.0 / k
+        A = rng.normal(size=(40, k, k)) * np.exp(2 * rng.normal(size=(40, 1, 1)))
+        s = P @ (A @ np.transpose(A, (0, 2, 1))) @ P
+        q = (P @ rng.normal(size=(40, k, 1)))[:, :, 0] * np.exp(2 * rng.normal(size=(40, 1)))
+        lam, q2 = rotate(s, q)
+        lams.append(lam)
+        q2s.append(q2)
+    # two local maxima (K = 3: one null direction): a sharp early peak and a later one;
+    # the first is the global maximum in row 0, the second in row 1
+    two = (
+        np.array([[0.0, 1e-4, 1e4], [0.0, 1e-4, 1e4]]),
+        np.array([[0.0, 1.0, 3e4], [0.0, 1.2e-3, 1e6]]),
+    )
+    checked = 0
+    for lam, q2 in [*zip(lams, q2s, strict=True), two]:
+        alpha, best = maximise_shared(lam, q2)
+        for i in range(lam.shape[0]):
+            a_ref, f_ref = _brute_force_shared_optimum(lam[i], q2[i])
+            if np.isinf(a_ref):
+                assert np.isinf(alpha[i]) or best[i] < 1e-12
+                continue
+            checked += 1
+            assert abs(np.log(alpha[i]) - np.log(a_ref)) < 1e-8
+            assert best[i] == pytest.approx(f_ref, rel=1e-10, abs=1e-13)
+    assert checked > 50
+    # the two-peaked cases really have two local maxima and the global one is chosen
+    from rvm_pymc.reference._fast_classification import ell_shared_derivatives
+
+    u = np.linspace(-30, 30, 6001)
+    alpha, _ = maximise_shared(*two)
+    for i, peak in enumerate((0, 1)):
+        lam, q2 = np.tile(two[0][i], (u.size, 1)), np.tile(two[1][i], (u.size, 1))
+        _, g, _ = ell_shared_derivatives(u, lam, q2)
+        maxima = np.exp(u[np.flatnonzero((g[:-1] > 0) & (g[1:] <= 0))])
+        assert maxima.size == 2
+        assert alpha[i] == pytest.approx(maxima[peak], rel=0.01)
+
+
+def test_shared_alpha_derivatives_match_finite_differences():
+    from rvm_pymc.reference._fast_classification import ell_shared_derivatives
+
+    rng = np.random.default_rng(5)
+    lam = np.column_stack([np.zeros(30), np.exp(rng.normal(size=(30, 2)) * 2)])
+    q2 = np.column_stack([np.zeros(30), np.exp(rng.normal(size=(30, 2)) * 2)])
+    u = rng.normal(size=30) * 2
+    h = 1e-5
+    _, g, hh = ell_shared_derivatives(u, lam, q2)
+    fp, gp, _ = ell_shared_derivatives(u + h, lam, q2)
+    fm, gm, _ = ell_shared_derivatives(u - h, lam, q2)
+    np.testing.assert_allclose(g, (fp - fm) / (2 * h), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(hh, (gp - gm) / (2 * h), rtol=1e-6, atol=1e-9)
+
+
 def test_fast_is_sparse_and_accurate_on_ripley(fits, ripley):
     res = fits["binary"]
     _, _, P_test, t_test = ripley

@@ -48,8 +48,7 @@ from rvm_pymc.reference.fast import ADD, DELETE, REESTIMATE, _State, select_move
 
 __all__ = ["fast_classification"]
 
-_GRID = 33
-_GOLDEN_STEPS = 48
+_POLISH_STEPS = 3
 
 
 def _ell_shared(alpha, lam, q2):
@@ -57,52 +56,123 @@ def _ell_shared(alpha, lam, q2):
     return 0.5 * np.sum(-np.log1p(lam / alpha) + q2 / (alpha + lam), axis=-1)
 
 
+def ell_shared_derivatives(u, lam, q2):
+    """``ell`` and its first two derivatives in ``u = log alpha`` (``u`` of shape (M,)).
+
+    With ``d_k = alpha + lambda_k``, each direction contributes
+
+    .. math::
+
+        \\frac{d\\ell_k}{du} = \\tfrac12\\Big[\\frac{\\lambda_k}{d_k}
+            - \\frac{\\alpha \\tilde q_k^2}{d_k^2}\\Big], \\qquad
+        \\frac{d^2\\ell_k}{du^2} = -\\tfrac12\\Big[\\frac{\\alpha\\lambda_k}{d_k^2}
+            + \\frac{\\alpha \\tilde q_k^2 (\\lambda_k - \\alpha)}{d_k^3}\\Big].
+
+    Null directions (``lambda_k = q~_k^2 = 0``) contribute zero to all three.
+    """
+    alpha = np.exp(u)[:, None]
+    d = alpha + lam
+    ell = 0.5 * np.sum(-np.log1p(lam / alpha) + q2 / d, axis=-1)
+    aq = alpha * q2 / d**2
+    g = 0.5 * np.sum(lam / d - aq, axis=-1)
+    h = -0.5 * np.sum(alpha * lam / d**2 + aq * (lam - alpha) / d, axis=-1)
+    return ell, g, h
+
+
+def _poly_mul(a, b):
+    """Row-wise product of polynomials (coefficients highest power first)."""
+    out = np.zeros((a.shape[0], a.shape[1] + b.shape[1] - 1))
+    for i in range(b.shape[1]):
+        out[:, i : i + a.shape[1]] += a * b[:, i : i + 1]
+    return out
+
+
+def _stationary_points(lam, q2):
+    """Positive real roots of ``d ell / d alpha`` for rows with ``p >= 2`` nonzero directions.
+
+    ``lam`` and ``q2`` of shape (R, p), all ``lam > 0``, scaled so that the
+    largest ``lam`` of a row is one.  Multiplying ``d ell / d log alpha`` by
+    ``prod_j d_j^2`` gives the polynomial
+
+    .. math::
+
+        P(\\alpha) = \\sum_k \\big(\\lambda_k^2 + \\alpha(\\lambda_k - \\tilde q_k^2)\\big)
+            \\prod_{j \\ne k} (\\alpha + \\lambda_j)^2
+
+    of degree ``2 p - 1``, whose roots are found as the eigenvalues of its
+    companion matrix (all rows at once).  Returns (R, 2p - 1) candidate
+    values of ``alpha``, NaN where a root is not real and positive.
+    """
+    r, p = lam.shape
+    P = np.zeros((r, 2 * p))
+    for k in range(p):
+        term = np.column_stack([lam[:, k] - q2[:, k], lam[:, k] ** 2])
+        for j in range(p):
+            if j != k:
+                d2 = np.column_stack([np.ones(r), 2 * lam[:, j], lam[:, j] ** 2])
+                term = _poly_mul(term, d2)  # (alpha + lambda_j)^2
+        P += term
+    lead = P[:, 0]
+    size = np.max(np.abs(P), axis=1)
+    # sum(lambda - q2) = 0 puts a root at alpha = inf; a tiny leading coefficient moves it
+    # to a huge finite alpha, where ell is (numerically) zero as at alpha = inf.
+    tiny = 1e-14 * size
+    lead = np.where(np.abs(lead) < tiny, np.where(lead < 0, -tiny, tiny), lead)
+    deg = 2 * p - 1
+    comp = np.zeros((r, deg, deg))
+    comp[:, 0, :] = -P[:, 1:] / lead[:, None]
+    comp[:, np.arange(1, deg), np.arange(deg - 1)] = 1.0
+    roots = np.linalg.eigvals(comp)
+    real = (np.abs(roots.imag) <= 1e-7 * np.abs(roots)) & (roots.real > 0)
+    return np.where(real, roots.real, np.nan)
+
+
 def maximise_shared(lam: np.ndarray, q2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Maximise ``ell(alpha)`` for each row; returns (alpha*, ell*) with alpha* = inf if none > 0.
 
     ``lam`` and ``q2`` have shape (M, C): eigenvalues of ``s_m`` and squared
-    rotated qualities.
+    rotated qualities, with null directions set to zero (as :func:`rotate`
+    returns them; ``eigh`` sorts them first).  The global maximum is found
+    among all stationary points: closed form with one nonzero direction,
+    otherwise the positive real roots of a polynomial
+    (:func:`_stationary_points`), the best of which is polished by a few
+    safeguarded Newton steps in ``log alpha``.  ``ell`` is zero at
+    ``alpha = inf`` and tends to ``-inf`` as ``alpha -> 0``, so a maximum with
+    ``ell > 0`` is a stationary point.
     """
-    m = lam.shape[0]
-    rel = q2 > lam * (1.0 + 1e-12)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        opt = np.where(rel, lam**2 / np.where(rel, q2 - lam, 1.0), np.nan)
-    any_rel = rel.any(axis=1)
+    m, c = lam.shape
     alpha_best = np.full(m, np.inf)
     ell_best = np.zeros(m)
-    if not np.any(any_rel):
-        return alpha_best, ell_best
-    r = np.flatnonzero(any_rel)
-    lo_opt = np.nanmin(opt[r], axis=1)
-    hi_opt = np.nanmax(opt[r], axis=1)
-    tiny = 1e-300
-    lo = np.log(np.maximum(lo_opt, tiny)) - 1.0
-    hi = np.log(np.maximum(hi_opt, tiny)) + 3.0
-    L, Q2 = lam[r][:, None, :], q2[r][:, None, :]
-    u = lo[:, None] + (hi - lo)[:, None] * np.linspace(0.0, 1.0, _GRID)[None, :]
-    vals = _ell_shared(np.exp(u)[:, :, None], L, Q2)
-    i = np.argmax(vals, axis=1)
-    step = (hi - lo) / (_GRID - 1)
-    a = lo + np.maximum(i - 1, 0) * step
-    b = lo + np.minimum(i + 1, _GRID - 1) * step
-    # golden-section refinement inside the neighbouring grid cells
-    g = (np.sqrt(5.0) - 1.0) / 2.0
-    L, Q2 = lam[r], q2[r]
-    x1, x2 = b - g * (b - a), a + g * (b - a)
-    f1 = _ell_shared(np.exp(x1)[:, None], L, Q2)
-    f2 = _ell_shared(np.exp(x2)[:, None], L, Q2)
-    for _ in range(_GOLDEN_STEPS):
-        left = f1 > f2  # the maximum lies in [a, x2]
-        b = np.where(left, x2, b)
-        a = np.where(left, a, x1)
-        x1, x2 = b - g * (b - a), a + g * (b - a)
-        f1 = _ell_shared(np.exp(x1)[:, None], L, Q2)
-        f2 = _ell_shared(np.exp(x2)[:, None], L, Q2)
-    u_best = 0.5 * (a + b)
-    f_best = _ell_shared(np.exp(u_best)[:, None], L, Q2)
-    ok = f_best > 0
-    alpha_best[r[ok]] = np.exp(u_best[ok])
-    ell_best[r[ok]] = f_best[ok]
+    nonzero = lam > 0
+    p_row = np.count_nonzero(nonzero, axis=1)
+    some = np.any(q2 > lam * (1.0 + 1e-12), axis=1)  # else ell increases up to alpha = inf
+    for p in range(1, c + 1):
+        rows = np.flatnonzero((p_row == p) & some)
+        if rows.size == 0:
+            continue
+        # eigh sorts ascending and rotate zeroes the null directions: the p nonzero ones
+        # are the last p columns
+        L, Q2 = lam[rows, c - p :], q2[rows, c - p :]
+        if p == 1:
+            cand = L[:, :1] ** 2 / np.maximum(Q2[:, :1] - L[:, :1], 1e-300)
+        else:
+            scale = np.max(L, axis=1, keepdims=True)
+            cand = _stationary_points(L / scale, Q2 / scale) * scale
+        real = ~np.isnan(cand)
+        vals = _ell_shared(np.where(real, cand, 1.0)[:, :, None], L[:, None], Q2[:, None])
+        vals = np.where(real, vals, -np.inf)
+        i = np.argmax(vals, axis=1)
+        u = np.log(cand[np.arange(rows.size), i])
+        ok = np.isfinite(u)
+        u = np.where(ok, u, 0.0)
+        for _ in range(_POLISH_STEPS):
+            _, g, h = ell_shared_derivatives(u, L, Q2)
+            step = np.where(h < 0, -g / np.where(h < 0, h, -1.0), 0.0)
+            u = u + np.clip(step, -0.5, 0.5)
+        f = _ell_shared(np.exp(u)[:, None], L, Q2)
+        good = ok & (f > 0)
+        alpha_best[rows[good]] = np.exp(u[good])
+        ell_best[rows[good]] = f[good]
     return alpha_best, ell_best
 
 
