@@ -359,6 +359,60 @@ def test_shared_alpha_derivatives_match_finite_differences():
     np.testing.assert_allclose(hh, (gp - gm) / (2 * h), rtol=1e-6, atol=1e-9)
 
 
+def _linearised_problem(P, t, res):
+    """Weighted Gram ``Phi_a^T B Phi_a`` and ``b = Phi_a^T B t_hat`` at a fit's mode."""
+    from rvm_pymc.reference._laplace import hessian
+
+    Pa = P[:, res.active]
+    T = targets(t, res.classes)
+    W = res.mean.reshape(res.n_relevance, -1)
+    _, Y = log_likelihood(Pa @ W, T)
+    H_lik = hessian(Pa, Y, np.zeros(Pa.shape[1]))
+    b = H_lik @ W.T.ravel() + (Pa.T @ (T - Y)).T.ravel()
+    return H_lik, b, T.shape[1]
+
+
+@pytest.mark.parametrize("kind", ["binary", "softmax"])
+def test_linearised_evidence_derivatives_and_joint_optimum(kind, fits, ripley, three_class):
+    from scipy.optimize import minimize
+
+    from rvm_pymc.reference._fast_classification import (
+        linearised_evidence,
+        linearised_gradient_hessian,
+        maximise_linearised,
+    )
+
+    P, t = (ripley if kind == "binary" else three_class)[:2]
+    res = fits[kind]
+    H_lik, b, c = _linearised_problem(P, t, res)
+    rng = np.random.default_rng(3)
+    u = np.log(res.alpha) + 0.5 * rng.normal(size=res.alpha.size)
+    _, Sigma, mu = linearised_evidence(H_lik, b, u, c)
+    g, H = linearised_gradient_hessian(Sigma, mu, u, c)
+    h = 1e-5
+    for m in range(u.size):
+        e = np.zeros(u.size)
+        e[m] = h
+        Lp, Sp, mp = linearised_evidence(H_lik, b, u + e, c)
+        Lm, Sm, mm = linearised_evidence(H_lik, b, u - e, c)
+        assert g[m] == pytest.approx((Lp - Lm) / (2 * h), rel=1e-6, abs=1e-8)
+        gp = linearised_gradient_hessian(Sp, mp, u + e, c)[0]
+        gm = linearised_gradient_hessian(Sm, mm, u - e, c)[0]
+        np.testing.assert_allclose(H[:, m], (gp - gm) / (2 * h), rtol=1e-5, atol=1e-7)
+    # at the fast optimum the linearised problem is stationary (a fixed point) ...
+    g0, _ = linearised_gradient_hessian(
+        *linearised_evidence(H_lik, b, np.log(res.alpha), c)[1:], np.log(res.alpha), c
+    )
+    assert np.max(np.abs(g0)) < 1e-5
+    # ... and Newton from a perturbed start returns there; BFGS on -L agrees
+    new = maximise_linearised(H_lik, b, np.exp(u), c, tol=1e-10)
+    np.testing.assert_allclose(np.log(new), np.log(res.alpha), atol=1e-4)
+    opt = minimize(
+        lambda v: -linearised_evidence(H_lik, b, v, c)[0], u, method="BFGS", options={"gtol": 1e-9}
+    )
+    np.testing.assert_allclose(np.log(new), opt.x, atol=1e-4)
+
+
 def test_fast_is_sparse_and_accurate_on_ripley(fits, ripley):
     res = fits["binary"]
     _, _, P_test, t_test = ripley

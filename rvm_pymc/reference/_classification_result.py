@@ -59,8 +59,10 @@ class ClassificationResult(SparseFitMixin):
     trace : dict of ndarray
         Per iteration: ``"log_evidence"`` (Laplace, with hyperprior terms) and
         ``"n_active"``; the fast method also records ``"action"`` (0
-        re-estimate -- of all active precisions at once when that raises the
-        evidence --, 1 add, 2 delete).
+        re-estimate -- of all active precisions at once where possible --,
+        1 add, 2 delete).  The fast method's trace need not increase at every
+        re-estimation: its fixed points (shared with MacKay and EM) are where
+        the evidence *linearised at the mode* is stationary.
     """
 
     method: str

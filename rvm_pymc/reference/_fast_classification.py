@@ -30,8 +30,12 @@ contribution of basis ``m`` is
         + \\tilde q_k^2 / (\\alpha + \\lambda_k)\\right],
 
 a sum of terms each increasing below its own optimum
-``lambda_k^2 / (q~_k^2 - lambda_k)`` and decreasing above it; it is maximised
-numerically on the bracket spanned by those optima.
+``lambda_k^2 / (q~_k^2 - lambda_k)`` and decreasing above it (so possibly
+with several local maxima); its global maximum is found among the real roots
+of a polynomial (:func:`maximise_shared`).
+
+When re-estimation is the best move, all active precisions move together by
+a quasi-Newton step on the linearised problem (:func:`_reestimate`).
 
 References
 ----------
@@ -44,6 +48,7 @@ from __future__ import annotations
 import numpy as np
 
 from rvm_pymc.reference._laplace import find_mode, hessian_weights
+from rvm_pymc.reference._linalg import chol_solve_spd
 from rvm_pymc.reference.fast import ADD, DELETE, REESTIMATE, _State, select_move
 
 __all__ = ["fast_classification"]
@@ -238,6 +243,7 @@ class _LinearisedState(_State):
         self.G = np.empty((self.m, 0))
         self.W = np.empty((0, self.c))
         self.n_newton_failures = 0
+        self.newton_skip, self.newton_backoff = 0, 1  # see _reestimate
 
     @property
     def _w_active(self) -> np.ndarray:
@@ -270,6 +276,9 @@ class _LinearisedState(_State):
                     X[:, l, k * ma : (k + 1) * ma] = X[:, k, l * ma : (l + 1) * ma]
         S = Dg - (X @ self.Sigma) @ np.transpose(X, (0, 2, 1))
         Q = self.Phin.T @ (self.T - Y)
+        # Phi_a^T B Phi_a, class-major (c ma, c ma): the likelihood part of the Hessian
+        self.H_lik = np.transpose(X[idx], (1, 0, 2)).reshape(c * ma, c * ma)
+        self.Q_active = Q[idx]
         if c == 1:
             self.S, self.Q = S[:, 0, 0], Q[:, 0]
         else:
@@ -342,23 +351,187 @@ def _initial_basis(Phin: np.ndarray, T: np.ndarray, usable: np.ndarray) -> tuple
     return j0, alpha0
 
 
-def _reestimate(st: _LinearisedState, i: int, new_alpha: np.ndarray, relevant: np.ndarray):
-    """Re-estimate every relevant active precision at once, else only the ``i``-th.
+_LOG_ALPHA_CAP = np.log(1e12)  # on unit-norm columns; the basis is then all but pruned
 
-    When a re-estimation is the best move, all active precisions are set to
-    their linearised optima together and the mode is found once: after the
-    active set has settled this replaces many one-at-a-time moves (each
-    followed by a Newton solve) by a few joint ones.  The joint step is kept
-    when the Laplace evidence does not decrease; otherwise only basis ``i``
-    is re-estimated, as in Tipping & Faul (2003).
+
+def linearised_evidence(H_lik, b, u, c):
+    """Alpha-dependent part of the linearised (Gaussian) log evidence, with Sigma and mu.
+
+    ``L(u) = 1/2 [c sum(u) - log|H_lik + A| + b^T (H_lik + A)^-1 b]`` with
+    ``A = diag(exp(u))`` repeated for the ``c`` classes (class-major), the
+    log marginal likelihood of the IRLS problem ``t_hat ~ N(0, B^-1 + Phi A^-1 Phi^T)``
+    up to terms free of ``alpha``; ``b = Phi^T B t_hat``.
     """
+    H = H_lik.copy()
+    H[np.diag_indices_from(H)] += np.tile(np.exp(u), c)
+    Sigma, logdet = chol_solve_spd(H, "linearised posterior precision")
+    mu = Sigma @ b
+    return 0.5 * (c * float(np.sum(u)) - logdet + float(b @ mu)), Sigma, mu
+
+
+def linearised_gradient_hessian(Sigma, mu, u, c):
+    """Gradient and Hessian of :func:`linearised_evidence` in ``u = log alpha``.
+
+    With ``t_m = tr(Sigma_mm)``, ``r_m = ||mu_m||^2`` (the ``c`` weights of basis ``m``):
+
+    .. math::
+
+        g_m = \\tfrac12 [c - \\alpha_m (t_m + r_m)], \\qquad
+        H_{mn} = -\\tfrac12 \\delta_{mn} \\alpha_m (t_m + r_m)
+            + \\tfrac12 \\alpha_m \\alpha_n \\big(\\|\\Sigma_{mn}\\|_F^2
+            + 2 \\mu_m^\\top \\Sigma_{mn} \\mu_n\\big).
+    """
+    ma = u.size
+    alpha = np.exp(u)
+    S4 = Sigma.reshape(c, ma, c, ma)
+    M = mu.reshape(c, ma)
+    tr = np.einsum("kmkm->m", S4)
+    r = np.sum(M**2, axis=0)
+    g = 0.5 * (c - alpha * (tr + r))
+    F = np.einsum("kmln,kmln->mn", S4, S4) + 2.0 * np.einsum("km,kmln,ln->mn", M, S4, M)
+    H = 0.5 * alpha[:, None] * alpha[None, :] * F
+    H[np.diag_indices(ma)] -= 0.5 * alpha * (tr + r)
+    return g, H
+
+
+def maximise_linearised(H_lik, b, alpha, c, tol, max_iter=50):
+    """Maximise :func:`linearised_evidence` over all active ``log alpha`` by Newton's method.
+
+    A basis whose optimum given the others is ``alpha = inf``
+    (:func:`leaving_active`) is moved to ``_LOG_ALPHA_CAP`` at once (which
+    raises the objective) and held there; the deletion move then removes it.
+    For the others the Hessian is made negative definite (eigenvalues
+    reflected and bounded away from zero) where it is not, steps are limited
+    to 2 in ``log alpha`` and halved until the objective does not decrease.
+    Stops when every step is below ``tol``.  Returns the new ``alpha``.
+    """
+    u = np.log(alpha)
+    ma = u.size
+    L, Sigma, mu = linearised_evidence(H_lik, b, u, c)
+    for _ in range(max_iter):
+        free = u < _LOG_ALPHA_CAP
+        out = free & leaving_active(np.exp(u), mu.reshape(c, ma).T, Sigma)
+        if np.any(out) and np.count_nonzero(free & ~out) >= 1:
+            u = np.where(out, _LOG_ALPHA_CAP, u)
+            L, Sigma, mu = linearised_evidence(H_lik, b, u, c)
+            free &= ~out
+        g, H = linearised_gradient_hessian(Sigma, mu, u, c)
+        f = np.flatnonzero(free)
+        lam, V = np.linalg.eigh(-H[np.ix_(f, f)])
+        lam = np.maximum(np.abs(lam), 1e-8 * max(1.0, float(np.max(np.abs(lam)))))
+        step = np.zeros(ma)
+        step[f] = V @ ((V.T @ g[f]) / lam)
+        big = np.max(np.abs(step), initial=0.0)
+        if big > 2.0:
+            step *= 2.0 / big
+        eta = 1.0
+        while True:
+            u_new = np.minimum(u + eta * step, _LOG_ALPHA_CAP)
+            try:
+                L_new, Sigma_new, mu_new = linearised_evidence(H_lik, b, u_new, c)
+            except np.linalg.LinAlgError:
+                L_new = -np.inf
+            if L_new >= L - 1e-12 * (1.0 + abs(L)) or eta < 1e-6:
+                break
+            eta *= 0.5
+        if L_new < L - 1e-12 * (1.0 + abs(L)):
+            break
+        done = np.max(np.abs(u_new - u), initial=0.0) < tol
+        u, L, Sigma, mu = u_new, L_new, Sigma_new, mu_new
+        if done:
+            break
+    return np.exp(u)
+
+
+def stationarity_residual(st: _LinearisedState) -> float:
+    """``||g||`` of the linearised evidence at its own linearisation point.
+
+    ``g_m = 1/2 [c - alpha_m (tr Sigma_mm + ||w_m||^2)]`` with the Laplace
+    covariance and the mode: zero exactly at the fixed points shared by the
+    fast, MacKay and EM updates.
+    """
+    ma, c = st.W.shape
+    tr = np.einsum("kmkm->m", st.Sigma.reshape(c, ma, c, ma))
+    g = 0.5 * (c - st.alpha * (tr + np.sum(st.W**2, axis=1)))
+    return float(np.linalg.norm(g))
+
+
+# what resolve() computes from (active, alpha, W): saved to undo a rejected move
+_RESOLVED = ("post", "W", "Sigma", "lml", "S", "Q", "H_lik", "Q_active")
+
+
+def _try_newton(st: _LinearisedState, tol) -> bool:
+    """The joint quasi-Newton move of :func:`_reestimate`; False (state unchanged) if rejected."""
+    old_alpha, old_W = st.alpha.copy(), st.W.copy()
+    res0 = stationarity_residual(st)
+    b = st.H_lik @ st.W.T.ravel() + st.Q_active.T.ravel()
+    u0 = np.log(old_alpha)
+    try:
+        d = np.log(maximise_linearised(st.H_lik, b, old_alpha, st.c, tol)) - u0
+    except np.linalg.LinAlgError:
+        return False
+    saved = {k: getattr(st, k) for k in _RESOLVED}
+    for t in (1.0, 0.5):
+        st.alpha = np.exp(u0 + t * d)
+        try:
+            st.resolve()
+            if stationarity_residual(st) < res0:
+                return True
+        except np.linalg.LinAlgError:
+            pass
+        st.W = old_W
+    for k, v in saved.items():
+        setattr(st, k, v)
+    st.alpha = old_alpha
+    return False
+
+
+def _try_jacobi(st: _LinearisedState, new_alpha) -> bool:
+    """Every active precision to its one-at-a-time optimum at once, if the evidence rises."""
     old_alpha, old_W, old_lml = st.alpha.copy(), st.W.copy(), st.lml
-    if np.count_nonzero(relevant) > 1:
-        st.alpha = np.where(relevant, new_alpha, old_alpha)
+    st.alpha = new_alpha.copy()
+    try:
         st.resolve()
         if st.lml >= old_lml - 1e-12 * (1.0 + abs(old_lml)):
+            return True
+    except np.linalg.LinAlgError:
+        pass
+    st.alpha, st.W = old_alpha, old_W
+    return False
+
+
+def _reestimate(st: _LinearisedState, i: int, new_alpha: np.ndarray, relevant: np.ndarray, tol):
+    """Re-estimate all active precisions jointly, else only the ``i``-th.
+
+    When a re-estimation is the best move and every active basis is relevant,
+    first the active precisions move to the joint maximum of the
+    *linearised* evidence (the Gaussian IRLS problem at the current mode,
+    Newton's method in ``log alpha``: :func:`maximise_linearised`) and the
+    mode is found again.  This is a quasi-Newton step for the fixed-point
+    equations shared by the one-at-a-time moves and the MacKay/EM updates
+    (each alpha at its linearised optimum given the others; the Jacobian
+    misses only the change of the curvature ``B`` with the mode), which
+    individual updates approach only linearly on correlated bases.  Those
+    fixed points are not maxima of the Laplace evidence itself, so the step
+    is judged by :func:`stationarity_residual`: kept when the residual
+    decreases, halved once otherwise.  Where the curvature changes fast with
+    ``alpha`` the step fails; it is then not tried again for a number of
+    re-estimations that doubles with every failure.  Next comes the
+    simultaneous move of every relevant precision to its individual optimum,
+    kept when the Laplace evidence does not decrease, and last the
+    re-estimation of basis ``i`` alone, as in Tipping & Faul (2003).
+    """
+    if relevant.size > 1 and np.all(relevant):
+        if st.newton_skip > 0:
+            st.newton_skip -= 1
+        elif _try_newton(st, tol):
+            st.newton_backoff = 1
             return
-        st.alpha, st.W = old_alpha, old_W
+        else:
+            st.newton_skip = st.newton_backoff
+            st.newton_backoff = min(2 * st.newton_backoff, 32)
+    if np.count_nonzero(relevant) > 1 and _try_jacobi(st, np.where(relevant, new_alpha, st.alpha)):
+        return
     st.reestimate(i, new_alpha[i])
 
 
@@ -393,7 +566,7 @@ def fast_classification(Phin, T, usable, max_iter, tol, align_tol):
         else:
             i = st.active.index(j)
             if relevant[j]:
-                _reestimate(st, i, new_alpha[idx], relevant[idx])
+                _reestimate(st, i, new_alpha[idx], relevant[idx], tol)
                 action = REESTIMATE
             else:
                 st.delete(i)
