@@ -74,6 +74,41 @@ def line():
     return Phi, t, prior, _quadrature(Phi, t, prior)
 
 
+@pytest.mark.parametrize("rbf_width", [False, True])
+def test_marginal_logp_fast_gradient_equals_autodiff(rbf_width):
+    """The written-out gradient of the marginal model equals autodiff of marginal_logp."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    rng = np.random.default_rng(31)
+    X = np.sort(rng.uniform(-3, 3, 25))[:, None]
+    t = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(25)
+    C = np.linspace(-3, 3, 7)[:, None]
+    la, lb, lls = pt.dvector("la"), pt.dscalar("lb"), pt.dscalar("lls")
+    if rbf_width:
+        Phi = models.rbf_design(pt.constant(X), pt.constant(C), lls)
+        PtP, wrt = Phi.T @ Phi, [la, lb, lls]
+    else:
+        Phi_np = models.rbf_design(X, C, 0.3)
+        Phi, PtP, wrt = pt.constant(Phi_np), pt.constant(Phi_np.T @ Phi_np), [la, lb]
+    fns = []
+    for logp in (models.marginal_logp, models.marginal_logp_fast):
+        lp = logp(pt.constant(t), la, lb, Phi, PtP)
+        fns.append(
+            pytensor.function(
+                [la, lb, lls],
+                [lp, *pytensor.grad(lp, wrt)],
+                on_unused_input="ignore",
+                **FAST,
+            )
+        )
+    for scale in (1.0, 4.0):  # log alpha spread over up to e^{+-12}
+        x, y, z = scale * rng.standard_normal(8), rng.uniform(-1.0, 5.0), rng.uniform(-1.0, 1.0)
+        want, got = fns[0](x, y, z), fns[1](x, y, z)
+        for w, g in zip(want, got, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-7, atol=1e-9 * (1 + np.max(np.abs(w))))
+
+
 @pytest.mark.parametrize("sampler", ["collapsed", "joint"])
 def test_nuts_posterior_matches_quadrature(line, sampler):
     Phi, t, prior, truth = line
