@@ -245,6 +245,7 @@ class _LinearisedState(_State):
         self.W = np.empty((0, self.c))
         self.n_newton_failures = 0
         self.newton_skip, self.newton_backoff = 0, 1  # see _reestimate
+        self.joint_history: list = []  # (active, log alpha, step) of joint moves
         self.mode_tol = _MODE_TOL_LOOSE  # Newton tolerance of the mode; see fast_classification
 
     @property
@@ -485,14 +486,38 @@ def stationarity_residual(st: _LinearisedState) -> float:
 
 
 _MODE_TOL_LOOSE, _MODE_TOL_TIGHT = 1e-6, 1e-9
+_ANDERSON_MEMORY = 3
 _NEAR_CONVERGED = 1e-3  # largest |d log alpha| at which the tight tolerance is switched on
 
 # what resolve() computes from (active, alpha, W): saved to undo a rejected move
 _RESOLVED = ("post", "W", "Sigma", "lml", "S", "Q", "H_lik", "Q_active")
 
 
+def _anderson(history: list, u0: np.ndarray, d: np.ndarray) -> np.ndarray | None:
+    """Anderson-accelerated point from the recent joint steps on the same active set.
+
+    ``history`` holds ``(u_k, d_k)`` of the last accepted joint moves (``d_k`` the
+    quasi-Newton step at ``u_k``); with ``u0, d`` the current pair, the
+    combination of steps with the least squared residual ``d`` is extrapolated
+    (Anderson mixing, memory ``len(history)``).  None if not applicable.
+    """
+    if not history:
+        return None
+    dU = np.column_stack([u0 - uk for uk, _ in history])
+    dD = np.column_stack([d - dk for _, dk in history])
+    gamma, *_ = np.linalg.lstsq(dD, d, rcond=1e-10)
+    if not np.all(np.isfinite(gamma)):
+        return None
+    return u0 + d - (dU + dD) @ gamma
+
+
 def _try_newton(st: _LinearisedState, tol) -> bool:
-    """The joint quasi-Newton move of :func:`_reestimate`; False (state unchanged) if rejected."""
+    """The joint quasi-Newton move of :func:`_reestimate`; False (state unchanged) if rejected.
+
+    Consecutive joint moves on one active set converge linearly (the step
+    ignores the change of ``B``); their last few are combined by Anderson
+    mixing (:func:`_anderson`), tried first.
+    """
     old_alpha = st.alpha.copy()
     res0 = stationarity_residual(st)
     b = st.H_lik @ st.W.T.ravel() + st.Q_active.T.ravel()
@@ -501,19 +526,27 @@ def _try_newton(st: _LinearisedState, tol) -> bool:
         d = np.log(maximise_linearised(st.H_lik, b, old_alpha, st.c, tol)) - u0
     except np.linalg.LinAlgError:
         return False
+    key = tuple(st.active)
+    history = [(uk, dk) for k, uk, dk in st.joint_history if k == key][-_ANDERSON_MEMORY:]
+    proposals = [u0 + d, u0 + 0.5 * d]
+    accelerated = _anderson(history, u0, d)
+    if accelerated is not None and np.all(accelerated <= _LOG_ALPHA_CAP):
+        proposals.insert(0, accelerated)
     saved = {k: getattr(st, k) for k in _RESOLVED}
-    for t in (1.0, 0.5):
-        st.alpha = np.exp(u0 + t * d)
+    for u in proposals:
+        st.alpha = np.exp(u)
         st.W = st.predicted_mode(st.alpha)
         try:
             st.resolve()
             if stationarity_residual(st) < res0:
+                st.joint_history = [*((key, uk, dk) for uk, dk in history), (key, u0, d)]
                 return True
         except np.linalg.LinAlgError:
             pass
         for k, v in saved.items():
             setattr(st, k, v)
     st.alpha = old_alpha
+    st.joint_history = []
     return False
 
 
