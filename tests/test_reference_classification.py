@@ -413,6 +413,22 @@ def test_linearised_evidence_derivatives_and_joint_optimum(kind, fits, ripley, t
     np.testing.assert_allclose(np.log(new), opt.x, atol=1e-4)
 
 
+@pytest.mark.parametrize("kind", ["binary", "softmax"])
+def test_deletion_search_never_lowers_the_evidence_and_ends_at_a_fixed_point(
+    kind, fits, ripley, three_class
+):
+    P, t = (ripley if kind == "binary" else three_class)[:2]
+    greedy = fits[kind]
+    searched = fit_classification(P, t, deletion_tries=3)
+    assert searched.converged
+    assert searched.log_evidence >= greedy.log_evidence - 1e-6
+    # still a fixed point of the shared updates: MacKay started there stays there
+    res = fit_classification(P, t, method="mackay", alpha_init=searched.alpha_full())
+    assert res.converged and res.n_iter <= 3
+    assert res.active.tolist() == searched.active.tolist()
+    assert res.log_evidence == pytest.approx(searched.log_evidence, abs=1e-5)
+
+
 def test_fast_is_sparse_and_accurate_on_ripley(fits, ripley):
     res = fits["binary"]
     _, _, P_test, t_test = ripley
@@ -571,6 +587,10 @@ def test_bad_options(ripley):
         fit_classification(P, t, alpha_init=np.ones(P.shape[1]))
     with pytest.raises(ValueError, match="alpha_init must have shape"):
         fit_classification(P, t, method="em", alpha_init=np.ones(3))
+    with pytest.raises(ValueError, match="deletion_tries is used by method='fast' only"):
+        fit_classification(P, t, method="em", deletion_tries=2)
+    with pytest.raises(ValueError, match="deletion_tries must be an integer"):
+        fit_classification(P, t, deletion_tries=-1)
     with pytest.raises(ValueError, match="Phi_new must have shape"):
         fit_classification(P, t).predict(P[:, :5])
 

@@ -45,6 +45,8 @@ for sparse Bayesian models. *AISTATS 2003*.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 from scipy import linalg
 
@@ -600,26 +602,22 @@ def _reestimate(st: _LinearisedState, i: int, new_alpha: np.ndarray, relevant: n
     st.reestimate(i, new_alpha[i])
 
 
-def fast_classification(Phin, T, usable, max_iter, tol, align_tol):
-    """Run the sequential algorithm on normalised columns.
+def _sequential(
+    st: _LinearisedState, trace, max_iter, tol, align_tol, barred: int = -1
+) -> tuple[int, bool]:
+    """The add / delete / re-estimate loop from the current state; (iterations, converged).
 
-    Returns ``(active, alpha_n, W_n, trace, n_iter, converged)`` with ``W_n`` the
-    mode on the normalised columns.
-
-    The mode is found to a relative Newton step of ``_MODE_TOL_LOOSE`` while
-    the model is far from converged and of ``_MODE_TOL_TIGHT`` once no
-    deletion is pending and every re-estimation changes ``log alpha`` by less
-    than ``_NEAR_CONVERGED`` (or nothing improves); the convergence test is
-    only ever passed with the tight tolerance.
+    Basis ``barred`` (if >= 0) is never added (the trial deletions of
+    :func:`fast_classification`).
     """
-    st = _LinearisedState(Phin, T, usable)
-    j0, alpha0 = _initial_basis(Phin, T, usable)
-    st.add(j0, alpha0)
-    trace = {"log_evidence": [st.lml], "n_active": [1], "action": [ADD]}
     converged = False
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007
         delta, new_alpha, in_model, relevant, deletions, j = select_move(st, align_tol)
+        if barred >= 0 and not in_model[barred]:
+            delta[barred] = -np.inf
+            if j == barred:
+                j = int(np.argmax(delta))
         idx = np.asarray(st.active)
         best = delta[j]
         dlog = np.abs(np.log(new_alpha[idx]) - np.log(st.alpha))
@@ -655,4 +653,70 @@ def fast_classification(Phin, T, usable, max_iter, tol, align_tol):
         trace["log_evidence"].append(st.lml)
         trace["n_active"].append(len(st.active))
         trace["action"].append(action)
-    return np.asarray(st.active), st.alpha.copy(), st.W.copy(), trace, it, converged
+    return it, converged
+
+
+def _copy_state(st: _LinearisedState) -> _LinearisedState:
+    """A copy whose moves leave ``st`` untouched (the data arrays are shared)."""
+    new = copy.copy(st)
+    new.active = list(st.active)
+    new.alpha = st.alpha.copy()
+    new.joint_history = list(st.joint_history)
+    return new
+
+
+def fast_classification(Phin, T, usable, max_iter, tol, align_tol, deletion_tries=0):
+    """Run the sequential algorithm on normalised columns.
+
+    Returns ``(active, alpha_n, W_n, trace, n_iter, converged)`` with ``W_n`` the
+    mode on the normalised columns.
+
+    The mode is found to a relative Newton step of ``_MODE_TOL_LOOSE`` while
+    the model is far from converged and of ``_MODE_TOL_TIGHT`` once no
+    deletion is pending and every re-estimation changes ``log alpha`` by less
+    than ``_NEAR_CONVERGED`` (or nothing improves); the convergence test is
+    only ever passed with the tight tolerance.
+
+    The greedy sequence of moves can stop in a local optimum of the active
+    set that a deletion would leave for a better one (no single move sees
+    that: deleting a relevant basis lowers the evidence before the others
+    adapt).  With ``deletion_tries > 0``, after convergence the
+    ``deletion_tries`` active bases whose deletion costs least in the
+    linearised evidence are each deleted in turn and the sequential algorithm
+    is run again from there with that basis barred from returning; the first
+    outcome with a higher Laplace evidence is kept and the search repeats
+    from it (with the bar lifted).
+    """
+    st = _LinearisedState(Phin, T, usable)
+    j0, alpha0 = _initial_basis(Phin, T, usable)
+    st.add(j0, alpha0)
+    trace = {"log_evidence": [st.lml], "n_active": [1], "action": [ADD]}
+    n_iter, converged = _sequential(st, trace, max_iter, tol, align_tol)
+    improved = converged and deletion_tries > 0
+    while improved and len(st.active) > 1 and n_iter < max_iter:
+        improved = False
+        delta, *_ = st.candidates(0.0)
+        idx = np.asarray(st.active)
+        for i in np.argsort(-delta[idx], kind="stable")[:deletion_tries]:
+            trial = _copy_state(st)
+            gone = trial.active[int(i)]
+            trial.delete(int(i))
+            trial.mode_tol = _MODE_TOL_LOOSE
+            sub = {k: [] for k in trace}
+            sub["log_evidence"].append(trial.lml)
+            sub["n_active"].append(len(trial.active))
+            sub["action"].append(DELETE)
+            it, conv = _sequential(trial, sub, max_iter - n_iter, tol, align_tol, barred=gone)
+            n_iter += it
+            if conv and trial.lml > st.lml + 1e-6 * (1.0 + abs(st.lml)):
+                # lift the bar: the barred basis comes back if that raises the evidence
+                it, conv = _sequential(trial, sub, max_iter - n_iter, tol, align_tol)
+                n_iter += it
+                st, converged = trial, conv
+                for k in trace:
+                    trace[k] += sub[k]
+                improved = True
+                break
+            if n_iter >= max_iter:
+                break
+    return np.asarray(st.active), st.alpha.copy(), st.W.copy(), trace, n_iter, converged

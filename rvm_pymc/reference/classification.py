@@ -150,6 +150,7 @@ def fit_classification(
     tol: float = 1e-6,
     prune_threshold: float = 1e9,
     align_tol: float = 1e-3,
+    deletion_tries: int = 0,
 ) -> ClassificationResult:
     """Fit an RVM classifier by maximising the Laplace-approximated evidence.
 
@@ -191,6 +192,14 @@ def fit_classification(
     align_tol : float
         ``"fast"`` only: skip candidates whose normalised column has
         ``|cos| > 1 - align_tol`` with an active column.
+    deletion_tries : int
+        ``"fast"`` only: after convergence, delete each of the
+        ``deletion_tries`` active bases that cost least in the linearised
+        evidence in turn, re-run the sequential algorithm without it, and keep
+        the first outcome with a higher Laplace evidence (then search again).
+        The greedy algorithm often stops in a local optimum of the active set
+        that this leaves for a better one (higher evidence, usually fewer
+        relevance vectors), at several times the cost.  Default 0 (off).
 
     Returns
     -------
@@ -243,11 +252,14 @@ def fit_classification(
     if max_iter is None:
         max_iter = 10 * m + 100 if method == "fast" else 5000
     max_iter = check_int(max_iter, "max_iter", 1)
+    deletion_tries = check_int(deletion_tries, "deletion_tries", 0)
+    if deletion_tries and method != "fast":
+        raise ValueError(f"deletion_tries is used by method='fast' only; got method={method!r}")
 
     Phin, scale, usable = normalise_columns(Phi.copy(), "separate the classes")
 
     if method == "fast":
-        out = fast_classification(Phin, T, usable, max_iter, tol, align_tol)
+        out = fast_classification(Phin, T, usable, max_iter, tol, align_tol, deletion_tries)
     else:
         out = _full_reestimation(
             Phin, T, usable, scale, prior, max_iter, tol, prune_threshold, method, alpha_init
