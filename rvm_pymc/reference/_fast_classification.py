@@ -683,7 +683,8 @@ def fast_classification(Phin, T, usable, max_iter, tol, align_tol, deletion_trie
     adapt).  With ``deletion_tries > 0``, after convergence the
     ``deletion_tries`` active bases whose deletion costs least in the
     linearised evidence are each deleted in turn and the sequential algorithm
-    is run again from there with that basis barred from returning; the first
+    is run again from there with that basis barred from returning (for at
+    most twice the iterations of the first run, or 50); the first converged
     outcome with a higher Laplace evidence is kept and the search repeats
     from it (with the bar lifted).
     """
@@ -692,6 +693,7 @@ def fast_classification(Phin, T, usable, max_iter, tol, align_tol, deletion_trie
     st.add(j0, alpha0)
     trace = {"log_evidence": [st.lml], "n_active": [1], "action": [ADD]}
     n_iter, converged = _sequential(st, trace, max_iter, tol, align_tol)
+    n_greedy = n_iter
     improved = converged and deletion_tries > 0
     while improved and len(st.active) > 1 and n_iter < max_iter:
         improved = False
@@ -706,7 +708,8 @@ def fast_classification(Phin, T, usable, max_iter, tol, align_tol, deletion_trie
             sub["log_evidence"].append(trial.lml)
             sub["n_active"].append(len(trial.active))
             sub["action"].append(DELETE)
-            it, conv = _sequential(trial, sub, max_iter - n_iter, tol, align_tol, barred=gone)
+            budget = min(max_iter - n_iter, max(2 * n_greedy, 50))
+            it, conv = _sequential(trial, sub, budget, tol, align_tol, barred=gone)
             n_iter += it
             if conv and trial.lml > st.lml + 1e-6 * (1.0 + abs(st.lml)):
                 # lift the bar: the barred basis comes back if that raises the evidence
