@@ -8,11 +8,23 @@ of divergences, the worst R-hat, the smallest bulk ESS over ``log_beta`` and
 the ``log_alpha`` of the relevance vectors (the bases the reference solver
 keeps), and that ESS per second of sampling and of wall time.
 
-Each configuration runs in a fresh subprocess.  ``compile (cold)`` uses an
-empty PyTensor cache directory, ``compile (warm)`` a second run on the same
-cache (numpyro compiles with JAX, whose cache here is per process, so its cold
-and warm are alike).  Compile time is wall time minus PyMC's recorded
-``sampling_time``.
+Each configuration runs in a fresh subprocess, all with the same draws, tune
+and chains.  ``compile (cold)`` uses an empty PyTensor cache directory,
+``compile (warm)`` a second run on the same cache (numpyro compiles with JAX,
+whose cache here is per process, so its cold and warm are alike); the cold
+column is filled for the first preset of each sampler only.  Compile time is
+wall time minus the sampler's recorded ``sampling_time``.
+
+Which time the ESS is divided by: ``ESS/s`` divides by ``sampling_time`` as
+PyMC records it, tuning included, which differs by backend: PyMC's own NUTS
+times its chain loop, and with ``cores > 1`` (the default, one process per
+chain up to the number of CPUs) that includes starting the worker processes;
+nutpie times ``nutpie.sample`` (compiled beforehand, so compilation is
+excluded); numpyro times its sampler call, which includes JAX's
+just-in-time compilation (so numpyro's compile column understates its
+compilation and its ``ESS/s`` is conservative).  ``ESS/s wall`` divides by
+the wall time of the whole fit on a warm cache: model build, compilation,
+sampling and, for the collapsed sampler, the exact weight draws.
 
 Usage::
 
