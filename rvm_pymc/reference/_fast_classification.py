@@ -113,7 +113,14 @@ def _stationary_points(lam, q2):
     """
     r, p = lam.shape
     P = np.zeros((r, 2 * p))
-    for k in range(p):
+    if p == 2:  # the product written out
+        l1, l2 = lam[:, 0], lam[:, 1]
+        e1, e2 = l1 - q2[:, 0], l2 - q2[:, 1]
+        P[:, 0] = e1 + e2
+        P[:, 1] = 2.0 * (l2 * e1 + l1 * e2) + l1**2 + l2**2
+        P[:, 2] = l2**2 * e1 + l1**2 * e2 + 2.0 * l1 * l2 * (l1 + l2)
+        P[:, 3] = 2.0 * l1**2 * l2**2
+    for k in range(p if p != 2 else 0):
         term = np.column_stack([lam[:, k] - q2[:, k], lam[:, k] ** 2])
         for j in range(p):
             if j != k:
@@ -126,6 +133,9 @@ def _stationary_points(lam, q2):
     # to a huge finite alpha, where ell is (numerically) zero as at alpha = inf.
     tiny = 1e-14 * size
     lead = np.where(np.abs(lead) < tiny, np.where(lead < 0, -tiny, tiny), lead)
+    if p == 2:  # three classes: a cubic, solved in closed form
+        roots = _real_cubic_roots(P[:, 1:] / lead[:, None])
+        return np.where(roots > 0, roots, np.nan)
     deg = 2 * p - 1
     comp = np.zeros((r, deg, deg))
     comp[:, 0, :] = -P[:, 1:] / lead[:, None]
@@ -133,6 +143,33 @@ def _stationary_points(lam, q2):
     roots = np.linalg.eigvals(comp)
     real = (np.abs(roots.imag) <= 1e-7 * np.abs(roots)) & (roots.real > 0)
     return np.where(real, roots.real, np.nan)
+
+
+def _real_cubic_roots(abc: np.ndarray) -> np.ndarray:
+    """Real roots of ``x^3 + a x^2 + b x + c`` row by row, (R, 3), NaN where fewer.
+
+    Cardano's formula with one real root, the trigonometric form with three
+    (accurate enough as starting points: the chosen root is polished by
+    Newton's method afterwards).
+    """
+    a, b, c = abc[:, 0], abc[:, 1], abc[:, 2]
+    p = b - a**2 / 3.0
+    q = 2.0 * a**3 / 27.0 - a * b / 3.0 + c
+    disc = (q / 2.0) ** 2 + (p / 3.0) ** 3
+    out = np.full((a.size, 3), np.nan)
+    one = disc > 0
+    sq = np.sqrt(np.where(one, disc, 0.0))
+    t1 = np.cbrt(-q / 2.0 + sq) + np.cbrt(-q / 2.0 - sq)
+    out[one, 0] = t1[one]
+    three = ~one & (p < 0)
+    m = 2.0 * np.sqrt(np.where(three, -p / 3.0, 1.0))
+    arg = np.where(three, 3.0 * q / (p * m), 0.0)
+    theta = np.arccos(np.clip(arg, -1.0, 1.0)) / 3.0
+    for k in range(3):
+        out[three, k] = (m * np.cos(theta - 2.0 * np.pi * k / 3.0))[three]
+    triple = ~one & ~three  # p = q = 0
+    out[triple, 0] = 0.0
+    return out - a[:, None] / 3.0
 
 
 def maximise_shared(lam: np.ndarray, q2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -189,12 +226,42 @@ def rotate(s: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     Softmax weights are invariant to a common shift of all classes, so
     ``s_m 1 = 0`` and ``1^T q_m = 0`` exactly; that direction (and rounding
-    noise of the same size) is zeroed and then contributes nothing.
+    noise of the same size) is zeroed and then contributes nothing.  With
+    three classes the 2 x 2 problem orthogonal to it is solved in closed form.
     """
-    lam, V = np.linalg.eigh(s)
-    q2 = np.einsum("mkj,mk->mj", V, q) ** 2
+    if s.shape[1] == 3:
+        lam, q2 = _rotate3(s, q)
+    else:
+        lam, V = np.linalg.eigh(s)
+        q2 = np.einsum("mkj,mk->mj", V, q) ** 2
     null = lam <= 1e-10 * np.max(lam, axis=1, keepdims=True)
     return np.where(null, 0.0, lam), np.where(null, 0.0, q2)
+
+
+# orthonormal basis of the plane orthogonal to (1, 1, 1)
+_U3 = np.array([[1.0, -1.0, 0.0], [1.0, 1.0, -2.0]]).T / np.sqrt([2.0, 6.0])
+
+
+def _rotate3(s: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`rotate` for three classes: ``(1, 1, 1)`` is the null direction, eigenvalue 0.
+
+    ``s`` projected on the orthogonal plane is a symmetric 2 x 2 matrix
+    ``[[a, b], [b, c]]`` with eigenvalues ``(a + c)/2 -+ d``,
+    ``d = sqrt(((a - c)/2)^2 + b^2)``, and eigenvectors at the angle
+    ``theta = atan2(2 b, a - c) / 2``.  Returns eigenvalues ascending, the
+    null direction first, like ``eigh``.
+    """
+    sp = _U3.T @ s @ _U3
+    qp = q @ _U3
+    a, b, c = sp[:, 0, 0], 0.5 * (sp[:, 0, 1] + sp[:, 1, 0]), sp[:, 1, 1]
+    mid, d = 0.5 * (a + c), np.hypot(0.5 * (a - c), b)
+    theta = 0.5 * np.arctan2(2.0 * b, a - c)
+    cos, sin = np.cos(theta), np.sin(theta)
+    q_big = cos * qp[:, 0] + sin * qp[:, 1]
+    q_small = -sin * qp[:, 0] + cos * qp[:, 1]
+    lam = np.column_stack([np.zeros_like(a), mid - d, mid + d])
+    q2 = np.column_stack([np.zeros_like(a), q_small**2, q_big**2])
+    return lam, q2
 
 
 def leaving_active(alpha: np.ndarray, W: np.ndarray, cov: np.ndarray) -> np.ndarray:
