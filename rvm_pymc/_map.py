@@ -42,6 +42,9 @@ to the latent function of e^10 = 2e4 target sds.  Smaller precisions make the po
 precision numerically singular (e.g. along the class-shift direction of softmax)."""
 PRUNE_PRECISION = 1e12
 """``laplace="tipping"`` prunes a basis (alpha set to exp(50)) above this precision."""
+PRUNE_SETTLED = 1e-3
+"""Under the flat prior, ``laplace="tipping"`` prunes the bases leaving for ``alpha = inf``
+once no other ``log alpha`` moves by more than this (then iterates on to ``gtol``)."""
 
 
 # ----------------------------------------------------------- regression MAP
@@ -232,6 +235,42 @@ def map_regression(model, spec, *, draws, rng, initvals, max_iter, gtol, mode_kw
 # -------------------------------------------------------- classification MAP
 
 
+def _inverse(H: np.ndarray) -> np.ndarray:
+    """``H^-1`` of a positive definite matrix through :func:`spd_factor`."""
+    L, p = spd_factor(H)
+    Linv = linalg.solve_triangular(L, np.eye(len(p)), lower=True, check_finite=False)
+    return p[:, None] * (Linv.T @ Linv) * p[None, :]
+
+
+def _prunes(prior: HyperPrior) -> bool:
+    """Whether an irrelevant precision's optimum is at infinity (flat prior on log alpha)."""
+    return prior.a == 0.0 and prior.b == 0.0
+
+
+def _leaving(w: np.ndarray, hinv: np.ndarray, la: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """Free bases whose linearised evidence increases all the way to ``alpha = inf``.
+
+    Tipping & Faul's test on the Laplace posterior at the mode (for softmax, on
+    the K x K block of a basis, with its precision shared by the K weights):
+    the reference solver's rule for dropping a basis.  At least one basis is
+    always kept.
+    """
+    from rvm_pymc.reference._fast_classification import leaving_active
+
+    m = la.size
+    k = w.size // m
+    idx = np.flatnonzero(free)
+    ks = np.arange(k)
+    # (basis, class) ordering of the flat weights -> the reference's (class, basis)
+    cov = hinv.reshape(m, k, m, k)[np.ix_(idx, ks, idx, ks)]
+    cov = cov.transpose(1, 0, 3, 2).reshape(k * idx.size, k * idx.size)
+    out = np.zeros(m, dtype=bool)
+    out[idx] = leaving_active(np.exp(la[idx]), w.reshape(m, k)[idx], cov)
+    if idx.size and np.all(out[idx]):
+        out[idx[np.argmin(la[idx])]] = False
+    return out
+
+
 def _tipping_fixed_point(fns, la0, floor, prior: HyperPrior, max_iter: int, tol: float):
     """Tipping's re-estimation ``alpha = (gamma + 2a)/(w^2 + 2b)`` at the Laplace mode.
 
@@ -239,30 +278,38 @@ def _tipping_fixed_point(fns, la0, floor, prior: HyperPrior, max_iter: int, tol:
     columns of a basis (K = 1 for the binary model).  A precision above
     :data:`PRUNE_PRECISION` (or with ``gamma + 2a`` numerically zero) is set
     to ``exp(LOG_PRECISION_BOUND)`` and held there: the basis is pruned, as in
-    the reference solver.
+    the reference solver.  Under the flat prior (``a = b = 0``) an irrelevant
+    precision only creeps towards infinity (by a constant factor per
+    iteration); as in the reference solver, once the others have settled (to
+    :data:`PRUNE_SETTLED` in ``log alpha``) the bases whose linearised optimum
+    is ``alpha = inf`` (:func:`_leaving`) are pruned, and the iteration goes on
+    to ``tol`` until none is left.
     """
     la = np.array(la0, dtype=float)
     m = la.size
     w = np.zeros(int(np.prod(fns.shape)))
     step = np.inf
+    prunes = _prunes(prior)
     for it in range(1, max_iter + 1):
         w, H, _ = newton_mode(fns, w, la)
-        L, p = spd_factor(H)
-        hinv_diag = p**2 * np.sum(
-            linalg.solve_triangular(L, np.eye(len(p)), lower=True) ** 2, axis=0
-        )
+        hinv = _inverse(H)
         alpha = np.exp(la)
-        gamma = (1.0 - np.repeat(alpha, w.size // m) * hinv_diag).reshape(m, -1).sum(1)
+        gamma = (1.0 - np.repeat(alpha, w.size // m) * np.diag(hinv)).reshape(m, -1).sum(1)
         w2 = (w**2).reshape(m, -1).sum(1)
         num = gamma + 2 * prior.a
         with np.errstate(divide="ignore"):
             new = np.log(np.where(num > 0, num, 0.0)) - np.log(w2 + 2 * prior.b)
         pruned = (la >= LOG_PRECISION_BOUND) | ~(new < np.log(PRUNE_PRECISION))
         new = np.where(pruned, LOG_PRECISION_BOUND, np.maximum(new, floor))
-        step = float(np.max(np.abs(new - la)[~pruned], initial=0.0))
+        leaving = _leaving(w, hinv, la, ~pruned) if prunes else np.zeros(m, dtype=bool)
+        step = float(np.max(np.abs(new - la)[~pruned & ~leaving], initial=0.0))
         newly_pruned = bool(np.any(pruned & (la < LOG_PRECISION_BOUND)))
+        settled = step <= tol and not newly_pruned
+        if step <= max(tol, PRUNE_SETTLED) and not newly_pruned and np.any(leaving):
+            new[leaving] = LOG_PRECISION_BOUND
+            settled = False
         la = new
-        if step <= tol and not newly_pruned:
+        if settled:
             return la, it, True
     warnings.warn(
         f"Tipping's re-estimation did not converge in {max_iter} iterations (last max "
@@ -271,6 +318,49 @@ def _tipping_fixed_point(fns, la0, floor, prior: HyperPrior, max_iter: int, tol:
         stacklevel=4,
     )
     return la, max_iter, False
+
+
+def _prune_exact(fns, fun, la, bounds, max_iter, gtol):
+    """Prune the bases L-BFGS-B left creeping towards ``alpha = inf``, then re-polish.
+
+    Under the flat prior the Laplace evidence of an irrelevant basis rises
+    towards its supremum at ``alpha = inf`` with a gradient that vanishes like
+    ``1/alpha``, so the optimiser stops at a large finite value.  Candidates
+    are the bases with :func:`_leaving`; they are set to the upper bound
+    together, and that is accepted only if the evidence does not fall by more
+    than ``1e-9 (1 + |J|)`` (their whole contribution is negligible);
+    otherwise the half with the largest precisions is tried.  The others are
+    then re-optimised with the pruned ones held at the bound.
+    """
+    res = None
+    for _ in range(la.size):
+        w, H, _ = newton_mode(fns, np.zeros(int(np.prod(fns.shape))), la)
+        J0 = float(fns.outer(w, la)[0])
+        free = la < LOG_PRECISION_BOUND
+        cand = _leaving(w, _inverse(H), la, free)
+        accepted = None
+        while np.any(cand):
+            trial = la.copy()
+            trial[cand] = LOG_PRECISION_BOUND
+            w1, _, ok = newton_mode(fns, w, trial)
+            if ok and float(fns.outer(w1, trial)[0]) >= J0 - 1e-9 * (1.0 + abs(J0)):
+                accepted = trial
+                break
+            cut = np.median(la[cand])
+            smaller = cand & (la > cut)
+            if smaller.sum() == cand.sum():
+                break
+            cand = smaller
+        if accepted is None:
+            return la, res
+        la = accepted
+        fixed = [
+            (LOG_PRECISION_BOUND, LOG_PRECISION_BOUND) if v >= LOG_PRECISION_BOUND else b
+            for v, b in zip(la, bounds, strict=True)
+        ]
+        res, _, _ = _lbfgs(fun, la, fixed, max_iter, gtol, "Laplace type-II MAP")
+        la = res.x
+    return la, res
 
 
 def map_classification(model, spec, *, draws, rng, initvals, max_iter, gtol, mode_kw, laplace):
@@ -303,6 +393,17 @@ def map_classification(model, spec, *, draws, rng, initvals, max_iter, gtol, mod
 
         res, converged, pgrad = _lbfgs(fun, la0, bounds, max_iter, gtol, "Laplace type-II MAP")
         la, n_iter, message = res.x, int(res.nit), str(res.message)
+        if _prunes(spec.prior):
+            la, polish = _prune_exact(fns, fun, la, bounds, max_iter, gtol)
+            if polish is not None:
+                n_iter += int(polish.nit)
+                message = str(polish.message)
+                fixed = [
+                    (LOG_PRECISION_BOUND, LOG_PRECISION_BOUND) if v >= LOG_PRECISION_BOUND else b
+                    for v, b in zip(la, bounds, strict=True)
+                ]
+                pgrad = _projected_grad(polish.x, polish.jac, fixed)
+                converged = bool(polish.success) or pgrad <= 1e3 * gtol
     w_star, H, ok = newton_mode(fns, np.zeros(int(np.prod(fns.shape))), la)
     if not ok:
         warnings.warn(

@@ -11,7 +11,7 @@ from scipy.special import expit, log_expit
 
 pm = pytest.importorskip("pymc")
 
-from rvm_pymc import inference, models  # noqa: E402
+from rvm_pymc import _map, inference, models  # noqa: E402
 from rvm_pymc._laplace import compile_laplace, newton_mode  # noqa: E402
 from rvm_pymc.priors import resolve_prior  # noqa: E402
 from rvm_pymc.reference import (  # noqa: E402
@@ -367,6 +367,38 @@ def test_softmax_map_matches_reference_fixed_point():
     p = np.exp(logits - logits.max(1, keepdims=True))
     p /= p.sum(1, keepdims=True)
     np.testing.assert_allclose(p, ref.predict_proba(Pt, moderated=False), atol=1e-3)
+
+
+def _three_class_problem(seed=4):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((120, 2))
+    y = np.digitize(X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.standard_normal(120), [-0.6, 0.6])
+    centres = 1.5 * rng.standard_normal((12, 2))
+    return _rbf(X, centres, np.sqrt(2.0)), y
+
+
+def test_softmax_map_prunes_like_the_reference_under_the_flat_prior():
+    """Flat prior: irrelevant precisions creep to infinity; both MAP paths prune them."""
+    Phi, y = _three_class_problem()
+    ref = fit_classification(Phi, y, method="mackay", prior="evidence", tol=1e-10, max_iter=20_000)
+    assert ref.converged and 0 < ref.active.size < 12
+    model = models.classification_softmax(Phi, y, prior="evidence")
+    tipping = inference.fit_map(
+        model, laplace="tipping", gtol=1e-10, draws=10, compile_kwargs=FAST
+    )
+    assert tipping.attrs["converged"] and tipping.attrs["n_iter"] < 500
+    alpha = _post(tipping, "alpha")
+    pruned = np.setdiff1d(np.arange(12), ref.active)
+    np.testing.assert_array_equal(np.log(alpha[pruned]), _map.LOG_PRECISION_BOUND)
+    np.testing.assert_allclose(alpha[ref.active], ref.alpha, rtol=1e-6)
+    exact = inference.fit_map(model, draws=10, compile_kwargs=FAST)
+    assert exact.attrs["converged"]
+    la_ex = np.log(_post(exact, "alpha"))
+    # the same bases are pruned (held at the bound), the others stay well below it
+    np.testing.assert_array_equal(la_ex[pruned], _map.LOG_PRECISION_BOUND)
+    assert np.all(la_ex[ref.active] < 10.0)
+    # the exact path maximises J, so it is no lower than at Tipping's fixed point
+    assert exact.attrs["log_evidence"] >= tipping.attrs["log_evidence"] - 1e-9
 
 
 def test_exact_laplace_map_improves_on_tipping_by_order_one_over_n():
