@@ -180,21 +180,21 @@ _VARIANT = "the same check without the read-only/float32 variation runs"
 
 
 _MAP_RVC = (
-    "RVC(method='map') on scikit-learn's small separable blob data: "
-    "rvm_pymc.inference.fit_map raises LinAlgError ('the negative Hessian is not positive "
-    "definite') inside its Laplace mode search with the flat 'evidence' prior, after up to "
-    "minutes; a limitation of the inference module, not of the estimator (the reference "
-    "fit passes on the same data; RVC map is tested on Ripley data above)"
+    "RVC(method='map') fits a softmax/binary Laplace type-II MAP per check (a compiled "
+    "PyTensor graph with the exact third-derivative gradient); the fitting checks pass but "
+    "together take about 15 minutes on 2 cores (60 passed in 884 s on 2026-11-21), so they "
+    "run under -m slow in test_reduced_sklearn_checks_map_rvc_slow"
 )
 
 
-def _run_check(estimator, check) -> None:
+def _run_check(estimator, check, *, skip_map_rvc: bool = True) -> None:
     name = getattr(check, "func", check).__name__
     if name in SKIPPED:
         pytest.skip(f"{name}: {SKIPPED[name]}")
     if getattr(check, "keywords", None):
         pytest.skip(f"{name}{check.keywords}: {_VARIANT}")
-    if isinstance(estimator, RVC) and estimator.method == "map" and name not in _NO_FIT:
+    is_map_rvc = isinstance(estimator, RVC) and estimator.method == "map"
+    if skip_map_rvc and is_map_rvc and name not in _NO_FIT:
         pytest.skip(f"{name}: {_MAP_RVC}")
     check(estimator)
 
@@ -226,6 +226,13 @@ _COMMON = {"gamma": 1.0, "draws": 20}
 )
 def test_reduced_sklearn_checks_map(estimator, check):
     _run_check(estimator, check)
+
+
+@pytest.mark.slow
+@parametrize_with_checks([RVC(method="map", sampler_kwargs=FAST, **_COMMON)])
+def test_reduced_sklearn_checks_map_rvc_slow(estimator, check):
+    """The fitting checks that the default run skips for RVC(method="map") (about 15 minutes)."""
+    _run_check(estimator, check, skip_map_rvc=False)
 
 
 @pytest.mark.slow
