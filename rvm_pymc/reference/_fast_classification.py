@@ -351,6 +351,7 @@ class _LinearisedState(_State):
         # Phi_a^T B Phi_a, class-major (c ma, c ma): the likelihood part of the Hessian
         self.H_lik = np.transpose(X[idx], (1, 0, 2)).reshape(c * ma, c * ma)
         self.Q_active = Q[idx]
+        self.X = X
         if c == 1:
             self.S, self.Q = S[:, 0, 0], Q[:, 0]
         else:
@@ -358,10 +359,20 @@ class _LinearisedState(_State):
 
     # -- moves: change the model, then re-find the mode ----------------------
     def add(self, j: int, alpha_j: float) -> None:
+        c = self.c
+        if self.active:
+            # warm start: the mode of the linearised problem with basis j added
+            # (one Newton step from the current mode with w_j = 0)
+            S_j = np.atleast_2d(self.S[j])
+            w_j = np.linalg.solve(alpha_j * np.eye(c) + S_j, np.atleast_1d(self.Q[j]))
+            shift = -(self.Sigma @ (self.X[j].T @ w_j)).reshape(c, -1).T
+            W0 = np.vstack([self.W + shift, w_j])
+        else:
+            W0 = np.zeros((1, c))
         self.G = np.column_stack([self.G, self._cosines(j)])
         self.active.append(j)
         self.alpha = np.append(self.alpha, alpha_j)
-        self.W = np.vstack([self.W, np.zeros((1, self.c))])
+        self.W = W0
         self.resolve()
 
     def predicted_mode(self, alpha_new: np.ndarray) -> np.ndarray:
@@ -559,7 +570,7 @@ _ANDERSON_MEMORY = 3
 _NEAR_CONVERGED = 1e-3  # largest |d log alpha| at which the tight tolerance is switched on
 
 # what resolve() computes from (active, alpha, W): saved to undo a rejected move
-_RESOLVED = ("post", "W", "Sigma", "lml", "S", "Q", "H_lik", "Q_active")
+_RESOLVED = ("post", "W", "Sigma", "lml", "S", "Q", "H_lik", "Q_active", "X")
 
 
 def _anderson(history: list, u0: np.ndarray, d: np.ndarray) -> np.ndarray | None:
