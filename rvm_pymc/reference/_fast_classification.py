@@ -50,8 +50,7 @@ import copy
 import numpy as np
 from scipy import linalg
 
-from rvm_pymc.reference._laplace import find_mode, hessian_weights
-from rvm_pymc.reference._linalg import chol_solve_spd
+from rvm_pymc.reference._laplace import find_mode, hessian_weights, spd_inverse
 from rvm_pymc.reference.fast import ADD, DELETE, REESTIMATE, _State, select_move
 
 __all__ = ["fast_classification"]
@@ -465,7 +464,7 @@ def linearised_evidence(H_lik, b, u, c):
     """
     H = H_lik.copy()
     H[np.diag_indices_from(H)] += np.tile(np.exp(u), c)
-    Sigma, logdet = chol_solve_spd(H, "linearised posterior precision")
+    Sigma, logdet = spd_inverse(H, "linearised posterior precision")
     mu = Sigma @ b
     return 0.5 * (c * float(np.sum(u)) - logdet + float(b @ mu)), Sigma, mu
 
