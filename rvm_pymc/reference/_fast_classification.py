@@ -336,16 +336,21 @@ class _LinearisedState(_State):
         self.W, self.Sigma, self.lml = post.mean, post.cov, post.log_evidence
         Y, ma, c = post.probs, idx.size, self.c
         # X[m, k, l * ma + j] = sum_n phi_nm B_n,kl phi_nj ; Dg[m, k, l] = phi_m^T B_kl phi_m
+        # (the c (c + 1) / 2 distinct weightings in one product each)
+        pairs = [(k, l) for k in range(c) for l in range(k, c)]
+        Wt = np.column_stack([hessian_weights(Y, k, l) for k, l in pairs])  # (N, pairs)
+        XP = (self.Phin.T @ (Wt[:, :, None] * Pa[:, None, :]).reshape(self.n, -1)).reshape(
+            self.m, len(pairs), ma
+        )
+        DP = self.Phin2.T @ Wt
         X = np.empty((self.m, c, c * ma))
         Dg = np.empty((self.m, c, c))
-        for k in range(c):
-            for l in range(k, c):
-                w = hessian_weights(Y, k, l)
-                X[:, k, l * ma : (l + 1) * ma] = self.Phin.T @ (w[:, None] * Pa)
-                Dg[:, k, l] = Dg[:, l, k] = self.Phin2.T @ w
-                if l != k:
-                    X[:, l, k * ma : (k + 1) * ma] = X[:, k, l * ma : (l + 1) * ma]
-        S = Dg - (X @ self.Sigma) @ np.transpose(X, (0, 2, 1))
+        for p, (k, l) in enumerate(pairs):
+            X[:, k, l * ma : (l + 1) * ma] = XP[:, p]
+            X[:, l, k * ma : (k + 1) * ma] = XP[:, p]
+            Dg[:, k, l] = Dg[:, l, k] = DP[:, p]
+        Z = (X.reshape(self.m * c, c * ma) @ self.Sigma).reshape(self.m, c, c * ma)
+        S = Dg - Z @ np.transpose(X, (0, 2, 1))
         Q = self.Phin.T @ (self.T - Y)
         # Phi_a^T B Phi_a, class-major (c ma, c ma): the likelihood part of the Hessian
         self.H_lik = np.transpose(X[idx], (1, 0, 2)).reshape(c * ma, c * ma)

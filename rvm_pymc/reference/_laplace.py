@@ -135,13 +135,22 @@ def hessian_weights(Y: np.ndarray, k: int, l: int) -> np.ndarray:
 def hessian(Phi: np.ndarray, Y: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     """Hessian of the negative log posterior, class-major, of shape (M C, M C)."""
     m, c = Phi.shape[1], Y.shape[1]
+    if c == 1:
+        H = Phi.T @ ((Y[:, 0] * (1.0 - Y[:, 0]))[:, None] * Phi)
+        H[np.diag_indices_from(H)] += alpha
+        return H
+    # the c (c + 1) / 2 distinct blocks in one product
+    pairs = [(k, l) for k in range(c) for l in range(k, c)]
+    Wt = np.column_stack([hessian_weights(Y, k, l) for k, l in pairs])
+    blocks = (Phi.T @ (Wt[:, :, None] * Phi[:, None, :]).reshape(Phi.shape[0], -1)).reshape(
+        m, len(pairs), m
+    )
     H = np.empty((m * c, m * c))
-    for k in range(c):
-        for l in range(k, c):
-            blk = Phi.T @ (hessian_weights(Y, k, l)[:, None] * Phi)
-            H[k * m : (k + 1) * m, l * m : (l + 1) * m] = blk
-            if l != k:
-                H[l * m : (l + 1) * m, k * m : (k + 1) * m] = blk.T
+    for p, (k, l) in enumerate(pairs):
+        blk = blocks[:, p]
+        H[k * m : (k + 1) * m, l * m : (l + 1) * m] = blk
+        if l != k:
+            H[l * m : (l + 1) * m, k * m : (k + 1) * m] = blk.T
     H[np.diag_indices_from(H)] += np.tile(alpha, c)
     return H
 
