@@ -63,9 +63,13 @@ def worker(mode: str) -> list[dict]:
         fun, names, sizes, unflatten = _map._flat_objective(model, {"mode": mode})
         fun(np.zeros(sum(sizes)))  # first call finishes lazy compilation
         t1 = time.perf_counter()
+        # the steps of rvm_pymc._map.map_regression (fit_map), timed apart from compilation
         start = _map._regression_start(model, spec, t, model.initial_point())
         x0 = np.concatenate([np.ravel(start[n]) for n in names])
-        res, converged, _ = _map._lbfgs(fun, x0, _map._bounds(names, sizes), 5000, 1e-8, "MAP")
+        bounds = _map._bounds(names, sizes, _map._alpha_bounds(Phi, float(np.var(t)) or 1.0))
+        lo = [-np.inf if b[0] is None else b[0] for b in bounds]
+        hi = [np.inf if b[1] is None else b[1] for b in bounds]
+        res, converged, _ = _map._lbfgs(fun, np.clip(x0, lo, hi), bounds, 5000, 1e-8, "MAP")
         t2 = time.perf_counter()
         opt = unflatten(res.x)
         alpha, beta = np.exp(opt["log_alpha"]), float(np.exp(opt["log_beta"]))

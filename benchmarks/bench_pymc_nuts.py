@@ -32,6 +32,14 @@ Usage::
         [--chains 2]
         [--samplers pymc,nutpie,numpyro,pymc:nc,numpyro:nc,collapsed,collapsed:nutpie,...]
         [--presets weakly_informative,near_improper]
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_pymc_nuts.py --gradient-timing
+
+``--gradient-timing`` prints the cost of one log density + gradient
+evaluation of the collapsed (marginal) model with its written-out gradient
+(what ``regression_marginal`` builds), of the same density differentiated by
+PyTensor through the Cholesky factorisation (``models.marginal_logp``, the
+graph the marginal model used before), and of the joint model, all compiled
+by PyTensor's default (Numba) backend as PyMC's NUTS calls them.
 
 nutpie and numpyro are skipped (with a note) when not importable.
 
@@ -127,6 +135,66 @@ def worker(sampler: str, preset: str, draws: int, tune: int, chains: int, seed: 
     }
 
 
+def gradient_timing(n_eval: int = 3000) -> None:
+    """Microseconds per compiled log density + gradient call (PyMC's NUTS path)."""
+    import warnings
+
+    import pymc as pm
+
+    from rvm_pymc import models
+    from rvm_pymc._likelihoods import _marginal_random
+
+    warnings.simplefilter("ignore")
+    Phi, t, _ = problem()
+
+    def autodiff_marginal():
+        # regression_marginal's model with the plain graph of models.marginal_logp
+        prior = models.model_spec(models.regression_marginal(Phi, t)).prior
+        coords = {"basis": np.arange(Phi.shape[1]), "obs": np.arange(len(t))}
+        with pm.Model(coords=coords) as model:
+            Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
+            t_d = pm.Data("t", t, dims="obs")
+            la = models._ard_precisions(prior)
+            lb = models._noise_precision(prior)
+            PtP_d = pm.Data("PhiTPhi", Phi.T @ Phi)
+            pm.CustomDist(
+                "t_obs",
+                la,
+                lb,
+                Phi_d,
+                PtP_d,
+                logp=models.marginal_logp,
+                random=_marginal_random,
+                signature="(m),(),(n,m),(m,m)->(n)",
+                observed=t_d,
+                dims="obs",
+            )
+        return model
+
+    builds = {
+        "collapsed, written-out gradient": lambda: models.regression_marginal(Phi, t),
+        "collapsed, autodiff through Cholesky": autodiff_marginal,
+        "joint (centred)": lambda: models.regression_joint(Phi, t),
+    }
+    print(f"noisy sinc N=100, M=101; logp + gradient, Numba backend, {n_eval} calls")
+    for name, build in builds.items():
+        model = build()
+        t0 = time.perf_counter()
+        f = model.logp_dlogp_function(ravel_inputs=True)
+        f.set_extra_values({})
+        x = np.concatenate([np.ravel(v) for v in model.initial_point().values()])
+        fn = f._pytensor_function
+        fn(x)
+        compile_s = time.perf_counter() - t0
+        best = np.inf
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for _ in range(n_eval):
+                fn(x)
+            best = min(best, (time.perf_counter() - t0) / n_eval)
+        print(f"{name:<38} {best * 1e6:8.1f} us/eval (best of 3)   compile {compile_s:5.1f} s")
+
+
 def run(sampler, preset, args, cache_dir) -> dict:
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     env["PYTENSOR_FLAGS"] = f"base_compiledir={cache_dir}"
@@ -162,8 +230,12 @@ def main(argv=None) -> None:
     parser.add_argument("--chains", type=int, default=2)
     parser.add_argument("--samplers", default=",".join(SAMPLERS))
     parser.add_argument("--presets", default=",".join(PRESETS))
+    parser.add_argument("--gradient-timing", action="store_true")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.gradient_timing:
+        gradient_timing()
+        return
     if args.worker:
         sampler, preset = args.worker.split(",")
         print(json.dumps(worker(sampler, preset, args.draws, args.tune, args.chains, 1)))
