@@ -250,6 +250,24 @@ def test_fast_and_mackay_agree_softmax():
     assert fast.active.tolist() == mackay.active.tolist()
 
 
+def test_mackay_drops_a_creeping_basis_without_stalling():
+    """Regression test: a basis on its way to alpha = inf kept the others moving by ~1e-9
+    per iteration, so MacKay at tol=1e-10 ran 20000 iterations without converging."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((120, 2))
+    y = np.digitize(X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.standard_normal(120), [-0.6, 0.6])
+    centres = 1.5 * rng.standard_normal((12, 2))
+    P = np.exp(-((X[:, None, :] - centres[None]) ** 2).sum(-1) / 4.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        fit = fit_classification(P, y, method="mackay", tol=1e-10, max_iter=2000)
+    assert fit.converged and fit.n_iter < 1000
+    assert fit.active.tolist() == [4, 5, 9, 10]
+    # a fixed point: another full pass leaves every precision where it is
+    again = fit_classification(P, y, method="mackay", tol=1e-10, alpha_init=fit.alpha_full())
+    np.testing.assert_allclose(again.alpha, fit.alpha, rtol=1e-8)
+
+
 @pytest.mark.parametrize("kind", ["binary", "softmax"])
 @pytest.mark.parametrize("method", ["mackay", "em"])
 def test_full_reestimation_started_at_fast_optimum_stays_there(

@@ -43,6 +43,11 @@ from rvm_pymc.reference._options import (
 
 __all__ = ["ClassificationResult", "fit_classification", "laplace_posterior"]
 
+LEAVING_SETTLED = 1e-3
+"""Under the flat prior, full re-estimation drops the bases whose linearised optimum is
+``alpha = inf`` once no other ``log alpha`` moves by more than this (then iterates on to
+``tol``)."""
+
 
 def encode_labels(y) -> tuple[np.ndarray, np.ndarray]:
     """Validate class labels; return ``(classes, T)``.
@@ -330,6 +335,7 @@ def _full_reestimation(
     n = Phin.shape[0]
     c = T.shape[1]
     b_n = prior.b * scale**2
+    flat = prior.a == 0.0 and prior.b == 0.0
     if alpha_init is None:
         active = np.flatnonzero(usable)
         # Start with an average prior variance of one for the latent function.
@@ -362,15 +368,22 @@ def _full_reestimation(
             keep[np.argmin(new_alpha)] = True
             new_alpha = np.minimum(new_alpha, prune_level)
         pruned = not np.all(keep)
-        # A basis whose linearised optimum is alpha = inf is on its way out; its
-        # alpha may grow by a constant factor per iteration for a long time, so it
-        # does not hold up convergence and is dropped once the rest has settled.
+        # A basis whose linearised optimum is alpha = inf is on its way out.  Under
+        # the flat prior its alpha may grow by a constant factor per iteration for
+        # a long time, and the others keep moving (slightly) while it does: it is
+        # dropped once the rest has settled to LEAVING_SETTLED, and the iteration
+        # goes on to tol.  Under a proper prior its alpha stays finite: the others
+        # converge with it, and it is dropped at the end.
         leaving = leaving_active(alpha, W, post.cov)
-        dlog = np.abs(np.log(new_alpha) - np.log(alpha))
-        settled = np.all((dlog < tol) | leaving) and not np.all(leaving)
-        if not pruned and settled:
+        if np.all(leaving):
+            leaving[:] = False
+        dlog = np.abs(np.log(new_alpha) - np.log(alpha))[~leaving]
+        early = flat and np.any(leaving) and np.all(dlog < max(tol, LEAVING_SETTLED))
+        if not pruned and early:
+            keep = keep & ~leaving
+        elif not pruned and np.all(dlog < tol):
             converged = True
-            keep = ~leaving
+            keep = keep & ~leaving
         active, alpha, W = active[keep], new_alpha[keep], W[keep]
         if converged:
             break
