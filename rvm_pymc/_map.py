@@ -32,6 +32,8 @@ from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.models import ModelSpec, log_gamma_normaliser
 from rvm_pymc.priors import HyperPrior
 from rvm_pymc.reference import log_evidence, log_marginal_likelihood
+from rvm_pymc.reference._laplace import spd_inverse
+from rvm_pymc.reference.classification import LEAVING_SETTLED
 
 LOG_PRECISION_BOUND = 50.0
 """Upper bound of the free log precisions in type-II MAP (a pruned basis sits there)."""
@@ -42,9 +44,6 @@ to the latent function of e^10 = 2e4 target sds.  Smaller precisions make the po
 precision numerically singular (e.g. along the class-shift direction of softmax)."""
 PRUNE_PRECISION = 1e12
 """``laplace="tipping"`` prunes a basis (alpha set to exp(50)) above this precision."""
-PRUNE_SETTLED = 1e-3
-"""Under the flat prior, ``laplace="tipping"`` prunes the bases leaving for ``alpha = inf``
-once no other ``log alpha`` moves by more than this (then iterates on to ``gtol``)."""
 
 
 # ----------------------------------------------------------- regression MAP
@@ -235,13 +234,6 @@ def map_regression(model, spec, *, draws, rng, initvals, max_iter, gtol, mode_kw
 # -------------------------------------------------------- classification MAP
 
 
-def _inverse(H: np.ndarray) -> np.ndarray:
-    """``H^-1`` of a positive definite matrix through :func:`spd_factor`."""
-    L, p = spd_factor(H)
-    Linv = linalg.solve_triangular(L, np.eye(len(p)), lower=True, check_finite=False)
-    return p[:, None] * (Linv.T @ Linv) * p[None, :]
-
-
 def _prunes(prior: HyperPrior) -> bool:
     """Whether an irrelevant precision's optimum is at infinity (flat prior on log alpha)."""
     return prior.a == 0.0 and prior.b == 0.0
@@ -281,9 +273,10 @@ def _tipping_fixed_point(fns, la0, floor, prior: HyperPrior, max_iter: int, tol:
     the reference solver.  Under the flat prior (``a = b = 0``) an irrelevant
     precision only creeps towards infinity (by a constant factor per
     iteration); as in the reference solver, once the others have settled (to
-    :data:`PRUNE_SETTLED` in ``log alpha``) the bases whose linearised optimum
-    is ``alpha = inf`` (:func:`_leaving`) are pruned, and the iteration goes on
-    to ``tol`` until none is left.
+    ``LEAVING_SETTLED`` of :mod:`rvm_pymc.reference.classification` in
+    ``log alpha``) the bases whose linearised optimum is ``alpha = inf``
+    (:func:`_leaving`) are pruned, and the iteration goes on to ``tol`` until
+    none is left.
     """
     la = np.array(la0, dtype=float)
     m = la.size
@@ -292,7 +285,7 @@ def _tipping_fixed_point(fns, la0, floor, prior: HyperPrior, max_iter: int, tol:
     prunes = _prunes(prior)
     for it in range(1, max_iter + 1):
         w, H, _ = newton_mode(fns, w, la)
-        hinv = _inverse(H)
+        hinv = spd_inverse(H, "negative Hessian")[0]
         alpha = np.exp(la)
         gamma = (1.0 - np.repeat(alpha, w.size // m) * np.diag(hinv)).reshape(m, -1).sum(1)
         w2 = (w**2).reshape(m, -1).sum(1)
@@ -305,7 +298,7 @@ def _tipping_fixed_point(fns, la0, floor, prior: HyperPrior, max_iter: int, tol:
         step = float(np.max(np.abs(new - la)[~pruned & ~leaving], initial=0.0))
         newly_pruned = bool(np.any(pruned & (la < LOG_PRECISION_BOUND)))
         settled = step <= tol and not newly_pruned
-        if step <= max(tol, PRUNE_SETTLED) and not newly_pruned and np.any(leaving):
+        if step <= max(tol, LEAVING_SETTLED) and not newly_pruned and np.any(leaving):
             new[leaving] = LOG_PRECISION_BOUND
             settled = False
         la = new
@@ -333,11 +326,12 @@ def _prune_exact(fns, fun, la, bounds, max_iter, gtol):
     then re-optimised with the pruned ones held at the bound.
     """
     res = None
+    n_polish = 0
     for _ in range(la.size):
         w, H, _ = newton_mode(fns, np.zeros(int(np.prod(fns.shape))), la)
         J0 = float(fns.outer(w, la)[0])
         free = la < LOG_PRECISION_BOUND
-        cand = _leaving(w, _inverse(H), la, free)
+        cand = _leaving(w, spd_inverse(H, "negative Hessian")[0], la, free)
         accepted = None
         while np.any(cand):
             trial = la.copy()
@@ -352,15 +346,18 @@ def _prune_exact(fns, fun, la, bounds, max_iter, gtol):
                 break
             cand = smaller
         if accepted is None:
-            return la, res
+            return la, res, n_polish
         la = accepted
         fixed = [
             (LOG_PRECISION_BOUND, LOG_PRECISION_BOUND) if v >= LOG_PRECISION_BOUND else b
             for v, b in zip(la, bounds, strict=True)
         ]
-        res, _, _ = _lbfgs(fun, la, fixed, max_iter, gtol, "Laplace type-II MAP")
+        with warnings.catch_warnings():  # only the final polish may warn (below)
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            res, _, _ = _lbfgs(fun, la, fixed, max_iter, gtol, "Laplace type-II MAP")
+        n_polish += int(res.nit)
         la = res.x
-    return la, res
+    return la, res, n_polish
 
 
 def map_classification(model, spec, *, draws, rng, initvals, max_iter, gtol, mode_kw, laplace):
@@ -394,9 +391,9 @@ def map_classification(model, spec, *, draws, rng, initvals, max_iter, gtol, mod
         res, converged, pgrad = _lbfgs(fun, la0, bounds, max_iter, gtol, "Laplace type-II MAP")
         la, n_iter, message = res.x, int(res.nit), str(res.message)
         if _prunes(spec.prior):
-            la, polish = _prune_exact(fns, fun, la, bounds, max_iter, gtol)
+            la, polish, n_polish = _prune_exact(fns, fun, la, bounds, max_iter, gtol)
             if polish is not None:
-                n_iter += int(polish.nit)
+                n_iter += n_polish
                 message = str(polish.message)
                 fixed = [
                     (LOG_PRECISION_BOUND, LOG_PRECISION_BOUND) if v >= LOG_PRECISION_BOUND else b
@@ -404,6 +401,13 @@ def map_classification(model, spec, *, draws, rng, initvals, max_iter, gtol, mod
                 ]
                 pgrad = _projected_grad(polish.x, polish.jac, fixed)
                 converged = bool(polish.success) or pgrad <= 1e3 * gtol
+                if not converged:
+                    warnings.warn(
+                        f"Laplace type-II MAP did not converge after pruning: {message} "
+                        f"(max |gradient| {pgrad:.3g})",
+                        ConvergenceWarning,
+                        stacklevel=3,
+                    )
     w_star, H, ok = newton_mode(fns, np.zeros(int(np.prod(fns.shape))), la)
     if not ok:
         warnings.warn(

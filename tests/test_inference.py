@@ -394,9 +394,9 @@ def test_softmax_map_prunes_like_the_reference_under_the_flat_prior():
     exact = inference.fit_map(model, draws=10, compile_kwargs=FAST)
     assert exact.attrs["converged"]
     la_ex = np.log(_post(exact, "alpha"))
-    # the same bases are pruned (held at the bound), the others stay well below it
+    # the same bases are pruned (held at the bound); the others are O(1/N) from Tipping's
     np.testing.assert_array_equal(la_ex[pruned], _map.LOG_PRECISION_BOUND)
-    assert np.all(la_ex[ref.active] < 10.0)
+    np.testing.assert_allclose(la_ex[ref.active], np.log(ref.alpha), atol=0.6)
     # the exact path maximises J, so it is no lower than at Tipping's fixed point
     assert exact.attrs["log_evidence"] >= tipping.attrs["log_evidence"] - 1e-9
 
