@@ -439,12 +439,51 @@ def test_deletion_search_never_lowers_the_evidence_and_ends_at_a_fixed_point(
     greedy = fits[kind]
     searched = fit_classification(P, t, deletion_tries=3)
     assert searched.converged
-    assert searched.log_evidence >= greedy.log_evidence - 1e-6
+    # on these fixtures the greedy optimum is local: the search finds a higher one
+    # (seen: binary +0.114, softmax +0.0074 nats)
+    assert searched.log_evidence > greedy.log_evidence + 1e-3
     # still a fixed point of the shared updates: MacKay started there stays there
     res = fit_classification(P, t, method="mackay", alpha_init=searched.alpha_full())
     assert res.converged and res.n_iter <= 3
     assert res.active.tolist() == searched.active.tolist()
     assert res.log_evidence == pytest.approx(searched.log_evidence, abs=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["binary", "softmax"])
+def test_deletion_cost_is_ell_from_the_posterior(kind, ripley, three_class):
+    """The deletion search ranks by ell_m(alpha_m); check it against the posterior form
+    s_m = Sigma_mm^-1 - alpha_m I, q_m = Sigma_mm^-1 w_m (a different algebra)."""
+    from rvm_pymc.reference._fast_classification import (
+        _MODE_TOL_TIGHT,
+        _ell_shared,
+        _LinearisedState,
+        rotate,
+    )
+
+    P, t = (ripley if kind == "binary" else three_class)[:2]
+    classes = np.unique(t)
+    T = (t[:, None] == classes[None, :]).astype(float)
+    T = T[:, 1:] if classes.size == 2 else T
+    Pn = P / np.linalg.norm(P, axis=0)
+    st = _LinearisedState(Pn, T, np.ones(P.shape[1], dtype=bool))
+    for j, a in [(0, 1.0), (5, 0.5), (9, 2.0), (12, 0.3)]:
+        st.add(j, a)
+    st.mode_tol = _MODE_TOL_TIGHT  # S, Q and the posterior agree to the mode's accuracy
+    st.resolve()
+    cost = st.deletion_cost()
+    ma, c = st.W.shape
+    blocks = st.Sigma.reshape(c, ma, c, ma)[:, np.arange(ma), :, np.arange(ma)]
+    prec = np.linalg.inv(blocks)
+    s_post = prec - st.alpha[:, None, None] * np.eye(c)
+    q_post = np.einsum("mkl,ml->mk", prec, st.W)
+    if c == 1:
+        s1, q1 = s_post[:, 0, 0], q_post[:, 0]
+        want = 0.5 * (np.log(st.alpha / (st.alpha + s1)) + q1**2 / (st.alpha + s1))
+    else:
+        lam, q2 = rotate(0.5 * (s_post + np.transpose(s_post, (0, 2, 1))), q_post)
+        want = _ell_shared(st.alpha[:, None], lam, q2)
+    np.testing.assert_allclose(cost, want, rtol=1e-6, atol=1e-9)
+    assert np.all(np.isfinite(cost))
 
 
 def test_fast_is_sparse_and_accurate_on_ripley(fits, ripley):

@@ -51,7 +51,7 @@ import numpy as np
 from scipy import linalg
 
 from rvm_pymc.reference._laplace import find_mode, hessian_weights, spd_inverse
-from rvm_pymc.reference.fast import ADD, DELETE, REESTIMATE, _State, select_move
+from rvm_pymc.reference.fast import ADD, DELETE, REESTIMATE, _ell, _State, active_sq, select_move
 
 __all__ = ["fast_classification"]
 
@@ -408,6 +408,26 @@ class _LinearisedState(_State):
         self.resolve()
 
     # -- candidate moves ----------------------------------------------------
+    def _active_sq_shared(self):
+        """``s_m`` (C x C) and ``q_m`` (C) of the active bases, without basis m (K > 2)."""
+        idx = np.asarray(self.active)
+        a = self.alpha
+        R = a[:, None, None] * np.eye(self.c) - self.S[idx]  # alpha I - S_m, positive definite
+        Rinv = np.linalg.inv(R)
+        s = a[:, None, None] * (self.S[idx] @ Rinv)
+        s = 0.5 * (s + np.transpose(s, (0, 2, 1)))
+        return s, a[:, None] * np.einsum("mkl,ml->mk", Rinv, self.Q[idx])
+
+    def deletion_cost(self) -> np.ndarray:
+        """Linearised log evidence lost by deleting each active basis: ``ell_m(alpha_m)``."""
+        idx = np.asarray(self.active)
+        a = self.alpha
+        if self.c == 1:
+            s, q = active_sq(a, self.S[idx], self.Q[idx], np.diag(self.Sigma), self._w_active)
+            return _ell(a, s, q**2)
+        lam, q2 = rotate(*self._active_sq_shared())
+        return _ell_shared(a[:, None], lam, q2)
+
     def candidates(self, align_tol: float):
         """Best move of every basis: (delta, new alpha, in_model, relevant), length M."""
         if self.c == 1:
@@ -415,12 +435,7 @@ class _LinearisedState(_State):
         idx = np.asarray(self.active)
         a = self.alpha
         s, q = self.S.copy(), self.Q.copy()
-        eye = np.eye(self.c)
-        R = a[:, None, None] * eye - self.S[idx]  # alpha I - S_m, positive definite
-        Rinv = np.linalg.inv(R)
-        s[idx] = a[:, None, None] * (self.S[idx] @ Rinv)
-        s[idx] = 0.5 * (s[idx] + np.transpose(s[idx], (0, 2, 1)))
-        q[idx] = a[:, None] * np.einsum("mkl,ml->mk", Rinv, self.Q[idx])
+        s[idx], q[idx] = self._active_sq_shared()
         lam, q2 = rotate(s, q)
         new_alpha, best = maximise_shared(lam, q2)
         relevant = np.isfinite(new_alpha)
@@ -766,7 +781,7 @@ def fast_classification(Phin, T, usable, max_iter, tol, align_tol, deletion_trie
     ``deletion_tries`` active bases whose deletion costs least in the
     linearised evidence are each deleted in turn and the sequential algorithm
     is run again from there with that basis barred from returning (for at
-    most twice the iterations of the first run, or 50); the first converged
+    most twice the iterations of the first run or 50, whichever is larger); the first converged
     outcome with a higher Laplace evidence is kept and the search repeats
     from it (with the bar lifted).
     """
@@ -779,9 +794,7 @@ def fast_classification(Phin, T, usable, max_iter, tol, align_tol, deletion_trie
     improved = converged and deletion_tries > 0
     while improved and len(st.active) > 1 and n_iter < max_iter:
         improved = False
-        delta, *_ = st.candidates(0.0)
-        idx = np.asarray(st.active)
-        for i in np.argsort(-delta[idx], kind="stable")[:deletion_tries]:
+        for i in np.argsort(st.deletion_cost(), kind="stable")[:deletion_tries]:
             trial = _copy_state(st)
             gone = trial.active[int(i)]
             trial.delete(int(i))
