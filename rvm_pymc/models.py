@@ -34,7 +34,6 @@ for sparse Bayesian models. *Proceedings of AISTATS 2003*.
 
 from __future__ import annotations
 
-import functools
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,17 +42,15 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from pymc.distributions.shape_utils import rv_size_is_none
-from pytensor.compile.builders import OpFromGraph
 from pytensor.graph.basic import Variable
-from pytensor.tensor.linalg import cholesky, solve_triangular
 from scipy.special import gammaln
 
 from rvm_pymc._likelihoods import (
-    LOG_2PI,
-    _marginal_random,
     bernoulli_logit,
     categorical_logit,
+    marginal_likelihood,
     marginal_logp,
+    marginal_logp_fast,
 )
 from rvm_pymc._model_checks import (
     PARAMETRIZATIONS,
@@ -199,122 +196,6 @@ def _weights(name: str, log_alpha, parametrization: str, dims) -> pt.TensorVaria
         return pm.Normal(name, mu=0.0, sigma=scale, dims=dims)
     z = pm.Normal(f"{name}_raw", mu=0.0, sigma=1.0, dims=dims)
     return pm.Deterministic(name, z * scale, dims=dims)
-
-
-# ------------------------------------------------------- marginal likelihood (NUTS, MAP)
-#
-# ``marginal_logp`` (rvm_pymc._likelihoods) is the plain graph; differentiated
-# by PyTensor it back-propagates through the Cholesky factorisation, which costs
-# two triangular solves with an M x M right-hand side and a matrix product on top
-# of the factorisation, and it multiplies by Phi twice per evaluation.  The
-# regression builders use the same density with its gradient written out
-# (Tipping 2001, eqs. 33-35 in log coordinates):
-#
-#   d/d log alpha_m = (1 - alpha_m (Sigma_mm + mu_m^2)) / 2
-#   d/d log beta    = (N - M + sum_m alpha_m Sigma_mm - beta ||t - Phi mu||^2) / 2
-#
-# with ``diag Sigma`` from one triangular inverse of the factor, and
-# ``t^T C^-1 t = beta t^T t - |L^-1 beta P Phi^T t|^2``, so that an evaluation
-# touches only the M x M Gram matrix, the M-vector Phi^T t and t^T t.
-
-
-def _marginal_parts(log_alpha, log_beta, PtP, Ptt, tt, n):
-    alpha, beta = pt.exp(log_alpha), pt.exp(log_beta)
-    H = beta * PtP + pt.diag(alpha)
-    p = 1.0 / pt.sqrt(beta * pt.diag(PtP) + alpha)  # Jacobi scaling of H
-    L = cholesky(H * p[:, None] * p[None, :], lower=True)
-    v = solve_triangular(L, beta * p * Ptt, lower=True)
-    quad = beta * tt - pt.sum(v**2)  # t^T C^-1 t = beta ||t - Phi mu||^2 + mu^T A mu
-    logdet_c = (
-        2.0 * pt.sum(pt.log(pt.diag(L)))
-        - 2.0 * pt.sum(pt.log(p))
-        - pt.sum(log_alpha)
-        - n * log_beta
-    )
-    logp = -0.5 * (n * LOG_2PI + logdet_c + quad)
-    return logp, L, p, v, quad
-
-
-def _marginal_pullback(inputs, outputs, cotangents):
-    # the factor and solves are outputs of the forward node (unused outside this
-    # gradient, so pruned from a logp-only graph): recomputing them here would
-    # leave two factorisations, which PyTensor's rewrites do not always merge
-    log_alpha, log_beta, _, _, _, n = inputs
-    _, L, p, v, quad = outputs
-    alpha, beta = pt.exp(log_alpha), pt.exp(log_beta)
-    mu = p * solve_triangular(L.T, v, lower=False)
-    L_inv = solve_triangular(L, pt.eye(L.shape[0]), lower=True)
-    sigma_diag = p**2 * pt.sum(L_inv**2, axis=0)
-    beta_rss = quad - pt.sum(alpha * mu**2)
-    m = pt.cast(log_alpha.shape[0], "float64")
-    g_log_alpha = 0.5 - 0.5 * alpha * (sigma_diag + mu**2)
-    g_log_beta = 0.5 * (n - m + pt.sum(alpha * sigma_diag) - beta_rss)
-    # needed only when the design matrix depends on a free variable (RBF width)
-    sigma = p[:, None] * (L_inv.T @ L_inv) * p[None, :]
-    g_PtP = -0.5 * beta * (sigma + pt.outer(mu, mu))
-    g = cotangents[0]
-    return [
-        g * g_log_alpha,
-        g * g_log_beta,
-        g * g_PtP,
-        g * beta * mu,
-        g * (-0.5 * beta),
-        pt.zeros_like(n),
-    ]
-
-
-@functools.cache
-def _marginal_op() -> OpFromGraph:
-    la, Ptt = pt.dvector("log_alpha"), pt.dvector("PhiTt")
-    lb, tt, n = pt.dscalar("log_beta"), pt.dscalar("tTt"), pt.dscalar("n")
-    PtP = pt.dmatrix("PhiTPhi")
-    inputs = [la, lb, PtP, Ptt, tt, n]
-    return OpFromGraph(
-        inputs,
-        list(_marginal_parts(*inputs)),
-        pullback=_marginal_pullback,
-        inline=True,
-        name="rvm_marginal_logp",
-    )
-
-
-def marginal_logp_fast(t, log_alpha, log_beta, Phi, PhiTPhi=None) -> pt.TensorVariable:
-    """:func:`marginal_logp` with an analytic gradient (the regression builders use it).
-
-    Same value as :func:`marginal_logp` (to rounding) and the same arguments;
-    its gradient is written out instead of differentiated through the
-    Cholesky factorisation, and one evaluation with its gradient costs one
-    M x M Cholesky factorisation, one triangular inverse and a few
-    matrix-vector products (``Phi`` enters only through ``Phi^T t``).
-    """
-    if PhiTPhi is None:
-        PhiTPhi = Phi.T @ Phi
-    t = pt.as_tensor(t, dtype="float64")
-    n = pt.cast(t.shape[0], "float64")
-    return _marginal_op()(
-        pt.as_tensor(log_alpha, dtype="float64"),
-        pt.as_tensor(log_beta, dtype="float64"),
-        pt.as_tensor(PhiTPhi, dtype="float64"),
-        Phi.T @ t,
-        pt.dot(t, t),
-        n,
-    )[0]
-
-
-def marginal_likelihood(log_alpha, log_beta, Phi, PhiTPhi) -> None:
-    """Observed ``t_obs`` of the marginal model (:func:`marginal_logp_fast` on the data ``t``)."""
-    pm.CustomDist(
-        "t_obs",
-        log_alpha,
-        log_beta,
-        Phi,
-        PhiTPhi,
-        logp=marginal_logp_fast,
-        random=_marginal_random,
-        signature="(m),(),(n,m),(m,m)->(n)",
-        observed=pm.modelcontext(None)["t"],
-        dims="obs",
-    )
 
 
 # --------------------------------------------------------------------- builders
