@@ -113,7 +113,7 @@ def _projected_grad(x, g, bounds) -> float:
     return float(np.max(np.abs(pg))) if pg.size else 0.0
 
 
-def _lbfgs(fun, x0, bounds, max_iter: int, gtol: float, what: str):
+def _lbfgs(fun, x0, bounds, max_iter: int, gtol: float, what: str, warn: bool = True):
     res = optimize.minimize(
         fun,
         x0,
@@ -131,7 +131,7 @@ def _lbfgs(fun, x0, bounds, max_iter: int, gtol: float, what: str):
     pgrad = _projected_grad(res.x, res.jac, bounds)
     # L-BFGS-B's line search may stop just short of its gtol at machine precision
     converged = bool(res.success) or pgrad <= 1e3 * gtol
-    if not converged:
+    if warn and not converged:
         warnings.warn(
             f"{what} did not converge: {res.message} (max |gradient| {pgrad:.3g} after "
             f"{res.nit} iterations)",
@@ -313,6 +313,12 @@ def _tipping_fixed_point(fns, la0, floor, prior: HyperPrior, max_iter: int, tol:
     return la, max_iter, False
 
 
+def _held(la: np.ndarray, bounds: list) -> list:
+    """``bounds`` with the pruned precisions (at the upper bound) held there."""
+    top = (LOG_PRECISION_BOUND, LOG_PRECISION_BOUND)
+    return [top if v >= LOG_PRECISION_BOUND else b for v, b in zip(la, bounds, strict=True)]
+
+
 def _prune_exact(fns, fun, la, bounds, max_iter, gtol):
     """Prune the bases L-BFGS-B left creeping towards ``alpha = inf``, then re-polish.
 
@@ -325,7 +331,6 @@ def _prune_exact(fns, fun, la, bounds, max_iter, gtol):
     otherwise the half with the largest precisions is tried.  The others are
     then re-optimised with the pruned ones held at the bound.
     """
-    res = None
     n_polish = 0
     for _ in range(la.size):
         w, H, _ = newton_mode(fns, np.zeros(int(np.prod(fns.shape))), la)
@@ -346,18 +351,12 @@ def _prune_exact(fns, fun, la, bounds, max_iter, gtol):
                 break
             cand = smaller
         if accepted is None:
-            return la, res, n_polish
+            return la, n_polish
         la = accepted
-        fixed = [
-            (LOG_PRECISION_BOUND, LOG_PRECISION_BOUND) if v >= LOG_PRECISION_BOUND else b
-            for v, b in zip(la, bounds, strict=True)
-        ]
-        with warnings.catch_warnings():  # only the final polish may warn (below)
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            res, _, _ = _lbfgs(fun, la, fixed, max_iter, gtol, "Laplace type-II MAP")
+        res, _, _ = _lbfgs(fun, la, _held(la, bounds), max_iter, gtol, "", warn=False)
         n_polish += int(res.nit)
         la = res.x
-    return la, res, n_polish
+    return la, n_polish
 
 
 def map_classification(model, spec, *, draws, rng, initvals, max_iter, gtol, mode_kw, laplace):
@@ -391,23 +390,13 @@ def map_classification(model, spec, *, draws, rng, initvals, max_iter, gtol, mod
         res, converged, pgrad = _lbfgs(fun, la0, bounds, max_iter, gtol, "Laplace type-II MAP")
         la, n_iter, message = res.x, int(res.nit), str(res.message)
         if _prunes(spec.prior):
-            la, polish, n_polish = _prune_exact(fns, fun, la, bounds, max_iter, gtol)
-            if polish is not None:
-                n_iter += n_polish
-                message = str(polish.message)
-                fixed = [
-                    (LOG_PRECISION_BOUND, LOG_PRECISION_BOUND) if v >= LOG_PRECISION_BOUND else b
-                    for v, b in zip(la, bounds, strict=True)
-                ]
-                pgrad = _projected_grad(polish.x, polish.jac, fixed)
-                converged = bool(polish.success) or pgrad <= 1e3 * gtol
-                if not converged:
-                    warnings.warn(
-                        f"Laplace type-II MAP did not converge after pruning: {message} "
-                        f"(max |gradient| {pgrad:.3g})",
-                        ConvergenceWarning,
-                        stacklevel=3,
-                    )
+            la, n_polish = _prune_exact(fns, fun, la, bounds, max_iter, gtol)
+            if n_polish:  # the last polish again, to report (and warn about) its state
+                res, converged, pgrad = _lbfgs(
+                    fun, la, _held(la, bounds), max_iter, gtol, "Laplace type-II MAP after pruning"
+                )
+                la, message = res.x, str(res.message)
+                n_iter += n_polish + int(res.nit)
     w_star, H, ok = newton_mode(fns, np.zeros(int(np.prod(fns.shape))), la)
     if not ok:
         warnings.warn(
