@@ -651,7 +651,8 @@ def _try_newton(st: _LinearisedState, tol) -> bool:
 
 def _try_jacobi(st: _LinearisedState, new_alpha) -> bool:
     """Every active precision to its one-at-a-time optimum at once, if the evidence rises."""
-    old_alpha, old_W, old_lml = st.alpha.copy(), st.W.copy(), st.lml
+    old_alpha, old_lml = st.alpha.copy(), st.lml
+    saved = {k: getattr(st, k) for k in _RESOLVED}
     st.W = st.predicted_mode(new_alpha)
     st.alpha = new_alpha.copy()
     try:
@@ -660,7 +661,9 @@ def _try_jacobi(st: _LinearisedState, new_alpha) -> bool:
             return True
     except np.linalg.LinAlgError:
         pass
-    st.alpha, st.W = old_alpha, old_W
+    st.alpha = old_alpha  # a rejected move leaves the whole resolved state as it was
+    for k, v in saved.items():
+        setattr(st, k, v)
     return False
 
 
