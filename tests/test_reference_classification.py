@@ -486,6 +486,39 @@ def test_deletion_cost_is_ell_from_the_posterior(kind, ripley, three_class):
     assert np.all(np.isfinite(cost))
 
 
+def test_linearised_maximiser_does_not_cap_redundant_pairs_together():
+    """Two nearly identical columns are each 'leaving' given the other; capping both at
+    once lost their shared signal (objective 169 -> 48, review finding)."""
+    from scipy.optimize import minimize
+
+    from rvm_pymc.reference import _fast_classification as fc
+
+    rng = np.random.default_rng(0)
+
+    def unit(v):
+        return v / np.linalg.norm(v)
+
+    a = unit(rng.standard_normal(200))
+    b = unit(a + 1e-5 * unit(rng.standard_normal(200)))
+    v = unit(rng.standard_normal(200))
+    Phi = np.column_stack([a, b, v])
+    H_lik = 0.25 * Phi.T @ Phi
+    bb = 0.25 * Phi.T @ (30 * a + 20 * v + 2 * rng.standard_normal(200))
+    u0 = np.log([1e-4, 1e-4, 1e-2])
+    L0, S, mu = fc.linearised_evidence(H_lik, bb, u0, 1)
+    assert np.all(fc.leaving_active(np.exp(u0), mu.reshape(1, -1).T, S)[:2])
+    got = fc.linearised_evidence(
+        H_lik, bb, np.log(fc.maximise_linearised(H_lik, bb, np.exp(u0), 1, tol=1e-10)), 1
+    )[0]
+    best = minimize(
+        lambda x: -fc.linearised_evidence(H_lik, bb, x, 1)[0],
+        u0,
+        method="L-BFGS-B",
+        bounds=[(-20, fc._LOG_ALPHA_CAP)] * 3,
+    )
+    assert got >= L0 and got >= -best.fun - 1e-3
+
+
 def test_fast_is_sparse_and_accurate_on_ripley(fits, ripley):
     res = fits["binary"]
     _, _, P_test, t_test = ripley

@@ -514,12 +514,30 @@ def linearised_gradient_hessian(Sigma, mu, u, c):
     return g, H
 
 
+def _cap_leaving(H_lik, b, u, c, out, L, Sigma, mu):
+    """Move the ``out`` bases to ``_LOG_ALPHA_CAP``, if that does not lower the objective.
+
+    Each basis is "leaving" given the others; two nearly redundant bases can
+    each be leaving given the other while capping both loses what they share.
+    If capping them together lowers the objective, only the one with the
+    largest precision is capped (if that does not lower it either, none is).
+    """
+    floor = L - 1e-12 * (1.0 + abs(L))
+    for trial in (out, np.arange(u.size) == np.argmax(np.where(out, u, -np.inf))):
+        u_try = np.where(trial, _LOG_ALPHA_CAP, u)
+        L_try, Sigma_try, mu_try = linearised_evidence(H_lik, b, u_try, c)
+        if L_try >= floor:
+            return trial, u_try, L_try, Sigma_try, mu_try
+    return np.zeros_like(out), u, L, Sigma, mu
+
+
 def maximise_linearised(H_lik, b, alpha, c, tol, max_iter=50):
     """Maximise :func:`linearised_evidence` over all active ``log alpha`` by Newton's method.
 
     A basis whose optimum given the others is ``alpha = inf``
-    (:func:`leaving_active`) is moved to ``_LOG_ALPHA_CAP`` at once (which
-    raises the objective) and held there; the deletion move then removes it.
+    (:func:`leaving_active`) is moved to ``_LOG_ALPHA_CAP`` at once, if that
+    does not lower the objective (:func:`_cap_leaving`), and held there; the
+    deletion move then removes it.
     For the others the Hessian is made negative definite (eigenvalues
     reflected and bounded away from zero) where it is not, steps are limited
     to 2 in ``log alpha`` and halved until the objective does not decrease.
@@ -534,8 +552,7 @@ def maximise_linearised(H_lik, b, alpha, c, tol, max_iter=50):
         if np.any(free & rising):  # only a basis whose alpha grows can be on its way out
             out = free & leaving_active(np.exp(u), mu.reshape(c, ma).T, Sigma)
             if np.any(out) and np.count_nonzero(free & ~out) >= 1:
-                u = np.where(out, _LOG_ALPHA_CAP, u)
-                L, Sigma, mu = linearised_evidence(H_lik, b, u, c)
+                out, u, L, Sigma, mu = _cap_leaving(H_lik, b, u, c, out, L, Sigma, mu)
                 free &= ~out
         g, H = linearised_gradient_hessian(Sigma, mu, u, c)
         f = np.flatnonzero(free)
