@@ -798,10 +798,14 @@ def fast_classification(Phin, T, usable, max_iter, tol, align_tol, deletion_trie
     set that a deletion would leave for a better one (no single move sees
     that: deleting a relevant basis lowers the evidence before the others
     adapt).  With ``deletion_tries > 0``, after convergence the
-    ``deletion_tries`` active bases whose deletion costs least in the
-    linearised evidence are each deleted in turn and the sequential algorithm
-    is run again from there with that basis barred from returning (for at
-    most twice the iterations of the first run or 50, whichever is larger); the first converged
+    ``deletion_tries`` active bases whose deletion costs *most* in the
+    linearised evidence (the ones the solution leans on; deleting a cheap one
+    barely moves the state, and the rerun comes back to the same optimum:
+    on 5 breast-cancer splits cheapest-first gained 0-0.7 nats in up to 4.7 s,
+    costliest-first 0-5.1 nats in 0.16-0.28 s) are each deleted in turn and
+    the sequential algorithm is run again from there with that basis barred
+    from returning (for at most twice the iterations of the first run or 50,
+    whichever is larger); the first converged
     outcome with a higher Laplace evidence is kept and the search repeats
     from it (with the bar lifted).
     """
@@ -814,7 +818,7 @@ def fast_classification(Phin, T, usable, max_iter, tol, align_tol, deletion_trie
     improved = converged and deletion_tries > 0
     while improved and len(st.active) > 1 and n_iter < max_iter:
         improved = False
-        for i in np.argsort(st.deletion_cost(), kind="stable")[:deletion_tries]:
+        for i in np.argsort(-st.deletion_cost(), kind="stable")[:deletion_tries]:
             trial = _copy_state(st)
             gone = trial.active[int(i)]
             trial.delete(int(i))
@@ -827,9 +831,14 @@ def fast_classification(Phin, T, usable, max_iter, tol, align_tol, deletion_trie
             it, conv = _sequential(trial, sub, budget, tol, align_tol, barred=gone)
             n_iter += it
             if conv and trial.lml > st.lml + 1e-6 * (1.0 + abs(st.lml)):
-                # lift the bar: the barred basis comes back if that raises the evidence
+                # lift the bar: the barred basis may come back (its linearised gain is
+                # positive); if that lowers the Laplace evidence, or does not converge,
+                # the barred optimum is kept, so every accepted step raises the evidence
+                barred, barred_sub = _copy_state(trial), {k: list(v) for k, v in sub.items()}
                 it, conv = _sequential(trial, sub, max_iter - n_iter, tol, align_tol)
                 n_iter += it
+                if not (conv and trial.lml >= barred.lml):
+                    trial, sub, conv = barred, barred_sub, True
                 st, converged = trial, conv
                 for k in trace:
                     trace[k] += sub[k]

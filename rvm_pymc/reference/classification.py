@@ -199,7 +199,7 @@ def fit_classification(
         ``|cos| > 1 - align_tol`` with an active column.
     deletion_tries : int
         ``"fast"`` only: after convergence, delete each of the
-        ``deletion_tries`` active bases that cost least in the linearised
+        ``deletion_tries`` active bases that cost most in the linearised
         evidence in turn, re-run the sequential algorithm without it, and keep
         the first outcome with a higher Laplace evidence (then search again).
         The greedy algorithm often stops in a local optimum of the active set
