@@ -182,8 +182,8 @@ _VARIANT = "the same check without the read-only/float32 variation runs"
 _MAP_RVC = (
     "RVC(method='map') fits a softmax/binary Laplace type-II MAP per check (a compiled "
     "PyTensor graph with the exact third-derivative gradient); the fitting checks pass but "
-    "together take about 15 minutes on 2 cores (60 passed in 884 s on 2026-11-21), so they "
-    "run under -m slow in test_reduced_sklearn_checks_map_rvc_slow"
+    "together take about 10 minutes on 2 cores (30 passed, 25 skipped in 587 s on "
+    "2026-11-22), so they run under -m slow in test_reduced_sklearn_checks_map_rvc_slow"
 )
 
 
@@ -231,7 +231,7 @@ def test_reduced_sklearn_checks_map(estimator, check):
 @pytest.mark.slow
 @parametrize_with_checks([RVC(method="map", sampler_kwargs=FAST, **_COMMON)])
 def test_reduced_sklearn_checks_map_rvc_slow(estimator, check):
-    """The fitting checks that the default run skips for RVC(method="map") (about 15 minutes)."""
+    """The fitting checks that the default run skips for RVC(method="map") (about 10 minutes)."""
     _run_check(estimator, check, skip_map_rvc=False)
 
 
