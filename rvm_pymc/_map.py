@@ -114,20 +114,44 @@ def _projected_grad(x, g, bounds) -> float:
 
 
 def _lbfgs(fun, x0, bounds, max_iter: int, gtol: float, what: str, warn: bool = True):
-    res = optimize.minimize(
-        fun,
-        x0,
-        jac=True,
-        method="L-BFGS-B",
-        bounds=bounds,
-        options={
-            "maxiter": max_iter,
-            "maxfun": 4 * max_iter,
-            "ftol": 1e-15,
-            "gtol": gtol,
-            "maxcor": 30,
-        },
-    )
+    """L-BFGS-B; if its first step fails, once more with that step no longer than 1.
+
+    With every variable bounded, L-BFGS-B's first line search tries the full
+    gradient step.  From a data-scaled start the gradient in ``log beta`` can
+    be ~30, a factor e^30 in the noise precision, where the posterior
+    precision of nearly duplicate columns is numerically singular and the
+    objective is NaN, which ends L-BFGS-B at once ("ABNORMAL" after 0
+    iterations; seen with RVR on the iris data).  Then the objective is
+    divided by ``max(1, max|gradient at x0|)`` (and ``gtol`` with it), which
+    changes no optimum, only the length of that first step.
+    """
+    x0 = np.asarray(x0, dtype=float)
+
+    def run(scale):
+        def scaled(x):
+            f, g = fun(x)
+            return f / scale, g / scale
+
+        out = optimize.minimize(
+            scaled,
+            x0,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=bounds,
+            options={
+                "maxiter": max_iter,
+                "maxfun": 4 * max_iter,
+                "ftol": 1e-15,
+                "gtol": gtol / scale,
+                "maxcor": 30,
+            },
+        )
+        out.fun, out.jac = out.fun * scale, out.jac * scale
+        return out
+
+    res = run(1.0)
+    if res.nit == 0 and not res.success:
+        res = run(max(1.0, float(np.max(np.abs(res.jac), initial=0.0))))
     pgrad = _projected_grad(res.x, res.jac, bounds)
     # L-BFGS-B's line search may stop just short of its gtol at machine precision
     converged = bool(res.success) or pgrad <= 1e3 * gtol

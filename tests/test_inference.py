@@ -89,6 +89,27 @@ def test_regression_map_holds_reference_optimum_of_kernel_problem():
 
 
 @pytest.mark.filterwarnings("ignore:`find_MAP` will:FutureWarning")
+def test_regression_map_survives_a_first_step_into_nan():
+    """Regression test: on iris (duplicate rows) the first full-gradient L-BFGS-B step
+    (log beta + 34) made the posterior precision numerically singular, the objective NaN,
+    and the fit stopped at its start with 'ABNORMAL' after 0 iterations."""
+    import warnings
+
+    from sklearn.datasets import load_iris
+
+    from rvm_pymc.exceptions import ConvergenceWarning
+
+    X, y = load_iris(return_X_y=True)
+    Phi = np.column_stack([np.ones(len(X)), np.exp(-((X[:, None] - X[None]) ** 2).sum(-1))])
+    model = models.regression_marginal(Phi, y.astype(float), prior="evidence")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        fit = inference.fit_map(model, draws=5, compile_kwargs=FAST)
+    assert fit.attrs["converged"] and fit.attrs["n_iter"] > 10
+    ref = fit_regression(Phi, y.astype(float), method="fast")
+    assert fit.attrs["log_evidence"] > ref.log_evidence - 2.0  # the same region, not the start
+
+
 def test_map_objective_is_not_the_find_map_objective():
     """Regression test for the Jacobian convention of DESIGN.md section 1.
 
