@@ -151,18 +151,24 @@ def _lbfgs(fun, x0, bounds, max_iter: int, gtol: float, what: str, warn: bool = 
 
     res = run(1.0)
     if res.nit == 0 and not res.success:
-        res = run(max(1.0, float(np.max(np.abs(res.jac), initial=0.0))))
+        scale = float(np.max(np.abs(res.jac), initial=0.0))
+        if np.isfinite(scale) and scale > 1.0:
+            res = run(scale)
     pgrad = _projected_grad(res.x, res.jac, bounds)
     # L-BFGS-B's line search may stop just short of its gtol at machine precision
     converged = bool(res.success) or pgrad <= 1e3 * gtol
     if warn and not converged:
-        warnings.warn(
-            f"{what} did not converge: {res.message} (max |gradient| {pgrad:.3g} after "
-            f"{res.nit} iterations)",
-            ConvergenceWarning,
-            stacklevel=4,
-        )
+        _warn_unconverged(what, res, pgrad)
     return res, converged, pgrad
+
+
+def _warn_unconverged(what: str, res, pgrad: float) -> None:
+    warnings.warn(
+        f"{what} did not converge: {res.message} (max |gradient| {pgrad:.3g} after "
+        f"{res.nit} iterations)",
+        ConvergenceWarning,
+        stacklevel=5,
+    )
 
 
 def gaussian_weights(PtP, Ptt, alpha, beta):
@@ -353,9 +359,12 @@ def _prune_exact(fns, fun, la, bounds, max_iter, gtol):
     together, and that is accepted only if the evidence does not fall by more
     than ``1e-9 (1 + |J|)`` (their whole contribution is negligible);
     otherwise the half with the largest precisions is tried.  The others are
-    then re-optimised with the pruned ones held at the bound.
+    then re-optimised with the pruned ones held at the bound.  Returns the
+    precisions, the L-BFGS-B iterations of those polishes and how many bases
+    were pruned.
     """
     n_polish = 0
+    start = la.copy()
     for _ in range(la.size):
         w, H, _ = newton_mode(fns, np.zeros(int(np.prod(fns.shape))), la)
         J0 = float(fns.outer(w, la)[0])
@@ -375,12 +384,16 @@ def _prune_exact(fns, fun, la, bounds, max_iter, gtol):
                 break
             cand = smaller
         if accepted is None:
-            return la, n_polish
+            break
         la = accepted
         res, _, _ = _lbfgs(fun, la, _held(la, bounds), max_iter, gtol, "", warn=False)
         n_polish += int(res.nit)
         la = res.x
-    return la, n_polish
+    return (
+        la,
+        n_polish,
+        int(np.sum(la >= LOG_PRECISION_BOUND) - np.sum(start >= LOG_PRECISION_BOUND)),
+    )
 
 
 def map_classification(model, spec, *, draws, rng, initvals, max_iter, gtol, mode_kw, laplace):
@@ -402,25 +415,28 @@ def map_classification(model, spec, *, draws, rng, initvals, max_iter, gtol, mod
         la, n_iter, converged = _tipping_fixed_point(fns, la0, floor, spec.prior, max_iter, gtol)
         pgrad, message = float("nan"), "Tipping fixed point"
     else:
-        state = {"w": np.zeros(int(np.prod(fns.shape))), "inner_ok": True}
+        state = {"w": np.zeros(int(np.prod(fns.shape)))}
 
         def fun(la):
-            w, _, ok = newton_mode(fns, state["w"], la)
+            w, _, _ = newton_mode(fns, state["w"], la)  # the final solve below is checked
             state["w"] = w
-            state["inner_ok"] &= ok
             J, grad = fns.outer(w, la)
             return -float(J), -np.asarray(grad)
 
-        res, converged, pgrad = _lbfgs(fun, la0, bounds, max_iter, gtol, "Laplace type-II MAP")
+        prunes = _prunes(spec.prior)
+        what = "Laplace type-II MAP"
+        res, converged, pgrad = _lbfgs(fun, la0, bounds, max_iter, gtol, what, warn=not prunes)
         la, n_iter, message = res.x, int(res.nit), str(res.message)
-        if _prunes(spec.prior):
-            la, n_polish = _prune_exact(fns, fun, la, bounds, max_iter, gtol)
-            if n_polish:  # the last polish again, to report (and warn about) its state
+        if prunes:
+            la, n_polish, n_pruned = _prune_exact(fns, fun, la, bounds, max_iter, gtol)
+            if n_pruned:  # the last polish again, to report (and warn about) its state
                 res, converged, pgrad = _lbfgs(
-                    fun, la, _held(la, bounds), max_iter, gtol, "Laplace type-II MAP after pruning"
+                    fun, la, _held(la, bounds), max_iter, gtol, f"{what} after pruning"
                 )
                 la, message = res.x, str(res.message)
                 n_iter += n_polish + int(res.nit)
+            elif not converged:
+                _warn_unconverged(what, res, pgrad)
     w_star, H, ok = newton_mode(fns, np.zeros(int(np.prod(fns.shape))), la)
     if not ok:
         warnings.warn(
