@@ -832,13 +832,16 @@ def fast_classification(Phin, T, usable, max_iter, tol, align_tol, deletion_trie
             n_iter += it
             if conv and trial.lml > st.lml + 1e-6 * (1.0 + abs(st.lml)):
                 # lift the bar: the barred basis may come back (its linearised gain is
-                # positive); if that lowers the Laplace evidence, or does not converge,
-                # the barred optimum is kept, so every accepted step raises the evidence
+                # positive).  If the rerun converges lower in the Laplace evidence, the
+                # barred optimum is kept (converged, but with that basis barred: its
+                # linearised gain is positive, its Laplace gain is not); if the rerun
+                # runs out of iterations, the barred state is kept and reported as not
+                # converged.  Every accepted step raises the evidence.
                 barred, barred_sub = _copy_state(trial), {k: list(v) for k, v in sub.items()}
                 it, conv = _sequential(trial, sub, max_iter - n_iter, tol, align_tol)
                 n_iter += it
-                if not (conv and trial.lml >= barred.lml):
-                    trial, sub, conv = barred, barred_sub, True
+                if not conv or trial.lml < barred.lml:
+                    trial, sub = barred, barred_sub
                 st, converged = trial, conv
                 for k in trace:
                     trace[k] += sub[k]
