@@ -519,6 +519,21 @@ def test_linearised_maximiser_does_not_cap_redundant_pairs_together():
     assert got >= L0 and got >= -best.fun - 1e-3
 
 
+def test_fast_warns_when_it_stops_below_the_empty_model():
+    """A wide kernel on balanced classes: no single basis raises the evidence from the
+    start, so the greedy algorithm stops at one irrelevant basis, below the empty model's
+    N log(1/2); full re-estimation finds a much better optimum with several bases."""
+    X, t, _, _ = make_ripley(n_train=100, n_test=10, random_state=0)
+    P = rbf_design(X, X, np.exp(0.5) * np.sqrt(2.0))
+    with pytest.warns(ConvergenceWarning, match="below that of the model with no basis"):
+        fast = fit_classification(P, t)
+    assert fast.log_evidence < 100 * np.log(0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        mackay = fit_classification(P, t, method="mackay")
+    assert mackay.log_evidence > fast.log_evidence + 10
+
+
 def test_fast_is_sparse_and_accurate_on_ripley(fits, ripley):
     res = fits["binary"]
     _, _, P_test, t_test = ripley

@@ -278,7 +278,7 @@ def fit_classification(
             stacklevel=2,
         )
     s = scale[active]
-    return _finalise(
+    result = _finalise(
         Phi,
         T,
         classes,
@@ -291,6 +291,21 @@ def fit_classification(
         n_iter,
         converged,
     )
+    # The model without any basis predicts 1/K everywhere: its evidence is N log(1/K).
+    # One irrelevant basis that cannot be deleted (the last one) leaves the fit a little
+    # below it; more than 0.01 nats below means the greedy start found nothing to build on.
+    empty = Phi.shape[0] * np.log(1.0 / len(classes))
+    flat = prior.a == 0.0 and prior.b == 0.0  # else log_evidence has a hyperprior term
+    if method == "fast" and flat and result.log_evidence < empty - 1e-2:
+        warnings.warn(
+            f"the fast algorithm stopped at a log evidence ({result.log_evidence:.6g}) below "
+            f"that of the model with no basis ({empty:.6g}): no single basis raised the "
+            "evidence from its start (relevant bases may only act together, e.g. with a "
+            "wide kernel); try method='mackay' or a narrower kernel",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    return result
 
 
 def _finalise(Phi, T, classes, active, alpha, W0, prior, method, trace, n_iter, converged):
