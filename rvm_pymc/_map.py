@@ -214,8 +214,41 @@ def map_regression(model, spec, *, draws, rng, initvals, max_iter, gtol, mode_kw
     lo = [-np.inf if b[0] is None else b[0] for b in bounds]
     hi = [np.inf if b[1] is None else b[1] for b in bounds]
     x0 = np.clip(x0, lo, hi)
-    res, converged, pgrad = _lbfgs(fun, x0, bounds, max_iter, gtol, "type-II MAP")
-    opt = unflatten(res.x)
+    alpha_idx = np.arange(sizes[names.index("log_alpha")]) + int(
+        np.sum(sizes[: names.index("log_alpha")])
+    )
+
+    def leaving_at(x):
+        """Tipping & Faul's ``q^2 <= s`` from the posterior at ``x`` (flat prior)."""
+        o = unflatten(x)
+        P = design_matrix(model, spec, o.get("log_length_scale"))
+        la_, beta_ = o["log_alpha"], float(np.exp(o["log_beta"]))
+        H = beta_ * (P.T @ P)
+        H[np.diag_indices_from(H)] += np.exp(la_)
+        Sigma = spd_inverse(H, "posterior precision of the weights")[0]
+        d = np.diag(Sigma)
+        mu = beta_ * Sigma @ (P.T @ t)
+        a = np.exp(la_)
+        # where alpha Sigma_mm ~ 1 the difference 1/Sigma_mm - alpha is lost to rounding:
+        # such a basis (gamma_m = 1 - alpha Sigma_mm < 1e-6) is a candidate too; the
+        # objective check in _prune_flat decides
+        out = ((mu / d) ** 2 <= 1.0 / d - a) | (a * d > 1.0 - 1e-6)
+        out &= la_ < LOG_PRECISION_BOUND
+        if np.all(out):
+            out[np.argmin(la_)] = False
+        return out
+
+    x, n_iter, converged, pgrad, message = _optimise(
+        fun,
+        x0,
+        bounds,
+        alpha_idx,
+        leaving_at if _prunes(spec.prior) else None,
+        max_iter=max_iter,
+        gtol=gtol,
+        what="type-II MAP",
+    )
+    opt = unflatten(x)
     la, lb = opt["log_alpha"], float(opt["log_beta"])
     alpha, beta = np.exp(la), float(np.exp(lb))
     lls = opt.get("log_length_scale")
@@ -243,11 +276,11 @@ def map_regression(model, spec, *, draws, rng, initvals, max_iter, gtol, mode_kw
         "rvm_kind": spec.kind,
         "log_evidence": log_evidence(Phi, t, alpha, beta, spec.prior),
         "log_marginal_likelihood": log_marginal_likelihood(Phi, t, alpha, beta),
-        "log_posterior": -float(res.fun),
+        "log_posterior": -float(fun(x)[0]),
         "converged": int(converged),
-        "n_iter": int(res.nit),
+        "n_iter": n_iter,
         "max_abs_gradient": pgrad,
-        "optimizer_message": str(res.message),
+        "optimizer_message": message,
     }
     return _idata.gaussian_datatree(
         posterior=posterior,
@@ -343,57 +376,78 @@ def _tipping_fixed_point(fns, la0, floor, prior: HyperPrior, max_iter: int, tol:
     return la, max_iter, False
 
 
-def _held(la: np.ndarray, bounds: list) -> list:
-    """``bounds`` with the pruned precisions (at the upper bound) held there."""
-    top = (LOG_PRECISION_BOUND, LOG_PRECISION_BOUND)
-    return [top if v >= LOG_PRECISION_BOUND else b for v, b in zip(la, bounds, strict=True)]
+def _held(x: np.ndarray, bounds: list, alpha_idx: np.ndarray) -> list:
+    """``bounds`` with the pruned precisions (``log alpha`` at the upper bound) held there."""
+    out = list(bounds)
+    for i in alpha_idx:
+        if x[i] >= LOG_PRECISION_BOUND:
+            out[i] = (LOG_PRECISION_BOUND, LOG_PRECISION_BOUND)
+    return out
 
 
-def _prune_exact(fns, fun, la, bounds, max_iter, gtol):
-    """Prune the bases L-BFGS-B left creeping towards ``alpha = inf``, then re-polish.
+def _prune_flat(fun, x, alpha_idx, leaving_at, bounds, max_iter, gtol):
+    """Prune the precisions L-BFGS-B left creeping towards ``alpha = inf``, then re-polish.
 
-    Under the flat prior the Laplace evidence of an irrelevant basis rises
-    towards its supremum at ``alpha = inf`` with a gradient that vanishes like
+    Under the flat prior the evidence of an irrelevant basis rises towards its
+    supremum at ``alpha = inf`` with a gradient that vanishes like
     ``1/alpha``, so the optimiser stops at a large finite value.  Candidates
-    are the bases with :func:`_leaving`; they are set to the upper bound
-    together, and that is accepted only if the evidence does not fall by more
-    than ``1e-9 (1 + |J|)`` (their whole contribution is negligible);
-    otherwise the half with the largest precisions is tried.  The others are
-    then re-optimised with the pruned ones held at the bound.  Returns the
-    precisions, the L-BFGS-B iterations of those polishes and how many bases
+    are the bases whose (linearised) optimum is ``alpha = inf`` at the current
+    point (``leaving_at(x)``, Tipping & Faul's ``q^2 <= s``); they are set to
+    the upper bound together, and that is accepted only if the objective does
+    not fall by more than ``1e-9 (1 + |J|)`` (their whole contribution is
+    negligible); otherwise the half with the largest precisions is tried.  The
+    rest is then re-optimised with the pruned ones held at the bound.  Returns
+    the point, the L-BFGS-B iterations of those polishes and how many bases
     were pruned.
     """
     n_polish = 0
-    start = la.copy()
-    for _ in range(la.size):
-        w, H, _ = newton_mode(fns, np.zeros(int(np.prod(fns.shape))), la)
-        J0 = float(fns.outer(w, la)[0])
-        free = la < LOG_PRECISION_BOUND
-        cand = _leaving(w, spd_inverse(H, "negative Hessian")[0], la, free)
+    n_start = int(np.sum(x[alpha_idx] >= LOG_PRECISION_BOUND))
+    for _ in range(alpha_idx.size):
+        f0 = fun(x)[0]
+        la = x[alpha_idx]
+        cand = leaving_at(x) & (la < LOG_PRECISION_BOUND)
         accepted = None
         while np.any(cand):
-            trial = la.copy()
-            trial[cand] = LOG_PRECISION_BOUND
-            w1, _, ok = newton_mode(fns, w, trial)
-            if ok and float(fns.outer(w1, trial)[0]) >= J0 - 1e-9 * (1.0 + abs(J0)):
+            trial = x.copy()
+            trial[alpha_idx[cand]] = LOG_PRECISION_BOUND
+            try:
+                f1 = fun(trial)[0]
+            except np.linalg.LinAlgError:
+                f1 = np.inf
+            if np.isfinite(f1) and f1 <= f0 + 1e-9 * (1.0 + abs(f0)):
                 accepted = trial
                 break
-            cut = np.median(la[cand])
-            smaller = cand & (la > cut)
+            smaller = cand & (la > np.median(la[cand]))
             if smaller.sum() == cand.sum():
                 break
             cand = smaller
         if accepted is None:
             break
-        la = accepted
-        res, _, _ = _lbfgs(fun, la, _held(la, bounds), max_iter, gtol, "", warn=False)
+        held = _held(accepted, bounds, alpha_idx)
+        res, _, _ = _lbfgs(fun, accepted, held, max_iter, gtol, "", warn=False)
         n_polish += int(res.nit)
-        la = res.x
-    return (
-        la,
-        n_polish,
-        int(np.sum(la >= LOG_PRECISION_BOUND) - np.sum(start >= LOG_PRECISION_BOUND)),
-    )
+        x = res.x
+    return x, n_polish, int(np.sum(x[alpha_idx] >= LOG_PRECISION_BOUND)) - n_start
+
+
+def _optimise(fun, x0, bounds, alpha_idx, leaving_at, *, max_iter, gtol, what):
+    """L-BFGS-B, then (``leaving_at`` given: the flat prior) :func:`_prune_flat`.
+
+    Returns ``(x, n_iter, converged, max |projected gradient|, message)`` of the
+    final state, warning once if that did not converge.
+    """
+    res, converged, pgrad = _lbfgs(fun, x0, bounds, max_iter, gtol, what, warn=leaving_at is None)
+    x, n_iter, message = res.x, int(res.nit), str(res.message)
+    if leaving_at is not None:
+        x, n_polish, n_pruned = _prune_flat(fun, x, alpha_idx, leaving_at, bounds, max_iter, gtol)
+        if n_pruned:  # the last polish again, to report (and warn about) its state
+            held = _held(x, bounds, alpha_idx)
+            res, converged, pgrad = _lbfgs(fun, x, held, max_iter, gtol, f"{what} after pruning")
+            x, message = res.x, str(res.message)
+            n_iter += n_polish + int(res.nit)
+        elif not converged:
+            _warn_unconverged(what, res, pgrad)
+    return x, n_iter, converged, pgrad, message
 
 
 def map_classification(model, spec, *, draws, rng, initvals, max_iter, gtol, mode_kw, laplace):
@@ -423,20 +477,20 @@ def map_classification(model, spec, *, draws, rng, initvals, max_iter, gtol, mod
             J, grad = fns.outer(w, la)
             return -float(J), -np.asarray(grad)
 
-        prunes = _prunes(spec.prior)
-        what = "Laplace type-II MAP"
-        res, converged, pgrad = _lbfgs(fun, la0, bounds, max_iter, gtol, what, warn=not prunes)
-        la, n_iter, message = res.x, int(res.nit), str(res.message)
-        if prunes:
-            la, n_polish, n_pruned = _prune_exact(fns, fun, la, bounds, max_iter, gtol)
-            if n_pruned:  # the last polish again, to report (and warn about) its state
-                res, converged, pgrad = _lbfgs(
-                    fun, la, _held(la, bounds), max_iter, gtol, f"{what} after pruning"
-                )
-                la, message = res.x, str(res.message)
-                n_iter += n_polish + int(res.nit)
-            elif not converged:
-                _warn_unconverged(what, res, pgrad)
+        def leaving_at(la):
+            w, H, _ = newton_mode(fns, np.zeros(int(np.prod(fns.shape))), la)
+            return _leaving(w, spd_inverse(H, "negative Hessian")[0], la, la < LOG_PRECISION_BOUND)
+
+        la, n_iter, converged, pgrad, message = _optimise(
+            fun,
+            la0,
+            bounds,
+            np.arange(m),
+            leaving_at if _prunes(spec.prior) else None,
+            max_iter=max_iter,
+            gtol=gtol,
+            what="Laplace type-II MAP",
+        )
     w_star, H, ok = newton_mode(fns, np.zeros(int(np.prod(fns.shape))), la)
     if not ok:
         warnings.warn(

@@ -89,6 +89,29 @@ def test_regression_map_holds_reference_optimum_of_kernel_problem():
 
 
 @pytest.mark.filterwarnings("ignore:`find_MAP` will:FutureWarning")
+def test_regression_map_prunes_under_the_flat_prior():
+    """Flat prior: irrelevant precisions are pruned to the bound, not left creeping."""
+    import warnings
+
+    from rvm_pymc.datasets import make_sinc
+    from rvm_pymc.exceptions import ConvergenceWarning
+
+    d = make_sinc(n_train=100, noise_sd=0.1, random_state=0)
+    Phi = np.column_stack([np.ones(100), np.exp(-((d.X_train - d.X_train.T) ** 2) / (2 * 2.0**2))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        fit = inference.fit_map(
+            models.regression_marginal(Phi, d.t_train, prior="evidence"), draws=5
+        )
+    la = _post(fit, "log_alpha")
+    kept = la < _map.LOG_PRECISION_BOUND
+    assert fit.attrs["converged"] and 3 <= kept.sum() <= 12  # seen: 6 of 101
+    ref = fit_regression(Phi, d.t_train, method="fast")
+    # a (possibly different) local optimum of the same evidence, as sparse as the reference's
+    assert abs(fit.attrs["log_evidence"] - ref.log_evidence) < 1.0
+    assert kept.sum() <= ref.active.size + 2
+
+
 def test_regression_map_survives_a_first_step_into_nan():
     """Regression test: on iris (duplicate rows) the first full-gradient L-BFGS-B step
     (log beta + 34) made the posterior precision numerically singular, the objective NaN,
