@@ -6,9 +6,10 @@ Imported only when an estimator is fitted with one of these methods, so that
 ``"map"``
     :func:`rvm_pymc.inference.fit_map` on the full design matrix (marginal
     regression model; centred classification model), from the inference
-    module's own data-scaled start.  Irrelevant precisions run towards
-    infinity, where the objective is flat, so the optimiser stops at large
-    finite values; a basis is pruned when the prior variance of its
+    module's own data-scaled start.  Under the flat prior irrelevant
+    precisions run towards infinity, where the objective is flat; ``fit_map``
+    prunes them to ``alpha = e^50``, and a basis is dropped here when the
+    prior variance of its
     contribution, ``||phi_m||^2 / alpha_m``, is below ``1e-6`` of the target
     variance (of one on the latent scale for classification).  On the sinc
     problem the kept bases have ratios above 1 and the pruned ones below
