@@ -30,21 +30,11 @@ import sys
 import tempfile
 import time
 
+import _common  # first non-stdlib import: pins BLAS threads before NumPy loads
 import numpy as np
 
 MODES = ("FAST_COMPILE", "NUMBA", "CVM")
 PRESETS = ("weakly_informative", "near_improper")
-
-
-def problem(seed: int = 0):
-    from rvm_pymc.datasets import make_sinc
-    from rvm_pymc.kernels import RBF, KernelBasis
-
-    data = make_sinc(n_train=100, noise_sd=0.1, random_state=seed)
-    Phi = KernelBasis(RBF(length_scale=2.0), bias=True).fit_transform(data.X_train)
-    Phi = Phi / np.sqrt(np.mean(Phi**2, axis=0))
-    t = (data.t_train - data.t_train.mean()) / data.t_train.std()
-    return Phi, t
 
 
 def worker(mode: str) -> list[dict]:
@@ -54,7 +44,7 @@ def worker(mode: str) -> list[dict]:
     from rvm_pymc.reference import fit_regression, log_evidence
 
     warnings.simplefilter("ignore")
-    Phi, t = problem()
+    Phi, t = _common.standardised_sinc()
     rows = []
     for preset in PRESETS:
         model = models.regression_marginal(Phi, t, prior=preset)

@@ -61,6 +61,7 @@ import sys
 import tempfile
 import time
 
+import _common  # first non-stdlib import: pins BLAS threads before NumPy loads
 import numpy as np
 
 SAMPLERS = (
@@ -79,14 +80,9 @@ PRESETS = ("weakly_informative", "near_improper")
 
 def problem(seed: int = 0):
     """Design matrix, standardised targets and the reference relevance vectors."""
-    from rvm_pymc.datasets import make_sinc
-    from rvm_pymc.kernels import RBF, KernelBasis
     from rvm_pymc.reference import fit_regression
 
-    data = make_sinc(n_train=100, noise_sd=0.1, random_state=seed)
-    Phi = KernelBasis(RBF(length_scale=2.0), bias=True).fit_transform(data.X_train)
-    Phi = Phi / np.sqrt(np.mean(Phi**2, axis=0))
-    t = (data.t_train - data.t_train.mean()) / data.t_train.std()
+    Phi, t = _common.standardised_sinc(seed)
     ref = fit_regression(Phi, t, method="fast", prior="evidence")
     return Phi, t, ref.active
 
