@@ -171,10 +171,16 @@ def _warn_unconverged(what: str, res, pgrad: float) -> None:
     )
 
 
-def gaussian_weights(PtP, Ptt, alpha, beta):
-    """Scaled Cholesky factor of ``H = A + beta Phi^T Phi`` and the mean ``beta H^-1 Phi^T t``."""
+def _posterior_precision(PtP, alpha, beta):
+    """``H = A + beta Phi^T Phi``, the posterior precision of the regression weights."""
     H = beta * PtP
     H[np.diag_indices_from(H)] += alpha
+    return H
+
+
+def gaussian_weights(PtP, Ptt, alpha, beta):
+    """Scaled Cholesky factor of ``H = A + beta Phi^T Phi`` and the mean ``beta H^-1 Phi^T t``."""
+    H = _posterior_precision(PtP, alpha, beta)
     L, p = spd_factor(H, "posterior precision of the weights")
     return L, p, beta * spd_solve(L, p, Ptt)
 
@@ -223,12 +229,11 @@ def map_regression(model, spec, *, draws, rng, initvals, max_iter, gtol, mode_kw
         o = unflatten(x)
         P = design_matrix(model, spec, o.get("log_length_scale"))
         la_, beta_ = o["log_alpha"], float(np.exp(o["log_beta"]))
-        H = beta_ * (P.T @ P)
-        H[np.diag_indices_from(H)] += np.exp(la_)
+        a = np.exp(la_)
+        H = _posterior_precision(P.T @ P, a, beta_)
         Sigma = spd_inverse(H, "posterior precision of the weights")[0]
         d = np.diag(Sigma)
         mu = beta_ * Sigma @ (P.T @ t)
-        a = np.exp(la_)
         # where alpha Sigma_mm ~ 1 the difference 1/Sigma_mm - alpha is lost to rounding:
         # such a basis (gamma_m = 1 - alpha Sigma_mm < 1e-6) is a candidate too; the
         # objective check in _prune_flat decides
@@ -294,86 +299,12 @@ def map_regression(model, spec, *, draws, rng, initvals, max_iter, gtol, mode_kw
     )
 
 
-# -------------------------------------------------------- classification MAP
+# ------------------------------------------- pruning under the flat prior (both MAPs)
 
 
 def _prunes(prior: HyperPrior) -> bool:
     """Whether an irrelevant precision's optimum is at infinity (flat prior on log alpha)."""
     return prior.a == 0.0 and prior.b == 0.0
-
-
-def _leaving(w: np.ndarray, hinv: np.ndarray, la: np.ndarray, free: np.ndarray) -> np.ndarray:
-    """Free bases whose linearised evidence increases all the way to ``alpha = inf``.
-
-    Tipping & Faul's test on the Laplace posterior at the mode (for softmax, on
-    the K x K block of a basis, with its precision shared by the K weights):
-    the reference solver's rule for dropping a basis.  At least one basis is
-    always kept.
-    """
-    from rvm_pymc.reference._fast_classification import leaving_active
-
-    m = la.size
-    k = w.size // m
-    idx = np.flatnonzero(free)
-    ks = np.arange(k)
-    # (basis, class) ordering of the flat weights -> the reference's (class, basis)
-    cov = hinv.reshape(m, k, m, k)[np.ix_(idx, ks, idx, ks)]
-    cov = cov.transpose(1, 0, 3, 2).reshape(k * idx.size, k * idx.size)
-    out = np.zeros(m, dtype=bool)
-    out[idx] = leaving_active(np.exp(la[idx]), w.reshape(m, k)[idx], cov)
-    if idx.size and np.all(out[idx]):
-        out[idx[np.argmin(la[idx])]] = False
-    return out
-
-
-def _tipping_fixed_point(fns, la0, floor, prior: HyperPrior, max_iter: int, tol: float):
-    """Tipping's re-estimation ``alpha = (gamma + 2a)/(w^2 + 2b)`` at the Laplace mode.
-
-    ``gamma_mk = 1 - alpha_m (H^-1)_{mk,mk}`` is summed over the K weight
-    columns of a basis (K = 1 for the binary model).  A precision above
-    :data:`PRUNE_PRECISION` (or with ``gamma + 2a`` numerically zero) is set
-    to ``exp(LOG_PRECISION_BOUND)`` and held there: the basis is pruned, as in
-    the reference solver.  Under the flat prior (``a = b = 0``) an irrelevant
-    precision only creeps towards infinity (by a constant factor per
-    iteration); as in the reference solver, once the others have settled (to
-    ``LEAVING_SETTLED`` of :mod:`rvm_pymc.reference.classification` in
-    ``log alpha``) the bases whose linearised optimum is ``alpha = inf``
-    (:func:`_leaving`) are pruned, and the iteration goes on to ``tol`` until
-    none is left.
-    """
-    la = np.array(la0, dtype=float)
-    m = la.size
-    w = np.zeros(int(np.prod(fns.shape)))
-    step = np.inf
-    prunes = _prunes(prior)
-    for it in range(1, max_iter + 1):
-        w, H, _ = newton_mode(fns, w, la)
-        hinv = spd_inverse(H, "negative Hessian")[0]
-        alpha = np.exp(la)
-        gamma = (1.0 - np.repeat(alpha, w.size // m) * np.diag(hinv)).reshape(m, -1).sum(1)
-        w2 = (w**2).reshape(m, -1).sum(1)
-        num = gamma + 2 * prior.a
-        with np.errstate(divide="ignore"):
-            new = np.log(np.where(num > 0, num, 0.0)) - np.log(w2 + 2 * prior.b)
-        pruned = (la >= LOG_PRECISION_BOUND) | ~(new < np.log(PRUNE_PRECISION))
-        new = np.where(pruned, LOG_PRECISION_BOUND, np.maximum(new, floor))
-        leaving = _leaving(w, hinv, la, ~pruned) if prunes else np.zeros(m, dtype=bool)
-        step = float(np.max(np.abs(new - la)[~pruned & ~leaving], initial=0.0))
-        newly_pruned = bool(np.any(pruned & (la < LOG_PRECISION_BOUND)))
-        settled = step <= tol and not newly_pruned
-        if step <= max(tol, LEAVING_SETTLED) and not newly_pruned and np.any(leaving):
-            new[leaving] = LOG_PRECISION_BOUND
-            settled = False
-        la = new
-        if settled:
-            return la, it, True
-    warnings.warn(
-        f"Tipping's re-estimation did not converge in {max_iter} iterations (last max "
-        f"|d log alpha| {step:.3g})",
-        ConvergenceWarning,
-        stacklevel=4,
-    )
-    return la, max_iter, False
 
 
 def _held(x: np.ndarray, bounds: list, alpha_idx: np.ndarray) -> list:
@@ -448,6 +379,83 @@ def _optimise(fun, x0, bounds, alpha_idx, leaving_at, *, max_iter, gtol, what):
         elif not converged:
             _warn_unconverged(what, res, pgrad)
     return x, n_iter, converged, pgrad, message
+
+
+# -------------------------------------------------------- classification MAP
+
+
+def _leaving(w: np.ndarray, hinv: np.ndarray, la: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """Free bases whose linearised evidence increases all the way to ``alpha = inf``.
+
+    Tipping & Faul's test on the Laplace posterior at the mode (for softmax, on
+    the K x K block of a basis, with its precision shared by the K weights):
+    the reference solver's rule for dropping a basis.  At least one basis is
+    always kept.
+    """
+    from rvm_pymc.reference._fast_classification import leaving_active
+
+    m = la.size
+    k = w.size // m
+    idx = np.flatnonzero(free)
+    ks = np.arange(k)
+    # (basis, class) ordering of the flat weights -> the reference's (class, basis)
+    cov = hinv.reshape(m, k, m, k)[np.ix_(idx, ks, idx, ks)]
+    cov = cov.transpose(1, 0, 3, 2).reshape(k * idx.size, k * idx.size)
+    out = np.zeros(m, dtype=bool)
+    out[idx] = leaving_active(np.exp(la[idx]), w.reshape(m, k)[idx], cov)
+    if idx.size and np.all(out[idx]):
+        out[idx[np.argmin(la[idx])]] = False
+    return out
+
+
+def _tipping_fixed_point(fns, la0, floor, prior: HyperPrior, max_iter: int, tol: float):
+    """Tipping's re-estimation ``alpha = (gamma + 2a)/(w^2 + 2b)`` at the Laplace mode.
+
+    ``gamma_mk = 1 - alpha_m (H^-1)_{mk,mk}`` is summed over the K weight
+    columns of a basis (K = 1 for the binary model).  A precision above
+    :data:`PRUNE_PRECISION` (or with ``gamma + 2a`` numerically zero) is set
+    to ``exp(LOG_PRECISION_BOUND)`` and held there: the basis is pruned, as in
+    the reference solver.  Under the flat prior (``a = b = 0``) an irrelevant
+    precision only creeps towards infinity (by a constant factor per
+    iteration); as in the reference solver, once the others have settled (to
+    ``LEAVING_SETTLED`` of :mod:`rvm_pymc.reference.classification` in
+    ``log alpha``) the bases whose linearised optimum is ``alpha = inf``
+    (:func:`_leaving`) are pruned, and the iteration goes on to ``tol`` until
+    none is left.
+    """
+    la = np.array(la0, dtype=float)
+    m = la.size
+    w = np.zeros(int(np.prod(fns.shape)))
+    step = np.inf
+    prunes = _prunes(prior)
+    for it in range(1, max_iter + 1):
+        w, H, _ = newton_mode(fns, w, la)
+        hinv = spd_inverse(H, "negative Hessian")[0]
+        alpha = np.exp(la)
+        gamma = (1.0 - np.repeat(alpha, w.size // m) * np.diag(hinv)).reshape(m, -1).sum(1)
+        w2 = (w**2).reshape(m, -1).sum(1)
+        num = gamma + 2 * prior.a
+        with np.errstate(divide="ignore"):
+            new = np.log(np.where(num > 0, num, 0.0)) - np.log(w2 + 2 * prior.b)
+        pruned = (la >= LOG_PRECISION_BOUND) | ~(new < np.log(PRUNE_PRECISION))
+        new = np.where(pruned, LOG_PRECISION_BOUND, np.maximum(new, floor))
+        leaving = _leaving(w, hinv, la, ~pruned) if prunes else np.zeros(m, dtype=bool)
+        step = float(np.max(np.abs(new - la)[~pruned & ~leaving], initial=0.0))
+        newly_pruned = bool(np.any(pruned & (la < LOG_PRECISION_BOUND)))
+        settled = step <= tol and not newly_pruned
+        if step <= max(tol, LEAVING_SETTLED) and not newly_pruned and np.any(leaving):
+            new[leaving] = LOG_PRECISION_BOUND
+            settled = False
+        la = new
+        if settled:
+            return la, it, True
+    warnings.warn(
+        f"Tipping's re-estimation did not converge in {max_iter} iterations (last max "
+        f"|d log alpha| {step:.3g})",
+        ConvergenceWarning,
+        stacklevel=4,
+    )
+    return la, max_iter, False
 
 
 def map_classification(model, spec, *, draws, rng, initvals, max_iter, gtol, mode_kw, laplace):
