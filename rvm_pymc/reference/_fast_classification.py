@@ -523,7 +523,10 @@ def _cap_leaving(H_lik, b, u, c, out, L, Sigma, mu):
     largest precision is capped (if that does not lower it either, none is).
     """
     floor = L - 1e-12 * (1.0 + abs(L))
-    for trial in (out, np.arange(u.size) == np.argmax(np.where(out, u, -np.inf))):
+    trials = [out]
+    if np.count_nonzero(out) > 1:
+        trials.append(np.arange(u.size) == np.argmax(np.where(out, u, -np.inf)))
+    for trial in trials:
         u_try = np.where(trial, _LOG_ALPHA_CAP, u)
         L_try, Sigma_try, mu_try = linearised_evidence(H_lik, b, u_try, c)
         if L_try >= floor:
