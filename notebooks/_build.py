@@ -110,7 +110,8 @@ print(f"objective J: reference MacKay {mackay.log_evidence:.6f}, "
 dla = np.log(alpha_map) - np.log(mackay.alpha_full())
 print("max |log alpha difference|:", np.max(np.abs(dla)))
 print(f"type-II ML keeps {ml.n_relevance} of {M} bases; under the proper prior every alpha is "
-      f"finite (largest {alpha_map.max():.1f} = about (1 + 2a)/(2b))")"""),
+      f"finite (largest {alpha_map.max():.1f} = about (1 + 2a)/(2b))")
+assert abs(fit.attrs["log_evidence"] - mackay.log_evidence) <= 1e-6 * abs(mackay.log_evidence)"""),
     ("md", "## Full Bayes: the collapsed sampler"),
     ("code", """t0 = time.perf_counter()
 with warnings.catch_warnings(record=True) as caught:
@@ -123,6 +124,7 @@ print(f"{time.perf_counter() - t0:.0f} s, compilation included")
 print("sampling warnings:", [str(w.message) for w in caught
                              if type(w.message).__name__ == "SamplingWarning"] or "none")
 print("divergences:", int(post.sample_stats["diverging"].sum()))
+assert int(post.sample_stats["diverging"].sum()) == 0
 print("min bulk ESS over log beta and the log alphas:",
       round(float(min(azs.ess(post, var_names=["log_beta"])["log_beta"].item(),
                        azs.ess(post, var_names=["log_alpha"])["log_alpha"].min().item()))))"""),
