@@ -48,9 +48,15 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-from scipy import linalg
 
-from rvm_pymc.reference._laplace import find_mode, hessian_weights, spd_inverse
+from rvm_pymc.reference._laplace import (
+    cho_solve_spd,
+    class_pairs,
+    diagonal_view,
+    find_mode,
+    pair_weights,
+    spd_inverse,
+)
 from rvm_pymc.reference.fast import ADD, DELETE, REESTIMATE, _ell, _State, active_sq, select_move
 
 __all__ = ["fast_classification"]
@@ -337,18 +343,15 @@ class _LinearisedState(_State):
         Y, ma, c = post.probs, idx.size, self.c
         # X[m, k, l * ma + j] = sum_n phi_nm B_n,kl phi_nj ; Dg[m, k, l] = phi_m^T B_kl phi_m
         # (the c (c + 1) / 2 distinct weightings in one product each)
-        pairs = [(k, l) for k in range(c) for l in range(k, c)]
-        Wt = np.column_stack([hessian_weights(Y, k, l) for k, l in pairs])  # (N, pairs)
+        Wt = pair_weights(Y)  # (N, pairs)
+        npair = Wt.shape[1]
         XP = (self.Phin.T @ (Wt[:, :, None] * Pa[:, None, :]).reshape(self.n, -1)).reshape(
-            self.m, len(pairs), ma
+            self.m, npair, ma
         )
         DP = self.Phin2.T @ Wt
-        X = np.empty((self.m, c, c * ma))
-        Dg = np.empty((self.m, c, c))
-        for p, (k, l) in enumerate(pairs):
-            X[:, k, l * ma : (l + 1) * ma] = XP[:, p]
-            X[:, l, k * ma : (k + 1) * ma] = XP[:, p]
-            Dg[:, k, l] = Dg[:, l, k] = DP[:, p]
+        pair = class_pairs(c)[3]  # pair index of (k, l) and of (l, k)
+        X = XP.take(pair, axis=1).reshape(self.m, c, c * ma)  # C order, as the products need
+        Dg = DP.take(pair, axis=1)
         Z = (X.reshape(self.m * c, c * ma) @ self.Sigma).reshape(self.m, c, c * ma)
         S = Dg - Z @ np.transpose(X, (0, 2, 1))
         Q = self.Phin.T @ (self.T - Y)
@@ -387,11 +390,11 @@ class _LinearisedState(_State):
         """
         ma, c = self.W.shape
         H = self.H_lik.copy()
-        H[np.diag_indices_from(H)] += np.tile(alpha_new, c)
+        diagonal_view(H).reshape(c, ma)[...] += alpha_new
         b = self.H_lik @ self.W.T.ravel() + self.Q_active.T.ravel()
         try:
-            return linalg.cho_solve(linalg.cho_factor(H), b).reshape(c, ma).T
-        except linalg.LinAlgError:
+            return cho_solve_spd(H, b).reshape(c, ma).T
+        except np.linalg.LinAlgError:
             return self.W
 
     def reestimate(self, i: int, alpha_new: float) -> None:
@@ -483,7 +486,7 @@ def linearised_evidence(H_lik, b, u, c):
     up to terms free of ``alpha``; ``b = Phi^T B t_hat``.
     """
     H = H_lik.copy()
-    H[np.diag_indices_from(H)] += np.tile(np.exp(u), c)
+    diagonal_view(H).reshape(c, -1)[...] += np.exp(u)
     Sigma, logdet = spd_inverse(H, "linearised posterior precision")
     mu = Sigma @ b
     return 0.5 * (c * float(np.sum(u)) - logdet + float(b @ mu)), Sigma, mu
@@ -561,8 +564,8 @@ def maximise_linearised(H_lik, b, alpha, c, tol, max_iter=50):
         f = np.flatnonzero(free)
         step = np.zeros(ma)
         try:  # -H is positive definite near a maximum
-            step[f] = linalg.cho_solve(linalg.cho_factor(-H[np.ix_(f, f)]), g[f])
-        except linalg.LinAlgError:
+            step[f] = cho_solve_spd(-H[np.ix_(f, f)], g[f])
+        except np.linalg.LinAlgError:
             lam, V = np.linalg.eigh(-H[np.ix_(f, f)])
             lam = np.maximum(np.abs(lam), 1e-8 * max(1.0, float(np.max(np.abs(lam)))))
             step[f] = V @ ((V.T @ g[f]) / lam)

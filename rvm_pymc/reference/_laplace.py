@@ -42,6 +42,66 @@ from scipy.special import expit, log_expit
 __all__ = ["LaplacePosterior", "find_mode", "hessian", "log_likelihood", "spd_inverse"]
 
 
+def diagonal_view(A: np.ndarray) -> np.ndarray:
+    """Writable view of the diagonal of a square contiguous (C or Fortran order) matrix."""
+    if A.flags.c_contiguous:
+        return A.reshape(-1)[:: A.shape[0] + 1]
+    if A.flags.f_contiguous:
+        return A.T.reshape(-1)[:: A.shape[0] + 1]
+    raise ValueError("the diagonal view needs a contiguous matrix")
+
+
+_CLASS_PAIRS: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def class_pairs(c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Class pairs ``k <= l`` in the order ``(0, 0), (0, 1), ..., (c-1, c-1)``.
+
+    Returns ``(k, l, delta_kl, index)`` with ``index`` of shape (C, C) the
+    position of the pair ``(min(k, l), max(k, l))`` in that order.
+    """
+    if c not in _CLASS_PAIRS:
+        k, l = np.triu_indices(c)
+        index = np.empty((c, c), dtype=np.intp)
+        index[k, l] = index[l, k] = np.arange(k.size)
+        _CLASS_PAIRS[c] = (k, l, (k == l).astype(float), index)
+    return _CLASS_PAIRS[c]
+
+
+def pair_weights(Y: np.ndarray) -> np.ndarray:
+    """Diagonals of the ``C (C + 1) / 2`` distinct ``D_kl`` (``k <= l``) as columns, (N, pairs).
+
+    ``D_kl = diag(y_k (delta_kl - y_l))``; column order as :func:`class_pairs`.
+    """
+    k, l, delta, _ = class_pairs(Y.shape[1])
+    return np.ascontiguousarray(Y[:, k] * (delta - Y[:, l]))
+
+
+_BLOCK_INDEX: dict[tuple[int, int], np.ndarray] = {}
+
+
+def assemble_blocks(blocks: np.ndarray, c: int) -> np.ndarray:
+    """The class-major (M C, M C) matrix from its distinct blocks (M, pairs, M).
+
+    Block ``(k, l)`` with ``k <= l`` is ``blocks[:, p]`` (``p`` the pair index of
+    :func:`class_pairs`), block ``(l, k)`` its transpose.
+    """
+    m = blocks.shape[0]
+    key = (m, c)
+    if key not in _BLOCK_INDEX:
+        k, _, _, pair = class_pairs(c)
+        npair = k.size
+        r = np.arange(m)
+        # flat index of element (row k*m+i, column l*m+j) in blocks.ravel()
+        kk, ii, ll, jj = np.ix_(np.arange(c), r, np.arange(c), r)
+        upper = kk <= ll
+        first = np.where(upper, ii, jj)
+        second = np.where(upper, jj, ii)
+        idx = (first * npair + pair[kk, ll]) * m + second
+        _BLOCK_INDEX[key] = idx.reshape(m * c, m * c)
+    return blocks.reshape(-1)[_BLOCK_INDEX[key]]
+
+
 def spd_inverse(H: np.ndarray, what: str = "Laplace Hessian") -> tuple[np.ndarray, float]:
     """Inverse and log determinant of a small symmetric positive definite matrix.
 
@@ -52,27 +112,50 @@ def spd_inverse(H: np.ndarray, what: str = "Laplace Hessian") -> tuple[np.ndarra
     :class:`numpy.linalg.LinAlgError` when ``H`` is not numerically positive
     definite; there is no pseudo-inverse fallback.
     """
-    d = np.diag(H)
-    if not (np.all(d > 0) and np.all(np.isfinite(H))):
+    d = H.diagonal()
+    if not (d.min() > 0 and np.isfinite(H).all()):  # a NaN fails both tests
         raise np.linalg.LinAlgError(
             f"the {what} has non-finite or non-positive diagonal entries; "
             "check the basis for non-finite or all-zero columns"
         )
     p = 1.0 / np.sqrt(d)
-    pp = np.outer(p, p)
-    factor, info = lapack.dpotrf(H * pp, lower=1, clean=0)
+    pp = p[:, None] * p
+    factor, info = lapack.dpotrf(H * pp, lower=1, clean=1)  # strict upper triangle zeroed
     if info != 0:
         raise np.linalg.LinAlgError(
             f"Cholesky factorisation of the {what} failed (matrix not positive definite "
             "to working precision); the basis is probably numerically rank deficient "
             "with tiny precisions"
         )
-    logdet = 2.0 * float(np.sum(np.log(np.diag(factor)))) - 2.0 * float(np.sum(np.log(p)))
+    logdet = 2.0 * float(np.log(factor.diagonal()).sum()) - 2.0 * float(np.log(p).sum())
     inv, info = lapack.dpotri(factor, lower=1)
     if info != 0:  # pragma: no cover - potrf succeeded, so the factor is nonsingular
         raise np.linalg.LinAlgError(f"inversion of the {what} failed")
-    inv = np.tril(inv) + np.tril(inv, -1).T
+    # potri fills the lower triangle and leaves the zeroed upper one: mirror it
+    inv = inv + inv.T
+    diagonal_view(inv)[...] *= 0.5
     return inv * pp, logdet
+
+
+def cho_solve_spd(H: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Solve ``H x = b`` for a small symmetric positive definite ``H`` by Cholesky.
+
+    Only the upper triangle of ``H`` is read.  LAPACK ``potrf`` / ``potrs`` on
+    the lower triangle of ``H.T``: the numbers of
+    ``scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), b)`` (which factorises
+    a C-ordered array that way) without the wrappers' overhead.
+    Raises :class:`numpy.linalg.LinAlgError` when ``H`` is not numerically
+    positive definite and ``ValueError`` when ``H`` or ``b`` is not finite.
+    """
+    if not (np.isfinite(H).all() and np.isfinite(b).all()):
+        raise ValueError("array must not contain infs or NaNs")
+    factor, info = lapack.dpotrf(H.T, lower=1, clean=0)
+    if info != 0:
+        raise np.linalg.LinAlgError("matrix not positive definite to working precision")
+    x, info = lapack.dpotrs(factor, b, lower=1)
+    if info != 0:  # pragma: no cover - only on an illegal argument
+        raise np.linalg.LinAlgError("Cholesky solve failed")
+    return x
 
 
 @dataclass(frozen=True)
@@ -119,17 +202,10 @@ def log_likelihood(F: np.ndarray, T: np.ndarray) -> tuple[float, np.ndarray]:
         f, t = F[:, 0], T[:, 0]
         ll = float(np.sum(t * log_expit(f) + (1.0 - t) * log_expit(-f)))
         return ll, expit(F)
-    fmax = np.max(F, axis=1, keepdims=True)  # scipy's logsumexp is slow on small arrays
-    logz = fmax + np.log(np.sum(np.exp(F - fmax), axis=1, keepdims=True))
-    ll = float(np.sum(T * F) - np.sum(logz))
+    fmax = F.max(axis=1, keepdims=True)  # scipy's logsumexp is slow on small arrays
+    logz = fmax + np.log(np.exp(F - fmax).sum(axis=1, keepdims=True))
+    ll = float((T * F).sum() - logz.sum())
     return ll, np.exp(F - logz)
-
-
-def hessian_weights(Y: np.ndarray, k: int, l: int) -> np.ndarray:
-    """Diagonal of ``D_kl``: ``y_k (delta_kl - y_l)`` per observation."""
-    if k == l:
-        return Y[:, k] * (1.0 - Y[:, k])
-    return -Y[:, k] * Y[:, l]
 
 
 def hessian(Phi: np.ndarray, Y: np.ndarray, alpha: np.ndarray) -> np.ndarray:
@@ -137,27 +213,20 @@ def hessian(Phi: np.ndarray, Y: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     m, c = Phi.shape[1], Y.shape[1]
     if c == 1:
         H = Phi.T @ ((Y[:, 0] * (1.0 - Y[:, 0]))[:, None] * Phi)
-        H[np.diag_indices_from(H)] += alpha
+        diagonal_view(H)[...] += alpha
         return H
     # the c (c + 1) / 2 distinct blocks in one product
-    pairs = [(k, l) for k in range(c) for l in range(k, c)]
-    Wt = np.column_stack([hessian_weights(Y, k, l) for k, l in pairs])
-    blocks = (Phi.T @ (Wt[:, :, None] * Phi[:, None, :]).reshape(Phi.shape[0], -1)).reshape(
-        m, len(pairs), m
-    )
-    H = np.empty((m * c, m * c))
-    for p, (k, l) in enumerate(pairs):
-        blk = blocks[:, p]
-        H[k * m : (k + 1) * m, l * m : (l + 1) * m] = blk
-        if l != k:
-            H[l * m : (l + 1) * m, k * m : (k + 1) * m] = blk.T
-    H[np.diag_indices_from(H)] += np.tile(alpha, c)
+    Wt = pair_weights(Y)
+    n, npair = Wt.shape
+    blocks = (Phi.T @ (Wt[:, :, None] * Phi[:, None, :]).reshape(n, -1)).reshape(m, npair, m)
+    H = assemble_blocks(blocks, c)
+    diagonal_view(H).reshape(c, m)[...] += alpha
     return H
 
 
 def _objective(Phi, T, alpha, W):
     ll, Y = log_likelihood(Phi @ W, T)
-    return ll - 0.5 * float(np.sum(alpha[:, None] * W**2)), ll, Y
+    return ll - 0.5 * float((alpha[:, None] * W**2).sum()), ll, Y
 
 
 def find_mode(
@@ -207,7 +276,7 @@ def find_mode(
         grad = Phi.T @ (T - Y) - alpha[:, None] * W
         cov, logdet = spd_inverse(hessian(Phi, Y, alpha))
         step = (cov @ grad.T.ravel()).reshape(c, m).T
-        if np.max(np.abs(step)) <= tol * (1.0 + np.max(np.abs(W), initial=0.0)):
+        if np.abs(step).max() <= tol * (1.0 + np.abs(W).max(initial=0.0)):
             converged = True
             break
         # Step halving; a decrease within the rounding error of the objective counts as
