@@ -66,7 +66,17 @@ _POLISH_STEPS = 3
 
 def _ell_shared(alpha, lam, q2):
     """Sum over eigen-directions of the per-basis contribution; ``alpha`` broadcasts."""
-    return 0.5 * np.sum(-np.log1p(lam / alpha) + q2 / (alpha + lam), axis=-1)
+    return 0.5 * (-np.log1p(lam / alpha) + q2 / (alpha + lam)).sum(axis=-1)
+
+
+def _ell_shared_slopes(alpha, lam, q2):
+    """The two derivatives of :func:`ell_shared_derivatives` only; ``alpha`` of shape (M, 1)."""
+    d = alpha + lam
+    d2 = d**2
+    aq = alpha * q2 / d2
+    g = 0.5 * (lam / d - aq).sum(axis=-1)
+    h = -0.5 * (alpha * lam / d2 + aq * (lam - alpha) / d).sum(axis=-1)
+    return g, h
 
 
 def ell_shared_derivatives(u, lam, q2):
@@ -84,12 +94,8 @@ def ell_shared_derivatives(u, lam, q2):
     Null directions (``lambda_k = q~_k^2 = 0``) contribute zero to all three.
     """
     alpha = np.exp(u)[:, None]
-    d = alpha + lam
-    ell = 0.5 * np.sum(-np.log1p(lam / alpha) + q2 / d, axis=-1)
-    aq = alpha * q2 / d**2
-    g = 0.5 * np.sum(lam / d - aq, axis=-1)
-    h = -0.5 * np.sum(alpha * lam / d**2 + aq * (lam - alpha) / d, axis=-1)
-    return ell, g, h
+    g, h = _ell_shared_slopes(alpha, lam, q2)
+    return _ell_shared(alpha, lam, q2), g, h
 
 
 def _poly_mul(a, b):
@@ -121,10 +127,11 @@ def _stationary_points(lam, q2):
     if p == 2:  # the product written out
         l1, l2 = lam[:, 0], lam[:, 1]
         e1, e2 = l1 - q2[:, 0], l2 - q2[:, 1]
+        s1, s2 = l1**2, l2**2
         P[:, 0] = e1 + e2
-        P[:, 1] = 2.0 * (l2 * e1 + l1 * e2) + l1**2 + l2**2
-        P[:, 2] = l2**2 * e1 + l1**2 * e2 + 2.0 * l1 * l2 * (l1 + l2)
-        P[:, 3] = 2.0 * l1**2 * l2**2
+        P[:, 1] = 2.0 * (l2 * e1 + l1 * e2) + s1 + s2
+        P[:, 2] = s2 * e1 + s1 * e2 + 2.0 * l1 * l2 * (l1 + l2)
+        P[:, 3] = 2.0 * s1 * s2
     for k in range(p if p != 2 else 0):
         term = np.column_stack([lam[:, k] - q2[:, k], lam[:, k] ** 2])
         for j in range(p):
@@ -133,7 +140,7 @@ def _stationary_points(lam, q2):
                 term = _poly_mul(term, d2)  # (alpha + lambda_j)^2
         P += term
     lead = P[:, 0]
-    size = np.max(np.abs(P), axis=1)
+    size = np.abs(P).max(axis=1)
     # sum(lambda - q2) = 0 puts a root at alpha = inf; a tiny leading coefficient moves it
     # to a huge finite alpha, where ell is (numerically) zero as at alpha = inf.
     tiny = 1e-14 * size
@@ -161,20 +168,20 @@ def _real_cubic_roots(abc: np.ndarray) -> np.ndarray:
     p = b - a**2 / 3.0
     q = 2.0 * a**3 / 27.0 - a * b / 3.0 + c
     disc = (q / 2.0) ** 2 + (p / 3.0) ** 3
-    out = np.full((a.size, 3), np.nan)
     one = disc > 0
     sq = np.sqrt(np.where(one, disc, 0.0))
     t1 = np.cbrt(-q / 2.0 + sq) + np.cbrt(-q / 2.0 - sq)
-    out[one, 0] = t1[one]
     three = ~one & (p < 0)
     m = 2.0 * np.sqrt(np.where(three, -p / 3.0, 1.0))
     arg = np.where(three, 3.0 * q / (p * m), 0.0)
     theta = np.arccos(np.clip(arg, -1.0, 1.0)) / 3.0
-    for k in range(3):
-        out[three, k] = (m * np.cos(theta - 2.0 * np.pi * k / 3.0))[three]
-    triple = ~one & ~three  # p = q = 0
-    out[triple, 0] = 0.0
+    out = np.where(three[:, None], m[:, None] * np.cos(theta[:, None] - _THIRDS), np.nan)
+    # one real root: Cardano's; neither one nor three: p = q = 0, a triple root
+    out[:, 0] = np.where(one, t1, np.where(three, out[:, 0], 0.0))
     return out - a[:, None] / 3.0
+
+
+_THIRDS = np.array([2.0 * np.pi * k / 3.0 for k in range(3)])
 
 
 def maximise_shared(lam: np.ndarray, q2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -195,33 +202,34 @@ def maximise_shared(lam: np.ndarray, q2: np.ndarray) -> tuple[np.ndarray, np.nda
     ell_best = np.zeros(m)
     nonzero = lam > 0
     p_row = np.count_nonzero(nonzero, axis=1)
-    some = np.any(q2 > lam * (1.0 + 1e-12), axis=1)  # else ell increases up to alpha = inf
-    for p in range(1, c + 1):
-        rows = np.flatnonzero((p_row == p) & some)
-        if rows.size == 0:
-            continue
+    some = (q2 > lam * (1.0 + 1e-12)).any(axis=1)  # else ell increases up to alpha = inf
+    p_row = np.where(some, p_row, 0)
+    for p in np.flatnonzero(np.bincount(p_row, minlength=c + 1)[1:]) + 1:
+        rows = np.flatnonzero(p_row == p)
         # eigh sorts ascending and rotate zeroes the null directions: the p nonzero ones
         # are the last p columns
         L, Q2 = lam[rows, c - p :], q2[rows, c - p :]
         if p == 1:
             cand = L[:, :1] ** 2 / np.maximum(Q2[:, :1] - L[:, :1], 1e-300)
         else:
-            scale = np.max(L, axis=1, keepdims=True)
+            scale = L.max(axis=1, keepdims=True)
             cand = _stationary_points(L / scale, Q2 / scale) * scale
         real = ~np.isnan(cand)
         vals = _ell_shared(np.where(real, cand, 1.0)[:, :, None], L[:, None], Q2[:, None])
         vals = np.where(real, vals, -np.inf)
-        i = np.argmax(vals, axis=1)
+        i = vals.argmax(axis=1)
         u = np.log(cand[np.arange(rows.size), i])
         ok = np.isfinite(u)
         u = np.where(ok, u, 0.0)
         for _ in range(_POLISH_STEPS):
-            _, g, h = ell_shared_derivatives(u, L, Q2)
-            step = np.where(h < 0, -g / np.where(h < 0, h, -1.0), 0.0)
-            u = u + np.clip(step, -0.5, 0.5)
-        f = _ell_shared(np.exp(u)[:, None], L, Q2)
+            g, h = _ell_shared_slopes(np.exp(u)[:, None], L, Q2)
+            concave = h < 0
+            step = np.where(concave, -g / np.where(concave, h, -1.0), 0.0)
+            u = u + np.minimum(np.maximum(step, -0.5), 0.5)
+        alpha = np.exp(u)
+        f = _ell_shared(alpha[:, None], L, Q2)
         good = ok & (f > 0)
-        alpha_best[rows[good]] = np.exp(u[good])
+        alpha_best[rows[good]] = alpha[good]
         ell_best[rows[good]] = f[good]
     return alpha_best, ell_best
 
@@ -239,7 +247,7 @@ def rotate(s: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     else:
         lam, V = np.linalg.eigh(s)
         q2 = np.einsum("mkj,mk->mj", V, q) ** 2
-    null = lam <= 1e-10 * np.max(lam, axis=1, keepdims=True)
+    null = lam <= 1e-10 * lam.max(axis=1, keepdims=True)
     return np.where(null, 0.0, lam), np.where(null, 0.0, q2)
 
 
@@ -256,16 +264,19 @@ def _rotate3(s: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ``theta = atan2(2 b, a - c) / 2``.  Returns eigenvalues ascending, the
     null direction first, like ``eigh``.
     """
-    sp = _U3.T @ s @ _U3
+    m = s.shape[0]
+    sp = ((_U3.T @ s).reshape(2 * m, 3) @ _U3).reshape(m, 2, 2)  # one product for the right
     qp = q @ _U3
     a, b, c = sp[:, 0, 0], 0.5 * (sp[:, 0, 1] + sp[:, 1, 0]), sp[:, 1, 1]
-    mid, d = 0.5 * (a + c), np.hypot(0.5 * (a - c), b)
-    theta = 0.5 * np.arctan2(2.0 * b, a - c)
+    a_c = a - c
+    mid, d = 0.5 * (a + c), np.hypot(0.5 * a_c, b)
+    theta = 0.5 * np.arctan2(2.0 * b, a_c)
     cos, sin = np.cos(theta), np.sin(theta)
     q_big = cos * qp[:, 0] + sin * qp[:, 1]
     q_small = -sin * qp[:, 0] + cos * qp[:, 1]
-    lam = np.column_stack([np.zeros_like(a), mid - d, mid + d])
-    q2 = np.column_stack([np.zeros_like(a), q_small**2, q_big**2])
+    lam, q2 = np.zeros((a.size, 3)), np.zeros((a.size, 3))
+    lam[:, 1], lam[:, 2] = mid - d, mid + d
+    q2[:, 1], q2[:, 2] = q_small**2, q_big**2
     return lam, q2
 
 
