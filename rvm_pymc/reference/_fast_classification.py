@@ -298,11 +298,11 @@ def leaving_active(alpha: np.ndarray, W: np.ndarray, cov: np.ndarray) -> np.ndar
     # Cheap answers first: no direction with q^2 > lambda means ell increases to
     # alpha = inf; sum(q^2 - lambda) > 0 means ell > 0 for large finite alpha.
     out = np.full(ma, np.inf)
-    some = np.any(q2 > lam * (1.0 + 1e-12), axis=1)
-    surely = np.sum(q2 - lam, axis=1) > 0
+    some = (q2 > lam * (1.0 + 1e-12)).any(axis=1)
+    surely = (q2 - lam).sum(axis=1) > 0
     out[surely] = 1.0
     unsure = some & ~surely
-    if np.any(unsure):
+    if unsure.any():
         out[unsure] = maximise_shared(lam[unsure], q2[unsure])[0]
     return ~np.isfinite(out)
 
@@ -524,7 +524,7 @@ def linearised_gradient_hessian(Sigma, mu, u, c):
     g = 0.5 * (c - alpha * (tr + r))
     F = np.einsum("kmln,kmln->mn", S4, S4) + 2.0 * np.einsum("km,kmln,ln->mn", M, S4, M)
     H = 0.5 * alpha[:, None] * alpha[None, :] * F
-    H[np.diag_indices(ma)] -= 0.5 * alpha * (tr + r)
+    diagonal_view(H)[...] -= 0.5 * alpha * (tr + r)
     return g, H
 
 
@@ -566,21 +566,22 @@ def maximise_linearised(H_lik, b, alpha, c, tol, max_iter=50):
     rising = np.ones(ma, dtype=bool)
     for _ in range(max_iter):
         free = u < _LOG_ALPHA_CAP
-        if np.any(free & rising):  # only a basis whose alpha grows can be on its way out
+        if (free & rising).any():  # only a basis whose alpha grows can be on its way out
             out = free & leaving_active(np.exp(u), mu.reshape(c, ma).T, Sigma)
-            if np.any(out) and np.count_nonzero(free & ~out) >= 1:
+            if out.any() and np.count_nonzero(free & ~out) >= 1:
                 out, u, L, Sigma, mu = _cap_leaving(H_lik, b, u, c, out, L, Sigma, mu)
                 free &= ~out
         g, H = linearised_gradient_hessian(Sigma, mu, u, c)
         f = np.flatnonzero(free)
+        neg_H = -H if f.size == ma else -H[np.ix_(f, f)]
         step = np.zeros(ma)
         try:  # -H is positive definite near a maximum
-            step[f] = cho_solve_spd(-H[np.ix_(f, f)], g[f])
+            step[f] = cho_solve_spd(neg_H, g[f])
         except np.linalg.LinAlgError:
-            lam, V = np.linalg.eigh(-H[np.ix_(f, f)])
+            lam, V = np.linalg.eigh(neg_H)
             lam = np.maximum(np.abs(lam), 1e-8 * max(1.0, float(np.max(np.abs(lam)))))
             step[f] = V @ ((V.T @ g[f]) / lam)
-        big = np.max(np.abs(step), initial=0.0)
+        big = np.abs(step).max(initial=0.0)
         if big > 2.0:
             step *= 2.0 / big
         eta = 1.0
@@ -596,8 +597,8 @@ def maximise_linearised(H_lik, b, alpha, c, tol, max_iter=50):
         if L_new < L - 1e-12 * (1.0 + abs(L)):
             break
         # inexact: the linearisation itself is only accurate to about the size of the move
-        moved = np.max(np.abs(u_new - u0), initial=0.0)
-        done = np.max(np.abs(u_new - u), initial=0.0) < max(tol, 1e-3 * moved)
+        moved = np.abs(u_new - u0).max(initial=0.0)
+        done = np.abs(u_new - u).max(initial=0.0) < max(tol, 1e-3 * moved)
         rising = u_new - u > 0.5
         u, L, Sigma, mu = u_new, L_new, Sigma_new, mu_new
         if done:

@@ -74,7 +74,7 @@ def pair_weights(Y: np.ndarray) -> np.ndarray:
     ``D_kl = diag(y_k (delta_kl - y_l))``; column order as :func:`class_pairs`.
     """
     k, l, delta, _ = class_pairs(Y.shape[1])
-    return np.ascontiguousarray(Y[:, k] * (delta - Y[:, l]))
+    return Y.take(k, axis=1) * (delta - Y.take(l, axis=1))  # C order, as the products need
 
 
 _BLOCK_INDEX: dict[tuple[int, int], np.ndarray] = {}
