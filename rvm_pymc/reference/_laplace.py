@@ -113,7 +113,7 @@ def spd_inverse(H: np.ndarray, what: str = "Laplace Hessian") -> tuple[np.ndarra
     definite; there is no pseudo-inverse fallback.
     """
     d = H.diagonal()
-    if not (d.min() > 0 and np.isfinite(H).all()):  # a NaN fails both tests
+    if not (d.min(initial=np.inf) > 0 and np.isfinite(H).all()):  # a NaN fails both tests
         raise np.linalg.LinAlgError(
             f"the {what} has non-finite or non-positive diagonal entries; "
             "check the basis for non-finite or all-zero columns"
@@ -149,6 +149,8 @@ def cho_solve_spd(H: np.ndarray, b: np.ndarray) -> np.ndarray:
     """
     if not (np.isfinite(H).all() and np.isfinite(b).all()):
         raise ValueError("array must not contain infs or NaNs")
+    if H.size == 0:
+        return np.zeros(b.shape)
     factor, info = lapack.dpotrf(H.T, lower=1, clean=0)
     if info != 0:
         raise np.linalg.LinAlgError("matrix not positive definite to working precision")
