@@ -129,6 +129,33 @@ def test_softmax_covariance_ordering_is_class_major(fits, three_class):
         assert u @ res.cov @ u == pytest.approx(1.0 / res.alpha[i], rel=1e-6)
 
 
+@pytest.mark.parametrize("c", [1, 3, 4])
+@pytest.mark.parametrize("m", [2, 25])  # 25 x 3 and 25 x 4 exceed the cached-gather size
+def test_hessian_and_small_matrix_helpers_match_dense_formulas(c, m):
+    from rvm_pymc.reference._laplace import cho_solve_spd, hessian, spd_inverse
+
+    rng = np.random.default_rng(c * 100 + m)
+    n = 60
+    Phi = rng.normal(size=(n, m))
+    Y = rng.dirichlet(np.ones(c), size=n) if c > 1 else rng.uniform(0.05, 0.95, (n, 1))
+    alpha = rng.uniform(0.5, 2.0, m)
+    # the dense class-major Hessian: blocks Phi^T diag(y_k (delta_kl - y_l)) Phi + delta_kl A
+    H_dense = np.zeros((m * c, m * c))
+    for k in range(c):
+        for l in range(c):
+            w = Y[:, k] * ((k == l) - Y[:, l])
+            H_dense[k * m : (k + 1) * m, l * m : (l + 1) * m] = Phi.T @ (w[:, None] * Phi)
+    H_dense += np.diag(np.tile(alpha, c))
+    H = hessian(Phi, Y, alpha)
+    np.testing.assert_allclose(H, H_dense, rtol=1e-12, atol=1e-12)
+    cov, logdet = spd_inverse(H)
+    np.testing.assert_array_equal(cov, cov.T)
+    np.testing.assert_allclose(cov, np.linalg.inv(H), rtol=1e-8, atol=1e-12)
+    assert logdet == pytest.approx(np.linalg.slogdet(H)[1], rel=1e-10)
+    b = rng.normal(size=m * c)
+    np.testing.assert_allclose(cho_solve_spd(H, b), np.linalg.solve(H, b), rtol=1e-8, atol=1e-12)
+
+
 # --------------------------------------------------------------------------- Laplace evidence
 
 

@@ -78,28 +78,36 @@ def pair_weights(Y: np.ndarray) -> np.ndarray:
 
 
 _BLOCK_INDEX: dict[tuple[int, int], np.ndarray] = {}
+_GATHER_MAX = 64  # largest M C assembled by one cached gather (else block by block)
 
 
 def assemble_blocks(blocks: np.ndarray, c: int) -> np.ndarray:
     """The class-major (M C, M C) matrix from its distinct blocks (M, pairs, M).
 
     Block ``(k, l)`` with ``k <= l`` is ``blocks[:, p]`` (``p`` the pair index of
-    :func:`class_pairs`), block ``(l, k)`` its transpose.
+    :func:`class_pairs`), block ``(l, k)`` its transpose.  Small matrices (the
+    many Hessians of the sequential solver) are gathered with a cached flat
+    index, larger ones copied block by block.
     """
     m = blocks.shape[0]
-    key = (m, c)
-    if key not in _BLOCK_INDEX:
-        k, _, _, pair = class_pairs(c)
-        npair = k.size
+    k, l, _, pair = class_pairs(c)
+    if m * c > _GATHER_MAX:
+        H = np.empty((m * c, m * c))
+        for p, (kp, lp) in enumerate(zip(k, l, strict=True)):
+            H[kp * m : (kp + 1) * m, lp * m : (lp + 1) * m] = blocks[:, p]
+            if lp != kp:
+                H[lp * m : (lp + 1) * m, kp * m : (kp + 1) * m] = blocks[:, p].T
+        return H
+    if (m, c) not in _BLOCK_INDEX:
         r = np.arange(m)
         # flat index of element (row k*m+i, column l*m+j) in blocks.ravel()
         kk, ii, ll, jj = np.ix_(np.arange(c), r, np.arange(c), r)
         upper = kk <= ll
         first = np.where(upper, ii, jj)
         second = np.where(upper, jj, ii)
-        idx = (first * npair + pair[kk, ll]) * m + second
-        _BLOCK_INDEX[key] = idx.reshape(m * c, m * c)
-    return blocks.reshape(-1)[_BLOCK_INDEX[key]]
+        idx = (first * k.size + pair[kk, ll]) * m + second
+        _BLOCK_INDEX[m, c] = idx.reshape(m * c, m * c)
+    return blocks.reshape(-1)[_BLOCK_INDEX[m, c]]
 
 
 def spd_inverse(H: np.ndarray, what: str = "Laplace Hessian") -> tuple[np.ndarray, float]:
