@@ -167,14 +167,15 @@ def _real_cubic_roots(abc: np.ndarray) -> np.ndarray:
     a, b, c = abc[:, 0], abc[:, 1], abc[:, 2]
     p = b - a**2 / 3.0
     q = 2.0 * a**3 / 27.0 - a * b / 3.0 + c
-    disc = (q / 2.0) ** 2 + (p / 3.0) ** 3
+    hq, p3 = q / 2.0, p / 3.0
+    disc = hq**2 + p3**3
     one = disc > 0
     sq = np.sqrt(np.where(one, disc, 0.0))
-    t1 = np.cbrt(-q / 2.0 + sq) + np.cbrt(-q / 2.0 - sq)
+    t1 = np.cbrt(-hq + sq) + np.cbrt(-hq - sq)
     three = ~one & (p < 0)
-    m = 2.0 * np.sqrt(np.where(three, -p / 3.0, 1.0))
+    m = 2.0 * np.sqrt(np.where(three, -p3, 1.0))
     arg = np.where(three, 3.0 * q / (p * m), 0.0)
-    theta = np.arccos(np.clip(arg, -1.0, 1.0)) / 3.0
+    theta = np.arccos(np.minimum(np.maximum(arg, -1.0), 1.0)) / 3.0
     out = np.where(three[:, None], m[:, None] * np.cos(theta[:, None] - _THIRDS), np.nan)
     # one real root: Cardano's; neither one nor three: p = q = 0, a triple root
     out[:, 0] = np.where(one, t1, np.where(three, out[:, 0], 0.0))
@@ -200,8 +201,7 @@ def maximise_shared(lam: np.ndarray, q2: np.ndarray) -> tuple[np.ndarray, np.nda
     m, c = lam.shape
     alpha_best = np.full(m, np.inf)
     ell_best = np.zeros(m)
-    nonzero = lam > 0
-    p_row = np.count_nonzero(nonzero, axis=1)
+    p_row = (lam > 0).sum(axis=1)
     some = (q2 > lam * (1.0 + 1e-12)).any(axis=1)  # else ell increases up to alpha = inf
     p_row = np.where(some, p_row, 0)
     for p in np.flatnonzero(np.bincount(p_row, minlength=c + 1)[1:]) + 1:
