@@ -129,10 +129,14 @@ def test_softmax_covariance_ordering_is_class_major(fits, three_class):
         assert u @ res.cov @ u == pytest.approx(1.0 / res.alpha[i], rel=1e-6)
 
 
-@pytest.mark.parametrize("c", [1, 3, 4])
-@pytest.mark.parametrize("m", [2, 25])  # 25 x 3 and 25 x 4 exceed the cached-gather size
+@pytest.mark.parametrize(
+    ("c", "m"),
+    # M C = 64 is the largest Hessian assembled by the cached gather, 68 and 66 the
+    # smallest assembled block by block; 25 x 3 and 25 x 4 are well above it
+    [(1, 2), (1, 25), (3, 2), (3, 25), (4, 2), (4, 16), (4, 17), (4, 25), (2, 32), (2, 33)],
+)
 def test_hessian_and_small_matrix_helpers_match_dense_formulas(c, m):
-    from rvm_pymc.reference._laplace import cho_solve_spd, hessian, spd_inverse
+    from rvm_pymc.reference._laplace import hessian, spd_inverse, spd_solve
 
     rng = np.random.default_rng(c * 100 + m)
     n = 60
@@ -153,7 +157,29 @@ def test_hessian_and_small_matrix_helpers_match_dense_formulas(c, m):
     np.testing.assert_allclose(cov, np.linalg.inv(H), rtol=1e-8, atol=1e-12)
     assert logdet == pytest.approx(np.linalg.slogdet(H)[1], rel=1e-10)
     b = rng.normal(size=m * c)
-    np.testing.assert_allclose(cho_solve_spd(H, b), np.linalg.solve(H, b), rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(spd_solve(H, b), np.linalg.solve(H, b), rtol=1e-8, atol=1e-12)
+    # the same numbers from a Fortran-ordered copy
+    HF = np.asfortranarray(H)
+    np.testing.assert_allclose(spd_inverse(HF)[0], cov, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(spd_solve(HF, b), spd_solve(H, b), rtol=1e-12, atol=1e-15)
+
+
+def test_small_matrix_helpers_reject_bad_input():
+    from rvm_pymc.reference._laplace import diagonal_view, spd_inverse, spd_solve
+
+    with pytest.raises(np.linalg.LinAlgError, match="empty"):
+        spd_inverse(np.empty((0, 0)))
+    with pytest.raises(ValueError, match="rows for an empty matrix"):
+        spd_solve(np.empty((0, 0)), np.ones(2))
+    with pytest.raises(ValueError, match="square"):
+        diagonal_view(np.ones((2, 3)))
+    with pytest.raises(np.linalg.LinAlgError, match="non-finite or non-positive"):
+        spd_inverse(np.array([[1.0, np.nan], [np.nan, 1.0]]))
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+        spd_inverse(np.array([[1.0, 2.0], [2.0, 1.0]]))
+    cov, logdet = spd_inverse(np.array([[2, 0], [0, 4]]))  # integer input
+    np.testing.assert_allclose(cov, np.diag([0.5, 0.25]))
+    assert logdet == pytest.approx(np.log(8.0))
 
 
 # --------------------------------------------------------------------------- Laplace evidence

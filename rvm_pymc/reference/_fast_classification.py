@@ -50,12 +50,12 @@ import copy
 import numpy as np
 
 from rvm_pymc.reference._laplace import (
-    cho_solve_spd,
     class_pairs,
     diagonal_view,
     find_mode,
     pair_weights,
     spd_inverse,
+    spd_solve,
 )
 from rvm_pymc.reference.fast import ADD, DELETE, REESTIMATE, _ell, _State, active_sq, select_move
 
@@ -404,7 +404,7 @@ class _LinearisedState(_State):
         diagonal_view(H).reshape(c, ma)[...] += alpha_new
         b = self.H_lik @ self.W.T.ravel() + self.Q_active.T.ravel()
         try:
-            return cho_solve_spd(H, b).reshape(c, ma).T
+            return spd_solve(H, b).reshape(c, ma).T
         except np.linalg.LinAlgError:
             return self.W
 
@@ -576,7 +576,7 @@ def maximise_linearised(H_lik, b, alpha, c, tol, max_iter=50):
         neg_H = -H if f.size == ma else -H[np.ix_(f, f)]
         step = np.zeros(ma)
         try:  # -H is positive definite near a maximum
-            step[f] = cho_solve_spd(neg_H, g[f])
+            step[f] = spd_solve(neg_H, g[f])
         except np.linalg.LinAlgError:
             lam, V = np.linalg.eigh(neg_H)
             lam = np.maximum(np.abs(lam), 1e-8 * max(1.0, float(np.max(np.abs(lam)))))

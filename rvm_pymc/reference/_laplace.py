@@ -44,6 +44,8 @@ __all__ = ["LaplacePosterior", "find_mode", "hessian", "log_likelihood", "spd_in
 
 def diagonal_view(A: np.ndarray) -> np.ndarray:
     """Writable view of the diagonal of a square contiguous (C or Fortran order) matrix."""
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"the diagonal view needs a square matrix, got shape {A.shape}")
     if A.flags.c_contiguous:
         return A.reshape(-1)[:: A.shape[0] + 1]
     if A.flags.f_contiguous:
@@ -64,7 +66,10 @@ def class_pairs(c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
         k, l = np.triu_indices(c)
         index = np.empty((c, c), dtype=np.intp)
         index[k, l] = index[l, k] = np.arange(k.size)
-        _CLASS_PAIRS[c] = (k, l, (k == l).astype(float), index)
+        cached = (k, l, (k == l).astype(float), index)
+        for a in cached:  # shared by every caller: never to be written to
+            a.flags.writeable = False
+        _CLASS_PAIRS[c] = cached
     return _CLASS_PAIRS[c]
 
 
@@ -106,7 +111,9 @@ def assemble_blocks(blocks: np.ndarray, c: int) -> np.ndarray:
         first = np.where(upper, ii, jj)
         second = np.where(upper, jj, ii)
         idx = (first * k.size + pair[kk, ll]) * m + second
-        _BLOCK_INDEX[m, c] = idx.reshape(m * c, m * c)
+        idx = idx.reshape(m * c, m * c)
+        idx.flags.writeable = False  # shared by every caller
+        _BLOCK_INDEX[m, c] = idx
     return blocks.reshape(-1)[_BLOCK_INDEX[m, c]]
 
 
@@ -120,8 +127,10 @@ def spd_inverse(H: np.ndarray, what: str = "Laplace Hessian") -> tuple[np.ndarra
     :class:`numpy.linalg.LinAlgError` when ``H`` is not numerically positive
     definite; there is no pseudo-inverse fallback.
     """
+    if H.size == 0:
+        raise np.linalg.LinAlgError(f"the {what} is empty (no active basis)")
     d = H.diagonal()
-    if not (d.min(initial=np.inf) > 0 and np.isfinite(H).all()):  # a NaN fails both tests
+    if not (d.min() > 0 and np.isfinite(H).all()):  # a NaN fails both tests
         raise np.linalg.LinAlgError(
             f"the {what} has non-finite or non-positive diagonal entries; "
             "check the basis for non-finite or all-zero columns"
@@ -145,7 +154,7 @@ def spd_inverse(H: np.ndarray, what: str = "Laplace Hessian") -> tuple[np.ndarra
     return inv * pp, logdet
 
 
-def cho_solve_spd(H: np.ndarray, b: np.ndarray) -> np.ndarray:
+def spd_solve(H: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Solve ``H x = b`` for a small symmetric positive definite ``H`` by Cholesky.
 
     Only the upper triangle of ``H`` is read.  LAPACK ``potrf`` / ``potrs`` on
@@ -158,6 +167,8 @@ def cho_solve_spd(H: np.ndarray, b: np.ndarray) -> np.ndarray:
     if not (np.isfinite(H).all() and np.isfinite(b).all()):
         raise ValueError("array must not contain infs or NaNs")
     if H.size == 0:
+        if b.shape[0] != 0:
+            raise ValueError(f"b has {b.shape[0]} rows for an empty matrix H")
         return np.zeros(b.shape)
     factor, info = lapack.dpotrf(H.T, lower=1, clean=0)
     if info != 0:
