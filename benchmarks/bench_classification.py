@@ -215,7 +215,7 @@ def rows_for(name, n_rep, res):
                 f"{d_err:+.2f} ± {_se(diff):.2f}",
                 f"{rv_ratio:.2f}",
                 f"{speed:.0f}x",
-                ("yes" if ok else "NO") if key in METHODS else "-",
+                ("yes" if ok else "NO") if key in METHODS and key != "ovr" else "-",
             ]
         rows.append(
             [name, n_rep, LABELS[key], f"{np.mean(err):.2f} ± {_se(err):.2f}", f"{rv:.1f}",
@@ -226,12 +226,18 @@ def rows_for(name, n_rep, res):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="one repetition per problem")
+    parser.add_argument(
+        "--quick", action="store_true", help="one repetition per problem (overrides the counts)"
+    )
     parser.add_argument("--ripley", type=int, default=10, help="data draws of the Ripley problem")
     parser.add_argument("--breast-cancer", type=int, default=30, help="breast-cancer splits")
     parser.add_argument("--small", type=int, default=100, help="wine and iris splits each")
     args = parser.parse_args(argv)
-    if args.quick:
+    for flag, n in (("--ripley", args.ripley), ("--breast-cancer", args.breast_cancer),
+                    ("--small", args.small)):  # fmt: skip
+        if n < 1:
+            parser.error(f"{flag} must be at least 1, got {n}")
+    if args.quick:  # overrides the counts
         n_ripley, n_bc, n_small = 1, 1, 1
     else:
         n_ripley, n_bc, n_small = args.ripley, args.breast_cancer, args.small
