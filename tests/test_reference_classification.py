@@ -763,3 +763,62 @@ def test_import_does_not_load_pymc():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def _standardised_split(loader, seed):
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = loader(return_X_y=True)
+    X_tr, _, y_tr, _ = train_test_split(X, y, test_size=1 / 3, random_state=seed, stratify=y)
+    return StandardScaler().fit_transform(X_tr), y_tr
+
+
+def test_fast_does_not_cycle_adding_and_deleting_one_basis():
+    """Breast-cancer split 12 of the benchmark: basis 158's linearised gain is positive,
+    at the new mode it is leaving; before the round-trip bar the fast algorithm added
+    and deleted it 1951 times, to max_iter (then a longer cycle with re-estimations
+    between).  It now converges, at a fixed point of the MacKay updates."""
+    from sklearn.datasets import load_breast_cancer
+
+    from rvm_pymc.kernels import RBF, KernelBasis
+
+    X, y = _standardised_split(load_breast_cancer, 12)
+    Phi = KernelBasis(RBF(gamma=1 / 30), bias=True).fit_transform(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        res = fit_classification(Phi, y)
+    assert res.converged and res.n_iter < 500
+    acts = res.trace["action"]
+    assert np.count_nonzero(acts == 1) < 60  # additions (1951 while cycling)
+    _assert_mackay_fixed_point(res, Phi, y)
+
+
+def test_fast_brings_a_capped_basis_back():
+    """Wine split 69, class 0 against the rest: a joint move held basis 110 at
+    alpha = 1e12 while its optimum was finite; the joint move kept it there for
+    1290 iterations (max_iter).  It is now re-estimated alone and the fit converges
+    to the MacKay solution."""
+    from sklearn.datasets import load_wine
+
+    from rvm_pymc.kernels import RBF, KernelBasis
+
+    X, y = _standardised_split(load_wine, 69)
+    Phi = KernelBasis(RBF(gamma=1 / 13), bias=True).fit_transform(X)
+    t = (y == 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        res = fit_classification(Phi, t)
+        mackay = fit_classification(Phi, t, method="mackay")
+    assert res.converged and res.n_iter < 1000
+    assert res.active.tolist() == mackay.active.tolist()
+    assert res.log_evidence == pytest.approx(mackay.log_evidence, abs=1e-3)
+    _assert_mackay_fixed_point(res, Phi, t)
+
+
+def _assert_mackay_fixed_point(res, Phi, t):
+    """MacKay re-estimation started at ``res`` stays there (a fixed point of the updates)."""
+    again = fit_classification(Phi, t, method="mackay", alpha_init=res.alpha_full())
+    assert again.converged and again.n_iter <= 3
+    assert again.active.tolist() == res.active.tolist()
+    assert again.log_evidence == pytest.approx(res.log_evidence, abs=1e-5)
