@@ -53,6 +53,7 @@ from rvm_pymc.reference._laplace import (
     class_pairs,
     diagonal_view,
     find_mode,
+    pair_grams,
     pair_weights,
     spd_inverse,
     spd_solve,
@@ -355,10 +356,7 @@ class _LinearisedState(_State):
         # X[m, k, l * ma + j] = sum_n phi_nm B_n,kl phi_nj ; Dg[m, k, l] = phi_m^T B_kl phi_m
         # (the c (c + 1) / 2 distinct weightings in one product each)
         Wt = pair_weights(Y)  # (N, pairs)
-        npair = Wt.shape[1]
-        XP = (self.Phin.T @ (Wt[:, :, None] * Pa[:, None, :]).reshape(self.n, -1)).reshape(
-            self.m, npair, ma
-        )
+        XP = pair_grams(self.Phin, Wt, Pa)
         DP = self.Phin2.T @ Wt
         pair = class_pairs(c)[3]  # pair index of (k, l) and of (l, k)
         X = XP.take(pair, axis=1).reshape(self.m, c, c * ma)  # C order, as the products need
@@ -727,8 +725,8 @@ def _reestimate(st: _LinearisedState, i: int, new_alpha: np.ndarray, relevant: n
     the basis at the cap; seen: a one-vs-rest wine fit re-estimating that way
     to ``max_iter``) and the simultaneous or single move is made.
     """
-    # The joint move holds a basis at the cap; one whose precision is to come back
-    # from it is re-estimated alone (else the joint move keeps it there, for ever).
+    # The joint move holds a basis at the cap; for one whose precision is to come
+    # back from it the joint move is skipped (else it keeps the basis there for ever).
     if relevant.size > 1 and np.all(relevant) and np.log(st.alpha[i]) < _LOG_ALPHA_CAP:
         if st.newton_skip > 0:
             st.newton_skip -= 1
@@ -759,22 +757,20 @@ def _sequential(
     ``max_iter``); the joint re-estimations in between can also make the
     round trip a cycle of several moves (seen: add, re-estimate, delete,
     re-estimate, with the Laplace evidence back to within 1e-11).  A round
-    trip with no gain in the Laplace evidence (:func:`_futile_round_trip`),
-    or a repeated round trip of the same basis to the same active set that
-    gains less than 1e-3 nats over the previous one, bars that basis from
-    being added to that active set again (whenever the active set is that
-    set, for the rest of this call).  The result is then a fixed point of the
+    trip with no gain in the Laplace evidence, or a repeated round trip of
+    the same basis to the same active set that gains less than 1e-3 nats
+    over the previous one, bars that basis from being added to that active
+    set again (whenever the active set is that set, for the rest of this
+    call; :class:`_RoundTrips`).  The result is then a fixed point of the
     updates except that the barred basis may still show a tiny positive
     linearised gain (seen: 2e-7; its addition is what the cycle undid).
     """
     converged = False
     it = 0
-    added: dict[int, tuple[tuple[int, ...], float]] = {}  # basis -> active set, lml before
-    futile: dict[tuple[int, ...], set[int]] = {}  # active set -> bases not to add to it
-    trip_end: dict[tuple[tuple[int, ...], int], float] = {}  # (set, basis) -> best lml after
+    trips = _RoundTrips()
     for it in range(1, max_iter + 1):  # noqa: B007
         delta, new_alpha, in_model, relevant, deletions, j = select_move(st, align_tol)
-        no_add = futile.get(tuple(sorted(st.active)), set()) | ({barred} if barred >= 0 else set())
+        no_add = trips.barred(st.active) | ({barred} if barred >= 0 else set())
         for b in no_add:
             if not in_model[b]:
                 delta[b] = -np.inf
@@ -802,7 +798,7 @@ def _sequential(
             converged = True
             break
         if not in_model[j]:
-            added[j] = (tuple(sorted(st.active)), st.lml)
+            trips.adding(j, st.active, st.lml)
             st.add(j, new_alpha[j])
             action = ADD
         else:
@@ -813,27 +809,46 @@ def _sequential(
             else:
                 st.delete(i)
                 action = DELETE
-                before, key = added.pop(j, None), tuple(sorted(st.active))
-                if before is not None and before[0] == key:
-                    # a repeat that gained < 1e-3 nats over the last one is a cycle
-                    repeat = st.lml <= trip_end.get((key, j), -np.inf) + 1e-3
-                    if repeat or _futile_round_trip(before, st):
-                        futile.setdefault(key, set()).add(j)
-                    trip_end[key, j] = max(trip_end.get((key, j), -np.inf), st.lml)
+                trips.deleted(j, st.active, st.lml)
         trace["log_evidence"].append(st.lml)
         trace["n_active"].append(len(st.active))
         trace["action"].append(action)
     return it, converged
 
 
-def _futile_round_trip(before: tuple[tuple[int, ...], float], st) -> bool:
-    """Whether a deletion undid an addition at no gain in the Laplace evidence.
+class _RoundTrips:
+    """Additions undone by a deletion, and the bases barred from an active set for it.
 
-    ``before`` is the active set and Laplace evidence just before the deleted
-    basis was last added; the active set is back to it.
+    A round trip is the addition of a basis and its later deletion with the
+    active set back to what it was before the addition.  It bars that basis
+    from that active set when the Laplace evidence is no higher than before
+    the addition, or no more than 1e-3 nats above the best earlier round
+    trip of the same basis to the same set (a cycle; see :func:`_sequential`).
     """
-    lml = before[1]
-    return st.lml <= lml + 1e-9 * (1.0 + abs(lml))
+
+    def __init__(self) -> None:
+        self._before: dict[int, tuple[tuple[int, ...], float]] = {}  # basis -> set, lml
+        self._best: dict[tuple[tuple[int, ...], int], float] = {}  # (set, basis) -> lml after
+        self._barred: dict[tuple[int, ...], set[int]] = {}  # set -> bases not to add
+
+    def barred(self, active: list[int]) -> set[int]:
+        """The bases not to add to ``active``."""
+        return self._barred.get(tuple(sorted(active)), set())
+
+    def adding(self, j: int, active: list[int], lml: float) -> None:
+        """Basis ``j`` is about to be added to ``active``, whose Laplace evidence is ``lml``."""
+        self._before[j] = (tuple(sorted(active)), lml)
+
+    def deleted(self, j: int, active: list[int], lml: float) -> None:
+        """Basis ``j`` was deleted, leaving ``active`` with Laplace evidence ``lml``."""
+        before, key = self._before.pop(j, None), tuple(sorted(active))
+        if before is None or before[0] != key:
+            return
+        no_gain = lml <= before[1] + 1e-9 * (1.0 + abs(before[1]))
+        repeat = lml <= self._best.get((key, j), -np.inf) + 1e-3
+        if no_gain or repeat:
+            self._barred.setdefault(key, set()).add(j)
+        self._best[key, j] = max(self._best.get((key, j), -np.inf), lml)
 
 
 def _copy_state(st: _LinearisedState) -> _LinearisedState:

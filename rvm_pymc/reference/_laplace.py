@@ -82,6 +82,16 @@ def pair_weights(Y: np.ndarray) -> np.ndarray:
     return Y.take(k, axis=1) * (delta - Y.take(l, axis=1))  # C order, as the products need
 
 
+def pair_grams(A: np.ndarray, Wt: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """``A^T D_p B`` for every class pair ``p`` in one product, of shape (M_A, pairs, M_B).
+
+    ``Wt`` holds the diagonals of the ``D_p`` as columns (:func:`pair_weights`).
+    """
+    n, npair = Wt.shape
+    prod = A.T @ (Wt[:, :, None] * B[:, None, :]).reshape(n, -1)
+    return prod.reshape(A.shape[1], npair, B.shape[1])
+
+
 _BLOCK_INDEX: dict[tuple[int, int], np.ndarray] = {}
 _GATHER_MAX = 64  # largest M C assembled by one cached gather (else block by block)
 
@@ -237,10 +247,7 @@ def hessian(Phi: np.ndarray, Y: np.ndarray, alpha: np.ndarray) -> np.ndarray:
         diagonal_view(H)[...] += alpha
         return H
     # the c (c + 1) / 2 distinct blocks in one product
-    Wt = pair_weights(Y)
-    n, npair = Wt.shape
-    blocks = (Phi.T @ (Wt[:, :, None] * Phi[:, None, :]).reshape(n, -1)).reshape(m, npair, m)
-    H = assemble_blocks(blocks, c)
+    H = assemble_blocks(pair_grams(Phi, pair_weights(Y), Phi), c)
     diagonal_view(H).reshape(c, m)[...] += alpha
     return H
 
