@@ -195,3 +195,49 @@ def test_model_spec_rejects_foreign_models():
         pm.Normal("x")
     with pytest.raises(ValueError, match="not built by rvm_pymc"):
         models.model_spec(foreign)
+
+
+def _exact_marginal_logp(Phi, t, alpha, beta):
+    """``log N(t | 0, C)`` with ``t^T C^-1 t`` and ``|C|`` in exact rational arithmetic."""
+    import math
+    from fractions import Fraction
+
+    n, m = Phi.shape
+    P = [[Fraction(float(v)) for v in row] for row in Phi]
+    ainv = [1 / Fraction(float(a)) for a in alpha]
+    C = [
+        [sum(P[i][k] * ainv[k] * P[j][k] for k in range(m)) + (i == j) / Fraction(float(beta))
+         for j in range(n)]
+        for i in range(n)
+    ]
+    A = [C[i] + [Fraction(float(t[i]))] for i in range(n)]
+    det = Fraction(1)
+    for k in range(n):  # Gaussian elimination, exact (C is positive definite: no pivoting)
+        det *= A[k][k]
+        for i in range(k + 1, n):
+            f = A[i][k] / A[k][k]
+            A[i] = [a - f * b for a, b in zip(A[i], A[k], strict=True)]
+    x = [Fraction(0)] * n
+    for i in reversed(range(n)):
+        x[i] = (A[i][n] - sum(A[i][j] * x[j] for j in range(i + 1, n))) / A[i][i]
+    quad = sum(Fraction(float(t[i])) * x[i] for i in range(n))
+    logdet = math.log(det.numerator) - math.log(det.denominator)
+    return -0.5 * (n * np.log(2 * np.pi) + logdet + float(quad))
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e5, 1e7])
+def test_marginal_logp_exact_at_large_target_offsets(offset):
+    """Residual form: no difference of two large quadratic forms (was 162 nats off at 1e7)."""
+    rng = np.random.default_rng(5)
+    n = 10
+    Phi = np.column_stack([np.ones(n), rng.standard_normal((n, 2))])
+    t = offset + Phi[:, 1] + 0.1 * rng.standard_normal(n)
+    la = np.array([np.log(1.0 / (offset**2 + 1.0)), 0.0, 2.0])  # the bias can carry the offset
+    lb = np.log(100.0)
+    want = _exact_marginal_logp(Phi, t, np.exp(la), np.exp(lb))
+    point = {"log_alpha": la, "log_beta": lb}
+    got = _logp(models.regression_marginal(Phi, t, prior="evidence"), point)
+    assert got == pytest.approx(want, abs=1e-7 * (1 + abs(want)))
+    assert log_marginal_likelihood(Phi, t, np.exp(la), np.exp(lb)) == pytest.approx(
+        want, abs=1e-7 * (1 + abs(want))
+    )
