@@ -8,25 +8,26 @@ the log marginal likelihood in O(N M^2) and serve as the yardstick for the
 PyMC fits.
 """
 
+from rvm_pymc._gaussian import GaussianPosterior, regression_posterior
 from rvm_pymc.reference._classification_result import ClassificationResult
 from rvm_pymc.reference._linalg import (
-    GaussianPosterior,
     dense_log_marginal_likelihood,
     log_hyperprior,
     log_marginal_likelihood,
-    regression_posterior,
 )
 from rvm_pymc.reference._result import RegressionResult
-from rvm_pymc.reference.classification import fit_classification
+from rvm_pymc.reference.classification import LEAVING_SETTLED, fit_classification, leaving_active
 from rvm_pymc.reference.regression import fit_regression
 
 __all__ = [
+    "LEAVING_SETTLED",
     "ClassificationResult",
     "GaussianPosterior",
     "RegressionResult",
     "dense_log_marginal_likelihood",
     "fit_classification",
     "fit_regression",
+    "leaving_active",
     "log_evidence",
     "log_hyperprior",
     "log_marginal_likelihood",

@@ -36,10 +36,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import lapack
 from scipy.special import expit, log_expit
 
-__all__ = ["LaplacePosterior", "find_mode", "hessian", "log_likelihood", "spd_inverse"]
+from rvm_pymc._gaussian import spd_inverse, spd_solve
+
+# spd_inverse and spd_solve live in rvm_pymc._gaussian; re-exported here for the callers
+# that still import them from this module (rvm_pymc._map).
+__all__ = [
+    "LaplacePosterior",
+    "find_mode",
+    "hessian",
+    "log_likelihood",
+    "spd_inverse",
+    "spd_solve",
+]
 
 
 def diagonal_view(A: np.ndarray) -> np.ndarray:
@@ -125,68 +135,6 @@ def assemble_blocks(blocks: np.ndarray, c: int) -> np.ndarray:
         idx.flags.writeable = False  # shared by every caller
         _BLOCK_INDEX[m, c] = idx
     return blocks.reshape(-1)[_BLOCK_INDEX[m, c]]
-
-
-def spd_inverse(H: np.ndarray, what: str = "Laplace Hessian") -> tuple[np.ndarray, float]:
-    """Inverse and log determinant of a small symmetric positive definite matrix.
-
-    Jacobi-scaled Cholesky factorisation and inverse from the factor
-    (LAPACK ``potrf`` / ``potri``): the same as
-    :func:`rvm_pymc.reference._linalg.chol_solve_spd` with less overhead for
-    the many small matrices of the classification solver.  Raises
-    :class:`numpy.linalg.LinAlgError` when ``H`` is not numerically positive
-    definite; there is no pseudo-inverse fallback.
-    """
-    if H.size == 0:
-        raise np.linalg.LinAlgError(f"the {what} is empty (no active basis)")
-    d = H.diagonal()
-    if not (d.min() > 0 and np.isfinite(H).all()):  # a NaN fails both tests
-        raise np.linalg.LinAlgError(
-            f"the {what} has non-finite or non-positive diagonal entries; "
-            "check the basis for non-finite or all-zero columns"
-        )
-    p = 1.0 / np.sqrt(d)
-    pp = p[:, None] * p
-    factor, info = lapack.dpotrf(H * pp, lower=1, clean=1)  # strict upper triangle zeroed
-    if info != 0:
-        raise np.linalg.LinAlgError(
-            f"Cholesky factorisation of the {what} failed (matrix not positive definite "
-            "to working precision); the basis is probably numerically rank deficient "
-            "with tiny precisions"
-        )
-    logdet = 2.0 * float(np.log(factor.diagonal()).sum()) - 2.0 * float(np.log(p).sum())
-    inv, info = lapack.dpotri(factor, lower=1)
-    if info != 0:  # pragma: no cover - potrf succeeded, so the factor is nonsingular
-        raise np.linalg.LinAlgError(f"inversion of the {what} failed")
-    # potri fills the lower triangle and leaves the zeroed upper one: mirror it
-    inv = inv + inv.T
-    diagonal_view(inv)[...] *= 0.5
-    return inv * pp, logdet
-
-
-def spd_solve(H: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Solve ``H x = b`` for a small symmetric positive definite ``H`` by Cholesky.
-
-    Only the upper triangle of ``H`` is read.  LAPACK ``potrf`` / ``potrs`` on
-    the lower triangle of ``H.T``: the numbers of
-    ``scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), b)`` (which factorises
-    a C-ordered array that way) without the wrappers' overhead.
-    Raises :class:`numpy.linalg.LinAlgError` when ``H`` is not numerically
-    positive definite and ``ValueError`` when ``H`` or ``b`` is not finite.
-    """
-    if not (np.isfinite(H).all() and np.isfinite(b).all()):
-        raise ValueError("array must not contain infs or NaNs")
-    if H.size == 0:
-        if b.shape[0] != 0:
-            raise ValueError(f"b has {b.shape[0]} rows for an empty matrix H")
-        return np.zeros(b.shape)
-    factor, info = lapack.dpotrf(H.T, lower=1, clean=0)
-    if info != 0:
-        raise np.linalg.LinAlgError("matrix not positive definite to working precision")
-    x, info = lapack.dpotrs(factor, b, lower=1)
-    if info != 0:  # pragma: no cover - only on an illegal argument
-        raise np.linalg.LinAlgError("Cholesky solve failed")
-    return x
 
 
 @dataclass(frozen=True)

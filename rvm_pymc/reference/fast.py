@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rvm_pymc.reference._linalg import LOG_2PI, chol_solve_spd
+from rvm_pymc._gaussian import spd_inverse
+from rvm_pymc.reference._linalg import LOG_2PI
 
 REESTIMATE, ADD, DELETE, NOISE = 0, 1, 2, 3
 
@@ -84,7 +85,7 @@ class _State:
         Gaa = self.G[idx, :]
         H = self.beta * Gaa
         H[np.diag_indices_from(H)] += self.alpha
-        self.Sigma, logdet = chol_solve_spd(H, "posterior precision (fast RVM)")
+        self.Sigma, logdet = spd_inverse(H, "posterior precision (fast RVM)")
         self.mu = self.beta * (self.Sigma @ self.PhiT_t[idx])
         BG = self.beta * self.G
         self.S = self.beta * self.diag - np.sum((BG @ self.Sigma) * BG, axis=1)

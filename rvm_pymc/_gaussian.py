@@ -1,0 +1,393 @@
+"""The Gaussian weight posterior, in NumPy: factorise, solve, invert, log-determinant, draw.
+
+Every fit of the package ends in (or passes through) a Gaussian posterior of
+the weights, ``N(mean, H^-1)`` with ``H`` a symmetric positive definite
+precision (``A + beta Phi^T Phi`` for regression, the Laplace Hessian for
+classification).  This module is the one NumPy implementation of the linear
+algebra on it, used by the reference solver, the MAP path and the estimators.
+
+Factorisation is a Cholesky decomposition with Jacobi (diagonal) scaling,
+
+.. math::
+
+    \\mathrm{diag}(p)\\, H\\, \\mathrm{diag}(p) = L L^\\top, \\qquad p_i = H_{ii}^{-1/2},
+
+which leaves the result unchanged in exact arithmetic and makes the
+factorisation of a badly scaled but well-conditioned precision succeed.  A
+matrix that is not numerically positive definite raises
+:class:`numpy.linalg.LinAlgError` naming it: there is no pseudo-inverse, no
+eigenvalue clipping and no silent jitter.
+
+Functions on a factor ``(L, p)`` of :func:`spd_factor`:
+:func:`factor_solve` (``H^-1 b``), :func:`factor_inverse` (``H^-1``),
+:func:`factor_logdet` (``log |H|``), :func:`factor_draw` (draws with covariance
+``H^-1``).  Shortcuts: :func:`spd_inverse` (inverse and log-determinant in one
+factorisation), :func:`spd_solve` (unscaled Cholesky solve), and
+:func:`covariance_draws` (draws from ``N(mean, cov)`` given the covariance).
+:func:`regression_posterior` is the posterior of the linear-Gaussian RVM.
+
+Examples
+--------
+>>> import numpy as np
+>>> H = np.array([[4.0, 1.0], [1.0, 3.0]])
+>>> L, p = spd_factor(H, "example precision")
+>>> np.allclose(factor_inverse(L, p), np.linalg.inv(H))
+True
+>>> bool(np.isclose(factor_logdet(L, p), np.log(11.0)))
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import lapack, solve_triangular
+
+__all__ = [
+    "GaussianPosterior",
+    "covariance_draws",
+    "factor_draw",
+    "factor_inverse",
+    "factor_logdet",
+    "factor_solve",
+    "regression_posterior",
+    "spd_factor",
+    "spd_inverse",
+    "spd_solve",
+]
+
+
+def _mirror_lower(A: np.ndarray) -> np.ndarray:
+    """The symmetric matrix whose lower triangle is that of ``A`` (strict upper zero)."""
+    S = A + A.T
+    np.fill_diagonal(S, 0.5 * S.diagonal())  # exact: halving the doubled diagonal
+    return S
+
+
+def spd_factor(H: np.ndarray, what: str = "matrix") -> tuple[np.ndarray, np.ndarray]:
+    """Jacobi-scaled lower Cholesky factor of a symmetric positive definite matrix.
+
+    Parameters
+    ----------
+    H : ndarray of shape (D, D)
+        Symmetric positive definite; only its diagonal and lower triangle are read.
+    what : str
+        Name of the matrix in error messages (e.g. ``"Laplace Hessian"``).
+
+    Returns
+    -------
+    L : ndarray of shape (D, D)
+        Lower triangular (strict upper triangle zero) with
+        ``diag(p) H diag(p) = L L^T``.
+    p : ndarray of shape (D,)
+        ``1 / sqrt(diag(H))``.
+
+    Raises
+    ------
+    ValueError
+        If ``H`` is not a square matrix.
+    numpy.linalg.LinAlgError
+        If ``H`` is empty, has a non-finite entry or a non-positive diagonal
+        entry, or is not positive definite to working precision.  There is no
+        fallback (no pseudo-inverse, no eigenvalue repair, no jitter).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> H = np.array([[4.0, 2.0], [2.0, 9.0]])
+    >>> L, p = spd_factor(H)
+    >>> np.allclose((L @ L.T) / np.outer(p, p), H)
+    True
+    >>> spd_factor(np.array([[1.0, 2.0], [2.0, 1.0]]), "toy precision")
+    Traceback (most recent call last):
+    ...
+    numpy.linalg.LinAlgError: Cholesky factorisation of the toy precision failed ...
+    """
+    if H.ndim != 2 or H.shape[0] != H.shape[1]:
+        raise ValueError(f"the {what} must be a square matrix; got shape {H.shape}")
+    if H.size == 0:
+        raise np.linalg.LinAlgError(f"the {what} is empty (no active basis)")
+    d = H.diagonal()
+    if not (d.min() > 0 and np.isfinite(H).all()):  # a NaN fails both tests
+        raise np.linalg.LinAlgError(
+            f"the {what} has non-finite or non-positive diagonal entries; "
+            "check the basis for non-finite or all-zero columns"
+        )
+    p = 1.0 / np.sqrt(d)
+    pp = p[:, None] * p
+    L, info = lapack.dpotrf(H * pp, lower=1, clean=1)  # strict upper triangle zeroed
+    if info != 0:
+        raise np.linalg.LinAlgError(
+            f"Cholesky factorisation of the {what} failed (matrix not positive definite "
+            "to working precision); the basis is probably numerically rank deficient "
+            "with tiny precisions"
+        )
+    return L, p
+
+
+def factor_solve(L: np.ndarray, p: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``H^-1 b`` from the factor ``(L, p)`` of :func:`spd_factor`.
+
+    Parameters
+    ----------
+    L, p : ndarray
+        Output of :func:`spd_factor`.
+    b : ndarray of shape (D,) or (D, K)
+
+    Returns
+    -------
+    ndarray of the shape of ``b``
+    """
+    b = np.asarray(b, dtype=float)
+    ps = p if b.ndim == 1 else p[:, None]
+    x, info = lapack.dpotrs(L, ps * b, lower=1)
+    if info != 0:  # pragma: no cover - only on an illegal argument
+        raise np.linalg.LinAlgError("Cholesky solve failed")
+    return ps * x
+
+
+def factor_inverse(L: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """``H^-1`` (exactly symmetric) from the factor ``(L, p)`` of :func:`spd_factor`."""
+    inv, info = lapack.dpotri(L, lower=1)
+    if info != 0:  # pragma: no cover - potrf succeeded, so the factor is nonsingular
+        raise np.linalg.LinAlgError("inversion from the Cholesky factor failed")
+    # potri fills the lower triangle and leaves the zeroed upper one: mirror it
+    return _mirror_lower(inv) * (p[:, None] * p)
+
+
+def factor_logdet(L: np.ndarray, p: np.ndarray) -> float:
+    """``log |H|`` from the factor ``(L, p)`` of :func:`spd_factor`."""
+    return 2.0 * float(np.log(L.diagonal()).sum()) - 2.0 * float(np.log(p).sum())
+
+
+def factor_draw(L: np.ndarray, p: np.ndarray, mean: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Rows ``mean + R z_i`` with ``R R^T = H^-1``: draws from ``N(mean, H^-1)``.
+
+    ``R = diag(p) L^-T``, so that ``R R^T = diag(p) (L L^T)^-1 diag(p) = H^-1``.
+
+    Parameters
+    ----------
+    L, p : ndarray
+        Output of :func:`spd_factor` for the precision ``H`` (D x D).
+    mean : ndarray of shape (D,)
+    z : ndarray of shape (n, D)
+        Independent standard normal rows.
+
+    Returns
+    -------
+    ndarray of shape (n, D)
+        Rows with mean ``mean`` and covariance ``H^-1`` when ``z`` is standard normal.
+    """
+    z = np.asarray(z, dtype=float)
+    dev = solve_triangular(L, z.T, lower=True, trans="T", check_finite=False)
+    return mean + (p[:, None] * dev).T
+
+
+def spd_inverse(H: np.ndarray, what: str = "Laplace Hessian") -> tuple[np.ndarray, float]:
+    """Inverse and log-determinant of a symmetric positive definite matrix.
+
+    One Jacobi-scaled Cholesky factorisation (:func:`spd_factor`, LAPACK
+    ``potrf``) and the inverse from the factor (``potri``), mirrored to an
+    exactly symmetric matrix.
+
+    Parameters
+    ----------
+    H : ndarray of shape (D, D)
+    what : str
+        Name of the matrix in error messages.
+
+    Returns
+    -------
+    inverse : ndarray of shape (D, D)
+    logdet : float
+        ``log |H|``.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        As :func:`spd_factor`; there is no pseudo-inverse fallback.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> inv, logdet = spd_inverse(np.array([[2.0, 0.0], [0.0, 4.0]]))
+    >>> np.allclose(inv, np.diag([0.5, 0.25])), bool(np.isclose(logdet, np.log(8.0)))
+    (True, True)
+    """
+    L, p = spd_factor(H, what)
+    return factor_inverse(L, p), factor_logdet(L, p)
+
+
+def spd_solve(H: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Solve ``H x = b`` for a small symmetric positive definite ``H`` by Cholesky.
+
+    Only the upper triangle of ``H`` is read, and there is no Jacobi scaling.
+    LAPACK ``potrf`` / ``potrs`` on the lower triangle of ``H.T``: the numbers of
+    ``scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), b)`` (which factorises
+    a C-ordered array that way) without the wrappers' overhead.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        When ``H`` is not numerically positive definite.
+    ValueError
+        When ``H`` or ``b`` is not finite, or ``b`` has rows for an empty ``H``.
+    """
+    if not (np.isfinite(H).all() and np.isfinite(b).all()):
+        raise ValueError("array must not contain infs or NaNs")
+    if H.size == 0:
+        if b.shape[0] != 0:
+            raise ValueError(f"b has {b.shape[0]} rows for an empty matrix H")
+        return np.zeros(b.shape)
+    factor, info = lapack.dpotrf(H.T, lower=1, clean=0)
+    if info != 0:
+        raise np.linalg.LinAlgError("matrix not positive definite to working precision")
+    x, info = lapack.dpotrs(factor, b, lower=1)
+    if info != 0:  # pragma: no cover - only on an illegal argument
+        raise np.linalg.LinAlgError("Cholesky solve failed")
+    return x
+
+
+def covariance_draws(
+    mean: np.ndarray,
+    cov: np.ndarray,
+    n_draws: int,
+    rng: np.random.Generator | int | None,
+    *,
+    antithetic: bool = False,
+) -> np.ndarray:
+    """Draws of the weights from ``N(mean, cov)`` through the Cholesky factor of ``cov``.
+
+    Parameters
+    ----------
+    mean : ndarray of shape (M,) or (M, K)
+        Posterior mean; for (M, K) the covariance is class-major (block ``k``
+        holds the M weights of class ``k``), as in
+        :class:`rvm_pymc.reference.ClassificationResult`.
+    cov : ndarray of shape (M K, M K)
+        Symmetric positive definite covariance (symmetric to 1e-8 relative).
+    n_draws : int
+        Number of draws, at least 1 (even when ``antithetic``).
+    rng : numpy.random.Generator, int or None
+        Generator, or a seed for :func:`numpy.random.default_rng`.
+    antithetic : bool
+        If True, the second half of the draws mirrors the first about the mean
+        (``2 mean - first half``), so that their sample mean is ``mean`` to
+        rounding.
+
+    Returns
+    -------
+    ndarray of shape (n_draws, M) or (n_draws, M, K)
+
+    Raises
+    ------
+    ValueError
+        For mismatched shapes, a non-symmetric ``cov``, or a bad ``n_draws``.
+    numpy.linalg.LinAlgError
+        If ``cov`` is not positive definite to working precision (there is no
+        eigenvalue clipping: a singular covariance is an error).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> w = covariance_draws(np.zeros(2), np.eye(2), 4, 0, antithetic=True)
+    >>> w.shape, np.allclose(w.mean(axis=0), 0.0)
+    ((4, 2), True)
+    """
+    mean = np.asarray(mean, dtype=float)
+    cov = np.asarray(cov, dtype=float)
+    if mean.ndim not in (1, 2):
+        raise ValueError(f"mean must have shape (M,) or (M, K); got {mean.shape}")
+    m = mean.shape[0]
+    k = 1 if mean.ndim == 1 else mean.shape[1]
+    if cov.shape != (m * k, m * k):
+        raise ValueError(
+            f"cov has shape {cov.shape}; expected {(m * k, m * k)} for mean of shape {mean.shape}"
+        )
+    if isinstance(n_draws, bool) or not isinstance(n_draws, int | np.integer) or n_draws < 1:
+        raise ValueError(f"n_draws must be a positive integer; got {n_draws!r}")
+    if antithetic and n_draws % 2:
+        raise ValueError(f"antithetic draws need an even n_draws; got {n_draws}")
+    if cov.size and np.abs(cov - cov.T).max() > 1e-8 * np.abs(cov).max():
+        raise ValueError("cov is not symmetric (to 1e-8 relative)")
+    rng = np.random.default_rng(rng)
+    flat = mean.reshape(m, k).T.reshape(-1)  # class-major
+    n_free = n_draws // 2 if antithetic else n_draws
+    z = rng.standard_normal((n_free, flat.size))
+    if flat.size:
+        L, p = spd_factor(cov, "weight covariance")
+        dev = (z @ L.T) / p  # cov = diag(1/p) L L^T diag(1/p)
+    else:
+        dev = z
+    draws = flat + dev
+    if antithetic:
+        draws = np.concatenate([draws, 2.0 * flat - draws])
+    if mean.ndim == 1:
+        return draws
+    return draws.reshape(n_draws, k, m).transpose(0, 2, 1)
+
+
+@dataclass(frozen=True)
+class GaussianPosterior:
+    """Posterior of the active weights given (alpha, beta).
+
+    Attributes
+    ----------
+    mean : ndarray of shape (M,)
+    cov : ndarray of shape (M, M)
+    logdet_precision : float
+        ``log |Sigma^-1|``.
+    """
+
+    mean: np.ndarray
+    cov: np.ndarray
+    logdet_precision: float
+
+
+def regression_posterior(
+    Phi: np.ndarray,
+    t: np.ndarray,
+    alpha: np.ndarray,
+    beta: float,
+    *,
+    gram: np.ndarray | None = None,
+    PhiT_t: np.ndarray | None = None,
+) -> GaussianPosterior:
+    """Posterior ``N(mu, Sigma)`` of the weights of the active columns.
+
+    Parameters
+    ----------
+    Phi : ndarray of shape (N, M)
+        Active columns of the design matrix.
+    t : ndarray of shape (N,)
+    alpha : ndarray of shape (M,)
+        Precisions, finite and > 0.
+    beta : float
+        Noise precision.
+    gram, PhiT_t : ndarray, optional
+        ``Phi^T Phi`` and ``Phi^T t``, if already computed.
+
+    Returns
+    -------
+    GaussianPosterior
+        ``Sigma = (A + beta Phi^T Phi)^-1``, ``mu = beta Sigma Phi^T t`` and
+        ``log |Sigma^-1|``, from one Jacobi-scaled Cholesky factorisation.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If the posterior precision is not positive definite to working precision.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> post = regression_posterior(np.ones((4, 1)), np.full(4, 2.0), np.array([1.0]), 1.0)
+    >>> np.round(post.mean, 12).tolist(), np.round(post.cov, 12).tolist()
+    ([1.6], [[0.2]])
+    """
+    H = beta * (Phi.T @ Phi if gram is None else gram)
+    H[np.diag_indices_from(H)] += alpha
+    cov, logdet = spd_inverse(H, "posterior precision")
+    mean = beta * (cov @ (Phi.T @ t if PhiT_t is None else PhiT_t))
+    return GaussianPosterior(mean=mean, cov=cov, logdet_precision=logdet)
