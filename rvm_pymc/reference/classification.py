@@ -383,15 +383,19 @@ def _full_reestimation(
             keep[np.argmin(new_alpha)] = True
             new_alpha = np.minimum(new_alpha, prune_level)
         pruned = not np.all(keep)
-        # A basis whose linearised optimum is alpha = inf is on its way out.  Under
-        # the flat prior its alpha may grow by a constant factor per iteration for
-        # a long time, and the others keep moving (slightly) while it does: it is
-        # dropped once the rest has settled to LEAVING_SETTLED, and the iteration
-        # goes on to tol.  Under a proper prior its alpha stays finite: the others
-        # converge with it, and it is dropped at the end.
-        leaving = leaving_active(alpha, W, post.cov)
-        if np.all(leaving):
-            leaving[:] = False
+        # Under the flat prior a basis whose linearised optimum is alpha = inf
+        # (q^2 <= s) is on its way out: its alpha may grow by a constant factor per
+        # iteration for a long time, and the others keep moving (slightly) while it
+        # does; it is dropped once the rest has settled to LEAVING_SETTLED, and the
+        # iteration goes on to tol.  With b > 0 the hyperprior term -b alpha gives
+        # every basis a finite optimum: no basis is leaving, none is dropped (except
+        # by prune_level), and the iteration runs to the fixed point of all of them.
+        if flat:
+            leaving = leaving_active(alpha, W, post.cov)
+            if np.all(leaving):
+                leaving[:] = False
+        else:
+            leaving = np.zeros(active.size, dtype=bool)
         dlog = np.abs(np.log(new_alpha) - np.log(alpha))[~leaving]
         early = flat and np.any(leaving) and np.all(dlog < max(tol, LEAVING_SETTLED))
         if not pruned and early:
