@@ -12,24 +12,38 @@ and, on the root, the attributes
 ``rvm_params``, ``rvm_fitted``
     the constructor parameters and the scalar fitted attributes, as JSON;
 ``rvm_checksum``
-    SHA-256 of the format, the class name, both JSON strings and every
-    variable and coordinate of every group (path, name, dims, values),
-    checked on load.
+    SHA-256 of everything :func:`load_estimator` reads: the format, the class
+    name, both JSON strings, every attribute of every group (the root's too,
+    except ``rvm_checksum`` itself) and every variable and coordinate of every
+    group (path, name, dims, values, attributes); checked on load.
 
-With ``h5netcdf`` or ``netCDF4`` installed the groups are netCDF-4 groups
-(``xarray.open_datatree(path)`` reads them).  Otherwise the tree is flattened
-into one netCDF-3 file written by SciPy: variable ``v`` of group ``g`` becomes
-``g__v`` with dimensions ``g__dim``, group attributes go to JSON root attributes.
-:func:`load_estimator` reads both (it tells them by the file's magic bytes).
+With ``h5netcdf`` and ``h5py`` (or ``netCDF4``) importable the groups are
+netCDF-4 groups (``xarray.open_datatree(path)`` reads them).  Otherwise the
+tree is flattened into one netCDF-3 file written by SciPy: variable ``v`` of
+group ``g`` becomes ``g__v`` with dimensions ``g__dim``, group and variable
+attributes are kept as JSON attributes.  :func:`load_estimator` reads both (it
+tells them by the file's magic bytes).
+
+Writing is atomic: the file is written to a temporary file in the target's
+directory, flushed to disk and renamed over the target, so a save that fails
+midway (disk full, an interrupted process) leaves a previous file at ``path``
+as it was and no temporary file behind.
+
+Format version 2 (this one) added the attributes to the checksum; files of
+version 1 are refused with a message saying so.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
-import importlib.util
+import importlib
 import json
 import os
-from collections.abc import Mapping
+import secrets
+import stat
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -40,10 +54,18 @@ from rvm_pymc import kernels as _k
 from rvm_pymc.kernels import Basis, PrecomputedBasis
 from rvm_pymc.priors import HyperPrior
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "load_estimator", "netcdf_engine", "save_estimator"]
+__all__ = [
+    "ENGINES",
+    "FORMAT",
+    "FORMAT_VERSION",
+    "engine_available",
+    "load_estimator",
+    "netcdf_engine",
+    "save_estimator",
+]
 
 FORMAT = "rvm_pymc.estimator"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 STATE = "rvm_estimator"
 _SEP = "__"
 _KERNEL_TYPES = {
@@ -73,11 +95,46 @@ _SCALARS = (
     "n_features_in_",
 )
 
+ENGINES = ("h5netcdf", "netcdf4", "scipy")
+# What each engine needs importable to write *and* read a file.  h5netcdf >= 1.8
+# no longer installs h5py (its backends are optional), so h5netcdf alone is not
+# enough; the "io" and "test" extras of rvm-pymc install both.
+_ENGINE_MODULES = {
+    "h5netcdf": ("h5netcdf", "h5py"),
+    "netcdf4": ("netCDF4",),
+    "scipy": ("scipy.io",),
+}
+_INSTALL_HINT = "install them with `pip install 'rvm-pymc[io]'` or use engine='scipy'"
+
+
+def engine_available(engine: str) -> bool:
+    """Whether ``engine`` can be used here: every module it needs imports.
+
+    Parameters
+    ----------
+    engine : {"h5netcdf", "netcdf4", "scipy"}
+
+    Returns
+    -------
+    bool
+        False if a module is missing or fails to import (a broken binary).
+    """
+    for module in _ENGINE_MODULES[engine]:
+        try:
+            importlib.import_module(module)
+        except Exception:  # ImportError, or OSError/AttributeError of a broken install
+            return False
+    return True
+
 
 def netcdf_engine() -> str:
-    """Default engine of :func:`save_estimator`: ``"h5netcdf"``, ``"netcdf4"`` or ``"scipy"``."""
-    for module, engine in (("h5netcdf", "h5netcdf"), ("netCDF4", "netcdf4")):
-        if importlib.util.find_spec(module) is not None:
+    """Default engine of :func:`save_estimator`: ``"h5netcdf"``, ``"netcdf4"`` or ``"scipy"``.
+
+    The first of ``h5netcdf`` (needs the ``h5netcdf`` and ``h5py`` modules) and
+    ``netcdf4`` (``netCDF4``) that imports, else ``"scipy"`` (always there).
+    """
+    for engine in ("h5netcdf", "netcdf4"):
+        if engine_available(engine):
             return engine
     return "scipy"
 
@@ -155,18 +212,57 @@ def _canonical(values: np.ndarray) -> bytes:
     return b"s" + repr(a.shape).encode() + "\x1f".join(map(str, a.ravel().tolist())).encode()
 
 
+def _canonical_attr(value: Any) -> bytes:
+    """Bytes of an attribute value that survive every engine's round trip.
+
+    A string and a one-element list of it, an int and the equal float, ``[]``
+    and an empty array of any dtype give the same bytes: engines return
+    attributes in those forms (h5netcdf: lists as arrays, ``[]`` as float64).
+    """
+    if isinstance(value, str | bytes):
+        a = np.asarray([value.decode() if isinstance(value, bytes) else value])
+    else:
+        try:
+            a = np.asarray(value)
+            if a.dtype == object:
+                a = a.astype(str)
+        except (ValueError, TypeError):  # ragged: no engine writes it, but be total
+            a = np.asarray([repr(value)])
+    a = a.ravel()
+    if a.size == 0:
+        return b"e"
+    return _canonical(a)
+
+
+def _hash_field(h: Any, data: bytes) -> None:
+    """Feed ``data`` to ``h`` with its length first, so fields cannot run together."""
+    h.update(len(data).to_bytes(8, "little"))
+    h.update(data)
+
+
+def _hash_attrs(h: Any, attrs: Mapping, skip: tuple[str, ...] = ()) -> None:
+    keys = sorted(str(k) for k in attrs if str(k) not in skip)
+    _hash_field(h, str(len(keys)).encode())
+    for key in keys:
+        _hash_field(h, key.encode())
+        _hash_field(h, _canonical_attr(attrs[key]))
+
+
 def _digest(tree: xr.DataTree, cls_name: str, params: str, fitted: str) -> str:
+    """SHA-256 of everything :func:`load_estimator` reads from ``tree`` (hex)."""
     h = hashlib.sha256()
-    h.update(f"{FORMAT}/{FORMAT_VERSION}/{cls_name}\x00".encode())
-    h.update(params.encode())
-    h.update(b"\x00")
-    h.update(fitted.encode())
+    _hash_field(h, f"{FORMAT}/{FORMAT_VERSION}/{cls_name}".encode())
+    _hash_field(h, params.encode())
+    _hash_field(h, fitted.encode())
     for node in sorted(tree.subtree, key=lambda n: n.path):
+        _hash_field(h, f"group {node.path}".encode())
+        _hash_attrs(h, node.attrs, skip=("rvm_checksum",) if node.is_root else ())
         ds = node.to_dataset(inherit=False)
         for name in sorted(map(str, ds.variables)):
             var = ds.variables[name]
-            h.update(f"{node.path}/{name}{tuple(map(str, var.dims))}".encode())
-            h.update(_canonical(var.values))
+            _hash_field(h, f"{node.path}/{name}{tuple(map(str, var.dims))}".encode())
+            _hash_field(h, _canonical(var.values))
+            _hash_attrs(h, var.attrs)
     return h.hexdigest()
 
 
@@ -215,20 +311,44 @@ def _jsonable_attrs(attrs: Mapping) -> dict[str, Any]:
     return out
 
 
-ENGINES = ("h5netcdf", "netcdf4", "scipy")
-
-
 def save_estimator(est, path, engine: str | None = None) -> None:
-    """Write a fitted RVR/RVC to ``path`` (see the module docstring for the layout).
+    """Write a fitted RVR/RVC to ``path`` atomically (the layout is in the module docstring).
 
-    ``engine`` is ``"h5netcdf"`` or ``"netcdf4"`` (netCDF-4 groups), ``"scipy"``
-    (flattened netCDF-3), or None for :func:`netcdf_engine`.
+    Parameters
+    ----------
+    est : RVR or RVC
+        A fitted estimator.
+    path : str or path-like
+        The file to write; an existing file is replaced only once the new one
+        is completely on disk.  A symbolic link is followed (its target is
+        replaced).
+    engine : {"h5netcdf", "netcdf4", "scipy"}, optional
+        ``"h5netcdf"`` or ``"netcdf4"`` write netCDF-4 groups, ``"scipy"`` a
+        flattened netCDF-3 file; None takes :func:`netcdf_engine`.
+
+    Raises
+    ------
+    ValueError
+        For an unknown engine, or a parameter that cannot be saved without
+        pickle.
+    ImportError
+        If ``engine`` is given but a module it needs does not import.
+    FileNotFoundError
+        If the directory of ``path`` does not exist.
+    OSError
+        If writing fails (no permission, disk full, ...); the message names
+        ``path``, and a file already at ``path`` is left untouched.
     """
     check_is_fitted(est, "coef_")
     if engine is None:
         engine = netcdf_engine()
     elif engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES} or None; got {engine!r}")
+    elif not engine_available(engine):
+        raise ImportError(
+            f"engine={engine!r} needs the modules {' and '.join(_ENGINE_MODULES[engine])}; "
+            + _INSTALL_HINT
+        )
     if isinstance(est.kernel, Basis) and not isinstance(est.kernel, PrecomputedBasis):
         raise ValueError(
             f"an estimator with a user basis ({type(est.kernel).__name__}) cannot be saved "
@@ -247,12 +367,89 @@ def save_estimator(est, path, engine: str | None = None) -> None:
         rvm_estimator_class=type(est).__name__,
         rvm_params=params,
         rvm_fitted=fitted_json,
-        rvm_checksum=_digest(tree, type(est).__name__, params, fitted_json),
     )
+    # after the update: the root attributes are part of the checksum
+    tree.attrs["rvm_checksum"] = _digest(tree, type(est).__name__, params, fitted_json)
+    _atomic_write(path, lambda tmp: _write_netcdf(tree, tmp, engine))
+
+
+def _write_netcdf(tree: xr.DataTree, path: str, engine: str) -> None:
+    """Write ``tree`` to ``path`` with ``engine`` (no atomicity: see :func:`_atomic_write`)."""
     if engine == "scipy":
-        _flatten(tree).to_netcdf(os.fspath(path), engine="scipy")
+        _flatten(tree).to_netcdf(path, engine="scipy")
     else:
-        tree.to_netcdf(os.fspath(path), engine=engine)
+        tree.to_netcdf(path, engine=engine)
+
+
+def _with_path(exc: OSError, path: str) -> OSError:
+    """``exc`` again (same type and errno) with a message that names ``path``."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if exc.errno is None:
+        return type(exc)(f"cannot save to {path}: {reason}")
+    return type(exc)(exc.errno, f"cannot save to {path}: {reason}")
+
+
+def _temporary_file(directory: str, base: str) -> str:
+    """Create an empty, new, hidden file next to the target; its mode follows the umask."""
+    for _ in range(100):
+        tmp = os.path.join(directory, f".{base}.{secrets.token_hex(6)}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return tmp
+    raise FileExistsError(errno.EEXIST, f"no free temporary file name in {directory}")
+
+
+def _fsync(path: str) -> None:
+    with open(path, "rb+") as fh:
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _fsync_directory(directory: str) -> None:
+    """Make the rename durable where the platform allows it (POSIX); best effort."""
+    with contextlib.suppress(OSError, AttributeError):
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _atomic_write(path, write: Callable[[str], None]) -> None:
+    """Call ``write(tmp)`` on a temporary file beside ``path``, fsync it, rename it to ``path``.
+
+    On any failure (also KeyboardInterrupt) the temporary file is removed and a
+    file already at ``path`` is left as it was.
+    """
+    shown = os.fspath(path)
+    target = os.path.realpath(shown)
+    directory, base = os.path.split(target)
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(
+            errno.ENOENT, f"cannot save to {shown}: the directory {directory} does not exist"
+        )
+    if os.path.isdir(target):
+        raise IsADirectoryError(errno.EISDIR, f"cannot save to {shown}: it is a directory")
+    try:
+        tmp = _temporary_file(directory, base)
+    except OSError as exc:
+        raise _with_path(exc, shown) from exc
+    try:
+        with contextlib.suppress(FileNotFoundError):  # keep the mode of the file replaced
+            os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
+        write(tmp)
+        _fsync(tmp)
+        os.replace(tmp, target)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise _with_path(exc, shown) from exc
+        raise
+    _fsync_directory(directory)
 
 
 def _flatten(tree: xr.DataTree) -> xr.Dataset:
@@ -268,9 +465,10 @@ def _flatten(tree: xr.DataTree) -> xr.Dataset:
             kind = "str" if values.dtype.kind in "UO" else values.dtype.str
             if kind == "str":
                 values = values.astype(str)
-            variables[f"{g}{_SEP}{name}"] = xr.Variable(
-                dims, values, {"rvm_coord": is_coord, "rvm_dtype": kind}
-            )
+            flat_attrs = {"rvm_coord": is_coord, "rvm_dtype": kind}
+            if var.attrs:
+                flat_attrs["rvm_attrs"] = json.dumps(_jsonable_attrs(var.attrs))
+            variables[f"{g}{_SEP}{name}"] = xr.Variable(dims, values, flat_attrs)
         attrs[f"rvm_group{_SEP}{g}"] = json.dumps(_jsonable_attrs(node.attrs))
     return xr.Dataset(variables, attrs=attrs)
 
@@ -287,7 +485,8 @@ def _unflatten(ds: xr.Dataset) -> xr.DataTree:
         target = "coords" if int(var.attrs.get("rvm_coord", 0)) else "vars"
         kind = var.attrs.get("rvm_dtype", "str")
         values = var.values.astype(str if kind == "str" else np.dtype(kind))
-        groups[g][target][v] = xr.Variable(dims, values)
+        var_attrs = json.loads(var.attrs.get("rvm_attrs", "{}"))
+        groups[g][target][v] = xr.Variable(dims, values, var_attrs)
     nodes = {}
     for g, content in groups.items():
         path = "/" if g == "root" else "/" + g.replace(_SEP, "/")
@@ -299,22 +498,64 @@ def _unflatten(ds: xr.Dataset) -> xr.DataTree:
     return xr.DataTree.from_dict(nodes)
 
 
+_HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+
+
+@contextlib.contextmanager
+def _damaged_if_failing(path: str, what: str) -> Iterator[None]:
+    """Turn any error of the readers inside the block into one ValueError naming ``path``."""
+    try:
+        yield
+    except Exception as exc:
+        raise ValueError(
+            f"{path} is damaged or truncated: {what} ({type(exc).__name__}: {exc})"
+        ) from exc
+
+
 def _read(path) -> xr.DataTree:
-    path = os.fspath(path)
-    with open(path, "rb") as fh:
-        magic = fh.read(4)
+    """The tree stored in ``path``; ValueError for anything but a readable rvm_pymc file."""
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as fh:
+            magic = fh.read(8)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ValueError(f"{name} cannot be read: {exc.strerror or exc}") from exc
+    if not magic:
+        raise ValueError(f"{name} is empty (0 bytes): not a file written by RVR/RVC.save")
     if magic[:3] == b"CDF":
-        with xr.open_dataset(path, engine="scipy") as ds:
-            if f"rvm_group{_SEP}root" not in ds.attrs:
-                raise ValueError(f"{path} was not written by RVR/RVC.save (no rvm_pymc header)")
-            return _unflatten(ds.load())
-    if magic == b"\x89HDF":
+        with _damaged_if_failing(name, "it cannot be read as a netCDF-3 file"):
+            # no mmap: a file truncated while mapped would crash the process (SIGBUS)
+            with xr.open_dataset(name, engine="scipy", mmap=False) as ds:
+                ds = ds.load()
+        if f"rvm_group{_SEP}root" not in ds.attrs:
+            raise ValueError(f"{name} was not written by RVR/RVC.save (no rvm_pymc header)")
+        with _damaged_if_failing(name, "its groups cannot be rebuilt"):
+            return _unflatten(ds)
+    if magic == _HDF5_MAGIC:
         engine = netcdf_engine()
         if engine == "scipy":
-            raise ValueError(f"{path} is a netCDF-4 file; reading it needs h5netcdf or netCDF4")
-        with xr.open_datatree(path, engine=engine) as tree:
-            return tree.load()
-    raise ValueError(f"{path} is not a netCDF file written by rvm_pymc (bad magic bytes)")
+            raise ValueError(
+                f"{name} is a netCDF-4 file; reading it needs h5netcdf and h5py, or netCDF4; "
+                "install them with `pip install 'rvm-pymc[io]'`"
+            )
+        with _damaged_if_failing(name, "it cannot be read as a netCDF-4 file"):
+            if engine == "h5netcdf":
+                # h5py first: h5netcdf leaves a half-built object that complains when
+                # collected if the file or its root attributes cannot be read
+                import h5py
+
+                with h5py.File(name, "r") as h5:
+                    {key: h5.attrs[key] for key in h5.attrs}
+            with xr.open_datatree(name, engine=engine) as tree:
+                return tree.load()
+    if len(magic) < 8 and (b"CDF".startswith(magic[:3]) or _HDF5_MAGIC.startswith(magic)):
+        raise ValueError(f"{name} is damaged or truncated: only {len(magic)} bytes")
+    raise ValueError(
+        f"{name} is not a netCDF file written by rvm_pymc (bad magic bytes: another kind "
+        "of file, or its first bytes are damaged)"
+    )
 
 
 # ------------------------------------------------------------------------ load
@@ -324,8 +565,13 @@ def _mismatch(path, why: str) -> ValueError:
     return ValueError(f"{os.fspath(path)}: the model in the file does not match: {why}")
 
 
+def _header_text(attrs: Mapping, key: str) -> str | None:
+    value = attrs.get(key)
+    return value if isinstance(value, str) else None
+
+
 def load_estimator(path, expected: type | None = None):
-    """Read an estimator written by :func:`save_estimator`; refuse tampered or mismatched files.
+    """Read an estimator written by :func:`save_estimator`; refuse damaged or mismatched files.
 
     Parameters
     ----------
@@ -336,33 +582,73 @@ def load_estimator(path, expected: type | None = None):
     Returns
     -------
     RVR or RVC
+
+    Raises
+    ------
+    FileNotFoundError
+        If there is no file at ``path`` (the only error that is not a ValueError).
+    ValueError
+        For every other reason the file cannot be loaded, with ``path`` and the
+        reason in the message: it cannot be read (a directory, no permission),
+        is empty, damaged or truncated, was not written by ``save``, has another
+        format version, fails its checksum (modified or corrupted after it was
+        saved), holds another estimator class than ``expected``, or holds a
+        model that is inconsistent or cannot be restored by this version.
     """
     from rvm_pymc.estimators import RVC, RVR
 
+    shown = os.fspath(path)
     tree = _read(path)
     attrs = tree.attrs
-    if attrs.get("rvm_pymc_format") != FORMAT:
-        raise ValueError(f"{os.fspath(path)} was not written by RVR/RVC.save (no rvm_pymc header)")
-    if int(attrs.get("rvm_pymc_format_version", -1)) != FORMAT_VERSION:
+    if _header_text(attrs, "rvm_pymc_format") != FORMAT:
         raise ValueError(
-            f"{os.fspath(path)} has format version {attrs.get('rvm_pymc_format_version')}; "
-            f"this rvm_pymc reads version {FORMAT_VERSION}"
+            f"{shown} was not written by RVR/RVC.save (no rvm_pymc header), "
+            "or its header is damaged"
         )
-    name = attrs.get("rvm_estimator_class")
+    version = attrs.get("rvm_pymc_format_version")
+    if isinstance(version, np.generic):
+        version = version.item()
+    if not (isinstance(version, int | np.integer) and int(version) == FORMAT_VERSION):
+        raise ValueError(
+            f"{shown} has format version {version!r}; this rvm_pymc reads version "
+            f"{FORMAT_VERSION} only (re-fit and save the model with this version)"
+        )
+    header = {
+        key: _header_text(attrs, key)
+        for key in ("rvm_estimator_class", "rvm_params", "rvm_fitted", "rvm_checksum")
+    }
+    missing = [key for key, value in header.items() if value is None]
+    if missing:
+        raise ValueError(f"{shown} is damaged: its header lacks {', '.join(missing)}")
+    name, params_json, fitted_json = (
+        header["rvm_estimator_class"],
+        header["rvm_params"],
+        header["rvm_fitted"],
+    )
+    with _damaged_if_failing(shown, "its checksum cannot be computed"):
+        digest = _digest(tree, name, params_json, fitted_json)
+    if digest != header["rvm_checksum"]:
+        raise ValueError(
+            f"{shown}: checksum mismatch: the file was modified or corrupted "
+            "after it was saved; refusing to load it"
+        )
     classes = {"RVR": RVR, "RVC": RVC}
     if name not in classes:
         raise _mismatch(path, f"unknown estimator class {name!r}")
     cls = classes[name]
     if expected is not None and cls is not expected:
         raise _mismatch(path, f"it holds an {name}, not an {expected.__name__}; use {name}.load")
-    params_json, fitted_json = attrs["rvm_params"], attrs["rvm_fitted"]
-    if _digest(tree, name, params_json, fitted_json) != attrs.get("rvm_checksum"):
-        raise ValueError(
-            f"{os.fspath(path)}: checksum mismatch: the file was modified or corrupted "
-            "after it was saved; refusing to load it"
-        )
-    est = cls(**_params_from_json(params_json))
-    _restore(est, tree, json.loads(fitted_json), path)
+    try:
+        est = cls(**_params_from_json(params_json))
+        _restore(est, tree, json.loads(fitted_json), path)
+    except Exception as exc:
+        if isinstance(exc, ValueError) and shown in str(exc):
+            raise
+        raise _mismatch(
+            path,
+            f"it cannot be restored ({type(exc).__name__}: {exc}); was it written by another "
+            "version of rvm_pymc?",
+        ) from exc
     return est
 
 
