@@ -407,6 +407,32 @@ def _brute_force_shared_optimum(lam, q2):
     return np.exp(u), ell(u).real
 
 
+@pytest.mark.parametrize("k", [3, 4])
+def test_rotate_zeroes_rounding_and_rejects_an_indefinite_sparsity_matrix(k):
+    """Eigenvalues of s_m: the null direction and rounding are zeroed, a real negative raises."""
+    from rvm_pymc.reference._fast_classification import rotate
+
+    P = np.eye(k) - 1.0 / k
+    rng = np.random.default_rng(k)
+    V = np.linalg.qr(np.column_stack([np.ones(k), rng.normal(size=(k, k - 1))]))[0]
+    ev = np.zeros(k)
+    ev[1:] = [2.0**-i for i in range(k - 1)]
+    s = (V * ev) @ V.T  # PSD, null direction (1, ..., 1)
+    q = P @ np.arange(1.0, k + 1)
+    lam, q2 = rotate(s[None], q[None])
+    np.testing.assert_allclose(np.sort(lam[0]), np.sort(ev), atol=1e-14)
+    assert lam[0, 0] == 0.0 and q2[0, 0] == 0.0  # the null direction, exactly zero
+    # a negative eigenvalue of -1e-4: rounding on a scale of 1e12 (zeroed), not on 1.0
+    bad = s - (ev[1] + 1e-4) * np.outer(V[:, 1], V[:, 1])
+    assert np.linalg.eigvalsh(bad).min() == pytest.approx(-1e-4, rel=1e-6)
+    lam, _ = rotate(bad[None], q[None], np.array([1e12]))
+    assert lam.min() == 0.0
+    with pytest.raises(np.linalg.LinAlgError, match="not positive semi-definite"):
+        rotate(bad[None], q[None], np.array([1.0]))
+    with pytest.raises(np.linalg.LinAlgError, match="not positive semi-definite"):
+        rotate(bad[None], q[None])
+
+
 def test_shared_alpha_optimum_equals_brute_force():
     """The softmax per-basis optimum (polynomial roots + Newton) is the global one.
 

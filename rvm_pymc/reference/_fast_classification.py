@@ -235,20 +235,73 @@ def maximise_shared(lam: np.ndarray, q2: np.ndarray) -> tuple[np.ndarray, np.nda
     return alpha_best, ell_best
 
 
-def rotate(s: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+_PSD_TOL = 1e-10
+"""Relative size of a negative eigenvalue of ``s_m`` read as rounding (:func:`rotate`)."""
+
+
+def rotate(
+    s: np.ndarray, q: np.ndarray, scale: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Eigenvalues of the (M, C, C) matrices ``s`` and squared rotated ``q`` (M, C).
 
     Softmax weights are invariant to a common shift of all classes, so
     ``s_m 1 = 0`` and ``1^T q_m = 0`` exactly; that direction (and rounding
     noise of the same size) is zeroed and then contributes nothing.  With
     three classes the 2 x 2 problem orthogonal to it is solved in closed form.
+
+    Parameters
+    ----------
+    s : ndarray of shape (M, C, C)
+        Symmetric sparsity matrices, positive semi-definite in exact arithmetic.
+    q : ndarray of shape (M, C)
+        Quality vectors.
+    scale : ndarray of shape (M,), optional
+        Size of the terms ``s_m`` was computed from as a difference (its
+        rounding error is a small multiple of ``eps * scale``); default: the
+        largest eigenvalue of ``s_m``.
+
+    Returns
+    -------
+    lam, q2 : ndarray of shape (M, C)
+        Eigenvalues (ascending) and squared rotated qualities, both zero in
+        the null directions.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If an eigenvalue is below ``-_PSD_TOL * max(scale, largest eigenvalue)``:
+        ``s_m`` is then not positive semi-definite beyond rounding, i.e. the
+        statistics it came from are inconsistent; it is not repaired.
+
+    Notes
+    -----
+    Zeroing an eigenvalue ``lambda_k <= 1e-10 lambda_max`` (and its ``q~_k^2``)
+    is not a repair.  Its true value is zero (the shift direction) or below the
+    resolution of ``s_m``, and ``q~_k`` goes with it: ``s_m`` and ``q_m`` are
+    ``phi_m^T C^-1 phi_m`` and ``phi_m^T C^-1 t_hat`` for the covariance ``C``
+    of the linearised problem, so by Cauchy-Schwarz
+    ``q~_k^2 <= lambda_k t_hat^T C^-1 t_hat``, and the direction's share of
+    ``ell`` is of the order of ``lambda_k / alpha``.  A negative eigenvalue
+    within ``_PSD_TOL`` of the scale is cancellation error (seen on the
+    benchmark: -3e-4 for a basis at ``alpha = 1e12``, where ``s = Sigma_mm^-1
+    - alpha I`` subtracts numbers of size 1e12) and is zeroed likewise.
     """
     if s.shape[1] == 3:
         lam, q2 = _rotate3(s, q)
     else:
         lam, V = np.linalg.eigh(s)
         q2 = np.einsum("mkj,mk->mj", V, q) ** 2
-    null = lam <= 1e-10 * lam.max(axis=1, keepdims=True)
+    top = lam.max(axis=1, keepdims=True)
+    size = top if scale is None else np.maximum(top, scale[:, None])
+    bad = lam < -_PSD_TOL * size
+    if bad.any():
+        m = int(np.flatnonzero(bad.any(axis=1))[0])
+        raise np.linalg.LinAlgError(
+            f"the sparsity matrix s_m of a basis is not positive semi-definite beyond "
+            f"rounding (eigenvalues {lam[m].tolist()} on a scale of {float(size[m, 0]):.3g}); "
+            "the Laplace covariance, mode and candidate statistics are inconsistent"
+        )
+    null = lam <= 1e-10 * top
     return np.where(null, 0.0, lam), np.where(null, 0.0, q2)
 
 
@@ -295,7 +348,8 @@ def leaving_active(alpha: np.ndarray, W: np.ndarray, cov: np.ndarray) -> np.ndar
     q = np.einsum("mkl,ml->mk", prec, W)
     if c == 1:
         return q[:, 0] ** 2 <= s[:, 0, 0]
-    lam, q2 = rotate(0.5 * (s + np.transpose(s, (0, 2, 1))), q)
+    scale = alpha + np.abs(prec).max(axis=(1, 2))  # s is a difference of terms this large
+    lam, q2 = rotate(0.5 * (s + np.transpose(s, (0, 2, 1))), q, scale)
     # Cheap answers first: no direction with q^2 > lambda means ell increases to
     # alpha = inf; sum(q^2 - lambda) > 0 means ell > 0 for large finite alpha.
     out = np.full(ma, np.inf)
@@ -368,6 +422,7 @@ class _LinearisedState(_State):
         self.H_lik = np.transpose(X[idx], (1, 0, 2)).reshape(c * ma, c * ma)
         self.Q_active = Q[idx]
         self.X = X
+        self.S_scale = np.einsum("mkk->m", Dg)  # S = Dg - Z X^T: the size of its terms
         if c == 1:
             self.S, self.Q = S[:, 0, 0], Q[:, 0]
         else:
@@ -437,7 +492,7 @@ class _LinearisedState(_State):
         if self.c == 1:
             s, q = active_sq(a, self.S[idx], self.Q[idx], np.diag(self.Sigma), self._w_active)
             return _ell(a, s, q**2)
-        lam, q2 = rotate(*self._active_sq_shared())
+        lam, q2 = rotate(*self._active_sq_shared(), self.S_scale[idx])
         return _ell_shared(a[:, None], lam, q2)
 
     def candidates(self, align_tol: float):
@@ -448,7 +503,7 @@ class _LinearisedState(_State):
         a = self.alpha
         s, q = self.S.copy(), self.Q.copy()
         s[idx], q[idx] = self._active_sq_shared()
-        lam, q2 = rotate(s, q)
+        lam, q2 = rotate(s, q, self.S_scale)
         new_alpha, best = maximise_shared(lam, q2)
         relevant = np.isfinite(new_alpha)
         in_model = np.zeros(self.m, dtype=bool)
@@ -576,6 +631,13 @@ def maximise_linearised(H_lik, b, alpha, c, tol, max_iter=50):
         try:  # -H is positive definite near a maximum
             step[f] = spd_solve(neg_H, g[f])
         except np.linalg.LinAlgError:
+            # Not a repair of a numerical failure: the objective is not concave in
+            # log alpha away from its maximum, so -H is indefinite there (on the
+            # benchmark every fallback had eigenvalues of -H down to -0.37 times the
+            # largest).  Modified Newton (Nocedal & Wright, section 3.4): with the
+            # eigenvalues replaced by their absolute values, bounded away from zero,
+            # the step is an ascent direction (g^T step > 0), and the step cap and
+            # the line search below accept it only if the objective does not decrease.
             lam, V = np.linalg.eigh(neg_H)
             lam = np.maximum(np.abs(lam), 1e-8 * max(1.0, float(np.max(np.abs(lam)))))
             step[f] = V @ ((V.T @ g[f]) / lam)
@@ -622,7 +684,7 @@ _ANDERSON_MEMORY = 3
 _NEAR_CONVERGED = 1e-3  # largest |d log alpha| at which the tight tolerance is switched on
 
 # what resolve() computes from (active, alpha, W): saved to undo a rejected move
-_RESOLVED = ("post", "W", "Sigma", "lml", "S", "Q", "H_lik", "Q_active", "X")
+_RESOLVED = ("post", "W", "Sigma", "lml", "S", "Q", "H_lik", "Q_active", "X", "S_scale")
 
 
 def _anderson(history: list, u0: np.ndarray, d: np.ndarray) -> np.ndarray | None:
