@@ -410,7 +410,7 @@ def _brute_force_shared_optimum(lam, q2):
 @pytest.mark.parametrize("k", [3, 4])
 def test_rotate_zeroes_rounding_and_rejects_an_indefinite_sparsity_matrix(k):
     """Eigenvalues of s_m: the null direction and rounding are zeroed, a real negative raises."""
-    from rvm_pymc.reference._fast_classification import rotate
+    from rvm_pymc.reference._shared_alpha import rotate
 
     P = np.eye(k) - 1.0 / k
     rng = np.random.default_rng(k)
@@ -439,7 +439,7 @@ def test_shared_alpha_optimum_equals_brute_force():
     Random softmax-like statistics (``s 1 = 0``, ``1^T q = 0``) for K = 3, 4, 5,
     over many orders of magnitude, plus two-peaked cases built by hand.
     """
-    from rvm_pymc.reference._fast_classification import maximise_shared, rotate
+    from rvm_pymc.reference._shared_alpha import maximise_shared, rotate
 
     rng = np.random.default_rng(11)
     lams, q2s = [], []
@@ -470,7 +470,7 @@ def test_shared_alpha_optimum_equals_brute_force():
             assert best[i] == pytest.approx(f_ref, rel=1e-10, abs=1e-13)
     assert checked > 50
     # the two-peaked cases really have two local maxima and the global one is chosen
-    from rvm_pymc.reference._fast_classification import ell_shared_derivatives
+    from rvm_pymc.reference._shared_alpha import ell_shared_derivatives
 
     u = np.linspace(-30, 30, 6001)
     alpha, _ = maximise_shared(*two)
@@ -483,7 +483,7 @@ def test_shared_alpha_optimum_equals_brute_force():
 
 
 def test_shared_alpha_derivatives_match_finite_differences():
-    from rvm_pymc.reference._fast_classification import ell_shared_derivatives
+    from rvm_pymc.reference._shared_alpha import ell_shared_derivatives
 
     rng = np.random.default_rng(5)
     lam = np.column_stack([np.zeros(30), np.exp(rng.normal(size=(30, 2)) * 2)])
@@ -514,7 +514,7 @@ def _linearised_problem(P, t, res):
 def test_linearised_evidence_derivatives_and_joint_optimum(kind, fits, ripley, three_class):
     from scipy.optimize import minimize
 
-    from rvm_pymc.reference._fast_classification import (
+    from rvm_pymc.reference._linearised import (
         linearised_evidence,
         linearised_gradient_hessian,
         maximise_linearised,
@@ -573,12 +573,8 @@ def test_deletion_search_never_lowers_the_evidence_and_ends_at_a_fixed_point(
 def test_deletion_cost_is_ell_from_the_posterior(kind, ripley, three_class):
     """The deletion search ranks by ell_m(alpha_m); check it against the posterior form
     s_m = Sigma_mm^-1 - alpha_m I, q_m = Sigma_mm^-1 w_m (a different algebra)."""
-    from rvm_pymc.reference._fast_classification import (
-        _MODE_TOL_TIGHT,
-        _ell_shared,
-        _LinearisedState,
-        rotate,
-    )
+    from rvm_pymc.reference._linearised_state import _MODE_TOL_TIGHT, _LinearisedState
+    from rvm_pymc.reference._shared_alpha import _ell_shared, rotate
 
     P, t = (ripley if kind == "binary" else three_class)[:2]
     classes = np.unique(t)
@@ -611,7 +607,8 @@ def test_linearised_maximiser_does_not_cap_redundant_pairs_together():
     once lost their shared signal (objective 169 -> 48, review finding)."""
     from scipy.optimize import minimize
 
-    from rvm_pymc.reference import _fast_classification as fc
+    from rvm_pymc.reference import _linearised as fc
+    from rvm_pymc.reference._shared_alpha import leaving_active
 
     rng = np.random.default_rng(0)
 
@@ -626,7 +623,7 @@ def test_linearised_maximiser_does_not_cap_redundant_pairs_together():
     bb = 0.25 * Phi.T @ (30 * a + 20 * v + 2 * rng.standard_normal(200))
     u0 = np.log([1e-4, 1e-4, 1e-2])
     L0, S, mu = fc.linearised_evidence(H_lik, bb, u0, 1)
-    assert np.all(fc.leaving_active(np.exp(u0), mu.reshape(1, -1).T, S)[:2])
+    assert np.all(leaving_active(np.exp(u0), mu.reshape(1, -1).T, S)[:2])
     got = fc.linearised_evidence(
         H_lik, bb, np.log(fc.maximise_linearised(H_lik, bb, np.exp(u0), 1, tol=1e-10)), 1
     )[0]

@@ -31,7 +31,7 @@ from rvm_pymc._validation import as_2d_float, check_consistent_length
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import HyperPrior, resolve_prior
 from rvm_pymc.reference._classification_result import ClassificationResult
-from rvm_pymc.reference._fast_classification import fast_classification, leaving_active
+from rvm_pymc.reference._fast_classification import fast_classification
 from rvm_pymc.reference._laplace import LaplacePosterior, find_mode
 from rvm_pymc.reference._options import (
     check_alpha_init,
@@ -40,6 +40,7 @@ from rvm_pymc.reference._options import (
     check_method_and_prior,
     normalise_columns,
 )
+from rvm_pymc.reference._shared_alpha import leaving_active
 
 __all__ = ["ClassificationResult", "fit_classification", "laplace_posterior"]
 

@@ -1,0 +1,233 @@
+"""State of the fast classifier: the linearised problem at the current mode.
+
+At the posterior mode ``W*`` of the current model the log likelihood is
+replaced by its quadratic expansion (the IRLS linearisation): a Gaussian
+problem with per-observation precision matrices ``B_n = diag(y_n) - y_n y_n^T``
+(the scalar ``y_n (1 - y_n)`` for two classes) and targets
+``t_hat = Phi W* + B^-1 (t - y)``.  For that problem the statistics of every
+candidate basis are
+
+.. math::
+
+    S_m = \\phi_m^\\top B \\phi_m - \\phi_m^\\top B \\Phi_a \\Sigma \\Phi_a^\\top B \\phi_m,
+    \\qquad Q_m = \\phi_m^\\top B (\\hat t - \\Phi_a W^*) = \\phi_m^\\top (t - y),
+
+(``C x C`` matrices and ``C``-vectors when basis ``m`` has ``C`` weights
+sharing one precision).  After every move the mode of the *true* posterior is
+found again by Newton's method and ``B``, ``Sigma``, ``S``, ``Q`` are
+recomputed (:meth:`_LinearisedState.resolve`), so the weighted Gram matrix
+``Phi^T B Phi_a`` is refreshed once per move.
+
+References
+----------
+Tipping, M. E. and Faul, A. C. (2003). Fast marginal likelihood maximisation
+for sparse Bayesian models. *AISTATS 2003*.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rvm_pymc._gaussian import spd_solve
+from rvm_pymc.reference._laplace import (
+    class_pairs,
+    diagonal_view,
+    find_mode,
+    pair_grams,
+    pair_weights,
+)
+from rvm_pymc.reference._shared_alpha import _ell_shared, maximise_shared, rotate
+from rvm_pymc.reference.fast import _ell, _State, active_sq
+
+__all__ = ["initial_basis", "stationarity_residual"]
+
+_MODE_TOL_LOOSE, _MODE_TOL_TIGHT = 1e-6, 1e-9
+
+
+class _LinearisedState(_State):
+    """Sequential-algorithm state for classification.
+
+    Keeps the attribute contract of the regression :class:`_State` that its
+    ``candidates`` method relies on (``m``, ``usable``, ``active``, ``alpha``,
+    ``S``, ``Q`` and ``G`` = ``Phi^T Phi_a`` of the normalised columns, used for
+    the near-duplicate test), and adds the weighted quantities of the
+    linearised problem.  Moves change the model and then re-find the mode
+    instead of applying the Gaussian rank-one formulas.
+    """
+
+    def __init__(self, Phin: np.ndarray, T: np.ndarray, usable: np.ndarray):
+        self.Phin, self.T = Phin, T
+        self.n, self.m = Phin.shape
+        self.c = T.shape[1]
+        self.usable = usable
+        self.Phin2 = Phin**2
+        self.active: list[int] = []
+        self.alpha = np.empty(0)
+        self.G = np.empty((self.m, 0))
+        self.W = np.empty((0, self.c))
+        self.n_newton_failures = 0
+        self.newton_skip, self.newton_backoff = 0, 1  # see _reestimate
+        self.joint_history: list = []  # (active, log alpha, step) of joint moves
+        self.mode_tol = _MODE_TOL_LOOSE  # Newton tolerance of the mode; see fast_classification
+
+    @property
+    def _w_active(self) -> np.ndarray:
+        """Mode of the active weights (binary case: one column)."""
+        return self.W[:, 0]
+
+    def _cosines(self, j: int) -> np.ndarray:
+        g = self.Phin.T @ self.Phin[:, j]
+        g[~self.usable] = 0.0
+        return g
+
+    def resolve(self) -> None:
+        """Re-find the mode; recompute Sigma and the candidate statistics S, Q."""
+        idx = np.asarray(self.active)
+        Pa = self.Phin[:, idx]
+        post = find_mode(Pa, self.T, self.alpha, self.W, tol=self.mode_tol)
+        self.n_newton_failures += not post.converged
+        self.post = post
+        self.W, self.Sigma, self.lml = post.mean, post.cov, post.log_evidence
+        Y, ma, c = post.probs, idx.size, self.c
+        # X[m, k, l * ma + j] = sum_n phi_nm B_n,kl phi_nj ; Dg[m, k, l] = phi_m^T B_kl phi_m
+        # (the c (c + 1) / 2 distinct weightings in one product each)
+        Wt = pair_weights(Y)  # (N, pairs)
+        XP = pair_grams(self.Phin, Wt, Pa)
+        DP = self.Phin2.T @ Wt
+        pair = class_pairs(c)[3]  # pair index of (k, l) and of (l, k)
+        X = XP.take(pair, axis=1).reshape(self.m, c, c * ma)  # C order, as the products need
+        Dg = DP.take(pair, axis=1)
+        Z = (X.reshape(self.m * c, c * ma) @ self.Sigma).reshape(self.m, c, c * ma)
+        S = Dg - Z @ np.transpose(X, (0, 2, 1))
+        Q = self.Phin.T @ (self.T - Y)
+        # Phi_a^T B Phi_a, class-major (c ma, c ma): the likelihood part of the Hessian
+        self.H_lik = np.transpose(X[idx], (1, 0, 2)).reshape(c * ma, c * ma)
+        self.Q_active = Q[idx]
+        self.X = X
+        self.S_scale = np.einsum("mkk->m", Dg)  # S = Dg - Z X^T: the size of its terms
+        if c == 1:
+            self.S, self.Q = S[:, 0, 0], Q[:, 0]
+        else:
+            self.S, self.Q = 0.5 * (S + np.transpose(S, (0, 2, 1))), Q
+
+    # -- moves: change the model, then re-find the mode ----------------------
+    def add(self, j: int, alpha_j: float) -> None:
+        c = self.c
+        if self.active:
+            # warm start: the mode of the linearised problem with basis j added
+            # (one Newton step from the current mode with w_j = 0)
+            S_j = np.atleast_2d(self.S[j])
+            w_j = np.linalg.solve(alpha_j * np.eye(c) + S_j, np.atleast_1d(self.Q[j]))
+            shift = -(self.Sigma @ (self.X[j].T @ w_j)).reshape(c, -1).T
+            W0 = np.vstack([self.W + shift, w_j])
+        else:
+            W0 = np.zeros((1, c))
+        self.G = np.column_stack([self.G, self._cosines(j)])
+        self.active.append(j)
+        self.alpha = np.append(self.alpha, alpha_j)
+        self.W = W0
+        self.resolve()
+
+    def predicted_mode(self, alpha_new: np.ndarray) -> np.ndarray:
+        """One Newton step from the current mode at new precisions of the active bases.
+
+        ``(Phi^T B Phi + A_new)^-1 b`` with ``b = Phi^T B Phi W* + Phi^T (t - y)``:
+        the mode of the linearised problem, a warm start for the new mode.
+        """
+        ma, c = self.W.shape
+        H = self.H_lik.copy()
+        diagonal_view(H).reshape(c, ma)[...] += alpha_new
+        b = self.H_lik @ self.W.T.ravel() + self.Q_active.T.ravel()
+        try:
+            return spd_solve(H, b).reshape(c, ma).T
+        except np.linalg.LinAlgError:
+            return self.W
+
+    def reestimate(self, i: int, alpha_new: float) -> None:
+        new = self.alpha.copy()
+        new[i] = alpha_new
+        self.W = self.predicted_mode(new)
+        self.alpha[i] = alpha_new
+        self.resolve()
+
+    def delete(self, i: int) -> None:
+        keep = np.arange(len(self.active)) != i
+        self.G, self.alpha, self.W = self.G[:, keep], self.alpha[keep], self.W[keep]
+        del self.active[i]
+        self.resolve()
+
+    # -- candidate moves ----------------------------------------------------
+    def _active_sq_shared(self):
+        """``s_m`` (C x C) and ``q_m`` (C) of the active bases, without basis m (K > 2)."""
+        idx = np.asarray(self.active)
+        a = self.alpha
+        R = a[:, None, None] * np.eye(self.c) - self.S[idx]  # alpha I - S_m, positive definite
+        Rinv = np.linalg.inv(R)
+        s = a[:, None, None] * (self.S[idx] @ Rinv)
+        s = 0.5 * (s + np.transpose(s, (0, 2, 1)))
+        return s, a[:, None] * np.einsum("mkl,ml->mk", Rinv, self.Q[idx])
+
+    def deletion_cost(self) -> np.ndarray:
+        """Linearised log evidence lost by deleting each active basis: ``ell_m(alpha_m)``."""
+        idx = np.asarray(self.active)
+        a = self.alpha
+        if self.c == 1:
+            s, q = active_sq(a, self.S[idx], self.Q[idx], np.diag(self.Sigma), self._w_active)
+            return _ell(a, s, q**2)
+        lam, q2 = rotate(*self._active_sq_shared(), self.S_scale[idx])
+        return _ell_shared(a[:, None], lam, q2)
+
+    def candidates(self, align_tol: float):
+        """Best move of every basis: (delta, new alpha, in_model, relevant), length M."""
+        if self.c == 1:
+            return super().candidates(align_tol)
+        idx = np.asarray(self.active)
+        a = self.alpha
+        s, q = self.S.copy(), self.Q.copy()
+        s[idx], q[idx] = self._active_sq_shared()
+        lam, q2 = rotate(s, q, self.S_scale)
+        new_alpha, best = maximise_shared(lam, q2)
+        relevant = np.isfinite(new_alpha)
+        in_model = np.zeros(self.m, dtype=bool)
+        in_model[idx] = True
+        delta = np.full(self.m, -np.inf)
+        cand = relevant & ~in_model & self.usable
+        if align_tol > 0 and idx.size:
+            cand &= ~(np.max(np.abs(self.G), axis=1) > 1.0 - align_tol)
+        delta[cand] = best[cand]
+        old = _ell_shared(a[:, None], lam[idx], q2[idx])
+        d_act = np.where(relevant[idx], best[idx] - old, -old)
+        if idx.size == 1:  # never delete the last basis
+            d_act = np.where(relevant[idx], d_act, -np.inf)
+        delta[idx] = d_act
+        return delta, new_alpha, in_model, relevant
+
+
+def initial_basis(Phin: np.ndarray, T: np.ndarray, usable: np.ndarray) -> tuple[int, float]:
+    """The basis best aligned with centred pseudo-targets and a starting precision.
+
+    As in Tipping's SparseBayes: project ``t - mean`` onto the normalised
+    columns, and set ``alpha`` from the least-squares fit of the column to
+    logits of 0.9 / 0.1 pseudo-probabilities.
+    """
+    c = T.shape[1]
+    centred = T - (0.5 if c == 1 else 1.0 / c)
+    score = np.sum((Phin.T @ centred) ** 2, axis=1)
+    j0 = int(np.argmax(np.where(usable, score, -np.inf)))
+    logits = np.log(9.0) * np.sign(centred)
+    mu = Phin[:, j0] @ logits
+    alpha0 = c / max(float(mu @ mu), 1e-6)
+    return j0, alpha0
+
+
+def stationarity_residual(st: _LinearisedState) -> float:
+    """``||g||`` of the linearised evidence at its own linearisation point.
+
+    ``g_m = 1/2 [c - alpha_m (tr Sigma_mm + ||w_m||^2)]`` with the Laplace
+    covariance and the mode: zero exactly at the fixed points shared by the
+    fast, MacKay and EM updates.
+    """
+    ma, c = st.W.shape
+    tr = np.einsum("kmkm->m", st.Sigma.reshape(c, ma, c, ma))
+    g = 0.5 * (c - st.alpha * (tr + np.sum(st.W**2, axis=1)))
+    return float(np.linalg.norm(g))

@@ -1,0 +1,329 @@
+"""The shared-precision maths of the fast classifier: per-basis optimum and leaving test.
+
+For the linearised problem at the current mode (:mod:`rvm_pymc.reference._linearised_state`) a
+basis ``m`` with ``C`` weights sharing one precision has a ``C x C`` sparsity
+matrix ``s_m`` and a ``C``-vector of qualities ``q_m``.  With the
+eigen-decomposition ``s_m = V diag(lambda) V^T`` and ``q~ = V^T q_m`` the
+contribution of basis ``m`` to the linearised log evidence is
+
+.. math::
+
+    \\ell_m(\\alpha) = \\tfrac12 \\sum_k \\left[-\\log(1 + \\lambda_k/\\alpha)
+        + \\tilde q_k^2 / (\\alpha + \\lambda_k)\\right],
+
+a sum of terms each increasing below its own optimum
+``lambda_k^2 / (q~_k^2 - lambda_k)`` and decreasing above it (so possibly
+with several local maxima); its global maximum is found among the real roots
+of a polynomial (:func:`maximise_shared`).  Two classes (``C = 1``) need none
+of this: the optimum is closed form (:mod:`rvm_pymc.reference.fast`).
+
+References
+----------
+Tipping, M. E. and Faul, A. C. (2003). Fast marginal likelihood maximisation
+for sparse Bayesian models. *AISTATS 2003*.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["ell_shared_derivatives", "leaving_active", "maximise_shared", "rotate"]
+
+_POLISH_STEPS = 3
+
+
+def _ell_shared(alpha, lam, q2):
+    """Sum over eigen-directions of the per-basis contribution; ``alpha`` broadcasts."""
+    return 0.5 * (-np.log1p(lam / alpha) + q2 / (alpha + lam)).sum(axis=-1)
+
+
+def _ell_shared_slopes(alpha, lam, q2):
+    """The two derivatives of :func:`ell_shared_derivatives` only; ``alpha`` of shape (M, 1)."""
+    d = alpha + lam
+    d2 = d**2
+    aq = alpha * q2 / d2
+    g = 0.5 * (lam / d - aq).sum(axis=-1)
+    h = -0.5 * (alpha * lam / d2 + aq * (lam - alpha) / d).sum(axis=-1)
+    return g, h
+
+
+def ell_shared_derivatives(u, lam, q2):
+    """``ell`` and its first two derivatives in ``u = log alpha`` (``u`` of shape (M,)).
+
+    With ``d_k = alpha + lambda_k``, each direction contributes
+
+    .. math::
+
+        \\frac{d\\ell_k}{du} = \\tfrac12\\Big[\\frac{\\lambda_k}{d_k}
+            - \\frac{\\alpha \\tilde q_k^2}{d_k^2}\\Big], \\qquad
+        \\frac{d^2\\ell_k}{du^2} = -\\tfrac12\\Big[\\frac{\\alpha\\lambda_k}{d_k^2}
+            + \\frac{\\alpha \\tilde q_k^2 (\\lambda_k - \\alpha)}{d_k^3}\\Big].
+
+    Null directions (``lambda_k = q~_k^2 = 0``) contribute zero to all three.
+    """
+    alpha = np.exp(u)[:, None]
+    g, h = _ell_shared_slopes(alpha, lam, q2)
+    return _ell_shared(alpha, lam, q2), g, h
+
+
+def _poly_mul(a, b):
+    """Row-wise product of polynomials (coefficients highest power first)."""
+    out = np.zeros((a.shape[0], a.shape[1] + b.shape[1] - 1))
+    for i in range(b.shape[1]):
+        out[:, i : i + a.shape[1]] += a * b[:, i : i + 1]
+    return out
+
+
+def _stationary_points(lam, q2):
+    """Positive real roots of ``d ell / d alpha`` for rows with ``p >= 2`` nonzero directions.
+
+    ``lam`` and ``q2`` of shape (R, p), all ``lam > 0``, scaled so that the
+    largest ``lam`` of a row is one.  Multiplying ``d ell / d log alpha`` by
+    ``prod_j d_j^2`` gives the polynomial
+
+    .. math::
+
+        P(\\alpha) = \\sum_k \\big(\\lambda_k^2 + \\alpha(\\lambda_k - \\tilde q_k^2)\\big)
+            \\prod_{j \\ne k} (\\alpha + \\lambda_j)^2
+
+    of degree ``2 p - 1``, whose roots are found as the eigenvalues of its
+    companion matrix (all rows at once).  Returns (R, 2p - 1) candidate
+    values of ``alpha``, NaN where a root is not real and positive.
+    """
+    r, p = lam.shape
+    P = np.zeros((r, 2 * p))
+    if p == 2:  # the product written out
+        l1, l2 = lam[:, 0], lam[:, 1]
+        e1, e2 = l1 - q2[:, 0], l2 - q2[:, 1]
+        s1, s2 = l1**2, l2**2
+        P[:, 0] = e1 + e2
+        P[:, 1] = 2.0 * (l2 * e1 + l1 * e2) + s1 + s2
+        P[:, 2] = s2 * e1 + s1 * e2 + 2.0 * l1 * l2 * (l1 + l2)
+        P[:, 3] = 2.0 * s1 * s2
+    for k in range(p if p != 2 else 0):
+        term = np.column_stack([lam[:, k] - q2[:, k], lam[:, k] ** 2])
+        for j in range(p):
+            if j != k:
+                d2 = np.column_stack([np.ones(r), 2 * lam[:, j], lam[:, j] ** 2])
+                term = _poly_mul(term, d2)  # (alpha + lambda_j)^2
+        P += term
+    lead = P[:, 0]
+    size = np.abs(P).max(axis=1)
+    # sum(lambda - q2) = 0 puts a root at alpha = inf; a tiny leading coefficient moves it
+    # to a huge finite alpha, where ell is (numerically) zero as at alpha = inf.
+    tiny = 1e-14 * size
+    lead = np.where(np.abs(lead) < tiny, np.where(lead < 0, -tiny, tiny), lead)
+    if p == 2:  # three classes: a cubic, solved in closed form
+        roots = _real_cubic_roots(P[:, 1:] / lead[:, None])
+        return np.where(roots > 0, roots, np.nan)
+    deg = 2 * p - 1
+    comp = np.zeros((r, deg, deg))
+    comp[:, 0, :] = -P[:, 1:] / lead[:, None]
+    comp[:, np.arange(1, deg), np.arange(deg - 1)] = 1.0
+    roots = np.linalg.eigvals(comp)
+    real = (np.abs(roots.imag) <= 1e-7 * np.abs(roots)) & (roots.real > 0)
+    return np.where(real, roots.real, np.nan)
+
+
+def _real_cubic_roots(abc: np.ndarray) -> np.ndarray:
+    """Real roots of ``x^3 + a x^2 + b x + c`` row by row, (R, 3), NaN where fewer.
+
+    Cardano's formula with one real root, the trigonometric form with three
+    (accurate enough as starting points: the chosen root is polished by
+    Newton's method afterwards).
+    """
+    a, b, c = abc[:, 0], abc[:, 1], abc[:, 2]
+    p = b - a**2 / 3.0
+    q = 2.0 * a**3 / 27.0 - a * b / 3.0 + c
+    hq, p3 = q / 2.0, p / 3.0
+    disc = hq**2 + p3**3
+    one = disc > 0
+    sq = np.sqrt(np.where(one, disc, 0.0))
+    t1 = np.cbrt(-hq + sq) + np.cbrt(-hq - sq)
+    three = ~one & (p < 0)
+    m = 2.0 * np.sqrt(np.where(three, -p3, 1.0))
+    arg = np.where(three, 3.0 * q / (p * m), 0.0)
+    theta = np.arccos(np.minimum(np.maximum(arg, -1.0), 1.0)) / 3.0
+    out = np.where(three[:, None], m[:, None] * np.cos(theta[:, None] - _THIRDS), np.nan)
+    # one real root: Cardano's; neither one nor three: p = q = 0, a triple root
+    out[:, 0] = np.where(one, t1, np.where(three, out[:, 0], 0.0))
+    return out - a[:, None] / 3.0
+
+
+_THIRDS = np.array([2.0 * np.pi * k / 3.0 for k in range(3)])
+
+
+def maximise_shared(lam: np.ndarray, q2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Maximise ``ell(alpha)`` for each row; returns (alpha*, ell*) with alpha* = inf if none > 0.
+
+    ``lam`` and ``q2`` have shape (M, C): eigenvalues of ``s_m`` and squared
+    rotated qualities, with null directions set to zero (as :func:`rotate`
+    returns them; ``eigh`` sorts them first).  The global maximum is found
+    among all stationary points: closed form with one nonzero direction,
+    otherwise the positive real roots of a polynomial
+    (:func:`_stationary_points`), the best of which is polished by a few
+    safeguarded Newton steps in ``log alpha``.  ``ell`` is zero at
+    ``alpha = inf`` and tends to ``-inf`` as ``alpha -> 0``, so a maximum with
+    ``ell > 0`` is a stationary point.
+    """
+    m, c = lam.shape
+    alpha_best = np.full(m, np.inf)
+    ell_best = np.zeros(m)
+    p_row = (lam > 0).sum(axis=1)
+    some = (q2 > lam * (1.0 + 1e-12)).any(axis=1)  # else ell increases up to alpha = inf
+    p_row = np.where(some, p_row, 0)
+    for p in np.flatnonzero(np.bincount(p_row, minlength=c + 1)[1:]) + 1:
+        rows = np.flatnonzero(p_row == p)
+        # eigh sorts ascending and rotate zeroes the null directions: the p nonzero ones
+        # are the last p columns
+        L, Q2 = lam[rows, c - p :], q2[rows, c - p :]
+        if p == 1:
+            cand = L[:, :1] ** 2 / np.maximum(Q2[:, :1] - L[:, :1], 1e-300)
+        else:
+            scale = L.max(axis=1, keepdims=True)
+            cand = _stationary_points(L / scale, Q2 / scale) * scale
+        real = ~np.isnan(cand)
+        vals = _ell_shared(np.where(real, cand, 1.0)[:, :, None], L[:, None], Q2[:, None])
+        vals = np.where(real, vals, -np.inf)
+        i = vals.argmax(axis=1)
+        u = np.log(cand[np.arange(rows.size), i])
+        ok = np.isfinite(u)
+        u = np.where(ok, u, 0.0)
+        for _ in range(_POLISH_STEPS):
+            g, h = _ell_shared_slopes(np.exp(u)[:, None], L, Q2)
+            concave = h < 0
+            step = np.where(concave, -g / np.where(concave, h, -1.0), 0.0)
+            u = u + np.minimum(np.maximum(step, -0.5), 0.5)
+        alpha = np.exp(u)
+        f = _ell_shared(alpha[:, None], L, Q2)
+        good = ok & (f > 0)
+        alpha_best[rows[good]] = alpha[good]
+        ell_best[rows[good]] = f[good]
+    return alpha_best, ell_best
+
+
+_PSD_TOL = 1e-10
+"""Relative size of a negative eigenvalue of ``s_m`` read as rounding (:func:`rotate`)."""
+
+
+def rotate(
+    s: np.ndarray, q: np.ndarray, scale: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues of the (M, C, C) matrices ``s`` and squared rotated ``q`` (M, C).
+
+    Softmax weights are invariant to a common shift of all classes, so
+    ``s_m 1 = 0`` and ``1^T q_m = 0`` exactly; that direction (and rounding
+    noise of the same size) is zeroed and then contributes nothing.  With
+    three classes the 2 x 2 problem orthogonal to it is solved in closed form.
+
+    Parameters
+    ----------
+    s : ndarray of shape (M, C, C)
+        Symmetric sparsity matrices, positive semi-definite in exact arithmetic.
+    q : ndarray of shape (M, C)
+        Quality vectors.
+    scale : ndarray of shape (M,), optional
+        Size of the terms ``s_m`` was computed from as a difference (its
+        rounding error is a small multiple of ``eps * scale``); default: the
+        largest eigenvalue of ``s_m``.
+
+    Returns
+    -------
+    lam, q2 : ndarray of shape (M, C)
+        Eigenvalues (ascending) and squared rotated qualities, both zero in
+        the null directions.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If an eigenvalue is below ``-_PSD_TOL * max(scale, largest eigenvalue)``:
+        ``s_m`` is then not positive semi-definite beyond rounding, i.e. the
+        statistics it came from are inconsistent; it is not repaired.
+
+    Notes
+    -----
+    Zeroing an eigenvalue ``lambda_k <= 1e-10 lambda_max`` (and its ``q~_k^2``)
+    is not a repair.  Its true value is zero (the shift direction) or below the
+    resolution of ``s_m``, and ``q~_k`` goes with it: ``s_m`` and ``q_m`` are
+    ``phi_m^T C^-1 phi_m`` and ``phi_m^T C^-1 t_hat`` for the covariance ``C``
+    of the linearised problem, so by Cauchy-Schwarz
+    ``q~_k^2 <= lambda_k t_hat^T C^-1 t_hat``, and the direction's share of
+    ``ell`` is of the order of ``lambda_k / alpha``.  A negative eigenvalue
+    within ``_PSD_TOL`` of the scale is cancellation error (seen on the
+    benchmark: -3e-4 for a basis at ``alpha = 1e12``, where ``s = Sigma_mm^-1
+    - alpha I`` subtracts numbers of size 1e12) and is zeroed likewise.
+    """
+    if s.shape[1] == 3:
+        lam, q2 = _rotate3(s, q)
+    else:
+        lam, V = np.linalg.eigh(s)
+        q2 = np.einsum("mkj,mk->mj", V, q) ** 2
+    top = lam.max(axis=1, keepdims=True)
+    size = top if scale is None else np.maximum(top, scale[:, None])
+    bad = lam < -_PSD_TOL * size
+    if bad.any():
+        m = int(np.flatnonzero(bad.any(axis=1))[0])
+        raise np.linalg.LinAlgError(
+            f"the sparsity matrix s_m of a basis is not positive semi-definite beyond "
+            f"rounding (eigenvalues {lam[m].tolist()} on a scale of {float(size[m, 0]):.3g}); "
+            "the Laplace covariance, mode and candidate statistics are inconsistent"
+        )
+    null = lam <= 1e-10 * top
+    return np.where(null, 0.0, lam), np.where(null, 0.0, q2)
+
+
+# orthonormal basis of the plane orthogonal to (1, 1, 1)
+_U3 = np.array([[1.0, -1.0, 0.0], [1.0, 1.0, -2.0]]).T / np.sqrt([2.0, 6.0])
+
+
+def _rotate3(s: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`rotate` for three classes: ``(1, 1, 1)`` is the null direction, eigenvalue 0.
+
+    ``s`` projected on the orthogonal plane is a symmetric 2 x 2 matrix
+    ``[[a, b], [b, c]]`` with eigenvalues ``(a + c)/2 -+ d``,
+    ``d = sqrt(((a - c)/2)^2 + b^2)``, and eigenvectors at the angle
+    ``theta = atan2(2 b, a - c) / 2``.  Returns eigenvalues ascending, the
+    null direction first, like ``eigh``.
+    """
+    m = s.shape[0]
+    sp = ((_U3.T @ s).reshape(2 * m, 3) @ _U3).reshape(m, 2, 2)  # one product for the right
+    qp = q @ _U3
+    a, b, c = sp[:, 0, 0], 0.5 * (sp[:, 0, 1] + sp[:, 1, 0]), sp[:, 1, 1]
+    a_c = a - c
+    mid, d = 0.5 * (a + c), np.hypot(0.5 * a_c, b)
+    theta = 0.5 * np.arctan2(2.0 * b, a_c)
+    cos, sin = np.cos(theta), np.sin(theta)
+    q_big = cos * qp[:, 0] + sin * qp[:, 1]
+    q_small = -sin * qp[:, 0] + cos * qp[:, 1]
+    lam, q2 = np.zeros((a.size, 3)), np.zeros((a.size, 3))
+    lam[:, 1], lam[:, 2] = mid - d, mid + d
+    q2[:, 1], q2[:, 2] = q_small**2, q_big**2
+    return lam, q2
+
+
+def leaving_active(alpha: np.ndarray, W: np.ndarray, cov: np.ndarray) -> np.ndarray:
+    """Whether each active basis has its linearised optimum at ``alpha = inf``.
+
+    Uses ``Sigma_mm = (alpha_m I + s_m)^-1`` and ``W_m = Sigma_mm q_m`` at the
+    mode (``Sigma_mm`` the C x C block of basis ``m``), so no statistic of the
+    inactive bases is needed.
+    """
+    ma, c = W.shape
+    blocks = cov.reshape(c, ma, c, ma)[:, np.arange(ma), :, np.arange(ma)]  # (ma, c, c)
+    prec = np.linalg.inv(blocks)
+    s = prec - alpha[:, None, None] * np.eye(c)
+    q = np.einsum("mkl,ml->mk", prec, W)
+    if c == 1:
+        return q[:, 0] ** 2 <= s[:, 0, 0]
+    scale = alpha + np.abs(prec).max(axis=(1, 2))  # s is a difference of terms this large
+    lam, q2 = rotate(0.5 * (s + np.transpose(s, (0, 2, 1))), q, scale)
+    # Cheap answers first: no direction with q^2 > lambda means ell increases to
+    # alpha = inf; sum(q^2 - lambda) > 0 means ell > 0 for large finite alpha.
+    out = np.full(ma, np.inf)
+    some = (q2 > lam * (1.0 + 1e-12)).any(axis=1)
+    surely = (q2 - lam).sum(axis=1) > 0
+    out[surely] = 1.0
+    unsure = some & ~surely
+    if unsure.any():
+        out[unsure] = maximise_shared(lam[unsure], q2[unsure])[0]
+    return ~np.isfinite(out)
