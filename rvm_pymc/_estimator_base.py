@@ -19,9 +19,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rvm_pymc.kernels import Basis, Kernel, PrecomputedBasis, make_kernel
 from rvm_pymc.priors import resolve_prior
 
-__all__ = ["METHODS", "SOLVERS"]
+__all__ = ["INITS", "METHODS", "SOLVERS"]
 
 METHODS = ("reference", "map", "nuts")
+INITS = ("auto", "reference", "default")
 SOLVERS = ("fast", "mackay", "em")
 _WIDTH_KERNELS = ("rbf", "laplacian", "exponential", "cauchy")
 _GAMMA_KERNELS = (*_WIDTH_KERNELS, "poly", "polynomial")
@@ -55,6 +56,7 @@ class _BaseRVM(BaseEstimator):
         tune: int = 500,
         chains: int | None = None,
         sampler_kwargs: dict | None = None,
+        init: str = "auto",
         random_state: Any = None,
     ) -> None:
         self.kernel = kernel
@@ -72,7 +74,15 @@ class _BaseRVM(BaseEstimator):
         self.tune = tune
         self.chains = chains
         self.sampler_kwargs = sampler_kwargs
+        self.init = init
         self.random_state = random_state
+
+    def __getstate__(self):
+        # a PyMC model does not pickle (its distributions are classes made at run time)
+        state = super().__getstate__()
+        if state.get("model_") is not None:
+            state = {**state, "model_": None}
+        return state
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -128,6 +138,8 @@ class _BaseRVM(BaseEstimator):
             raise ValueError(f"tol must be a float > 0; got {self.tol!r}")
         if self.sampler_kwargs is not None and not isinstance(self.sampler_kwargs, dict):
             raise ValueError("sampler_kwargs must be None or a dict")
+        if self.init not in INITS:
+            raise ValueError(f"init must be one of {INITS}; got {self.init!r}")
         self._prior()  # raises ValueError for a bad prior
 
     def _prior(self):
@@ -190,40 +202,214 @@ class _BaseRVM(BaseEstimator):
     # --------------------------------------------------------------------- fitting
 
     def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
-        """Fit every candidate width by the reference solver; keep the best; finish by method."""
+        """Fit every candidate width by the reference solver; keep the best; finish by method.
+
+        The one scaling boundary (DESIGN section 3): every fit path sees the
+        basis columns scaled to unit root-mean-square and, for regression, the
+        targets centred and scaled to unit sd; the posterior is mapped back to
+        the units of the data once, by :meth:`WeightPosterior.to_data_units`.
+        """
         self._check_params()
         prior = self._prior()
-        # with gamma="evidence", map/nuts take the width of largest reference evidence;
-        # the fast solver needs a = b = 0, so a proper prior is left to the PyMC fit.
-        ref_prior = prior
-        if self.method != "reference" and (prior.a or prior.b):
-            ref_prior = resolve_prior("evidence")
+        regression = self._kind == "regression"
+        if regression:
+            t_mean, t_sd = float(np.mean(target)), float(np.std(target))
+            if not (np.isfinite(t_sd) and t_sd > 0):
+                raise ValueError("y is constant (or not finite): there is nothing to fit")
+            t_s = (target - t_mean) / t_sd
+        else:
+            t_mean, t_sd, t_s = 0.0, 1.0, target
+        # MAP/NUTS start from (and gamma="evidence" chooses the width by) the reference
+        # solver under the same prior; "fast" needs a = b = 0, MacKay takes any prior
+        ref_solver = self.solver if (prior.a == 0 and prior.b == 0) else "mackay"
+        if self.method == "reference":
+            ref_solver = self.solver
         candidates = self._gamma_candidates(X)
+        need_ref = (
+            self.method == "reference" or len(candidates) > 1 or self._starts_from_reference()
+        )
         fits = []
         for g in candidates:
             basis = self._make_basis(g)
             Phi = basis.fit_transform(X)
-            need_ref = self.method == "reference" or len(candidates) > 1
-            fits.append(
-                (g, basis, Phi, self._reference_fit(Phi, target, ref_prior) if need_ref else None)
-            )
+            scale = _column_scale(Phi)
+            ref = self._reference_fit(Phi / scale, t_s, prior, ref_solver) if need_ref else None
+            fits.append((g, basis, Phi, scale, ref))
         if self.gamma == "evidence":
-            le = np.array([f[3].log_evidence for f in fits])
-            self.evidence_path_ = {"gamma": np.array([f[0] for f in fits]), "log_evidence": le}
+            le = np.array([f[4].log_evidence for f in fits])
+            self.evidence_path_ = {
+                "gamma": np.array([f[0] for f in fits]),
+                "log_evidence": le - target.size * np.log(t_sd),
+            }
             best = fits[int(np.nanargmax(le))]
         else:
             best = fits[0]
-        g, basis, Phi, res = best
+        g, basis, Phi, scale, ref = best
         self.gamma_ = g
         self.basis_ = basis
         self.kernel_ = basis.kernel_ if hasattr(basis, "kernel_") else None
+        self.basis_scale_ = scale
+        self.y_scale_ = t_sd
         seed = _seed(self.random_state)
+        names = tuple(str(n) for n in basis.basis_names_)
+        self.model_ = None
         if self.method == "reference":
-            self._set_from_reference(res, Phi, target, X, seed)
+            active = np.asarray(ref.active, dtype=np.intp)
+            post = _reference_posterior(self._kind_of_fit(), ref, names, active)
+            info = {
+                "log_evidence": float(ref.log_evidence),
+                "n_iter": max(int(ref.n_iter), 1),
+                "converged": bool(ref.converged),
+                "library": "rvm_pymc.reference",
+            }
         else:
             from rvm_pymc._estimator_pymc import fit_pymc
 
-            fit_pymc(self, Phi, target, X, prior, seed)
+            start = ref if self._starts_from_reference() else None
+            post, info, self.model_ = fit_pymc(
+                self._pymc_options(), Phi / scale, t_s, names, prior, seed, start
+            )
+            active = np.array([names.index(n) for n in post.basis_names], dtype=np.intp)
+        # the one map back to the units of the data
+        post = post.to_data_units(scale[active], t_mean, t_sd)
+        log_evidence = info["log_evidence"] - (target.size * np.log(t_sd) if regression else 0.0)
+        self._set_active(active, X)
+        self._set_result(post, Phi[:, active], target, info, log_evidence, seed)
+
+    def _kind_of_fit(self) -> str:
+        if self._kind == "regression":
+            return "regression"
+        return "binary" if self.classes_.size == 2 else "softmax"
+
+    def _starts_from_reference(self) -> bool:
+        init = "reference" if self.init == "auto" and self.method == "map" else self.init
+        return self.method != "reference" and init == "reference"
+
+    def _pymc_options(self) -> dict[str, Any]:
+        classes = getattr(self, "classes_", None)
+        return {
+            "method": self.method,
+            "kind": self._kind_of_fit(),
+            "class_names": None if classes is None else [str(c) for c in classes],
+            "draws": self.draws,
+            "tune": self.tune,
+            "chains": self._chains(),
+            "max_iter": self.max_iter,
+            "sampler_kwargs": dict(self.sampler_kwargs or {}),
+        }
+
+    def _chains(self) -> int:
+        return 2 if self.chains is None else int(self.chains)
+
+    def _set_result(self, post, Phi_active, target, info, log_evidence, seed) -> None:
+        """Hold the one posterior; every fitted attribute is read from it."""
+        self.posterior_ = post
+        self.coef_ = post.weight_mean()
+        self.sigma_ = post.weight_cov()
+        la = np.asarray(post.log_alpha, dtype=float)
+        self.alpha_ = np.exp(la if post.is_type_ii else np.median(la.reshape(-1, la.shape[-1]), 0))
+        self._set_intercept()
+        if post.log_beta is not None:
+            beta = np.exp(np.asarray(post.log_beta, dtype=float))
+            self.beta_ = float(np.median(beta))
+            self.noise_var_ = float(np.mean(1.0 / beta))
+            self.y_offset_ = float(post.y_offset)
+        self.n_iter_ = int(info["n_iter"])
+        self.converged_ = bool(info["converged"])
+        self.log_evidence_ = float(log_evidence)
+        self._tree_inputs = {
+            "Phi": Phi_active,
+            "target": target,
+            "classes": getattr(self, "classes_", None),
+            "seed": seed,
+            "sample_stats": info.get("sample_stats"),
+            "attrs": {**info.get("attrs", {}), **_fit_attrs(self, info["library"])},
+        }
+        self._idata = None
+
+    def _set_intercept(self) -> None:
+        zero = np.zeros(self.coef_.shape[1:]) if self.coef_.ndim > 1 else 0.0
+        self.intercept_ = self.coef_[0] if self.bias_active_ else zero
+
+    def _restore_posterior(self) -> None:
+        """Rebuild the one posterior from the saved attributes and ``idata_`` (see ``load``)."""
+        from rvm_pymc.results import WeightPosterior
+
+        tree = self.idata_
+        kind = self._kind_of_fit()
+        regression = kind == "regression"
+        names = tuple(self.active_names_)
+        if self.method == "nuts":
+            post = tree["posterior"]
+            self.posterior_ = WeightPosterior(
+                kind=kind,
+                basis_names=names,
+                log_alpha=np.asarray(post["log_alpha"].values, dtype=float),
+                log_beta=np.asarray(post["log_beta"].values, dtype=float) if regression else None,
+                draws=np.asarray(post["W" if kind == "softmax" else "w"].values, dtype=float),
+                y_offset=float(self.y_offset_) if regression else 0.0,
+            )
+        else:
+            self.posterior_ = WeightPosterior(
+                kind=kind,
+                basis_names=names,
+                log_alpha=np.log(self.alpha_),
+                log_beta=float(np.log(self.beta_)) if regression else None,
+                mean=self.coef_,
+                cov=self.sigma_,
+                y_offset=float(self.y_offset_) if regression else 0.0,
+            )
+        self._set_intercept()
+
+    @property
+    def idata_(self):
+        """The fit as an ArviZ DataTree of the result schema (:mod:`rvm_pymc.results`).
+
+        Built on first access from the estimator's one posterior (a grid search
+        that never looks at it does not pay for the draws) and kept.
+        """
+        check_is_fitted(self, "coef_")
+        if getattr(self, "_idata", None) is None:
+            from rvm_pymc.results import to_datatree
+
+            inp = self._tree_inputs
+            self._idata = to_datatree(
+                self.posterior_,
+                Phi=inp["Phi"],
+                target=inp["target"],
+                classes=inp["classes"],
+                draws=self.draws,
+                chains=self._chains(),
+                random_state=inp["seed"],
+                sample_stats=inp["sample_stats"],
+                attrs=inp["attrs"],
+            )
+        return self._idata
+
+    @idata_.setter
+    def idata_(self, tree) -> None:
+        self._idata = tree
+
+    def sample_predictions(self, X, *, random_state=None):
+        """Posterior predictive draws at new inputs, as the ArviZ ``predictions`` groups.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+        random_state : int, Generator or None
+            Seeds the replicates (the weight draws are those of ``idata_``).
+
+        Returns
+        -------
+        xarray.DataTree
+            ``predictions`` (replicates ``t_obs``/``y_obs`` and the latent
+            mean ``mu`` or probabilities ``p`` of every draw) and
+            ``predictions_constant_data`` (``Phi`` at ``X``); see
+            :func:`rvm_pymc.results.predictions`.
+        """
+        from rvm_pymc.results import predictions
+
+        return predictions(self.idata_, self._active_design(X), random_state=random_state)
 
     def _set_active(self, active: np.ndarray, X: np.ndarray) -> None:
         """Active bases, relevance indices and vectors from column indices of ``Phi``."""
@@ -243,13 +429,6 @@ class _BaseRVM(BaseEstimator):
             self.relevance_vectors_ = np.zeros((0, X.shape[1]))
         if self.kernel_ is not None:
             self.basis_ = None  # predictions need only kernel_ and relevance_vectors_
-
-    def _set_posterior(self, mean, cov, alpha) -> None:
-        self.coef_ = np.asarray(mean, dtype=float)
-        self.sigma_ = np.asarray(cov, dtype=float)
-        self.alpha_ = np.asarray(alpha, dtype=float)
-        zero = np.zeros(self.coef_.shape[1:]) if self.coef_.ndim > 1 else 0.0
-        self.intercept_ = self.coef_[0] if self.bias_active_ else zero
 
     @property
     def n_relevance_(self) -> int:
@@ -310,6 +489,31 @@ class _BaseRVM(BaseEstimator):
         from rvm_pymc._estimator_io import load_estimator
 
         return load_estimator(path, expected=cls)
+
+
+def _column_scale(Phi: np.ndarray) -> np.ndarray:
+    """Root-mean-square of every column (1 for an all-zero column)."""
+    rms = np.sqrt(np.mean(Phi**2, axis=0))
+    rms[~(rms > 0)] = 1.0
+    return rms
+
+
+def _reference_posterior(kind: str, ref, names: tuple, active: np.ndarray):
+    """The reference solver's result as a WeightPosterior over its active bases."""
+    from rvm_pymc.results import WeightPosterior
+
+    beta = getattr(ref, "beta", None)
+    mean = np.asarray(ref.mean, dtype=float)
+    if kind == "binary" and mean.ndim == 2:
+        mean = mean[:, 0]
+    return WeightPosterior(
+        kind=kind,
+        basis_names=tuple(names[i] for i in active),
+        log_alpha=np.log(np.asarray(ref.alpha, dtype=float)),
+        log_beta=None if beta is None else float(np.log(beta)),
+        mean=mean,
+        cov=np.asarray(ref.cov, dtype=float),
+    )
 
 
 def _seed(random_state: Any) -> int:

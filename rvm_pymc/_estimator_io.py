@@ -82,8 +82,17 @@ _KERNEL_TYPES = {
         _k.Product,
     )
 }
-_ARRAYS = ("coef_", "sigma_", "alpha_", "active_", "relevance_indices_", "relevance_vectors_")
+_ARRAYS = (
+    "coef_",
+    "sigma_",
+    "alpha_",
+    "active_",
+    "relevance_indices_",
+    "relevance_vectors_",
+    "basis_scale_",
+)
 _SCALARS = (
+    "y_scale_",
     "beta_",
     "noise_var_",
     "y_offset_",
@@ -688,7 +697,7 @@ def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path) -> None:
     else:
         est.kernel_ = basis.kernel_ if hasattr(basis, "kernel_") else _k.make_kernel(basis.kernel)
         est.basis_ = None
-    est._set_posterior(est.coef_, est.sigma_, est.alpha_)
+    est._restore_posterior()
     _check_consistent(est, path)
 
 

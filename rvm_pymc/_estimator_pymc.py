@@ -3,26 +3,26 @@
 Imported only when an estimator is fitted with one of these methods, so that
 ``import rvm_pymc`` and ``method="reference"`` never import PyMC.
 
+Both work on the scaled problem the estimator hands them (basis columns of
+unit root-mean-square, regression targets standardised: the one scaling
+boundary of :mod:`rvm_pymc._estimator_base`), which is also the scale on which
+the ``"weakly_informative"`` prior is stated (:mod:`rvm_pymc.priors`), and
+return a :class:`~rvm_pymc.results.WeightPosterior` that the estimator maps
+back to the units of the data once.
+
 ``"map"``
-    :func:`rvm_pymc.inference.fit_map` on the full design matrix (marginal
-    regression model; centred classification model), from the inference
-    module's own data-scaled start.  Under the flat prior irrelevant
-    precisions run towards infinity, where the objective is flat; ``fit_map``
-    prunes them to ``alpha = e^50``, and a basis is dropped here when the
-    prior variance of its
-    contribution, ``||phi_m||^2 / alpha_m``, is below ``1e-6`` of the target
-    variance (of one on the latent scale for classification).  On the sinc
-    problem the kept bases have ratios above 1 and the pruned ones below
-    ``1e-7``.  The weight posterior is then recomputed exactly on the active
-    bases (Gaussian for regression, Laplace for classification).
+    :func:`rvm_pymc.inference.optimise_map` on the full design matrix
+    (marginal regression model; centred classification model), started by
+    default from the reference solution under the same prior
+    (``init="auto"``).  Under the flat prior an irrelevant precision is pruned
+    to the upper bound ``log alpha = 50``; the posterior is the Gaussian
+    (Laplace) posterior of the optimum, restricted to the other bases (its
+    marginal: no second pruning, no re-solve).
 ``"nuts"``
-    Full Bayes over all bases (nothing is pruned).  The basis columns are
-    scaled to unit root-mean-square and, for regression, the targets
-    standardised, which is the scale on which the ``"weakly_informative"``
-    prior is stated (:mod:`rvm_pymc.priors`); every posterior quantity in
-    ``idata_`` and every fitted attribute is transformed back to the units of
-    the data.  Regression uses the collapsed sampler by default
-    (``sampler_kwargs={"model": "joint"}`` for weight-space NUTS).
+    Full Bayes over all bases (nothing is pruned).  Regression uses the
+    collapsed sampler by default (``sampler_kwargs={"model": "joint"}`` for
+    weight-space NUTS).  ``init="reference"`` starts the chains at the
+    reference solution.
 """
 
 from __future__ import annotations
@@ -30,13 +30,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.special import expit, softmax
 
-__all__ = ["draws_proba", "fit_pymc"]
+__all__ = ["fit_pymc"]
 
 _MAP_KEYS = ("initvals", "max_iter", "gtol", "laplace", "compile_kwargs")
 _NUTS_KEYS = (
     "model",
+    "initvals",
     "parametrization",
     "nuts_sampler",
     "target_accept",
@@ -45,6 +45,9 @@ _NUTS_KEYS = (
     "progressbar",
     "rhat_threshold",
 )
+_SAMPLER_START_CAP = 10.0
+"""A sampler started at the reference solution starts a pruned basis at ``log alpha = 10``
+(prior sd of its weight e^-5 of the scaled target's sd)."""
 _REQUIRED = {
     "rvm_pymc.inference": ("fit_map", "sample_nuts", "sample_collapsed"),
     "rvm_pymc.models": (
@@ -78,191 +81,190 @@ def _pymc_api():
     return mods
 
 
-def _options(est, allowed: tuple[str, ...]) -> dict[str, Any]:
-    kw = dict(est.sampler_kwargs or {})
+def _options(opts: dict, allowed: tuple[str, ...]) -> dict[str, Any]:
+    kw = dict(opts["sampler_kwargs"])
     unknown = sorted(set(kw) - set(allowed))
     if unknown:
         raise ValueError(
-            f"sampler_kwargs {unknown} do not apply to method={est.method!r}; allowed: "
+            f"sampler_kwargs {unknown} do not apply to method={opts['method']!r}; allowed: "
             f"{', '.join(allowed)}"
         )
     return kw
 
 
-def _relevant(Phi: np.ndarray, alpha: np.ndarray, scale: float) -> np.ndarray:
-    """Columns whose prior contribution ``||phi_m||^2 / alpha_m`` exceeds ``1e-6 * scale``."""
-    norms = np.einsum("ij,ij->j", Phi, Phi)
-    keep = norms / alpha > 1e-6 * scale
-    if not np.any(keep):
-        keep[np.argmin(alpha)] = True
-    return np.flatnonzero(keep)
-
-
-def _model(est, models, Phi, target, prior, *, joint: bool, parametrization: str = "centred"):
-    names = [str(n) for n in est.basis_.basis_names_]
-    if est._kind == "regression":
+def _model(models, opts, Phi, target, names, prior, *, joint, parametrization="centred"):
+    kind = opts["kind"]
+    if kind == "regression":
         if joint:
             return models.regression_joint(
                 Phi, target, prior=prior, parametrization=parametrization, basis_names=names
             )
         return models.regression_marginal(Phi, target, prior=prior, basis_names=names)
-    if est.classes_.size == 2:
+    if kind == "binary":
         return models.classification_binary(
             Phi, target, prior=prior, parametrization=parametrization, basis_names=names
         )
     return models.classification_softmax(
         Phi,
         target,
-        n_classes=est.classes_.size,
+        n_classes=len(opts["class_names"]),
         prior=prior,
         parametrization=parametrization,
         basis_names=names,
-        class_names=[str(c) for c in est.classes_],
+        class_names=opts["class_names"],
     )
 
 
-def fit_pymc(est, Phi: np.ndarray, target: np.ndarray, X: np.ndarray, prior, seed: int):
-    """Fit ``est`` (an RVR or RVC whose ``basis_`` is fitted) by type-II MAP or NUTS."""
+def _start(start, n_basis: int, kind: str, *, cap: float, weights: bool, parametrization: str):
+    """Initial values at the reference solution ``start`` (same prior, same scaled data).
+
+    A basis the reference pruned starts at ``log alpha = cap`` (the MAP's upper
+    bound, where a pruned precision sits; a finite, large precision for a sampler).
+    """
+    active = np.asarray(start.active, dtype=np.intp)
+    la = np.full(n_basis, cap)
+    la[active] = np.minimum(np.log(np.asarray(start.alpha, dtype=float)), cap)
+    out: dict[str, np.ndarray] = {"log_alpha": la}
+    if kind == "regression":
+        out["log_beta"] = np.asarray(np.log(start.beta))
+    if weights:
+        mean = np.asarray(start.mean, dtype=float).reshape(active.size, -1)
+        full = np.zeros((n_basis, mean.shape[1]))
+        full[active] = mean
+        name = "W" if kind == "softmax" else "w"
+        if kind != "softmax":
+            full = full[:, 0]
+        if parametrization == "non_centred":
+            root = np.exp(0.5 * la) if full.ndim == 1 else np.exp(0.5 * la)[:, None]
+            out[f"{name}_raw"] = full * root
+        else:
+            out[name] = full
+    return out
+
+
+def fit_pymc(opts: dict, Phi: np.ndarray, target: np.ndarray, names, prior, seed: int, start):
+    """Fit by type-II MAP or NUTS on the scaled problem.
+
+    Parameters
+    ----------
+    opts : dict
+        ``method``, ``kind``, ``class_names``, ``draws``, ``tune``, ``chains``,
+        ``max_iter``, ``sampler_kwargs`` of the estimator.
+    Phi, target : ndarray
+        The design matrix and targets after the estimator's scaling boundary.
+    names : tuple of str
+        Basis names.
+    prior : HyperPrior
+    seed : int
+    start : RegressionResult, ClassificationResult or None
+        The reference solution (same prior, same scaled problem) to start from.
+
+    Returns
+    -------
+    (WeightPosterior, dict, pymc.Model)
+        The posterior over the relevant bases (MAP: those not pruned to the
+        upper bound; NUTS: all), on the scaled problem; ``log_evidence``,
+        ``n_iter``, ``converged``, ``library``, ``attrs`` (and NUTS's
+        ``sample_stats``); the fitted model.
+    """
     inference, models = _pymc_api()
-    if est.method == "map":
-        _fit_map(est, inference, models, Phi, target, X, prior, seed)
-    else:
-        _fit_nuts(est, inference, models, Phi, target, X, prior, seed)
+    if opts["method"] == "map":
+        return _fit_map(inference, models, opts, Phi, target, names, prior, start)
+    return _fit_nuts(inference, models, opts, Phi, target, names, prior, seed, start)
 
 
-def _fit_map(est, inference, models, Phi, target, X, prior, seed) -> None:
-    kw = _options(est, _MAP_KEYS)
-    if est.max_iter is not None:
-        kw.setdefault("max_iter", est.max_iter)
-    model = _model(est, models, Phi, target, prior, joint=False)
-    tree = inference.fit_map(model, draws=est.draws, random_seed=seed, **kw)
-    post = tree["posterior"]
-    alpha = np.asarray(post["alpha"].values[0, 0], dtype=float)
-    regression = est._kind == "regression"
-    active = _relevant(Phi, alpha, float(np.var(target)) if regression else 1.0)
-    est._set_active(active, X)
-    Pa = Phi[:, active]
-    if regression:
-        from rvm_pymc.reference import regression_posterior
+def _fit_map(inference, models, opts, Phi, target, names, prior, start):
+    from rvm_pymc._map import LOG_PRECISION_BOUND
+    from rvm_pymc.results import WeightPosterior
 
-        beta = float(post["beta"].values[0, 0])
-        g = regression_posterior(Pa, target, alpha[active], beta)
-        est._set_posterior(g.mean, g.cov, alpha[active])
-        est.beta_ = beta
-        est.noise_var_ = 1.0 / beta
-        est.y_offset_ = 0.0
-    else:
-        from rvm_pymc.reference.classification import laplace_posterior
+    kw = _options(opts, _MAP_KEYS)
+    if opts["max_iter"] is not None:
+        kw.setdefault("max_iter", opts["max_iter"])
+    model = _model(models, opts, Phi, target, names, prior, joint=False)
+    if start is not None and "initvals" not in kw:
+        kw["initvals"] = _start(
+            start,
+            Phi.shape[1],
+            opts["kind"],
+            cap=LOG_PRECISION_BOUND,
+            weights=False,
+            parametrization="centred",
+        )
+    res = inference.optimise_map(model, **kw)
+    active = np.flatnonzero(res.log_alpha < LOG_PRECISION_BOUND)
+    post = WeightPosterior(
+        kind=opts["kind"],
+        basis_names=tuple(names),
+        log_alpha=res.log_alpha,
+        log_beta=res.log_beta,
+        mean=res.mean,
+        cov=res.cov,
+    ).restrict(active)
+    info = {
+        "log_evidence": float(res.log_evidence),
+        "n_iter": max(int(res.n_iter), 1),
+        "converged": bool(res.converged),
+        "library": "rvm_pymc.inference",
+        "attrs": {
+            "max_abs_gradient": float(res.max_abs_gradient),
+            "optimizer_message": str(res.message),
+            "started_from": "reference" if start is not None else "default",
+        },
+    }
+    return post, info, model
 
-        lp = laplace_posterior(Pa, target, alpha[active])
-        mean = lp.mean[:, 0] if est.classes_.size == 2 else lp.mean
-        est._set_posterior(mean, lp.cov, alpha[active])
-    est.n_iter_ = max(int(tree.attrs.get("n_iter", 1)), 1)
-    est.converged_ = bool(tree.attrs.get("converged", False))
-    est.log_evidence_ = float(tree.attrs.get("log_evidence", np.nan))
-    tree.attrs.update(_attrs(est))
-    est.idata_ = tree
 
+def _fit_nuts(inference, models, opts, Phi, target, names, prior, seed, start):
+    from rvm_pymc.results import WeightPosterior
 
-def _attrs(est) -> dict[str, Any]:
-    from rvm_pymc._estimator_base import _fit_attrs
-
-    return _fit_attrs(est, "rvm_pymc.inference")
-
-
-def _fit_nuts(est, inference, models, Phi, target, X, prior, seed) -> None:
-    kw = _options(est, _NUTS_KEYS)
+    kw = _options(opts, _NUTS_KEYS)
     which = kw.pop("model", "collapsed")
     if which not in ("collapsed", "joint"):
         raise ValueError(f"sampler_kwargs['model'] must be 'collapsed' or 'joint'; got {which!r}")
     parametrization = kw.pop("parametrization", "centred")
-    regression = est._kind == "regression"
-    rms = np.sqrt(np.mean(Phi**2, axis=0))
-    rms[rms == 0] = 1.0
-    Phi_s = Phi / rms
-    if regression:
-        t_mean, t_sd = float(np.mean(target)), float(np.std(target))
-        t_s = (target - t_mean) / t_sd
-    else:
-        t_mean, t_sd, t_s = 0.0, 1.0, target
+    regression = opts["kind"] == "regression"
     joint = not regression or which == "joint"
-    model = _model(est, models, Phi_s, t_s, prior, joint=joint, parametrization=parametrization)
-    chains = est.chains or 2
+    model = _model(
+        models, opts, Phi, target, names, prior, joint=joint, parametrization=parametrization
+    )
+    if start is not None and "initvals" not in kw:
+        kw["initvals"] = _start(
+            start,
+            Phi.shape[1],
+            opts["kind"],
+            cap=_SAMPLER_START_CAP,
+            weights=joint,
+            parametrization=parametrization,
+        )
     sample = inference.sample_nuts if joint else inference.sample_collapsed
-    tree = sample(model, draws=est.draws, tune=est.tune, chains=chains, random_seed=seed, **kw)
-    _unscale(tree, rms, t_mean, t_sd, target if regression else None)
-    post = tree["posterior"]
-    wname = "W" if "W" in post and est._kind == "classification" else "w"
-    W = np.asarray(post[wname].values, dtype=float)  # (chain, draw, M[, K])
-    flat = W.reshape(-1, *W.shape[2:])
-    m = Phi.shape[1]
-    est._set_active(np.arange(m), X)
-    mean = flat.mean(axis=0)
-    if flat.ndim == 3:  # class-major covariance, as the Laplace fits
-        cov = np.cov(flat.transpose(0, 2, 1).reshape(flat.shape[0], -1), rowvar=False)
-    else:
-        cov = np.atleast_2d(np.cov(flat, rowvar=False))
-    alpha = np.median(np.asarray(post["alpha"].values).reshape(-1, m), axis=0)
-    est._set_posterior(mean, cov, alpha)
-    if regression:
-        beta = np.asarray(post["beta"].values, dtype=float).ravel()
-        est.beta_ = float(np.median(beta))
-        est.noise_var_ = float(np.mean(1.0 / beta))
-        est.y_offset_ = t_mean
-    est.n_iter_ = est.tune + est.draws
-    est.converged_ = bool(
-        int(tree.attrs.get("n_divergent", 0)) == 0
-        and float(tree.attrs.get("max_rhat", np.inf)) <= kw.get("rhat_threshold", 1.01)
+    tree = sample(
+        model,
+        draws=opts["draws"],
+        tune=opts["tune"],
+        chains=opts["chains"],
+        random_seed=seed,
+        **kw,
     )
-    est.log_evidence_ = float("nan")
-    tree.attrs.update(_attrs(est))
-    est.idata_ = tree
-
-
-def _unscale(tree, rms: np.ndarray, t_mean: float, t_sd: float, t) -> None:
-    """Put the posterior of the scaled fit back into the units of the data, in place.
-
-    ``w = w_s t_sd / rms``, ``alpha = alpha_s rms^2 / t_sd^2``, ``beta = beta_s / t_sd^2``;
-    the pointwise log likelihood of ``t`` gains ``-log t_sd``.
-    """
-    import xarray as xr
-
-    post = tree["posterior"].to_dataset()
-    r = xr.DataArray(rms, dims=("basis",))
-    for name in ("w", "W"):
-        if name in post:
-            post[name] = post[name] * t_sd / r
-    if "alpha" in post:
-        post["alpha"] = post["alpha"] * r**2 / t_sd**2
-    if "log_alpha" in post:
-        post["log_alpha"] = post["log_alpha"] + np.log(r**2 / t_sd**2)
-    if "beta" in post:
-        post["beta"] = post["beta"] / t_sd**2
-    if "log_beta" in post:
-        post["log_beta"] = post["log_beta"] - 2.0 * np.log(t_sd)
-    tree["posterior"] = post
-    if t is not None:
-        obs = tree["observed_data"].to_dataset()
-        obs["t_obs"] = (obs["t_obs"].dims, np.asarray(t, dtype=float))
-        tree["observed_data"] = obs
-        ll = tree["log_likelihood"].to_dataset()
-        ll["t_obs"] = ll["t_obs"] - np.log(t_sd)
-        tree["log_likelihood"] = ll
-    tree.attrs.update(
-        rvm_basis_rms=np.asarray(rms).tolist(), rvm_target_mean=t_mean, rvm_target_sd=t_sd
+    p = tree["posterior"]
+    wname = "W" if opts["kind"] == "softmax" else "w"
+    post = WeightPosterior(
+        kind=opts["kind"],
+        basis_names=tuple(names),
+        log_alpha=np.asarray(p["log_alpha"].values, dtype=float),
+        log_beta=np.asarray(p["log_beta"].values, dtype=float) if "log_beta" in p else None,
+        draws=np.asarray(p[wname].values, dtype=float),
     )
-
-
-def draws_proba(est, Phi: np.ndarray) -> np.ndarray:
-    """Class probabilities averaged over the posterior draws of the weights."""
-    post = est.idata_["posterior"]
-    if est.classes_.size == 2:
-        w = np.asarray(post["w"].values).reshape(-1, Phi.shape[1])
-        p1 = expit(Phi @ w.T).mean(axis=1)
-        return np.column_stack([1.0 - p1, p1])
-    W = np.asarray(post["W"].values)
-    W = W.reshape(-1, *W.shape[2:])
-    out = np.zeros((Phi.shape[0], W.shape[2]))
-    for Wd in W:
-        out += softmax(Phi @ Wd, axis=1)
-    return out / W.shape[0]
+    stats = tree["sample_stats"]
+    diag_keys = ("sampler", "n_divergent", "max_rhat", "min_ess_bulk", "rvm_inference")
+    info = {
+        "log_evidence": float("nan"),
+        "n_iter": opts["tune"] + opts["draws"],
+        "converged": bool(
+            int(tree.attrs.get("n_divergent", 0)) == 0
+            and float(tree.attrs.get("max_rhat", np.inf)) <= kw.get("rhat_threshold", 1.01)
+        ),
+        "library": "rvm_pymc.inference",
+        "sample_stats": {k: np.asarray(v.values) for k, v in stats.data_vars.items()},
+        "attrs": {k: tree.attrs[k] for k in diag_keys if k in tree.attrs},
+    }
+    return post, info, model

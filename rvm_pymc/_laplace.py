@@ -43,8 +43,8 @@ import pytensor.tensor as pt
 from pytensor.gradient import disconnected_grad, jacobian
 from pytensor.graph.replace import graph_replace
 from pytensor.tensor.linalg import cholesky, solve_triangular
-from scipy import linalg
 
+from rvm_pymc._gaussian import factor_solve, spd_factor
 from rvm_pymc.exceptions import ConvergenceWarning
 
 LOG_2PI = float(np.log(2.0 * np.pi))
@@ -58,28 +58,6 @@ class LaplaceFunctions:
     psi: object
     newton: object
     outer: object
-
-
-def spd_factor(H: np.ndarray, what: str = "negative Hessian") -> tuple[np.ndarray, np.ndarray]:
-    """Jacobi-scaled Cholesky factor ``(L, p)`` with ``diag(p) H diag(p) = L L^T``.
-
-    Raises :class:`numpy.linalg.LinAlgError` if ``H`` is not positive definite;
-    there is no fallback to a pseudo-inverse.
-    """
-    d = np.diag(H)
-    if not (np.all(np.isfinite(H)) and np.all(d > 0)):
-        raise np.linalg.LinAlgError(f"the {what} has non-finite or non-positive diagonal entries")
-    p = 1.0 / np.sqrt(d)
-    try:
-        L = linalg.cholesky(H * p[:, None] * p[None, :], lower=True, check_finite=False)
-    except linalg.LinAlgError as exc:
-        raise np.linalg.LinAlgError(f"the {what} is not positive definite") from exc
-    return L, p
-
-
-def spd_solve(L: np.ndarray, p: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Solve ``H x = b`` from :func:`spd_factor`'s output."""
-    return p * linalg.cho_solve((L, True), p * b, check_finite=False)
 
 
 def compile_laplace(model, weight_name: str, mode=None) -> LaplaceFunctions:
@@ -128,8 +106,8 @@ def newton_mode(
     w = np.array(w0, dtype=float)
     psi, g, H = fns.newton(w, log_alpha)
     for _ in range(max_iter):
-        L, p = spd_factor(H)
-        step = spd_solve(L, p, g)
+        L, p = spd_factor(H, "negative Hessian")
+        step = factor_solve(L, p, g)
         small = np.max(np.abs(step)) <= tol * (1.0 + np.max(np.abs(w)))
         s = 1.0
         while True:

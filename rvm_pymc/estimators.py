@@ -36,11 +36,12 @@ for sparse Bayesian models. *Proceedings of AISTATS 2003*.
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import expit, softmax
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from rvm_pymc._estimator_base import METHODS, SOLVERS, _BaseRVM, _fit_attrs
+from rvm_pymc._estimator_base import METHODS, SOLVERS, _BaseRVM
 
 __all__ = ["METHODS", "RVC", "RVR", "SOLVERS", "load"]
 
@@ -186,36 +187,11 @@ class RVR(RegressorMixin, _BaseRVM):
         self._fit(X, np.asarray(y, dtype=float))
         return self
 
-    def _reference_fit(self, Phi, t, prior):
+    def _reference_fit(self, Phi, t, prior, solver):
         from rvm_pymc.reference import fit_regression
 
         return fit_regression(
-            Phi, t, method=self.solver, prior=prior, max_iter=self.max_iter, tol=self.tol
-        )
-
-    def _set_from_reference(self, res, Phi, t, X, seed) -> None:
-        from rvm_pymc._estimator_idata import gaussian_idata
-
-        self._set_active(res.active, X)
-        self._set_posterior(res.mean, res.cov, res.alpha)
-        self.beta_ = float(res.beta)
-        self.noise_var_ = 1.0 / self.beta_
-        self.y_offset_ = 0.0
-        self.n_iter_ = max(int(res.n_iter), 1)
-        self.converged_ = bool(res.converged)
-        self.log_evidence_ = float(res.log_evidence)
-        self.idata_ = gaussian_idata(
-            kind="regression",
-            mean=res.mean,
-            cov=res.cov,
-            alpha=res.alpha,
-            beta=self.beta_,
-            Phi=Phi[:, res.active],
-            target=t,
-            basis_names=self.active_names_,
-            n_draws=self.draws * (self.chains or 1),
-            random_state=np.random.default_rng(seed),
-            attrs=_fit_attrs(self, "rvm_pymc.reference"),
+            Phi, t, method=solver, prior=prior, max_iter=self.max_iter, tol=self.tol
         )
 
     def predict(self, X, return_std: bool = False):
@@ -314,33 +290,11 @@ evidence_path_, idata_, n_features_in_, feature_names_in_
         self._fit(X, codes.reshape(-1).astype(np.int64))
         return self
 
-    def _reference_fit(self, Phi, codes, prior):
+    def _reference_fit(self, Phi, codes, prior, solver):
         from rvm_pymc.reference import fit_classification
 
         return fit_classification(
-            Phi, codes, method=self.solver, prior=prior, max_iter=self.max_iter, tol=self.tol
-        )
-
-    def _set_from_reference(self, res, Phi, codes, X, seed) -> None:
-        from rvm_pymc._estimator_idata import gaussian_idata
-
-        self._set_active(res.active, X)
-        self._set_posterior(res.mean, res.cov, res.alpha)
-        self.n_iter_ = max(int(res.n_iter), 1)
-        self.converged_ = bool(res.converged)
-        self.log_evidence_ = float(res.log_evidence)
-        self.idata_ = gaussian_idata(
-            kind="binary" if self.classes_.size == 2 else "softmax",
-            mean=res.mean,
-            cov=res.cov,
-            alpha=res.alpha,
-            Phi=Phi[:, res.active],
-            target=codes,
-            basis_names=self.active_names_,
-            classes=self.classes_,
-            n_draws=self.draws * (self.chains or 1),
-            random_state=np.random.default_rng(seed),
-            attrs=_fit_attrs(self, "rvm_pymc.reference"),
+            Phi, codes, method=solver, prior=prior, max_iter=self.max_iter, tol=self.tol
         )
 
     def _laplace(self):
@@ -381,11 +335,16 @@ evidence_path_, idata_, n_features_in_, feature_names_in_
         ndarray of shape (n_samples, n_classes)
         """
         Phi = self._active_design(X)
-        if self.method == "nuts":
-            from rvm_pymc._estimator_pymc import draws_proba
-
-            return draws_proba(self, Phi)
-        return self._laplace().predict_proba(Phi, moderated=True)
+        draws = self.posterior_.draws
+        if draws is None:
+            return self._laplace().predict_proba(Phi, moderated=True)
+        if self.classes_.size == 2:
+            p1 = expit(Phi @ draws.reshape(-1, Phi.shape[1]).T).mean(axis=1)
+            return np.column_stack([1.0 - p1, p1])
+        out = np.zeros((Phi.shape[0], self.classes_.size))
+        for Wd in draws.reshape(-1, *draws.shape[2:]):
+            out += softmax(Phi @ Wd, axis=1)
+        return out / (draws.shape[0] * draws.shape[1])
 
     def decision_function(self, X) -> np.ndarray:
         """Log-odds of the predicted probabilities.

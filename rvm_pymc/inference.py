@@ -1,10 +1,11 @@
 """Fitting the PyMC RVM models: type-II MAP, NUTS, and the collapsed sampler.
 
-All three return the :class:`xarray.DataTree` layout of ``pm.sample``
-(``posterior``, ``sample_stats``, ``log_likelihood``, ``observed_data``,
-``constant_data``).  A MAP fit is represented by draws of the weights from
-their Gaussian posterior at the optimal hyperparameters (which are repeated in
-every draw), so ArviZ summaries and plots work on every fit alike.
+All three return the one result schema of :mod:`rvm_pymc.results`
+(``posterior``, ``posterior_predictive``, ``log_likelihood``,
+``sample_stats``, ``observed_data``, ``constant_data``).  A MAP fit is
+represented by draws of the weights from their Gaussian posterior at the
+optimal hyperparameters, which are point values in ``constant_data``, not
+draws, so ArviZ summaries and plots work on every fit alike.
 
 Type-II MAP maximises the model's log density over the *log* precisions
 (Jacobian included, DESIGN.md section 1), with the weights integrated out:
@@ -43,11 +44,13 @@ import pymc as pm
 import xarray as xr
 
 from rvm_pymc import _idata
+from rvm_pymc._gaussian import factor_draw
 from rvm_pymc._idata import design_matrix, model_coords, model_data
-from rvm_pymc._map import draw_gaussian, gaussian_weights, map_classification, map_regression
+from rvm_pymc._map import MapResult, gaussian_weights, map_classification, map_regression
+from rvm_pymc._model_spec import ModelSpec, model_spec
 from rvm_pymc.exceptions import PriorWarning
-from rvm_pymc.models import ModelSpec, model_spec
 from rvm_pymc.priors import HyperPrior
+from rvm_pymc.results import WeightPosterior, to_datatree
 
 __all__ = ["NEAR_IMPROPER", "SAMPLERS", "fit_map", "sample_collapsed", "sample_nuts"]
 
@@ -85,7 +88,9 @@ def _compile_kw(compile_kwargs: Mapping | None) -> dict:
 
 
 def _warn_if_near_improper(spec: ModelSpec) -> None:
-    prior: HyperPrior = spec.prior
+    prior: HyperPrior | None = spec.prior
+    if prior is None:  # a user's own prior: not ours to judge
+        return
     used = {"a": prior.a, "b": prior.b}
     if spec.kind.startswith("regression"):
         used.update(c=prior.c, d=prior.d)
@@ -121,7 +126,8 @@ def _resolve_sampler(nuts_sampler: str | None, compile_kwargs: dict) -> str:
 def fit_map(
     model: pm.Model,
     *,
-    draws: int = 1000,
+    draws: int = 500,
+    chains: int = 2,
     random_seed: int | None = None,
     initvals: Mapping[str, np.ndarray] | None = None,
     max_iter: int = 5000,
@@ -138,10 +144,11 @@ def fit_map(
         :func:`~rvm_pymc.models.regression_marginal_rbf`, or a centred
         :func:`~rvm_pymc.models.classification_binary` /
         :func:`~rvm_pymc.models.classification_softmax` model.
-    draws : int
-        Number of draws of the weights from their Gaussian posterior.
+    draws, chains : int
+        Draws per chain of the weights from their Gaussian posterior at the
+        optimum (antithetic across chain pairs, see :mod:`rvm_pymc.results`).
     random_seed : int, optional
-        Seed of those draws.
+        Seed of those draws and of the posterior predictive replicates.
     initvals : mapping, optional
         Starting values of free variables (``log_alpha``, ``log_beta``,
         ``log_length_scale``); default a data-scaled start.
@@ -149,8 +156,11 @@ def fit_map(
         Iteration cap of L-BFGS-B; a :class:`~rvm_pymc.ConvergenceWarning` is
         issued when it stops before ``max|gradient| <= gtol``.
     gtol : float
-        Tolerance on the largest gradient component of the log density (for
-        ``laplace="tipping"``: on the largest change of ``log alpha``).
+        Target of L-BFGS-B on the largest gradient component of the log
+        density in the log precisions (for ``laplace="tipping"``: on the
+        largest change of ``log alpha``).  Converged when it is met, or when
+        L-BFGS-B can make no more progress (``J`` unchanged in floating point)
+        with the gradient below :data:`rvm_pymc._map.STALL_GTOL` (1e-6).
     laplace : {"exact", "tipping"}
         Classifiers only.  ``"exact"`` maximises the Laplace-approximate
         evidence with its exact gradient (implicit differentiation through
@@ -166,14 +176,15 @@ def fit_map(
     Returns
     -------
     xarray.DataTree
-        ``posterior``: one chain of ``draws`` draws of ``w`` (or ``W``) from
-        ``N(mu, Sigma)`` at the optimum, and the optimal ``log_alpha``,
-        ``alpha`` (and ``log_beta``, ``beta``, ``log_length_scale``) repeated
-        in every draw; ``sample_stats.lp``; pointwise ``log_likelihood``;
-        ``observed_data``; ``constant_data``.  Root attributes:
-        ``log_evidence`` (the DESIGN.md objective ``J``, without the Gamma
-        normalising constants, Laplace-approximate for classifiers),
-        ``converged``, ``n_iter``, ``max_abs_gradient``, ``optimizer_message``.
+        The result schema of :mod:`rvm_pymc.results` over every basis of the
+        model: ``posterior`` holds draws of ``w`` (or ``W``) from
+        ``N(mu, Sigma)`` at the optimum; the optimal ``log_alpha`` (and
+        ``log_beta``) are point values in ``constant_data`` (a pruned basis
+        sits at ``log alpha = 50``); ``log_length_scale`` of the RBF-width model
+        is a root attribute.  Root attributes also: ``log_evidence`` (the
+        DESIGN.md objective ``J``, without the Gamma normalising constants,
+        Laplace-approximate for classifiers), ``converged``, ``n_iter``,
+        ``max_abs_gradient``, ``optimizer_message``.
 
     Raises
     ------
@@ -195,16 +206,38 @@ def fit_map(
     >>> t = 2 * Phi[:, 1] + 0.1 * rng.standard_normal(20)
     >>> fit = fit_map(regression_marginal(Phi, t), draws=10)
     >>> bool(fit.attrs["converged"]), fit.posterior["w"].shape
-    (True, (1, 10, 2))
+    (True, (2, 10, 2))
+    """
+    res = optimise_map(
+        model,
+        initvals=initvals,
+        max_iter=max_iter,
+        gtol=gtol,
+        laplace=laplace,
+        compile_kwargs=compile_kwargs,
+    )
+    return map_datatree(model, res, draws=draws, chains=chains, random_seed=random_seed)
+
+
+def optimise_map(
+    model: pm.Model,
+    *,
+    initvals: Mapping[str, np.ndarray] | None = None,
+    max_iter: int = 5000,
+    gtol: float = 1e-8,
+    laplace: str = "exact",
+    compile_kwargs: Mapping | None = None,
+) -> MapResult:
+    """The optimisation of :func:`fit_map` alone: a :class:`~rvm_pymc._map.MapResult`.
+
+    Same arguments as :func:`fit_map`; the estimators use it to map the
+    optimum back to the units of the data before building the one tree.
     """
     spec = model_spec(model)
-    draws = _check_int(draws, "draws", 1)
     max_iter = _check_int(max_iter, "max_iter", 1)
     if not (isinstance(gtol, int | float) and gtol > 0):
         raise ValueError(f"gtol must be a positive number; got {gtol!r}")
     kw = dict(
-        draws=draws,
-        rng=np.random.default_rng(random_seed),
         initvals=initvals,
         max_iter=max_iter,
         gtol=float(gtol),
@@ -224,6 +257,58 @@ def fit_map(
     raise ValueError(
         "type-II MAP integrates the weights out: build the model with "
         "regression_marginal (got a joint regression model)"
+    )
+
+
+def _kind(spec: ModelSpec) -> str:
+    return "regression" if spec.kind.startswith("regression") else spec.kind
+
+
+def _classes(model, spec: ModelSpec) -> list | None:
+    if spec.kind == "softmax":
+        return model_coords(model, "class")
+    return [0, 1] if spec.kind == "binary" else None
+
+
+def _target(model, spec: ModelSpec) -> np.ndarray:
+    if spec.kind.startswith("regression"):
+        return model_data(model, "t")
+    return model_data(model, "y").astype(np.int64)
+
+
+def map_datatree(model: pm.Model, res: MapResult, *, draws=500, chains=2, random_seed=None):
+    """The result-schema DataTree of a :func:`optimise_map` result on ``model``'s data."""
+    spec = model_spec(model)
+    draws = _check_int(draws, "draws", 1)
+    chains = _check_int(chains, "chains", 1)
+    post = WeightPosterior(
+        kind=_kind(spec),
+        basis_names=tuple(model_coords(model, "basis")),
+        log_alpha=res.log_alpha,
+        log_beta=res.log_beta,
+        mean=res.mean,
+        cov=res.cov,
+    )
+    attrs = {
+        "rvm_inference": "map",
+        "rvm_kind": spec.kind,
+        "log_evidence": res.log_evidence,
+        "converged": int(res.converged),
+        "n_iter": res.n_iter,
+        "max_abs_gradient": res.max_abs_gradient,
+        "optimizer_message": res.message,
+        **res.attrs,
+        **res.extra,
+    }
+    return to_datatree(
+        post,
+        Phi=res.Phi,
+        target=_target(model, spec),
+        classes=_classes(model, spec),
+        draws=draws,
+        chains=chains,
+        random_state=random_seed,
+        attrs=attrs,
     )
 
 
@@ -267,27 +352,52 @@ def _sample(
     return idata, sampler
 
 
-def _add_log_likelihood(idata, model, spec) -> None:
-    post = idata["posterior"]
-    obs = model_coords(model, "obs")
-    Phi = model_data(model, "Phi")
-    if spec.kind == "regression_joint":
-        t = model_data(model, "t")
-        ll = _idata.normal_loglik(t, post["w"].values @ Phi.T, post["beta"].values)
-        name = "t_obs"
-    elif spec.kind == "binary":
-        ll = _idata.bernoulli_loglik(model_data(model, "y"), post["w"].values @ Phi.T)
-        name = "y_obs"
-    else:
-        logits = np.einsum("nm,cdmk->cdnk", Phi, post["W"].values)
-        ll = _idata.categorical_loglik(model_data(model, "y").astype(np.int64), logits)
-        name = "y_obs"
-    da = xr.DataArray(
-        ll,
-        dims=("chain", "draw", "obs"),
-        coords={"chain": post["chain"].values, "draw": post["draw"].values, "obs": obs},
+def _nuts_datatree(model, spec, pm_tree, w, *, random_seed, attrs, rhat_threshold):
+    """The result-schema tree of a NUTS run: weight draws ``w``, the sampled hyperparameters."""
+    post = pm_tree["posterior"]
+    la = np.asarray(post["log_alpha"].values, dtype=float)
+    lb = np.asarray(post["log_beta"].values, dtype=float) if "log_beta" in post else None
+    stats = pm_tree["sample_stats"]
+    sample_stats = {
+        k: np.asarray(v.values) for k, v in stats.data_vars.items() if v.dims == ("chain", "draw")
+    }
+    extra, latent, constant = {}, None, None
+    Phi = design_matrix(model, spec) if not spec.rbf_width else None
+    if spec.rbf_width:
+        lls = np.asarray(post["log_length_scale"].values, dtype=float)
+        extra["log_length_scale"] = (("chain", "draw"), lls)
+        X, C = model_data(model, "X"), model_data(model, "centres")
+        latent = np.empty((*lls.shape, X.shape[0]))
+        for idx in np.ndindex(lls.shape):
+            latent[idx] = design_matrix(model, spec, float(lls[idx])) @ w[idx]
+        constant = {"X": (("obs", "feature"), X), "centres": (("centre", "feature"), C)}
+    wp = WeightPosterior(
+        kind=_kind(spec),
+        basis_names=tuple(model_coords(model, "basis")),
+        log_alpha=la,
+        log_beta=lb,
+        draws=w,
     )
-    _idata.set_group(idata, "log_likelihood", {name: da})
+    tree = to_datatree(
+        wp,
+        Phi=Phi,
+        target=_target(model, spec),
+        classes=_classes(model, spec),
+        random_state=random_seed,
+        sample_stats=sample_stats,
+        extra_posterior=extra,
+        latent=latent,
+        constant_data=constant,
+        attrs=attrs,
+    )
+    names = [
+        n
+        for n in ("w", "W", "log_alpha", "log_beta", "log_length_scale")
+        if n in tree["posterior"]
+    ]
+    diag = _idata.check_sampling(tree, names, rhat_threshold=rhat_threshold)
+    tree.attrs.update(diag)
+    return tree
 
 
 def sample_nuts(
@@ -331,8 +441,10 @@ def sample_nuts(
     Returns
     -------
     xarray.DataTree
-        As from ``pm.sample``, plus a pointwise ``log_likelihood`` group (for
-        LOO) and root attributes ``rvm_inference``, ``sampler``,
+        The result schema of :mod:`rvm_pymc.results`: ``posterior`` holds the
+        weights ``w`` (``W``), ``log_alpha`` (and ``log_beta``); pointwise
+        ``log_likelihood`` (for LOO), ``posterior_predictive``, the sampler's
+        ``sample_stats``; root attributes ``rvm_inference``, ``sampler``,
         ``n_divergent``, ``max_rhat``, ``min_ess_bulk``.
 
     Warns
@@ -362,23 +474,34 @@ def sample_nuts(
         compile_kwargs=compile_kwargs,
         cores=cores,
     )
-    _add_log_likelihood(idata, model, spec)
-    names = [v.name for v in model.free_RVs] + (["w"] if "w" in model.named_vars else [])
-    diag = _idata.check_sampling(idata, sorted(set(names)), rhat_threshold=rhat_threshold)
-    idata.attrs.update(rvm_inference="nuts", rvm_kind=spec.kind, sampler=sampler, **diag)
-    return idata
+    wname = "W" if spec.kind == "softmax" else "w"
+    w = np.asarray(idata["posterior"][wname].values, dtype=float)
+    return _nuts_datatree(
+        model,
+        spec,
+        idata,
+        w,
+        random_seed=_seed_of(random_seed, 7907),
+        attrs={"rvm_inference": "nuts", "rvm_kind": spec.kind, "sampler": sampler},
+        rhat_threshold=rhat_threshold,
+    )
 
 
-def _exact_weight_draws(model, spec, post, rng) -> tuple[np.ndarray, np.ndarray]:
-    """One draw of ``w ~ N(mu, Sigma)`` per posterior draw, and the pointwise log-likelihood."""
+def _seed_of(random_seed, salt: int):
+    """A generator seeded from ``random_seed`` and ``salt`` (fresh entropy for None)."""
+    seed = random_seed if isinstance(random_seed, int | np.integer) else None
+    return np.random.default_rng(None if seed is None else [int(seed), salt])
+
+
+def _exact_weight_draws(model, spec, post, rng) -> np.ndarray:
+    """One draw of ``w ~ N(mu, Sigma)`` per posterior draw of the hyperparameters."""
     t = model_data(model, "t")
     la = post["log_alpha"].values
     n_chain, n_draw, m = la.shape
     la = la.reshape(-1, m)
-    beta = post["beta"].values.ravel()
+    beta = np.exp(post["log_beta"].values.ravel())
     lls = post["log_length_scale"].values.ravel() if spec.rbf_width else None
     w = np.empty_like(la)
-    ll = np.empty((la.shape[0], t.size))
     z = rng.standard_normal(la.shape)
     fixed = None if spec.rbf_width else design_matrix(model, spec)
     if fixed is not None:
@@ -389,9 +512,8 @@ def _exact_weight_draws(model, spec, post, rng) -> tuple[np.ndarray, np.ndarray]
             Phi = design_matrix(model, spec, float(lls[i]))
             PtP, Ptt = Phi.T @ Phi, Phi.T @ t
         L, p, mean = gaussian_weights(PtP, Ptt, np.exp(la[i]), float(beta[i]))
-        w[i] = draw_gaussian(L, p, mean, z[i : i + 1])[0]
-        ll[i] = _idata.normal_loglik(t, Phi @ w[i], beta[i])
-    return w.reshape(n_chain, n_draw, m), ll.reshape(n_chain, n_draw, t.size)
+        w[i] = factor_draw(L, p, mean, z[i : i + 1])[0]
+    return w.reshape(n_chain, n_draw, m)
 
 
 def sample_collapsed(
@@ -427,9 +549,12 @@ def sample_collapsed(
     Returns
     -------
     xarray.DataTree
-        The ``pm.sample`` result with ``w`` added to ``posterior`` and a
-        pointwise ``log_likelihood`` group ``t_obs`` computed from ``(w, beta)``
-        (the likelihood of the joint model, as LOO expects).
+        The result schema of :mod:`rvm_pymc.results`: ``posterior`` holds
+        ``w`` (one exact draw per draw of the hyperparameters), ``log_alpha``,
+        ``log_beta`` (and ``log_length_scale``); the pointwise
+        ``log_likelihood`` of ``t_obs`` is computed from ``(w, beta)`` (the
+        likelihood of the joint model, as LOO expects); ``sample_stats`` are
+        the sampler's.
 
     Warns
     -----
@@ -459,23 +584,13 @@ def sample_collapsed(
         compile_kwargs=compile_kwargs,
         cores=cores,
     )
-    seed = random_seed if isinstance(random_seed, int | np.integer) else None
-    rng = np.random.default_rng(None if seed is None else [int(seed), 7919])
-    post = idata["posterior"]
-    w, ll = _exact_weight_draws(model, spec, post, rng)
-    _idata.add_posterior_variable(idata, "w", w, ("basis",))
-    post = idata["posterior"]
-    da = xr.DataArray(
-        ll,
-        dims=("chain", "draw", "obs"),
-        coords={
-            "chain": post["chain"].values,
-            "draw": post["draw"].values,
-            "obs": model_coords(model, "obs"),
-        },
+    w = _exact_weight_draws(model, spec, idata["posterior"], _seed_of(random_seed, 7919))
+    return _nuts_datatree(
+        model,
+        spec,
+        idata,
+        w,
+        random_seed=_seed_of(random_seed, 7907),
+        attrs={"rvm_inference": "collapsed_nuts", "rvm_kind": spec.kind, "sampler": sampler},
+        rhat_threshold=rhat_threshold,
     )
-    _idata.set_group(idata, "log_likelihood", {"t_obs": da})
-    names = [v.name for v in model.free_RVs] + ["w"]
-    diag = _idata.check_sampling(idata, names, rhat_threshold=rhat_threshold)
-    idata.attrs.update(rvm_inference="collapsed_nuts", rvm_kind=spec.kind, sampler=sampler, **diag)
-    return idata

@@ -34,9 +34,7 @@ for sparse Bayesian models. *Proceedings of AISTATS 2003*.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pymc as pm
@@ -59,6 +57,7 @@ from rvm_pymc._model_checks import (
     check_labels,
     check_parametrization,
 )
+from rvm_pymc._model_spec import ModelSpec, model_spec
 from rvm_pymc._validation import as_2d_float, as_target_float, check_consistent_length
 from rvm_pymc.priors import HyperPrior, resolve_prior
 
@@ -76,58 +75,6 @@ __all__ = [
     "regression_marginal",
     "regression_marginal_rbf",
 ]
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """What a builder of this module made; read it with :func:`model_spec`.
-
-    Attributes
-    ----------
-    kind : str
-        ``"regression_joint"``, ``"regression_marginal"``, ``"binary"`` or
-        ``"softmax"``.
-    prior : HyperPrior
-        The Gamma hyperprior of the precisions.
-    parametrization : str or None
-        ``"centred"`` or ``"non_centred"`` weights (joint models), else None.
-    n_classes : int or None
-        Number of classes (classification), else None.
-    rbf_width : bool
-        True when the RBF length scale is a free variable (``log_length_scale``);
-        the design matrix is then :func:`rbf_design` of the data ``X`` and
-        ``centres``.
-    rbf_bias : bool
-        Whether that RBF design matrix has a bias column first.
-    """
-
-    kind: str
-    prior: HyperPrior
-    parametrization: str | None = None
-    n_classes: int | None = None
-    rbf_width: bool = False
-    rbf_bias: bool = False
-
-
-_SPECS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def model_spec(model: pm.Model) -> ModelSpec:
-    """Return the :class:`ModelSpec` of a model built by this module.
-
-    Raises
-    ------
-    ValueError
-        If ``model`` was not built by a builder of :mod:`rvm_pymc.models`.
-    """
-    try:
-        return _SPECS[model]
-    except (KeyError, TypeError):
-        raise ValueError(
-            "model was not built by rvm_pymc.models (use regression_joint, "
-            "regression_marginal, regression_marginal_rbf, classification_binary or "
-            "classification_softmax)"
-        ) from None
 
 
 # ------------------------------------------------------------------ hyperpriors
@@ -257,7 +204,6 @@ def regression_joint(
         log_beta = _noise_precision(hp)
         w = _weights("w", log_alpha, parametrization, dims=("basis",))
         pm.Normal("t_obs", mu=Phi_d @ w, sigma=pt.exp(-0.5 * log_beta), observed=t_d, dims="obs")
-    _SPECS[model] = ModelSpec("regression_joint", hp, parametrization)
     return model
 
 
@@ -310,7 +256,6 @@ def regression_marginal(Phi, t, *, prior=None, basis_names: Sequence | None = No
         log_beta = _noise_precision(hp)
         PtP_d = pm.Data("PhiTPhi", Phi.T @ Phi)
         marginal_likelihood(log_alpha, log_beta, Phi_d, PtP_d)
-    _SPECS[model] = ModelSpec("regression_marginal", hp)
     return model
 
 
@@ -414,7 +359,6 @@ def regression_marginal_rbf(
         log_beta = _noise_precision(hp)
         Phi = rbf_design(X_d, C_d, log_ls, bias=bias)
         marginal_likelihood(log_alpha, log_beta, Phi, Phi.T @ Phi)
-    _SPECS[model] = ModelSpec("regression_marginal", hp, rbf_width=True, rbf_bias=bias)
     return model
 
 
@@ -460,7 +404,6 @@ def classification_binary(
         log_alpha = _ard_precisions(hp)
         w = _weights("w", log_alpha, parametrization, dims=("basis",))
         bernoulli_logit("y_obs", Phi_d @ w, y_d)
-    _SPECS[model] = ModelSpec("binary", hp, parametrization, n_classes=2)
     return model
 
 
@@ -523,5 +466,4 @@ def classification_softmax(
         log_alpha = _ard_precisions(hp)
         W = _weights("W", log_alpha, parametrization, dims=("basis", "class"))
         categorical_logit("y_obs", Phi_d @ W, y_d)
-    _SPECS[model] = ModelSpec("softmax", hp, parametrization, n_classes=k)
     return model

@@ -108,31 +108,40 @@ def test_unfitted_raises():
 
 
 def test_rvr_matches_the_reference_solver(sinc):
-    """The estimator is the reference fit on [1 | k(X, X)]; relevance attributes index it."""
+    """The estimator is the reference fit on the scaled problem, mapped back once.
+
+    The one scaling boundary: columns of [1 | k(X, X)] divided by their root
+    mean square, targets standardised; weights and precisions mapped back to
+    the units of the data; relevance attributes index the full design matrix.
+    """
     X, y = sinc
     est = RVR(gamma=0.1).fit(X, y)
     Phi = KernelBasis(RBF(gamma=0.1)).fit_transform(X)
-    res = fit_regression(Phi, y)
-    np.testing.assert_array_equal(est.active_, res.active)
-    np.testing.assert_allclose(est.coef_, res.mean, rtol=1e-12)
-    np.testing.assert_allclose(est.sigma_, res.cov, rtol=1e-12)
-    np.testing.assert_allclose(est.alpha_, res.alpha, rtol=1e-12)
-    assert est.beta_ == pytest.approx(res.beta, rel=1e-12)
-    assert est.log_evidence_ == pytest.approx(res.log_evidence, rel=1e-12)
+    r = np.sqrt(np.mean(Phi**2, axis=0))
+    m, s = y.mean(), y.std()
+    res = fit_regression(Phi / r, (y - m) / s)
+    a = res.active
+    np.testing.assert_array_equal(est.active_, a)
+    np.testing.assert_allclose(est.coef_, res.mean * s / r[a], rtol=1e-12)
+    np.testing.assert_allclose(est.sigma_, res.cov * np.outer(s / r[a], s / r[a]), rtol=1e-12)
+    np.testing.assert_allclose(est.alpha_, res.alpha * r[a] ** 2 / s**2, rtol=1e-12)
+    assert est.beta_ == pytest.approx(res.beta / s**2, rel=1e-12)
+    assert est.y_offset_ == pytest.approx(m, rel=1e-15)
+    assert est.log_evidence_ == pytest.approx(res.log_evidence - y.size * np.log(s), rel=1e-12)
     assert est.n_iter_ == res.n_iter and est.converged_
     # bias: column 0, not a training point
-    assert est.bias_active_ == (res.active[0] == 0)
-    expected_idx = res.active[res.active > 0] - 1
+    assert est.bias_active_ == (a[0] == 0)
+    expected_idx = a[a > 0] - 1
     np.testing.assert_array_equal(est.relevance_indices_, expected_idx)
     np.testing.assert_array_equal(est.relevance_vectors_, X[expected_idx])
     assert est.n_relevance_ == expected_idx.size
-    assert est.active_names_ == [("bias" if i == 0 else f"x{i - 1}") for i in res.active]
-    assert est.intercept_ == (res.mean[0] if est.bias_active_ else 0.0)
+    assert est.active_names_ == [("bias" if i == 0 else f"x{i - 1}") for i in a]
+    assert est.intercept_ == (est.coef_[0] if est.bias_active_ else 0.0)
     X_new = np.linspace(-12, 12, 37)[:, None]
     mean, std = est.predict(X_new, return_std=True)
-    ref_mean, ref_std = res.predict(KernelBasis(RBF(gamma=0.1)).fit(X).transform(X_new), True)
-    np.testing.assert_allclose(mean, ref_mean, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(std, ref_std, rtol=1e-10)
+    ref_mean, ref_std = res.predict(KernelBasis(RBF(gamma=0.1)).fit(X).transform(X_new) / r, True)
+    np.testing.assert_allclose(mean, ref_mean * s + m, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(std, ref_std * s, rtol=1e-10)
 
 
 def test_rvr_fits_sinc(sinc):
@@ -320,14 +329,19 @@ def test_idata_groups_coords_and_seed(sinc):
     for group in ("posterior", "log_likelihood", "sample_stats", "observed_data"):
         assert group in tree.children
     post = tree["posterior"]
-    assert post["w"].shape == (1, 400, est.active_.size)
+    assert post["w"].shape == (2, 400, est.active_.size)  # two chains by default
     assert list(post["basis"].values) == est.active_names_
-    assert tree["log_likelihood"]["t_obs"].shape == (1, 400, len(y))
+    assert tree["log_likelihood"]["t_obs"].shape == (2, 400, len(y))
     np.testing.assert_array_equal(tree["observed_data"]["t_obs"].values, y)
-    np.testing.assert_array_equal(post["beta"].values, est.beta_)
-    # draws are N(coef_, sigma_): the mean within 5 Monte Carlo standard errors
+    # type-II hyperparameters are point values in constant_data, not constant draws
+    assert "beta" not in post and "log_beta" not in post
+    assert float(np.exp(tree["constant_data"]["log_beta"].values)) == pytest.approx(est.beta_)
+    # draws are N(coef_, sigma_): each chain's mean within 5 Monte Carlo standard errors,
+    # and the two antithetic chains average to coef_ exactly
     se = np.sqrt(np.diag(est.sigma_) / 400)
     assert np.all(np.abs(post["w"].values[0].mean(0) - est.coef_) < 5 * se)
+    w_all = post["w"].values.reshape(-1, est.active_.size)
+    np.testing.assert_allclose(w_all.mean(0), est.coef_, rtol=1e-10, atol=1e-12)
     again = RVR(gamma=0.1, draws=400, random_state=3).fit(X, y).idata_
     np.testing.assert_array_equal(again["posterior"]["w"].values, post["w"].values)
     other = RVR(gamma=0.1, draws=400, random_state=4).fit(X, y).idata_

@@ -57,8 +57,10 @@ def test_map_agrees_with_reference_on_sinc(sinc, reference_fit):
     assert est.beta_ == pytest.approx(ref.beta_, rel=1e-3)
     np.testing.assert_array_equal(est.relevance_indices_, ref.relevance_indices_)
     post = est.idata_["posterior"]
-    assert {"w", "alpha", "beta"} <= set(post.data_vars)
+    assert set(post.data_vars) == {"w"}  # hyperparameters: point values in constant_data
+    assert {"log_alpha", "log_beta", "Phi", "y_offset"} <= set(est.idata_["constant_data"])
     assert est.idata_.attrs["method"] == "map"
+    assert est.idata_.attrs["started_from"] == "reference"
 
 
 @pytest.mark.slow
@@ -102,7 +104,7 @@ def test_nuts_quick_regression_and_draw_moments(sinc):
     draws_f = Phi @ w.T + est.y_offset_
     mean, sd = est.predict(X_new * 3.0, return_std=True)
     np.testing.assert_allclose(mean, draws_f.mean(1), rtol=1e-8, atol=1e-8)
-    beta = est.idata_["posterior"]["beta"].values.ravel()
+    beta = np.exp(est.idata_["posterior"]["log_beta"].values.ravel())
     expected_sd = np.sqrt(draws_f.var(1, ddof=1) + np.mean(1.0 / beta))
     np.testing.assert_allclose(sd, expected_sd, rtol=1e-6)
     assert abs(est.y_offset_ - np.mean(y * 5.0 + 2.0)) < 1e-12

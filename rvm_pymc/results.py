@@ -1,0 +1,418 @@
+"""One result schema for every fit: the weight posterior and the DataTree built from it.
+
+Every fit of an RVM (the reference solver, type-II MAP in PyMC, NUTS; regression
+and classification) ends in a :class:`WeightPosterior` and is shown to ArviZ as
+one :class:`xarray.DataTree` of one layout, built by :func:`to_datatree` and
+nowhere else:
+
+``posterior``
+    ``w`` (``chain, draw, basis``), or ``W`` (``chain, draw, basis, class``)
+    for the softmax model.  A sampled fit (NUTS) adds its hyperparameter draws
+    ``log_alpha`` (``basis``) and ``log_beta`` (regression).  A type-II fit
+    (reference, map) holds its hyperparameters fixed, so they are not draws:
+    they are in ``constant_data`` (the rule: what a fit samples is in
+    ``posterior``, what it holds fixed is in ``constant_data``).  The draws of a
+    type-II fit are exact draws from its Gaussian (Laplace) weight posterior,
+    antithetic across chain pairs (chain ``2i + 1`` mirrors chain ``2i`` about
+    the mean), so that with an even number of chains the mean of the draws is
+    the posterior mean to rounding.
+``posterior_predictive``
+    ``t_obs`` or ``y_obs`` (``chain, draw, obs``): one replicate of the
+    training targets per draw.
+``log_likelihood``
+    ``t_obs`` or ``y_obs`` (``chain, draw, obs``), pointwise, for LOO.
+``observed_data``
+    ``t_obs`` (data units) or ``y_obs`` (class codes ``0..K-1``; the labels are
+    the ``class`` coordinate).
+``constant_data``
+    ``Phi`` (``obs, basis``): the design matrix of the bases in ``posterior``,
+    in data units; ``y_offset`` (regression), so that ``Phi @ w + y_offset``
+    is the latent mean of a draw; type-II fits add ``log_alpha`` (``basis``)
+    and ``log_beta`` (regression).
+``sample_stats``
+    NUTS: the sampler's statistics; type-II: ``lp``, the log density of each
+    weight draw (log likelihood plus the log prior of the weights).
+
+The default is two chains for every method, so multi-model ArviZ plots keep
+every fit.  Everything is in the units of the data.  :func:`predictions`
+adds the ArviZ ``predictions`` / ``predictions_constant_data`` groups for new
+inputs from the posterior draws of a tree, so predictions can be rebuilt from
+a saved tree alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from scipy.special import expit, log_expit, log_softmax, softmax
+
+from rvm_pymc._gaussian import covariance_draws
+
+__all__ = ["KINDS", "WeightPosterior", "predictions", "to_datatree"]
+
+KINDS = ("regression", "binary", "softmax")
+LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+@dataclass(frozen=True)
+class WeightPosterior:
+    """The posterior of one fit over a set of bases, before it is drawn into a DataTree.
+
+    Exactly one of (``mean``, ``cov``) and ``draws`` is given: a type-II fit is a
+    Gaussian at fixed hyperparameters, a sampled fit is its draws.
+
+    Attributes
+    ----------
+    kind : {"regression", "binary", "softmax"}
+    basis_names : tuple of str
+        The bases (columns of the design matrix) it covers.
+    log_alpha : ndarray
+        ``(M,)`` for a type-II fit, ``(chain, draw, M)`` for a sampled one.
+    log_beta : float, ndarray or None
+        Log noise precision (regression): a float, or ``(chain, draw)`` draws.
+    mean, cov : ndarray or None
+        Gaussian weight posterior: mean ``(M,)`` or ``(M, K)``, covariance
+        ``(M K, M K)``, class-major for softmax (block ``k`` holds the M
+        weights of class ``k``).
+    draws : ndarray or None
+        Weight draws ``(chain, draw, M)`` or ``(chain, draw, M, K)``.
+    y_offset : float
+        Added to the latent mean of regression (the centring of the targets).
+    """
+
+    kind: str
+    basis_names: tuple
+    log_alpha: np.ndarray
+    log_beta: Any = None
+    mean: np.ndarray | None = None
+    cov: np.ndarray | None = None
+    draws: np.ndarray | None = None
+    y_offset: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}; got {self.kind!r}")
+        if (self.draws is None) == (self.mean is None):
+            raise ValueError("give either the Gaussian (mean, cov) or the draws, not both")
+        if self.mean is not None and self.cov is None:
+            raise ValueError("a Gaussian posterior needs cov")
+
+    @property
+    def is_type_ii(self) -> bool:
+        """True for a Gaussian at fixed hyperparameters (reference, map)."""
+        return self.draws is None
+
+    @property
+    def n_basis(self) -> int:
+        return len(self.basis_names)
+
+    def _n_classes(self) -> int:
+        w = self.mean if self.draws is None else self.draws[0, 0]
+        return 1 if w.ndim == 1 else int(w.shape[1])
+
+    def weight_mean(self) -> np.ndarray:
+        """Posterior mean of the weights, ``(M,)`` or ``(M, K)``."""
+        if self.draws is None:
+            return self.mean
+        return self.draws.reshape(-1, *self.draws.shape[2:]).mean(axis=0)
+
+    def weight_cov(self) -> np.ndarray:
+        """Posterior covariance of the weights, class-major for softmax."""
+        if self.draws is None:
+            return self.cov
+        flat = self.draws.reshape(-1, *self.draws.shape[2:])
+        if flat.ndim == 3:
+            flat = flat.transpose(0, 2, 1).reshape(flat.shape[0], -1)
+        return np.atleast_2d(np.cov(flat, rowvar=False))
+
+    def to_data_units(self, col_scale, t_mean: float = 0.0, t_sd: float = 1.0) -> WeightPosterior:
+        """The posterior of a fit on ``Phi / col_scale``, ``(t - t_mean) / t_sd`` in data units.
+
+        ``w = w_s t_sd / col_scale``, ``log alpha = log alpha_s + 2 log(col_scale / t_sd)``,
+        ``log beta = log beta_s - 2 log t_sd``, ``y_offset = t_mean``.
+        """
+        r = np.asarray(col_scale, dtype=float)
+        f = t_sd / r  # per basis
+        k = self._n_classes()
+        changes: dict[str, Any] = {
+            "log_alpha": np.asarray(self.log_alpha) + 2.0 * np.log(r / t_sd),
+            "y_offset": float(t_mean) + self.y_offset * t_sd,
+        }
+        if self.log_beta is not None:
+            changes["log_beta"] = np.asarray(self.log_beta) - 2.0 * np.log(t_sd)
+            if np.ndim(changes["log_beta"]) == 0:
+                changes["log_beta"] = float(changes["log_beta"])
+        fw = f if k == 1 else f[:, None]
+        if self.draws is None:
+            ff = np.tile(f, k)
+            changes["mean"] = self.mean * fw
+            changes["cov"] = self.cov * ff[:, None] * ff[None, :]
+        else:
+            changes["draws"] = self.draws * fw
+        return replace(self, **changes)
+
+    def restrict(self, idx) -> WeightPosterior:
+        """The marginal posterior of the bases ``idx`` (positions in ``basis_names``)."""
+        idx = np.asarray(idx, dtype=np.intp)
+        m, k = self.n_basis, self._n_classes()
+        names = tuple(self.basis_names[i] for i in idx)
+        la = np.asarray(self.log_alpha)[..., idx]
+        if self.draws is None:
+            flat = (np.arange(k)[:, None] * m + idx[None, :]).reshape(-1)
+            return replace(
+                self,
+                basis_names=names,
+                log_alpha=la,
+                mean=self.mean[idx],
+                cov=self.cov[np.ix_(flat, flat)],
+            )
+        return replace(self, basis_names=names, log_alpha=la, draws=self.draws[:, :, idx])
+
+
+# ------------------------------------------------------------------ likelihoods
+
+
+def _latent(kind: str, Phi: np.ndarray, w: np.ndarray, y_offset: float) -> np.ndarray:
+    """``Phi w`` for draws ``(C, D, M[, K])``: ``(C, D, N[, K])``."""
+    if kind == "softmax":
+        return np.einsum("nm,cdmk->cdnk", Phi, w)
+    return w @ Phi.T + y_offset
+
+
+def _log_likelihood(kind, F, target, log_beta) -> np.ndarray:
+    if kind == "regression":
+        lb = np.asarray(log_beta, dtype=float)
+        lb = np.broadcast_to(lb, F.shape[:2])[..., None]
+        return 0.5 * (lb - LOG_2PI) - 0.5 * np.exp(lb) * (target - F) ** 2
+    if kind == "binary":
+        return np.where(target == 1, log_expit(F), log_expit(-F))
+    lp = log_softmax(F, axis=-1)
+    idx = np.broadcast_to(target[:, None], (*lp.shape[:-1], 1))
+    return np.take_along_axis(lp, idx, -1)[..., 0]
+
+
+def _replicate(kind, F, log_beta, rng: np.random.Generator) -> np.ndarray:
+    if kind == "regression":
+        lb = np.broadcast_to(np.asarray(log_beta, dtype=float), F.shape[:2])[..., None]
+        return F + np.exp(-0.5 * lb) * rng.standard_normal(F.shape)
+    if kind == "binary":
+        return (rng.random(F.shape) < expit(F)).astype(np.int64)
+    return np.argmax(F + rng.gumbel(size=F.shape), axis=-1).astype(np.int64)
+
+
+def _log_weight_prior(w: np.ndarray, log_alpha: np.ndarray) -> np.ndarray:
+    """``sum log N(w | 0, 1/alpha)`` over the basis (and class) axes of draws ``w``."""
+    la = np.asarray(log_alpha)
+    if w.ndim == 4:
+        la = la[..., None]
+    val = 0.5 * (la - LOG_2PI) - 0.5 * np.exp(la) * w**2
+    return val.reshape(*w.shape[:2], -1).sum(-1)
+
+
+# -------------------------------------------------------------------- the tree
+
+
+def _dataset(variables: Mapping[str, tuple], coords: Mapping[str, Any]) -> xr.Dataset:
+    ds = xr.Dataset({k: xr.DataArray(v, dims=d) for k, (d, v) in variables.items()})
+    used = {d for var in ds.data_vars.values() for d in var.dims}
+    ds = ds.assign_coords({d: coords[d] for d in used if d in coords})
+    ds.attrs["inference_library"] = "rvm_pymc"
+    return ds
+
+
+def _type_ii_draws(post: WeightPosterior, draws: int, chains: int, rng) -> np.ndarray:
+    """``(chains, draws, M[, K])`` Gaussian draws, antithetic across chain pairs."""
+    k = post._n_classes()
+    if chains % 2 == 0:
+        half = covariance_draws(post.mean, post.cov, draws * chains // 2, rng)
+        half = half.reshape(chains // 2, draws, *half.shape[1:])
+        mean = post.mean
+        pairs = np.stack([half, 2.0 * mean - half], axis=1)
+        out = pairs.reshape(chains, draws, *half.shape[2:])
+    else:
+        out = covariance_draws(post.mean, post.cov, draws * chains, rng)
+        out = out.reshape(chains, draws, *out.shape[1:])
+    return out if k > 1 else out.reshape(chains, draws, post.n_basis)
+
+
+def to_datatree(
+    post: WeightPosterior,
+    *,
+    Phi: np.ndarray,
+    target: np.ndarray,
+    classes: Sequence | None = None,
+    draws: int = 500,
+    chains: int = 2,
+    random_state: np.random.Generator | int | None = None,
+    sample_stats: Mapping[str, np.ndarray] | None = None,
+    extra_posterior: Mapping[str, tuple] | None = None,
+    latent: np.ndarray | None = None,
+    constant_data: Mapping[str, tuple] | None = None,
+    attrs: Mapping[str, Any] | None = None,
+) -> xr.DataTree:
+    """Build the DataTree of the result schema (module docstring) from a posterior.
+
+    Parameters
+    ----------
+    post : WeightPosterior
+        In data units, over the bases of ``Phi``'s columns.
+    Phi : ndarray of shape (N, M)
+        Training design matrix of those bases (data units).
+    target : ndarray of shape (N,)
+        Regression targets, or class codes ``0..K-1``.
+    classes : sequence, optional
+        Class labels (classification): the ``class`` coordinate.
+    draws, chains : int
+        Draws per chain of a type-II fit (a sampled fit keeps its own).
+    random_state : numpy.random.Generator, int or None
+        Seeds the Gaussian draws and the posterior predictive replicates.
+    sample_stats : mapping, optional
+        ``(chain, draw)`` arrays of a sampler (replaces ``lp``).
+    extra_posterior : mapping, optional
+        More sampled variables, ``name -> (dims, values)`` with leading
+        ``("chain", "draw")`` dims (e.g. ``log_length_scale``).
+    latent : ndarray of shape (chain, draw, N), optional
+        The latent mean of every draw, when the design matrix differs between
+        draws (the RBF-width model); ``Phi`` is then None and
+        ``constant_data`` says what defines the design matrix.
+    constant_data : mapping, optional
+        More constant data, ``name -> (dims, values)`` (e.g. ``X``, ``centres``).
+    attrs : mapping, optional
+        Root attributes.
+
+    Returns
+    -------
+    xarray.DataTree
+    """
+    rng = np.random.default_rng(random_state)
+    target = np.asarray(target)
+    if Phi is not None:
+        Phi = np.asarray(Phi, dtype=float)
+        if Phi.shape != (target.shape[0], post.n_basis):
+            raise ValueError(
+                f"Phi has shape {Phi.shape}; expected ({target.shape[0]}, {post.n_basis})"
+            )
+    elif latent is None:
+        raise ValueError("give Phi, or the latent mean of every draw")
+    kind = post.kind
+    w = _type_ii_draws(post, draws, chains, rng) if post.is_type_ii else post.draws
+    n_chain, n_draw = w.shape[:2]
+    F = _latent(kind, Phi, w, post.y_offset) if latent is None else np.asarray(latent)
+    ll = _log_likelihood(kind, F, target, post.log_beta)
+    obs_name = "t_obs" if kind == "regression" else "y_obs"
+    wname = "W" if kind == "softmax" else "w"
+    cd = ("chain", "draw")
+    coords: dict[str, Any] = {
+        "chain": np.arange(n_chain),
+        "draw": np.arange(n_draw),
+        "basis": [str(b) for b in post.basis_names],
+        "obs": np.arange(target.shape[0]),
+    }
+    if classes is not None:
+        coords["class"] = [str(c) for c in classes]
+    wdims = (*cd, "basis", "class") if kind == "softmax" else (*cd, "basis")
+    posterior = {wname: (wdims, w)}
+    constant = dict(constant_data or {})
+    if Phi is not None:
+        constant["Phi"] = (("obs", "basis"), Phi)
+    if kind == "regression":
+        constant["y_offset"] = ((), float(post.y_offset))
+    if post.is_type_ii:
+        constant["log_alpha"] = (("basis",), np.asarray(post.log_alpha, dtype=float))
+        if post.log_beta is not None:
+            constant["log_beta"] = ((), float(post.log_beta))
+    else:
+        posterior["log_alpha"] = ((*cd, "basis"), np.asarray(post.log_alpha, dtype=float))
+        if post.log_beta is not None:
+            posterior["log_beta"] = (cd, np.asarray(post.log_beta, dtype=float))
+    posterior.update(extra_posterior or {})
+    if sample_stats is None:
+        la = np.broadcast_to(
+            np.asarray(post.log_alpha, dtype=float), (n_chain, n_draw, w.shape[2])
+        )
+        sample_stats = {"lp": ll.sum(-1) + _log_weight_prior(w, la)}
+    groups = {
+        "posterior": _dataset(posterior, coords),
+        "posterior_predictive": _dataset(
+            {obs_name: ((*cd, "obs"), _replicate(kind, F, post.log_beta, rng))}, coords
+        ),
+        "log_likelihood": _dataset({obs_name: ((*cd, "obs"), ll)}, coords),
+        "sample_stats": _dataset(
+            {k: (cd, np.asarray(v)) for k, v in sample_stats.items()}, coords
+        ),
+        "observed_data": _dataset({obs_name: (("obs",), target)}, coords),
+        "constant_data": _dataset(constant, coords),
+    }
+    if classes is not None:
+        groups["observed_data"] = groups["observed_data"].assign_coords({"class": coords["class"]})
+    tree = xr.DataTree.from_dict(groups)
+    tree.attrs.update(dict(attrs or {}))
+    return tree
+
+
+def _kind_of(tree: xr.DataTree) -> str:
+    post = tree["posterior"]
+    if "W" in post:
+        return "softmax"
+    return "regression" if "t_obs" in tree["observed_data"] else "binary"
+
+
+def predictions(tree: xr.DataTree, Phi_new: np.ndarray, *, random_state=None) -> xr.DataTree:
+    """The ArviZ ``predictions`` groups for new inputs, from the draws of a result tree.
+
+    Parameters
+    ----------
+    tree : xarray.DataTree
+        A tree of the result schema (:func:`to_datatree`).
+    Phi_new : ndarray of shape (n, M)
+        Design matrix of the new inputs over the bases of ``tree`` (data units).
+    random_state : numpy.random.Generator, int or None
+        Seeds the replicates.
+
+    Returns
+    -------
+    xarray.DataTree
+        ``predictions``: ``t_obs`` / ``y_obs`` replicates (``chain, draw, obs``)
+        and the latent mean ``mu`` (regression) or probabilities ``p``
+        (classification; ``p`` has a ``class`` dimension for softmax) of every
+        draw; ``predictions_constant_data``: ``Phi``.
+    """
+    rng = np.random.default_rng(random_state)
+    kind = _kind_of(tree)
+    post, const = tree["posterior"], tree["constant_data"]
+    Phi_new = np.asarray(Phi_new, dtype=float)
+    n_basis = post.sizes["basis"]
+    if Phi_new.ndim != 2 or Phi_new.shape[1] != n_basis:
+        raise ValueError(f"Phi_new must have {n_basis} columns; got shape {Phi_new.shape}")
+    w = np.asarray(post["W" if kind == "softmax" else "w"].values, dtype=float)
+    y_offset = float(const["y_offset"].values) if "y_offset" in const else 0.0
+    log_beta = None
+    if kind == "regression":
+        log_beta = (post if "log_beta" in post else const)["log_beta"].values
+    F = _latent(kind, Phi_new, w, y_offset)
+    obs_name = "t_obs" if kind == "regression" else "y_obs"
+    cd = ("chain", "draw")
+    coords: dict[str, Any] = {
+        "chain": post["chain"].values,
+        "draw": post["draw"].values,
+        "basis": post["basis"].values,
+        "obs": np.arange(Phi_new.shape[0]),
+    }
+    pred = {obs_name: ((*cd, "obs"), _replicate(kind, F, log_beta, rng))}
+    if kind == "regression":
+        pred["mu"] = ((*cd, "obs"), F)
+    elif kind == "binary":
+        pred["p"] = ((*cd, "obs"), expit(F))
+    else:
+        coords["class"] = post["class"].values
+        pred["p"] = ((*cd, "obs", "class"), softmax(F, axis=-1))
+    return xr.DataTree.from_dict(
+        {
+            "predictions": _dataset(pred, coords),
+            "predictions_constant_data": _dataset({"Phi": (("obs", "basis"), Phi_new)}, coords),
+        }
+    )
