@@ -19,6 +19,8 @@ from rvm_pymc.datasets import (
     make_sinc,
     sinc,
 )
+from rvm_pymc.datasets import _classification as ds_cls
+from rvm_pymc.datasets import _regression as ds_reg
 
 GENERATORS = {
     "sinc": make_sinc,
@@ -213,9 +215,9 @@ def _sk_friedman3(X):
 @pytest.mark.parametrize(
     ("make", "formula", "sk_make", "private"),
     [
-        (make_friedman1, _sk_friedman1, skd.make_friedman1, ds._friedman1),
-        (make_friedman2, _sk_friedman2, skd.make_friedman2, ds._friedman2),
-        (make_friedman3, _sk_friedman3, skd.make_friedman3, ds._friedman3),
+        (make_friedman1, _sk_friedman1, skd.make_friedman1, ds_reg._friedman1),
+        (make_friedman2, _sk_friedman2, skd.make_friedman2, ds_reg._friedman2),
+        (make_friedman3, _sk_friedman3, skd.make_friedman3, ds_reg._friedman3),
     ],
 )
 def test_friedman_test_targets_match_scikit_learn(make, formula, sk_make, private):
@@ -255,7 +257,7 @@ def test_friedman_auto_noise_is_one_third_of_signal_sd(make, formula):
     sd = make(n_train=10, n_test=10, random_state=0).noise_sd
     # the documented rule exactly: 100000 noise-free points drawn with the fixed seed
     rng = np.random.default_rng(ds.FRIEDMAN_AUTO_NOISE_SEED)
-    X_ref = ds._friedman23_inputs(rng, ds.FRIEDMAN_AUTO_NOISE_SIZE)
+    X_ref = ds_reg._friedman23_inputs(rng, ds.FRIEDMAN_AUTO_NOISE_SIZE)
     assert sd == pytest.approx(np.std(formula(X_ref)) / 3, rel=1e-12)
     # a stable constant, independent of random_state
     assert make(n_train=10, n_test=10, random_state=99).noise_sd == sd
@@ -296,7 +298,7 @@ def test_ripley_class_balance_and_labels():
 
 
 def test_ripley_component_means_and_covariance():
-    X, y, comp = ds._sample_ripley(100_000, np.random.default_rng(0))
+    X, y, comp = ds_cls._sample_ripley(100_000, np.random.default_rng(0))
     for label in (0, 1):
         for c in (0, 1):
             mask = (y == label) & (comp == c)
@@ -331,7 +333,7 @@ def test_mixture_two_components_per_class():
     X, t, _, _ = make_gaussian_mixture_classes(
         n_samples=30_000, n_test=3, n_classes=3, n_components=2, cluster_sd=0.2, random_state=0
     )
-    centres = ds._mixture_centres(3, 2, 2.0)
+    centres = ds_cls._mixture_centres(3, 2, 2.0)
     for k in range(3):
         Xk = X[t == k]
         # the two blobs of a class lie on opposite sides of the circle

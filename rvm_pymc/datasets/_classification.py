@@ -1,0 +1,201 @@
+"""Classification problems: Ripley's (1996) synthetic data and K-class Gaussian mixtures.
+
+References
+----------
+.. [1] Ripley, B. D. (1996). *Pattern Recognition and Neural Networks*.
+   Cambridge University Press.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rvm_pymc.datasets._base import (
+    Dataset,
+    _check_count,
+    _check_positive,
+    check_random_state,
+)
+
+__all__ = [
+    "RIPLEY_COVARIANCE",
+    "RIPLEY_MEANS",
+    "make_gaussian_mixture_classes",
+    "make_ripley",
+]
+
+#: Component means of the Ripley (1996) synthetic problem: ``RIPLEY_MEANS[k]``
+#: holds the two means of class ``k``.
+RIPLEY_MEANS = np.array(
+    [
+        [[-0.7, 0.3], [0.3, 0.3]],
+        [[-0.3, 0.7], [0.4, 0.7]],
+    ]
+)
+RIPLEY_MEANS.setflags(write=False)
+#: Isotropic variance of every Ripley component (covariance ``0.03 * I``).
+RIPLEY_COVARIANCE = 0.03
+
+
+# --------------------------------------------------------------------------- classification
+
+
+def _split_evenly(n: int, k: int) -> np.ndarray:
+    """Split ``n`` into ``k`` counts differing by at most one (larger ones first)."""
+    counts = np.full(k, n // k)
+    counts[: n % k] += 1
+    return counts
+
+
+def _sample_ripley(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Draw ``n`` shuffled Ripley points; return ``X``, labels and component index (0/1)."""
+    sd = np.sqrt(RIPLEY_COVARIANCE)
+    X_parts, y_parts, c_parts = [], [], []
+    for label, n_class in enumerate(_split_evenly(n, 2)):
+        for comp, n_comp in enumerate(_split_evenly(int(n_class), 2)):
+            mean = RIPLEY_MEANS[label, comp]
+            X_parts.append(mean + sd * rng.standard_normal((int(n_comp), 2)))
+            y_parts.append(np.full(n_comp, label, dtype=np.int64))
+            c_parts.append(np.full(n_comp, comp, dtype=np.int64))
+    order = rng.permutation(n)
+    return (
+        np.concatenate(X_parts)[order],
+        np.concatenate(y_parts)[order],
+        np.concatenate(c_parts)[order],
+    )
+
+
+def make_ripley(n_train: int = 250, n_test: int = 1000, random_state=None) -> Dataset:
+    """Ripley's (1996) two-class synthetic problem, as used by Tipping (2001).
+
+    Each class is an equal mixture of two Gaussians with covariance ``0.03 I``:
+    means (-0.7, 0.3) and (0.3, 0.3) for class 0, (-0.3, 0.7) and (0.4, 0.7)
+    for class 1 (see ``RIPLEY_MEANS``). The classes have equal sizes (half of
+    the points each) and each class is split evenly over its two components;
+    when a count is odd the first class (component) gets the extra point.
+    Rows are shuffled. Test points are drawn the same way, so test labels
+    are class draws (the Bayes error is about 8%).
+
+    Parameters
+    ----------
+    n_train : int, default=250
+        Number of training points (at least 2, one per class).
+    n_test : int, default=1000
+        Number of test points (at least 2).
+    random_state : None, int or numpy.random.Generator, default=None
+        Source of randomness; see :func:`check_random_state`.
+
+    Returns
+    -------
+    Dataset
+        Integer labels 0/1 in ``t_train`` and ``t_test``; ``noise_sd`` is None.
+
+    References
+    ----------
+    .. [1] Ripley, B. D. (1996). *Pattern Recognition and Neural Networks*.
+       Cambridge University Press.
+    .. [2] Tipping, M. E. (2001). Sparse Bayesian learning and the relevance
+       vector machine. *Journal of Machine Learning Research*, 1, 211-244.
+
+    Examples
+    --------
+    >>> X, t, Xt, tt = make_ripley(random_state=0)
+    >>> X.shape, Xt.shape
+    ((250, 2), (1000, 2))
+    >>> np.bincount(t).tolist()
+    [125, 125]
+    """
+    n_train = _check_count(n_train, "n_train", minimum=2)
+    n_test = _check_count(n_test, "n_test", minimum=2)
+    rng = check_random_state(random_state)
+    X, t, _ = _sample_ripley(n_train, rng)
+    X_test, t_test, _ = _sample_ripley(n_test, rng)
+    return Dataset(X, t, X_test, t_test, noise_sd=None, name="ripley")
+
+
+def _mixture_centres(n_classes: int, n_components: int, radius: float) -> np.ndarray:
+    """Centres of shape (n_classes, n_components, 2) evenly spaced on a circle; the
+    components of one class are interleaved with those of the others."""
+    n_blobs = n_classes * n_components
+    j = np.arange(n_blobs)
+    angle = 2 * np.pi * j / n_blobs
+    points = radius * np.column_stack([np.cos(angle), np.sin(angle)])
+    # blob j belongs to class j % n_classes, component j // n_classes
+    return points.reshape(n_components, n_classes, 2).transpose(1, 0, 2)
+
+
+def make_gaussian_mixture_classes(
+    n_samples: int = 300,
+    n_test: int = 1000,
+    n_classes: int = 3,
+    n_components: int = 1,
+    cluster_sd: float = 0.5,
+    radius: float = 2.0,
+    random_state=None,
+) -> Dataset:
+    """A K-class problem in 2-D of isotropic Gaussian blobs, for softmax tests.
+
+    The ``n_classes * n_components`` blob centres lie evenly spaced on a circle
+    of the given ``radius``; blob ``j`` belongs to class ``j % n_classes``, so
+    with ``n_components=2`` each class has two blobs on opposite sides of the
+    circle and is not linearly separable from the others. Classes have equal
+    sizes (up to one point) and each class is split evenly over its blobs.
+    Rows are shuffled; test labels are class draws.
+
+    Parameters
+    ----------
+    n_samples : int, default=300
+        Number of training points (at least ``n_classes``).
+    n_test : int, default=1000
+        Number of test points (at least ``n_classes``).
+    n_classes : int, default=3
+        Number of classes K, at least 2.
+    n_components : {1, 2}, default=1
+        Number of Gaussian blobs per class.
+    cluster_sd : float, default=0.5
+        Standard deviation of each blob in each direction.
+    radius : float, default=2.0
+        Radius of the circle of blob centres.
+    random_state : None, int or numpy.random.Generator, default=None
+        Source of randomness; see :func:`check_random_state`.
+
+    Returns
+    -------
+    Dataset
+        Integer labels ``0 .. n_classes - 1``; ``noise_sd`` is None.
+
+    References
+    ----------
+    .. [1] Tipping, M. E. (2001). Sparse Bayesian learning and the relevance
+       vector machine. *Journal of Machine Learning Research*, 1, 211-244.
+
+    Examples
+    --------
+    >>> X, t, Xt, tt = make_gaussian_mixture_classes(n_samples=90, random_state=0)
+    >>> X.shape, np.bincount(t).tolist()
+    ((90, 2), [30, 30, 30])
+    """
+    n_classes = _check_count(n_classes, "n_classes", minimum=2)
+    n_samples = _check_count(n_samples, "n_samples", minimum=n_classes)
+    n_test = _check_count(n_test, "n_test", minimum=n_classes)
+    n_components = _check_count(n_components, "n_components")
+    if n_components > 2:
+        raise ValueError(f"n_components must be 1 or 2; got {n_components}")
+    sd = _check_positive(cluster_sd, "cluster_sd")
+    radius = _check_positive(radius, "radius")
+    rng = check_random_state(random_state)
+    centres = _mixture_centres(n_classes, n_components, radius)
+
+    def draw(n: int) -> tuple[np.ndarray, np.ndarray]:
+        X_parts, y_parts = [], []
+        for label, n_class in enumerate(_split_evenly(n, n_classes)):
+            for comp, n_comp in enumerate(_split_evenly(int(n_class), n_components)):
+                X_parts.append(centres[label, comp] + sd * rng.standard_normal((int(n_comp), 2)))
+                y_parts.append(np.full(n_comp, label, dtype=np.int64))
+        order = rng.permutation(n)
+        return np.concatenate(X_parts)[order], np.concatenate(y_parts)[order]
+
+    X, t = draw(n_samples)
+    X_test, t_test = draw(n_test)
+    name = f"gaussian-mixture-{n_classes}x{n_components}"
+    return Dataset(X, t, X_test, t_test, noise_sd=None, name=name)
