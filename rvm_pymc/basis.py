@@ -4,7 +4,8 @@ A :class:`Basis` maps inputs to ``Phi``: :class:`KernelBasis` (bias column plus
 one kernel column per training point, Tipping 2001), :class:`FunctionBasis`
 (user functions such as ``[1, x, x^2, x^3]``), :class:`PrecomputedBasis` (a
 given matrix).  The kernels themselves live in :mod:`rvm_pymc.kernels`, which
-also re-exports these names.  NumPy/SciPy only; PyMC is not imported.
+this module imports (never the other way round).  NumPy/SciPy only; PyMC is
+not imported.
 """
 
 from __future__ import annotations

@@ -8,9 +8,10 @@ import warnings
 import numpy as np
 import pytest
 
+from rvm_pymc.basis import KernelBasis
 from rvm_pymc.datasets import make_sinc
 from rvm_pymc.exceptions import ConvergenceWarning
-from rvm_pymc.kernels import RBF, KernelBasis
+from rvm_pymc.kernels import RBF
 from rvm_pymc.priors import HyperPrior
 from rvm_pymc.reference import (
     dense_log_marginal_likelihood,
