@@ -38,18 +38,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit, log_expit
 
-from rvm_pymc._gaussian import spd_inverse, spd_solve
+from rvm_pymc._gaussian import spd_inverse
 
-# spd_inverse and spd_solve live in rvm_pymc._gaussian; re-exported here for the callers
-# that still import them from this module (rvm_pymc._map).
-__all__ = [
-    "LaplacePosterior",
-    "find_mode",
-    "hessian",
-    "log_likelihood",
-    "spd_inverse",
-    "spd_solve",
-]
+__all__ = ["LaplacePosterior", "find_mode", "hessian", "log_likelihood"]
 
 
 def diagonal_view(A: np.ndarray) -> np.ndarray:
