@@ -1,0 +1,293 @@
+"""One honest result from every fit: scaling boundary, one schema, MAP from the reference.
+
+The reference, MAP and NUTS fits of RVR / RVC are checked at the user's
+boundary: predictions are equivariant to shifting and scaling the targets
+(earlier every test used targets of mean 0 while MAP failed at mean 1e4), every
+method's ``idata_`` has the same layout and reproduces ``predict()``, and MAP
+started from the reference solution returns it.  PyMC graphs are compiled in
+FAST_COMPILE mode, NUTS runs few draws.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from rvm_pymc.datasets import make_ripley, make_sinc
+from rvm_pymc.estimators import RVC, RVR
+
+pm = pytest.importorskip("pymc")
+az = pytest.importorskip("arviz")
+
+pytestmark = pytest.mark.pymc
+
+FAST = {"compile_kwargs": {"mode": "FAST_COMPILE"}}
+NUTS = {**FAST, "nuts_sampler": "pymc", "cores": 1}
+
+
+@pytest.fixture(scope="module")
+def sinc():
+    d = make_sinc(n_train=40, noise_sd=0.1, random_state=0)
+    return d.X_train, d.t_train, np.linspace(-10, 10, 25)[:, None]
+
+
+def _fit(method, X, t, **kw):
+    extra = {"reference": {}, "map": {"sampler_kwargs": FAST}}[method]
+    return RVR(gamma=0.5, method=method, random_state=0, **extra, **kw).fit(X, t)
+
+
+# ------------------------------------------------------------ equivariance
+
+
+@pytest.mark.parametrize("method", ["reference", "map"])
+@pytest.mark.parametrize(("shift", "scale"), [(1e4, 1.0), (1e7, 1.0), (0.0, 1e-6), (0.0, 1e6)])
+def test_type_ii_predictions_equivariant_to_target_shift_and_scale(sinc, method, shift, scale):
+    X, t, X_new = sinc
+    base = _fit(method, X, t)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # converged, no warning, at any mean and unit
+        moved = _fit(method, X, t * scale + shift)
+    assert moved.converged_ and base.converged_
+    np.testing.assert_array_equal(moved.active_, base.active_)
+    mean0, sd0 = base.predict(X_new, return_std=True)
+    mean1, sd1 = moved.predict(X_new, return_std=True)
+    np.testing.assert_allclose((mean1 - shift) / scale, mean0, rtol=1e-6, atol=1e-6 * sd0.max())
+    np.testing.assert_allclose(sd1 / scale, sd0, rtol=1e-6)
+    # log evidence of the data in their own units: log p(a t + b) = log p(t) - N log a
+    want = base.log_evidence_ - t.size * np.log(scale)
+    assert moved.log_evidence_ == pytest.approx(want, rel=1e-6)
+
+
+def test_map_at_target_mean_1e4_is_the_reference_optimum(sinc):
+    """The issue's case: MAP at sinc + 1e4 ended at J = -34.8 (reference 40.7), sd 0.35."""
+    X, t, _ = sinc
+    ref = _fit("reference", X, t + 1e4)
+    mp = _fit("map", X, t + 1e4)
+    assert mp.converged_
+    assert mp.log_evidence_ == pytest.approx(ref.log_evidence_, rel=1e-6)
+    assert mp.beta_**-0.5 == pytest.approx(ref.beta_**-0.5, rel=1e-4)
+    assert mp.beta_**-0.5 < 0.2  # truth 0.1
+
+
+def test_nuts_predictions_equivariant_within_mcse(sinc):
+    X, t, X_new = sinc
+    kw = dict(gamma=0.5, method="nuts", draws=60, tune=60, chains=2, random_state=3)
+    base = RVR(**kw, sampler_kwargs=NUTS).fit(X, t)
+    moved = RVR(**kw, sampler_kwargs=NUTS).fit(X, t * 1e3 + 1e4)
+    m0 = base.predict(X_new)
+    m1 = (moved.predict(X_new) - 1e4) / 1e3
+    # Monte Carlo standard error of the predictive mean from the draws (ESS >= 10 assumed)
+    w = base.idata_["posterior"]["w"].values.reshape(-1, base.coef_.size)
+    f = base._active_design(X_new) @ w.T
+    mcse = f.std(axis=1) / np.sqrt(10)
+    assert np.all(np.abs(m1 - m0) <= 4 * mcse + 1e-9)
+
+
+# ------------------------------------------------------------ one schema
+
+
+def _three(est_cls, X, y, **kw):
+    fits = {}
+    for method, extra in (
+        ("reference", {}),
+        ("map", {"sampler_kwargs": FAST}),
+        ("nuts", {"sampler_kwargs": NUTS, "tune": 40}),
+    ):
+        fits[method] = est_cls(method=method, random_state=1, draws=40, **kw, **extra).fit(X, y)
+    return fits
+
+
+def _layout(tree):
+    """Groups, and per group the variables with their dims; log_alpha/log_beta wherever."""
+    out = {}
+    for g in sorted(tree.children):
+        ds = tree[g]
+        out[g] = {v: ds[v].dims for v in ds.data_vars if v not in ("log_alpha", "log_beta")}
+    return out
+
+
+@pytest.fixture(scope="module")
+def regression_fits(sinc):
+    X, t, _ = sinc
+    return _three(RVR, X, t, gamma=0.5)
+
+
+@pytest.fixture(scope="module")
+def classification_fits():
+    X, y, _, _ = make_ripley(n_train=50, n_test=10, random_state=0)
+    return _three(RVC, X, np.array(["a", "b"])[y], gamma=2.0)
+
+
+@pytest.mark.parametrize("which", ["regression_fits", "classification_fits"])
+def test_every_method_has_one_layout(which, request):
+    fits = request.getfixturevalue(which)
+    layouts = {m: _layout(f.idata_) for m, f in fits.items()}
+    groups = {m: set(lay) for m, lay in layouts.items()}
+    want = {
+        "posterior",
+        "posterior_predictive",
+        "log_likelihood",
+        "observed_data",
+        "constant_data",
+        "sample_stats",
+    }
+    assert all(g == want for g in groups.values()), groups
+    for group in want - {"sample_stats"}:
+        ref_vars = layouts["reference"][group]
+        for m in ("map", "nuts"):
+            assert layouts[m][group] == ref_vars, (m, group)
+    for m, f in fits.items():
+        tree = f.idata_
+        assert tree["posterior"].sizes["chain"] == 2, m
+        # hyperparameters: draws for NUTS, point values (constant_data) for type-II fits
+        where = "posterior" if m == "nuts" else "constant_data"
+        other = "constant_data" if m == "nuts" else "posterior"
+        assert "log_alpha" in tree[where] and "log_alpha" not in tree[other], m
+        assert tree[where]["log_alpha"].dims[-1] == "basis"
+        if which == "regression_fits":
+            assert "log_beta" in tree[where] and "log_beta" not in tree[other]
+        else:
+            assert list(tree["observed_data"]["class"].values) == ["a", "b"]
+
+
+@pytest.mark.parametrize("which", ["regression_fits", "classification_fits"])
+def test_predictions_rebuilt_from_the_tree(which, request):
+    fits = request.getfixturevalue(which)
+    if which == "classification_fits":
+        X_new = np.linspace(-1, 1, 14).reshape(-1, 2)
+    else:
+        X_new = np.linspace(-10, 10, 14)[:, None]
+    for m, est in fits.items():
+        tree = est.idata_
+        const = tree["constant_data"]
+        Phi = const["Phi"].values
+        w = tree["posterior"]["w"].values.reshape(-1, Phi.shape[1])
+        if which == "regression_fits":
+            # at new inputs: Phi_new @ w + y_offset averaged over the draws is predict()
+            pred = est.sample_predictions(X_new, random_state=0)
+            mu = pred["predictions"]["mu"].values.reshape(-1, X_new.shape[0]).mean(0)
+            tol = 1e-8 if m != "nuts" else 1e-12
+            np.testing.assert_allclose(mu, est.predict(X_new), rtol=tol, atol=tol)
+            # the training fit in the tree is the estimator's
+            Phi_train = est._active_design(_train_X(est, which))
+            np.testing.assert_allclose(Phi, Phi_train, rtol=1e-12, atol=1e-15)
+        else:
+            pred = est.sample_predictions(X_new, random_state=0)
+            assert pred["predictions"]["y_obs"].shape == (2, w.shape[0] // 2, X_new.shape[0])
+            if m == "nuts":  # the average over the draws is predict_proba
+                p = pred["predictions"]["p"].values.reshape(-1, X_new.shape[0]).mean(0)
+                np.testing.assert_allclose(p, est.predict_proba(X_new)[:, 1], rtol=1e-12)
+            assert np.allclose(Phi, est._active_design(_train_X(est, which)))
+
+
+def _train_X(est, which):
+    if which == "regression_fits":
+        return make_sinc(n_train=40, noise_sd=0.1, random_state=0).X_train
+    return tuple(make_ripley(n_train=50, n_test=10, random_state=0))[0]
+
+
+@pytest.mark.parametrize("which", ["regression_fits", "classification_fits"])
+def test_arviz_runs_on_every_fit_without_warning(which, request):
+    import matplotlib.pyplot as plt
+
+    fits = request.getfixturevalue(which)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for est in fits.values():
+            tree = est.idata_
+            summary = az.summary(tree, var_names=["w"])
+            assert np.all(np.isfinite(summary["r_hat"].astype(float)))
+            with warnings.catch_warnings():
+                # a Pareto k above 0.67 is a verdict on influential points, not on the layout
+                warnings.filterwarnings("ignore", message="Estimated shape parameter of Pareto")
+                loo = az.loo(tree, pointwise=True)
+            assert (
+                np.isfinite(loo.elpd) and loo.pareto_k.size == tree["observed_data"].sizes["obs"]
+            )
+            if which == "regression_fits":
+                az.plot_ppc_dist(tree)
+            else:  # ArviZ's own advice for binary outcomes
+                az.plot_ppc_pava(tree)
+            plt.close("all")
+        # the bases every fit keeps (a type-II fit holds only its relevant ones)
+        common = sorted(set.intersection(*(set(f.active_names_) for f in fits.values())))
+        assert common
+        pc = az.plot_forest(
+            {m: f.idata_ for m, f in fits.items()}, var_names=["w"], coords={"basis": common}
+        )
+    # one colour per method: the forest shows all three (it showed NUTS alone before)
+    assert list(pc.aes["color"]["model"].values) == ["reference", "map", "nuts"]
+    plt.close("all")
+
+
+# ------------------------------------------------- MAP started from the reference
+
+
+@pytest.mark.parametrize(
+    ("prior", "solver"), [("evidence", "fast"), ({"a": 1, "b": 1, "c": 1, "d": 1}, "mackay")]
+)
+def test_map_started_from_the_reference_returns_it(sinc, prior, solver):
+    X, t, _ = sinc
+    ref = RVR(gamma=0.5, prior=prior, solver=solver, tol=1e-10, max_iter=20_000).fit(X, t + 3.0)
+    mp = RVR(gamma=0.5, prior=prior, method="map", sampler_kwargs=FAST).fit(X, t + 3.0)
+    assert mp.idata_.attrs["started_from"] == "reference"
+    assert mp.converged_
+    np.testing.assert_array_equal(mp.active_, ref.active_)
+    assert mp.log_evidence_ == pytest.approx(ref.log_evidence_, rel=1e-6)
+    np.testing.assert_allclose(np.log(mp.alpha_), np.log(ref.alpha_), atol=1e-4)
+
+
+# ------------------------------------------------ models without a side registry
+
+
+def test_copied_and_user_built_models_fit(sinc):
+    from rvm_pymc import inference, models
+
+    X, t, _ = sinc
+    Phi = np.column_stack([np.ones(len(t)), np.sin(X[:, 0]), np.cos(X[:, 0]), X[:, 0]])
+    model = models.regression_marginal(Phi, t, prior="evidence")
+    fit = inference.fit_map(model, draws=10, compile_kwargs=FAST["compile_kwargs"])
+    copied = inference.fit_map(model.copy(), draws=10, compile_kwargs=FAST["compile_kwargs"])
+    la = fit["constant_data"]["log_alpha"].values
+    np.testing.assert_allclose(copied["constant_data"]["log_alpha"].values, la, rtol=1e-6)
+    # a user's own model with the package's names: flat priors on the log precisions
+    coords = {"basis": list(range(4)), "obs": np.arange(len(t))}
+    with pm.Model(coords=coords) as user:
+        Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
+        t_d = pm.Data("t", t, dims="obs")
+        PtP = pm.Data("PhiTPhi", Phi.T @ Phi)
+        log_alpha = pm.Flat("log_alpha", dims="basis")
+        log_beta = pm.Flat("log_beta")
+        pm.CustomDist(
+            "t_obs",
+            log_alpha,
+            log_beta,
+            Phi_d,
+            PtP,
+            logp=models.marginal_logp_fast,
+            signature="(m),(),(n,m),(m,m)->(n)",
+            observed=t_d,
+            dims="obs",
+        )
+    assert models.model_spec(user).prior == models.model_spec(model).prior
+    mine = inference.fit_map(user, draws=10, compile_kwargs=FAST["compile_kwargs"])
+    kept = la < 50
+    np.testing.assert_allclose(
+        mine["constant_data"]["log_alpha"].values[kept], la[kept], atol=1e-5
+    )
+    assert mine.attrs["log_evidence"] == pytest.approx(fit.attrs["log_evidence"], rel=1e-8)
+    # the copy samples with the collapsed sampler as well
+    tree = inference.sample_collapsed(
+        model.copy(), draws=15, tune=15, chains=1, random_seed=0, **NUTS
+    )
+    assert tree["posterior"]["w"].shape == (1, 15, 4)
+
+
+def test_estimator_exposes_its_model(sinc):
+    X, t, _ = sinc
+    est = _fit("map", X, t)
+    assert isinstance(est.model_, pm.Model)
+    assert {"log_alpha", "log_beta"} <= {v.name for v in est.model_.free_RVs}
+    assert _fit("reference", X, t).model_ is None
