@@ -104,7 +104,7 @@ t0 = time.perf_counter()
 fit = inference.fit_map(models.regression_marginal(Ps, ts, prior="weakly_informative"),
                         random_seed=0)
 print(f"type-II MAP in PyMC: {time.perf_counter() - t0:.1f} s")
-alpha_map = fit.posterior["alpha"].values[0, 0]
+alpha_map = np.exp(fit.constant_data["log_alpha"].values)
 print(f"objective J: reference MacKay {mackay.log_evidence:.6f}, "
       f"PyMC {fit.attrs['log_evidence']:.6f}")
 dla = np.log(alpha_map) - np.log(mackay.alpha_full())
@@ -141,7 +141,7 @@ preds = {
     "type-II MAP (proper)": unscale(*mackay.predict(Ps_test, return_std=True)),
 }
 w = post.posterior["w"].values.reshape(-1, M)
-beta = post.posterior["beta"].values.ravel()
+beta = np.exp(post.posterior["log_beta"].values.ravel())
 f_draws = w @ Ps_test.T
 preds["NUTS (proper)"] = unscale(f_draws.mean(0), np.sqrt(f_draws.var(0) + np.mean(1 / beta)))
 for name, (mean, sd) in preds.items():
