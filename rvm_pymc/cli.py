@@ -2,21 +2,254 @@
 
 ``rvm-pymc demo`` fits noisy sinc with the closed-form reference solver,
 prints a short table and writes a PNG of the fit.
+
+Errors are one line on standard error, ``rvm-pymc: error: ...``, and the exit
+status says what went wrong:
+
+=====  ==================================================================
+0      success (also ``--help`` and ``--version``)
+1      the run failed: the fit raised or gave non-finite numbers, or the
+       figure could not be written
+2      bad usage: an unknown option, a value out of range, an output path
+       that cannot be written, a problem too large for the memory, or no
+       command at all (then the help is printed to standard error)
+130    interrupted (Ctrl-C)
+=====  ==================================================================
+
+Every argument is checked before the fit starts.  ``--debug`` adds the
+Python traceback of a failed run.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
+import os
+import secrets
 import sys
 import time
-from collections.abc import Sequence
+import traceback
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from typing import NoReturn
 
 import numpy as np
 
-__all__ = ["main"]
+__all__ = [
+    "GAMMA_RANGE",
+    "MAX_NOISE_SD",
+    "MAX_SEED",
+    "MEMORY_FRACTION",
+    "MIN_N_TRAIN",
+    "build_parser",
+    "check_demo_arguments",
+    "main",
+]
+
+PROG = "rvm-pymc"
+MIN_N_TRAIN = 10
+"""Fewest training points of the demo: below about 6 the fast solver can fail
+outright (a singular Cholesky factor at 2-5 points), and 10 points are the
+least that pin down an RBF width and a noise level on sinc."""
+MAX_NOISE_SD = 1e6
+"""Largest noise sd of the demo (its signal has amplitude 1); beyond about
+1e10 the targets' squares leave the range the solver represents."""
+GAMMA_RANGE = (1e-6, 1e6)
+"""RBF widths the demo accepts: its inputs lie in [-10, 10], so below 1e-6 the
+kernel matrix is constant to 4e-4 and above 1e6 it is the identity matrix for
+any two points more than 0.003 apart; neither says anything about a width."""
+MAX_SEED = 2**32 - 1
+MEMORY_FRACTION = 0.25
+"""Share of the available memory that the demo's N x N kernel matrix (8 N^2
+bytes) may take; the fit holds a few more arrays of that size."""
 
 
-def _demo(args: argparse.Namespace) -> int:
+class UsageError(Exception):
+    """A command line that cannot be run: exit status 2."""
+
+
+class RunError(Exception):
+    """A run that failed after the arguments were accepted: exit status 1."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are exceptions, so that main prints one line."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+# ------------------------------------------------------------ argument types
+
+
+def _number(
+    text: str,
+    *,
+    integer: bool,
+    low: float,
+    high: float = math.inf,
+    low_open: bool = False,
+    why: str = "",
+) -> float | int:
+    """``text`` as a finite number in ``[low, high]`` (``(low, high]`` if ``low_open``).
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        With a message that argparse prints after the option's name.
+    """
+    shown = text if len(text) <= 40 else text[:37] + "..."
+    try:
+        value: float | int = int(text) if integer else float(text)
+    except ValueError:  # also an int of more than 4300 digits
+        kind = "a whole number" if integer else "a number"
+        raise argparse.ArgumentTypeError(f"expected {kind}, got {shown!r}") from None
+    if not integer and not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {shown!r}")
+    below = value <= low if low_open else value < low
+    if below or value > high:
+        if math.isinf(high):
+            bound = f"{'>' if low_open else '>='} {low:g}"
+        else:
+            bound = f"in {'(' if low_open else '['}{low:g}, {high:.15g}]"
+        raise argparse.ArgumentTypeError(f"must be {bound}{why}; got {shown}")
+    return value
+
+
+def _n_train(text: str) -> int:
+    why = " (fewer points cannot be fitted reliably)"
+    return int(_number(text, integer=True, low=MIN_N_TRAIN, why=why))
+
+
+def _seed(text: str) -> int:
+    return int(_number(text, integer=True, low=0, high=MAX_SEED))
+
+
+def _noise_sd(text: str) -> float:
+    why = " (the signal has amplitude 1)"
+    return float(_number(text, integer=False, low=0.0, high=MAX_NOISE_SD, low_open=True, why=why))
+
+
+def _gamma(text: str) -> float:
+    low, high = GAMMA_RANGE
+    why = " (outside it the RBF kernel on inputs in [-10, 10] is flat or diagonal)"
+    return float(_number(text, integer=False, low=low, high=high, why=why))
+
+
+# ------------------------------------------------------------ checks before the fit
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process may still use, or None if unknown.
+
+    The smaller of ``MemAvailable`` in ``/proc/meminfo`` (else the free physical
+    pages) and the room left under a cgroup v2 memory limit.
+    """
+    found: list[int] = []
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+                    break
+    if not found:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            found.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    with contextlib.suppress(OSError, ValueError):
+        with open("/sys/fs/cgroup/memory.max") as fh:
+            limit = fh.read().strip()
+        if limit != "max":
+            with open("/sys/fs/cgroup/memory.current") as fh:
+                found.append(max(int(limit) - int(fh.read().strip()), 0))
+    return min(found) if found else None
+
+
+def _gib(n_bytes: float) -> str:
+    return f"{n_bytes / 2**30:.1f} GiB"
+
+
+def _check_memory(n_train: int) -> None:
+    available = available_memory()
+    if available is None:
+        return
+    need = 8 * n_train * n_train
+    allowed = MEMORY_FRACTION * available
+    if need > allowed:
+        largest = math.isqrt(int(allowed // 8))
+        raise UsageError(
+            f"argument --n-train: {n_train} points need a {n_train} x {n_train} kernel matrix "
+            f"of {_gib(need)}, more than {MEMORY_FRACTION:.0%} of the available memory "
+            f"({_gib(available)}); use --n-train {largest} or fewer"
+        )
+
+
+def _image_formats() -> dict[str, str]:
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return FigureCanvasBase.get_supported_filetypes()
+
+
+def _check_output(output: str) -> None:
+    """Refuse an output path the figure cannot be written to, before any fitting."""
+    if output == "none":
+        return
+    suffix = os.path.splitext(output)[1].lower().lstrip(".")
+    formats = _image_formats()
+    if suffix not in formats:
+        raise UsageError(
+            f"argument --output: {output!r} must end in an image type matplotlib writes "
+            f"({', '.join('.' + f for f in sorted(formats))}), or be 'none'"
+        )
+    target = os.path.realpath(output)
+    directory = os.path.dirname(target)
+    if os.path.isdir(target):
+        raise UsageError(f"argument --output: {output} is a directory")
+    if not os.path.isdir(directory):
+        raise UsageError(f"argument --output: the directory {directory} does not exist")
+    try:  # the truthful test (also as root, also on a read-only file system): make a file
+        probe = _new_file(directory, os.path.basename(target))
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise UsageError(f"argument --output: cannot write to {directory}: {reason}") from None
+    os.unlink(probe)
+    if os.path.exists(target) and not os.access(target, os.W_OK):
+        raise UsageError(f"argument --output: {output} exists and is not writable")
+
+
+def check_demo_arguments(args: argparse.Namespace) -> None:
+    """Checks of ``rvm-pymc demo`` that need more than one value at a time.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed arguments (each value is already range-checked).
+
+    Raises
+    ------
+    UsageError
+        If the kernel matrix would not fit in memory or the output cannot be
+        written.
+    """
+    _check_memory(args.n_train)
+    _check_output(args.output)
+
+
+# ------------------------------------------------------------------ the demo
+
+
+def _new_file(directory: str, base: str) -> str:
+    """Create a new empty hidden file beside ``base`` in ``directory``; return its path."""
+    while True:
+        path = os.path.join(directory, f".{base}.{secrets.token_hex(6)}.tmp")
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        return path
+
+
+def _fit_demo(args: argparse.Namespace):
     from rvm_pymc.datasets import make_sinc
     from rvm_pymc.kernels import RBF, KernelBasis
     from rvm_pymc.reference import fit_regression
@@ -34,17 +267,62 @@ def _demo(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - t0
     gamma, basis, res = best
     mean, std = res.predict(basis.transform(data.X_test), return_std=True)
+    finite = np.isfinite(res.log_evidence) and np.isfinite(mean).all() and np.isfinite(std).all()
+    if not finite:
+        raise RunError("the fit failed: the solver returned non-finite numbers")
+    return data, gamma, res, mean, std, elapsed
+
+
+def _write_figure(args, data, res, mean, std, rmse, rv_points) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rvm_pymc.plotting import plot_regression_1d
+
+    ax = plot_regression_1d(
+        data.X_train[:, 0], data.t_train, data.X_test[:, 0], mean, std, rv_points,
+        truth=data.t_test,
+        title=f"RVM regression on sinc: RMSE {rmse:.3f}, {res.n_relevance} RVs",
+    )  # fmt: skip
+    ax.figure.tight_layout()
+    target = os.path.realpath(args.output)
+    fmt = os.path.splitext(target)[1].lower().lstrip(".")
+    tmp = None
+    try:  # atomic: a failed write leaves an existing file as it was
+        tmp = _new_file(os.path.dirname(target), os.path.basename(target))
+        ax.figure.savefig(tmp, dpi=110, format=fmt)
+        os.replace(tmp, target)
+    except OSError as exc:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise RunError(f"cannot write --output {args.output}: {exc.strerror or exc}") from exc
+    finally:
+        plt.close(ax.figure)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    try:
+        data, gamma, res, mean, std, elapsed = _fit_demo(args)
+    except (RunError, KeyboardInterrupt):
+        raise
+    except MemoryError as exc:
+        raise RunError(f"the fit failed: out of memory ({exc})") from exc
+    except Exception as exc:
+        raise RunError(f"the fit failed: {type(exc).__name__}: {exc}") from exc
     rmse = float(np.sqrt(np.mean((mean - data.t_test) ** 2)))
     # training points that are relevance vectors (column 0 is the bias)
     rv_points = res.active[res.active > 0] - 1
     rows = [
-        ("data", f"sinc, {args.n_train} points, Gaussian noise sd {args.noise_sd}"),
+        ("data", f"sinc, {args.n_train} points, Gaussian noise sd {args.noise_sd:g}"),
         ("solver", f"reference, method={args.method!r}"),
-        ("RBF gamma (max evidence)", f"{gamma:g} of {list(args.gammas)}"),
+        ("RBF gamma (max evidence)", f"{gamma:g} of {', '.join(f'{g:g}' for g in args.gammas)}"),
         ("log evidence", f"{res.log_evidence:.3f}"),
         ("test RMSE (1000 noise-free)", f"{rmse:.4f}"),
         ("relevance vectors", f"{res.n_relevance} (bias {'in' if 0 in res.active else 'out'})"),
-        ("noise sd estimate", f"{res.beta ** -0.5:.4f} (true {args.noise_sd})"),
+        ("noise sd estimate", f"{res.beta**-0.5:.4g} (true {args.noise_sd:g})"),
         ("iterations / converged", f"{res.n_iter} / {res.converged}"),
         ("fit time (all widths)", f"{elapsed * 1e3:.1f} ms"),
     ]
@@ -53,58 +331,135 @@ def _demo(args: argparse.Namespace) -> int:
     for k, v in rows:
         print(f"  {k:<{width}}  {v}")
     if args.output != "none":
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        from rvm_pymc.plotting import plot_regression_1d
-
-        ax = plot_regression_1d(
-            data.X_train[:, 0], data.t_train, data.X_test[:, 0], mean, std, rv_points,
-            truth=data.t_test,
-            title=f"RVM regression on sinc: RMSE {rmse:.3f}, {res.n_relevance} RVs",
-        )
-        ax.figure.tight_layout()
-        ax.figure.savefig(args.output, dpi=110)
-        plt.close(ax.figure)
+        _write_figure(args, data, res, mean, std, rmse, rv_points)
         print(f"  wrote {args.output}")
     return 0
 
 
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not np.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0; got {text}")
-    return value
+# ------------------------------------------------------------------ parser, main
+
+
+def _version() -> str:
+    from rvm_pymc import __version__
+
+    return __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``rvm-pymc``."""
-    parser = argparse.ArgumentParser(
-        prog="rvm-pymc", description="Relevance Vector Machines with PyMC."
+    """The argument parser of ``rvm-pymc``; its errors raise :class:`UsageError`."""
+    parser = _Parser(prog=PROG, description="Relevance Vector Machines with PyMC.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the Python traceback of a failed run"
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="fit noisy sinc with the reference solver")
-    demo.add_argument("--n-train", type=int, default=100, help="training points (default 100)")
-    demo.add_argument("--noise-sd", type=_positive_float, default=0.1, help="noise sd (0.1)")
-    demo.add_argument("--seed", type=int, default=0, help="random seed (0)")
-    demo.add_argument("--method", choices=["fast", "mackay", "em"], default="fast")
-    demo.add_argument("--gammas", type=_positive_float, nargs="+",
-                      default=[0.05, 0.1, 0.2, 0.5, 1.0], help="RBF widths to choose from")
-    demo.add_argument("--output", default="rvm_demo.png",
-                      help="PNG to write, or 'none' (default rvm_demo.png)")
-    demo.set_defaults(func=_demo)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    demo = sub.add_parser(
+        "demo",
+        help="fit noisy sinc with the reference solver",
+        description="Fit noisy sinc with the closed-form reference solver, choosing the RBF "
+        "width by the evidence; print a table and write a figure.",
+    )
+    demo.add_argument(
+        "--n-train", type=_n_train, default=100,
+        help=f"training points, at least {MIN_N_TRAIN}; the N x N kernel matrix must fit in "
+        f"{MEMORY_FRACTION * 100:.0f}%% of the available memory (default 100)",
+    )  # fmt: skip
+    demo.add_argument(
+        "--noise-sd", type=_noise_sd, default=0.1,
+        help=f"sd of the Gaussian noise, in (0, {MAX_NOISE_SD:g}] (default 0.1)",
+    )  # fmt: skip
+    demo.add_argument(
+        "--seed", type=_seed, default=0, help=f"random seed in [0, {MAX_SEED}] (default 0)"
+    )
+    demo.add_argument("--method", choices=["fast", "mackay", "em"], default="fast",
+                      help="reference solver (default fast)")  # fmt: skip
+    demo.add_argument(
+        "--gammas", type=_gamma, nargs="+", default=[0.05, 0.1, 0.2, 0.5, 1.0],
+        metavar="GAMMA",
+        help=f"RBF widths to choose from, each in [{GAMMA_RANGE[0]:g}, {GAMMA_RANGE[1]:g}] "
+        "(default 0.05 0.1 0.2 0.5 1)",
+    )  # fmt: skip
+    demo.add_argument(
+        "--output", default="rvm_demo.png",
+        help="figure to write (.png, .pdf, .svg, ...), or 'none' (default rvm_demo.png)",
+    )  # fmt: skip
+    demo.add_argument(  # also after the command; SUPPRESS keeps a --debug given before it
+        "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
+    demo.set_defaults(func=_demo, check=check_demo_arguments)
     return parser
 
 
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _error(message: str) -> None:
+    print(f"{PROG}: error: {_one_line(message)}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _one_line_warnings(debug: bool) -> Iterator[None]:
+    """Warnings as ``rvm-pymc: warning: ...`` lines (the full form under --debug)."""
+    if debug:
+        yield
+        return
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        print(f"{PROG}: warning: {_one_line(message)}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``rvm-pymc`` command."""
-    args = build_parser().parse_args(argv)
-    if getattr(args, "n_train", 2) < 2:
-        print("rvm-pymc: error: --n-train must be at least 2", file=sys.stderr)
+    """Entry point of the ``rvm-pymc`` command.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after the program name; default ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status: 0 success, 1 failed run, 2 bad usage, 130 interrupted
+        (see the module docstring).  Errors are printed as one line to standard
+        error; nothing is raised (``SystemExit`` of ``--help``/``--version``
+        included).
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        _error(str(exc))
         return 2
-    return args.func(args)
+    except SystemExit as exc:  # --help and --version print and exit 0
+        return exc.code if isinstance(exc.code, int) else 0
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    debug = bool(args.debug)
+    check: Callable[[argparse.Namespace], None] = args.check
+    try:
+        check(args)
+    except UsageError as exc:
+        _error(str(exc))
+        return 2
+    try:
+        with _one_line_warnings(debug):
+            return args.func(args)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if debug:
+            traceback.print_exc()
+        message = str(exc) if isinstance(exc, RunError) else f"{type(exc).__name__}: {exc}"
+        hint = "" if debug else " (rerun with --debug for the traceback)"
+        _error(message + hint)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

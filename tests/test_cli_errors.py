@@ -1,0 +1,266 @@
+"""``rvm-pymc`` under bad input: one line on stderr, the right exit status, no traceback.
+
+Run in-process (``main([...])`` with capsys).  Bad usage is refused before any
+fitting: the table's exit-2 cases replace the fit by a function that fails the
+test if it is called.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import rvm_pymc
+import rvm_pymc.reference
+from rvm_pymc import cli
+
+PRIVATE_NAME = re.compile(r"(?<![\w\-./])_[A-Za-z]\w*")  # _positive_float, _demo, ...
+
+
+def _one_error_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("rvm-pymc: error: "), err
+    assert "Traceback" not in err
+    assert not PRIVATE_NAME.search(lines[0]), lines[0]
+    return lines[0]
+
+
+@pytest.fixture
+def no_fit(monkeypatch):
+    """Fail the test if the fit starts: bad usage must be refused before it."""
+
+    def refuse(args):
+        raise AssertionError("the fit started although the arguments are bad")
+
+    monkeypatch.setattr(cli, "_fit_demo", refuse)
+
+
+def _memory(n_bytes):
+    def patch(monkeypatch, tmp_path):
+        monkeypatch.setattr(cli, "available_memory", lambda: n_bytes)
+
+    return patch
+
+
+def _mkdir(name):
+    def patch(monkeypatch, tmp_path):
+        (tmp_path / name).mkdir()
+
+    return patch
+
+
+def _read_only_directory(monkeypatch, tmp_path):
+    def denied(directory, base):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(cli, "_new_file", denied)
+
+
+USAGE_ERRORS = [
+    # (argv, with {tmp} for tmp_path), setup(monkeypatch, tmp_path) or None, phrase
+    pytest.param(["frob"], None, "invalid choice: 'frob'", id="unknown-command"),
+    pytest.param(["demo", "--bogus"], None, "unrecognized arguments: --bogus",
+                 id="unknown-option"),
+    pytest.param(["demo", "--n-train", "3"], None, "--n-train: must be >= 10", id="n-train-3"),
+    pytest.param(["demo", "--n-train", "1"], None, "--n-train: must be >= 10", id="n-train-1"),
+    pytest.param(["demo", "--n-train", "-5"], None, "--n-train: must be >= 10", id="n-train-neg"),
+    pytest.param(["demo", "--n-train", "1e3"], None, "--n-train: expected a whole number",
+                 id="n-train-float"),
+    pytest.param(["demo", "--n-train", "9" * 5000], None, "--n-train: expected a whole number",
+                 id="n-train-5000-digits"),
+    pytest.param(["demo", "--n-train", "100000"], None, "kernel matrix of 74.5 GiB",
+                 id="n-train-100000"),
+    pytest.param(["demo", "--n-train", "2001"], _memory(4 * 8 * 2000**2),
+                 "use --n-train 2000 or fewer", id="n-train-over-memory"),
+    pytest.param(["demo", "--noise-sd", "1e300"], None, "--noise-sd: must be in (0, 1000000]",
+                 id="noise-sd-1e300"),
+    pytest.param(["demo", "--noise-sd", "1e400"], None, "--noise-sd: must be a finite number",
+                 id="noise-sd-overflow-inf"),
+    pytest.param(["demo", "--noise-sd", "nan"], None, "--noise-sd: must be a finite number",
+                 id="noise-sd-nan"),
+    pytest.param(["demo", "--noise-sd", "-1"], None, "--noise-sd: must be in (0,",
+                 id="noise-sd-negative"),
+    pytest.param(["demo", "--noise-sd", "0"], None, "--noise-sd: must be in (0,",
+                 id="noise-sd-zero"),
+    pytest.param(["demo", "--noise-sd", "abc"], None, "--noise-sd: expected a number, got 'abc'",
+                 id="noise-sd-text"),
+    pytest.param(["demo", "--seed", "-1"], None, "--seed: must be in [0, 4294967295]",
+                 id="seed-negative"),
+    pytest.param(["demo", "--seed", "1.5"], None, "--seed: expected a whole number",
+                 id="seed-float"),
+    pytest.param(["demo", "--gammas", "0.5", "0"], None, "--gammas: must be in [1e-06,",
+                 id="gamma-zero"),
+    pytest.param(["demo", "--gammas", "1e300"], None, "--gammas: must be in [1e-06, 1000000]",
+                 id="gamma-1e300"),
+    pytest.param(["demo", "--gammas", "inf"], None, "--gammas: must be a finite number",
+                 id="gamma-inf"),
+    pytest.param(["demo", "--gammas"], None, "--gammas: expected at least one argument",
+                 id="gamma-none"),
+    pytest.param(["demo", "--method", "newton"], None, "invalid choice: 'newton'",
+                 id="unknown-method"),
+    pytest.param(["demo", "--output", "{tmp}/missing/fig.png"], None, "does not exist",
+                 id="output-missing-directory"),
+    pytest.param(["demo", "--output", "{tmp}/d.png"], _mkdir("d.png"), "is a directory",
+                 id="output-is-directory"),
+    pytest.param(["demo", "--output", "{tmp}/fig.xyz"], None, "must end in an image type",
+                 id="output-unknown-type"),
+    pytest.param(["demo", "--output", "{tmp}/fig"], None, "must end in an image type",
+                 id="output-no-suffix"),
+    pytest.param(["demo", "--output", "{tmp}/fig.png"], _read_only_directory,
+                 "cannot write to", id="output-unwritable-directory"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("argv", "setup", "phrase"), USAGE_ERRORS)
+def test_usage_errors(capsys, monkeypatch, tmp_path, no_fit, argv, setup, phrase):
+    if setup is not None:
+        setup(monkeypatch, tmp_path)
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert cli.main(argv) == 2
+    captured = capsys.readouterr()
+    line = _one_error_line(captured.err)
+    assert phrase in line
+    assert captured.out == ""
+    assert [p.name for p in tmp_path.iterdir() if p.is_file()] == []  # no probe left behind
+
+
+# --------------------------------------------------------------- failed runs
+
+
+def _raising(exc):
+    def fit(*args, **kwargs):
+        raise exc
+
+    return fit
+
+
+def _non_finite(real):
+    def fit(*args, **kwargs):
+        res = real(*args, **kwargs)
+        res.log_evidence = float("nan")
+        return res
+
+    return fit
+
+
+RUN_ERRORS = [
+    # (replacement of rvm_pymc.reference.fit_regression, exit status, phrase)
+    pytest.param(_raising(np.linalg.LinAlgError("Matrix is not positive definite")), 1,
+                 "the fit failed: LinAlgError: Matrix is not positive definite", id="linalg"),
+    pytest.param(_raising(MemoryError("Unable to allocate 74.5 GiB")), 1,
+                 "the fit failed: out of memory", id="memory"),
+    pytest.param(_raising(ValueError("t spans 4e300,\nrescale t")), 1,
+                 "the fit failed: ValueError: t spans 4e300, rescale t", id="multiline-message"),
+    pytest.param(_non_finite(rvm_pymc.reference.fit_regression), 1,
+                 "the solver returned non-finite numbers", id="non-finite"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("fit", "status", "phrase"), RUN_ERRORS)
+def test_failed_fit(capsys, monkeypatch, fit, status, phrase):
+    monkeypatch.setattr(rvm_pymc.reference, "fit_regression", fit)
+    argv = ["demo", "--n-train", "20", "--gammas", "0.5", "--output", "none"]
+    assert cli.main(argv) == status
+    line = _one_error_line(capsys.readouterr().err)
+    assert phrase in line
+    assert line.endswith("(rerun with --debug for the traceback)")
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_debug_shows_the_traceback(capsys, monkeypatch, where):
+    monkeypatch.setattr(
+        rvm_pymc.reference, "fit_regression", _raising(np.linalg.LinAlgError("singular"))
+    )
+    argv = ["demo", "--n-train", "20", "--gammas", "0.5", "--output", "none"]
+    argv = ["--debug", *argv] if where == "before" else [*argv, "--debug"]
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err
+    assert "numpy.linalg.LinAlgError: singular" in err
+    assert err.strip().splitlines()[-1] == (
+        "rvm-pymc: error: the fit failed: LinAlgError: singular"
+    )
+
+
+def test_interrupted_fit(capsys, monkeypatch):
+    monkeypatch.setattr(rvm_pymc.reference, "fit_regression", _raising(KeyboardInterrupt()))
+    assert cli.main(["demo", "--n-train", "20", "--output", "none"]) == 130
+    assert capsys.readouterr().err.strip() == "rvm-pymc: interrupted"
+
+
+def test_failed_figure_write_keeps_old_file(capsys, monkeypatch, tmp_path):
+    out = tmp_path / "fig.png"
+    out.write_bytes(b"previous figure")
+
+    def no_space(src, dst):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", no_space)
+    assert cli.main(["demo", "--n-train", "20", "--gammas", "0.5", "--output", str(out)]) == 1
+    monkeypatch.undo()
+    captured = capsys.readouterr()
+    line = _one_error_line(captured.err)
+    assert f"cannot write --output {out}: No space left on device" in line
+    assert "test RMSE" in captured.out  # the fit ran and was reported
+    assert out.read_bytes() == b"previous figure"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fig.png"]
+
+
+def test_warnings_are_one_line(capsys, monkeypatch):
+    real = rvm_pymc.reference.fit_regression
+
+    def fit(*args, **kwargs):
+        warnings.warn("did not converge;\n  increase max_iter", RuntimeWarning, stacklevel=2)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(rvm_pymc.reference, "fit_regression", fit)
+    assert cli.main(["demo", "--n-train", "20", "--gammas", "0.5", "--output", "none"]) == 0
+    err = capsys.readouterr().err
+    assert err == "rvm-pymc: warning: did not converge; increase max_iter\n"
+
+
+# ------------------------------------------------------- help, version, bare
+
+
+def test_bare_command_prints_help_and_exits_2(capsys):
+    assert cli.main([]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("usage: rvm-pymc")
+    assert "demo" in captured.err
+
+
+def test_version(capsys):
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"rvm-pymc {rvm_pymc.__version__}"
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["demo", "--help"]])
+def test_help_exits_0(capsys, argv):
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: rvm-pymc")
+    assert "--debug" in out if argv == ["--help"] else "--n-train" in out
+
+
+def test_module_entry_point_exit_status(tmp_path):
+    """``python -m rvm_pymc``: the status and the one line reach the shell."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "rvm_pymc", "demo", "--noise-sd", "1e300"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    line = _one_error_line(proc.stderr)
+    assert "--noise-sd: must be in (0, 1000000]" in line
