@@ -1,3 +1,5 @@
+"""``python -m rvm_pymc``: the ``rvm-pymc`` command line (see :mod:`rvm_pymc.cli`)."""
+
 import sys
 
 from rvm_pymc.cli import main

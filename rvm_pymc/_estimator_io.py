@@ -51,7 +51,7 @@ import xarray as xr
 from sklearn.utils.validation import check_is_fitted
 
 from rvm_pymc import kernels as _k
-from rvm_pymc.kernels import Basis, PrecomputedBasis
+from rvm_pymc.basis import Basis, PrecomputedBasis
 from rvm_pymc.priors import HyperPrior
 
 __all__ = [

@@ -250,8 +250,9 @@ def _new_file(directory: str, base: str) -> str:
 
 
 def _fit_demo(args: argparse.Namespace):
+    from rvm_pymc.basis import KernelBasis
     from rvm_pymc.datasets import make_sinc
-    from rvm_pymc.kernels import RBF, KernelBasis
+    from rvm_pymc.kernels import RBF
     from rvm_pymc.reference import fit_regression
 
     data = make_sinc(n_train=args.n_train, noise_sd=args.noise_sd, random_state=args.seed)

@@ -274,6 +274,14 @@ def test_load_failures(files, tmp_path, maker, loader, exc, phrase):
     assert str(path) in str(info.value)
 
 
+def test_netcdf4_file_without_h5py_names_what_to_install(files, monkeypatch):
+    monkeypatch.setitem(sys.modules, "h5py", None)
+    monkeypatch.setitem(sys.modules, "netCDF4", None)
+    with pytest.raises(ValueError, match=r"needs h5netcdf and h5py.*rvm-pymc\[io\]") as info:
+        RVR.load(files["h5netcdf"])
+    assert str(files["h5netcdf"]) in str(info.value)
+
+
 def test_flipped_weight_byte_fails_checksum(files, fitted, tmp_path):
     maker = _flipped("scipy", _first_weight_byte(fitted.coef_))
     path = maker(files, tmp_path)
@@ -381,6 +389,13 @@ def _blocked_h5py(monkeypatch):
     monkeypatch.setitem(sys.modules, "h5py", None)
 
 
+def _read_only_directory(monkeypatch):
+    def denied(directory, base):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(io, "_temporary_file", denied)
+
+
 SAVE_FAILURES = [
     # (path relative to tmp_path, engine, setup, exception, phrase)
     pytest.param("missing/model.nc", None, None, FileNotFoundError, "does not exist",
@@ -391,6 +406,8 @@ SAVE_FAILURES = [
                  id="unknown-engine"),
     pytest.param("model.nc", "h5netcdf", _blocked_h5py, ImportError, "needs the modules",
                  id="engine-without-h5py"),
+    pytest.param("model.nc", "scipy", _read_only_directory, PermissionError,
+                 "Permission denied", id="unwritable-directory"),
 ]  # fmt: skip
 
 
