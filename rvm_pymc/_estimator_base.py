@@ -16,7 +16,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from rvm_pymc.kernels import Basis, Kernel, PrecomputedBasis, make_kernel
+from rvm_pymc.basis import Basis, KernelBasis, PrecomputedBasis
+from rvm_pymc.kernels import Kernel, make_kernel
 from rvm_pymc.priors import resolve_prior
 
 __all__ = ["INITS", "METHODS", "SOLVERS"]
@@ -174,8 +175,6 @@ class _BaseRVM(BaseEstimator):
             return copy.deepcopy(k)
         if isinstance(k, str) and k == "precomputed":
             return PrecomputedBasis(bias=bool(self.bias))
-        from rvm_pymc.kernels import KernelBasis
-
         if isinstance(k, str):
             name = k.lower()
             params: dict[str, Any] = {}
@@ -488,7 +487,7 @@ class _BaseRVM(BaseEstimator):
         """
         from rvm_pymc._estimator_io import load_estimator
 
-        return load_estimator(path, expected=cls)
+        return load_estimator(path, {cls.__name__: cls}, expected=cls)
 
 
 def _column_scale(Phi: np.ndarray) -> np.ndarray:

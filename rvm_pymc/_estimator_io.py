@@ -22,12 +22,9 @@ netCDF-4 groups (``xarray.open_datatree(path)`` reads them).  Otherwise the
 tree is flattened into one netCDF-3 file written by SciPy: variable ``v`` of
 group ``g`` becomes ``g__v`` with dimensions ``g__dim``, group and variable
 attributes are kept as JSON attributes.  :func:`load_estimator` reads both (it
-tells them by the file's magic bytes).
-
-Writing is atomic: the file is written to a temporary file in the target's
-directory, flushed to disk and renamed over the target, so a save that fails
-midway (disk full, an interrupted process) leaves a previous file at ``path``
-as it was and no temporary file behind.
+tells them by the file's magic bytes).  Both, and the atomic write (a save that
+fails midway leaves a previous file at ``path`` as it was), are
+:mod:`rvm_pymc._files`.
 
 Format version 2 (this one) added the attributes to the checksum; files of
 version 1 are refused with a message saying so.
@@ -35,15 +32,10 @@ version 1 are refused with a message saying so.
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import hashlib
-import importlib
 import json
 import os
-import secrets
-import stat
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -51,6 +43,18 @@ import xarray as xr
 from sklearn.utils.validation import check_is_fitted
 
 from rvm_pymc import kernels as _k
+from rvm_pymc._files import (
+    ENGINE_MODULES,
+    ENGINES,
+    INSTALL_HINT,
+    atomic_write,
+    damaged_if_failing,
+    engine_available,
+    jsonable_attrs,
+    netcdf_engine,
+    read_tree,
+    write_tree,
+)
 from rvm_pymc.basis import Basis, PrecomputedBasis
 from rvm_pymc.priors import HyperPrior
 
@@ -67,7 +71,6 @@ __all__ = [
 FORMAT = "rvm_pymc.estimator"
 FORMAT_VERSION = 2
 STATE = "rvm_estimator"
-_SEP = "__"
 _KERNEL_TYPES = {
     c.__name__: c
     for c in (
@@ -103,50 +106,6 @@ _SCALARS = (
     "bias_active_",
     "n_features_in_",
 )
-
-ENGINES = ("h5netcdf", "netcdf4", "scipy")
-# What each engine needs importable to write *and* read a file.  h5netcdf >= 1.8
-# no longer installs h5py (its backends are optional), so h5netcdf alone is not
-# enough; the "io" and "test" extras of rvm-pymc install both.
-_ENGINE_MODULES = {
-    "h5netcdf": ("h5netcdf", "h5py"),
-    "netcdf4": ("netCDF4",),
-    "scipy": ("scipy.io",),
-}
-_INSTALL_HINT = "install them with `pip install 'rvm-pymc[io]'` or use engine='scipy'"
-
-
-def engine_available(engine: str) -> bool:
-    """Whether ``engine`` can be used here: every module it needs imports.
-
-    Parameters
-    ----------
-    engine : {"h5netcdf", "netcdf4", "scipy"}
-
-    Returns
-    -------
-    bool
-        False if a module is missing or fails to import (a broken binary).
-    """
-    for module in _ENGINE_MODULES[engine]:
-        try:
-            importlib.import_module(module)
-        except Exception:  # ImportError, or OSError/AttributeError of a broken install
-            return False
-    return True
-
-
-def netcdf_engine() -> str:
-    """Default engine of :func:`save_estimator`: ``"h5netcdf"``, ``"netcdf4"`` or ``"scipy"``.
-
-    The first of ``h5netcdf`` (needs the ``h5netcdf`` and ``h5py`` modules) and
-    ``netcdf4`` (``netCDF4``) that imports, else ``"scipy"`` (always there).
-    """
-    for engine in ("h5netcdf", "netcdf4"):
-        if engine_available(engine):
-            return engine
-    return "scipy"
-
 
 # ------------------------------------------------------------------ parameters
 
@@ -305,21 +264,6 @@ def _state(est) -> tuple[xr.Dataset, dict[str, Any]]:
     return xr.Dataset(data), fitted
 
 
-def _jsonable_attrs(attrs: Mapping) -> dict[str, Any]:
-    out = {}
-    for k, v in attrs.items():
-        if isinstance(v, bool | np.bool_):
-            v = int(v)
-        elif isinstance(v, np.generic):
-            v = v.item()
-        elif isinstance(v, np.ndarray):
-            v = v.tolist()
-        if not isinstance(v, str | int | float | list):
-            v = str(v)
-        out[str(k)] = v
-    return out
-
-
 def save_estimator(est, path, engine: str | None = None) -> None:
     """Write a fitted RVR/RVC to ``path`` atomically (the layout is in the module docstring).
 
@@ -355,8 +299,8 @@ def save_estimator(est, path, engine: str | None = None) -> None:
         raise ValueError(f"engine must be one of {ENGINES} or None; got {engine!r}")
     elif not engine_available(engine):
         raise ImportError(
-            f"engine={engine!r} needs the modules {' and '.join(_ENGINE_MODULES[engine])}; "
-            + _INSTALL_HINT
+            f"engine={engine!r} needs the modules {' and '.join(ENGINE_MODULES[engine])}; "
+            + INSTALL_HINT
         )
     if isinstance(est.kernel, Basis) and not isinstance(est.kernel, PrecomputedBasis):
         raise ValueError(
@@ -368,7 +312,7 @@ def save_estimator(est, path, engine: str | None = None) -> None:
     fitted_json = json.dumps(fitted, sort_keys=True)
     tree = est.idata_.copy()
     for node in tree.subtree:
-        node.attrs = _jsonable_attrs(node.attrs)
+        node.attrs = jsonable_attrs(node.attrs)
     tree[STATE] = xr.DataTree(state)
     tree.attrs.update(
         rvm_pymc_format=FORMAT,
@@ -379,192 +323,7 @@ def save_estimator(est, path, engine: str | None = None) -> None:
     )
     # after the update: the root attributes are part of the checksum
     tree.attrs["rvm_checksum"] = _digest(tree, type(est).__name__, params, fitted_json)
-    _atomic_write(path, lambda tmp: _write_netcdf(tree, tmp, engine))
-
-
-def _write_netcdf(tree: xr.DataTree, path: str, engine: str) -> None:
-    """Write ``tree`` to ``path`` with ``engine`` (no atomicity: see :func:`_atomic_write`)."""
-    if engine == "scipy":
-        _flatten(tree).to_netcdf(path, engine="scipy")
-    else:
-        tree.to_netcdf(path, engine=engine)
-
-
-def _with_path(exc: OSError, path: str) -> OSError:
-    """``exc`` again (same type and errno) with a message that names ``path``."""
-    reason = exc.strerror or str(exc) or type(exc).__name__
-    if exc.errno is None:
-        return type(exc)(f"cannot save to {path}: {reason}")
-    return type(exc)(exc.errno, f"cannot save to {path}: {reason}")
-
-
-def _temporary_file(directory: str, base: str) -> str:
-    """Create an empty, new, hidden file next to the target; its mode follows the umask."""
-    for _ in range(100):
-        tmp = os.path.join(directory, f".{base}.{secrets.token_hex(6)}.tmp")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        except FileExistsError:
-            continue
-        os.close(fd)
-        return tmp
-    raise FileExistsError(errno.EEXIST, f"no free temporary file name in {directory}")
-
-
-def _fsync(path: str) -> None:
-    with open(path, "rb+") as fh:
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _fsync_directory(directory: str) -> None:
-    """Make the rename durable where the platform allows it (POSIX); best effort."""
-    with contextlib.suppress(OSError, AttributeError):
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _atomic_write(path, write: Callable[[str], None]) -> None:
-    """Call ``write(tmp)`` on a temporary file beside ``path``, fsync it, rename it to ``path``.
-
-    On any failure (also KeyboardInterrupt) the temporary file is removed and a
-    file already at ``path`` is left as it was.
-    """
-    shown = os.fspath(path)
-    target = os.path.realpath(shown)
-    directory, base = os.path.split(target)
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(
-            errno.ENOENT, f"cannot save to {shown}: the directory {directory} does not exist"
-        )
-    if os.path.isdir(target):
-        raise IsADirectoryError(errno.EISDIR, f"cannot save to {shown}: it is a directory")
-    try:
-        tmp = _temporary_file(directory, base)
-    except OSError as exc:
-        raise _with_path(exc, shown) from exc
-    try:
-        with contextlib.suppress(FileNotFoundError):  # keep the mode of the file replaced
-            os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
-        write(tmp)
-        _fsync(tmp)
-        os.replace(tmp, target)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise _with_path(exc, shown) from exc
-        raise
-    _fsync_directory(directory)
-
-
-def _flatten(tree: xr.DataTree) -> xr.Dataset:
-    """One netCDF-3-compatible Dataset holding every group of ``tree``."""
-    variables, attrs = {}, {}
-    for node in tree.subtree:
-        g = node.path.strip("/").replace("/", _SEP) or "root"
-        ds = node.to_dataset(inherit=False)
-        for name, var in ds.variables.items():
-            dims = [f"{g}{_SEP}{d}" for d in var.dims]
-            is_coord = int(name in ds.coords)
-            values = var.values
-            kind = "str" if values.dtype.kind in "UO" else values.dtype.str
-            if kind == "str":
-                values = values.astype(str)
-            flat_attrs = {"rvm_coord": is_coord, "rvm_dtype": kind}
-            if var.attrs:
-                flat_attrs["rvm_attrs"] = json.dumps(_jsonable_attrs(var.attrs))
-            variables[f"{g}{_SEP}{name}"] = xr.Variable(dims, values, flat_attrs)
-        attrs[f"rvm_group{_SEP}{g}"] = json.dumps(_jsonable_attrs(node.attrs))
-    return xr.Dataset(variables, attrs=attrs)
-
-
-def _unflatten(ds: xr.Dataset) -> xr.DataTree:
-    groups: dict[str, dict] = {}
-    for key in ds.attrs:
-        if key.startswith(f"rvm_group{_SEP}"):
-            groups[key.split(_SEP, 1)[1]] = {"vars": {}, "coords": {}}
-    for name in ds.variables:
-        g, v = str(name).split(_SEP, 1)
-        var = ds.variables[name]
-        dims = [str(d).split(_SEP, 1)[1] for d in var.dims]
-        target = "coords" if int(var.attrs.get("rvm_coord", 0)) else "vars"
-        kind = var.attrs.get("rvm_dtype", "str")
-        values = var.values.astype(str if kind == "str" else np.dtype(kind))
-        var_attrs = json.loads(var.attrs.get("rvm_attrs", "{}"))
-        groups[g][target][v] = xr.Variable(dims, values, var_attrs)
-    nodes = {}
-    for g, content in groups.items():
-        path = "/" if g == "root" else "/" + g.replace(_SEP, "/")
-        nodes[path] = xr.Dataset(
-            content["vars"],
-            coords=content["coords"],
-            attrs=json.loads(ds.attrs[f"rvm_group{_SEP}{g}"]),
-        )
-    return xr.DataTree.from_dict(nodes)
-
-
-_HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
-
-
-@contextlib.contextmanager
-def _damaged_if_failing(path: str, what: str) -> Iterator[None]:
-    """Turn any error of the readers inside the block into one ValueError naming ``path``."""
-    try:
-        yield
-    except Exception as exc:
-        raise ValueError(
-            f"{path} is damaged or truncated: {what} ({type(exc).__name__}: {exc})"
-        ) from exc
-
-
-def _read(path) -> xr.DataTree:
-    """The tree stored in ``path``; ValueError for anything but a readable rvm_pymc file."""
-    name = os.fspath(path)
-    try:
-        with open(name, "rb") as fh:
-            magic = fh.read(8)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        raise ValueError(f"{name} cannot be read: {exc.strerror or exc}") from exc
-    if not magic:
-        raise ValueError(f"{name} is empty (0 bytes): not a file written by RVR/RVC.save")
-    if magic[:3] == b"CDF":
-        with _damaged_if_failing(name, "it cannot be read as a netCDF-3 file"):
-            # no mmap: a file truncated while mapped would crash the process (SIGBUS)
-            with xr.open_dataset(name, engine="scipy", mmap=False) as ds:
-                ds = ds.load()
-        if f"rvm_group{_SEP}root" not in ds.attrs:
-            raise ValueError(f"{name} was not written by RVR/RVC.save (no rvm_pymc header)")
-        with _damaged_if_failing(name, "its groups cannot be rebuilt"):
-            return _unflatten(ds)
-    if magic == _HDF5_MAGIC:
-        engine = netcdf_engine()
-        if engine == "scipy":
-            raise ValueError(
-                f"{name} is a netCDF-4 file; reading it needs h5netcdf and h5py, or netCDF4; "
-                "install them with `pip install 'rvm-pymc[io]'`"
-            )
-        with _damaged_if_failing(name, "it cannot be read as a netCDF-4 file"):
-            if engine == "h5netcdf":
-                # h5py first: h5netcdf leaves a half-built object that complains when
-                # collected if the file or its root attributes cannot be read
-                import h5py
-
-                with h5py.File(name, "r") as h5:
-                    {key: h5.attrs[key] for key in h5.attrs}
-            with xr.open_datatree(name, engine=engine) as tree:
-                return tree.load()
-    if len(magic) < 8 and (b"CDF".startswith(magic[:3]) or _HDF5_MAGIC.startswith(magic)):
-        raise ValueError(f"{name} is damaged or truncated: only {len(magic)} bytes")
-    raise ValueError(
-        f"{name} is not a netCDF file written by rvm_pymc (bad magic bytes: another kind "
-        "of file, or its first bytes are damaged)"
-    )
+    atomic_write(path, lambda tmp: write_tree(tree, tmp, engine))
 
 
 # ------------------------------------------------------------------------ load
@@ -579,14 +338,22 @@ def _header_text(attrs: Mapping, key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def load_estimator(path, expected: type | None = None):
+ESTIMATOR_NAMES = ("RVR", "RVC")
+"""The classes a file written by :func:`save_estimator` can hold."""
+
+
+def load_estimator(path, classes: Mapping[str, type], expected: type | None = None):
     """Read an estimator written by :func:`save_estimator`; refuse damaged or mismatched files.
 
     Parameters
     ----------
     path : str or path-like
+    classes : mapping
+        Class name -> estimator class that may be constructed (this module does
+        not import :mod:`rvm_pymc.estimators`, which imports it).
     expected : type, optional
-        The class the caller wants (``RVR`` or ``RVC``); None accepts either.
+        The class the caller wants (``RVR`` or ``RVC``); None accepts any of
+        ``classes``.
 
     Returns
     -------
@@ -604,10 +371,8 @@ def load_estimator(path, expected: type | None = None):
         saved), holds another estimator class than ``expected``, or holds a
         model that is inconsistent or cannot be restored by this version.
     """
-    from rvm_pymc.estimators import RVC, RVR
-
     shown = os.fspath(path)
-    tree = _read(path)
+    tree = read_tree(path)
     attrs = tree.attrs
     if _header_text(attrs, "rvm_pymc_format") != FORMAT:
         raise ValueError(
@@ -634,19 +399,20 @@ def load_estimator(path, expected: type | None = None):
         header["rvm_params"],
         header["rvm_fitted"],
     )
-    with _damaged_if_failing(shown, "its checksum cannot be computed"):
+    with damaged_if_failing(shown, "its checksum cannot be computed"):
         digest = _digest(tree, name, params_json, fitted_json)
     if digest != header["rvm_checksum"]:
         raise ValueError(
             f"{shown}: checksum mismatch: the file was modified or corrupted "
             "after it was saved; refusing to load it"
         )
-    classes = {"RVR": RVR, "RVC": RVC}
-    if name not in classes:
+    if name not in ESTIMATOR_NAMES:
         raise _mismatch(path, f"unknown estimator class {name!r}")
-    cls = classes[name]
-    if expected is not None and cls is not expected:
+    if expected is not None and name != expected.__name__:
         raise _mismatch(path, f"it holds an {name}, not an {expected.__name__}; use {name}.load")
+    if name not in classes:
+        raise _mismatch(path, f"it holds an {name}, which this caller cannot construct")
+    cls = classes[name]
     try:
         est = cls(**_params_from_json(params_json))
         _restore(est, tree, json.loads(fitted_json), path)

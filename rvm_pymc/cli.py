@@ -26,7 +26,6 @@ import argparse
 import contextlib
 import math
 import os
-import secrets
 import sys
 import time
 import traceback
@@ -208,7 +207,9 @@ def _check_output(output: str) -> None:
     if not os.path.isdir(directory):
         raise UsageError(f"argument --output: the directory {directory} does not exist")
     try:  # the truthful test (also as root, also on a read-only file system): make a file
-        probe = _new_file(directory, os.path.basename(target))
+        from rvm_pymc._files import temporary_file
+
+        probe = temporary_file(directory, os.path.basename(target))
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise UsageError(f"argument --output: cannot write to {directory}: {reason}") from None
@@ -236,17 +237,6 @@ def check_demo_arguments(args: argparse.Namespace) -> None:
 
 
 # ------------------------------------------------------------------ the demo
-
-
-def _new_file(directory: str, base: str) -> str:
-    """Create a new empty hidden file beside ``base`` in ``directory``; return its path."""
-    while True:
-        path = os.path.join(directory, f".{base}.{secrets.token_hex(6)}.tmp")
-        try:
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-        except FileExistsError:
-            continue
-        return path
 
 
 def _fit_demo(args: argparse.Namespace):
@@ -288,18 +278,14 @@ def _write_figure(args, data, res, mean, std, rmse, rv_points) -> None:
         title=f"RVM regression on sinc: RMSE {rmse:.3f}, {res.n_relevance} RVs",
     )  # fmt: skip
     ax.figure.tight_layout()
-    target = os.path.realpath(args.output)
-    fmt = os.path.splitext(target)[1].lower().lstrip(".")
-    tmp = None
+    from rvm_pymc._files import atomic_write
+
+    fmt = os.path.splitext(args.output)[1].lower().lstrip(".")
     try:  # atomic: a failed write leaves an existing file as it was
-        tmp = _new_file(os.path.dirname(target), os.path.basename(target))
-        ax.figure.savefig(tmp, dpi=110, format=fmt)
-        os.replace(tmp, target)
-    except OSError as exc:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        raise RunError(f"cannot write --output {args.output}: {exc.strerror or exc}") from exc
+        atomic_write(args.output, lambda tmp: ax.figure.savefig(tmp, dpi=110, format=fmt))
+    except OSError as exc:  # atomic_write names the path itself: give the bare reason
+        reason = os.strerror(exc.errno) if exc.errno else (exc.strerror or str(exc))
+        raise RunError(f"cannot write --output {args.output}: {reason}") from exc
     finally:
         plt.close(ax.figure)
 

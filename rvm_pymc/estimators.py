@@ -387,4 +387,4 @@ def load(path):
     """
     from rvm_pymc._estimator_io import load_estimator
 
-    return load_estimator(path)
+    return load_estimator(path, {"RVR": RVR, "RVC": RVC})

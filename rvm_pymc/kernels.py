@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib
 import numbers
-import sys
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -471,13 +470,6 @@ _BASIS_NAMES = frozenset(
     }
 )
 
-# Modules of this package that still reach the bases through this module; they are
-# spared the warning until they import from rvm_pymc.basis (then delete them here).
-_NOT_YET_SWITCHED = frozenset(
-    {"rvm_pymc._estimator_base", "rvm_pymc._estimator_io", "rvm_pymc.cli"}
-)
-
-
 def __getattr__(name: str):
     """Deprecated access to the bases of :mod:`rvm_pymc.basis` (a DeprecationWarning).
 
@@ -487,12 +479,10 @@ def __getattr__(name: str):
     """
     if name not in _BASIS_NAMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    caller = sys._getframe(1).f_globals.get("__name__", "")
-    if caller not in _NOT_YET_SWITCHED:
-        warnings.warn(
-            f"rvm_pymc.kernels.{name} is deprecated; import it from rvm_pymc.basis "
-            f"(from rvm_pymc.basis import {name})",
-            DeprecationWarning,
-            stacklevel=2,
-        )
+    warnings.warn(
+        f"rvm_pymc.kernels.{name} is deprecated; import it from rvm_pymc.basis "
+        f"(from rvm_pymc.basis import {name})",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     return getattr(importlib.import_module("rvm_pymc.basis"), name)

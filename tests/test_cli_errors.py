@@ -19,7 +19,7 @@ import pytest
 
 import rvm_pymc
 import rvm_pymc.reference
-from rvm_pymc import cli
+from rvm_pymc import _files, cli
 
 PRIVATE_NAME = re.compile(r"(?<![\w\-./])_[A-Za-z]\w*")  # _positive_float, _demo, ...
 
@@ -61,7 +61,7 @@ def _read_only_directory(monkeypatch, tmp_path):
     def denied(directory, base):
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(cli, "_new_file", denied)
+    monkeypatch.setattr(_files, "temporary_file", denied)
 
 
 USAGE_ERRORS = [

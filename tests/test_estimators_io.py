@@ -9,6 +9,7 @@ import pytest
 from sklearn.datasets import make_blobs
 
 from rvm_pymc import _estimator_io as io
+from rvm_pymc import _files
 from rvm_pymc.basis import FunctionBasis
 from rvm_pymc.estimators import RVC, RVR, load
 from rvm_pymc.kernels import RBF, Linear
@@ -32,7 +33,7 @@ def blobs():
 
 def _write(tree, path, engine):
     if engine == "scipy":
-        io._flatten(tree).to_netcdf(path, engine="scipy")
+        _files.flatten_tree(tree).to_netcdf(path, engine="scipy")
     else:
         tree.to_netcdf(path, engine=engine)
 
@@ -141,7 +142,7 @@ def test_edited_posterior_refused(tmp_path, sinc, engine):
     X, y = sinc
     path = tmp_path / "rvr.nc"
     RVR(gamma=0.3, random_state=0).fit(X, y).save(path, engine=engine)
-    tree = io._read(path)
+    tree = _files.read_tree(path)
     post = tree["posterior"].to_dataset()
     post["w"][0, 0, 0] = 123.0
     tree["posterior"] = post
@@ -162,7 +163,7 @@ def test_mismatched_files_refused(tmp_path, sinc, blobs):
         RVC.load(path)
 
     # a consistent checksum does not make an inconsistent model loadable
-    tree = io._read(path)
+    tree = _files.read_tree(path)
     params = json.loads(tree.attrs["rvm_params"])
     params["method"] = "map"
     tree.attrs["rvm_params"] = json.dumps(params, sort_keys=True)
@@ -174,7 +175,7 @@ def test_mismatched_files_refused(tmp_path, sinc, blobs):
         RVR.load(tmp_path / "forged.nc")
 
     # the class name is part of the checksum
-    tree = io._read(path)
+    tree = _files.read_tree(path)
     tree.attrs["rvm_estimator_class"] = "RVC"
     _write(tree, tmp_path / "renamed.nc", "scipy")
     with pytest.raises(ValueError, match="checksum mismatch"):

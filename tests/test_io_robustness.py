@@ -20,6 +20,7 @@ import pytest
 import xarray as xr
 
 from rvm_pymc import _estimator_io as io
+from rvm_pymc import _files
 from rvm_pymc.estimators import RVC, RVR, load
 
 ENGINES = ("scipy", "h5netcdf")
@@ -130,7 +131,7 @@ def _edited(engine: str, edit: Callable[[xr.DataTree], None], *, rehash: bool = 
     """Rewrite the good file with ``edit`` applied; keep the old checksum unless ``rehash``."""
 
     def maker(files, d: Path) -> Path:
-        tree = io._read(files[engine])
+        tree = _files.read_tree(files[engine])
         edit(tree)
         if rehash:
             a = tree.attrs
@@ -138,7 +139,7 @@ def _edited(engine: str, edit: Callable[[xr.DataTree], None], *, rehash: bool = 
                 tree, a["rvm_estimator_class"], a["rvm_params"], a["rvm_fitted"]
             )
         path = d / "model.nc"
-        io._write_netcdf(tree, str(path), engine)
+        io.write_tree(tree, str(path), engine)
         return path
 
     return maker
@@ -346,9 +347,9 @@ def test_failed_save_keeps_previous_file(fitted, tmp_path, monkeypatch, engine, 
     before = path.read_bytes()
     other = RVR(gamma=1.0).fit(np.linspace(0, 1, 12)[:, None], np.linspace(0, 1, 12))
     if stage == "write":
-        monkeypatch.setattr(io, "_write_netcdf", _fail_midway(io._write_netcdf))
+        monkeypatch.setattr(io, "write_tree", _fail_midway(io.write_tree))
     elif stage == "interrupt":
-        monkeypatch.setattr(io, "_write_netcdf", _interrupted)
+        monkeypatch.setattr(io, "write_tree", _interrupted)
     else:
         monkeypatch.setattr(os, stage, _no_space)
     expected = KeyboardInterrupt if stage == "interrupt" else OSError
@@ -393,7 +394,7 @@ def _read_only_directory(monkeypatch):
     def denied(directory, base):
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(io, "_temporary_file", denied)
+    monkeypatch.setattr(_files, "temporary_file", denied)
 
 
 SAVE_FAILURES = [

@@ -1,0 +1,291 @@
+"""Files of the package: atomic writes, and DataTrees in netCDF files with damage reported.
+
+:func:`atomic_write` writes through a temporary file in the target's directory,
+fsynced and renamed over the target, so a write that fails midway (disk full,
+an interrupted process) leaves a previous file as it was and no temporary file
+behind.  :func:`write_tree` / :func:`read_tree` store an :class:`xarray.DataTree`
+as netCDF-4 groups (``h5netcdf`` with ``h5py``, or ``netCDF4``) or, without
+those, flattened into one netCDF-3 file written by SciPy: variable ``v`` of
+group ``g`` becomes ``g__v`` with dimensions ``g__dim``, group and variable
+attributes are kept as JSON attributes.  :func:`read_tree` tells the formats by
+their magic bytes and turns every failure of the readers into one
+:class:`ValueError` naming the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import importlib
+import json
+import os
+import secrets
+import stat
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+__all__ = [
+    "ENGINES",
+    "ENGINE_MODULES",
+    "INSTALL_HINT",
+    "atomic_write",
+    "damaged_if_failing",
+    "engine_available",
+    "flatten_tree",
+    "jsonable_attrs",
+    "netcdf_engine",
+    "read_tree",
+    "temporary_file",
+    "unflatten_tree",
+    "write_tree",
+]
+
+_SEP = "__"
+
+
+def jsonable_attrs(attrs: Mapping) -> dict[str, Any]:
+    """Attributes as JSON-able values (numpy scalars and arrays to Python, others to str)."""
+    out = {}
+    for k, v in attrs.items():
+        if isinstance(v, bool | np.bool_):
+            v = int(v)
+        elif isinstance(v, np.generic):
+            v = v.item()
+        elif isinstance(v, np.ndarray):
+            v = v.tolist()
+        if not isinstance(v, str | int | float | list):
+            v = str(v)
+        out[str(k)] = v
+    return out
+
+
+ENGINES = ("h5netcdf", "netcdf4", "scipy")
+# What each engine needs importable to write *and* read a file.  h5netcdf >= 1.8
+# no longer installs h5py (its backends are optional), so h5netcdf alone is not
+# enough; the "io" and "test" extras of rvm-pymc install both.
+ENGINE_MODULES = {
+    "h5netcdf": ("h5netcdf", "h5py"),
+    "netcdf4": ("netCDF4",),
+    "scipy": ("scipy.io",),
+}
+INSTALL_HINT = "install them with `pip install 'rvm-pymc[io]'` or use engine='scipy'"
+
+
+def engine_available(engine: str) -> bool:
+    """Whether ``engine`` can be used here: every module it needs imports.
+
+    Parameters
+    ----------
+    engine : {"h5netcdf", "netcdf4", "scipy"}
+
+    Returns
+    -------
+    bool
+        False if a module is missing or fails to import (a broken binary).
+    """
+    for module in ENGINE_MODULES[engine]:
+        try:
+            importlib.import_module(module)
+        except Exception:  # ImportError, or OSError/AttributeError of a broken install
+            return False
+    return True
+
+
+def netcdf_engine() -> str:
+    """Default engine of :func:`save_estimator`: ``"h5netcdf"``, ``"netcdf4"`` or ``"scipy"``.
+
+    The first of ``h5netcdf`` (needs the ``h5netcdf`` and ``h5py`` modules) and
+    ``netcdf4`` (``netCDF4``) that imports, else ``"scipy"`` (always there).
+    """
+    for engine in ("h5netcdf", "netcdf4"):
+        if engine_available(engine):
+            return engine
+    return "scipy"
+
+
+def write_tree(tree: xr.DataTree, path: str, engine: str) -> None:
+    """Write ``tree`` to ``path`` with ``engine`` (no atomicity: see :func:`atomic_write`)."""
+    if engine == "scipy":
+        flatten_tree(tree).to_netcdf(path, engine="scipy")
+    else:
+        tree.to_netcdf(path, engine=engine)
+
+
+def _with_path(exc: OSError, path: str) -> OSError:
+    """``exc`` again (same type and errno) with a message that names ``path``."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if exc.errno is None:
+        return type(exc)(f"cannot save to {path}: {reason}")
+    return type(exc)(exc.errno, f"cannot save to {path}: {reason}")
+
+
+def temporary_file(directory: str, base: str) -> str:
+    """Create an empty, new, hidden file next to the target; its mode follows the umask."""
+    for _ in range(100):
+        tmp = os.path.join(directory, f".{base}.{secrets.token_hex(6)}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return tmp
+    raise FileExistsError(errno.EEXIST, f"no free temporary file name in {directory}")
+
+
+def _fsync(path: str) -> None:
+    with open(path, "rb+") as fh:
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _fsync_directory(directory: str) -> None:
+    """Make the rename durable where the platform allows it (POSIX); best effort."""
+    with contextlib.suppress(OSError, AttributeError):
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def atomic_write(path, write: Callable[[str], None]) -> None:
+    """Call ``write(tmp)`` on a temporary file beside ``path``, fsync it, rename it to ``path``.
+
+    On any failure (also KeyboardInterrupt) the temporary file is removed and a
+    file already at ``path`` is left as it was.
+    """
+    shown = os.fspath(path)
+    target = os.path.realpath(shown)
+    directory, base = os.path.split(target)
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(
+            errno.ENOENT, f"cannot save to {shown}: the directory {directory} does not exist"
+        )
+    if os.path.isdir(target):
+        raise IsADirectoryError(errno.EISDIR, f"cannot save to {shown}: it is a directory")
+    try:
+        tmp = temporary_file(directory, base)
+    except OSError as exc:
+        raise _with_path(exc, shown) from exc
+    try:
+        with contextlib.suppress(FileNotFoundError):  # keep the mode of the file replaced
+            os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
+        write(tmp)
+        _fsync(tmp)
+        os.replace(tmp, target)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise _with_path(exc, shown) from exc
+        raise
+    _fsync_directory(directory)
+
+
+def flatten_tree(tree: xr.DataTree) -> xr.Dataset:
+    """One netCDF-3-compatible Dataset holding every group of ``tree``."""
+    variables, attrs = {}, {}
+    for node in tree.subtree:
+        g = node.path.strip("/").replace("/", _SEP) or "root"
+        ds = node.to_dataset(inherit=False)
+        for name, var in ds.variables.items():
+            dims = [f"{g}{_SEP}{d}" for d in var.dims]
+            is_coord = int(name in ds.coords)
+            values = var.values
+            kind = "str" if values.dtype.kind in "UO" else values.dtype.str
+            if kind == "str":
+                values = values.astype(str)
+            flat_attrs = {"rvm_coord": is_coord, "rvm_dtype": kind}
+            if var.attrs:
+                flat_attrs["rvm_attrs"] = json.dumps(jsonable_attrs(var.attrs))
+            variables[f"{g}{_SEP}{name}"] = xr.Variable(dims, values, flat_attrs)
+        attrs[f"rvm_group{_SEP}{g}"] = json.dumps(jsonable_attrs(node.attrs))
+    return xr.Dataset(variables, attrs=attrs)
+
+
+def unflatten_tree(ds: xr.Dataset) -> xr.DataTree:
+    groups: dict[str, dict] = {}
+    for key in ds.attrs:
+        if key.startswith(f"rvm_group{_SEP}"):
+            groups[key.split(_SEP, 1)[1]] = {"vars": {}, "coords": {}}
+    for name in ds.variables:
+        g, v = str(name).split(_SEP, 1)
+        var = ds.variables[name]
+        dims = [str(d).split(_SEP, 1)[1] for d in var.dims]
+        target = "coords" if int(var.attrs.get("rvm_coord", 0)) else "vars"
+        kind = var.attrs.get("rvm_dtype", "str")
+        values = var.values.astype(str if kind == "str" else np.dtype(kind))
+        var_attrs = json.loads(var.attrs.get("rvm_attrs", "{}"))
+        groups[g][target][v] = xr.Variable(dims, values, var_attrs)
+    nodes = {}
+    for g, content in groups.items():
+        path = "/" if g == "root" else "/" + g.replace(_SEP, "/")
+        nodes[path] = xr.Dataset(
+            content["vars"],
+            coords=content["coords"],
+            attrs=json.loads(ds.attrs[f"rvm_group{_SEP}{g}"]),
+        )
+    return xr.DataTree.from_dict(nodes)
+
+
+_HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+
+
+@contextlib.contextmanager
+def damaged_if_failing(path: str, what: str) -> Iterator[None]:
+    """Turn any error of the readers inside the block into one ValueError naming ``path``."""
+    try:
+        yield
+    except Exception as exc:
+        raise ValueError(
+            f"{path} is damaged or truncated: {what} ({type(exc).__name__}: {exc})"
+        ) from exc
+
+
+def read_tree(path) -> xr.DataTree:
+    """The tree stored in ``path``; ValueError for anything but a readable rvm_pymc file."""
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as fh:
+            magic = fh.read(8)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ValueError(f"{name} cannot be read: {exc.strerror or exc}") from exc
+    if not magic:
+        raise ValueError(f"{name} is empty (0 bytes): not a file written by RVR/RVC.save")
+    if magic[:3] == b"CDF":
+        with damaged_if_failing(name, "it cannot be read as a netCDF-3 file"):
+            # no mmap: a file truncated while mapped would crash the process (SIGBUS)
+            with xr.open_dataset(name, engine="scipy", mmap=False) as ds:
+                ds = ds.load()
+        if f"rvm_group{_SEP}root" not in ds.attrs:
+            raise ValueError(f"{name} was not written by RVR/RVC.save (no rvm_pymc header)")
+        with damaged_if_failing(name, "its groups cannot be rebuilt"):
+            return unflatten_tree(ds)
+    if magic == _HDF5_MAGIC:
+        engine = netcdf_engine()
+        if engine == "scipy":
+            raise ValueError(
+                f"{name} is a netCDF-4 file; reading it needs h5netcdf and h5py, or netCDF4; "
+                "install them with `pip install 'rvm-pymc[io]'`"
+            )
+        with damaged_if_failing(name, "it cannot be read as a netCDF-4 file"):
+            if engine == "h5netcdf":
+                # h5py first: h5netcdf leaves a half-built object that complains when
+                # collected if the file or its root attributes cannot be read
+                import h5py
+
+                with h5py.File(name, "r") as h5:
+                    {key: h5.attrs[key] for key in h5.attrs}
+            with xr.open_datatree(name, engine=engine) as tree:
+                return tree.load()
+    if len(magic) < 8 and (b"CDF".startswith(magic[:3]) or _HDF5_MAGIC.startswith(magic)):
+        raise ValueError(f"{name} is damaged or truncated: only {len(magic)} bytes")
+    raise ValueError(
+        f"{name} is not a netCDF file written by rvm_pymc (bad magic bytes: another kind "
+        "of file, or its first bytes are damaged)"
+    )
