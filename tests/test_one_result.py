@@ -153,39 +153,36 @@ def test_every_method_has_one_layout(which, request):
 
 
 @pytest.mark.parametrize("which", ["regression_fits", "classification_fits"])
-def test_predictions_rebuilt_from_the_tree(which, request):
+def test_predictions_rebuilt_from_the_tree(which, request, sinc):
+    """``constant_data.Phi @ w (+ y_offset)`` over the draws is the estimator's fit."""
     fits = request.getfixturevalue(which)
-    if which == "classification_fits":
-        X_new = np.linspace(-1, 1, 14).reshape(-1, 2)
-    else:
-        X_new = np.linspace(-10, 10, 14)[:, None]
+    regression = which == "regression_fits"
+    X_train = sinc[0] if regression else make_ripley(n_train=50, n_test=10, random_state=0).X_train
+    X_new = (
+        np.linspace(-10, 10, 14)[:, None] if regression else np.linspace(-1, 1, 14).reshape(-1, 2)
+    )
     for m, est in fits.items():
         tree = est.idata_
         const = tree["constant_data"]
         Phi = const["Phi"].values
+        np.testing.assert_allclose(Phi, est._active_design(X_train), rtol=1e-12, atol=1e-15)
         w = tree["posterior"]["w"].values.reshape(-1, Phi.shape[1])
-        if which == "regression_fits":
-            # at new inputs: Phi_new @ w + y_offset averaged over the draws is predict()
-            pred = est.sample_predictions(X_new, random_state=0)
-            mu = pred["predictions"]["mu"].values.reshape(-1, X_new.shape[0]).mean(0)
-            tol = 1e-8 if m != "nuts" else 1e-12
-            np.testing.assert_allclose(mu, est.predict(X_new), rtol=tol, atol=tol)
-            # the training fit in the tree is the estimator's
-            Phi_train = est._active_design(_train_X(est, which))
-            np.testing.assert_allclose(Phi, Phi_train, rtol=1e-12, atol=1e-15)
+        latent = (Phi @ w.T).mean(axis=1)  # from the tree alone
+        tol = 1e-12 if m == "nuts" else 1e-8  # type-II: antithetic draws average to the mean
+        if regression:
+            latent = latent + float(const["y_offset"].values)
+            np.testing.assert_allclose(latent, est.predict(X_train), rtol=tol, atol=tol)
         else:
-            pred = est.sample_predictions(X_new, random_state=0)
-            assert pred["predictions"]["y_obs"].shape == (2, w.shape[0] // 2, X_new.shape[0])
-            if m == "nuts":  # the average over the draws is predict_proba
-                p = pred["predictions"]["p"].values.reshape(-1, X_new.shape[0]).mean(0)
-                np.testing.assert_allclose(p, est.predict_proba(X_new)[:, 1], rtol=1e-12)
-            assert np.allclose(Phi, est._active_design(_train_X(est, which)))
-
-
-def _train_X(est, which):
-    if which == "regression_fits":
-        return make_sinc(n_train=40, noise_sd=0.1, random_state=0).X_train
-    return tuple(make_ripley(n_train=50, n_test=10, random_state=0))[0]
+            np.testing.assert_allclose(latent, Phi @ est.coef_, rtol=tol, atol=tol)
+        # new inputs: the predictions groups, built from the tree's draws
+        pred = est.sample_predictions(X_new, random_state=0)["predictions"]
+        assert pred[("t_obs" if regression else "y_obs")].shape == (2, 40, X_new.shape[0])
+        if regression:
+            mu = pred["mu"].values.reshape(-1, X_new.shape[0]).mean(0)
+            np.testing.assert_allclose(mu, est.predict(X_new), rtol=tol, atol=tol)
+        elif m == "nuts":  # the average over the draws is predict_proba
+            p = pred["p"].values.reshape(-1, X_new.shape[0]).mean(0)
+            np.testing.assert_allclose(p, est.predict_proba(X_new)[:, 1], rtol=1e-12)
 
 
 @pytest.mark.parametrize("which", ["regression_fits", "classification_fits"])

@@ -128,7 +128,7 @@ def test_nuts_posterior_matches_quadrature(line, sampler):
     ll = idata["log_likelihood"]["t_obs"]
     assert ll.dims == ("chain", "draw", "obs") and ll.shape == (2, draws, 20)
     w = idata["posterior"]["w"].values[1, 5]
-    beta = float(idata["posterior"]["beta"].values[1, 5])
+    beta = float(np.exp(idata["posterior"]["log_beta"].values[1, 5]))
     want = 0.5 * np.log(beta / (2 * np.pi)) - 0.5 * beta * (t - Phi @ w) ** 2
     np.testing.assert_allclose(ll.values[1, 5], want, rtol=1e-10)
     assert {"posterior", "sample_stats", "log_likelihood", "observed_data"} <= set(idata.children)
@@ -179,7 +179,7 @@ def test_collapsed_sampler_with_rbf_width():
         )
     post = idata["posterior"]
     assert post["w"].shape == (1, 20, 5)
-    assert post["length_scale"].shape == (1, 20)
+    assert post["log_length_scale"].shape == (1, 20)
     assert np.all(np.isfinite(idata["log_likelihood"]["t_obs"].values))
 
 
