@@ -157,8 +157,9 @@ def standardised_sinc(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     Columns scaled to unit RMS and targets standardised, the scale on which the
     ``"weakly_informative"`` preset is stated.
     """
+    from rvm_pymc.basis import KernelBasis
     from rvm_pymc.datasets import make_sinc
-    from rvm_pymc.kernels import RBF, KernelBasis
+    from rvm_pymc.kernels import RBF
 
     data = make_sinc(n_train=100, noise_sd=0.1, random_state=seed)
     Phi = KernelBasis(RBF(length_scale=2.0), bias=True).fit_transform(data.X_train)

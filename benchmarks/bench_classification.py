@@ -64,8 +64,9 @@ from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
+from rvm_pymc.basis import KernelBasis
 from rvm_pymc.datasets import make_ripley
-from rvm_pymc.kernels import RBF, KernelBasis
+from rvm_pymc.kernels import RBF
 from rvm_pymc.reference.classification import fit_classification
 
 TIPPING_2001 = "Tipping (2001), Ripley's data: RVM 9.3% error with 4 RVs; SVM 10.6% with 38 SVs"

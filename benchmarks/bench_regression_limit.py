@@ -33,8 +33,9 @@ import _common  # first non-stdlib import: pins BLAS threads before NumPy loads
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from rvm_pymc.basis import KernelBasis
 from rvm_pymc.datasets import make_sinc
-from rvm_pymc.kernels import RBF, KernelBasis
+from rvm_pymc.kernels import RBF
 from rvm_pymc.reference import fit_regression
 
 GAMMA = 0.1

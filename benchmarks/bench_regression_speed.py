@@ -39,8 +39,9 @@ import warnings
 import _common  # first non-stdlib import: pins BLAS threads before NumPy loads
 import numpy as np
 
+from rvm_pymc.basis import KernelBasis
 from rvm_pymc.datasets import make_sinc
-from rvm_pymc.kernels import RBF, KernelBasis
+from rvm_pymc.kernels import RBF
 from rvm_pymc.reference import fit_regression
 
 GAMMA = 0.1  # exp(-0.1 d^2): length scale sqrt(5) = 2.24 in the exp(-d^2 / (2 l^2)) convention

@@ -37,8 +37,9 @@ import _common  # first non-stdlib import: pins BLAS threads before NumPy loads
 import numpy as np
 from sklearn.model_selection import KFold
 
+from rvm_pymc.basis import KernelBasis
 from rvm_pymc.datasets import make_friedman2, make_friedman3, make_sinc
-from rvm_pymc.kernels import RBF, KernelBasis
+from rvm_pymc.kernels import RBF
 from rvm_pymc.reference import fit_regression
 
 N_FOLDS = 5
