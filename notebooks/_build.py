@@ -17,12 +17,15 @@ Noisy sinc (Tipping 2001): 100 points, Gaussian noise sd 0.1. We fit the RVM
 with the three reference methods, compare their evidence, sparsity and test
 error, and choose the RBF width by the evidence."""),
     ("code", """import time
-import numpy as np
+
 import matplotlib.pyplot as plt
+import numpy as np
+
+from rvm_pymc.basis import KernelBasis
 from rvm_pymc.datasets import make_sinc
-from rvm_pymc.kernels import RBF, KernelBasis
-from rvm_pymc.reference import fit_regression
+from rvm_pymc.kernels import RBF
 from rvm_pymc.plotting import plot_regression_1d
+from rvm_pymc.reference import fit_regression
 
 X, t, X_test, t_test = make_sinc(n_train=100, noise_sd=0.1, random_state=0)"""),
     ("md", "## Choosing the width by the evidence"),
@@ -58,8 +61,11 @@ ax = plot_regression_1d(X[:, 0], t, X_test[:, 0], mean, sd, res.active[res.activ
                         truth=t_test, title="fast RVM on sinc")
 fig, ax2 = plt.subplots(figsize=(8, 3))
 ax2.plot(res.trace["log_evidence"])
-ax2.set_xlabel("iteration"); ax2.set_ylabel("log evidence")
-ax3 = ax2.twinx(); ax3.plot(res.trace["n_active"], color="C1"); ax3.set_ylabel("relevance vectors")
+ax2.set_xlabel("iteration")
+ax2.set_ylabel("log evidence")
+ax3 = ax2.twinx()
+ax3.plot(res.trace["n_active"], color="C1")
+ax3.set_ylabel("relevance vectors")
 assert np.all(np.diff(res.trace["log_evidence"]) > -1e-8)"""),
 ]
 
@@ -81,12 +87,15 @@ The proper prior is stated for standardised targets and unit-RMS columns, so
 all three work on that scale and predictions are transformed back."""),
     ("code", """import time
 import warnings
-import numpy as np
-import matplotlib.pyplot as plt
+
 import arviz_stats as azs
+import matplotlib.pyplot as plt
+import numpy as np
+
 from rvm_pymc import inference, models
+from rvm_pymc.basis import KernelBasis
 from rvm_pymc.datasets import make_sinc
-from rvm_pymc.kernels import RBF, KernelBasis
+from rvm_pymc.kernels import RBF
 from rvm_pymc.reference import fit_regression
 
 X, t, X_test, f_test = make_sinc(n_train=100, noise_sd=0.1, random_state=0)
@@ -157,7 +166,7 @@ print(f"NUTS vs MAP, same prior: max |mean difference| {np.max(np.abs(m_nuts - m
 xs = X_test[:, 0]
 ax.plot(X[:, 0], t, ".", color="0.6", label="training data")
 ax.plot(xs, f_test, "k-", lw=1, label="sinc")
-for (name, (m, s)), c in zip(preds.items(), ["C0", "C2", "C1"]):
+for (name, (m, s)), c in zip(preds.items(), ["C0", "C2", "C1"], strict=True):
     ax.plot(xs, m, color=c, label=name)
     ax.fill_between(xs, m - 1.96 * s, m + 1.96 * s, color=c, alpha=0.15)
 ax.legend(fontsize=8)
