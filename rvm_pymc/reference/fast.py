@@ -221,13 +221,20 @@ def fast_sequential(
         idx = np.asarray(st.active)
         best = delta[j]
         # Converged when no basis can be added or deleted with a gain and every
-        # re-estimation would change its log alpha by less than tol.
+        # re-estimation would change its log alpha by less than tol.  The last basis is
+        # never deleted (candidates): when its optimum is alpha = inf (the evidence rises
+        # towards the empty model, e.g. centred targets that a wide kernel cannot
+        # explain) it stays where it is, and that counts as settled; it used to cycle
+        # on noise updates to max_iter.
+        kept_last = idx.size == 1 and not relevant[idx[0]]
+        rel_idx = relevant[idx] | kept_last
         dlog = np.abs(np.log(new_alpha[idx]) - np.log(st.alpha))
+        dlog[~relevant[idx]] = 0.0 if kept_last else np.inf
         additions = ~in_model & (delta > 0)
         settled = (
             not np.any(deletions)
             and not np.any(additions)
-            and bool(np.all(relevant[idx]))
+            and bool(np.all(rel_idx))
             and dlog.max() < tol
         )
         if settled:
@@ -239,7 +246,7 @@ def fast_sequential(
                 break
             continue  # candidates are stale after a change of beta
         only_reestimates = (
-            not np.any(deletions) and not np.any(additions) and bool(np.all(relevant[idx]))
+            not np.any(deletions) and not np.any(additions) and bool(np.all(rel_idx))
         )
         if only_reestimates and idx.size > 1 and _reestimate_all(st, new_alpha[idx]):
             best = 0.0  # accepted: st.lml is exact after the re-solve
