@@ -265,6 +265,9 @@ def _fit_nuts(inference, models, opts, Phi, target, names, prior, seed, start):
         ),
         "library": "rvm_pymc.inference",
         "sample_stats": {k: np.asarray(v.values) for k, v in stats.data_vars.items()},
-        "attrs": {k: tree.attrs[k] for k in diag_keys if k in tree.attrs},
+        "attrs": {
+            **{k: tree.attrs[k] for k in diag_keys if k in tree.attrs},
+            "started_from": "reference" if start is not None else "default",
+        },
     }
     return post, info, model

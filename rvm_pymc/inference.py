@@ -328,6 +328,7 @@ def _sample(
     progressbar,
     compile_kwargs,
     cores,
+    initvals=None,
 ):
     draws = _check_int(draws, "draws", 1)
     tune = _check_int(tune, "tune", 0)
@@ -348,6 +349,7 @@ def _sample(
             progressbar=progressbar,
             compute_convergence_checks=False,
             compile_kwargs=ck or None,
+            initvals=None if initvals is None else dict(initvals),
         )
     return idata, sampler
 
@@ -413,6 +415,7 @@ def sample_nuts(
     compile_kwargs: Mapping | None = None,
     cores: int | None = None,
     rhat_threshold: float = 1.01,
+    initvals: Mapping[str, np.ndarray] | None = None,
 ) -> xr.DataTree:
     """Full Bayes by NUTS over the weights and the log precisions (joint models).
 
@@ -437,6 +440,9 @@ def sample_nuts(
         Parallel chains (PyMC's sampler only).
     rhat_threshold : float
         Warn when the worst R-hat exceeds it.
+    initvals : mapping, optional
+        Starting values of free variables, as ``pm.sample``'s ``initvals``
+        (the estimators pass the reference solution with ``init="reference"``).
 
     Returns
     -------
@@ -473,6 +479,7 @@ def sample_nuts(
         progressbar=progressbar,
         compile_kwargs=compile_kwargs,
         cores=cores,
+        initvals=initvals,
     )
     wname = "W" if spec.kind == "softmax" else "w"
     w = np.asarray(idata["posterior"][wname].values, dtype=float)
@@ -529,6 +536,7 @@ def sample_collapsed(
     compile_kwargs: Mapping | None = None,
     cores: int | None = None,
     rhat_threshold: float = 1.01,
+    initvals: Mapping[str, np.ndarray] | None = None,
 ) -> xr.DataTree:
     """Collapsed sampler: NUTS on the marginal model, then exact weight draws.
 
@@ -543,7 +551,7 @@ def sample_collapsed(
     model : pymc.Model
         A marginal regression model.
     draws, tune, chains, nuts_sampler, target_accept, random_seed, progressbar,
-    compile_kwargs, cores, rhat_threshold
+    compile_kwargs, cores, rhat_threshold, initvals
         As in :func:`sample_nuts`.
 
     Returns
@@ -583,6 +591,7 @@ def sample_collapsed(
         progressbar=progressbar,
         compile_kwargs=compile_kwargs,
         cores=cores,
+        initvals=initvals,
     )
     w = _exact_weight_draws(model, spec, idata["posterior"], _seed_of(random_seed, 7919))
     return _nuts_datatree(

@@ -295,3 +295,21 @@ def test_estimator_exposes_its_model(sinc):
     assert isinstance(est.model_, pm.Model)
     assert {"log_alpha", "log_beta"} <= {v.name for v in est.model_.free_RVs}
     assert _fit("reference", X, t).model_ is None
+
+
+@pytest.mark.parametrize("est_cls", [RVR, RVC])
+def test_nuts_can_start_from_the_reference_solution(sinc, est_cls):
+    """init="reference": the chains start at the reference solution under the same prior."""
+    if est_cls is RVR:
+        X, y, _ = sinc
+        kw = {"gamma": 0.5}
+    else:
+        X, y, _, _ = make_ripley(n_train=40, n_test=5, random_state=1)
+        kw = {"gamma": 2.0, "prior": "weakly_informative"}
+    est = est_cls(
+        method="nuts", init="reference", draws=20, tune=20, random_state=0,
+        sampler_kwargs=NUTS, **kw,
+    ).fit(X, y)  # fmt: skip
+    assert est.idata_.attrs["started_from"] == "reference"
+    assert est.idata_["posterior"]["w"].shape == (2, 20, est.coef_.shape[0])
+    assert np.all(np.isfinite(est.idata_["posterior"]["log_alpha"].values))
