@@ -49,7 +49,7 @@ _SAMPLER_START_CAP = 10.0
 """A sampler started at the reference solution starts a pruned basis at ``log alpha = 10``
 (prior sd of its weight e^-5 of the scaled target's sd)."""
 _REQUIRED = {
-    "rvm_pymc.inference": ("fit_map", "sample_nuts", "sample_collapsed"),
+    "rvm_pymc.inference": ("optimise_map", "nuts_posterior"),
     "rvm_pymc.models": (
         "regression_marginal",
         "regression_joint",
@@ -215,8 +215,6 @@ def _fit_map(inference, models, opts, Phi, target, names, prior, start):
 
 
 def _fit_nuts(inference, models, opts, Phi, target, names, prior, seed, start):
-    from rvm_pymc.results import WeightPosterior
-
     kw = _options(opts, _NUTS_KEYS)
     which = kw.pop("model", "collapsed")
     if which not in ("collapsed", "joint"):
@@ -236,8 +234,7 @@ def _fit_nuts(inference, models, opts, Phi, target, names, prior, seed, start):
             weights=joint,
             parametrization=parametrization,
         )
-    sample = inference.sample_nuts if joint else inference.sample_collapsed
-    tree = sample(
+    res = inference.nuts_posterior(
         model,
         draws=opts["draws"],
         tune=opts["tune"],
@@ -245,29 +242,19 @@ def _fit_nuts(inference, models, opts, Phi, target, names, prior, seed, start):
         random_seed=seed,
         **kw,
     )
-    p = tree["posterior"]
-    wname = "W" if opts["kind"] == "softmax" else "w"
-    post = WeightPosterior(
-        kind=opts["kind"],
-        basis_names=tuple(names),
-        log_alpha=np.asarray(p["log_alpha"].values, dtype=float),
-        log_beta=np.asarray(p["log_beta"].values, dtype=float) if "log_beta" in p else None,
-        draws=np.asarray(p[wname].values, dtype=float),
-    )
-    stats = tree["sample_stats"]
     diag_keys = ("sampler", "n_divergent", "max_rhat", "min_ess_bulk", "rvm_inference")
     info = {
         "log_evidence": float("nan"),
         "n_iter": opts["tune"] + opts["draws"],
         "converged": bool(
-            int(tree.attrs.get("n_divergent", 0)) == 0
-            and float(tree.attrs.get("max_rhat", np.inf)) <= kw.get("rhat_threshold", 1.01)
+            int(res.attrs.get("n_divergent", 0)) == 0
+            and float(res.attrs.get("max_rhat", np.inf)) <= kw.get("rhat_threshold", 1.01)
         ),
         "library": "rvm_pymc.inference",
-        "sample_stats": {k: np.asarray(v.values) for k, v in stats.data_vars.items()},
+        "sample_stats": res.sample_stats,
         "attrs": {
-            **{k: tree.attrs[k] for k in diag_keys if k in tree.attrs},
+            **{k: res.attrs[k] for k in diag_keys if k in res.attrs},
             "started_from": "reference" if start is not None else "default",
         },
     }
-    return post, info, model
+    return res.posterior, info, model

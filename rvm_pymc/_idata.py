@@ -50,6 +50,25 @@ def design_matrix(model, spec: ModelSpec, log_length_scale=None) -> np.ndarray:
     )
 
 
+def result_kind(spec: ModelSpec) -> str:
+    """The kind of :class:`~rvm_pymc.results.WeightPosterior` a model gives."""
+    return "regression" if spec.kind.startswith("regression") else spec.kind
+
+
+def class_labels(model, spec: ModelSpec) -> list | None:
+    """Class labels of a classifier (the ``class`` coordinate; 0, 1 for binary), else None."""
+    if spec.kind == "softmax":
+        return model_coords(model, "class")
+    return [0, 1] if spec.kind == "binary" else None
+
+
+def target_data(model, spec: ModelSpec) -> np.ndarray:
+    """The observed targets: ``t`` (regression) or the class codes ``y``."""
+    if spec.kind.startswith("regression"):
+        return model_data(model, "t")
+    return model_data(model, "y").astype(np.int64)
+
+
 def check_gram(model, spec: ModelSpec) -> None:
     """Raise ValueError if a marginal model's ``PhiTPhi`` is not ``Phi^T Phi``."""
     if spec.kind != "regression_marginal" or spec.rbf_width:

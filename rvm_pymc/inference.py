@@ -35,8 +35,6 @@ Machine Learning Research* 15, 1593-1623.
 
 from __future__ import annotations
 
-import importlib.util
-import warnings
 from collections.abc import Mapping
 
 import numpy as np
@@ -44,83 +42,31 @@ import pymc as pm
 import xarray as xr
 
 from rvm_pymc import _idata
-from rvm_pymc._gaussian import factor_draw
-from rvm_pymc._idata import design_matrix, model_coords, model_data
-from rvm_pymc._map import MapResult, gaussian_weights, map_classification, map_regression
-from rvm_pymc._model_spec import ModelSpec, model_spec
-from rvm_pymc.exceptions import PriorWarning
-from rvm_pymc.priors import HyperPrior
+from rvm_pymc._idata import class_labels, model_coords, result_kind, target_data
+from rvm_pymc._map import MapResult, map_classification, map_regression
+from rvm_pymc._model_spec import model_spec
+from rvm_pymc._sampling import (
+    NEAR_IMPROPER,
+    SAMPLERS,
+    NutsResult,
+    compile_options,
+    nuts_datatree,
+    run_nuts,
+)
+from rvm_pymc._validation import check_int
 from rvm_pymc.results import WeightPosterior, to_datatree
 
-__all__ = ["NEAR_IMPROPER", "SAMPLERS", "fit_map", "sample_collapsed", "sample_nuts"]
-
-SAMPLERS = ("pymc", "nutpie", "numpyro")
-NEAR_IMPROPER = 1e-3
-"""NUTS warns (PriorWarning) when a Gamma shape or rate in use is below this."""
-_CHUNK = 256
-
-
-# --------------------------------------------------------------------- checks
-
-
-def _check_int(value, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    return int(value)
-
-
-def _check_prob(value, name: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a number in (0, 1); got {value!r}") from exc
-    if not 0.0 < v < 1.0:
-        raise ValueError(f"{name} must be in (0, 1); got {value!r}")
-    return v
-
-
-def _compile_kw(compile_kwargs: Mapping | None) -> dict:
-    if compile_kwargs is None:
-        return {}
-    if not isinstance(compile_kwargs, Mapping):
-        raise ValueError(f"compile_kwargs must be a mapping; got {type(compile_kwargs).__name__}")
-    return dict(compile_kwargs)
-
-
-def _warn_if_near_improper(spec: ModelSpec) -> None:
-    prior: HyperPrior | None = spec.prior
-    if prior is None:  # a user's own prior: not ours to judge
-        return
-    used = {"a": prior.a, "b": prior.b}
-    if spec.kind.startswith("regression"):
-        used.update(c=prior.c, d=prior.d)
-    small = {k: v for k, v in used.items() if v < NEAR_IMPROPER}
-    if small:
-        warnings.warn(
-            f"hyperprior parameters {small} are below {NEAR_IMPROPER}: the posterior is "
-            "(nearly) improper in the precisions and NUTS will not converge; use the "
-            "'weakly_informative' preset on standardised data, or type-II MAP",
-            PriorWarning,
-            stacklevel=3,
-        )
-
-
-def _resolve_sampler(nuts_sampler: str | None, compile_kwargs: dict) -> str:
-    if nuts_sampler is None:
-        nuts_sampler = "nutpie" if importlib.util.find_spec("nutpie") else "pymc"
-    if nuts_sampler not in SAMPLERS:
-        raise ValueError(f"nuts_sampler must be one of {SAMPLERS} or None; got {nuts_sampler!r}")
-    if nuts_sampler != "pymc":
-        if importlib.util.find_spec(nuts_sampler) is None:
-            raise ImportError(
-                f"nuts_sampler={nuts_sampler!r} needs the {nuts_sampler} package "
-                f"(pip install {nuts_sampler})"
-            )
-        if compile_kwargs:
-            raise ValueError(
-                f"compile_kwargs applies to nuts_sampler='pymc' only, not {nuts_sampler!r}"
-            )
-    return nuts_sampler
+__all__ = [
+    "NEAR_IMPROPER",
+    "SAMPLERS",
+    "NutsResult",
+    "fit_map",
+    "map_datatree",
+    "nuts_posterior",
+    "optimise_map",
+    "sample_collapsed",
+    "sample_nuts",
+]
 
 
 def fit_map(
@@ -234,14 +180,14 @@ def optimise_map(
     optimum back to the units of the data before building the one tree.
     """
     spec = model_spec(model)
-    max_iter = _check_int(max_iter, "max_iter", 1)
+    max_iter = check_int(max_iter, "max_iter", 1)
     if not (isinstance(gtol, int | float) and gtol > 0):
         raise ValueError(f"gtol must be a positive number; got {gtol!r}")
     kw = dict(
         initvals=initvals,
         max_iter=max_iter,
         gtol=float(gtol),
-        mode_kw=_compile_kw(
+        mode_kw=compile_options(
             {"mode": "FAST_COMPILE"} if compile_kwargs is None else compile_kwargs
         ),
     )
@@ -260,29 +206,13 @@ def optimise_map(
     )
 
 
-def _kind(spec: ModelSpec) -> str:
-    return "regression" if spec.kind.startswith("regression") else spec.kind
-
-
-def _classes(model, spec: ModelSpec) -> list | None:
-    if spec.kind == "softmax":
-        return model_coords(model, "class")
-    return [0, 1] if spec.kind == "binary" else None
-
-
-def _target(model, spec: ModelSpec) -> np.ndarray:
-    if spec.kind.startswith("regression"):
-        return model_data(model, "t")
-    return model_data(model, "y").astype(np.int64)
-
-
 def map_datatree(model: pm.Model, res: MapResult, *, draws=500, chains=2, random_seed=None):
     """The result-schema DataTree of a :func:`optimise_map` result on ``model``'s data."""
     spec = model_spec(model)
-    draws = _check_int(draws, "draws", 1)
-    chains = _check_int(chains, "chains", 1)
+    draws = check_int(draws, "draws", 1)
+    chains = check_int(chains, "chains", 1)
     post = WeightPosterior(
-        kind=_kind(spec),
+        kind=result_kind(spec),
         basis_names=tuple(model_coords(model, "basis")),
         log_alpha=res.log_alpha,
         log_beta=res.log_beta,
@@ -303,8 +233,8 @@ def map_datatree(model: pm.Model, res: MapResult, *, draws=500, chains=2, random
     return to_datatree(
         post,
         Phi=res.Phi,
-        target=_target(model, spec),
-        classes=_classes(model, spec),
+        target=target_data(model, spec),
+        classes=class_labels(model, spec),
         draws=draws,
         chains=chains,
         random_state=random_seed,
@@ -313,93 +243,6 @@ def map_datatree(model: pm.Model, res: MapResult, *, draws=500, chains=2, random
 
 
 # ------------------------------------------------------------------------ NUTS
-
-
-def _sample(
-    model,
-    spec,
-    *,
-    draws,
-    tune,
-    chains,
-    nuts_sampler,
-    target_accept,
-    random_seed,
-    progressbar,
-    compile_kwargs,
-    cores,
-    initvals=None,
-):
-    draws = _check_int(draws, "draws", 1)
-    tune = _check_int(tune, "tune", 0)
-    chains = _check_int(chains, "chains", 1)
-    target_accept = _check_prob(target_accept, "target_accept")
-    ck = _compile_kw(compile_kwargs)
-    sampler = _resolve_sampler(nuts_sampler, ck)
-    _warn_if_near_improper(spec)
-    with model:
-        idata = pm.sample(
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            cores=cores,
-            random_seed=random_seed,
-            nuts_sampler=sampler,
-            target_accept=target_accept,
-            progressbar=progressbar,
-            compute_convergence_checks=False,
-            compile_kwargs=ck or None,
-            initvals=None if initvals is None else dict(initvals),
-        )
-    return idata, sampler
-
-
-def _nuts_datatree(model, spec, pm_tree, w, *, random_seed, attrs, rhat_threshold):
-    """The result-schema tree of a NUTS run: weight draws ``w``, the sampled hyperparameters."""
-    post = pm_tree["posterior"]
-    la = np.asarray(post["log_alpha"].values, dtype=float)
-    lb = np.asarray(post["log_beta"].values, dtype=float) if "log_beta" in post else None
-    stats = pm_tree["sample_stats"]
-    sample_stats = {
-        k: np.asarray(v.values) for k, v in stats.data_vars.items() if v.dims == ("chain", "draw")
-    }
-    extra, latent, constant = {}, None, None
-    Phi = design_matrix(model, spec) if not spec.rbf_width else None
-    if spec.rbf_width:
-        lls = np.asarray(post["log_length_scale"].values, dtype=float)
-        extra["log_length_scale"] = (("chain", "draw"), lls)
-        X, C = model_data(model, "X"), model_data(model, "centres")
-        latent = np.empty((*lls.shape, X.shape[0]))
-        for idx in np.ndindex(lls.shape):
-            latent[idx] = design_matrix(model, spec, float(lls[idx])) @ w[idx]
-        constant = {"X": (("obs", "feature"), X), "centres": (("centre", "feature"), C)}
-    wp = WeightPosterior(
-        kind=_kind(spec),
-        basis_names=tuple(model_coords(model, "basis")),
-        log_alpha=la,
-        log_beta=lb,
-        draws=w,
-    )
-    tree = to_datatree(
-        wp,
-        Phi=Phi,
-        target=_target(model, spec),
-        classes=_classes(model, spec),
-        random_state=random_seed,
-        sample_stats=sample_stats,
-        extra_posterior=extra,
-        latent=latent,
-        constant_data=constant,
-        attrs=attrs,
-    )
-    names = [
-        n
-        for n in ("w", "W", "log_alpha", "log_beta", "log_length_scale")
-        if n in tree["posterior"]
-    ]
-    diag = _idata.check_sampling(tree, names, rhat_threshold=rhat_threshold)
-    tree.attrs.update(diag)
-    return tree
 
 
 def sample_nuts(
@@ -467,60 +310,7 @@ def sample_nuts(
     spec = model_spec(model)
     if spec.kind == "regression_marginal":
         raise ValueError("the marginal regression model has no weights; use sample_collapsed")
-    idata, sampler = _sample(
-        model,
-        spec,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        nuts_sampler=nuts_sampler,
-        target_accept=target_accept,
-        random_seed=random_seed,
-        progressbar=progressbar,
-        compile_kwargs=compile_kwargs,
-        cores=cores,
-        initvals=initvals,
-    )
-    wname = "W" if spec.kind == "softmax" else "w"
-    w = np.asarray(idata["posterior"][wname].values, dtype=float)
-    return _nuts_datatree(
-        model,
-        spec,
-        idata,
-        w,
-        random_seed=_seed_of(random_seed, 7907),
-        attrs={"rvm_inference": "nuts", "rvm_kind": spec.kind, "sampler": sampler},
-        rhat_threshold=rhat_threshold,
-    )
-
-
-def _seed_of(random_seed, salt: int):
-    """A generator seeded from ``random_seed`` and ``salt`` (fresh entropy for None)."""
-    seed = random_seed if isinstance(random_seed, int | np.integer) else None
-    return np.random.default_rng(None if seed is None else [int(seed), salt])
-
-
-def _exact_weight_draws(model, spec, post, rng) -> np.ndarray:
-    """One draw of ``w ~ N(mu, Sigma)`` per posterior draw of the hyperparameters."""
-    t = model_data(model, "t")
-    la = post["log_alpha"].values
-    n_chain, n_draw, m = la.shape
-    la = la.reshape(-1, m)
-    beta = np.exp(post["log_beta"].values.ravel())
-    lls = post["log_length_scale"].values.ravel() if spec.rbf_width else None
-    w = np.empty_like(la)
-    z = rng.standard_normal(la.shape)
-    fixed = None if spec.rbf_width else design_matrix(model, spec)
-    if fixed is not None:
-        PtP, Ptt = fixed.T @ fixed, fixed.T @ t
-    for i in range(la.shape[0]):
-        Phi = fixed
-        if Phi is None:
-            Phi = design_matrix(model, spec, float(lls[i]))
-            PtP, Ptt = Phi.T @ Phi, Phi.T @ t
-        L, p, mean = gaussian_weights(PtP, Ptt, np.exp(la[i]), float(beta[i]))
-        w[i] = factor_draw(L, p, mean, z[i : i + 1])[0]
-    return w.reshape(n_chain, n_draw, m)
+    return nuts_datatree(model, spec, _run(model, spec, False, locals()), random_seed=random_seed)
 
 
 def sample_collapsed(
@@ -579,27 +369,51 @@ def sample_collapsed(
             "sample_collapsed needs a marginal regression model (regression_marginal)"
         )
     _idata.check_gram(model, spec)
-    idata, sampler = _sample(
-        model,
-        spec,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        nuts_sampler=nuts_sampler,
-        target_accept=target_accept,
-        random_seed=random_seed,
-        progressbar=progressbar,
-        compile_kwargs=compile_kwargs,
-        cores=cores,
-        initvals=initvals,
+    return nuts_datatree(model, spec, _run(model, spec, True, locals()), random_seed=random_seed)
+
+
+def _run(model, spec, collapsed: bool, args: dict) -> NutsResult:
+    keys = (
+        "draws",
+        "tune",
+        "chains",
+        "nuts_sampler",
+        "target_accept",
+        "random_seed",
+        "progressbar",
+        "compile_kwargs",
+        "cores",
+        "rhat_threshold",
+        "initvals",
     )
-    w = _exact_weight_draws(model, spec, idata["posterior"], _seed_of(random_seed, 7919))
-    return _nuts_datatree(
-        model,
-        spec,
-        idata,
-        w,
-        random_seed=_seed_of(random_seed, 7907),
-        attrs={"rvm_inference": "collapsed_nuts", "rvm_kind": spec.kind, "sampler": sampler},
-        rhat_threshold=rhat_threshold,
-    )
+    return run_nuts(model, spec, collapsed=collapsed, **{k: args[k] for k in keys})
+
+
+def nuts_posterior(
+    model: pm.Model,
+    *,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    nuts_sampler: str | None = None,
+    target_accept: float = 0.9,
+    random_seed=None,
+    progressbar: bool = False,
+    compile_kwargs: Mapping | None = None,
+    cores: int | None = None,
+    rhat_threshold: float = 1.01,
+    initvals: Mapping[str, np.ndarray] | None = None,
+) -> NutsResult:
+    """The NUTS run of :func:`sample_collapsed` (marginal regression model) or
+    :func:`sample_nuts` (joint models) without the DataTree.
+
+    Same arguments; returns a :class:`~rvm_pymc._sampling.NutsResult`, whose
+    ``posterior`` the estimators map to the units of the data before they
+    build their one tree (so the pointwise likelihood and the replicates are
+    computed once).
+    """
+    spec = model_spec(model)
+    collapsed = spec.kind == "regression_marginal"
+    if collapsed:
+        _idata.check_gram(model, spec)
+    return _run(model, spec, collapsed, locals())

@@ -9,13 +9,6 @@ from rvm_pymc.priors import HyperPrior
 METHODS = ("fast", "mackay", "em")
 
 
-def check_int(value, name: str, minimum: int) -> int:
-    """Return ``value`` as an int after checking it is an integer >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    return int(value)
-
-
 def check_float(value, name: str, *, strict: bool = True) -> float:
     """Return ``value`` as a float after checking it is finite and > 0 (>= 0 if not strict)."""
     try:

@@ -27,7 +27,7 @@ import warnings
 
 import numpy as np
 
-from rvm_pymc._validation import as_2d_float, check_consistent_length
+from rvm_pymc._validation import as_2d_float, check_consistent_length, check_int
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import HyperPrior, resolve_prior
 from rvm_pymc.reference._classification_result import ClassificationResult
@@ -36,7 +36,6 @@ from rvm_pymc.reference._laplace import LaplacePosterior, find_mode
 from rvm_pymc.reference._options import (
     check_alpha_init,
     check_float,
-    check_int,
     check_method_and_prior,
     normalise_columns,
 )

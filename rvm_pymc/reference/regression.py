@@ -16,14 +16,13 @@ import warnings
 import numpy as np
 
 from rvm_pymc._gaussian import regression_posterior
-from rvm_pymc._validation import as_2d_float, as_target_float, check_consistent_length
+from rvm_pymc._validation import as_2d_float, as_target_float, check_consistent_length, check_int
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import HyperPrior, resolve_prior
 from rvm_pymc.reference._linalg import log_hyperprior, log_marginal_likelihood
 from rvm_pymc.reference._options import (
     check_alpha_init,
     check_float,
-    check_int,
     check_method_and_prior,
     normalise_columns,
 )

@@ -1,0 +1,271 @@
+"""NUTS for the RVM models: the run behind :func:`rvm_pymc.inference.sample_nuts` and
+:func:`~rvm_pymc.inference.sample_collapsed`, and its result as a DataTree.
+
+:func:`run_nuts` samples with ``pm.sample`` (PyMC's NUTS, nutpie or numpyro),
+draws the weights exactly for the collapsed sampler, checks divergences and
+R-hat, and returns a :class:`NutsResult` whose posterior is a
+:class:`~rvm_pymc.results.WeightPosterior`; :func:`nuts_datatree` draws it into
+the one result schema of :mod:`rvm_pymc.results`.  The estimators map the
+:class:`NutsResult` to the units of the data before the one tree is built.
+
+References
+----------
+Hoffman, M. D. and Gelman, A. (2014). The No-U-Turn sampler. *Journal of
+Machine Learning Research* 15, 1593-1623.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pymc as pm
+import xarray as xr
+
+from rvm_pymc import _idata
+from rvm_pymc._gaussian import factor_draw
+from rvm_pymc._idata import (
+    class_labels,
+    design_matrix,
+    model_coords,
+    model_data,
+    result_kind,
+    target_data,
+)
+from rvm_pymc._map import gaussian_weights
+from rvm_pymc._model_spec import ModelSpec
+from rvm_pymc._validation import check_int
+from rvm_pymc.exceptions import PriorWarning
+from rvm_pymc.priors import HyperPrior
+from rvm_pymc.results import WeightPosterior, to_datatree
+
+__all__ = [
+    "NEAR_IMPROPER",
+    "SAMPLERS",
+    "NutsResult",
+    "check_probability",
+    "compile_options",
+    "nuts_datatree",
+    "run_nuts",
+]
+
+SAMPLERS = ("pymc", "nutpie", "numpyro")
+NEAR_IMPROPER = 1e-3
+"""NUTS warns (PriorWarning) when a Gamma shape or rate in use is below this."""
+
+
+def check_probability(value, name: str) -> float:
+    """``value`` as a float in (0, 1), or ValueError naming ``name``."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a number in (0, 1); got {value!r}") from exc
+    if not 0.0 < v < 1.0:
+        raise ValueError(f"{name} must be in (0, 1); got {value!r}")
+    return v
+
+
+def compile_options(compile_kwargs: Mapping | None) -> dict:
+    """PyTensor compile options as a dict (empty for None), or ValueError."""
+    if compile_kwargs is None:
+        return {}
+    if not isinstance(compile_kwargs, Mapping):
+        raise ValueError(f"compile_kwargs must be a mapping; got {type(compile_kwargs).__name__}")
+    return dict(compile_kwargs)
+
+
+def _warn_if_near_improper(spec: ModelSpec) -> None:
+    prior: HyperPrior | None = spec.prior
+    if prior is None:  # a user's own prior: not ours to judge
+        return
+    used = {"a": prior.a, "b": prior.b}
+    if spec.kind.startswith("regression"):
+        used.update(c=prior.c, d=prior.d)
+    small = {k: v for k, v in used.items() if v < NEAR_IMPROPER}
+    if small:
+        warnings.warn(
+            f"hyperprior parameters {small} are below {NEAR_IMPROPER}: the posterior is "
+            "(nearly) improper in the precisions and NUTS will not converge; use the "
+            "'weakly_informative' preset on standardised data, or type-II MAP",
+            PriorWarning,
+            stacklevel=3,
+        )
+
+
+def _resolve_sampler(nuts_sampler: str | None, compile_kwargs: dict) -> str:
+    if nuts_sampler is None:
+        nuts_sampler = "nutpie" if importlib.util.find_spec("nutpie") else "pymc"
+    if nuts_sampler not in SAMPLERS:
+        raise ValueError(f"nuts_sampler must be one of {SAMPLERS} or None; got {nuts_sampler!r}")
+    if nuts_sampler != "pymc":
+        if importlib.util.find_spec(nuts_sampler) is None:
+            raise ImportError(
+                f"nuts_sampler={nuts_sampler!r} needs the {nuts_sampler} package "
+                f"(pip install {nuts_sampler})"
+            )
+        if compile_kwargs:
+            raise ValueError(
+                f"compile_kwargs applies to nuts_sampler='pymc' only, not {nuts_sampler!r}"
+            )
+    return nuts_sampler
+
+
+@dataclass
+class NutsResult:
+    """A NUTS run: the posterior draws and what the sampler reported.
+
+    ``posterior`` holds the weight draws (exact Gaussian draws for the
+    collapsed sampler) and the hyperparameter draws; ``sample_stats`` the
+    sampler's ``(chain, draw)`` statistics; ``attrs`` ``rvm_inference``,
+    ``rvm_kind``, ``sampler``, ``n_divergent``, ``max_rhat`` and
+    ``min_ess_bulk``; ``log_length_scale`` the draws of the RBF-width model's
+    length scale (else None).
+    """
+
+    posterior: WeightPosterior
+    sample_stats: dict
+    attrs: dict
+    log_length_scale: np.ndarray | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def run_nuts(
+    model,
+    spec: ModelSpec,
+    *,
+    collapsed: bool,
+    draws,
+    tune,
+    chains,
+    nuts_sampler,
+    target_accept,
+    random_seed,
+    progressbar,
+    compile_kwargs,
+    cores,
+    rhat_threshold,
+    initvals=None,
+) -> NutsResult:
+    """Sample ``model`` by NUTS; for ``collapsed``, draw the weights exactly afterwards.
+
+    Arguments as :func:`rvm_pymc.inference.sample_nuts`.  Warns
+    :class:`~rvm_pymc.exceptions.PriorWarning` for a near-improper prior and
+    :class:`~rvm_pymc.exceptions.SamplingWarning` on divergences or a large
+    R-hat.
+    """
+    draws = check_int(draws, "draws", 1)
+    tune = check_int(tune, "tune", 0)
+    chains = check_int(chains, "chains", 1)
+    target_accept = check_probability(target_accept, "target_accept")
+    ck = compile_options(compile_kwargs)
+    sampler = _resolve_sampler(nuts_sampler, ck)
+    _warn_if_near_improper(spec)
+    with model:
+        pm_tree = pm.sample(
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            cores=cores,
+            random_seed=random_seed,
+            nuts_sampler=sampler,
+            target_accept=target_accept,
+            progressbar=progressbar,
+            compute_convergence_checks=False,
+            compile_kwargs=ck or None,
+            initvals=None if initvals is None else dict(initvals),
+        )
+    post = pm_tree["posterior"]
+    if collapsed:
+        w = _exact_weight_draws(model, spec, post, seed_of(random_seed, 7919))
+    else:
+        w = np.asarray(post["W" if spec.kind == "softmax" else "w"].values, dtype=float)
+    la = np.asarray(post["log_alpha"].values, dtype=float)
+    lb = np.asarray(post["log_beta"].values, dtype=float) if "log_beta" in post else None
+    lls = np.asarray(post["log_length_scale"].values, dtype=float) if spec.rbf_width else None
+    stats = pm_tree["sample_stats"].to_dataset()
+    sample_stats = {
+        k: np.asarray(v.values) for k, v in stats.data_vars.items() if v.dims == ("chain", "draw")
+    }
+    # the diagnostics on the weights and the sampled hyperparameters
+    sampled = {"w": w, "log_alpha": la, "log_beta": lb, "log_length_scale": lls}
+    checked = xr.Dataset(
+        {
+            k: (("chain", "draw", *(f"{k}_dim{i}" for i in range(v.ndim - 2))), v)
+            for k, v in sampled.items()
+            if v is not None
+        }
+    )
+    light = xr.DataTree.from_dict({"posterior": checked, "sample_stats": stats})
+    diag = _idata.check_sampling(light, list(checked.data_vars), rhat_threshold=rhat_threshold)
+    inference = "collapsed_nuts" if collapsed else "nuts"
+    return NutsResult(
+        posterior=WeightPosterior(
+            kind=result_kind(spec),
+            basis_names=tuple(model_coords(model, "basis")),
+            log_alpha=la,
+            log_beta=lb,
+            draws=w,
+        ),
+        sample_stats=sample_stats,
+        attrs={"rvm_inference": inference, "rvm_kind": spec.kind, "sampler": sampler, **diag},
+        log_length_scale=lls,
+    )
+
+
+def nuts_datatree(model, spec: ModelSpec, res: NutsResult, *, random_seed=None) -> xr.DataTree:
+    """The result-schema DataTree of a :class:`NutsResult` on ``model``'s data."""
+    extra, latent, constant = {}, None, None
+    Phi = None if spec.rbf_width else design_matrix(model, spec)
+    if spec.rbf_width:
+        lls, w = res.log_length_scale, res.posterior.draws
+        extra["log_length_scale"] = (("chain", "draw"), lls)
+        X, C = model_data(model, "X"), model_data(model, "centres")
+        latent = np.empty((*lls.shape, X.shape[0]))
+        for idx in np.ndindex(lls.shape):
+            latent[idx] = design_matrix(model, spec, float(lls[idx])) @ w[idx]
+        constant = {"X": (("obs", "feature"), X), "centres": (("centre", "feature"), C)}
+    return to_datatree(
+        res.posterior,
+        Phi=Phi,
+        target=target_data(model, spec),
+        classes=class_labels(model, spec),
+        random_state=seed_of(random_seed, 7907),
+        sample_stats=res.sample_stats,
+        extra_posterior=extra,
+        latent=latent,
+        constant_data=constant,
+        attrs=res.attrs,
+    )
+
+
+def seed_of(random_seed, salt: int) -> np.random.Generator:
+    """A generator seeded from ``random_seed`` and ``salt`` (fresh entropy for None)."""
+    seed = random_seed if isinstance(random_seed, int | np.integer) else None
+    return np.random.default_rng(None if seed is None else [int(seed), salt])
+
+
+def _exact_weight_draws(model, spec, post, rng) -> np.ndarray:
+    """One draw of ``w ~ N(mu, Sigma)`` per posterior draw of the hyperparameters."""
+    t = model_data(model, "t")
+    la = post["log_alpha"].values
+    n_chain, n_draw, m = la.shape
+    la = la.reshape(-1, m)
+    beta = np.exp(post["log_beta"].values.ravel())
+    lls = post["log_length_scale"].values.ravel() if spec.rbf_width else None
+    w = np.empty_like(la)
+    z = rng.standard_normal(la.shape)
+    fixed = None if spec.rbf_width else design_matrix(model, spec)
+    if fixed is not None:
+        PtP, Ptt = fixed.T @ fixed, fixed.T @ t
+    for i in range(la.shape[0]):
+        Phi = fixed
+        if Phi is None:
+            Phi = design_matrix(model, spec, float(lls[i]))
+            PtP, Ptt = Phi.T @ Phi, Phi.T @ t
+        L, p, mean = gaussian_weights(PtP, Ptt, np.exp(la[i]), float(beta[i]))
+        w[i] = factor_draw(L, p, mean, z[i : i + 1])[0]
+    return w.reshape(n_chain, n_draw, m)
