@@ -203,7 +203,7 @@ class _BaseRVM(BaseEstimator):
     def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
         """Fit every candidate width by the reference solver; keep the best; finish by method.
 
-        The one scaling boundary (DESIGN section 3): every fit path sees the
+        The one scaling boundary (docs/design.md section 3): every fit path sees the
         basis columns scaled to unit root-mean-square and, for regression, the
         targets centred and scaled to unit sd; the posterior is mapped back to
         the units of the data once, by :meth:`WeightPosterior.to_data_units`.

@@ -62,7 +62,7 @@ class MapResult:
 
     ``mean`` is ``(M,)`` or ``(M, K)`` and ``cov`` class-major (block ``k``
     holds the M weights of class ``k``), over every basis of the model;
-    ``log_evidence`` is the objective ``J`` of DESIGN section 1 without the
+    ``log_evidence`` is the objective ``J`` of docs/design.md section 1 without the
     Gamma normalising constants (Laplace-approximate for classifiers); ``Phi``
     the design matrix at the optimum.
     """

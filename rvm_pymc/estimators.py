@@ -1,6 +1,6 @@
 r"""scikit-learn estimators: relevance vector regression (RVR) and classification (RVC).
 
-Both fit the one RVM model of DESIGN.md three ways, chosen by ``method``:
+Both fit the one RVM model of docs/design.md three ways, chosen by ``method``:
 
 ``"reference"``
     The closed-form solver of :mod:`rvm_pymc.reference` (NumPy/SciPy only):
@@ -14,9 +14,14 @@ Both fit the one RVM model of DESIGN.md three ways, chosen by ``method``:
 ``"nuts"``
     Full Bayes by NUTS in PyMC; predictions from the posterior draws.
 
-Whatever the method, the estimator holds the posterior of the active weights
-(``coef_``, ``sigma_``) and ``idata_``, an :class:`xarray.DataTree` like the
-one ``pm.sample`` returns.
+Every method sees the same scaled problem (the one scaling boundary): the
+basis columns divided by their root mean square and, for regression, the
+targets centred and divided by their sd; the posterior is mapped back to the
+units of the data once, so predictions are equivariant to shifting and scaling
+the targets.  Whatever the method, the estimator holds one posterior,
+``posterior_`` (a :class:`~rvm_pymc.results.WeightPosterior`); ``coef_``,
+``sigma_``, ``alpha_``, ... are read from it, and ``idata_`` is the DataTree of
+the result schema of :mod:`rvm_pymc.results`, built from it on first access.
 
 The kernel design matrix is ``Phi = [1 | k(X, X_train)]``: column 0 is the
 bias (when ``bias=True``), column ``i + 1`` the kernel centred on training
@@ -51,8 +56,8 @@ class RVR(RegressorMixin, _BaseRVM):
 
     Model: ``t = Phi(x) w + noise``, ``w_m ~ N(0, 1/alpha_m)``, noise precision
     ``beta``; the precisions are fitted by maximum evidence, which prunes most
-    weights (``alpha_m -> inf``).  Targets are used as given (not
-    standardised): the reference and MAP fits are scale-equivariant.
+    weights (``alpha_m -> inf``).  The model is fitted to the centred targets
+    (``y_offset_`` is their mean), on the scale of their sd, and mapped back.
 
     Parameters
     ----------
@@ -61,8 +66,8 @@ class RVR(RegressorMixin, _BaseRVM):
         ``"linear"``, ``"linear_spline"``), ``"precomputed"`` (``X`` is the
         kernel matrix between samples and training points), a
         :class:`~rvm_pymc.kernels.Kernel`, a callable ``k(X, Y)``, or a
-        :class:`~rvm_pymc.kernels.Basis` (any design matrix, e.g.
-        :func:`~rvm_pymc.kernels.polynomial_basis`; ``bias`` is then the basis's).
+        :class:`~rvm_pymc.basis.Basis` (any design matrix, e.g.
+        :func:`~rvm_pymc.basis.polynomial_basis`; ``bias`` is then the basis's).
     gamma : float, "scale" or "evidence", default "scale"
         Inverse squared width of rbf/cauchy (``exp(-gamma |x-y|^2)``), inverse
         width of laplacian, scale of poly; ignored by other kernels.
@@ -91,13 +96,21 @@ class RVR(RegressorMixin, _BaseRVM):
         Convergence tolerance on ``|d log alpha|`` of the reference solver.
     draws : int, default 500
         Posterior draws per chain kept in ``idata_`` (Gaussian draws for
-        reference/map, NUTS draws for nuts).
+        reference/map, antithetic across chain pairs; NUTS draws for nuts).
     tune : int, default 500
         NUTS tuning steps.
     chains : int, optional
-        Chains; default 1 for reference/map, 2 for nuts.
+        Chains; default 2 for every method, so that multi-model ArviZ plots
+        keep every fit.
     sampler_kwargs : dict, optional
         Extra keyword arguments for the PyMC fit (map/nuts).
+    init : {"auto", "reference", "default"}, default "auto"
+        Where MAP and NUTS start: ``"reference"`` at the reference solution
+        under the same prior (the ``"fast"`` solver for ``a = b = 0``, MacKay
+        otherwise), so that a comparison measures the approximation and not
+        another local optimum of the evidence; ``"default"`` at the PyMC
+        fit's own start; ``"auto"`` is ``"reference"`` for map and
+        ``"default"`` for nuts.  Ignored by ``method="reference"``.
     random_state : int, Generator or None
         Seeds the posterior draws (and NUTS).
 
@@ -116,15 +129,21 @@ class RVR(RegressorMixin, _BaseRVM):
         Noise variance used by ``predict(return_std=True)``: ``1/beta_``, or
         the posterior mean of ``1/beta`` for nuts.
     y_offset_ : float
-        Added to every prediction: 0.0, or the target mean for nuts (which
-        fits standardised targets, see :mod:`rvm_pymc._estimator_pymc`).
+        Added to every prediction: the mean of the training targets (every
+        method fits the centred targets).
+    y_scale_ : float
+        The sd of the training targets (the scale of the fitted problem).
+    basis_scale_ : ndarray of shape (n_basis,)
+        Root mean square of every column of the training design matrix (the
+        columns the fits see are divided by it).
     intercept_ : float
         Posterior mean of the bias weight (0.0 when the bias is pruned or absent).
     bias_active_ : bool
         Whether the bias column is relevant.
     active_ : ndarray of int
-        Columns of the design matrix that are relevant (0 is the bias); all
-        columns for nuts, which does not prune.
+        Columns of the design matrix that are relevant (0 is the bias): those
+        not pruned (``alpha = inf``) by reference/map; all columns for nuts,
+        which does not prune.
     active_names_ : list of str
         Their names: ``"bias"`` and ``"x<i>"`` for the kernel on training point i.
     relevance_indices_ : ndarray of int
@@ -140,11 +159,21 @@ class RVR(RegressorMixin, _BaseRVM):
         Iterations of the fit.
     converged_ : bool
     log_evidence_ : float
-        Log evidence (plus hyperprior terms) at the optimum; NaN for nuts.
+        Log evidence (plus hyperprior terms) at the optimum, of the targets in
+        their own units; NaN for nuts.
     evidence_path_ : dict
         Only with ``gamma="evidence"``: ``{"gamma", "log_evidence"}`` arrays.
     idata_ : xarray.DataTree
-        Posterior, log likelihood, sample stats and observed data of the fit.
+        The fit in the result schema of :mod:`rvm_pymc.results` (the same
+        groups for every method: posterior, posterior_predictive,
+        log_likelihood, observed_data, constant_data, sample_stats), built on
+        first access.
+    posterior_ : rvm_pymc.results.WeightPosterior
+        The estimator's one posterior, in the units of the data.
+    model_ : pymc.Model or None
+        The fitted PyMC model (map/nuts), on the scaled problem
+        (``Phi / basis_scale_``, ``(y - y_offset_) / y_scale_``); None for
+        reference and after unpickling.
     n_features_in_, feature_names_in_
         As in scikit-learn.
 
@@ -230,7 +259,7 @@ class RVC(ClassifierMixin, _BaseRVM):
     Parameters
     ----------
     kernel, gamma, gamma_grid, degree, coef0, bias, method, solver, prior, \
-max_iter, tol, draws, tune, chains, sampler_kwargs, random_state
+max_iter, tol, draws, tune, chains, sampler_kwargs, init, random_state
         As for :class:`RVR`; the prior uses only ``a, b`` (there is no noise).
 
     Attributes
@@ -245,7 +274,7 @@ max_iter, tol, draws, tune, chains, sampler_kwargs, random_state
         (n_active K, n_active K) otherwise.
     alpha_, intercept_, bias_active_, active_, active_names_, relevance_indices_, \
 relevance_vectors_, gamma_, kernel_, n_iter_, converged_, log_evidence_, \
-evidence_path_, idata_, n_features_in_, feature_names_in_
+evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, feature_names_in_
         As for :class:`RVR`.
 
     Examples

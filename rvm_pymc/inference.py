@@ -8,7 +8,7 @@ optimal hyperparameters, which are point values in ``constant_data``, not
 draws, so ArviZ summaries and plots work on every fit alike.
 
 Type-II MAP maximises the model's log density over the *log* precisions
-(Jacobian included, DESIGN.md section 1), with the weights integrated out:
+(Jacobian included, docs/design.md section 1), with the weights integrated out:
 exactly for regression (:func:`rvm_pymc.models.regression_marginal`) and by
 the Laplace approximation for classification (see :mod:`rvm_pymc._laplace`).
 That is not what ``pm.find_MAP`` maximises on a model with ``alpha ~ Gamma``:
@@ -128,7 +128,7 @@ def fit_map(
         ``log_beta``) are point values in ``constant_data`` (a pruned basis
         sits at ``log alpha = 50``); ``log_length_scale`` of the RBF-width model
         is a root attribute.  Root attributes also: ``log_evidence`` (the
-        DESIGN.md objective ``J``, without the Gamma normalising constants,
+        docs/design.md objective ``J``, without the Gamma normalising constants,
         Laplace-approximate for classifiers), ``converged``, ``n_iter``,
         ``max_abs_gradient``, ``optimizer_message``.
 

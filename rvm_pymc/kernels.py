@@ -470,6 +470,7 @@ _BASIS_NAMES = frozenset(
     }
 )
 
+
 def __getattr__(name: str):
     """Deprecated access to the bases of :mod:`rvm_pymc.basis` (a DeprecationWarning).
 

@@ -1,4 +1,4 @@
-"""PyMC model builders for the relevance vector machine (DESIGN.md section 1).
+"""PyMC model builders for the relevance vector machine (docs/design.md section 1).
 
 Every builder is a pure function: it validates its input, puts the data in
 ``pm.Data`` containers and returns a fresh :class:`pymc.Model`; nothing is
@@ -15,7 +15,7 @@ included),
     p(\\log\\beta) \\propto \\beta^{c} e^{-d\\beta},
 
 so that the model's log density is the log-coordinate objective ``J`` of
-DESIGN.md: its mode is the fixed point of Tipping's updates, and ``a = b = 0``
+docs/design.md: its mode is the fixed point of Tipping's updates, and ``a = b = 0``
 (the ``"evidence"`` preset, an improper flat prior on ``log alpha``) is allowed.
 Proper priors include the Gamma normalising constants.
 

@@ -1,6 +1,6 @@
 """Hyperprior presets for the ARD precisions and the noise precision.
 
-The model (DESIGN.md section 1) puts
+The model (docs/design.md section 1) puts
 
 .. math::
 

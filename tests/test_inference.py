@@ -140,7 +140,7 @@ def test_regression_map_survives_a_first_step_into_nan():
 
 
 def test_map_objective_is_not_the_find_map_objective():
-    """Regression test for the Jacobian convention of DESIGN.md section 1.
+    """Regression test for the Jacobian convention of docs/design.md section 1.
 
     On the same model written in the precisions (``alpha ~ Gamma``),
     ``logp(jacobian=True)`` is our objective and ``pm.find_MAP`` maximises

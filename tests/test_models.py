@@ -206,8 +206,10 @@ def _exact_marginal_logp(Phi, t, alpha, beta):
     P = [[Fraction(float(v)) for v in row] for row in Phi]
     ainv = [1 / Fraction(float(a)) for a in alpha]
     C = [
-        [sum(P[i][k] * ainv[k] * P[j][k] for k in range(m)) + (i == j) / Fraction(float(beta))
-         for j in range(n)]
+        [
+            sum(P[i][k] * ainv[k] * P[j][k] for k in range(m)) + (i == j) / Fraction(float(beta))
+            for j in range(n)
+        ]
         for i in range(n)
     ]
     A = [C[i] + [Fraction(float(t[i]))] for i in range(n)]

@@ -51,7 +51,7 @@ class ClassificationResult(SparseFitMixin):
         ``log p(t | w*)`` at the mode.
     log_evidence : float
         Laplace approximation to the log evidence plus the hyperprior terms
-        ``sum(a log alpha - b alpha)`` (DESIGN.md section 1).
+        ``sum(a log alpha - b alpha)`` (docs/design.md section 1).
     n_iter : int
         Hyperparameter iterations used.
     converged : bool

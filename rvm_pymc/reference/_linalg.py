@@ -48,7 +48,7 @@ def log_marginal_likelihood(
 
 
 def log_hyperprior(alpha: np.ndarray, beta: float, prior: HyperPrior) -> float:
-    """Hyperprior term of the log-coordinate objective (DESIGN.md section 1).
+    """Hyperprior term of the log-coordinate objective (docs/design.md section 1).
 
     ``sum_m [a log alpha_m - b alpha_m] + c log beta - d beta``: the Gamma(a, b)
     and Gamma(c, d) log densities of the *log* precisions (Jacobian included),

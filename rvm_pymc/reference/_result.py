@@ -61,7 +61,7 @@ class RegressionResult(SparseFitMixin):
         ``log N(t | 0, I/beta + Phi A^-1 Phi^T)`` at the optimum.
     log_evidence : float
         The objective maximised: the log marginal likelihood plus the
-        hyperprior terms of DESIGN.md (equal to it for the ``"evidence"`` preset).
+        hyperprior terms of docs/design.md (equal to it for the ``"evidence"`` preset).
     n_iter : int
         Iterations used.
     converged : bool

@@ -7,7 +7,7 @@ so that a basis is relevant or pruned for all classes at once (not
 one-vs-rest).  For fixed precisions the weight posterior is replaced by its
 Laplace approximation (see :mod:`rvm_pymc.reference._laplace`); the precisions
 maximise the Laplace approximation to the evidence plus the Gamma(a, b)
-hyperprior on the log precisions (DESIGN.md section 1).
+hyperprior on the log precisions (docs/design.md section 1).
 
 References
 ----------

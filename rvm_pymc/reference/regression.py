@@ -62,7 +62,7 @@ def fit_regression(
         updates (requires ``a = b = 0``).  ``"mackay"``: full re-estimation
         ``alpha = (gamma + 2a)/(mu^2 + 2b)``.  ``"em"``: full re-estimation
         ``alpha = (1 + 2a)/(mu^2 + Sigma_mm + 2b)``.  All three have the same
-        fixed points (DESIGN.md section 1).
+        fixed points (docs/design.md section 1).
     prior : str, mapping or HyperPrior, optional
         Gamma hyperpriors (see :func:`rvm_pymc.priors.resolve_prior`); default
         the ``"evidence"`` preset (type-II maximum likelihood).
