@@ -455,7 +455,7 @@ class _BaseRVM(BaseEstimator):
         ------
         ValueError
             If a parameter cannot be written without pickle (a callable
-            kernel, a user :class:`~rvm_pymc.kernels.Basis`).
+            kernel, a user :class:`~rvm_pymc.basis.Basis`).
 
         See Also
         --------

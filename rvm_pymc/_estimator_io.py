@@ -464,6 +464,7 @@ def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path) -> None:
         est.kernel_ = basis.kernel_ if hasattr(basis, "kernel_") else _k.make_kernel(basis.kernel)
         est.basis_ = None
     est._restore_posterior()
+    est.model_ = None  # a PyMC model is not saved (as after unpickling)
     _check_consistent(est, path)
 
 

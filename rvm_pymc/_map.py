@@ -212,7 +212,8 @@ def _lbfgs(fun, x0, bounds, max_iter: int, gtol: float, what: str, warn: bool = 
     # L-BFGS-B can stall short of gtol where J no longer changes in floating point (a
     # line search failing at the optimum, or no relative decrease left): that counts
     # only while the gradient is below STALL_GTOL
-    stalled = not res.success or "RELATIVE REDUCTION" in str(res.message).upper()
+    message = str(res.message).upper()
+    stalled = "ABNORMAL" in message or "RELATIVE REDUCTION" in message  # not an iteration cap
     converged = (pgrad <= gtol or (stalled and pgrad <= STALL_GTOL)) and floor.size == 0
     if floor.size:
         res.message = (

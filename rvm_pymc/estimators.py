@@ -106,7 +106,7 @@ class RVR(RegressorMixin, _BaseRVM):
         Extra keyword arguments for the PyMC fit (map/nuts).
     init : {"auto", "reference", "default"}, default "auto"
         Where MAP and NUTS start: ``"reference"`` at the reference solution
-        under the same prior (the ``"fast"`` solver for ``a = b = 0``, MacKay
+        under the same prior (``solver`` for ``a = b = 0``, MacKay
         otherwise), so that a comparison measures the approximation and not
         another local optimum of the evidence; ``"default"`` at the PyMC
         fit's own start; ``"auto"`` is ``"reference"`` for map and

@@ -33,11 +33,12 @@ nowhere else:
     NUTS: the sampler's statistics; type-II: ``lp``, the log density of each
     weight draw (log likelihood plus the log prior of the weights).
 
-The default is two chains for every method, so multi-model ArviZ plots keep
-every fit.  Everything is in the units of the data.  :func:`predictions`
-adds the ArviZ ``predictions`` / ``predictions_constant_data`` groups for new
-inputs from the posterior draws of a tree, so predictions can be rebuilt from
-a saved tree alone.
+The estimators and :func:`rvm_pymc.inference.fit_map` default to two chains
+for every method, so multi-model ArviZ plots keep every fit (``sample_nuts``
+and ``sample_collapsed`` called directly keep PyMC's four).  Everything is in
+the units of the data.  :func:`predictions` adds the ArviZ ``predictions`` /
+``predictions_constant_data`` groups for new inputs from the posterior draws of
+a tree, so predictions can be rebuilt from a saved tree alone.
 """
 
 from __future__ import annotations

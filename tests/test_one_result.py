@@ -313,3 +313,17 @@ def test_nuts_can_start_from_the_reference_solution(sinc, est_cls):
     assert est.idata_.attrs["started_from"] == "reference"
     assert est.idata_["posterior"]["w"].shape == (2, 20, est.coef_.shape[0])
     assert np.all(np.isfinite(est.idata_["posterior"]["log_alpha"].values))
+
+
+def test_reloaded_estimator_rebuilds_predictions_from_its_tree(sinc, tmp_path):
+    """Saved and loaded: the same posterior, predictions rebuilt from the loaded tree."""
+    X, t, X_new = sinc
+    est = _fit("map", X, t + 1e4)
+    est.save(tmp_path / "map.nc")
+    back = RVR.load(tmp_path / "map.nc")
+    assert back.model_ is None  # a PyMC model is not saved
+    np.testing.assert_array_equal(back.predict(X_new), est.predict(X_new))
+    mu = back.sample_predictions(X_new, random_state=0)["predictions"]["mu"].values
+    np.testing.assert_allclose(
+        mu.reshape(-1, X_new.shape[0]).mean(0), est.predict(X_new), rtol=1e-8
+    )
