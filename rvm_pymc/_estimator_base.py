@@ -7,6 +7,7 @@ entry points.  See :mod:`rvm_pymc.estimators` for the public classes.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import numbers
 from typing import Any
@@ -78,6 +79,21 @@ class _BaseRVM(BaseEstimator):
         self.init = init
         self.random_state = random_state
 
+    @contextlib.contextmanager
+    def _unchanged_on_failure(self):
+        """Restore every attribute if the block fails (also on KeyboardInterrupt).
+
+        A fit that raises leaves the estimator as it was: unfitted, or with its
+        previous fit, never a mixture of the two.
+        """
+        saved = dict(self.__dict__)
+        try:
+            yield
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
     def __getstate__(self):
         # a PyMC model does not pickle (its distributions are classes made at run time)
         state = super().__getstate__()
@@ -141,6 +157,10 @@ class _BaseRVM(BaseEstimator):
             raise ValueError("sampler_kwargs must be None or a dict")
         if self.init not in INITS:
             raise ValueError(f"init must be one of {INITS}; got {self.init!r}")
+        if self.method != "reference":
+            from rvm_pymc._estimator_pymc import check_sampler_kwargs
+
+            check_sampler_kwargs(self.method, self.sampler_kwargs)
         self._prior()  # raises ValueError for a bad prior
 
     def _prior(self):
@@ -211,10 +231,9 @@ class _BaseRVM(BaseEstimator):
         self._check_params()
         prior = self._prior()
         regression = self._kind == "regression"
+        self.__dict__.pop("evidence_path_", None)  # only a gamma="evidence" fit has one
         if regression:
-            t_mean, t_sd = float(np.mean(target)), float(np.std(target))
-            if not (np.isfinite(t_sd) and t_sd > 0):
-                raise ValueError("y is constant (or not finite): there is nothing to fit")
+            t_mean, t_sd = _target_scale(target)
             t_s = (target - t_mean) / t_sd
         else:
             t_mean, t_sd, t_s = 0.0, 1.0, target
@@ -281,6 +300,8 @@ class _BaseRVM(BaseEstimator):
         return "binary" if self.classes_.size == 2 else "softmax"
 
     def _starts_from_reference(self) -> bool:
+        if "initvals" in (self.sampler_kwargs or {}):  # the user's own start
+            return False
         init = "reference" if self.init == "auto" and self.method == "map" else self.init
         return self.method != "reference" and init == "reference"
 
@@ -323,6 +344,8 @@ class _BaseRVM(BaseEstimator):
             "seed": seed,
             "sample_stats": info.get("sample_stats"),
             "attrs": {**info.get("attrs", {}), **_fit_attrs(self, info["library"])},
+            "draws": self.draws,
+            "chains": self._chains(),
         }
         self._idata = None
 
@@ -377,8 +400,8 @@ class _BaseRVM(BaseEstimator):
                 Phi=inp["Phi"],
                 target=inp["target"],
                 classes=inp["classes"],
-                draws=self.draws,
-                chains=self._chains(),
+                draws=inp["draws"],
+                chains=inp["chains"],
                 random_state=inp["seed"],
                 sample_stats=inp["sample_stats"],
                 attrs=inp["attrs"],
@@ -488,6 +511,20 @@ class _BaseRVM(BaseEstimator):
         from rvm_pymc._estimator_io import load_estimator
 
         return load_estimator(path, {cls.__name__: cls}, expected=cls)
+
+
+def _target_scale(t: np.ndarray) -> tuple[float, float]:
+    """Mean and sd of the targets, or ValueError if they are constant to rounding.
+
+    The sd is computed on ``t / max|t|`` so that it neither overflows (|t| near
+    1e160) nor mistakes the rounding of the mean for a spread (``std`` of a
+    constant array is not always 0).
+    """
+    top = float(np.max(np.abs(t)))
+    if np.ptp(t) <= 8 * np.finfo(float).eps * top:
+        raise ValueError(f"y is constant (all values {t[0]!r}): there is nothing to fit")
+    u = t / top
+    return float(np.mean(t)), float(np.std(u)) * top
 
 
 def _column_scale(Phi: np.ndarray) -> np.ndarray:

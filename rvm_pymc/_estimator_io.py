@@ -71,6 +71,14 @@ __all__ = [
 FORMAT = "rvm_pymc.estimator"
 FORMAT_VERSION = 2
 STATE = "rvm_estimator"
+_HEADER = (
+    "rvm_pymc_format",
+    "rvm_pymc_format_version",
+    "rvm_estimator_class",
+    "rvm_params",
+    "rvm_fitted",
+    "rvm_checksum",
+)
 _KERNEL_TYPES = {
     c.__name__: c
     for c in (
@@ -406,12 +414,12 @@ def load_estimator(path, classes: Mapping[str, type], expected: type | None = No
             f"{shown}: checksum mismatch: the file was modified or corrupted "
             "after it was saved; refusing to load it"
         )
-    if name not in ESTIMATOR_NAMES:
-        raise _mismatch(path, f"unknown estimator class {name!r}")
     if expected is not None and name != expected.__name__:
+        if name not in ESTIMATOR_NAMES and name not in classes:
+            raise _mismatch(path, f"unknown estimator class {name!r}")
         raise _mismatch(path, f"it holds an {name}, not an {expected.__name__}; use {name}.load")
     if name not in classes:
-        raise _mismatch(path, f"it holds an {name}, which this caller cannot construct")
+        raise _mismatch(path, f"unknown estimator class {name!r}")
     cls = classes[name]
     try:
         est = cls(**_params_from_json(params_json))
@@ -452,9 +460,8 @@ def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path) -> None:
         }
     idata = tree.copy()
     del idata[STATE]
-    for key in list(idata.attrs):
-        if key.startswith("rvm_") and key != "rvm_estimator":
-            del idata.attrs[key]
+    for key in _HEADER:  # the file's own header; the fit's attributes stay
+        idata.attrs.pop(key, None)
     est.idata_ = idata
     basis = est._make_basis(est.gamma_)
     if isinstance(basis, PrecomputedBasis):

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["fit_pymc"]
+__all__ = ["check_sampler_kwargs", "fit_pymc"]
 
 _MAP_KEYS = ("initvals", "max_iter", "gtol", "laplace", "compile_kwargs")
 _NUTS_KEYS = (
@@ -81,12 +81,14 @@ def _pymc_api():
     return mods
 
 
-def _options(opts: dict, allowed: tuple[str, ...]) -> dict[str, Any]:
-    kw = dict(opts["sampler_kwargs"])
+def check_sampler_kwargs(method: str, sampler_kwargs: dict | None) -> dict[str, Any]:
+    """``sampler_kwargs`` as a dict, or ValueError naming keys that ``method`` does not take."""
+    allowed = _MAP_KEYS if method == "map" else _NUTS_KEYS
+    kw = dict(sampler_kwargs or {})
     unknown = sorted(set(kw) - set(allowed))
     if unknown:
         raise ValueError(
-            f"sampler_kwargs {unknown} do not apply to method={opts['method']!r}; allowed: "
+            f"sampler_kwargs {unknown} do not apply to method={method!r}; allowed: "
             f"{', '.join(allowed)}"
         )
     return kw
@@ -177,11 +179,13 @@ def _fit_map(inference, models, opts, Phi, target, names, prior, start):
     from rvm_pymc._map import LOG_PRECISION_BOUND
     from rvm_pymc.results import WeightPosterior
 
-    kw = _options(opts, _MAP_KEYS)
+    kw = check_sampler_kwargs("map", opts["sampler_kwargs"])
     if opts["max_iter"] is not None:
         kw.setdefault("max_iter", opts["max_iter"])
     model = _model(models, opts, Phi, target, names, prior, joint=False)
+    started_from = "user" if "initvals" in kw else "default"
     if start is not None and "initvals" not in kw:
+        started_from = "reference"
         kw["initvals"] = _start(
             start,
             Phi.shape[1],
@@ -208,14 +212,14 @@ def _fit_map(inference, models, opts, Phi, target, names, prior, start):
         "attrs": {
             "max_abs_gradient": float(res.max_abs_gradient),
             "optimizer_message": str(res.message),
-            "started_from": "reference" if start is not None else "default",
+            "started_from": started_from,
         },
     }
     return post, info, model
 
 
 def _fit_nuts(inference, models, opts, Phi, target, names, prior, seed, start):
-    kw = _options(opts, _NUTS_KEYS)
+    kw = check_sampler_kwargs("nuts", opts["sampler_kwargs"])
     which = kw.pop("model", "collapsed")
     if which not in ("collapsed", "joint"):
         raise ValueError(f"sampler_kwargs['model'] must be 'collapsed' or 'joint'; got {which!r}")
@@ -225,7 +229,9 @@ def _fit_nuts(inference, models, opts, Phi, target, names, prior, seed, start):
     model = _model(
         models, opts, Phi, target, names, prior, joint=joint, parametrization=parametrization
     )
+    started_from = "user" if "initvals" in kw else "default"
     if start is not None and "initvals" not in kw:
+        started_from = "reference"
         kw["initvals"] = _start(
             start,
             Phi.shape[1],
@@ -254,7 +260,7 @@ def _fit_nuts(inference, models, opts, Phi, target, names, prior, seed, start):
         "sample_stats": res.sample_stats,
         "attrs": {
             **{k: res.attrs[k] for k in diag_keys if k in res.attrs},
-            "started_from": "reference" if start is not None else "default",
+            "started_from": started_from,
         },
     }
     return res.posterior, info, model

@@ -138,29 +138,31 @@ def _bounds(names, sizes, alpha_bounds: list) -> list:
     return out
 
 
-def _projected_grad(x, g, bounds) -> tuple[float, np.ndarray]:
+def _projected_grad(x, g, bounds, prunable=()) -> tuple[float, np.ndarray]:
     """Largest gradient component that is not a pruned precision held at its upper bound.
 
-    Minimising ``-J``: a variable at its upper bound (``log alpha`` at
-    :data:`LOG_PRECISION_BOUND`, the representation of ``alpha = inf``) with a
-    negative gradient is pruned, and that component does not count.  A
-    variable at its *lower* bound with a positive gradient is not at an
-    optimum (the bound is a numerical floor, not part of the model): its
-    component counts, and it is returned in the second output.
+    Minimising ``-J``: a precision of ``prunable`` (the ``log alpha`` under the
+    flat prior, whose optimum may be ``alpha = inf``) at its upper bound
+    :data:`LOG_PRECISION_BOUND` with a negative gradient, or held there, is
+    pruned and does not count.  Any other variable at a bound with the
+    gradient pointing beyond it is not at an optimum (the bounds are
+    numerical limits, not part of the model): its component counts, and it
+    is returned in the second output.
     """
     pg = np.array(g, dtype=float)
-    floor = np.zeros(pg.size, dtype=bool)
+    stuck = np.zeros(pg.size, dtype=bool)
+    pruned_ok = np.zeros(pg.size, dtype=bool)
+    pruned_ok[np.asarray(prunable, dtype=np.intp)] = True
     for i, (lo, hi) in enumerate(bounds):
-        if lo is not None and lo == hi:  # held at the bound: pruned
+        at_hi = hi is not None and x[i] >= hi
+        if pruned_ok[i] and at_hi and (g[i] < 0 or lo == hi):
             pg[i] = 0.0
-        elif hi is not None and x[i] >= hi and g[i] < 0:
-            pg[i] = 0.0
-        elif lo is not None and x[i] <= lo and g[i] > 0:
-            floor[i] = True
-    return (float(np.max(np.abs(pg))) if pg.size else 0.0), np.flatnonzero(floor)
+        elif (at_hi and g[i] < 0) or (lo is not None and x[i] <= lo and g[i] > 0):
+            stuck[i] = True
+    return (float(np.max(np.abs(pg))) if pg.size else 0.0), np.flatnonzero(stuck)
 
 
-def _lbfgs(fun, x0, bounds, max_iter: int, gtol: float, what: str, warn: bool = True):
+def _lbfgs(fun, x0, bounds, max_iter: int, gtol: float, what: str, warn: bool = True, prunable=()):
     """L-BFGS-B; if its first step fails, once more with that step no longer than 1.
 
     With every variable bounded, L-BFGS-B's first line search tries the full
@@ -175,9 +177,9 @@ def _lbfgs(fun, x0, bounds, max_iter: int, gtol: float, what: str, warn: bool = 
     Converged means the largest gradient component is at most ``gtol``, or,
     when L-BFGS-B can make no more progress because ``J`` no longer changes in
     floating point (its line search fails at the optimum, or no relative
-    decrease is left), at most :data:`STALL_GTOL`; every variable held at a
-    lower bound by a gradient pointing below it counts
-    (:func:`_projected_grad`).
+    decrease is left), at most :data:`STALL_GTOL`; and no variable is held at
+    a bound by a gradient pointing beyond it, but for the ``prunable``
+    precisions at the upper bound (:func:`_projected_grad`).
     """
     x0 = np.asarray(x0, dtype=float)
 
@@ -208,17 +210,17 @@ def _lbfgs(fun, x0, bounds, max_iter: int, gtol: float, what: str, warn: bool = 
         scale = float(np.max(np.abs(res.jac), initial=0.0))
         if np.isfinite(scale) and scale > 1.0:
             res = run(scale)
-    pgrad, floor = _projected_grad(res.x, res.jac, bounds)
+    pgrad, stuck = _projected_grad(res.x, res.jac, bounds, prunable)
     # L-BFGS-B can stall short of gtol where J no longer changes in floating point (a
     # line search failing at the optimum, or no relative decrease left): that counts
     # only while the gradient is below STALL_GTOL
-    message = str(res.message).upper()
-    stalled = "ABNORMAL" in message or "RELATIVE REDUCTION" in message  # not an iteration cap
-    converged = (pgrad <= gtol or (stalled and pgrad <= STALL_GTOL)) and floor.size == 0
-    if floor.size:
+    message = str(res.message).upper().replace("_", " ")  # older SciPy: REL_REDUCTION_OF_F
+    stalled = "ABNORMAL" in message or "REDUCTION OF F" in message  # not an iteration cap
+    converged = (pgrad <= gtol or (stalled and pgrad <= STALL_GTOL)) and stuck.size == 0
+    if stuck.size:
         res.message = (
-            f"{floor.size} variable(s) held at their lower bound (positions {floor.tolist()[:10]})"
-            f" by a gradient pointing below it; {res.message}"
+            f"{stuck.size} variable(s) held at a bound (positions {stuck.tolist()[:10]}) by a "
+            f"gradient pointing beyond it; {res.message}"
         )
     if warn and not converged:
         _warn_unconverged(what, res, pgrad)
@@ -400,7 +402,7 @@ def _prune_flat(fun, x, alpha_idx, leaving_at, bounds, max_iter, gtol):
         if accepted is None:
             break
         held = _held(accepted, bounds, alpha_idx)
-        res, _, _ = _lbfgs(fun, accepted, held, max_iter, gtol, "", warn=False)
+        res, _, _ = _lbfgs(fun, accepted, held, max_iter, gtol, "", False, alpha_idx)
         n_polish += int(res.nit)
         x = res.x
     return x, n_polish, int(np.sum(x[alpha_idx] >= LOG_PRECISION_BOUND)) - n_start
@@ -412,13 +414,18 @@ def _optimise(fun, x0, bounds, alpha_idx, leaving_at, *, max_iter, gtol, what):
     Returns ``(x, n_iter, converged, max |projected gradient|, message)`` of the
     final state, warning once if that did not converge.
     """
-    res, converged, pgrad = _lbfgs(fun, x0, bounds, max_iter, gtol, what, warn=leaving_at is None)
+    prunable = alpha_idx if leaving_at is not None else ()  # flat prior: alpha = inf allowed
+    res, converged, pgrad = _lbfgs(
+        fun, x0, bounds, max_iter, gtol, what, leaving_at is None, prunable
+    )
     x, n_iter, message = res.x, int(res.nit), str(res.message)
     if leaving_at is not None:
         x, n_polish, n_pruned = _prune_flat(fun, x, alpha_idx, leaving_at, bounds, max_iter, gtol)
         if n_pruned:  # the last polish again, to report (and warn about) its state
             held = _held(x, bounds, alpha_idx)
-            res, converged, pgrad = _lbfgs(fun, x, held, max_iter, gtol, f"{what} after pruning")
+            res, converged, pgrad = _lbfgs(
+                fun, x, held, max_iter, gtol, f"{what} after pruning", True, prunable
+            )
             x, message = res.x, str(res.message)
             n_iter += n_polish + int(res.nit)
         elif not converged:

@@ -103,7 +103,9 @@ class RVR(RegressorMixin, _BaseRVM):
         Chains; default 2 for every method, so that multi-model ArviZ plots
         keep every fit.
     sampler_kwargs : dict, optional
-        Extra keyword arguments for the PyMC fit (map/nuts).
+        Extra keyword arguments for the PyMC fit (map/nuts); checked at
+        ``fit`` before any work.  ``initvals`` there replaces the start of
+        ``init`` and is on the scaled problem (see ``model_``).
     init : {"auto", "reference", "default"}, default "auto"
         Where MAP and NUTS start: ``"reference"`` at the reference solution
         under the same prior (``solver`` for ``a = b = 0``, MacKay
@@ -211,9 +213,18 @@ class RVR(RegressorMixin, _BaseRVM):
         Returns
         -------
         self
+
+        Raises
+        ------
+        ValueError
+            For invalid data or parameters; a fit that fails (or is
+            interrupted) leaves the estimator as it was before.
         """
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=2)
-        self._fit(X, np.asarray(y, dtype=float))
+        with self._unchanged_on_failure():
+            X, y = validate_data(
+                self, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=2
+            )
+            self._fit(X, np.asarray(y, dtype=float))
         return self
 
     def _reference_fit(self, Phi, t, prior, solver):
@@ -307,16 +318,23 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
         Returns
         -------
         self
+
+        Raises
+        ------
+        ValueError
+            For invalid data or parameters; a fit that fails (or is
+            interrupted) leaves the estimator as it was before.
         """
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
-        check_classification_targets(y)
-        classes, codes = np.unique(y, return_inverse=True)
-        if classes.size < 2:
-            raise ValueError(
-                f"RVC needs samples of at least two classes; y has 1 class ({classes[0]!r})"
-            )
-        self.classes_ = classes
-        self._fit(X, codes.reshape(-1).astype(np.int64))
+        with self._unchanged_on_failure():
+            X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+            check_classification_targets(y)
+            classes, codes = np.unique(y, return_inverse=True)
+            if classes.size < 2:
+                raise ValueError(
+                    f"RVC needs samples of at least two classes; y has 1 class ({classes[0]!r})"
+                )
+            self.classes_ = classes
+            self._fit(X, codes.reshape(-1).astype(np.int64))
         return self
 
     def _reference_fit(self, Phi, codes, prior, solver):

@@ -101,6 +101,22 @@ class WeightPosterior:
             raise ValueError("give either the Gaussian (mean, cov) or the draws, not both")
         if self.mean is not None and self.cov is None:
             raise ValueError("a Gaussian posterior needs cov")
+        m = len(self.basis_names)
+        w = np.asarray(self.mean if self.draws is None else self.draws[0, 0])
+        k = 1 if w.ndim == 1 else w.shape[-1]
+        if (
+            w.shape[0] != m
+            or w.ndim != (2 if self.kind == "softmax" else 1)
+            or (self.kind == "softmax" and k < 2)
+        ):
+            raise ValueError(
+                f"the weights of a {self.kind} posterior over {m} bases must have shape "
+                f"{(m, 'K >= 2') if self.kind == 'softmax' else (m,)}; got {w.shape}"
+            )
+        if self.cov is not None and np.shape(self.cov) != (m * k, m * k):
+            raise ValueError(f"cov must have shape {(m * k, m * k)}; got {np.shape(self.cov)}")
+        if np.shape(self.log_alpha)[-1:] != (m,):
+            raise ValueError(f"log_alpha must end in {m} bases; got {np.shape(self.log_alpha)}")
 
     @property
     def is_type_ii(self) -> bool:
@@ -385,6 +401,11 @@ def predictions(tree: xr.DataTree, Phi_new: np.ndarray, *, random_state=None) ->
     rng = np.random.default_rng(random_state)
     kind = _kind_of(tree)
     post, const = tree["posterior"], tree["constant_data"]
+    if "Phi" not in const:
+        raise ValueError(
+            "the tree has no constant_data.Phi: its design matrix changes between draws "
+            "(the RBF-width model), so predictions need that model, not Phi_new"
+        )
     Phi_new = np.asarray(Phi_new, dtype=float)
     n_basis = post.sizes["basis"]
     if Phi_new.ndim != 2 or Phi_new.shape[1] != n_basis:

@@ -327,3 +327,78 @@ def test_reloaded_estimator_rebuilds_predictions_from_its_tree(sinc, tmp_path):
     np.testing.assert_allclose(
         mu.reshape(-1, X_new.shape[0]).mean(0), est.predict(X_new), rtol=1e-8
     )
+
+
+# ------------------------------------------------------ failures and stale state
+
+
+def test_failed_refit_leaves_the_previous_fit(sinc):
+    """A refit that fails midway restores every attribute (no new kernel with old weights)."""
+    X, t, X_new = sinc
+    est = RVR(gamma=0.5).fit(X, t)
+    before = est.predict(X_new)
+    est.set_params(gamma=20.0, method="map", sampler_kwargs={"bogus": 1})
+    with pytest.raises(ValueError, match="bogus"):
+        est.fit(X, t)
+    np.testing.assert_array_equal(est.predict(X_new), before)
+    assert est.gamma_ == 0.5
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    est.set_params(gamma=20.0, method="reference", sampler_kwargs=None)
+    est._reference_fit = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        est.fit(X, t)
+    del est._reference_fit
+    np.testing.assert_array_equal(est.predict(X_new), before)
+
+
+@pytest.mark.parametrize("value", [0.1, 1e-300, 7.0])
+def test_constant_target_is_refused_whatever_its_value(sinc, value):
+    X, _, _ = sinc
+    with pytest.raises(ValueError, match="y is constant"):
+        RVR(method="map", init="default").fit(X, np.full(X.shape[0], value))
+
+
+def test_targets_near_the_float_limit(sinc):
+    """|y| ~ 1e160: the scale is computed without overflow; predictions scale with y."""
+    X, t, X_new = sinc
+    base = RVR(gamma=0.5).fit(X, t)
+    big = RVR(gamma=0.5).fit(X, t * 1e160)
+    np.testing.assert_allclose(big.predict(X_new) / 1e160, base.predict(X_new), rtol=1e-6)
+
+
+def test_stale_state_after_a_refit(sinc):
+    X, t, _ = sinc
+    est = RVR(gamma="evidence", gamma_grid=[0.1, 0.5], draws=20).fit(X, t)
+    assert hasattr(est, "evidence_path_")
+    est.set_params(gamma=0.5).fit(X, t)
+    assert not hasattr(est, "evidence_path_")
+    est.set_params(draws=3, chains=1)  # not refitted: the tree keeps the fit's draws
+    assert est.idata_["posterior"]["w"].shape[:2] == (2, 20)
+
+
+def test_a_subclass_saves_and_loads(sinc, tmp_path):
+    class MyRVR(RVR):
+        pass
+
+    X, t, X_new = sinc
+    est = MyRVR(gamma=0.5).fit(X, t)
+    est.save(tmp_path / "mine.nc")
+    back = MyRVR.load(tmp_path / "mine.nc")
+    np.testing.assert_array_equal(back.predict(X_new), est.predict(X_new))
+    with pytest.raises(ValueError, match="unknown estimator class .MyRVR."):
+        RVR.load(tmp_path / "mine.nc")
+
+
+def test_map_bounds_other_than_a_pruned_precision_are_not_converged():
+    from rvm_pymc import _map
+
+    bounds = [(-5.0, 50.0), (-5.0, 50.0), (-50.0, 50.0)]
+    x = np.array([50.0, 1.0, 50.0])  # log alpha_0 pruned, log beta at its upper bound
+    g = np.array([-1.0, 0.0, -1.0])
+    pgrad, stuck = _map._projected_grad(x, g, bounds, prunable=[0, 1])
+    assert pgrad == 1.0 and stuck.tolist() == [2]
+    # under a proper prior nothing is prunable: the precision at the bound is stuck too
+    assert _map._projected_grad(x, g, bounds)[1].tolist() == [0, 2]
