@@ -171,9 +171,27 @@ class _BaseRVM(BaseEstimator):
     # ----------------------------------------------------------------------- basis
 
     def _scale_gamma(self, X: np.ndarray) -> float:
-        """``1 / (n_features * X.var())`` as scikit-learn's SVR (1.0 for constant X)."""
-        var = float(X.var())
-        return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+        """``1 / (n_features * X.var())`` as scikit-learn's SVR (1.0 for constant X).
+
+        The variance is computed on ``X / max|X|`` (no overflow or underflow in
+        the squares); ``ValueError`` naming the scale of ``X`` when the width
+        it gives is not a finite positive float.
+        """
+        top = float(np.max(np.abs(X)))
+        if np.ptp(X) == 0:
+            return 1.0
+        with np.errstate(over="ignore", under="ignore", divide="ignore"):
+            var = np.var(X / top) * top * top
+            gamma = float(1.0 / (X.shape[1] * var))
+        if not (np.isfinite(gamma) and gamma > 0):
+            v = f"{var:.3g}" if var > 0 else "below 5e-324"
+            raise ValueError(
+                f"gamma='scale' is 1 / (n_features * X.var()), but X has variance {v} "
+                f"(values up to {top:.3g} in magnitude), too {'small' if gamma > 1 else 'large'} "
+                "for a kernel width in float64: rescale X (e.g. sklearn's StandardScaler) "
+                "or pass a numeric gamma"
+            )
+        return gamma
 
     def _gamma_candidates(self, X: np.ndarray) -> list[float | None]:
         """Widths to fit: one for a fixed width, the grid for ``gamma="evidence"``."""
