@@ -1,0 +1,282 @@
+"""Classifier plots: class-probability contours on 2-D inputs, reliability diagrams."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rvm_pymc.plotting._common import (
+    CI_PROB,
+    as_fits,
+    check_fits_features,
+    check_inputs,
+    check_prob,
+    fit_colors,
+    is_sampled,
+    new_axes,
+    relevant_points,
+)
+
+__all__ = ["plot_class_probability_2d", "plot_reliability"]
+
+
+def _codes(est, y, what: str) -> np.ndarray:
+    """Labels as codes ``0..K-1`` of ``est.classes_``; ValueError for an unknown label."""
+    y = np.asarray(y).reshape(-1)
+    classes = est.classes_
+    codes = np.searchsorted(classes, y)
+    codes = np.clip(codes, 0, classes.size - 1)
+    bad = classes[codes] != y
+    if np.any(bad):
+        raise ValueError(f"{what} has labels not among the classes {classes.tolist()}: "
+                         f"{np.unique(y[bad]).tolist()[:5]}")  # fmt: skip
+    return codes
+
+
+def _same_classes(fits) -> np.ndarray:
+    first = next(iter(fits.values())).classes_
+    for name, est in fits.items():
+        if not np.array_equal(est.classes_, first):
+            raise ValueError(f"fits[{name!r}] has classes {est.classes_.tolist()}, not "
+                             f"{first.tolist()}: overlay fits of the same labels")  # fmt: skip
+    return first
+
+
+def plot_class_probability_2d(
+    fits: Any,
+    X,
+    y,
+    *,
+    grid_size: int = 120,
+    show_relevance: bool = True,
+    ci_prob: float = CI_PROB,
+    cmap: str = "RdBu_r",
+    colors: Any = None,
+    labels: dict[str, str] | None = None,
+    ax=None,
+):
+    """Class-probability contours of classifiers on 2-D inputs, with their relevance vectors.
+
+    One binary fit: the probability of ``classes_[1]`` filled (``cmap``, with a
+    colour bar) and its ``p = 0.5`` contour.  Several fits: only their
+    ``p = 0.5`` contours, one colour and one legend entry each.  K > 2
+    classes: the decision boundaries (where the most probable class changes)
+    instead of the 0.5 contour, and for one fit the most probable class
+    filled with its probability as opacity.  Relevance vectors are ringed in
+    the fit's colour (type-II: ``relevance_indices_``; NUTS: the points whose
+    central ``ci_prob`` weight interval excludes zero).  The data are drawn
+    per class, one legend entry per class.
+
+    Parameters
+    ----------
+    fits : RVC or mapping of str to RVC
+        Fitted classifiers of any ``method`` on two input features.
+    X : array_like of shape (N, 2)
+        The training inputs (the relevance vectors are rows of it).
+    y : array_like of shape (N,)
+        Their labels.
+    grid_size : int, default 120
+        Points per axis of the probability grid.
+    show_relevance : bool, default True
+    ci_prob : float, default 0.9
+        The interval of the NUTS relevance rule.
+    cmap : str, default "RdBu_r"
+        Colour map of the filled probability.
+    colors : mapping, sequence or colour, optional
+        Colour per fit (contours and rings); default ``C0, C1, ...``, or
+        black for a single fit.
+    labels : mapping of str to str, optional
+        Legend label per fit name.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Raises
+    ------
+    ValueError
+        For a regression fit, inputs that are not 2-D, fits on another number
+        of features or of other classes, labels not among the classes.
+
+    Examples
+    --------
+    On Ripley's data, ``plot_class_probability_2d({"reference": ref, "nuts": nuts}, X, y)``
+    overlays the two decision boundaries.
+    """
+    fits = as_fits(fits, kind="classification")
+    check_fits_features(fits, 2)
+    X = check_inputs(X, 2, "X")
+    classes = _same_classes(fits)
+    codes = _codes(next(iter(fits.values())), y, "y")
+    if codes.size != X.shape[0]:
+        raise ValueError(f"y has {codes.size} labels for {X.shape[0]} points of X")
+    ci_prob = check_prob(ci_prob, "ci_prob")
+    n = int(grid_size)
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    pad = 0.05 * np.where(hi > lo, hi - lo, 1.0)
+    g0 = np.linspace(lo[0] - pad[0], hi[0] + pad[0], n)
+    g1 = np.linspace(lo[1] - pad[1], hi[1] + pad[1], n)
+    G0, G1 = np.meshgrid(g0, g1)
+    grid = np.column_stack([G0.ravel(), G1.ravel()])
+    ax = new_axes(ax, figsize=(6.5, 5.5))
+    single = len(fits) == 1
+    cols = fit_colors(list(fits), "k" if single and colors is None else colors)
+    labels = dict(labels or {})
+    binary = classes.size == 2
+    import matplotlib.lines as mlines
+
+    handles = []
+    for k, (name, est) in enumerate(fits.items()):
+        P = est.predict_proba(grid)
+        c = cols[name]
+        if binary:
+            p1 = P[:, 1].reshape(G0.shape)
+            if single:
+                cf = ax.contourf(G0, G1, p1, levels=np.linspace(0, 1, 11), cmap=cmap, alpha=0.6)
+                ax.figure.colorbar(cf, ax=ax, label=f"P(y = {classes[1]})")
+            ax.contour(G0, G1, p1, levels=[0.5], colors=[c], linewidths=2)
+        else:
+            top = P.argmax(axis=1).reshape(G0.shape)
+            if single:
+                conf = P.max(axis=1).reshape(G0.shape)
+                ax.imshow(np.dstack([_class_rgb(top, classes.size), conf]), origin="lower",
+                          extent=(g0[0], g0[-1], g1[0], g1[-1]), aspect="auto",
+                          interpolation="nearest")  # fmt: skip
+            ax.contour(G0, G1, top, levels=np.arange(classes.size - 1) + 0.5, colors=[c],
+                       linewidths=2)  # fmt: skip
+        rv = relevant_points(est, ci_prob) if show_relevance else np.zeros(0, dtype=np.intp)
+        if rv.size:
+            ax.plot(X[rv, 0], X[rv, 1], "o", mfc="none", mec=c, ms=10 + 4 * k, mew=1.5,
+                    label="_nolegend_")  # fmt: skip
+        rule = ", interval rule" if is_sampled(est) else ""
+        boundary = "p = 0.5" if binary else "boundaries"
+        default = f"{name}: {boundary}" + (f", {rv.size} RVs{rule}" if show_relevance else "")
+        handles.append(mlines.Line2D([], [], color=c, lw=2, marker="o" if show_relevance else None,
+                                     mfc="none", label=labels.get(name, default)))  # fmt: skip
+    for j, cl in enumerate(classes):
+        sel = codes == j
+        h = ax.scatter(X[sel, 0], X[sel, 1], s=14, color=_class_rgb(np.array(j), classes.size),
+                       edgecolors="k", linewidths=0.3, label=f"class {cl}")  # fmt: skip
+        handles.append(h)
+    ax.set_xlim(g0[0], g0[-1])
+    ax.set_ylim(g1[0], g1[-1])
+    ax.set_xlabel("x1")
+    ax.set_ylabel("x2")
+    ax.legend(handles=handles, loc="best", fontsize="small")
+    return ax
+
+
+def _class_rgb(codes: np.ndarray, n_classes: int) -> np.ndarray:
+    """RGB of class codes: blue and red for two classes, tab10 otherwise."""
+    from matplotlib import colormaps
+
+    if n_classes == 2:
+        table = np.array([[0.13, 0.40, 0.67], [0.70, 0.09, 0.17]])
+    else:
+        table = np.asarray(colormaps["tab10"](np.arange(n_classes) % 10))[:, :3]
+    return table[np.asarray(codes)]
+
+
+def reliability_curve(proba: np.ndarray, codes: np.ndarray, n_bins: int):
+    """Per non-empty bin: mean confidence, observed frequency, count; and the ECE.
+
+    Two classes: the predicted probability of class 1 against the frequency of
+    class 1.  K classes: the top-class probability (confidence) against the
+    accuracy.  Bins are equal-width on [0, 1] (on [1/K, 1] for confidence);
+    the expected calibration error is the count-weighted mean of
+    ``|frequency - confidence|``.
+    """
+    if proba.shape[1] == 2:
+        conf, hit, lo = proba[:, 1], (codes == 1).astype(float), 0.0
+    else:
+        conf = proba.max(axis=1)
+        hit = (proba.argmax(axis=1) == codes).astype(float)
+        lo = 1.0 / proba.shape[1]
+    edges = np.linspace(lo, 1.0, n_bins + 1)
+    which = np.clip(np.searchsorted(edges, conf, side="right") - 1, 0, n_bins - 1)
+    count = np.bincount(which, minlength=n_bins)
+    s_conf = np.bincount(which, weights=conf, minlength=n_bins)
+    s_hit = np.bincount(which, weights=hit, minlength=n_bins)
+    keep = count > 0
+    mean_conf = s_conf[keep] / count[keep]
+    freq = s_hit[keep] / count[keep]
+    ece = float(np.sum(count[keep] * np.abs(freq - mean_conf)) / conf.size)
+    return mean_conf, freq, count[keep], ece
+
+
+def plot_reliability(
+    fits: Any,
+    X_test,
+    y_test,
+    n_bins: int = 10,
+    *,
+    colors: Any = None,
+    labels: dict[str, str] | None = None,
+    ax=None,
+):
+    """Reliability diagram of one or several classifiers on held-out data.
+
+    Two classes: per bin of the predicted probability of ``classes_[1]``, its
+    mean against the observed frequency of ``classes_[1]``.  K > 2 classes: the
+    confidence version, the mean top-class probability against the accuracy.
+    A calibrated classifier lies on the diagonal (dashed).  Markers are sized
+    by the number of points in the bin; one colour and one legend entry per
+    fit, with its expected calibration error (ECE).
+
+    Parameters
+    ----------
+    fits : RVC or mapping of str to RVC
+        Fitted classifiers of any ``method``, of the same classes.
+    X_test : array_like of shape (n, n_features)
+    y_test : array_like of shape (n,)
+        Labels, among ``classes_``.
+    n_bins : int, default 10
+        Equal-width bins of the probability.
+    colors : mapping, sequence or colour, optional
+    labels : mapping of str to str, optional
+        Legend label per fit name; default ``"<name> (ECE <value>)"``.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    ``plot_reliability({"reference": ref, "nuts": nuts}, X_test, y_test)``
+    shows whether the moderated Laplace probabilities of the type-II fit are
+    as well calibrated as the averages over the NUTS draws.
+    """
+    fits = as_fits(fits, kind="classification")
+    _same_classes(fits)
+    if not (isinstance(n_bins, int | np.integer) and n_bins >= 1):
+        raise ValueError(f"n_bins must be an integer >= 1; got {n_bins!r}")
+    first = next(iter(fits.values()))
+    X_test = check_inputs(X_test, int(first.n_features_in_), "X_test")
+    codes = _codes(first, y_test, "y_test")
+    if codes.size != X_test.shape[0]:
+        raise ValueError(f"y_test has {codes.size} labels for {X_test.shape[0]} points")
+    ax = new_axes(ax, figsize=(5.5, 5.5))
+    cols = fit_colors(list(fits), colors)
+    labels = dict(labels or {})
+    binary = first.classes_.size == 2
+    lo = 0.0 if binary else 1.0 / first.classes_.size
+    ax.plot([lo, 1.0], [lo, 1.0], ls="--", color="0.5", lw=1, label="_nolegend_")
+    for name, est in fits.items():
+        conf, freq, count, ece = reliability_curve(est.predict_proba(X_test), codes, n_bins)
+        c = cols[name]
+        ax.plot(
+            conf, freq, "-", color=c, lw=1.5, label=labels.get(name, f"{name} (ECE {ece:.3f})")
+        )
+        ax.scatter(conf, freq, s=12 + 120 * count / codes.size, color=c, zorder=3,
+                   label="_nolegend_")  # fmt: skip
+    what = f"class {first.classes_[1]}" if binary else "top class"
+    ax.set_xlabel(f"predicted probability of {what}")
+    ax.set_ylabel(f"observed frequency of {what}" if binary else "accuracy")
+    ax.set_xlim(lo - 0.02, 1.02)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_aspect("equal", adjustable="box")
+    ax.legend(loc="upper left", fontsize="small")
+    return ax

@@ -1,0 +1,219 @@
+"""Evidence plots: solver traces per iteration, evidence and CV score over kernel widths."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from rvm_pymc.plotting._common import fit_colors, pyplot
+
+__all__ = ["plot_evidence_vs_cv", "plot_solver_trace"]
+
+_SOLVER_METHODS = ("fast", "mackay", "em")
+
+
+def _trace_of(name: str, value: Any) -> dict[str, np.ndarray]:
+    trace = getattr(value, "trace", value)
+    if not isinstance(trace, Mapping) or not {"log_evidence", "n_active"} <= set(trace):
+        raise ValueError(
+            f"traces[{name!r}] must be a reference result (with .trace) or a mapping with "
+            f"'log_evidence' and 'n_active'; got {type(value).__name__}"
+        )
+    le = np.asarray(trace["log_evidence"], dtype=float).reshape(-1)
+    na = np.asarray(trace["n_active"], dtype=float).reshape(-1)
+    if le.size != na.size or le.size == 0:
+        raise ValueError(
+            f"traces[{name!r}]: 'log_evidence' and 'n_active' must be non-empty and of one "
+            f"length; got {le.size} and {na.size}"
+        )
+    return {"log_evidence": le, "n_active": na}
+
+
+def plot_solver_trace(
+    traces: Any,
+    y=None,
+    methods: Sequence[str] = ("mackay", "em", "fast"),
+    *,
+    basis: Any = None,
+    fit_kwargs: Mapping[str, Any] | None = None,
+    logx: bool = True,
+    colors: Any = None,
+    labels: dict[str, str] | None = None,
+    axes=None,
+):
+    """Log evidence and number of relevance vectors per iteration of several solvers.
+
+    Two Axes sharing the iteration axis: the log evidence on top, the number
+    of active bases below; one colour and one legend entry per solver (its
+    name, iterations and final log evidence).
+
+    Parameters
+    ----------
+    traces : mapping or array_like
+        Either a mapping ``name -> result`` of reference fits
+        (:func:`rvm_pymc.reference.fit_regression` or ``fit_classification``
+        results, or their ``.trace`` dicts with ``"log_evidence"`` and
+        ``"n_active"``), or the inputs ``X`` of a problem to fit with every
+        solver of ``methods``: the design matrix itself, or inputs that
+        ``basis`` turns into one.
+    y : array_like of shape (N,), optional
+        Targets, needed when ``traces`` is ``X``.
+    methods : sequence of {"fast", "mackay", "em"}, default ("mackay", "em", "fast")
+        Solvers fitted when ``traces`` is ``X``.
+    basis : rvm_pymc.basis.Basis, optional
+        Fitted on ``X`` to make the design matrix (e.g. ``KernelBasis(RBF(0.5))``).
+    fit_kwargs : mapping, optional
+        More keyword arguments of ``fit_regression`` (``max_iter``, ``tol``, ``prior``).
+    logx : bool, default True
+        Iterations on a log scale (EM takes far more than the fast method).
+    colors : mapping, sequence or colour, optional
+    labels : mapping of str to str, optional
+        Legend label per solver name.
+    axes : sequence of two matplotlib Axes, optional
+        Draw on them; a new figure otherwise.
+
+    Returns
+    -------
+    tuple of matplotlib.axes.Axes
+        ``(ax_evidence, ax_n_active)``.
+
+    Examples
+    --------
+    On a kernel basis of sinc data::
+
+        ax_ev, ax_n = plot_solver_trace(X, t, basis=KernelBasis(RBF(gamma=0.5)))
+    """
+    if isinstance(traces, Mapping):
+        runs = {str(k): _trace_of(str(k), v) for k, v in traces.items()}
+        if not runs:
+            raise ValueError("traces is empty")
+    else:
+        if y is None:
+            raise ValueError("give y with the inputs X (or a mapping of traces)")
+        from rvm_pymc.reference import fit_regression
+
+        Phi = basis.fit_transform(traces) if basis is not None else np.asarray(traces)
+        Phi = np.asarray(Phi, dtype=float)
+        if Phi.ndim != 2:
+            raise ValueError(f"X must be a 2-D design matrix (or give basis=); got {Phi.shape}")
+        bad = [m for m in methods if m not in _SOLVER_METHODS]
+        if bad or not methods:
+            raise ValueError(f"methods must be a non-empty subset of {_SOLVER_METHODS}; got {bad}")
+        runs = {
+            m: _trace_of(m, fit_regression(Phi, y, method=m, **dict(fit_kwargs or {})))
+            for m in methods
+        }
+    if axes is None:
+        _, axes = pyplot().subplots(2, 1, sharex=True, figsize=(8.0, 6.0))
+    if len(axes) != 2:
+        raise ValueError(f"axes must be two Axes; got {len(axes)}")
+    ax_ev, ax_n = axes
+    cols = fit_colors(list(runs), colors)
+    labels = dict(labels or {})
+    for name, run in runs.items():
+        it = np.arange(1, run["log_evidence"].size + 1)
+        default = f"{name} ({it.size} it., log ev. {run['log_evidence'][-1]:.2f})"
+        ax_ev.plot(it, run["log_evidence"], color=cols[name], lw=1.5,
+                   label=labels.get(name, default))  # fmt: skip
+        ax_n.step(it, run["n_active"], where="post", color=cols[name], lw=1.5, label="_nolegend_")
+    if logx:
+        ax_ev.set_xscale("log")
+        ax_n.set_xscale("log")
+    ax_ev.set_ylabel("log evidence")
+    ax_n.set_ylabel("relevance vectors")
+    ax_n.set_xlabel("iteration")
+    ax_ev.legend(loc="best", fontsize="small")
+    return ax_ev, ax_n
+
+
+def _path_of(result: Any) -> dict[str, np.ndarray]:
+    path = getattr(result, "evidence_path_", result)
+    if not isinstance(path, Mapping) or not {"gamma", "log_evidence"} <= set(path):
+        raise ValueError(
+            "result must be the dict of evidence_vs_cv (or an evidence_path_ / an estimator "
+            "fitted with gamma='evidence') with 'gamma' and 'log_evidence'"
+        )
+    out = {k: np.asarray(v, dtype=float).reshape(-1) for k, v in path.items()}
+    n = out["gamma"].size
+    if n == 0 or any(v.size != n for v in out.values()):
+        raise ValueError("every array of result must have one value per gamma")
+    return out
+
+
+def plot_evidence_vs_cv(
+    result: Any,
+    *,
+    logx: bool = True,
+    colors: Sequence[Any] = ("C0", "C1"),
+    mark_best: bool = True,
+    ax=None,
+):
+    """Log evidence and cross-validated score over kernel widths, on twin y axes.
+
+    Parameters
+    ----------
+    result : dict
+        The dict of :func:`rvm_pymc.model_selection.evidence_vs_cv`
+        (``gamma``, ``log_evidence``, ``cv_score_mean``, ``cv_score_std``), or
+        an ``evidence_path_`` (or an estimator fitted with
+        ``gamma="evidence"``), which has no CV score: then only the evidence
+        is drawn.
+    logx : bool, default True
+        Widths on a log scale.
+    colors : pair of colours, default ("C0", "C1")
+        Evidence, CV score.
+    mark_best : bool, default True
+        Mark the best width of each curve (a star and a dotted vertical line).
+    ax : matplotlib Axes, optional
+        Axes of the evidence; the CV score goes on ``ax.twinx()``.
+
+    Returns
+    -------
+    tuple
+        ``(ax_evidence, ax_cv)``; ``ax_cv`` is None without a CV score.
+
+    Examples
+    --------
+    ::
+
+        res = evidence_vs_cv(RVR(), X, y, np.logspace(-2, 1, 7), cv=KFold(5, shuffle=True))
+        ax_ev, ax_cv = plot_evidence_vs_cv(res)
+    """
+    path = _path_of(result)
+    if len(colors) != 2:
+        raise ValueError(f"colors must be two colours (evidence, CV); got {len(colors)}")
+    order = np.argsort(path["gamma"])
+    path = {k: v[order] for k, v in path.items()}
+    g = path["gamma"]
+    if ax is None:
+        _, ax = pyplot().subplots(figsize=(7.0, 4.5))
+    c_ev, c_cv = colors
+    handles = []
+    best = int(np.nanargmax(path["log_evidence"]))
+    (h,) = ax.plot(g, path["log_evidence"], "o-", color=c_ev,
+                   label=f"log evidence (best gamma {g[best]:.3g})")  # fmt: skip
+    handles.append(h)
+    if mark_best:
+        ax.plot(g[best], path["log_evidence"][best], "*", ms=15, color=c_ev, label="_nolegend_")
+        ax.axvline(g[best], color=c_ev, ls=":", lw=1)
+    ax.set_ylabel("log evidence", color=c_ev)
+    ax.set_xlabel("gamma (kernel width parameter)")
+    if logx:
+        ax.set_xscale("log")
+    ax_cv = None
+    if "cv_score_mean" in path:
+        ax_cv = ax.twinx()
+        m = path["cv_score_mean"]
+        sd = path.get("cv_score_std", np.zeros_like(m))
+        best_cv = int(np.nanargmax(m))
+        h = ax_cv.errorbar(g, m, yerr=sd, fmt="s--", color=c_cv, capsize=3,
+                           label=f"CV score ± sd (best gamma {g[best_cv]:.3g})")  # fmt: skip
+        handles.append(h)
+        if mark_best:
+            ax_cv.plot(g[best_cv], m[best_cv], "*", ms=15, color=c_cv, label="_nolegend_")
+            ax_cv.axvline(g[best_cv], color=c_cv, ls=":", lw=1)
+        ax_cv.set_ylabel("cross-validated score", color=c_cv)
+    ax.legend(handles=handles, loc="best", fontsize="small")
+    return ax, ax_cv

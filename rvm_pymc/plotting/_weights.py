@@ -1,0 +1,242 @@
+"""Per-basis plots: log alpha of every basis, a forest of the relevant weights."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from rvm_pymc.plotting._common import (
+    CI_PROB,
+    as_fits,
+    check_prob,
+    fit_colors,
+    full_basis_names,
+    is_sampled,
+    new_axes,
+    ordered_union,
+    relevant_names,
+)
+
+__all__ = ["plot_log_alpha", "plot_weights_forest"]
+
+
+def _dodge(k: int, n: int, width: float = 0.6) -> float:
+    """Offset of fit ``k`` of ``n`` around a category's position."""
+    return 0.0 if n == 1 else width * (k / (n - 1) - 0.5)
+
+
+def plot_log_alpha(
+    fits: Any,
+    *,
+    bases: Sequence[str] | None = None,
+    ci_prob: float = CI_PROB,
+    colors: Any = None,
+    labels: dict[str, str] | None = None,
+    ax=None,
+):
+    """Log precision of every basis: NUTS posterior intervals against type-II point estimates.
+
+    For each basis (x axis) and fit: a sampled fit (NUTS) shows the posterior
+    median of ``log alpha`` and its central ``ci_prob`` interval; a type-II fit
+    (reference, map) its point estimate, and a basis it pruned
+    (``alpha = inf``) as a triangle at the top edge of the Axes.  One colour
+    and one legend entry per fit.  ``log alpha`` is in the units of the data
+    (``docs/design.md`` section 3), so fits on the same data compare directly.
+
+    Parameters
+    ----------
+    fits : RVR, RVC or mapping of str to them
+        Fitted estimators of any ``method``; one is labelled by its method.
+    bases : sequence of str, optional
+        Basis names to show (``"bias"``, ``"x<i>"``); default every basis of
+        every fit, pruned ones included.
+    ci_prob : float, default 0.9
+        Central interval of the NUTS draws.
+    colors : mapping, sequence or colour, optional
+    labels : mapping of str to str, optional
+        Legend label per fit name.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    After fitting ``fits = {"reference": ..., "nuts": ...}`` on the same data,
+    ``plot_log_alpha(fits)`` shows where full Bayes keeps a basis that the
+    evidence approximation pruned (a triangle at the top over an interval).
+    """
+    fits = as_fits(fits)
+    ci_prob = check_prob(ci_prob, "ci_prob")
+    full = {name: full_basis_names(est) for name, est in fits.items()}
+    if bases is None:
+        bases = ordered_union(list(full.values()))
+    else:
+        bases = [str(b) for b in bases]
+        unknown = sorted(set(bases) - set().union(*map(set, full.values())))
+        if unknown:
+            raise ValueError(f"bases {unknown} are in none of the fits")
+    if not bases:
+        raise ValueError("no basis to show")
+    pos = {b: i for i, b in enumerate(bases)}
+    ax = new_axes(ax, figsize=(max(6.0, 0.3 * len(bases) + 2.0), 4.5))
+    cols = fit_colors(list(fits), colors)
+    labels = dict(labels or {})
+    top = ax.get_xaxis_transform()  # x in data, y in axes coordinates
+    lo_q, hi_q = (1.0 - ci_prob) / 2.0, (1.0 + ci_prob) / 2.0
+    for k, (name, est) in enumerate(fits.items()):
+        post = est.posterior_
+        c = cols[name]
+        names = [str(n) for n in post.basis_names]
+        shown = [(pos[n], j) for j, n in enumerate(names) if n in pos]
+        x = np.array([p for p, _ in shown], dtype=float) + _dodge(k, len(fits))
+        cols_j = [j for _, j in shown]
+        la = np.asarray(post.log_alpha, dtype=float)
+        if is_sampled(est):
+            flat = la.reshape(-1, la.shape[-1])[:, cols_j]
+            med = np.median(flat, axis=0)
+            q = np.quantile(flat, [lo_q, hi_q], axis=0)
+            default = f"{name} (median, {ci_prob:.0%} interval)"
+            ax.errorbar(x, med, yerr=[med - q[0], q[1] - med], fmt="o", ms=4, color=c, lw=1.2,
+                        capsize=0, label=labels.get(name, default))  # fmt: skip
+        else:
+            pruned = [pos[b] for b in full[name] if b in pos and b not in set(names)]
+            default = f"{name} (point; {len(names)} kept, {len(pruned)} pruned)"
+            ax.plot(x, la[cols_j], "D", ms=5, color=c, ls="none",
+                    label=labels.get(name, default))  # fmt: skip
+            if pruned:
+                xp = np.asarray(pruned, dtype=float) + _dodge(k, len(fits))
+                ax.plot(xp, np.full(xp.size, 0.97), "^", ms=6, color=c, ls="none",
+                        transform=top, clip_on=False, label="_nolegend_")  # fmt: skip
+    ax.set_xticks(range(len(bases)))
+    ax.set_xticklabels(bases, rotation=90 if len(bases) > 12 else 0, fontsize="small")
+    ax.set_xlim(-0.7, len(bases) - 0.3)
+    ax.set_xlabel("basis")
+    ax.set_ylabel("log alpha (data units)")
+    ax.set_title("log alpha per basis (▲ at the top: pruned, alpha = inf)", fontsize="medium")
+    ax.legend(loc="best", fontsize="small")
+    return ax
+
+
+def _intervals(est, bases: list[str], ci_prob: float):
+    """Per basis (and class): mean, 50% and ``ci_prob`` equal-tailed intervals, by ArviZ."""
+    import arviz as az
+
+    tree = est.idata_
+    var = "W" if "W" in tree["posterior"] else "w"
+    coords = {"basis": bases}
+    w = tree["posterior"][var].sel(coords)
+    mean = w.mean(("chain", "draw")).values
+    inner = az.eti(tree, prob=0.5, var_names=[var], coords=coords)[var]
+    outer = az.eti(tree, prob=ci_prob, var_names=[var], coords=coords)[var]
+    classes = [str(c) for c in w["class"].values] if var == "W" else [None]
+    return mean, np.asarray(inner.values), np.asarray(outer.values), classes
+
+
+def plot_weights_forest(
+    fits: Any,
+    *,
+    bases: Sequence[str] | None = None,
+    ci_prob: float = CI_PROB,
+    colors: Any = None,
+    labels: dict[str, str] | None = None,
+    ax=None,
+):
+    """A forest plot of the relevant weights of one or several fits.
+
+    One row per relevant basis (and class, for softmax); per fit the posterior
+    mean, a thick 50% and a thin ``ci_prob`` equal-tailed interval, computed by
+    ArviZ (``arviz.eti``) from the fit's ``idata_`` draws (exact Gaussian
+    draws for a type-II fit, the NUTS draws otherwise).  A basis a type-II fit
+    pruned is drawn as a cross at ``w = 0`` in that fit's colour.  One colour
+    and one legend entry per fit.
+
+    ``arviz.plot_forest`` of ArviZ 1 builds its own figure grid (a labels
+    column and an intervals column, through ``arviz_plots.PlotCollection``)
+    and cannot draw on a given matplotlib Axes; so this function computes the
+    intervals with ArviZ and draws them itself.  For ArviZ's own figure, call
+    ``arviz.plot_forest({name: est.idata_ ...}, var_names=["w"],
+    coords={"basis": bases})``.
+
+    Parameters
+    ----------
+    fits : RVR, RVC or mapping of str to them
+        Fitted estimators of any ``method``; one is labelled by its method.
+    bases : sequence of str, optional
+        Basis names to show; default those relevant to any fit: the active
+        bases of a type-II fit, and for NUTS the bases whose central
+        ``ci_prob`` interval of the weight excludes zero.
+    ci_prob : float, default 0.9
+    colors : mapping, sequence or colour, optional
+    labels : mapping of str to str, optional
+        Legend label per fit name.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    ``plot_weights_forest({"reference": ref, "nuts": nuts})`` draws the
+    weights the reference fit kept next to their NUTS posteriors.
+    """
+    fits = as_fits(fits)
+    ci_prob = check_prob(ci_prob, "ci_prob")
+    if bases is None:
+        bases = ordered_union([relevant_names(est, ci_prob) for est in fits.values()])
+    bases = [str(b) for b in bases]
+    if not bases:
+        raise ValueError("no relevant basis in any fit: give bases=")
+    everywhere = set().union(*(set(full_basis_names(e)) for e in fits.values()))
+    unknown = sorted(set(bases) - everywhere)
+    if unknown:
+        raise ValueError(f"bases {unknown} are in none of the fits")
+    n_classes = {1 if e.posterior_.kind != "softmax" else e.classes_.size for e in fits.values()}
+    if len(n_classes) > 1:
+        raise ValueError(
+            "fits mix softmax and single-output models: their weights differ in shape"
+        )
+    cols = fit_colors(list(fits), colors)
+    labels = dict(labels or {})
+    n_fit = len(fits)
+    rows: list[str] | None = None
+    ax_new = ax is None
+    for k, (name, est) in enumerate(fits.items()):
+        have = [b for b in bases if b in set(map(str, est.posterior_.basis_names))]
+        n_class = 1 if est.posterior_.kind != "softmax" else est.classes_.size
+        if rows is None:
+            if n_class == 1:
+                rows = list(bases)
+            else:
+                rows = [f"{b}[{c}]" for b in bases for c in est.classes_]
+            if ax_new:
+                ax = new_axes(None, figsize=(7.0, max(3.0, 0.35 * len(rows) * n_fit + 1.0)))
+        c = cols[name]
+        dy = _dodge(k, n_fit, width=0.5)
+        if have:
+            mean, inner, outer, _ = _intervals(est, have, ci_prob)
+            mean = mean.reshape(len(have), -1)
+            inner = inner.reshape(len(have), -1, 2)
+            outer = outer.reshape(len(have), -1, 2)
+            y = np.array([bases.index(b) * n_class + j for b in have for j in range(n_class)])
+            y = y.astype(float) + dy
+            m, i50, i90 = mean.reshape(-1), inner.reshape(-1, 2), outer.reshape(-1, 2)
+            ax.hlines(y, i90[:, 0], i90[:, 1], color=c, lw=1.2, label="_nolegend_")
+            ax.hlines(y, i50[:, 0], i50[:, 1], color=c, lw=3.5, label="_nolegend_")
+            ax.plot(m, y, "o", color=c, mfc="white", ms=5, ls="none", label=labels.get(name, name))
+        pruned = [b for b in bases if b not in set(have)]
+        if pruned:
+            yp = np.array([bases.index(b) * n_class + j for b in pruned for j in range(n_class)])
+            ax.plot(np.zeros(yp.size), yp + dy, "x", color=c, ms=6, ls="none",
+                    label="_nolegend_" if have else labels.get(name, name))  # fmt: skip
+    ax.axvline(0.0, color="0.6", lw=0.8, zorder=0)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels(rows, fontsize="small")
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_xlabel(f"w (mean, 50% and {ci_prob:.0%} intervals; x: pruned)")
+    ax.legend(loc="best", fontsize="small")
+    return ax
