@@ -53,7 +53,7 @@ class Basis:
         return self
 
     def transform(self, X: ArrayLike) -> np.ndarray:
-        """Return the design matrix ``Phi`` of shape (n_samples, n_basis_)."""
+        """Return the design matrix ``Phi`` of shape ``(n_samples, n_basis_)``."""
         if not hasattr(self, "n_basis_"):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(X)")
         X = as_2d_float(X, "X")
@@ -94,7 +94,8 @@ class KernelBasis(Basis):
     Parameters
     ----------
     kernel : str, Kernel or callable
-        Anything :func:`make_kernel` accepts; resolved into ``kernel_`` by ``fit``.
+        Anything :func:`~rvm_pymc.kernels.make_kernel` accepts; ``fit`` resolves it into
+        ``kernel_``.
     bias : bool
         Put a column of ones first, so that ``n_basis_ = N_train + 1``.
 
@@ -274,7 +275,7 @@ def make_basis(
     kernel : str, Kernel, callable or Basis
         A :class:`Basis` is returned as is (``bias`` is then ignored);
         ``"precomputed"`` gives a :class:`PrecomputedBasis`; anything else goes
-        through :func:`make_kernel` into a :class:`KernelBasis`.
+        through :func:`~rvm_pymc.kernels.make_kernel` into a :class:`KernelBasis`.
     bias : bool
         Put a column of ones first.
     **params

@@ -89,6 +89,7 @@ class HyperPrior:
         return asdict(self)
 
 
+#: The hyperprior presets by name (see :class:`HyperPrior`).
 PRESETS: dict[str, HyperPrior] = {
     "evidence": HyperPrior(0.0, 0.0, 0.0, 0.0),
     "near_improper": HyperPrior(1e-6, 1e-6, 1e-6, 1e-6),
