@@ -362,3 +362,49 @@ def test_fast_settles_when_the_last_basis_would_leave():
     assert res.converged and res.n_iter < 200 and res.active.size == 1
     # the noise explains (almost) all of the centred target
     assert res.beta == pytest.approx(1.0, rel=0.05)
+
+
+# -- degenerate fits (issue 13): quick, one clear warning, no numpy RuntimeWarning --------
+
+
+def _one_warning_at_most(fit):
+    """Run ``fit`` turning RuntimeWarnings into errors; return its ConvergenceWarnings."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.simplefilter("error", RuntimeWarning)
+        out = fit()
+    assert all(issubclass(w.category, ConvergenceWarning) for w in caught), [
+        str(w.message) for w in caught
+    ]
+    assert len(caught) <= 1, [str(w.message) for w in caught]
+    return out, caught
+
+
+@pytest.mark.parametrize("method", ["fast", "mackay", "em"])
+@pytest.mark.parametrize("n", [3, 5, 40])
+def test_exactly_fitted_target_stops_at_the_noise_bound(method, n):
+    from rvm_pymc.reference._options import BETA_MAX_FACTOR
+
+    x = np.linspace(-1, 1, n)
+    Phi = np.column_stack([np.ones(n), x, x**2])
+    t = 1.0 + 2.0 * x  # in the span of the basis: the evidence grows as the noise vanishes
+    res, caught = _one_warning_at_most(lambda: fit_regression(Phi, t, method=method))
+    assert len(caught) == 1
+    assert "upper bound" in str(caught[0].message)
+    assert res.beta == pytest.approx(BETA_MAX_FACTOR / np.var(t), rel=1e-9)
+    assert res.n_iter < 1000  # stopped at the bound, not at max_iter
+    assert np.all(np.isfinite(res.mean)) and np.isfinite(res.log_evidence)
+    np.testing.assert_allclose(res.predict(Phi), t, atol=1e-3 * np.std(t))
+
+
+@pytest.mark.parametrize("method", ["fast", "mackay", "em"])
+@pytest.mark.parametrize("n", [2, 3, 4, 5])
+def test_few_points_through_the_estimator(method, n):
+    from rvm_pymc import RVR
+
+    rng = np.random.default_rng(n)
+    X = rng.standard_normal((n, 2))
+    y = rng.standard_normal(n)
+    est, _ = _one_warning_at_most(lambda: RVR(solver=method, max_iter=300).fit(X, y))
+    mean, std = est.predict(X, return_std=True)
+    assert np.all(np.isfinite(mean)) and np.all(np.isfinite(std)) and np.all(std > 0)

@@ -8,6 +8,13 @@ from rvm_pymc.priors import HyperPrior
 
 METHODS = ("fast", "mackay", "em")
 
+#: Upper bound on the noise precision, relative to the target: ``beta <= BETA_MAX_FACTOR /
+#: var(t)``, i.e. a noise sd of at least 1e-4 of the target sd (SparseBayes bounds it the
+#: same way, at 1e6).  When the basis fits the targets exactly (two points, a noise-free
+#: target) the evidence grows without limit as the noise vanishes; the bound stops the
+#: fit there and the solver says so in one ConvergenceWarning.
+BETA_MAX_FACTOR = 1e8
+
 
 def check_float(value, name: str, *, strict: bool = True) -> float:
     """Return ``value`` as a float after checking it is finite and > 0 (>= 0 if not strict)."""

@@ -145,6 +145,15 @@ class _State:
         self.alpha = self.alpha[keep]
         del self.active[i]
 
+    def stats_ok(self) -> bool:
+        """Whether every usable ``S_m`` is positive and finite and every ``Q_m`` finite.
+
+        ``S_m = phi_m^T C^-1 phi_m > 0`` exactly; a value at or below zero is
+        the rank-one updates having lost the difference of large numbers it is.
+        """
+        S = self.S[self.usable]
+        return bool(np.all(S > 0) and np.all(np.isfinite(S)) and np.all(np.isfinite(self.Q)))
+
     # -- candidate moves ----------------------------------------------------
     def candidates(self, align_tol):
         """Best move of every basis: (delta log evidence, new alpha) arrays of length M."""
@@ -186,7 +195,10 @@ def select_move(st, align_tol):
     Returns ``(delta, new_alpha, in_model, relevant, deletions, j)``; a NaN
     gain is set to ``-inf`` so that it can never be selected.
     """
-    delta, new_alpha, in_model, relevant = st.candidates(align_tol)
+    if not st.stats_ok():
+        st.resolve()  # rank-one drift: recompute S and Q from a fresh factorisation
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        delta, new_alpha, in_model, relevant = st.candidates(align_tol)
     delta[np.isnan(delta)] = -np.inf
     deletions = in_model & ~relevant & np.isfinite(delta)
     if np.any(deletions):
@@ -197,11 +209,25 @@ def select_move(st, align_tol):
 
 
 def fast_sequential(
-    Phin, t, usable, beta, prior, fixed_noise, max_iter, tol, noise_update_every, align_tol
+    Phin,
+    t,
+    usable,
+    beta,
+    prior,
+    fixed_noise,
+    max_iter,
+    tol,
+    noise_update_every,
+    align_tol,
+    beta_max=np.inf,
 ):
-    """Run the sequential algorithm; returns (active, alpha_n, beta, trace, n_iter, converged)."""
+    """Run the sequential algorithm; returns (active, alpha_n, beta, trace, n_iter, converged).
+
+    ``beta_max`` bounds the noise updates (see ``BETA_MAX_FACTOR``).
+    """
     n, _m = Phin.shape
     st = _State(Phin, t, usable, beta)
+    st.beta_max = beta_max
     # Initialise with the basis best aligned with the target.
     proj = np.where(usable, np.abs(st.PhiT_t), -np.inf)
     j0 = int(np.argmax(proj))
@@ -315,9 +341,11 @@ def _update_noise(st, prior, n):
     saved = (st.beta, st.Sigma, st.mu, st.S, st.Q, st.rss, st.lml)
     old_obj = objective()
     gamma = 1.0 - st.alpha * np.diag(st.Sigma)
-    step = np.log((n - float(np.sum(gamma)) + 2 * prior.c) / (st.rss + 2 * prior.d)) - np.log(
+    step = np.log(mackay_beta(n, float(np.sum(gamma)), st.rss, prior, st.beta_max)) - np.log(
         st.beta
     )
+    if step == 0.0:
+        return 0.0
     log_beta0 = np.log(saved[0])
     for _ in range(40):
         st.beta = float(np.exp(log_beta0 + step))
@@ -327,6 +355,20 @@ def _update_noise(st, prior, n):
         step *= 0.5
     st.beta, st.Sigma, st.mu, st.S, st.Q, st.rss, st.lml = saved
     return np.inf  # no acceptable step: never read as 'beta has settled'
+
+
+def mackay_beta(n, sum_gamma, rss, prior, beta_max):
+    """MacKay's ``(N - sum(gamma) + 2c) / (rss + 2d)``, bounded to ``(0, beta_max]``.
+
+    An exact fit (``rss = 0``) gives ``beta_max``; a numerator that rounds to
+    zero or below (every point explained by its own weight) gives the
+    smallest positive float rather than a NaN.
+    """
+    num = max(n - sum_gamma + 2 * prior.c, 0.0)
+    den = rss + 2 * prior.d
+    if den <= 0 or num >= beta_max * den:
+        return float(beta_max)
+    return max(num / den, np.finfo(float).tiny)
 
 
 def _record(trace, st, prior, action):

@@ -21,13 +21,14 @@ from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import HyperPrior, resolve_prior
 from rvm_pymc.reference._linalg import log_hyperprior, log_marginal_likelihood
 from rvm_pymc.reference._options import (
+    BETA_MAX_FACTOR,
     check_alpha_init,
     check_float,
     check_method_and_prior,
     normalise_columns,
 )
 from rvm_pymc.reference._result import RegressionResult
-from rvm_pymc.reference.fast import active_sq
+from rvm_pymc.reference.fast import active_sq, mackay_beta
 
 __all__ = ["fit_regression"]
 
@@ -154,6 +155,9 @@ def fit_regression(
         max_iter = 20 * m + 1000 if method == "fast" else 5000
     max_iter = check_int(max_iter, "max_iter", 1)
 
+    # Bound on the noise precision (never below a user's starting value)
+    beta_max = max(BETA_MAX_FACTOR / var_t, beta0)
+
     # as_2d_float returned our own copy: normalise it in place
     Phin, scale, usable = normalise_columns(Phi, "explain t")
 
@@ -171,6 +175,7 @@ def fit_regression(
             tol,
             noise_update_every,
             align_tol,
+            beta_max,
         )
     else:
         out = _full_reestimation(
@@ -186,12 +191,27 @@ def fit_regression(
             prune_threshold / var_t,
             method,
             alpha_init,
+            beta_max,
         )
     active, alpha_n, beta, trace, n_iter, converged = out
-    if not converged:
+    at_bound = not fixed_noise and beta >= beta_max * (1 - 1e-9)
+    if at_bound:
+        # One warning, whether or not the other hyperparameters settled.
+        warnings.warn(
+            f"RVM regression (method={method!r}): the noise precision reached its upper "
+            f"bound {BETA_MAX_FACTOR:.0e} / var(t) (noise sd {1 / np.sqrt(beta):.3g}, "
+            f"{np.sqrt(var_t * beta) ** -1:.0e} of the target sd): the basis fits the "
+            f"{_n} targets (almost) exactly, so the noise level cannot be estimated from "
+            "them; the fit returned is the one at that bound"
+            + ("" if converged else f" (and did not settle in {max_iter} iterations)"),
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    elif not converged:
+        few = f" (only {_n} points: the hyperparameters are barely determined)" if _n < 10 else ""
         warnings.warn(
             f"RVM regression (method={method!r}) did not converge in {max_iter} "
-            "iterations; increase max_iter or loosen tol",
+            f"iterations{few}; increase max_iter or loosen tol",
             ConvergenceWarning,
             stacklevel=2,
         )
@@ -265,6 +285,7 @@ def _full_reestimation(
     prune_level,
     method,
     alpha_init,
+    beta_max,
 ):
     """MacKay or EM re-estimation of all precisions on normalised columns.
 
@@ -309,9 +330,10 @@ def _full_reestimation(
             resid = t - Pa @ post.mean
             rss = float(resid @ resid)
             if method == "mackay":
-                new_beta = (n - float(np.sum(gamma)) + 2 * prior.c) / (rss + 2 * prior.d)
+                new_beta = mackay_beta(n, float(np.sum(gamma)), rss, prior, beta_max)
             else:
-                new_beta = (n + 2 * prior.c) / (rss + float(np.sum(gamma)) / beta + 2 * prior.d)
+                em_den = rss + float(np.sum(gamma)) / beta + 2 * prior.d
+                new_beta = min((n + 2 * prior.c) / em_den, beta_max)
         new_alpha = np.where(np.isfinite(new_alpha) & (new_alpha > 0), new_alpha, np.inf)
         keep = new_alpha < prune_level
         if flat_alpha:
