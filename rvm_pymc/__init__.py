@@ -18,14 +18,25 @@ __all__ = [
     "PriorWarning",
     "SamplingWarning",
     "__version__",
+    "compare",
+    "compare_weights",
+    "fit_all",
     "resolve_prior",
+    "summary",
 ]
 
-_LAZY = {"RVR": "rvm_pymc.estimators", "RVC": "rvm_pymc.estimators"}
+_LAZY = {
+    "RVR": "rvm_pymc.estimators",
+    "RVC": "rvm_pymc.estimators",
+    "compare": "rvm_pymc.comparison",
+    "compare_weights": "rvm_pymc.comparison",
+    "fit_all": "rvm_pymc.comparison",
+    "summary": "rvm_pymc.comparison",
+}
 
 
 def __getattr__(name: str):
-    """Import the estimators on first use (they import scikit-learn, never PyMC)."""
+    """Import the estimators and the comparison on first use (never PyMC at import)."""
     if name in _LAZY:
         import importlib
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rvm_pymc.basis import Basis, KernelBasis, PrecomputedBasis
+from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.kernels import Kernel, make_kernel
 from rvm_pymc.priors import resolve_prior
 
@@ -277,7 +279,17 @@ class _BaseRVM(BaseEstimator):
                 "gamma": np.array([f[0] for f in fits]),
                 "log_evidence": le - target.size * np.log(t_sd),
             }
-            best = fits[int(np.nanargmax(le))]
+            i_best = int(np.nanargmax(le))
+            best = fits[i_best]
+            if len(fits) > 2 and i_best in (0, len(fits) - 1):
+                warnings.warn(
+                    "gamma='evidence': the largest evidence is at the "
+                    f"{'first' if i_best == 0 else 'last'} width of gamma_grid "
+                    f"(gamma={fits[i_best][0]:.4g}); the best width may lie outside the grid: "
+                    "extend gamma_grid past that edge",
+                    ConvergenceWarning,
+                    stacklevel=3,
+                )
         else:
             best = fits[0]
         g, basis, Phi, scale, ref = best
@@ -469,6 +481,12 @@ class _BaseRVM(BaseEstimator):
             self.relevance_vectors_ = np.zeros((0, X.shape[1]))
         if self.kernel_ is not None:
             self.basis_ = None  # predictions need only kernel_ and relevance_vectors_
+
+    @property
+    def prior_(self):
+        """The hyperprior of the fit (:class:`~rvm_pymc.priors.HyperPrior`), defaults resolved."""
+        check_is_fitted(self, "coef_")
+        return self._prior()
 
     @property
     def n_relevance_(self) -> int:
