@@ -1,0 +1,130 @@
+"""The documentation site builds in strict mode, and its pages are there.
+
+The build is Sphinx's ``-W --keep-going -n``: any warning, broken reference or
+missing reference fails it. It takes about 40 s on a 2-core machine; the site
+is built once for the whole module.
+"""
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+DOCS_EXTRA = ("sphinx", "myst_nb", "pydata_sphinx_theme", "numpydoc", "sphinx_copybutton")
+
+# text that would point a reader outside the repository
+OUTSIDE = re.compile(r"DESIGN\.md|\.\./shared|/work/|/tmp/|\b[Ii]ssue \d+\b")
+
+
+def _docs_sources() -> list[Path]:
+    """The docs pages the project writes (not the build output, not the linked notebooks)."""
+    return sorted(
+        p
+        for p in DOCS.rglob("*")
+        if p.suffix in {".md", ".py"}
+        and "_build" not in p.parts
+        and DOCS / "notebooks" not in p.parents
+    )
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    missing = [m for m in DOCS_EXTRA if importlib.util.find_spec(m) is None]
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"the docs extra is not installed in CI (missing: {missing})")
+        pytest.skip(
+            f"the docs extra is not installed (missing: {missing}); "
+            'python -m pip install -e ".[docs]"'
+        )
+    out = tmp_path_factory.mktemp("html")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    cmd = [
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-W",
+        "--keep-going",
+        "-n",
+        "-q",
+        "-b",
+        "html",
+        "-d",
+        str(out / ".doctrees"),
+        str(DOCS),
+        str(out),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=900)
+    assert proc.returncode == 0, (
+        "strict docs build failed:\n" + proc.stderr[-6000:] + proc.stdout[-2000:]
+    )
+    return out
+
+
+def test_docs_build_strict(site):
+    assert (site / "index.html").is_file()
+    assert (site / "objects.inv").is_file()
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        "getting_started",
+        "model",
+        "fits",
+        "jacobian",
+        "comparison",
+        "design",
+        "estimators",
+        "pymc",
+        "reference_solver",
+        "notebooks",
+        "api/index",
+        "benchmarks/README",
+    ],
+)
+def test_page_is_built(site, page):
+    html = (site / f"{page}.html").read_text(encoding="utf-8")
+    assert "<h1" in html
+
+
+def test_api_reference_documents_the_estimators(site):
+    html = (site / "api" / "estimators.html").read_text(encoding="utf-8")
+    for name in (
+        "rvm_pymc.estimators.RVR",
+        "rvm_pymc.estimators.RVC",
+        "rvm_pymc.estimators.RVR.fit",
+        "rvm_pymc.estimators.RVR.predict",
+    ):
+        assert f'id="{name}"' in html, name
+    reference = (site / "api" / "reference.html").read_text(encoding="utf-8")
+    assert 'id="rvm_pymc.reference.fit_regression"' in reference
+
+
+def test_every_notebook_is_rendered_with_its_outputs(site):
+    assert NOTEBOOKS
+    for nb in NOTEBOOKS:
+        page = site / "notebooks" / f"{nb.stem}.html"
+        assert page.is_file(), f"{nb.name} is not rendered"
+        html = page.read_text(encoding="utf-8")
+        # myst-nb wraps every stored output in a "cell_output" block
+        assert "cell_output" in html, f"{nb.name} has no stored outputs on its page"
+
+
+def test_docs_point_inside_the_repository():
+    sources = _docs_sources()
+    assert any(p.name == "index.md" for p in sources)
+    bad = [
+        f"{p.relative_to(ROOT)}:{i}: {line.strip()}"
+        for p in sources
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if OUTSIDE.search(line)
+    ]
+    assert not bad, "docs text points outside the repository:\n" + "\n".join(bad)
