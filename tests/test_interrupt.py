@@ -1,0 +1,241 @@
+"""Nothing half-done: interrupted fits leave the estimator as it was; seeds reproduce fits.
+
+A fit stopped by ``KeyboardInterrupt`` (injected into the reference solver or
+into L-BFGS-B's objective of the MAP fit) must leave every attribute as it
+was: an unfitted estimator stays unfitted, a fitted one keeps its previous fit
+(the same objects, not a mixture of old and new).  The same ``random_state``
+gives the same draws and results (reference, map, nuts), another one other
+draws.  ``tests/test_one_result.py`` already interrupts a refit by replacing
+``_reference_fit``; these tests interrupt deeper, midway, and the PyMC fits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.optimize
+from sklearn.exceptions import NotFittedError
+
+import rvm_pymc.reference
+from rvm_pymc.estimators import RVC, RVR
+
+FAST = {"compile_kwargs": {"mode": "FAST_COMPILE"}}
+NUTS = {**FAST, "nuts_sampler": "pymc", "cores": 1}
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(1)
+    X = np.linspace(-5.0, 5.0, 25)[:, None]
+    t = np.sinc(X[:, 0] / np.pi) + 0.1 * rng.standard_normal(25)
+    return X, t, (t > 0.2).astype(int), np.linspace(-6.0, 6.0, 11)[:, None]
+
+
+def _interrupt_after(real, n_calls: int):
+    """``real`` that raises KeyboardInterrupt on call number ``n_calls + 1``."""
+    calls = []
+
+    def wrapped(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > n_calls:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    wrapped.calls = calls
+    return wrapped
+
+
+def _assert_unchanged(est, saved: dict) -> None:
+    """The same attributes, each the very object it was before the fit."""
+    assert est.__dict__.keys() == saved.keys()
+    changed = [k for k, v in saved.items() if est.__dict__[k] is not v]
+    assert not changed, changed
+
+
+# ------------------------------------------------------------- reference
+
+
+@pytest.mark.filterwarnings("ignore:gamma='evidence'")  # the grid's edge: not tested here
+@pytest.mark.parametrize("est_cls", [RVR, RVC])
+def test_interrupted_first_fit_leaves_the_estimator_unfitted(data, est_cls, monkeypatch):
+    X, t, y, X_new = data
+    name = "fit_regression" if est_cls is RVR else "fit_classification"
+    real = getattr(rvm_pymc.reference, name)
+    stop = _interrupt_after(real, 2)  # the third width of the grid
+    monkeypatch.setattr(rvm_pymc.reference, name, stop)
+    est = est_cls(gamma="evidence", gamma_grid=[0.1, 0.3, 1.0, 3.0])
+    saved = dict(est.__dict__)
+    with pytest.raises(KeyboardInterrupt):
+        est.fit(X, t if est_cls is RVR else y)
+    assert len(stop.calls) == 3  # it was stopped midway, after two completed fits
+    _assert_unchanged(est, saved)
+    with pytest.raises(NotFittedError):
+        est.predict(X_new)
+    monkeypatch.setattr(rvm_pymc.reference, name, real)
+    est.fit(X, t if est_cls is RVR else y)  # and it fits afterwards
+    assert est.evidence_path_["gamma"].size == 4
+
+
+@pytest.mark.filterwarnings("ignore:gamma='evidence'")
+@pytest.mark.parametrize("est_cls", [RVR, RVC])
+def test_interrupted_refit_keeps_the_previous_fit(data, est_cls, monkeypatch):
+    """A refit (other width and grid) stopped in the solver keeps every old attribute."""
+    X, t, y, X_new = data
+    target = t if est_cls is RVR else y
+    est = est_cls(gamma="evidence", gamma_grid=[0.3, 1.0], random_state=0).fit(X, target)
+    before = est.predict(X_new)
+    tree = est.idata_
+    saved = dict(est.__dict__)
+    name = "fit_regression" if est_cls is RVR else "fit_classification"
+    monkeypatch.setattr(
+        rvm_pymc.reference, name, _interrupt_after(getattr(rvm_pymc.reference, name), 1)
+    )
+    est.set_params(gamma_grid=[0.05, 0.1, 0.2])  # stopped at the second width
+    saved["gamma"], saved["gamma_grid"] = est.gamma, est.gamma_grid  # set_params is not fit
+    with pytest.raises(KeyboardInterrupt):
+        est.fit(X, target)
+    _assert_unchanged(est, saved)
+    assert est.idata_ is tree
+    np.testing.assert_array_equal(est.predict(X_new), before)
+    assert est.evidence_path_["gamma"].tolist() == [0.3, 1.0]
+
+
+def test_interrupt_inside_the_fast_solver(data, monkeypatch):
+    """Stopped inside the sequential algorithm itself (not at the solver's entry)."""
+    import rvm_pymc.reference.fast as fast
+
+    X, t, _, X_new = data
+    est = RVR(gamma=0.5).fit(X, t)
+    saved = dict(est.__dict__)
+    before = est.predict(X_new, return_std=True)
+    real = fast._State.resolve
+    stop = _interrupt_after(real, 3)
+    monkeypatch.setattr(fast._State, "resolve", lambda self, *a, **k: stop(self, *a, **k))
+    with pytest.raises(KeyboardInterrupt):
+        est.set_params(gamma=2.0).fit(X, t)
+    assert len(stop.calls) == 4
+    saved["gamma"] = 2.0
+    _assert_unchanged(est, saved)
+    np.testing.assert_array_equal(est.predict(X_new, return_std=True), before)
+
+
+# ------------------------------------------------------------------- map
+
+
+class _InterruptedOptimiser:
+    """Stands in for ``scipy.optimize`` in rvm_pymc._map: L-BFGS-B whose objective
+    raises KeyboardInterrupt at its ``n_evals + 1``-th evaluation."""
+
+    def __init__(self, n_evals: int) -> None:
+        self.n_evals = n_evals
+        self.evals = 0
+
+    def minimize(self, fun, x0, **kwargs):
+        def objective(x):
+            self.evals += 1
+            if self.evals > self.n_evals:
+                raise KeyboardInterrupt
+            return fun(x)
+
+        return scipy.optimize.minimize(objective, x0, **kwargs)
+
+
+@pytest.mark.pymc
+@pytest.mark.parametrize("previous", [None, "reference"])
+def test_interrupted_map_fit_leaves_the_estimator_as_it_was(data, previous, monkeypatch):
+    pytest.importorskip("pymc")
+    from rvm_pymc import _map
+
+    X, t, _, X_new = data
+    est = RVR(gamma=0.5, random_state=0)
+    if previous:
+        est.fit(X, t)
+        before = est.predict(X_new, return_std=True)
+    saved = dict(est.__dict__)
+    est.set_params(method="map", init="default", sampler_kwargs=FAST)
+    saved.update(method="map", init="default", sampler_kwargs=est.sampler_kwargs)
+    optimiser = _InterruptedOptimiser(5)
+    monkeypatch.setattr(_map, "optimize", optimiser)
+    with pytest.raises(KeyboardInterrupt):
+        est.fit(X, t)
+    assert optimiser.evals == 6  # stopped inside L-BFGS-B, after the model was compiled
+    _assert_unchanged(est, saved)
+    if previous:
+        assert est.model_ is None
+        np.testing.assert_array_equal(est.predict(X_new, return_std=True), before)
+    else:
+        with pytest.raises(NotFittedError):
+            est.predict(X_new)
+
+
+# -------------------------------------------------------- reproducibility
+
+
+@pytest.mark.parametrize("est_cls", [RVR, RVC])
+def test_reference_fit_reproducible_from_random_state(data, est_cls):
+    """Same seed (int or a fresh Generator): identical draws whatever the global state."""
+    X, t, y, X_new = data
+    target = t if est_cls is RVR else y
+
+    def draws(random_state):
+        np.random.seed(int(np.random.default_rng().integers(1000)))  # noqa: NPY002 (noise)
+        est = est_cls(gamma=0.5, draws=30, random_state=random_state).fit(X, target)
+        pred = est.sample_predictions(X_new, random_state=random_state)["predictions"]
+        return est.idata_["posterior"]["w"].values, pred[next(iter(pred.data_vars))].values
+
+    for seed in (7, lambda: np.random.default_rng(7)):
+        a = draws(seed() if callable(seed) else seed)
+        b = draws(seed() if callable(seed) else seed)
+        for x, y_ in zip(a, b, strict=True):
+            np.testing.assert_array_equal(x, y_)
+    c = draws(8)
+    assert not np.array_equal(c[0], a[0]) and not np.array_equal(c[1], a[1])
+
+
+@pytest.mark.pymc
+def test_map_fit_reproducible_from_random_state(data):
+    pytest.importorskip("pymc")
+    X, t, _, X_new = data
+    fits = [
+        RVR(gamma=0.5, method="map", draws=20, random_state=s, sampler_kwargs=FAST).fit(X, t)
+        for s in (3, 3, 4)
+    ]
+    w = [f.idata_["posterior"]["w"].values for f in fits]
+    np.testing.assert_array_equal(w[1], w[0])
+    assert not np.array_equal(w[2], w[0])
+    # the optimum does not depend on the seed at all
+    for f in fits[1:]:
+        np.testing.assert_array_equal(f.predict(X_new), fits[0].predict(X_new))
+        assert f.log_evidence_ == fits[0].log_evidence_
+
+
+def _nuts_fits(X, t, seeds):
+    kw = dict(gamma=0.5, method="nuts", draws=15, tune=15, chains=2, sampler_kwargs=NUTS)
+    return [RVR(random_state=s, **kw).fit(X, t) for s in seeds]
+
+
+@pytest.mark.pymc
+@pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")  # 15 draws
+def test_nuts_draws_reproducible_from_random_state(data):
+    """The same random_state gives the same NUTS draws (and fit)."""
+    pytest.importorskip("pymc")
+    X, t, _, X_new = data
+    fits = _nuts_fits(X, t, (11, 11))
+    post = [f.idata_["posterior"] for f in fits]
+    for var in ("w", "log_alpha", "log_beta"):
+        np.testing.assert_array_equal(post[1][var].values, post[0][var].values)
+        # the two chains have seeds of their own
+        assert not np.array_equal(post[0][var].values[0], post[0][var].values[1])
+    np.testing.assert_array_equal(fits[1].predict(X_new), fits[0].predict(X_new))
+    assert fits[1].beta_ == fits[0].beta_
+
+
+@pytest.mark.slow
+@pytest.mark.pymc
+@pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")
+def test_nuts_draws_differ_between_seeds(data):
+    pytest.importorskip("pymc")
+    X, t, _, _ = data
+    a, b = (f.idata_["posterior"] for f in _nuts_fits(X, t, (11, 12)))
+    for var in ("w", "log_alpha", "log_beta"):
+        assert not np.array_equal(a[var].values, b[var].values)
