@@ -83,6 +83,10 @@ class Basis:
         """Return the constructor arguments as a dict."""
         return {"bias": self.bias}
 
+    def __sklearn_clone__(self) -> Basis:
+        """An unfitted copy with the same constructor arguments (``sklearn.base.clone``)."""
+        return type(self)(**self.get_params())
+
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"

@@ -291,12 +291,14 @@ def compare(
 
     if not isinstance(fits, Mapping) or not fits:
         raise ValueError("fits must be a non-empty mapping of name -> fitted RVR/RVC")
+    from rvm_pymc.estimators import RVC, RVR
+
     kinds = set()
     for name, f in fits.items():
-        if not hasattr(f, "posterior_"):
-            check_is_fitted(f, "coef_")  # NotFittedError naming the estimator
+        if not isinstance(f, RVR | RVC):
             raise TypeError(f"fits[{name!r}] is not an RVR/RVC; got {type(f).__name__}")
-        kinds.add(hasattr(f, "predict_proba"))
+        check_is_fitted(f, "coef_")  # NotFittedError naming the estimator
+        kinds.add(isinstance(f, RVC))
     if len(kinds) > 1:
         raise ValueError("fits must be all regressors (RVR) or all classifiers (RVC)")
     if (X_test is None) != (y_test is None):

@@ -12,6 +12,7 @@ NumPy/SciPy only; PyMC is not imported.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import numbers
 import warnings
@@ -92,6 +93,10 @@ class Kernel:
     def get_params(self) -> dict[str, Any]:
         """Return the hyperparameters as a dict (keyword arguments of the constructor)."""
         return {}
+
+    def __sklearn_clone__(self) -> Kernel:
+        """A copy (``sklearn.base.clone``; a kernel holds nothing fitted)."""
+        return copy.deepcopy(self)
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())

@@ -1,0 +1,275 @@
+"""compare / fit_all / compare_weights / summary: every number checked by a direct computation."""
+
+from __future__ import annotations
+
+import warnings
+
+import arviz as az
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+from scipy.stats import norm
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.metrics import brier_score_loss, log_loss
+from sklearn.model_selection import KFold
+
+import rvm_pymc
+from rvm_pymc import RVC, RVR, compare, compare_weights, fit_all, summary
+from rvm_pymc.basis import polynomial_basis
+from rvm_pymc.comparison import FitSet, effective_parameters, relevant_bases
+from rvm_pymc.datasets import make_ripley, make_sinc
+from rvm_pymc.exceptions import ConvergenceWarning, SamplingWarning
+
+
+@pytest.fixture(scope="module")
+def sinc():
+    X, t, Xt, tt = make_sinc(n_train=30, n_test=25, noise_sd=0.1, random_state=1)
+    return X, t, Xt, tt
+
+
+@pytest.fixture(scope="module")
+def type_ii(sinc):
+    X, t, _, _ = sinc
+    return fit_all(X, t, methods=("reference", "map"), gamma=0.5, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def nuts(sinc):
+    X, t, _, _ = sinc
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return RVR(gamma=0.5, method="nuts", draws=100, tune=150, random_state=3).fit(X, t)
+
+
+def _type_ii_design(fit, X):
+    """The active design matrix of an RBF fit with bias, built by hand."""
+    K = np.exp(-fit.gamma_ * ((X[:, None, 0] - fit.relevance_vectors_[None, :, 0]) ** 2))
+    return np.column_stack([np.ones(len(X)), K]) if fit.bias_active_ else K
+
+
+def test_held_out_and_sparsity_columns_by_hand(sinc, type_ii):
+    _, _, Xt, tt = sinc
+    table = compare(type_ii, Xt, tt, cv=None, loo=False)
+    assert list(table.index) == ["reference", "map"]
+    for name, fit in type_ii.items():
+        row = table.loc[name]
+        mean, sd = fit.predict(Xt, return_std=True)
+        assert row["lpd"] == pytest.approx(np.mean(norm.logpdf(tt, mean, sd)), rel=1e-12)
+        assert row["rmse"] == pytest.approx(np.sqrt(np.mean((mean - tt) ** 2)), rel=1e-12)
+        for p in (0.5, 0.9, 0.95):
+            lo, hi = norm.interval(p, mean, sd)
+            assert row[f"coverage_{round(100 * p)}"] == np.mean((tt >= lo) & (tt <= hi))
+        gam = 1.0 - fit.alpha_ * np.diag(fit.sigma_)
+        assert row["effective_parameters"] == pytest.approx(gam.sum(), rel=1e-10)
+        assert row["n_relevant"] == fit.active_.size
+        assert row["log_evidence"] == fit.log_evidence_
+        assert row["method"] == name and row["prior"] == "evidence"
+        assert np.isnan(row["max_rhat"]) and np.isnan(row["divergences"])
+        assert row["fit_time"] == type_ii.fit_times[name] > 0
+    # the held-out density of a type-II fit is exact: rebuilt from its weights by hand
+    ref = type_ii["reference"]
+    Phi = _type_ii_design(ref, Xt)
+    mu = Phi @ ref.coef_ + ref.y_offset_
+    var = 1.0 / ref.beta_ + np.einsum("ij,jk,ik->i", Phi, ref.sigma_, Phi)
+    assert table.loc["reference", "lpd"] == pytest.approx(
+        np.mean(norm.logpdf(tt, mu, np.sqrt(var))), rel=1e-9
+    )
+
+
+def test_kfold_is_an_explicit_refitting_loop(sinc, type_ii):
+    X, t, _, _ = sinc
+    table = compare(type_ii, cv=3, loo=False, random_state=7)  # X, y from the FitSet
+    for name, fit in type_ii.items():
+        lpd = np.empty(len(t))
+        for tr, te in KFold(3, shuffle=True, random_state=7).split(X):
+            model = clone(fit).fit(X[tr], t[tr])
+            mean, sd = model.predict(X[te], return_std=True)
+            lpd[te] = norm.logpdf(t[te], mean, sd)
+        assert table.loc[name, "elpd_kfold"] == pytest.approx(lpd.sum(), rel=1e-6)
+        se = np.sqrt(len(t) * np.var(lpd))
+        assert table.loc[name, "elpd_kfold_se"] == pytest.approx(se, rel=1e-6)
+        assert table.loc[name, "kfold_fit_time"] > 0
+
+
+def test_loo_is_arviz_loo_and_flagged_for_type_ii(type_ii, nuts):
+    fits = {**type_ii, "nuts": nuts}
+    table = compare(fits, cv=None)
+    for name, fit in fits.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = az.loo(fit.idata_, pointwise=True)
+        assert table.loc[name, "elpd_loo"] == pytest.approx(res.elpd, rel=1e-12)
+        assert table.loc[name, "elpd_loo_se"] == pytest.approx(res.se, rel=1e-12)
+        assert table.loc[name, "pareto_k_bad"] == int(np.sum(res.pareto_k.values > res.good_k))
+    assert table["loo_optimistic"].tolist() == [True, True, False]
+    assert "elpd_kfold" not in table  # no training data for a plain dict: no k-fold
+
+
+def test_nuts_row_by_hand(sinc, nuts):
+    _, _, Xt, tt = sinc
+    row = compare({"nuts": nuts}, Xt, tt, cv=None, loo=False).loc["nuts"]
+    # held-out density: the mixture over the posterior draws, built by hand
+    post = nuts.posterior_
+    w = post.draws.reshape(-1, post.n_basis)
+    log_beta = np.asarray(post.log_beta).reshape(-1)
+    K = np.exp(-nuts.gamma_ * (Xt[:, None, 0] - nuts.relevance_vectors_[None, :, 0]) ** 2)
+    Phi = np.column_stack([np.ones(len(Xt)), K])
+    mu = w @ Phi.T + post.y_offset
+    sd = np.exp(-0.5 * log_beta)[:, None]
+    dens = logsumexp(norm.logpdf(tt[None, :], mu, sd), axis=0) - np.log(len(w))
+    assert row["lpd"] == pytest.approx(dens.mean(), rel=1e-9)
+    assert row["rmse"] == pytest.approx(np.sqrt(np.mean((mu.mean(0) - tt) ** 2)), rel=1e-9)
+    # coverage counted from replicates of the mixture (Monte Carlo quantiles)
+    rng = np.random.default_rng(0)
+    pick = rng.integers(len(w), size=40_000)
+    reps = mu[pick] + sd[pick] * rng.standard_normal((pick.size, len(tt)))
+    for p in (0.5, 0.9):
+        lo, hi = np.quantile(reps, [0.5 - p / 2, 0.5 + p / 2], axis=0)
+        hand = np.mean((tt >= lo) & (tt <= hi))
+        assert abs(row[f"coverage_{round(100 * p)}"] - hand) <= 1.0 / len(tt) + 1e-12
+    # diagnostics are ArviZ's
+    tree = nuts.idata_
+    assert row["divergences"] == int(tree["sample_stats"]["diverging"].values.sum())
+    rhat = az.rhat(tree, var_names=["w", "log_alpha", "log_beta"])
+    assert row["max_rhat"] == pytest.approx(max(float(rhat[v].max()) for v in rhat.data_vars))
+    # relevance: the stated rule on the standardised precisions
+    la_s = np.asarray(post.log_alpha).reshape(-1, post.n_basis) - 2 * np.log(
+        nuts.basis_scale_[nuts.active_] / nuts.y_scale_
+    )
+    expected = int(np.sum(np.mean(la_s < np.log(1e3), axis=0) >= 0.5))
+    assert row["n_relevant"] == expected == len(relevant_bases(nuts))
+    # effective parameters: 1 - Var(w)/E[1/alpha] per basis, clipped
+    la = np.asarray(post.log_alpha).reshape(-1, post.n_basis)
+    g = np.clip(1 - w.var(0) / np.exp(-la).mean(0), 0, 1)
+    assert row["effective_parameters"] == pytest.approx(g.sum(), rel=1e-10)
+    assert 0 < row["effective_parameters"] < post.n_basis
+
+
+def test_classification_columns_by_hand():
+    X, y, Xt, yt = make_ripley(n_train=60, n_test=80, random_state=0)
+    fit = RVC(gamma=2.0, random_state=0).fit(X, y)
+    row = compare({"ref": fit}, Xt, yt, cv=None, loo=False).loc["ref"]
+    proba = fit.predict_proba(Xt)
+    assert row["error_rate"] == pytest.approx(np.mean(fit.predict(Xt) != yt))
+    assert row["brier"] == pytest.approx(2 * brier_score_loss(yt, proba[:, 1]), rel=1e-12)
+    assert row["log_loss"] == pytest.approx(log_loss(yt, proba), rel=1e-12)
+    assert row["lpd"] == pytest.approx(-row["log_loss"])
+    table = compare({"ref": fit}, cv=3, X=X, y=y, loo=False, random_state=0)
+    assert np.isfinite(table.loc["ref", "elpd_kfold"]) and table.loc["ref", "elpd_kfold"] < 0
+
+
+def test_kfold_orders_fits_as_the_exact_held_out_density():
+    """A Gaussian linear model with a fixed basis: k-fold elpd ranks as the held-out lpd does.
+
+    The data come from a cubic with a proper Gaussian prior on its weights and
+    known noise; on a large fresh sample, the held-out log density of each fit
+    (exact for a type-II fit: its Gaussian predictive) is the quantity k-fold
+    estimates.  Underfitting bases (degree 1, 2) must rank below the true one.
+    """
+    rng = np.random.default_rng(11)
+    w_true = rng.normal(0, 1, 4)
+    w_true[3] = 1.5
+
+    def draw(n):
+        x = rng.uniform(-2, 2, n)
+        return x[:, None], polynomial_basis(3).fit_transform(x) @ w_true + 0.3 * rng.normal(size=n)
+
+    X, y = draw(60)
+    X_big, y_big = draw(20_000)
+    fits = {f"deg{d}": RVR(kernel=polynomial_basis(d)).fit(X, y) for d in (1, 2, 3)}
+    table = compare(fits, X_big, y_big, X=X, y=y, cv=5, loo=False, random_state=0)
+    exact = table["lpd"].sort_values().index.tolist()
+    assert exact == ["deg1", "deg2", "deg3"]
+    assert table["elpd_kfold"].sort_values().index.tolist() == exact
+
+
+def test_compare_weights_by_hand(type_ii, nuts):
+    fits = {"reference": type_ii["reference"], "nuts": nuts}
+    table, agreement = compare_weights(fits)
+    ref = fits["reference"]
+    # every basis of either fit is a row; pruned bases are a point mass at 0
+    assert set(table.index) == set(nuts.active_names_) | set(ref.active_names_)
+    pruned = [n for n in table.index if n not in ref.active_names_]
+    assert (table.loc[pruned, ("reference", "w_mean")] == 0).all()
+    assert np.isinf(table.loc[pruned, ("reference", "log_alpha_mean")]).all()
+    i = ref.active_names_.index("x" + str(ref.relevance_indices_[0]))
+    name = ref.active_names_[i]
+    assert table.loc[name, ("reference", "w_mean")] == pytest.approx(ref.coef_[i])
+    assert table.loc[name, ("reference", "w_sd")] == pytest.approx(np.sqrt(ref.sigma_[i, i]))
+    d = nuts.posterior_.draws.reshape(-1, nuts.posterior_.n_basis)[
+        :, nuts.active_names_.index(name)
+    ]
+    z = (ref.coef_[i] - d.mean()) / np.hypot(np.sqrt(ref.sigma_[i, i]), d.std())
+    assert table.loc[name, ("z", "reference|nuts")] == pytest.approx(z, rel=1e-9)
+    a, b = set(relevant_bases(ref)), set(relevant_bases(nuts))
+    assert agreement.loc["reference", "nuts"] == pytest.approx(len(a & b) / len(a | b))
+    assert agreement.loc["nuts", "nuts"] == 1.0
+    assert table[("reference", "relevant")].sum() == len(a)
+
+
+def test_summary_lines_and_warnings(sinc, type_ii, nuts):
+    X, t, _, _ = sinc
+    s = summary(type_ii["reference"])
+    assert s.loc["rvm:n_relevant", "mean"] == type_ii["reference"].active_.size
+    assert s.loc["rvm:log_evidence", "mean"] == type_ii["reference"].log_evidence_
+    assert s.loc["rvm:converged", "mean"] == 1.0
+    short = RVR(gamma=0.5, solver="mackay", max_iter=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        short.fit(X, t)
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        summary(short)
+    with pytest.warns(SamplingWarning, match="min bulk ESS"):
+        s = summary(nuts, ess_min=1e9)
+    assert "rvm:max_rhat" in s.index and "log_beta" in s.index
+
+
+def test_bad_input():
+    X, t, _, _ = make_sinc(n_train=20, random_state=0)
+    with pytest.raises(ValueError, match="methods must be distinct names"):
+        fit_all(X, t, methods=("reference", "bogus"))
+    with pytest.raises(ValueError, match="not `method`"):
+        fit_all(X, t, methods=("reference",), method="map")
+    with pytest.raises(ValueError, match="task must be"):
+        fit_all(X, t, methods=("reference",), task="ranking")
+    fit = RVR(gamma=0.5).fit(X, t)
+    with pytest.raises(ValueError, match="non-empty mapping"):
+        compare([fit])
+    with pytest.raises(ValueError, match="both X_test and y_test"):
+        compare({"a": fit}, X)
+    Xc, yc, _, _ = make_ripley(n_train=40, random_state=0)
+    with pytest.raises(ValueError, match="all regressors"):
+        compare({"a": fit, "b": RVC().fit(Xc, yc)})
+    with pytest.raises(TypeError, match="not an RVR/RVC"):
+        compare({"a": object()})
+    with pytest.raises(NotFittedError):
+        compare({"a": RVR()})
+    with pytest.raises(ValueError, match="prob must lie"):
+        relevant_bases(fit, prob=1.0)
+    assert isinstance(fit_all(X, t, methods=("reference",)), FitSet)
+    assert rvm_pymc.compare is compare and effective_parameters(fit) > 0
+
+
+def test_gamma_evidence_warns_on_the_edge_of_its_grid():
+    X, t, _, _ = make_sinc(n_train=40, noise_sd=0.1, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="last width of gamma_grid"):
+        RVR(gamma="evidence", gamma_grid=[0.05, 0.1, 0.2]).fit(X, t)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        RVR(gamma="evidence", gamma_grid=[0.01, 0.1, 1.0, 30.0]).fit(X, t)
+
+
+def test_estimators_with_kernel_or_basis_objects_clone():
+    """k-fold refits clones: RVR(kernel=<Kernel or Basis>) must survive sklearn's clone."""
+    from sklearn.model_selection import cross_val_score
+
+    from rvm_pymc.kernels import RBF
+
+    X, t, _, _ = make_sinc(n_train=30, random_state=0)
+    for kernel in (RBF(gamma=0.5), RBF(gamma=0.5) + RBF(gamma=0.05), polynomial_basis(3)):
+        est = RVR(kernel=kernel)
+        twin = clone(est.fit(X, t))
+        assert repr(twin.kernel) == repr(kernel) and twin.kernel is not kernel
+        assert not hasattr(twin, "coef_") and not hasattr(twin.kernel, "n_features_in_")
+        assert np.all(np.isfinite(cross_val_score(RVR(kernel=kernel), X, t, cv=3)))
