@@ -251,5 +251,8 @@ def plot_regression_1d(
     ax.set_ylabel("t")
     if title:
         ax.set_title(title)
-    ax.legend(loc="upper right", fontsize="small")
+    handles, texts = ax.get_legend_handles_labels()
+    first = sorted(range(len(handles)), key=lambda i: not getattr(handles[i], "_rvm_fit", False))
+    ax.legend([handles[i] for i in first], [texts[i] for i in first], loc="upper right",
+              fontsize="small")  # fmt: skip
     return ax

@@ -1,0 +1,416 @@
+"""The plots of rvm_pymc.plotting: headless, draw what they say, take every method.
+
+Each plot is drawn on the Agg backend (tests/conftest.py) for fits of all three
+methods and its artists are counted and read back: one legend entry per fit,
+one ring per relevance vector, the drawn values against a direct computation.
+The fits are tiny (N = 24) and made once per module; NUTS runs 40 draws.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.colors import to_rgba
+from matplotlib.contour import ContourSet
+
+from rvm_pymc.datasets import make_gaussian_mixture_classes, make_ripley, make_sinc
+from rvm_pymc.estimators import RVC, RVR
+from rvm_pymc.plotting import (
+    plot_class_probability_2d,
+    plot_evidence_vs_cv,
+    plot_log_alpha,
+    plot_predictive_1d,
+    plot_regression_1d,
+    plot_reliability,
+    plot_solver_trace,
+    plot_weights_forest,
+)
+
+METHODS = ("reference", "map", "nuts")
+NUTS = {"nuts_sampler": "pymc", "cores": 1, "progressbar": False}
+
+
+def _fit_all(cls, X, y, gamma):
+    fits = {}
+    for m in METHODS:
+        kw = {"draws": 40, "tune": 40, "sampler_kwargs": NUTS} if m == "nuts" else {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # 40 draws: R-hat warnings are expected
+            fits[m] = cls(gamma=gamma, method=m, random_state=0, **kw).fit(X, y)
+    return fits
+
+
+@pytest.fixture(scope="module")
+def sinc():
+    d = make_sinc(n_train=24, noise_sd=0.1, random_state=0)
+    return d.X_train, d.t_train
+
+
+@pytest.fixture(scope="module")
+def ripley():
+    d = make_ripley(n_train=24, n_test=80, random_state=0)
+    return d.X_train, d.t_train, d.X_test, d.t_test
+
+
+@pytest.fixture(scope="module")
+def reg_fits(sinc):
+    pytest.importorskip("pymc")
+    return _fit_all(RVR, *sinc, gamma=0.5)
+
+
+@pytest.fixture(scope="module")
+def clf_fits(ripley):
+    pytest.importorskip("pymc")
+    return _fit_all(RVC, *ripley[:2], gamma=2.0)
+
+
+@pytest.fixture(scope="module")
+def three_classes():
+    d = make_gaussian_mixture_classes(n_samples=45, n_test=90, n_classes=3, random_state=0)
+    fit = RVC(gamma=1.0, random_state=0).fit(d.X_train, d.t_train)
+    return fit, d.X_train, d.t_train, d.X_test, d.t_test
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _legend_texts(ax):
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def _relevant_by_rule(est, prob=0.9):
+    """The NUTS relevance rule, written out: the central interval of w excludes 0."""
+    w = np.asarray(est.idata_["posterior"]["w"].values).reshape(-1, len(est.active_names_))
+    lo, hi = np.quantile(w, [(1 - prob) / 2, (1 + prob) / 2], axis=0)
+    return [n for n, a, b in zip(est.active_names_, lo, hi, strict=True) if a > 0 or b < 0]
+
+
+def _n_rings(ax, color):
+    return sum(
+        len(ln.get_xdata())
+        for ln in ax.get_lines()
+        if ln.get_marker() == "o"
+        and ln.get_markerfacecolor() == "none"
+        and to_rgba(ln.get_markeredgecolor()) == to_rgba(color)
+    )
+
+
+def test_importing_plotting_loads_neither_matplotlib_nor_arviz():
+    code = (
+        "import sys, rvm_pymc.plotting; print('matplotlib' in sys.modules, 'arviz' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+# ------------------------------------------------------------- predictive 1-D
+
+
+@pytest.mark.pymc
+def test_predictive_1d_one_entry_per_fit_and_one_ring_per_relevance_vector(reg_fits, sinc):
+    X, t = sinc
+    colors = {"reference": "red", "map": "green", "nuts": "blue"}
+    ax = plot_predictive_1d(reg_fits, X, t, truth=lambda x: np.sinc(x / np.pi), colors=colors)
+    texts = _legend_texts(ax)
+    assert len(texts) == len(reg_fits) + 2  # the fits, truth, training data: each once
+    assert texts.count("training data") == 1 and texts.count("truth") == 1
+    # one band per fit and band level
+    assert len([c for c in ax.collections if c.get_label() == "_nolegend_"]) == 2 * 3
+    for name, est in reg_fits.items():
+        want = (
+            est.n_relevance_
+            if name != "nuts"
+            else len([n for n in _relevant_by_rule(est) if n != "bias"])
+        )
+        assert _n_rings(ax, colors[name]) == want
+        (line,) = [ln for ln in ax.get_lines() if ln.get_label().startswith(name)]
+        assert to_rgba(line.get_color()) == to_rgba(colors[name])
+        np.testing.assert_allclose(line.get_ydata(), est.predict(line.get_xdata()[:, None]))
+    # the type-II fits ring exactly their relevance vectors
+    ref = reg_fits["reference"]
+    xs = np.concatenate(
+        [ln.get_xdata() for ln in ax.get_lines()
+         if ln.get_marker() == "o" and to_rgba(ln.get_markeredgecolor()) == to_rgba("red")]
+    )  # fmt: skip
+    np.testing.assert_array_equal(np.sort(xs), np.sort(X[ref.relevance_indices_, 0]))
+
+
+def test_predictive_1d_bands_are_the_predictive_quantiles(sinc):
+    X, t = sinc
+    est = RVR(gamma=0.5, random_state=0).fit(X, t)
+    grid = np.linspace(-5, 5, 7)[:, None]
+    ax = plot_predictive_1d(est, X, t, grid, bands=(0.9,))
+    (band,) = [c for c in ax.collections if c.get_label() == "_nolegend_"]
+    mean, sd = est.predict(grid, return_std=True)
+    verts = band.get_paths()[0].vertices
+    upper = verts[1 : grid.shape[0] + 1, 1]  # fill_between: lower edge forwards, then upper
+    lower, upper = np.sort(verts[:, 1])[: grid.shape[0]], mean + 1.6448536269514722 * sd
+    assert np.max(verts[:, 1]) == pytest.approx(np.max(upper))
+    assert np.min(verts[:, 1]) == pytest.approx(np.min(mean - 1.6448536269514722 * sd))
+    assert lower.size == grid.shape[0]
+    assert _legend_texts(ax) == [f"reference ({est.n_relevance_} RVs)", "training data"]
+
+
+def test_predictive_1d_refuses_bad_input(sinc, ripley):
+    X, t = sinc
+    est = RVR(gamma=0.5).fit(X, t)
+    with pytest.raises(ValueError, match="X_train must have 1 feature"):
+        plot_predictive_1d(est, np.hstack([X, X]), t)
+    with pytest.raises(ValueError, match="X_grid must have 1 feature"):
+        plot_predictive_1d(est, X, t, np.zeros((5, 2)))
+    clf = RVC(gamma=2.0).fit(*ripley[:2])
+    with pytest.raises(ValueError, match="classifier"):
+        plot_predictive_1d({"clf": clf}, X, t)
+    with pytest.raises(ValueError, match="fitted on 2 features"):
+        plot_predictive_1d(RVR(gamma=0.5).fit(*ripley[:2]), X, t)
+    with pytest.raises(ValueError, match="not a fitted RVR/RVC"):
+        plot_predictive_1d(RVR(), X, t)
+    with pytest.raises(ValueError, match="bands"):
+        plot_predictive_1d(est, X, t, bands=(1.5,))
+
+
+def test_plot_regression_1d_overlays_with_one_legend_entry_each(sinc):
+    X, t = sinc
+    grid = np.linspace(-10, 10, 50)
+    ax = None
+    for solver in ("fast", "mackay"):
+        est = RVR(gamma=0.5, solver=solver).fit(X, t)
+        mean, sd = est.predict(grid[:, None], return_std=True)
+        ax = plot_regression_1d(X[:, 0], t, grid, mean, sd, est.relevance_indices_,
+                                truth=np.sinc(grid / np.pi), label=solver, ax=ax)  # fmt: skip
+    assert _legend_texts(ax) == ["fast", "mackay", "truth", "training data"]
+    fits = [ln for ln in ax.get_lines() if ln.get_label() in ("fast", "mackay")]
+    assert [to_rgba(ln.get_color()) for ln in fits] == [to_rgba("C0"), to_rgba("C1")]
+    assert len([ln for ln in ax.get_lines() if ln.get_label() == "training data"]) == 1
+
+
+# ------------------------------------------------------------------ log alpha
+
+
+@pytest.mark.pymc
+@pytest.mark.parametrize("which", ["reg_fits", "clf_fits"])
+def test_log_alpha_points_intervals_and_pruned_marks(which, request):
+    fits = request.getfixturevalue(which)
+    ax = plot_log_alpha(fits)
+    assert len(_legend_texts(ax)) == len(fits)
+    n_basis = len(ax.get_xticks())
+    assert n_basis == fits["nuts"].posterior_.n_basis  # NUTS keeps every basis
+    for k, (name, est) in enumerate(fits.items()):
+        c = to_rgba(f"C{k}")
+        mine = [ln for ln in ax.get_lines() if to_rgba(ln.get_color()) == c]
+        if name == "nuts":
+            (pts,) = [ln for ln in mine if ln.get_marker() == "o"]
+            la = np.asarray(est.posterior_.log_alpha).reshape(-1, n_basis)
+            np.testing.assert_allclose(pts.get_ydata(), np.median(la, axis=0))
+        else:
+            (pts,) = [ln for ln in mine if ln.get_marker() == "D"]
+            np.testing.assert_allclose(pts.get_ydata(), est.posterior_.log_alpha)
+            tri = [ln for ln in mine if ln.get_marker() == "^"]
+            n_pruned = sum(len(ln.get_xdata()) for ln in tri)
+            assert n_pruned == n_basis - len(est.active_names_) > 0
+
+
+# ---------------------------------------------------------------- forest
+
+
+@pytest.mark.pymc
+@pytest.mark.parametrize("which", ["reg_fits", "clf_fits"])
+def test_weights_forest_rows_are_the_relevant_bases(which, request):
+    fits = request.getfixturevalue(which)
+    ax = plot_weights_forest(fits)
+    rows = [t.get_text() for t in ax.get_yticklabels()]
+    want = set(fits["reference"].active_names_) | set(fits["map"].active_names_)
+    want |= set(_relevant_by_rule(fits["nuts"]))
+    assert set(rows) == want and rows[0] == ("bias" if "bias" in want else rows[0])
+    assert _legend_texts(ax) == list(fits)
+    for k, (name, est) in enumerate(fits.items()):
+        c = to_rgba(f"C{k}")
+        (means,) = [ln for ln in ax.get_lines() if ln.get_label() == name]
+        have = [r for r in rows if r in est.active_names_]
+        w = est.idata_["posterior"]["w"].sel(basis=have)
+        np.testing.assert_allclose(means.get_xdata(), w.mean(("chain", "draw")).values)
+        crosses = [ln for ln in ax.get_lines() if ln.get_marker() == "x"
+                   and to_rgba(ln.get_color()) == c]  # fmt: skip
+        assert sum(len(ln.get_xdata()) for ln in crosses) == len(rows) - len(have)
+        # the thin interval is the equal-tailed 90% interval of the draws
+        thin = [col for col in ax.collections if to_rgba(col.get_color()[0]) == c
+                and col.get_linewidth()[0] == pytest.approx(1.2)]  # fmt: skip
+        segs = np.array([s[:, 0] for s in thin[0].get_segments()])
+        draws = w.values.reshape(-1, len(have))
+        np.testing.assert_allclose(segs, np.quantile(draws, [0.05, 0.95], axis=0).T, rtol=1e-10)
+
+
+def test_weights_forest_softmax_has_a_row_per_basis_and_class(three_classes):
+    fit = three_classes[0]
+    ax = plot_weights_forest({"reference": fit})
+    rows = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(rows) == len(fit.active_names_) * fit.classes_.size
+    (means,) = [ln for ln in ax.get_lines() if ln.get_label() == "reference"]
+    assert len(means.get_xdata()) == len(rows)
+
+
+# ---------------------------------------------------------------- solver traces
+
+
+def test_solver_trace_draws_every_solver_from_its_trace(sinc):
+    from rvm_pymc.basis import KernelBasis
+    from rvm_pymc.kernels import RBF
+    from rvm_pymc.reference import fit_regression
+
+    X, t = sinc
+    Phi = KernelBasis(RBF(gamma=0.5)).fit_transform(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # EM stopped at max_iter
+        results = {m: fit_regression(Phi, t, method=m, max_iter=300) for m in ("mackay", "em")}
+        results["fast"] = fit_regression(Phi, t, method="fast")
+    ax_ev, ax_n = plot_solver_trace(results)
+    assert len(_legend_texts(ax_ev)) == 3
+    for line, (name, res) in zip(ax_ev.get_lines(), results.items(), strict=True):
+        np.testing.assert_array_equal(line.get_ydata(), res.trace["log_evidence"])
+        assert line.get_label().startswith(name)
+    for line, res in zip(ax_n.get_lines(), results.values(), strict=True):
+        np.testing.assert_array_equal(line.get_ydata(), res.trace["n_active"])
+    # fitting from X and a basis gives the same curves
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ax2, _ = plot_solver_trace(X, t, ("fast",), basis=KernelBasis(RBF(gamma=0.5)))
+    np.testing.assert_array_equal(
+        ax2.get_lines()[0].get_ydata(), results["fast"].trace["log_evidence"]
+    )
+
+
+def test_solver_trace_refuses_bad_input(sinc):
+    X, t = sinc
+    with pytest.raises(ValueError, match="give y"):
+        plot_solver_trace(X)
+    with pytest.raises(ValueError, match="methods"):
+        plot_solver_trace(X, t, ("newton",))
+    with pytest.raises(ValueError, match="'log_evidence' and 'n_active'"):
+        plot_solver_trace({"x": {"log_evidence": [1.0]}})
+
+
+# ---------------------------------------------------------------- evidence vs CV
+
+
+def test_evidence_vs_cv_twin_axes_and_best_marked(sinc):
+    from sklearn.model_selection import KFold
+
+    from rvm_pymc.model_selection import evidence_vs_cv
+
+    X, t = sinc
+    grid = [1.0, 0.05, 3.0, 0.3]  # unsorted on purpose; the evidence peaks inside
+    res = evidence_vs_cv(RVR(), X, t, grid, cv=KFold(3, shuffle=True, random_state=0))
+    ax, ax_cv = plot_evidence_vs_cv(res)
+    assert ax_cv is not None and len(_legend_texts(ax)) == 2
+    order = np.argsort(res["gamma"])
+    ev = next(ln for ln in ax.get_lines() if ln.get_marker() == "o")
+    np.testing.assert_array_equal(ev.get_xdata(), res["gamma"][order])
+    np.testing.assert_array_equal(ev.get_ydata(), res["log_evidence"][order])
+    (star,) = [ln for ln in ax.get_lines() if ln.get_marker() == "*"]
+    assert star.get_xdata()[0] == res["gamma"][np.argmax(res["log_evidence"])]
+    (star_cv,) = [ln for ln in ax_cv.get_lines() if ln.get_marker() == "*"]
+    assert star_cv.get_xdata()[0] == res["gamma"][np.argmax(res["cv_score_mean"])]
+    # an estimator fitted with gamma="evidence" has no CV score: evidence only
+    est = RVR(gamma="evidence", gamma_grid=sorted(grid)).fit(X, t)
+    ax, ax_cv = plot_evidence_vs_cv(est)
+    assert ax_cv is None and len(_legend_texts(ax)) == 1
+    with pytest.raises(ValueError, match="evidence_vs_cv"):
+        plot_evidence_vs_cv({"gamma": [1.0]})
+
+
+# ---------------------------------------------------------------- 2-D probability
+
+
+def _contour_sets(ax, filled):
+    return [c for c in ax.collections if isinstance(c, ContourSet) and c.filled == filled]
+
+
+@pytest.mark.pymc
+def test_class_probability_2d_one_fit_and_overlay(clf_fits, ripley):
+    X, y = ripley[:2]
+    ref = clf_fits["reference"]
+    ax = plot_class_probability_2d(ref, X, y)
+    assert len(_contour_sets(ax, True)) == 1 and len(_contour_sets(ax, False)) == 1
+    assert _n_rings(ax, "k") == ref.n_relevance_
+    assert len(_legend_texts(ax)) == 1 + 2  # the fit, the two classes
+    # the drawn boundary is where the fit says p = 0.5
+    (cs,) = _contour_sets(ax, False)
+    pts = np.vstack(cs.allsegs[0])
+    np.testing.assert_allclose(ref.predict_proba(pts)[:, 1], 0.5, atol=0.02)
+
+    ax = plot_class_probability_2d(clf_fits, X, y)
+    assert len(_contour_sets(ax, True)) == 0 and len(_contour_sets(ax, False)) == 3
+    assert len(_legend_texts(ax)) == 3 + 2
+    assert _n_rings(ax, "C2") == len(
+        [n for n in _relevant_by_rule(clf_fits["nuts"]) if n != "bias"]
+    )
+    for k, est in enumerate(clf_fits.values()):
+        if est.method != "nuts":
+            assert _n_rings(ax, f"C{k}") == est.n_relevance_
+
+
+def test_class_probability_2d_three_classes_and_bad_input(three_classes, sinc):
+    fit, X, y = three_classes[:3]
+    ax = plot_class_probability_2d(fit, X, y)
+    assert len(ax.get_images()) == 1 and len(_contour_sets(ax, False)) == 1
+    assert len(_legend_texts(ax)) == 1 + 3
+    with pytest.raises(ValueError, match="X must have 2 features"):
+        plot_class_probability_2d(fit, X[:, :1], y)
+    with pytest.raises(ValueError, match="regression fit"):
+        plot_class_probability_2d(RVR(gamma=0.5).fit(X, np.arange(X.shape[0], dtype=float)), X, y)
+    with pytest.raises(ValueError, match="labels not among the classes"):
+        plot_class_probability_2d(fit, X, np.full(X.shape[0], 7))
+
+
+# ---------------------------------------------------------------- reliability
+
+
+def _by_hand(p, hit, lo, n_bins):
+    edges = np.linspace(lo, 1.0, n_bins + 1)
+    xs, ys = [], []
+    for b in range(n_bins):
+        upper = p <= edges[b + 1] if b == n_bins - 1 else p < edges[b + 1]
+        sel = (p >= edges[b]) & upper
+        if sel.any():
+            xs.append(p[sel].mean())
+            ys.append(hit[sel].mean())
+    return np.array(xs), np.array(ys)
+
+
+@pytest.mark.pymc
+def test_reliability_binary_is_counted_by_hand(clf_fits, ripley):
+    X_test, y_test = ripley[2:]
+    ax = plot_reliability(clf_fits, X_test, y_test, n_bins=5)
+    texts = _legend_texts(ax)
+    assert len(texts) == 3 and all("ECE" in s for s in texts)
+    for name, est in clf_fits.items():
+        (line,) = [ln for ln in ax.get_lines() if ln.get_label().startswith(name)]
+        xs, ys = _by_hand(est.predict_proba(X_test)[:, 1], (y_test == 1).astype(float), 0.0, 5)
+        np.testing.assert_allclose(line.get_xdata(), xs)
+        np.testing.assert_allclose(line.get_ydata(), ys)
+
+
+def test_reliability_multiclass_is_confidence_against_accuracy(three_classes, sinc):
+    fit, _, _, X_test, y_test = three_classes
+    ax = plot_reliability(fit, X_test, y_test, n_bins=4)
+    P = fit.predict_proba(X_test)
+    hit = (fit.classes_[P.argmax(1)] == y_test).astype(float)
+    xs, ys = _by_hand(P.max(1), hit, 1 / 3, 4)
+    (line,) = [ln for ln in ax.get_lines() if ln.get_label().startswith("reference")]
+    np.testing.assert_allclose(line.get_xdata(), xs)
+    np.testing.assert_allclose(line.get_ydata(), ys)
+    assert ax.get_ylabel() == "accuracy"
+    with pytest.raises(ValueError, match="needs classifiers"):
+        plot_reliability(RVR(gamma=0.5).fit(*sinc), *sinc)
+    with pytest.raises(ValueError, match="X_test must have 2 features"):
+        plot_reliability(fit, X_test[:, :1], y_test)
+    with pytest.raises(ValueError, match="n_bins"):
+        plot_reliability(fit, X_test, y_test, n_bins=0)
