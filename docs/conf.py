@@ -12,6 +12,7 @@ The notebooks are rendered with their stored outputs (``nb_execution_mode =
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -42,6 +43,10 @@ extensions = [
     "numpydoc",
     "sphinx_copybutton",
 ]
+# MathJax shipped with the site, so formulas render without network access
+# (otherwise Sphinx loads MathJax from a CDN)
+if importlib.util.find_spec("sphinx-mathjax-offline") is not None:
+    extensions.append("sphinx-mathjax-offline")
 
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 root_doc = "index"
