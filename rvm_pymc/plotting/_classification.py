@@ -7,11 +7,9 @@ from typing import Any
 import numpy as np
 
 from rvm_pymc.plotting._common import (
-    CI_PROB,
     as_fits,
     check_fits_features,
     check_inputs,
-    check_prob,
     fit_colors,
     is_sampled,
     new_axes,
@@ -50,7 +48,6 @@ def plot_class_probability_2d(
     *,
     grid_size: int = 120,
     show_relevance: bool = True,
-    ci_prob: float = CI_PROB,
     cmap: str = "RdBu_r",
     colors: Any = None,
     labels: dict[str, str] | None = None,
@@ -64,8 +61,8 @@ def plot_class_probability_2d(
     classes: the decision boundaries (where the most probable class changes)
     instead of the 0.5 contour, and for one fit the most probable class
     filled with its probability as opacity.  Relevance vectors are ringed in
-    the fit's colour (type-II: ``relevance_indices_``; NUTS: the points whose
-    central ``ci_prob`` weight interval excludes zero).  The data are drawn
+    the fit's colour (type-II: ``relevance_indices_``; NUTS: the points
+    relevant by :func:`rvm_pymc.comparison.relevant_bases`).  The data are drawn
     per class, one legend entry per class.
 
     Parameters
@@ -79,8 +76,6 @@ def plot_class_probability_2d(
     grid_size : int, default 120
         Points per axis of the probability grid.
     show_relevance : bool, default True
-    ci_prob : float, default 0.9
-        The interval of the NUTS relevance rule.
     cmap : str, default "RdBu_r"
         Colour map of the filled probability.
     colors : mapping, sequence or colour, optional
@@ -112,7 +107,6 @@ def plot_class_probability_2d(
     codes = _codes(next(iter(fits.values())), y, "y")
     if codes.size != X.shape[0]:
         raise ValueError(f"y has {codes.size} labels for {X.shape[0]} points of X")
-    ci_prob = check_prob(ci_prob, "ci_prob")
     n = int(grid_size)
     lo, hi = X.min(axis=0), X.max(axis=0)
     pad = 0.05 * np.where(hi > lo, hi - lo, 1.0)
@@ -146,13 +140,13 @@ def plot_class_probability_2d(
                           interpolation="nearest")  # fmt: skip
             ax.contour(G0, G1, top, levels=np.arange(classes.size - 1) + 0.5, colors=[c],
                        linewidths=2)  # fmt: skip
-        rv = relevant_points(est, ci_prob) if show_relevance else np.zeros(0, dtype=np.intp)
+        rv = relevant_points(est) if show_relevance else np.zeros(0, dtype=np.intp)
         if rv.size:
             ax.plot(X[rv, 0], X[rv, 1], "o", mfc="none", mec=c, ms=10 + 4 * k, mew=1.5,
                     label="_nolegend_")  # fmt: skip
-        rule = ", interval rule" if is_sampled(est) else ""
+        rvs = "relevant" if is_sampled(est) else "RVs"
         boundary = "p = 0.5" if binary else "boundaries"
-        default = f"{name}: {boundary}" + (f", {rv.size} RVs{rule}" if show_relevance else "")
+        default = f"{name}: {boundary}" + (f", {rv.size} {rvs}" if show_relevance else "")
         handles.append(mlines.Line2D([], [], color=c, lw=2, marker="o" if show_relevance else None,
                                      mfc="none", label=labels.get(name, default)))  # fmt: skip
     for j, cl in enumerate(classes):

@@ -3,7 +3,8 @@
 Nothing here imports matplotlib at module level; :func:`pyplot` does it on
 first use.  The estimators are recognised by their fitted attributes (a
 ``posterior_`` of the result schema), so this module imports neither
-scikit-learn nor PyMC.
+scikit-learn nor PyMC; the relevance rule is that of
+:func:`rvm_pymc.comparison.relevant_bases`, imported when needed.
 """
 
 from __future__ import annotations
@@ -104,26 +105,21 @@ def is_sampled(est) -> bool:
     return not est.posterior_.is_type_ii
 
 
-def relevant_names(est, ci_prob: float = CI_PROB) -> list[str]:
-    """The bases a fit counts as relevant.
+def relevant_names(est) -> list[str]:
+    """The bases a fit counts as relevant: :func:`rvm_pymc.comparison.relevant_bases`.
 
     A type-II fit (reference, map): its active bases (not pruned).  A sampled
-    fit (NUTS), which prunes nothing: the bases whose central ``ci_prob``
-    posterior interval of the weight excludes zero (for any class).
+    fit (NUTS), which prunes nothing: the bases whose standardised precision
+    is below 1e3 with posterior probability at least 0.5 (the rule of
+    :func:`~rvm_pymc.comparison.compare_weights`, so that a plot and the
+    table count the same bases).
     """
-    post = est.posterior_
-    if post.is_type_ii:
-        return [str(n) for n in est.active_names_]
-    lo, hi = (1.0 - ci_prob) / 2.0, (1.0 + ci_prob) / 2.0
-    flat = post.draws.reshape(-1, *post.draws.shape[2:])
-    q_lo, q_hi = np.quantile(flat, [lo, hi], axis=0)
-    keep = (q_lo > 0) | (q_hi < 0)
-    if keep.ndim > 1:
-        keep = keep.any(axis=1)
-    return [str(n) for n, k in zip(post.basis_names, keep, strict=True) if k]
+    from rvm_pymc.comparison import relevant_bases
+
+    return [str(n) for n in relevant_bases(est)]
 
 
-def relevant_points(est, ci_prob: float = CI_PROB) -> np.ndarray:
+def relevant_points(est) -> np.ndarray:
     """Indices of the training points whose kernel column a fit counts as relevant.
 
     For a type-II fit these are ``relevance_indices_``; for NUTS the points
@@ -135,7 +131,7 @@ def relevant_points(est, ci_prob: float = CI_PROB) -> np.ndarray:
     if len(kernel_names) != rv.size:
         return np.zeros(0, dtype=np.intp)
     index = dict(zip(kernel_names, rv, strict=True))
-    keep = [index[n] for n in relevant_names(est, ci_prob) if n in index]
+    keep = [index[n] for n in relevant_names(est) if n in index]
     return np.asarray(keep, dtype=np.intp)
 
 

@@ -9,7 +9,6 @@ import numpy as np
 from scipy.stats import norm
 
 from rvm_pymc.plotting._common import (
-    CI_PROB,
     as_fits,
     check_fits_features,
     check_inputs,
@@ -64,7 +63,6 @@ def plot_predictive_1d(
     bands: Sequence[float] = (0.5, 0.95),
     truth: Callable | Any = None,
     show_relevance: bool = True,
-    ci_prob: float = CI_PROB,
     n_grid: int = 300,
     colors: Any = None,
     labels: dict[str, str] | None = None,
@@ -99,10 +97,9 @@ def plot_predictive_1d(
         values on ``X_grid``.
     show_relevance : bool, default True
         Ring the relevance vectors: a type-II fit's ``relevance_indices_``;
-        for NUTS (which prunes nothing) the training points whose central
-        ``ci_prob`` interval of the weight excludes zero.
-    ci_prob : float, default 0.9
-        Interval of that rule for NUTS.
+        for NUTS (which prunes nothing) the training points whose kernel is
+        relevant by the rule of :func:`rvm_pymc.comparison.relevant_bases`
+        (standardised precision below 1e3 with probability at least 0.5).
     n_grid : int, default 300
     colors : mapping, sequence or colour, optional
         Colour per fit; default ``C0, C1, ...``.
@@ -137,7 +134,6 @@ def plot_predictive_1d(
             f"y_train has {y_train.shape[0]} values for {X_train.shape[0]} points of X_train"
         )
     bands = [check_prob(p, "bands") for p in bands]
-    ci_prob = check_prob(ci_prob, "ci_prob")
     if X_grid is None:
         lo, hi = float(X_train.min()), float(X_train.max())
         pad = 0.05 * (hi - lo if hi > lo else 1.0)
@@ -155,9 +151,9 @@ def plot_predictive_1d(
     labels = dict(labels or {})
     for k, (name, est) in enumerate(fits.items()):
         mean, std = est.predict(X_grid, return_std=True)
-        rv = relevant_points(est, ci_prob) if show_relevance else np.zeros(0, dtype=np.intp)
-        rule = ", interval rule" if is_sampled(est) else ""
-        label = labels.get(name, f"{name} ({rv.size} RVs{rule})" if show_relevance else name)
+        rv = relevant_points(est) if show_relevance else np.zeros(0, dtype=np.intp)
+        rvs = "relevant" if is_sampled(est) else "RVs"
+        label = labels.get(name, f"{name} ({rv.size} {rvs})" if show_relevance else name)
         _draw_band_and_mean(ax, x, mean, std, bands, cols[name], label)
         _rv_rings(ax, X_train[rv, 0], y_train[rv], cols[name], 9 + 4 * k)
     _draw_data(ax, X_train[:, 0], y_train, x, truth_y)

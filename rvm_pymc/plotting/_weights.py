@@ -166,9 +166,10 @@ def plot_weights_forest(
     fits : RVR, RVC or mapping of str to them
         Fitted estimators of any ``method``; one is labelled by its method.
     bases : sequence of str, optional
-        Basis names to show; default those relevant to any fit: the active
-        bases of a type-II fit, and for NUTS the bases whose central
-        ``ci_prob`` interval of the weight excludes zero.
+        Basis names to show; default those relevant to any fit
+        (:func:`rvm_pymc.comparison.relevant_bases`): the active bases of a
+        type-II fit, and for NUTS the bases whose standardised precision is
+        below 1e3 with posterior probability at least 0.5.
     ci_prob : float, default 0.9
     colors : mapping, sequence or colour, optional
     labels : mapping of str to str, optional
@@ -187,7 +188,7 @@ def plot_weights_forest(
     fits = as_fits(fits)
     ci_prob = check_prob(ci_prob, "ci_prob")
     if bases is None:
-        bases = ordered_union([relevant_names(est, ci_prob) for est in fits.values()])
+        bases = ordered_union([relevant_names(est) for est in fits.values()])
     bases = [str(b) for b in bases]
     if not bases:
         raise ValueError("no relevant basis in any fit: give bases=")
