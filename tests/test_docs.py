@@ -102,6 +102,7 @@ def test_api_reference_documents_the_estimators(site):
         "rvm_pymc.estimators.RVC",
         "rvm_pymc.estimators.RVR.fit",
         "rvm_pymc.estimators.RVR.predict",
+        "rvm_pymc.estimators.RVR.sample_predictions",
     ):
         assert f'id="{name}"' in html, name
     reference = (site / "api" / "reference.html").read_text(encoding="utf-8")
