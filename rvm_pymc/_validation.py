@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["as_2d_float", "as_target_float", "check_consistent_length", "check_positive"]
+__all__ = [
+    "as_2d_float",
+    "as_target_float",
+    "check_consistent_length",
+    "check_numeric",
+    "check_positive",
+]
 
 
 def _as_float_array(value, name: str) -> np.ndarray:
@@ -29,6 +35,35 @@ def _as_float_array(value, name: str) -> np.ndarray:
     if np.iscomplexobj(arr):
         raise ValueError(f"{name} must be real-valued; got a complex array")
     return arr.astype(np.float64, copy=True)
+
+
+def check_numeric(value, name: str) -> None:
+    """Raise ``ValueError`` (``TypeError`` for unconvertible objects) unless ``value`` is numeric.
+
+    For callers that hand ``value`` on to another validator (scikit-learn's),
+    whose messages for these cases come from NumPy and do not name the
+    argument ("could not convert string to float: 'a'", a complex array
+    printed in full).  Sparse matrices and numeric arrays pass untouched
+    (nothing is copied).
+    """
+    if value is None or hasattr(value, "toarray"):
+        return  # None and sparse matrices: the caller's validator has its own messages
+    try:
+        arr = np.asarray(value)
+    except ValueError as exc:  # ragged nested sequences
+        raise ValueError(f"{name} is not a rectangular array ({exc})") from None
+    if np.iscomplexobj(arr):  # scikit-learn's phrase first: its checks look for it
+        raise ValueError(f"Complex data not supported: {name} must be real-valued")
+    if arr.dtype == object or arr.dtype.kind in "USV":
+        try:
+            arr.astype(np.float64)
+        except ValueError:
+            raise ValueError(
+                f"{name} must be numeric; got values of dtype {arr.dtype!s} that cannot be "
+                "converted to float"
+            ) from None
+        except TypeError as exc:  # e.g. a dict among the values
+            raise TypeError(f"{name} must be numeric: {exc}") from None
 
 
 def check_finite(arr: np.ndarray, name: str) -> None:

@@ -47,6 +47,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from rvm_pymc._estimator_base import METHODS, SOLVERS, _BaseRVM
+from rvm_pymc._validation import check_numeric
 
 __all__ = ["METHODS", "RVC", "RVR", "SOLVERS", "load"]
 
@@ -221,10 +222,24 @@ class RVR(RegressorMixin, _BaseRVM):
             interrupted) leaves the estimator as it was before.
         """
         with self._unchanged_on_failure():
+            check_numeric(X, "X")
+            try:
+                check_numeric(y, "y")
+            except ValueError as exc:
+                if "numeric" not in str(exc):
+                    raise
+                raise ValueError(f"{exc} (RVR fits numbers; for class labels use RVC)") from None
             X, y = validate_data(
                 self, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=2
             )
-            self._fit(X, np.asarray(y, dtype=float))
+            y = np.asarray(y, dtype=float)
+            n_bad = int(y.size - np.count_nonzero(np.isfinite(y)))
+            if n_bad:  # None in an object array becomes NaN after scikit-learn's check
+                raise ValueError(
+                    f"y has {n_bad} missing or non-finite value(s) (None, NaN or inf); "
+                    "remove or impute them before fitting"
+                )
+            self._fit(X, y)
         return self
 
     def _reference_fit(self, Phi, t, prior, solver):
@@ -250,6 +265,7 @@ class RVR(RegressorMixin, _BaseRVM):
         y_mean : ndarray of shape (n_samples,)
         y_std : ndarray of shape (n_samples,), only when ``return_std``
         """
+        check_numeric(X, "X")
         Phi = self._active_design(X)
         mean = Phi @ self.coef_ + self.y_offset_
         if not return_std:
@@ -326,12 +342,14 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
             interrupted) leaves the estimator as it was before.
         """
         with self._unchanged_on_failure():
+            check_numeric(X, "X")
             X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
             check_classification_targets(y)
             classes, codes = np.unique(y, return_inverse=True)
             if classes.size < 2:
+                label = classes[0].item() if isinstance(classes[0], np.generic) else classes[0]
                 raise ValueError(
-                    f"RVC needs samples of at least two classes; y has 1 class ({classes[0]!r})"
+                    f"RVC needs samples of at least two classes; y has 1 class ({label!r})"
                 )
             self.classes_ = classes
             self._fit(X, codes.reshape(-1).astype(np.int64))
@@ -381,6 +399,7 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
         -------
         ndarray of shape (n_samples, n_classes)
         """
+        check_numeric(X, "X")
         Phi = self._active_design(X)
         draws = self.posterior_.draws
         if draws is None:
