@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import inspect
 import numbers
 import warnings
 from collections.abc import Callable
@@ -456,7 +457,15 @@ def make_kernel(kernel: str | Kernel | Callable = "rbf", **params: Any) -> Kerne
             raise ValueError(f"kernel parameters {sorted(params)} need a kernel name")
         return kernel if isinstance(kernel, Kernel) else CallableKernel(kernel)
     if isinstance(kernel, str) and kernel.lower() in _KERNELS:
-        return _KERNELS[kernel.lower()](**params)
+        cls = _KERNELS[kernel.lower()]
+        allowed = list(inspect.signature(cls).parameters)
+        unknown = sorted(set(params) - set(allowed))
+        if unknown:  # else Python's TypeError names a private base class's __init__
+            raise TypeError(
+                f"kernel {kernel!r} ({cls.__name__}) has no parameter(s) {unknown}; "
+                f"its parameters are {allowed or 'none'}"
+            )
+        return cls(**params)
     raise ValueError(
         f"unknown kernel {kernel!r}; valid names are {sorted(_KERNELS)}, "
         f"or pass a Kernel instance or a callable f(X, Y)"
