@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 from sklearn.exceptions import NotFittedError
 
 from rvm_pymc._validation import as_2d_float
-from rvm_pymc.kernels import Kernel, _check_finite_matrix, _is_real, make_kernel
+from rvm_pymc.kernels import Kernel, _is_real, make_kernel
 
 __all__ = [
     "Basis",
@@ -66,7 +66,15 @@ class Basis:
         Phi = np.asarray(self._transform(X), dtype=np.float64)
         if self.bias:
             Phi = np.hstack([np.ones((X.shape[0], 1)), Phi])
-        _check_finite_matrix(Phi, f"design matrix of {self!r}")
+        bad = ~np.isfinite(Phi)
+        if bad.any():  # name the columns: a FunctionBasis repr shows only <lambda at 0x...>
+            cols = [str(self.basis_names_[j]) for j in np.flatnonzero(bad.any(axis=0))]
+            shown = cols[:5] + (["..."] if len(cols) > 5 else [])
+            raise ValueError(
+                f"the design matrix of {type(self).__name__} has {int(bad.sum())} non-finite "
+                f"entr{'y' if bad.sum() == 1 else 'ies'} (of {Phi.size}) in column(s) {shown}; "
+                "check the basis functions, the hyperparameters and the scale of the inputs"
+            )
         return Phi
 
     def fit_transform(self, X: ArrayLike) -> np.ndarray:
