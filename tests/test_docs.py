@@ -116,7 +116,10 @@ def test_every_notebook_is_rendered_with_its_outputs(site):
         assert page.is_file(), f"{nb.name} is not rendered"
         html = page.read_text(encoding="utf-8")
         # myst-nb wraps every stored output in a "cell_output" block
-        assert "cell_output" in html, f"{nb.name} has no stored outputs on its page"
+        assert "cell_output" in html, (
+            f"{nb.name} has no stored outputs on its page: the site shows the outputs "
+            f"committed with it (jupyter execute --inplace notebooks/{nb.name})"
+        )
 
 
 def test_docs_point_inside_the_repository():
