@@ -7,20 +7,18 @@ overlaid with one colour and one legend entry per fit, draws on a given
 ``ax`` (or ``axes``) or a new figure, and returns what it drew on.
 matplotlib (and ArviZ, for the forest) is imported only when a plot is drawn.
 
-=================================  =========================================================
-:func:`plot_predictive_1d`         predictive mean and bands, relevance vectors (1-D inputs)
-:func:`plot_regression_1d`         the same for one fit from arrays (mean, sd)
-:func:`plot_log_alpha`             log alpha per basis: NUTS intervals, type-II points, pruned
-:func:`plot_weights_forest`        forest of the relevant weights (intervals by ArviZ)
-:func:`plot_solver_trace`          log evidence and relevance vectors per solver iteration
-:func:`plot_evidence_vs_cv`        evidence and CV score over kernel widths
-:func:`plot_class_probability_2d`  class-probability contours (2-D inputs)
-:func:`plot_reliability`           reliability diagram of classifiers
-=================================  =========================================================
+- :func:`plot_predictive_1d`: predictive mean and bands, relevance vectors (1-D inputs);
+- :func:`plot_regression_1d`: the same for one fit, from arrays (mean, sd);
+- :func:`plot_log_alpha`: log alpha per basis, NUTS intervals against type-II points;
+- :func:`plot_weights_forest`: a forest of the relevant weights (intervals by ArviZ);
+- :func:`plot_solver_trace`: log evidence and relevance vectors per solver iteration;
+- :func:`plot_evidence_vs_cv`: evidence and CV score over kernel widths;
+- :func:`plot_class_probability_2d`: class-probability contours (2-D inputs);
+- :func:`plot_reliability`: reliability diagram of classifiers.
 
 A sampled fit (NUTS) prunes nothing; where a plot marks relevance vectors or
 picks relevant weights, a NUTS fit counts a basis as relevant by the rule of
-:func:`rvm_pymc.comparison.relevant_bases` (its standardised precision below
+``rvm_pymc.comparison.relevant_bases`` (its standardised precision below
 1e3 with posterior probability at least 0.5), the rule of the comparison
 table.  See ``docs/estimators.md`` ("Plots").
 """

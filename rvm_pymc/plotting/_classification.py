@@ -62,7 +62,7 @@ def plot_class_probability_2d(
     instead of the 0.5 contour, and for one fit the most probable class
     filled with its probability as opacity.  Relevance vectors are ringed in
     the fit's colour (type-II: ``relevance_indices_``; NUTS: the points
-    relevant by :func:`rvm_pymc.comparison.relevant_bases`).  The data are drawn
+    relevant by ``rvm_pymc.comparison.relevant_bases``).  The data are drawn
     per class, one legend entry per class.
 
     Parameters

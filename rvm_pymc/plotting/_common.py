@@ -4,7 +4,7 @@ Nothing here imports matplotlib at module level; :func:`pyplot` does it on
 first use.  The estimators are recognised by their fitted attributes (a
 ``posterior_`` of the result schema), so this module imports neither
 scikit-learn nor PyMC; the relevance rule is that of
-:func:`rvm_pymc.comparison.relevant_bases`, imported when needed.
+``rvm_pymc.comparison.relevant_bases``, imported when needed.
 """
 
 from __future__ import annotations
@@ -106,12 +106,12 @@ def is_sampled(est) -> bool:
 
 
 def relevant_names(est) -> list[str]:
-    """The bases a fit counts as relevant: :func:`rvm_pymc.comparison.relevant_bases`.
+    """The bases a fit counts as relevant: ``rvm_pymc.comparison.relevant_bases``.
 
     A type-II fit (reference, map): its active bases (not pruned).  A sampled
     fit (NUTS), which prunes nothing: the bases whose standardised precision
     is below 1e3 with posterior probability at least 0.5 (the rule of
-    :func:`~rvm_pymc.comparison.compare_weights`, so that a plot and the
+    ``rvm_pymc.comparison.compare_weights``, so that a plot and the
     table count the same bases).
     """
     from rvm_pymc.comparison import relevant_bases

@@ -167,7 +167,7 @@ def plot_weights_forest(
         Fitted estimators of any ``method``; one is labelled by its method.
     bases : sequence of str, optional
         Basis names to show; default those relevant to any fit
-        (:func:`rvm_pymc.comparison.relevant_bases`): the active bases of a
+        (``rvm_pymc.comparison.relevant_bases``): the active bases of a
         type-II fit, and for NUTS the bases whose standardised precision is
         below 1e3 with posterior probability at least 0.5.
     ci_prob : float, default 0.9
