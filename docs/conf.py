@@ -142,6 +142,47 @@ class OptionalAutomodule(SphinxDirective):
         return container.children
 
 
+class CliHelp(SphinxDirective):
+    """``.. cli-help::``: the ``--help`` of ``rvm-pymc`` and of each of its commands.
+
+    Read from ``rvm_pymc.cli.build_parser()`` when the pages are built, so the
+    page cannot drift from the command line; if the parser cannot be built the
+    page says so instead of failing the strict build.
+    """
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        import argparse
+
+        try:
+            parser = importlib.import_module("rvm_pymc.cli").build_parser()
+        except Exception as exc:  # any failure is reported on the page
+            text = f"The command line could not be read when these pages were built ({exc})."
+            return [nodes.note("", nodes.paragraph(text=text))]
+        parsers = [(parser.prog, parser)]
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers += [(sub.prog, sub) for sub in action.choices.values()]
+        old_columns = os.environ.get("COLUMNS")
+        os.environ["COLUMNS"] = "88"
+        try:
+            out: list[nodes.Node] = []
+            for prog, p in parsers:
+                section = nodes.section(ids=[nodes.make_id(f"cli-{prog}")])
+                section += nodes.title(text=prog)
+                block = nodes.literal_block(text=p.format_help().rstrip())
+                block["language"] = "text"
+                section += block
+                out.append(section)
+        finally:
+            if old_columns is None:
+                os.environ.pop("COLUMNS", None)
+            else:
+                os.environ["COLUMNS"] = old_columns
+        return out
+
+
 def _module_sections_as_rubrics(app, what, name, obj, options, lines) -> None:
     """Turn numpydoc-style section headers of a module docstring into rubrics.
 
@@ -195,6 +236,7 @@ def _resolve_reexport(app, env, node, contnode):
 
 def setup(app):
     app.add_directive("optional-automodule", OptionalAutomodule)
+    app.add_directive("cli-help", CliHelp)
     app.connect("autodoc-process-docstring", _module_sections_as_rubrics, priority=400)
     app.connect("autodoc-skip-member", _skip_inherited_foreign)
     app.connect("missing-reference", _resolve_reexport)

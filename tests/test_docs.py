@@ -81,6 +81,7 @@ def test_docs_build_strict(site):
         "fits",
         "jacobian",
         "comparison",
+        "cli",
         "design",
         "estimators",
         "pymc",
