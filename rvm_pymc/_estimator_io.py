@@ -294,6 +294,8 @@ def save_estimator(est, path, engine: str | None = None) -> None:
         pickle.
     ImportError
         If ``engine`` is given but a module it needs does not import.
+    TypeError
+        If ``path`` is not a str or path-like object.
     FileNotFoundError
         If the directory of ``path`` does not exist.
     OSError
@@ -301,6 +303,7 @@ def save_estimator(est, path, engine: str | None = None) -> None:
         ``path``, and a file already at ``path`` is left untouched.
     """
     check_is_fitted(est, "coef_")
+    _check_path(path)
     if engine is None:
         engine = netcdf_engine()
     elif engine not in ENGINES:
@@ -335,6 +338,16 @@ def save_estimator(est, path, engine: str | None = None) -> None:
 
 
 # ------------------------------------------------------------------------ load
+
+
+def _check_path(path) -> str:
+    """``os.fspath(path)``, or a TypeError that names the argument."""
+    try:
+        return os.fspath(path)
+    except TypeError:
+        raise TypeError(
+            f"path must be a str or path-like object; got {type(path).__name__}"
+        ) from None
 
 
 def _mismatch(path, why: str) -> ValueError:
@@ -379,7 +392,7 @@ def load_estimator(path, classes: Mapping[str, type], expected: type | None = No
         saved), holds another estimator class than ``expected``, or holds a
         model that is inconsistent or cannot be restored by this version.
     """
-    shown = os.fspath(path)
+    shown = _check_path(path)
     tree = read_tree(path)
     attrs = tree.attrs
     if _header_text(attrs, "rvm_pymc_format") != FORMAT:
