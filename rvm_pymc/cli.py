@@ -1,7 +1,18 @@
 """The ``rvm-pymc`` command line.
 
-``rvm-pymc demo`` fits noisy sinc with the closed-form reference solver,
-prints a short table and writes a PNG of the fit.
+- ``rvm-pymc demo``: noisy sinc fitted by the reference solver, MAP and NUTS;
+  prints the comparison table of :func:`rvm_pymc.comparison.compare` and
+  writes a PNG of the three predictive bands.
+- ``rvm-pymc fit DATA.csv --target COL``: one RVM fitted to a CSV table;
+  writes the saved model, the predictions, a summary and a plot to ``--out``.
+- ``rvm-pymc predict MODEL DATA.csv``: predictions of a saved fit (predictive
+  sd, or class probabilities).
+- ``rvm-pymc compare DATA.csv --target COL``: the methods side by side on a
+  held-out split and by k-fold cross-validation.
+
+Features are standardised by default (each to mean 0 and sd 1 over the
+training rows; ``--no-standardise`` turns it off); ``fit`` saves the means and
+sds beside the model (``model.json``) and ``predict`` applies them.
 
 Errors are one line on standard error, ``rvm-pymc: error: ...``, and the exit
 status says what went wrong:
@@ -11,8 +22,9 @@ status says what went wrong:
 1      the run failed: the fit raised or gave non-finite numbers, or the
        figure could not be written
 2      bad usage: an unknown option, a value out of range, an output path
-       that cannot be written, a problem too large for the memory, or no
-       command at all (then the help is printed to standard error)
+       that cannot be written, a problem too large for the memory, a data
+       file that is missing, empty or lacks a column, non-numeric features,
+       or no command at all (then the help is printed to standard error)
 130    interrupted (Ctrl-C)
 =====  ==================================================================
 
@@ -34,6 +46,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import NoReturn
 
 import numpy as np
+
+from rvm_pymc._cli_data import DataError
+from rvm_pymc._cli_parser import add_data_commands
 
 __all__ = [
     "GAMMA_RANGE",
@@ -59,6 +74,7 @@ GAMMA_RANGE = (1e-6, 1e6)
 kernel matrix is constant to 4e-4 and above 1e6 it is the identity matrix for
 any two points more than 0.003 apart; neither says anything about a width."""
 MAX_SEED = 2**32 - 1
+MIN_DRAWS = 50
 MEMORY_FRACTION = 0.25
 """Share of the available memory that the demo's N x N kernel matrix (8 N^2
 bytes) may take; the fit holds a few more arrays of that size."""
@@ -128,6 +144,11 @@ def _seed(text: str) -> int:
 def _noise_sd(text: str) -> float:
     why = " (the signal has amplitude 1)"
     return float(_number(text, integer=False, low=0.0, high=MAX_NOISE_SD, low_open=True, why=why))
+
+
+def _draws(text: str) -> int:
+    why = " (fewer cannot adapt the step size)"
+    return int(_number(text, integer=True, low=MIN_DRAWS, high=100_000, why=why))
 
 
 def _gamma(text: str) -> float:
@@ -238,8 +259,15 @@ def check_demo_arguments(args: argparse.Namespace) -> None:
 
 # ------------------------------------------------------------------ the demo
 
+DEMO_METHODS = ("reference", "map", "nuts")
+NUTS_COMPILE_MODE = "FAST_COMPILE"
+"""PyTensor mode of the demo's NUTS fit: compiles in seconds where the default
+Numba backend takes minutes on a cold cache; each gradient is slower, which a
+short run (``--draws``) does not notice."""
+
 
 def _fit_demo(args: argparse.Namespace):
+    """The data and the RBF width of largest evidence (reference solver over ``--gammas``)."""
     from rvm_pymc.basis import KernelBasis
     from rvm_pymc.datasets import make_sinc
     from rvm_pymc.kernels import RBF
@@ -247,7 +275,6 @@ def _fit_demo(args: argparse.Namespace):
 
     data = make_sinc(n_train=args.n_train, noise_sd=args.noise_sd, random_state=args.seed)
     t0 = time.perf_counter()
-    # Choose the RBF width by the evidence over a small grid.
     best = None
     for gamma in args.gammas:
         basis = KernelBasis(RBF(gamma=gamma), bias=True)
@@ -264,19 +291,59 @@ def _fit_demo(args: argparse.Namespace):
     return data, gamma, res, mean, std, elapsed
 
 
-def _write_figure(args, data, res, mean, std, rmse, rv_points) -> None:
+def _fit_methods(args: argparse.Namespace, data, gamma: float):
+    """RVR fitted at ``gamma`` by each of ``--methods``, with progress lines; a FitSet."""
+    from rvm_pymc._cli_commands import announce_compilation, progress
+    from rvm_pymc.comparison import FitSet
+    from rvm_pymc.estimators import RVR
+
+    fits, times = {}, {}
+    for method in args.methods:
+        params = {"method": method, "solver": args.method, "gamma": gamma,
+                  "random_state": args.seed, "draws": args.draws, "tune": args.draws}  # fmt: skip
+        if method == "nuts":
+            params["sampler_kwargs"] = {
+                "progressbar": sys.stderr.isatty(),
+                "compile_kwargs": {"mode": NUTS_COMPILE_MODE},
+            }
+            progress(f"nuts: 2 chains of {args.draws} tuning + {args.draws} draws")
+        announce_compilation(method)
+        t0 = time.perf_counter()
+        fits[method] = RVR(**params).fit(data.X_train, data.t_train)
+        times[method] = time.perf_counter() - t0
+        if method != "reference":
+            progress(f"{method}: {times[method]:.1f} s")
+    return FitSet(fits, X=data.X_train, y=data.t_train, fit_times=times)
+
+
+def _demo_table(args, data, fits):
+    """compare() on fresh noisy test targets, plus the RMSE against the noise-free sinc."""
+    from rvm_pymc.comparison import compare
+
+    rng = np.random.default_rng([args.seed, 1])
+    t_new = data.t_test + args.noise_sd * rng.standard_normal(data.t_test.size)
+    table = compare(fits, data.X_test, t_new, cv=None, loo=False, random_state=args.seed)
+    table.insert(3, "rmse_sinc", [
+        float(np.sqrt(np.mean((f.predict(data.X_test) - data.t_test) ** 2))) for f in fits.values()
+    ])  # fmt: skip
+    table["noise_sd"] = [float(np.sqrt(f.noise_var_)) for f in fits.values()]
+    cols = ["n_relevant", "rmse_sinc", "rmse", "lpd", "coverage_95", "noise_sd",
+            "log_evidence", "fit_time", "divergences", "max_rhat"]  # fmt: skip
+    return table[[c for c in cols if c in table.columns]]
+
+
+def _write_figure(args, data, fits) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from rvm_pymc.plotting import plot_regression_1d
+    from rvm_pymc.datasets import sinc
+    from rvm_pymc.plotting import plot_predictive_1d
 
-    ax = plot_regression_1d(
-        data.X_train[:, 0], data.t_train, data.X_test[:, 0], mean, std, rv_points,
-        truth=data.t_test,
-        title=f"RVM regression on sinc: RMSE {rmse:.3f}, {res.n_relevance} RVs",
-    )  # fmt: skip
+    ax = plot_predictive_1d(dict(fits), data.X_train, data.t_train, data.X_test,
+                            bands=(0.95,), truth=sinc)  # fmt: skip
+    ax.set_title(f"RVM on noisy sinc ({args.n_train} points): 95% predictive bands")
     ax.figure.tight_layout()
     from rvm_pymc._files import atomic_write
 
@@ -292,33 +359,35 @@ def _write_figure(args, data, res, mean, std, rmse, rv_points) -> None:
 
 def _demo(args: argparse.Namespace) -> int:
     try:
-        data, gamma, res, mean, std, elapsed = _fit_demo(args)
+        data, gamma, res, _, _, elapsed = _fit_demo(args)
+        fits = _fit_methods(args, data, gamma)
+        table = _demo_table(args, data, fits)
     except (RunError, KeyboardInterrupt):
         raise
     except MemoryError as exc:
         raise RunError(f"the fit failed: out of memory ({exc})") from exc
     except Exception as exc:
         raise RunError(f"the fit failed: {type(exc).__name__}: {exc}") from exc
-    rmse = float(np.sqrt(np.mean((mean - data.t_test) ** 2)))
-    # training points that are relevance vectors (column 0 is the bias)
-    rv_points = res.active[res.active > 0] - 1
     rows = [
         ("data", f"sinc, {args.n_train} points, Gaussian noise sd {args.noise_sd:g}"),
-        ("solver", f"reference, method={args.method!r}"),
         ("RBF gamma (max evidence)", f"{gamma:g} of {', '.join(f'{g:g}' for g in args.gammas)}"),
-        ("log evidence", f"{res.log_evidence:.3f}"),
-        ("test RMSE (1000 noise-free)", f"{rmse:.4f}"),
-        ("relevance vectors", f"{res.n_relevance} (bias {'in' if 0 in res.active else 'out'})"),
-        ("noise sd estimate", f"{res.beta**-0.5:.4g} (true {args.noise_sd:g})"),
-        ("iterations / converged", f"{res.n_iter} / {res.converged}"),
-        ("fit time (all widths)", f"{elapsed * 1e3:.1f} ms"),
-    ]
+        ("width search", f"reference solver {args.method!r}, {elapsed * 1e3:.1f} ms for all "
+         f"widths; at the chosen one {res.n_iter} iterations, converged {res.converged}"),
+        ("methods", ", ".join(args.methods)
+         + (f" (NUTS: 2 chains, {args.draws} tuning + {args.draws} draws each)"
+            if "nuts" in args.methods else "")),
+    ]  # fmt: skip
     width = max(len(k) for k, _ in rows)
     print("rvm-pymc demo: relevance vector regression on noisy sinc")
     for k, v in rows:
         print(f"  {k:<{width}}  {v}")
+    print(
+        "\nThe fits side by side (rvm_pymc.comparison.compare on 1000 fresh noisy test points;"
+        "\nrmse_sinc against the noise-free function, lpd in nats per point):"
+    )
+    print(table.to_string(float_format=lambda v: f"{v:.4g}"))
     if args.output != "none":
-        _write_figure(args, data, res, mean, std, rmse, rv_points)
+        _write_figure(args, data, fits)
         print(f"  wrote {args.output}")
     return 0
 
@@ -342,9 +411,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = sub.add_parser(
         "demo",
-        help="fit noisy sinc with the reference solver",
-        description="Fit noisy sinc with the closed-form reference solver, choosing the RBF "
-        "width by the evidence; print a table and write a figure.",
+        help="fit noisy sinc by reference, MAP and NUTS and compare",
+        description="Fit noisy sinc (Tipping 2001) by the three methods: the closed-form "
+        "reference solver (type-II ML, choosing the RBF width by the evidence over --gammas), "
+        "type-II MAP in PyMC and NUTS (full Bayes, a short run) at that width; print the "
+        "comparison table and write a figure of the three predictive bands.",
     )
     demo.add_argument(
         "--n-train", type=_n_train, default=100,
@@ -367,6 +438,17 @@ def build_parser() -> argparse.ArgumentParser:
         "(default 0.05 0.1 0.2 0.5 1)",
     )  # fmt: skip
     demo.add_argument(
+        "--methods", nargs="+", choices=DEMO_METHODS, default=list(DEMO_METHODS),
+        metavar="METHOD",
+        help="fits to compare: reference, map, nuts (default all three; NUTS compiles "
+        f"in PyTensor's {NUTS_COMPILE_MODE} mode)",
+    )  # fmt: skip
+    demo.add_argument(
+        "--draws", type=_draws, default=200,
+        help="NUTS tuning steps and draws per chain, 2 chains (default 200: a short run "
+        "for a demo; the estimator's default is 500)",
+    )  # fmt: skip
+    demo.add_argument(
         "--output", default="rvm_demo.png",
         help="figure to write (.png, .pdf, .svg, ...), or 'none' (default rvm_demo.png)",
     )  # fmt: skip
@@ -374,7 +456,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
     )
     demo.set_defaults(func=_demo, check=check_demo_arguments)
+    add_data_commands(sub, _hidden_debug)
     return parser
+
+
+def _hidden_debug(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(  # also after the command; SUPPRESS keeps a --debug given before it
+        "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
 
 
 def _one_line(text: str) -> str:
@@ -437,6 +526,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with _one_line_warnings(debug):
             return args.func(args)
+    except DataError as exc:  # bad input data: found while reading, before any fit
+        if debug:
+            traceback.print_exc()
+        _error(str(exc))
+        return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

@@ -167,7 +167,8 @@ RUN_ERRORS = [
 @pytest.mark.parametrize(("fit", "status", "phrase"), RUN_ERRORS)
 def test_failed_fit(capsys, monkeypatch, fit, status, phrase):
     monkeypatch.setattr(rvm_pymc.reference, "fit_regression", fit)
-    argv = ["demo", "--n-train", "20", "--gammas", "0.5", "--output", "none"]
+    argv = ["demo", "--n-train", "20", "--gammas", "0.5", "--methods", "reference",
+            "--output", "none"]  # fmt: skip
     assert cli.main(argv) == status
     line = _one_error_line(capsys.readouterr().err)
     assert phrase in line
@@ -179,7 +180,8 @@ def test_debug_shows_the_traceback(capsys, monkeypatch, where):
     monkeypatch.setattr(
         rvm_pymc.reference, "fit_regression", _raising(np.linalg.LinAlgError("singular"))
     )
-    argv = ["demo", "--n-train", "20", "--gammas", "0.5", "--output", "none"]
+    argv = ["demo", "--n-train", "20", "--gammas", "0.5", "--methods", "reference",
+            "--output", "none"]  # fmt: skip
     argv = ["--debug", *argv] if where == "before" else [*argv, "--debug"]
     assert cli.main(argv) == 1
     err = capsys.readouterr().err
@@ -204,12 +206,13 @@ def test_failed_figure_write_keeps_old_file(capsys, monkeypatch, tmp_path):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "replace", no_space)
-    assert cli.main(["demo", "--n-train", "20", "--gammas", "0.5", "--output", str(out)]) == 1
+    argv = ["demo", "--n-train", "20", "--gammas", "0.5", "--methods", "reference"]
+    assert cli.main([*argv, "--output", str(out)]) == 1
     monkeypatch.undo()
     captured = capsys.readouterr()
     line = _one_error_line(captured.err)
     assert f"cannot write --output {out}: No space left on device" in line
-    assert "test RMSE" in captured.out  # the fit ran and was reported
+    assert "rmse_sinc" in captured.out  # the fit ran and was reported
     assert out.read_bytes() == b"previous figure"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fig.png"]
 
@@ -222,9 +225,11 @@ def test_warnings_are_one_line(capsys, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(rvm_pymc.reference, "fit_regression", fit)
-    assert cli.main(["demo", "--n-train", "20", "--gammas", "0.5", "--output", "none"]) == 0
-    err = capsys.readouterr().err
-    assert err == "rvm-pymc: warning: did not converge; increase max_iter\n"
+    argv = ["demo", "--n-train", "20", "--gammas", "0.5", "--methods", "reference"]
+    assert cli.main([*argv, "--output", "none"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    # the width search and the RVR fit both call the solver: one line each
+    assert lines == ["rvm-pymc: warning: did not converge; increase max_iter"] * 2
 
 
 # ------------------------------------------------------- help, version, bare
@@ -264,3 +269,97 @@ def test_module_entry_point_exit_status(tmp_path):
     assert proc.stdout == ""
     line = _one_error_line(proc.stderr)
     assert "--noise-sd: must be in (0, 1000000]" in line
+
+
+# ------------------------------------------------------- fit / predict / compare on bad data
+
+
+def _csv(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+GOOD = "a,b,y\n" + "".join(f"{i},{(i * 7) % 5},{3 * np.sin(i) + 0.3 * i:.4f}\n" for i in range(12))
+
+DATA_ERRORS = [
+    # (argv with {csv} for the file written from text, text, phrase)
+    pytest.param(["fit", "{csv}", "--target", "z"], GOOD,
+                 "{csv}: no column 'z' (columns: a, b, y)", id="missing-target-column"),
+    pytest.param(["fit", "{csv}", "--target", "y"], GOOD.replace("\n3,", "\nthree,", 1),
+                 "{csv}: column 'a' has the non-numeric value 'three' in data row 4",
+                 id="non-numeric-feature"),
+    pytest.param(["fit", "{csv}", "--target", "y"], GOOD.replace("\n3,1,", "\n3,,", 1),
+                 "{csv}: column 'b' has a missing value in data row 4", id="missing-feature"),
+    pytest.param(["fit", "{csv}", "--target", "y", "--task", "regression"],
+                 GOOD.replace(",-1.0704\n", ",big\n", 1),
+                 "column 'y' has the non-numeric value 'big' in data row 5",
+                 id="non-numeric-target"),
+    pytest.param(["fit", "{csv}", "--target", "y"], "", "{csv} is empty", id="empty-file"),
+    pytest.param(["fit", "{csv}", "--target", "y"], "a,b,y\n", "{csv} has a header but no data",
+                 id="header-only"),
+    pytest.param(["fit", "{csv}", "--target", "y"], "y\n1\n2\n3\n",
+                 "no feature columns besides the target 'y'", id="no-features"),
+    pytest.param(["fit", "{csv}", "--target", "y", "--task", "classification"],
+                 "a,y\n1,u\n2,u\n3,u\n", "column 'y' has one class only", id="one-class"),
+    pytest.param(["fit", "{tmp}/nothing.csv", "--target", "y"], GOOD,
+                 "{tmp}/nothing.csv: no such file", id="missing-file"),
+    pytest.param(["fit", "{csv}"], GOOD, "the following arguments are required: --target",
+                 id="no-target-option"),
+    pytest.param(["fit", "{csv}", "--target", "y", "--gamma", "-1"], GOOD,
+                 "--gamma: must be a positive finite number", id="bad-gamma"),
+    pytest.param(["fit", "{csv}", "--target", "y", "--method", "gibbs"], GOOD,
+                 "invalid choice: 'gibbs'", id="bad-method"),
+    pytest.param(["compare", "{csv}", "--target", "w"], GOOD, "no column 'w'",
+                 id="compare-missing-column"),
+    pytest.param(["compare", "{csv}", "--target", "y", "--test-size", "0.9"], GOOD,
+                 "--test-size: must be in [0.05, 0.5]", id="compare-bad-test-size"),
+    pytest.param(["predict", "{tmp}", "{csv}"], GOOD, "holds no model.nc", id="predict-no-model"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("argv", "text", "phrase"), DATA_ERRORS)
+def test_bad_data_is_one_line_and_status_2(capsys, monkeypatch, tmp_path, argv, text, phrase):
+    monkeypatch.chdir(tmp_path)
+    csv = _csv(tmp_path, "data.csv", text)
+    fill = {"csv": csv, "tmp": str(tmp_path)}
+    argv = [a.format(**fill) for a in argv]
+    assert cli.main(argv) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert phrase.format(**fill) in line
+    assert not (tmp_path / "rvm_fit").exists()  # nothing written
+
+
+def test_predict_refuses_data_without_the_model_features(capsys, tmp_path):
+    out = tmp_path / "fit"
+    csv = _csv(tmp_path, "train.csv", GOOD)
+    assert cli.main(["fit", csv, "--target", "y", "--out", str(out), "--no-plot"]) == 0
+    capsys.readouterr()
+    new = _csv(tmp_path, "new.csv", "a,c\n1,2\n")
+    assert cli.main(["predict", str(out), new]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "the model needs the feature column b, not in the file (columns: a, c)" in line
+    (out / "model.json").unlink()
+    assert cli.main(["predict", str(out), csv]) == 2
+    assert "model.json: no such file" in _one_error_line(capsys.readouterr().err)
+
+
+def test_predict_refuses_a_damaged_preprocessing_file(capsys, tmp_path):
+    out = tmp_path / "fit"
+    csv = _csv(tmp_path, "train.csv", GOOD)
+    assert cli.main(["fit", csv, "--target", "y", "--out", str(out), "--no-plot"]) == 0
+    capsys.readouterr()
+    pre = out / "model.json"
+    pre.write_text(pre.read_text().replace('"scale": [', '"scale": [0.0, '))
+    assert cli.main(["predict", str(out), csv]) == 2
+    assert "is damaged" in _one_error_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("command", ["fit", "predict", "compare"])
+def test_data_commands_have_help(capsys, command):
+    assert cli.main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: rvm-pymc {command}")
+    assert "DATA.csv" in out
+    if command != "predict":
+        assert "--no-standardise" in out and "standardised" in out

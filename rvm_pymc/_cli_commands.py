@@ -1,0 +1,376 @@
+"""``rvm-pymc fit``, ``predict`` and ``compare``: the RVM on a CSV table of real data.
+
+Errors in the data (a missing file or column, text among the features, an
+empty file) raise :class:`rvm_pymc._cli_data.DataError`, which the command line
+reports as bad usage (status 2) before any fitting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from rvm_pymc._cli_data import (
+    MODEL_FILE,
+    PREPROCESS_FILE,
+    DataError,
+    Preprocess,
+    model_paths,
+    numeric_columns,
+    read_table,
+    split_features,
+)
+
+__all__ = ["compare_command", "fit_command", "predict_command", "progress"]
+
+PNG = "fit.png"
+PREDICTIONS = "predictions.csv"
+SUMMARY_TXT = "summary.txt"
+SUMMARY_JSON = "summary.json"
+
+
+def progress(message: str) -> None:
+    """One progress line on standard error (standard output keeps the results)."""
+    print(f"rvm-pymc: {message}", file=sys.stderr, flush=True)
+
+
+def announce_compilation(method: str) -> None:
+    if method in ("map", "nuts"):
+        progress(
+            f"{method}: building and compiling the PyMC model (the first run on a machine "
+            "compiles for up to a few minutes; later runs reuse PyTensor's cache)"
+        )
+
+
+# ------------------------------------------------------------------ data
+
+
+def _task(y, requested: str | None, path: str, target: str) -> str:
+    """The task asked for, or the one the target column implies."""
+    import pandas as pd
+
+    if requested is not None:
+        return requested
+    numeric = pd.to_numeric(y, errors="coerce")
+    if numeric.isna().any():
+        return "classification"  # labels given as text
+    from sklearn.utils.multiclass import type_of_target
+
+    kind = type_of_target(numeric.to_numpy(dtype=float))
+    return "regression" if kind == "continuous" else "classification"
+
+
+def _target(table, target: str, task: str, path: str) -> np.ndarray:
+    """The target column: floats for regression, labels for classification."""
+    if task == "regression":
+        return numeric_columns(table, [target], path)[:, 0]
+    y = table[target]
+    if y.isna().any():
+        row = int(np.flatnonzero(y.isna().to_numpy())[0])
+        raise DataError(f"{path}: column {target!r} has a missing label in data row {row + 1}")
+    values = y.to_numpy()
+    if len(np.unique(values.astype(str))) < 2:
+        raise DataError(f"{path}: column {target!r} has one class only; classification needs two")
+    return values
+
+
+def load_data(args: argparse.Namespace):
+    """Read DATA and split it into features, feature names, target and task."""
+    table = read_table(args.data)
+    X, names, y_raw = split_features(table, args.target, args.data)
+    task = _task(y_raw, args.task, args.data, args.target)
+    y = _target(table, args.target, task, args.data)
+    return table, X, names, y, task
+
+
+def make_estimator(args: argparse.Namespace, task: str, method: str | None = None):
+    """RVR or RVC with the command line's kernel, width, seed and draws."""
+    from rvm_pymc.estimators import RVC, RVR
+
+    method = method or args.method
+    params: dict[str, Any] = {
+        "kernel": args.kernel,
+        "gamma": args.gamma,
+        "method": method,
+        "random_state": args.seed,
+        "draws": args.draws,
+        "tune": args.tune,
+    }
+    if method == "nuts":
+        params["sampler_kwargs"] = {"progressbar": sys.stderr.isatty()}
+    return (RVR if task == "regression" else RVC)(**params)
+
+
+def _check_out_dir(out: str) -> None:
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise DataError(f"--out {out} exists and is not a directory")
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
+        raise DataError(f"--out {out}: the directory {parent} does not exist")
+
+
+# ------------------------------------------------------------------ fit
+
+
+def _predictions_table(est, task: str, X: np.ndarray, target: str | None, y=None):
+    """Prediction columns (pandas DataFrame): mean and sd, or label and class probabilities."""
+    import pandas as pd
+
+    cols: dict[str, Any] = {}
+    if y is not None:
+        cols[target] = y
+    if task == "regression":
+        mean, sd = est.predict(X, return_std=True)
+        cols["prediction"] = mean
+        cols["predictive_sd"] = sd
+    else:
+        proba = est.predict_proba(X)
+        cols["prediction"] = est.classes_[np.argmax(proba, axis=1)]
+        for k, label in enumerate(est.classes_):
+            cols[f"p_{label}"] = proba[:, k]
+    return pd.DataFrame(cols)
+
+
+def _summary(args, est, pre: Preprocess, X, y, task, elapsed) -> dict[str, Any]:
+    s: dict[str, Any] = {
+        "data": args.data,
+        "rows": int(X.shape[0]),
+        "features": pre.features,
+        "target": pre.target,
+        "task": task,
+        "standardised": pre.standardise,
+        "method": est.method,
+        "kernel": args.kernel,
+        "gamma": float(est.gamma_),
+        "gamma_chosen_by": args.gamma if isinstance(args.gamma, str) else "given",
+        "relevance_vectors": int(est.n_relevance_),
+        "bias_active": bool(est.bias_active_),
+        "log_evidence": None if not np.isfinite(est.log_evidence_) else float(est.log_evidence_),
+        "converged": bool(est.converged_),
+        "fit_seconds": round(elapsed, 3),
+    }
+    if task == "regression":
+        mean = est.predict(X)
+        s["noise_sd"] = float(np.sqrt(est.noise_var_))
+        s["training_rmse"] = float(np.sqrt(np.mean((mean - y) ** 2)))
+    else:
+        s["classes"] = [str(c) for c in est.classes_]
+        s["training_error_rate"] = float(np.mean(est.predict(X) != y))
+    if est.method == "nuts":
+        for key in ("n_divergent", "max_rhat", "min_ess_bulk"):
+            value = est.idata_.attrs.get(key)
+            s[key] = None if value is None else float(value)
+    return s
+
+
+def _summary_text(s: dict[str, Any]) -> str:
+    lines = [f"rvm-pymc fit: {s['task']} of {s['target']!r} on {s['data']}"]
+    for key, value in s.items():
+        if key in ("data", "target", "task"):
+            continue
+        if key == "features":
+            value = ", ".join(value)
+        if key == "standardised":
+            value = "yes (each feature to mean 0, sd 1 over the rows)" if value else "no"
+        if isinstance(value, float):
+            value = f"{value:.6g}"
+        lines.append(f"  {key.replace('_', ' '):<22} {value}")
+    return "\n".join(lines) + "\n"
+
+
+def _fit_figure(path, est, pre: Preprocess, X_raw, Xs, y, task) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rvm_pymc._files import atomic_write
+
+    if task == "regression" and X_raw.shape[1] == 1:
+        from rvm_pymc.plotting import plot_regression_1d
+
+        grid = np.linspace(X_raw.min(), X_raw.max(), 400)[:, None]
+        mean, sd = est.predict(pre.transform(grid), return_std=True)
+        ax = plot_regression_1d(X_raw[:, 0], y, grid[:, 0], mean, sd, est.relevance_indices_,
+                                title=f"RVM ({est.method}) fit of {pre.target}")  # fmt: skip
+        ax.set_xlabel(pre.features[0])
+        ax.set_ylabel(pre.target)
+    elif task == "regression":
+        mean, sd = est.predict(Xs, return_std=True)
+        fig, ax = plt.subplots(figsize=(5.5, 5))
+        ax.errorbar(y, mean, yerr=2 * sd, fmt=".", ms=4, alpha=0.6, label="prediction ± 2 sd")
+        lo, hi = float(min(y.min(), mean.min())), float(max(y.max(), mean.max()))
+        ax.plot([lo, hi], [lo, hi], "k--", lw=1, label="y = x")
+        ax.set_xlabel(f"observed {pre.target}")
+        ax.set_ylabel(f"predicted {pre.target}")
+        ax.set_title(f"RVM ({est.method}): {est.n_relevance_} relevance vectors")
+        ax.legend(fontsize="small")
+    elif Xs.shape[1] == 2:
+        from rvm_pymc.plotting import plot_class_probability_2d
+
+        ax = plot_class_probability_2d(est, Xs, y)
+        ax.set_xlabel(f"{pre.features[0]}{' (standardised)' if pre.standardise else ''}")
+        ax.set_ylabel(f"{pre.features[1]}{' (standardised)' if pre.standardise else ''}")
+    else:
+        from rvm_pymc.plotting import plot_reliability
+
+        ax = plot_reliability(est, Xs, y)
+        ax.set_title(f"RVM ({est.method}) on the training rows: reliability")
+    fig = ax.figure
+    fig.tight_layout()
+    try:
+        atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
+    finally:
+        plt.close(fig)
+
+
+def fit_command(args: argparse.Namespace) -> int:
+    """``rvm-pymc fit``: fit, then write model, preprocessing, predictions, summary and plot."""
+    _check_out_dir(args.out)
+    _, X_raw, names, y, task = load_data(args)
+    pre = Preprocess.fit(X_raw, names, args.target, task, args.standardise)
+    Xs = pre.transform(X_raw)
+    est = make_estimator(args, task)
+    what = "RVR" if task == "regression" else "RVC"
+    progress(
+        f"fitting {what} (method={args.method}, kernel={args.kernel}, gamma={args.gamma}) "
+        f"to {X_raw.shape[0]} rows, {X_raw.shape[1]} feature(s)"
+        f"{', standardised' if args.standardise else ''}"
+    )
+    announce_compilation(args.method)
+    t0 = time.perf_counter()
+    est.fit(Xs, y)
+    elapsed = time.perf_counter() - t0
+    progress(f"fitted in {elapsed:.1f} s; writing {args.out}{os.sep}")
+    os.makedirs(args.out, exist_ok=True)
+    from rvm_pymc._files import atomic_write
+
+    est.save(os.path.join(args.out, MODEL_FILE))
+    summary = _summary(args, est, pre, Xs, y, task, elapsed)
+    pre.details = {k: summary[k] for k in ("method", "kernel", "gamma", "relevance_vectors")}
+    atomic_write(os.path.join(args.out, PREPROCESS_FILE), _text_writer(pre.to_json() + "\n"))
+    preds = _predictions_table(est, task, Xs, args.target, y)
+    atomic_write(os.path.join(args.out, PREDICTIONS), lambda tmp: preds.to_csv(tmp, index=False))
+    text = _summary_text(summary)
+    atomic_write(os.path.join(args.out, SUMMARY_TXT), _text_writer(text))
+    atomic_write(os.path.join(args.out, SUMMARY_JSON),
+                 _text_writer(json.dumps(summary, indent=2) + "\n"))  # fmt: skip
+    if not args.no_plot:
+        _fit_figure(os.path.join(args.out, PNG), est, pre, X_raw, Xs, y, task)
+    print(text, end="")
+    written = [MODEL_FILE, PREPROCESS_FILE, PREDICTIONS, SUMMARY_TXT, SUMMARY_JSON]
+    print(f"  wrote {', '.join(written + ([] if args.no_plot else [PNG]))} in {args.out}")
+    return 0
+
+
+def _text_writer(text: str):
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+    return write
+
+
+# ------------------------------------------------------------------ predict
+
+
+def predict_command(args: argparse.Namespace) -> int:
+    """``rvm-pymc predict``: apply a saved fit (and its standardisation) to new rows."""
+    nc, pre_path = model_paths(args.model)
+    with open(pre_path, encoding="utf-8") as fh:
+        pre = Preprocess.from_json(fh.read(), pre_path)
+    table = read_table(args.data)
+    X_raw, _, _ = split_features(table, None, args.data, features=pre.features)
+    from rvm_pymc.estimators import load
+
+    try:
+        est = load(nc)
+    except (ValueError, OSError) as exc:
+        raise DataError(f"{nc}: cannot load the model: {exc}") from None
+    preds = _predictions_table(est, pre.task, pre.transform(X_raw), None)
+    clash = [c for c in preds.columns if c in table.columns]
+    preds.columns = [f"{c}_rvm" if c in clash else c for c in preds.columns]
+    import pandas as pd
+
+    out = pd.concat([table.reset_index(drop=True), preds], axis=1)
+    if args.out in (None, "-"):
+        out.to_csv(sys.stdout, index=False)
+    else:
+        from rvm_pymc._files import atomic_write
+
+        atomic_write(args.out, lambda tmp: out.to_csv(tmp, index=False))
+        progress(f"wrote {len(out)} predictions to {args.out}")
+    return 0
+
+
+# ------------------------------------------------------------------ compare
+
+
+COMPARE_COLUMNS = {
+    "regression": ["method", "prior", "n_relevant", "log_evidence", "rmse", "lpd",
+                   "coverage_95", "elpd_kfold", "elpd_kfold_se", "elpd_loo", "fit_time",
+                   "divergences", "max_rhat"],
+    "classification": ["method", "prior", "n_relevant", "log_evidence", "error_rate",
+                       "brier", "log_loss", "elpd_kfold", "elpd_kfold_se", "elpd_loo",
+                       "fit_time", "divergences", "max_rhat"],
+}  # fmt: skip
+
+
+def compare_table(table, task: str) -> str:
+    """The comparison columns that matter most, formatted for a terminal."""
+    cols = [c for c in COMPARE_COLUMNS[task] if c in table.columns]
+    return table[cols].to_string(float_format=lambda v: f"{v:.4g}")
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    """``rvm-pymc compare``: held-out split and k-fold CV of the chosen methods."""
+    from sklearn.model_selection import train_test_split
+
+    from rvm_pymc.comparison import FitSet, compare
+
+    _, X_raw, names, y, task = load_data(args)
+    n = X_raw.shape[0]
+    n_test = round(args.test_size * n)
+    if n_test < 2 or n - n_test < 5:
+        raise DataError(
+            f"{args.data}: {n} rows are too few for a held-out split of {args.test_size:g} "
+            "(at least 2 test and 5 training rows)"
+        )
+    stratify = y if task == "classification" else None
+    try:
+        X_tr, X_te, y_tr, y_te = train_test_split(
+            X_raw, y, test_size=n_test, random_state=args.seed, stratify=stratify
+        )
+    except ValueError as exc:  # a class too small to stratify
+        raise DataError(f"{args.data}: cannot split the rows: {exc}") from None
+    pre = Preprocess.fit(X_tr, names, args.target, task, args.standardise)
+    X_tr, X_te = pre.transform(X_tr), pre.transform(X_te)
+    fits, times = {}, {}
+    for method in args.methods:
+        progress(f"fitting {method} to {len(y_tr)} training rows")
+        announce_compilation(method)
+        t0 = time.perf_counter()
+        fits[method] = make_estimator(args, task, method).fit(X_tr, y_tr)
+        times[method] = time.perf_counter() - t0
+    cv = args.cv if args.cv > 1 else None
+    if cv:
+        progress(f"{cv}-fold cross-validation: every method refitted {cv} times")
+    result = compare(FitSet(fits, X=X_tr, y=y_tr, fit_times=times), X_te, y_te, cv=cv,
+                     random_state=args.seed)  # fmt: skip
+    print(
+        f"rvm-pymc compare: {task} of {args.target!r} on {args.data}: {len(y_tr)} training, "
+        f"{len(y_te)} held-out rows{', features standardised' if args.standardise else ''}"
+    )
+    print(compare_table(result, task))
+    if args.out:
+        from rvm_pymc._files import atomic_write
+
+        atomic_write(args.out, lambda tmp: result.to_csv(tmp))
+        print(f"  wrote the full table to {args.out}")
+    return 0
