@@ -417,3 +417,30 @@ def test_reliability_multiclass_is_confidence_against_accuracy(three_classes, si
         plot_reliability(fit, X_test[:, :1], y_test)
     with pytest.raises(ValueError, match="n_bins"):
         plot_reliability(fit, X_test, y_test, n_bins=0)
+
+
+def test_every_plot_draws_on_the_axes_given(sinc, ripley, three_classes):
+    X, t = sinc
+    Xc, yc, Xct, yct = ripley
+    reg = {s: RVR(gamma=0.5, solver=s).fit(X, t) for s in ("fast", "mackay")}
+    clf = {s: RVC(gamma=2.0, solver=s).fit(Xc, yc) for s in ("fast", "mackay")}
+    fig, axes = plt.subplots(3, 3)
+    a = axes.ravel()
+    assert plot_predictive_1d(reg, X, t, ax=a[0], colors=["m", "y"]) is a[0]
+    assert plot_log_alpha(reg, ax=a[1]) is a[1]
+    assert plot_weights_forest(clf, ax=a[2]) is a[2]
+    assert plot_class_probability_2d(clf, Xc, yc, ax=a[3]) is a[3]
+    assert plot_reliability(clf, Xct, yct, ax=a[4]) is a[4]
+    res = {"gamma": [0.1, 1.0], "log_evidence": [1.0, 2.0]}
+    assert plot_evidence_vs_cv(res, ax=a[5]) == (a[5], None)
+    trace = {"fast": {"log_evidence": [0.0, 1.0], "n_active": [1, 2]}}
+    assert plot_solver_trace(trace, axes=(a[6], a[7])) == (a[6], a[7])
+    assert len(fig.axes) == 9  # nothing drawn elsewhere (the one-fit colour bar is not used)
+    means = [ln for ln in a[0].get_lines() if ln.get_label().startswith(("fast", "mackay"))]
+    assert [ln.get_color() for ln in means] == ["m", "y"]
+    with pytest.raises(ValueError, match="colors has 1 colours for 2 fits"):
+        plot_log_alpha(reg, colors=["k"])
+    with pytest.raises(ValueError, match="in none of the fits"):
+        plot_log_alpha(reg, bases=["x999"])
+    with pytest.raises(ValueError, match="weights differ in shape"):
+        plot_weights_forest({"binary": clf["fast"], "softmax": three_classes[0]})
