@@ -28,6 +28,38 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import rvm_pymc  # noqa: E402
 
+DOCS = Path(__file__).resolve().parent
+
+
+def _write_benchmark_pages() -> None:
+    """Mirror every Markdown file of ``benchmarks/`` as a page of ``docs/benchmarks/``.
+
+    Each page only includes its file, at the same relative place, so the links
+    between the benchmark pages work on the site as in the repository. The
+    pages are generated here (``docs/benchmarks/`` is not committed), so a
+    table added to ``benchmarks/`` appears without a change to the docs.
+    """
+    src, dst = ROOT / "benchmarks", DOCS / "benchmarks"
+    pages = sorted(p.relative_to(src) for p in src.rglob("*.md"))
+    wanted = {}
+    for rel in pages:
+        up = "../" * (len(rel.parts) + 1)
+        wanted[rel] = f"```{{include}} {up}benchmarks/{rel.as_posix()}\n```\n"
+    others = [rel.with_suffix("").as_posix() for rel in pages if rel != Path("README.md")]
+    if Path("README.md") in wanted and others:
+        wanted[Path("README.md")] += "\n```{toctree}\n:hidden:\n\n" + "\n".join(others) + "\n```\n"
+    for old in dst.rglob("*.md") if dst.is_dir() else []:
+        if old.relative_to(dst) not in wanted:
+            old.unlink()
+    for rel, text in wanted.items():
+        target = dst / rel
+        if not target.is_file() or target.read_text(encoding="utf-8") != text:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+
+
+_write_benchmark_pages()
+
 project = "rvm_pymc"
 author = "the rvm_pymc developers"
 copyright = "2026, the rvm_pymc developers"
