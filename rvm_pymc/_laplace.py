@@ -36,7 +36,7 @@ networks. *Neural Computation* 4, 720-736.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pytensor.tensor as pt
@@ -50,24 +50,62 @@ from rvm_pymc.exceptions import ConvergenceWarning
 LOG_2PI = float(np.log(2.0 * np.pi))
 
 
-@dataclass
+@dataclass(frozen=True)
 class LaplaceFunctions:
-    """Compiled pieces of the Laplace evidence of one model."""
+    """Compiled pieces of the Laplace evidence of one model, on a set of its bases.
+
+    The functions are compiled once with the design matrix as an input, so
+    :meth:`restrict` gives the same functions on any subset of the bases
+    (columns of ``Phi``) without compiling again: an active-set optimiser
+    pays ``O((m K)^3)`` per gradient for ``m`` active bases instead of
+    ``O((M K)^3)``.  ``psi``, ``newton`` and ``outer`` take ``(w, log_alpha)``
+    of the current bases (``w`` flat, basis-major).
+    """
 
     shape: tuple[int, ...]
-    psi: object
-    newton: object
-    outer: object
+    Phi: np.ndarray
+    compiled: tuple
+    columns: np.ndarray | None = None
+
+    def restrict(self, columns) -> LaplaceFunctions:
+        """The same functions on the bases ``columns`` (indices into the full model)."""
+        columns = np.asarray(columns, dtype=np.intp)
+        shape = (columns.size, *self.shape[1:])
+        return replace(self, shape=shape, Phi=self.Phi[:, columns], columns=columns)
+
+    def psi(self, w, log_alpha):
+        """``Psi(w, log_alpha)``, the model's log density."""
+        return self.compiled[0](w, log_alpha, self.Phi)
+
+    def newton(self, w, log_alpha):
+        """``Psi``, ``grad_w Psi`` and ``H = -grad_w^2 Psi``."""
+        return self.compiled[1](w, log_alpha, self.Phi)
+
+    def outer(self, w, log_alpha):
+        """``J`` and its exact gradient ``dJ/dlog_alpha`` (``w`` the mode)."""
+        return self.compiled[2](w, log_alpha, self.Phi)
 
 
 def compile_laplace(model, weight_name: str, mode=None) -> LaplaceFunctions:
-    """Compile ``Psi``, its Newton pieces and ``(J, dJ/dlog_alpha)`` for ``model``."""
-    la = model.rvs_to_values[model["log_alpha"]]
+    """Compile ``Psi``, its Newton pieces and ``(J, dJ/dlog_alpha)`` for ``model``.
+
+    The model's ``Phi`` data container, ``log_alpha`` and the weights are
+    replaced by inputs of any number of bases (see :class:`LaplaceFunctions`).
+    """
+    la_value = model.rvs_to_values[model["log_alpha"]]
     wv = model.rvs_to_values[model[weight_name]]
     shape = tuple(int(s) for s in model.initial_point()[wv.name].shape)
-    n_w = int(np.prod(shape))
+    Phi_data = model["Phi"]
+    Phi_in = pt.matrix("Phi_active")
+    la = pt.vector("log_alpha_active")
     w_flat = pt.vector("w_flat")
-    psi = graph_replace(model.logp(jacobian=True), {wv: w_flat.reshape(shape)})
+    w = w_flat.reshape((-1, *shape[1:]))
+    subs = {wv: w, la_value: la, Phi_data: Phi_in}
+    n_basis = model.dim_lengths.get("basis")
+    if n_basis is not None and not isinstance(n_basis, pt.TensorConstant):
+        subs[n_basis] = la.shape[0]  # a mutable dimension may enter a broadcast check
+    psi = graph_replace(model.logp(jacobian=True), subs, strict=False)
+    n_w = w_flat.shape[0]
     g = pt.grad(psi, w_flat)
     H = -jacobian(g, w_flat, vectorize=True)
     H = 0.5 * (H + H.T)
@@ -80,11 +118,15 @@ def compile_laplace(model, weight_name: str, mode=None) -> LaplaceFunctions:
     u = disconnected_grad(p * solve_triangular(Ls.T, v, lower=False))
     total = dJ_dla + pt.grad(pt.dot(g, u), la)
     kw = {"mode": mode} if mode is not None else {}
+    inputs = [w_flat, la, Phi_in]
     return LaplaceFunctions(
         shape=shape,
-        psi=model.compile_fn(psi, inputs=[w_flat, la], point_fn=False, **kw),
-        newton=model.compile_fn([psi, g, H], inputs=[w_flat, la], point_fn=False, **kw),
-        outer=model.compile_fn([J, total], inputs=[w_flat, la], point_fn=False, **kw),
+        Phi=np.asarray(Phi_data.get_value(), dtype=float),
+        compiled=(
+            model.compile_fn(psi, inputs=inputs, point_fn=False, **kw),
+            model.compile_fn([psi, g, H], inputs=inputs, point_fn=False, **kw),
+            model.compile_fn([J, total], inputs=inputs, point_fn=False, **kw),
+        ),
     )
 
 

@@ -28,17 +28,10 @@ from scipy import optimize
 
 from rvm_pymc._gaussian import factor_inverse, factor_solve, spd_factor, spd_inverse
 from rvm_pymc._idata import design_matrix, model_data
-from rvm_pymc._laplace import compile_laplace, newton_mode
 from rvm_pymc._model_spec import ModelSpec
 from rvm_pymc.exceptions import ConvergenceWarning
-from rvm_pymc.models import log_gamma_normaliser
 from rvm_pymc.priors import HyperPrior
-from rvm_pymc.reference import (
-    LEAVING_SETTLED,
-    leaving_active,
-    log_evidence,
-    log_marginal_likelihood,
-)
+from rvm_pymc.reference import log_evidence, log_marginal_likelihood
 
 LOG_PRECISION_BOUND = 50.0
 """Upper bound of the free log precisions in type-II MAP (a pruned basis sits there)."""
@@ -52,8 +45,6 @@ STALL_GTOL = 1e-6
 L-BFGS-B stalls with ``J`` unchanged in floating point: the analytic gradient of a basis
 with a large precision is rounded more than ``J`` itself (seen: 4.7e-7 at the optimum of
 sinc + 1e4, 40 points, started from the reference solution)."""
-PRUNE_PRECISION = 1e12
-"""``laplace="tipping"`` prunes a basis (alpha set to exp(50)) above this precision."""
 
 
 @dataclass
@@ -408,15 +399,15 @@ def _prune_flat(fun, x, alpha_idx, leaving_at, bounds, max_iter, gtol):
     return x, n_polish, int(np.sum(x[alpha_idx] >= LOG_PRECISION_BOUND)) - n_start
 
 
-def _optimise(fun, x0, bounds, alpha_idx, leaving_at, *, max_iter, gtol, what):
+def _optimise(fun, x0, bounds, alpha_idx, leaving_at, *, max_iter, gtol, what, warn=True):
     """L-BFGS-B, then (``leaving_at`` given: the flat prior) :func:`_prune_flat`.
 
     Returns ``(x, n_iter, converged, max |projected gradient|, message)`` of the
-    final state, warning once if that did not converge.
+    final state, warning once (``warn``) if that did not converge.
     """
     prunable = alpha_idx if leaving_at is not None else ()  # flat prior: alpha = inf allowed
     res, converged, pgrad = _lbfgs(
-        fun, x0, bounds, max_iter, gtol, what, leaving_at is None, prunable
+        fun, x0, bounds, max_iter, gtol, what, warn and leaving_at is None, prunable
     )
     x, n_iter, message = res.x, int(res.nit), str(res.message)
     if leaving_at is not None:
@@ -424,159 +415,10 @@ def _optimise(fun, x0, bounds, alpha_idx, leaving_at, *, max_iter, gtol, what):
         if n_pruned:  # the last polish again, to report (and warn about) its state
             held = _held(x, bounds, alpha_idx)
             res, converged, pgrad = _lbfgs(
-                fun, x, held, max_iter, gtol, f"{what} after pruning", True, prunable
+                fun, x, held, max_iter, gtol, f"{what} after pruning", warn, prunable
             )
             x, message = res.x, str(res.message)
             n_iter += n_polish + int(res.nit)
-        elif not converged:
+        elif warn and not converged:
             _warn_unconverged(what, res, pgrad)
     return x, n_iter, converged, pgrad, message
-
-
-# -------------------------------------------------------- classification MAP
-
-
-def _leaving(w: np.ndarray, hinv: np.ndarray, la: np.ndarray, free: np.ndarray) -> np.ndarray:
-    """Free bases whose linearised evidence increases all the way to ``alpha = inf``.
-
-    Tipping & Faul's test on the Laplace posterior at the mode (for softmax, on
-    the K x K block of a basis, with its precision shared by the K weights):
-    the reference solver's rule for dropping a basis.  At least one basis is
-    always kept.
-    """
-
-    m = la.size
-    k = w.size // m
-    idx = np.flatnonzero(free)
-    ks = np.arange(k)
-    # (basis, class) ordering of the flat weights -> the reference's (class, basis)
-    cov = hinv.reshape(m, k, m, k)[np.ix_(idx, ks, idx, ks)]
-    cov = cov.transpose(1, 0, 3, 2).reshape(k * idx.size, k * idx.size)
-    out = np.zeros(m, dtype=bool)
-    out[idx] = leaving_active(np.exp(la[idx]), w.reshape(m, k)[idx], cov)
-    if idx.size and np.all(out[idx]):
-        out[idx[np.argmin(la[idx])]] = False
-    return out
-
-
-def _tipping_fixed_point(fns, la0, floor, prior: HyperPrior, max_iter: int, tol: float):
-    """Tipping's re-estimation ``alpha = (gamma + 2a)/(w^2 + 2b)`` at the Laplace mode.
-
-    ``gamma_mk = 1 - alpha_m (H^-1)_{mk,mk}`` is summed over the K weight
-    columns of a basis (K = 1 for the binary model).  A precision above
-    :data:`PRUNE_PRECISION` (or with ``gamma + 2a`` numerically zero) is set
-    to ``exp(LOG_PRECISION_BOUND)`` and held there: the basis is pruned, as in
-    the reference solver.  Under the flat prior (``a = b = 0``) an irrelevant
-    precision only creeps towards infinity (by a constant factor per
-    iteration); as in the reference solver, once the others have settled (to
-    ``LEAVING_SETTLED`` of :mod:`rvm_pymc.reference.classification` in
-    ``log alpha``) the bases whose linearised optimum is ``alpha = inf``
-    (:func:`_leaving`) are pruned, and the iteration goes on to ``tol`` until
-    none is left.
-    """
-    la = np.array(la0, dtype=float)
-    m = la.size
-    w = np.zeros(int(np.prod(fns.shape)))
-    step = np.inf
-    prunes = _prunes(prior)
-    for it in range(1, max_iter + 1):
-        w, H, _ = newton_mode(fns, w, la)
-        hinv = spd_inverse(H, "negative Hessian")[0]
-        alpha = np.exp(la)
-        gamma = (1.0 - np.repeat(alpha, w.size // m) * np.diag(hinv)).reshape(m, -1).sum(1)
-        w2 = (w**2).reshape(m, -1).sum(1)
-        num = gamma + 2 * prior.a
-        with np.errstate(divide="ignore"):
-            new = np.log(np.where(num > 0, num, 0.0)) - np.log(w2 + 2 * prior.b)
-        pruned = (la >= LOG_PRECISION_BOUND) | ~(new < np.log(PRUNE_PRECISION))
-        new = np.where(pruned, LOG_PRECISION_BOUND, np.maximum(new, floor))
-        leaving = _leaving(w, hinv, la, ~pruned) if prunes else np.zeros(m, dtype=bool)
-        step = float(np.max(np.abs(new - la)[~pruned & ~leaving], initial=0.0))
-        newly_pruned = bool(np.any(pruned & (la < LOG_PRECISION_BOUND)))
-        settled = step <= tol and not newly_pruned
-        if step <= max(tol, LEAVING_SETTLED) and not newly_pruned and np.any(leaving):
-            new[leaving] = LOG_PRECISION_BOUND
-            settled = False
-        la = new
-        if settled:
-            return la, it, True
-    warnings.warn(
-        f"Tipping's re-estimation did not converge in {max_iter} iterations (last max "
-        f"|d log alpha| {step:.3g})",
-        ConvergenceWarning,
-        stacklevel=4,
-    )
-    return la, max_iter, False
-
-
-def map_classification(model, spec, *, initvals, max_iter, gtol, mode_kw, laplace) -> MapResult:
-    """Laplace type-II MAP of a centred classifier (:func:`rvm_pymc.inference.fit_map`)."""
-    if spec.parametrization != "centred":
-        raise ValueError(
-            "type-II MAP of a classifier uses the Laplace approximation in the weights; "
-            "build the model with parametrization='centred'"
-        )
-    wname = "w" if spec.kind == "binary" else "W"
-    fns = compile_laplace(model, wname, mode_kw.get("mode"))
-    Phi = model_data(model, "Phi")
-    m = Phi.shape[1]
-    la0 = np.full(m, np.log(m * np.mean(Phi**2)))
-    la0 = _check_initvals(initvals, {"log_alpha": (m,)}).get("log_alpha", la0)
-    bounds = _alpha_bounds(Phi, 1.0)
-    floor = np.array([b[0] for b in bounds])
-    la0 = np.clip(la0, floor, LOG_PRECISION_BOUND)
-    if laplace == "tipping":
-        if spec.prior is None:
-            raise ValueError(
-                "laplace='tipping' needs the log-Gamma prior of rvm_pymc.models on log_alpha "
-                "(its a, b enter the re-estimation); use laplace='exact'"
-            )
-        la, n_iter, converged = _tipping_fixed_point(fns, la0, floor, spec.prior, max_iter, gtol)
-        pgrad, message = float("nan"), "Tipping fixed point"
-    else:
-        state = {"w": np.zeros(int(np.prod(fns.shape)))}
-
-        def fun(la):
-            w, _, _ = newton_mode(fns, state["w"], la)  # the final solve below is checked
-            state["w"] = w
-            J, grad = fns.outer(w, la)
-            return -float(J), -np.asarray(grad)
-
-        def leaving_at(la):
-            w, H, _ = newton_mode(fns, np.zeros(int(np.prod(fns.shape))), la)
-            return _leaving(w, spd_inverse(H, "negative Hessian")[0], la, la < LOG_PRECISION_BOUND)
-
-        la, n_iter, converged, pgrad, message = _optimise(
-            fun,
-            la0,
-            bounds,
-            np.arange(m),
-            leaving_at if _prunes(spec.prior) else None,
-            max_iter=max_iter,
-            gtol=gtol,
-            what="Laplace type-II MAP",
-        )
-    w_star, H, ok = newton_mode(fns, np.zeros(int(np.prod(fns.shape))), la)
-    if not ok:
-        warnings.warn(
-            "the final inner Newton solve did not converge", ConvergenceWarning, stacklevel=3
-        )
-    J = float(fns.outer(w_star, la)[0])
-    L, p = spd_factor(H, "negative Hessian of the Laplace approximation")
-    k = 1 if spec.kind == "binary" else fns.shape[1]
-    cov = factor_inverse(L, p)  # flat weights in (basis, class) order
-    cov = cov.reshape(m, k, m, k).transpose(1, 0, 3, 2).reshape(m * k, m * k)  # class-major
-    norm = m * log_gamma_normaliser(spec.prior.a, spec.prior.b) if spec.prior is not None else 0.0
-    return MapResult(
-        log_alpha=la,
-        log_beta=None,
-        mean=w_star.reshape(fns.shape),
-        cov=cov,
-        log_evidence=J - norm,
-        converged=bool(converged and ok),
-        n_iter=n_iter,
-        max_abs_gradient=pgrad,
-        message=message,
-        Phi=Phi,
-        attrs={"laplace": laplace},
-    )

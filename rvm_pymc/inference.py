@@ -43,7 +43,8 @@ import xarray as xr
 
 from rvm_pymc import _idata
 from rvm_pymc._idata import class_labels, model_coords, result_kind, target_data
-from rvm_pymc._map import MapResult, map_classification, map_regression
+from rvm_pymc._map import MapResult, map_regression
+from rvm_pymc._map_classification import map_classification
 from rvm_pymc._model_spec import model_spec
 from rvm_pymc._sampling import (
     NEAR_IMPROPER,

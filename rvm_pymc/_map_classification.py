@@ -1,0 +1,313 @@
+"""Laplace type-II MAP of the RVM classifiers: :func:`rvm_pymc.inference.fit_map` on them.
+
+The objective is the Laplace evidence ``J(log alpha)`` of :mod:`rvm_pymc._laplace`
+(its exact gradient costs ``O((M K)^3)`` for ``M`` bases and ``K`` weight
+columns), maximised by L-BFGS-B, or Tipping's re-estimation
+(``laplace="tipping"``).
+
+Under the flat prior (``a = b = 0``) the maximiser is sparse: most bases are
+pruned (``alpha = inf``, held at the upper bound :data:`~rvm_pymc._map.LOG_PRECISION_BOUND`).
+A pruned basis adds nothing to ``J`` (its weight is 0 and its prior and
+curvature terms cancel to ``O(1/alpha)``), so the optimiser works on the
+*active set* only (:func:`_active_set`): the same compiled functions restricted
+to the active columns (:meth:`~rvm_pymc._laplace.LaplaceFunctions.restrict`),
+``O((m K)^3)`` per gradient for ``m`` active bases.  At the end every pruned
+basis is re-tested (:func:`_entering`): the sign of the exact gradient of ``J``
+in its ``log alpha`` at ``alpha -> inf`` is that of Tipping & Faul's
+``s - q^2`` of the Laplace posterior at the mode, with ``q`` the gradient of
+the log likelihood in its weights and ``s`` the Schur complement of the
+Hessian; a basis that would raise ``J`` re-enters at its linearised optimum
+and the optimisation goes on, accepted only if ``J`` rises.
+
+References
+----------
+Tipping, M. E. (2001). Sparse Bayesian learning and the relevance vector
+machine. *Journal of Machine Learning Research* 1, 211-244.
+
+Tipping, M. E. and Faul, A. C. (2003). Fast marginal likelihood maximisation
+for sparse Bayesian models. *AISTATS 2003*.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from rvm_pymc._gaussian import factor_inverse, factor_solve, spd_factor, spd_inverse
+from rvm_pymc._idata import model_data
+from rvm_pymc._laplace import LaplaceFunctions, compile_laplace, newton_mode
+from rvm_pymc._map import (
+    LOG_PRECISION_BOUND,
+    MapResult,
+    _alpha_bounds,
+    _check_initvals,
+    _optimise,
+    _prunes,
+)
+from rvm_pymc.exceptions import ConvergenceWarning
+from rvm_pymc.models import log_gamma_normaliser
+from rvm_pymc.priors import HyperPrior
+from rvm_pymc.reference import LEAVING_SETTLED, leaving_active
+
+__all__ = ["map_classification"]
+
+PRUNE_PRECISION = 1e12
+"""``laplace="tipping"`` prunes a basis (alpha set to exp(50)) above this precision."""
+MAX_ROUNDS = 20
+"""Rounds of active-set optimisation and re-entry tests before giving up."""
+
+
+def _leaving(w: np.ndarray, hinv: np.ndarray, la: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """Free bases whose linearised evidence increases all the way to ``alpha = inf``.
+
+    Tipping & Faul's test on the Laplace posterior at the mode (for softmax, on
+    the K x K block of a basis, with its precision shared by the K weights):
+    the reference solver's rule for dropping a basis.  At least one basis is
+    always kept.
+    """
+
+    m = la.size
+    k = w.size // m
+    idx = np.flatnonzero(free)
+    ks = np.arange(k)
+    # (basis, class) ordering of the flat weights -> the reference's (class, basis)
+    cov = hinv.reshape(m, k, m, k)[np.ix_(idx, ks, idx, ks)]
+    cov = cov.transpose(1, 0, 3, 2).reshape(k * idx.size, k * idx.size)
+    out = np.zeros(m, dtype=bool)
+    out[idx] = leaving_active(np.exp(la[idx]), w.reshape(m, k)[idx], cov)
+    if idx.size and np.all(out[idx]):
+        out[idx[np.argmin(la[idx])]] = False
+    return out
+
+
+def _tipping_fixed_point(fns, la0, floor, prior: HyperPrior, max_iter: int, tol: float):
+    """Tipping's re-estimation ``alpha = (gamma + 2a)/(w^2 + 2b)`` at the Laplace mode.
+
+    ``gamma_mk = 1 - alpha_m (H^-1)_{mk,mk}`` is summed over the K weight
+    columns of a basis (K = 1 for the binary model).  A precision above
+    :data:`PRUNE_PRECISION` (or with ``gamma + 2a`` numerically zero) is set
+    to ``exp(LOG_PRECISION_BOUND)`` and held there: the basis is pruned, as in
+    the reference solver.  Under the flat prior (``a = b = 0``) an irrelevant
+    precision only creeps towards infinity (by a constant factor per
+    iteration); as in the reference solver, once the others have settled (to
+    ``LEAVING_SETTLED`` of :mod:`rvm_pymc.reference.classification` in
+    ``log alpha``) the bases whose linearised optimum is ``alpha = inf``
+    (:func:`_leaving`) are pruned, and the iteration goes on to ``tol`` until
+    none is left.
+    """
+    la = np.array(la0, dtype=float)
+    m = la.size
+    w = np.zeros(int(np.prod(fns.shape)))
+    step = np.inf
+    prunes = _prunes(prior)
+    for it in range(1, max_iter + 1):
+        w, H, _ = newton_mode(fns, w, la)
+        hinv = spd_inverse(H, "negative Hessian")[0]
+        alpha = np.exp(la)
+        gamma = (1.0 - np.repeat(alpha, w.size // m) * np.diag(hinv)).reshape(m, -1).sum(1)
+        w2 = (w**2).reshape(m, -1).sum(1)
+        num = gamma + 2 * prior.a
+        with np.errstate(divide="ignore"):
+            new = np.log(np.where(num > 0, num, 0.0)) - np.log(w2 + 2 * prior.b)
+        pruned = (la >= LOG_PRECISION_BOUND) | ~(new < np.log(PRUNE_PRECISION))
+        new = np.where(pruned, LOG_PRECISION_BOUND, np.maximum(new, floor))
+        leaving = _leaving(w, hinv, la, ~pruned) if prunes else np.zeros(m, dtype=bool)
+        step = float(np.max(np.abs(new - la)[~pruned & ~leaving], initial=0.0))
+        newly_pruned = bool(np.any(pruned & (la < LOG_PRECISION_BOUND)))
+        settled = step <= tol and not newly_pruned
+        if step <= max(tol, LEAVING_SETTLED) and not newly_pruned and np.any(leaving):
+            new[leaving] = LOG_PRECISION_BOUND
+            settled = False
+        la = new
+        if settled:
+            return la, it, True
+    warnings.warn(
+        f"Tipping's re-estimation did not converge in {max_iter} iterations (last max "
+        f"|d log alpha| {step:.3g})",
+        ConvergenceWarning,
+        stacklevel=4,
+    )
+    return la, max_iter, False
+
+
+def _exact_map(fns: LaplaceFunctions, la0, bounds, *, prune: bool, max_iter, gtol, warn):
+    """L-BFGS-B on ``J`` over the bases of ``fns`` (pruning under the flat prior)."""
+    state = {"w": np.zeros(int(np.prod(fns.shape)))}
+
+    def fun(la):
+        w, _, _ = newton_mode(fns, state["w"], la)  # the final solve is checked by the caller
+        state["w"] = w
+        J, grad = fns.outer(w, la)
+        return -float(J), -np.asarray(grad)
+
+    def leaving_at(la):
+        w, H, _ = newton_mode(fns, np.zeros(int(np.prod(fns.shape))), la)
+        return _leaving(w, spd_inverse(H, "negative Hessian")[0], la, la < LOG_PRECISION_BOUND)
+
+    return _optimise(
+        fun,
+        la0,
+        bounds,
+        np.arange(la0.size),
+        leaving_at if prune else None,
+        max_iter=max_iter,
+        gtol=gtol,
+        what="Laplace type-II MAP",
+        warn=warn,
+    )
+
+
+def _entering(fns: LaplaceFunctions, la: np.ndarray, w_active: np.ndarray, floor: np.ndarray):
+    """Pruned bases that would raise ``J``, and the ``log alpha`` they re-enter at.
+
+    ``fns`` is over every basis, ``la`` has the pruned ones at the bound and
+    ``w_active`` is the mode over the others.  With the pruned weights at 0
+    (where the mode over the active bases is the mode of the whole model at
+    ``alpha = inf``), ``q_m`` is the gradient of the log density in the K
+    weights of basis ``m`` and ``s_m = H_mm - alpha_m I - H_ma H_aa^-1 H_am``
+    (evaluated at ``alpha_m = 1``, where that difference is exact).  A basis
+    enters when its linearised evidence has a finite optimum
+    (:func:`rvm_pymc.reference.leaving_active` on the Gaussian block it would
+    have at ``alpha = 1``); it starts at ``s^2 / (q^2 - s)`` of the per-column
+    means of ``s`` and ``q^2`` (the closed form for K = 1).
+    """
+    m = la.size
+    k = int(np.prod(fns.shape)) // m
+    out = np.flatnonzero(la >= LOG_PRECISION_BOUND)
+    cols = np.flatnonzero(la < LOG_PRECISION_BOUND)
+    if out.size == 0:
+        return out, np.zeros(0)
+    w = np.zeros((m, k))
+    w[cols] = w_active.reshape(cols.size, k)
+    la_eval = np.where(la >= LOG_PRECISION_BOUND, 0.0, la)
+    _, g, H = fns.newton(w.ravel(), la_eval)
+    ks = np.arange(k)
+    a_idx = (cols[:, None] * k + ks).ravel()
+    o_idx = (out[:, None] * k + ks).ravel()
+    L, p = spd_factor(H[np.ix_(a_idx, a_idx)], "negative Hessian")
+    H_ao = H[np.ix_(a_idx, o_idx)]
+    S = H[np.ix_(o_idx, o_idx)] - H_ao.T @ factor_solve(L, p, H_ao)
+    ar = np.arange(out.size)
+    s = S.reshape(out.size, k, out.size, k)[ar, :, ar, :] - np.eye(k)  # (n_out, k, k)
+    q = np.asarray(g)[o_idx].reshape(out.size, k)
+    cov_blocks = np.linalg.inv(np.eye(k) + s)  # the basis's block at alpha = 1
+    cov = np.zeros((k, out.size, k, out.size))
+    cov[:, ar, :, ar] = cov_blocks
+    W = np.einsum("mkl,ml->mk", cov_blocks, q)
+    enter = ~leaving_active(np.ones(out.size), W, cov.reshape(k * out.size, k * out.size))
+    s_bar = np.trace(s, axis1=1, axis2=2)[enter] / k
+    q2_bar = np.sum(q[enter] ** 2, axis=1) / k
+    with np.errstate(divide="ignore", invalid="ignore"):
+        start = np.where(q2_bar > s_bar, s_bar**2 / (q2_bar - s_bar), s_bar)
+        la_new = np.log(np.maximum(start, np.finfo(float).tiny))
+    la_new = np.clip(la_new, floor[out[enter]], LOG_PRECISION_BOUND - 1.0)
+    return out[enter], la_new
+
+
+def _active_set(fns: LaplaceFunctions, la0, bounds, *, max_iter, gtol):
+    """Maximise ``J`` under the flat prior on the active set, with re-entry tests.
+
+    Returns ``(log_alpha, n_iter, converged, max |projected gradient|, message)``
+    over every basis, warning once if the final round did not converge.
+    """
+    la = np.array(la0, dtype=float)
+    if np.all(la >= LOG_PRECISION_BOUND):
+        la[0] = 0.0
+    floor = np.array([b[0] for b in bounds])
+    n_iter, best, best_J = 0, None, -np.inf
+    for _ in range(MAX_ROUNDS):
+        cols = np.flatnonzero(la < LOG_PRECISION_BOUND)
+        sub = fns.restrict(cols)
+        x, n, converged, pgrad, message = _exact_map(
+            sub,
+            la[cols],
+            [bounds[i] for i in cols],
+            prune=True,
+            max_iter=max_iter,
+            gtol=gtol,
+            warn=False,
+        )
+        n_iter += n
+        w, _, _ = newton_mode(sub, np.zeros(int(np.prod(sub.shape))), x)
+        J = float(sub.outer(w, x)[0])
+        if best is not None and not J > best_J + 1e-9 * (1.0 + abs(best_J)):
+            break  # the bases that re-entered did not raise J: keep the last optimum
+        trial = la.copy()
+        trial[cols] = x
+        best, best_J = (trial, converged, pgrad, message), J
+        kept = x < LOG_PRECISION_BOUND
+        entering, la_enter = _entering(fns, trial, w.reshape(cols.size, -1)[kept], floor)
+        if entering.size == 0:
+            break
+        la = trial.copy()
+        la[entering] = la_enter
+    else:
+        best = (*best[:1], False, best[2], f"no settled active set after {MAX_ROUNDS} rounds")
+    la, converged, pgrad, message = best
+    if not converged:
+        warnings.warn(
+            f"Laplace type-II MAP did not converge: {message} (max |gradient| {pgrad:.3g} "
+            f"after {n_iter} iterations)",
+            ConvergenceWarning,
+            stacklevel=4,
+        )
+    return la, n_iter, converged, pgrad, message
+
+
+def map_classification(model, spec, *, initvals, max_iter, gtol, mode_kw, laplace) -> MapResult:
+    """Laplace type-II MAP of a centred classifier (:func:`rvm_pymc.inference.fit_map`)."""
+    if spec.parametrization != "centred":
+        raise ValueError(
+            "type-II MAP of a classifier uses the Laplace approximation in the weights; "
+            "build the model with parametrization='centred'"
+        )
+    wname = "w" if spec.kind == "binary" else "W"
+    fns = compile_laplace(model, wname, mode_kw.get("mode"))
+    Phi = model_data(model, "Phi")
+    m = Phi.shape[1]
+    la0 = np.full(m, np.log(m * np.mean(Phi**2)))
+    la0 = _check_initvals(initvals, {"log_alpha": (m,)}).get("log_alpha", la0)
+    bounds = _alpha_bounds(Phi, 1.0)
+    floor = np.array([b[0] for b in bounds])
+    la0 = np.clip(la0, floor, LOG_PRECISION_BOUND)
+    if laplace == "tipping":
+        if spec.prior is None:
+            raise ValueError(
+                "laplace='tipping' needs the log-Gamma prior of rvm_pymc.models on log_alpha "
+                "(its a, b enter the re-estimation); use laplace='exact'"
+            )
+        la, n_iter, converged = _tipping_fixed_point(fns, la0, floor, spec.prior, max_iter, gtol)
+        pgrad, message = float("nan"), "Tipping fixed point"
+    elif _prunes(spec.prior):
+        la, n_iter, converged, pgrad, message = _active_set(
+            fns, la0, bounds, max_iter=max_iter, gtol=gtol
+        )
+    else:
+        la, n_iter, converged, pgrad, message = _exact_map(
+            fns, la0, bounds, prune=False, max_iter=max_iter, gtol=gtol, warn=True
+        )
+    w_star, H, ok = newton_mode(fns, np.zeros(int(np.prod(fns.shape))), la)
+    if not ok:
+        warnings.warn(
+            "the final inner Newton solve did not converge", ConvergenceWarning, stacklevel=3
+        )
+    J = float(fns.outer(w_star, la)[0])
+    L, p = spd_factor(H, "negative Hessian of the Laplace approximation")
+    k = 1 if spec.kind == "binary" else fns.shape[1]
+    cov = factor_inverse(L, p)  # flat weights in (basis, class) order
+    cov = cov.reshape(m, k, m, k).transpose(1, 0, 3, 2).reshape(m * k, m * k)  # class-major
+    norm = m * log_gamma_normaliser(spec.prior.a, spec.prior.b) if spec.prior is not None else 0.0
+    return MapResult(
+        log_alpha=la,
+        log_beta=None,
+        mean=w_star.reshape(fns.shape),
+        cov=cov,
+        log_evidence=J - norm,
+        converged=bool(converged and ok),
+        n_iter=n_iter,
+        max_abs_gradient=pgrad,
+        message=message,
+        Phi=Phi,
+        attrs={"laplace": laplace},
+    )
