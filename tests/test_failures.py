@@ -83,6 +83,11 @@ def _with(a: np.ndarray, index: int, value) -> np.ndarray:
     return out
 
 
+def _nan_left(X: np.ndarray) -> np.ndarray:
+    """A basis function that is NaN for x <= 0."""
+    return np.where(X[:, 0] > 0, 1.0, np.nan)
+
+
 def _row(id_, fn, exc, phrase):
     return pytest.param(fn, exc, phrase, id=id_)
 
@@ -176,7 +181,7 @@ FAILURES = [
          lambda c: RVR(kernel=lambda A, B: np.full((len(A), len(B)), np.nan)).fit(c.X, c.t),
          VE, "has 144 non-finite entries (of 144)"),
     _row("rvr-basis-function-nan",
-         lambda c: RVR(kernel=FunctionBasis([np.sin, lambda X: np.where(X[:, 0] > 0, 1.0, np.nan)])).fit(c.X, c.t),
+         lambda c: RVR(kernel=FunctionBasis([np.sin, _nan_left])).fit(c.X, c.t),
          VE, "non-finite entries (of 24) in column(s) ['f1']"),
     _row("rvr-basis-function-wrong-shape",
          lambda c: RVR(kernel=FunctionBasis([lambda X: np.ones(3)])).fit(c.X, c.t), VE,
