@@ -203,6 +203,7 @@ def marginal_likelihood(log_alpha, log_beta, Phi, PhiTPhi) -> None:
         logp=marginal_logp_fast,
         random=_marginal_random,
         signature="(m),(),(n,m),(m,m)->(n)",
+        class_name="MarginalNormal",
         observed=pm.modelcontext(None)["t"],
         dims="obs",
     )
@@ -235,6 +236,7 @@ def bernoulli_logit(name: str, logit, observed) -> pt.TensorVariable:
         random=_bernoulli_logit_random,
         dtype="int64",
         observed=observed,
+        class_name="BernoulliLogit",
         dims="obs",
     )
 
@@ -260,5 +262,6 @@ def categorical_logit(name: str, logits, observed) -> pt.TensorVariable:
         signature="(k)->()",
         dtype="int64",
         observed=observed,
+        class_name="CategoricalLogit",
         dims="obs",
     )

@@ -119,6 +119,7 @@ def _log_precision(name: str, shape: float, rate: float, dims=None) -> pt.Tensor
         random=random if proper else None,
         support_point=support_point,
         dims=dims,
+        class_name="LogGamma" if proper else "Flat",  # how print(model) names the prior
     )
 
 

@@ -151,6 +151,27 @@ def test_builders_put_data_in_containers_and_coords():
     assert spec.prior == resolve_prior("weakly_informative")
 
 
+def test_model_string_names_the_priors_and_likelihoods():
+    """str_repr (PyMC's text rendering) shows LogGamma / Flat priors, not CustomDist_<name>."""
+    rng = np.random.default_rng(0)
+    Phi = rng.standard_normal((12, 3))
+    texts = {
+        "marginal": models.regression_marginal(Phi, rng.standard_normal(12)).str_repr(),
+        "binary": models.classification_binary(
+            Phi, np.arange(12) % 2, prior="evidence"
+        ).str_repr(),
+        "softmax": models.classification_softmax(Phi, np.arange(12) % 3).str_repr(),
+    }
+    for text in texts.values():
+        assert "CustomDist" not in text
+    assert "log_alpha ~ LogGamma(1, 0.01)" in texts["marginal"]
+    assert "log_beta ~ LogGamma(1, 0.01)" in texts["marginal"]
+    assert "t_obs ~ MarginalNormal(" in texts["marginal"]
+    assert "log_alpha ~ Flat(0, 0)" in texts["binary"]
+    assert "y_obs ~ BernoulliLogit(" in texts["binary"]
+    assert "y_obs ~ CategoricalLogit(" in texts["softmax"]
+
+
 def test_prior_predictive_of_marginal_model():
     Phi, t, _, _ = _problem(7, 15, 4)
     model = models.regression_marginal(Phi, t, prior={"a": 2.0, "b": 2.0, "c": 2.0, "d": 2.0})
