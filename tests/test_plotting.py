@@ -162,6 +162,24 @@ def test_predictive_1d_bands_are_the_predictive_quantiles(sinc):
     assert _legend_texts(ax) == [f"reference ({est.n_relevance_} RVs)", "training data"]
 
 
+@pytest.mark.pymc
+def test_predictive_1d_nuts_bands_are_quantiles_of_the_mixture_over_draws(reg_fits, sinc):
+    from scipy.special import ndtr
+
+    X, t = sinc
+    est = reg_fits["nuts"]
+    grid = np.linspace(-8, 8, 9)[:, None]
+    ax = plot_predictive_1d(est, X, t, grid, bands=(0.9,))
+    (band,) = [c for c in ax.collections if c.get_label() == "_nolegend_"]
+    # the predictive written out: N(phi(x) w_s + y_offset, 1/beta_s) over the draws s
+    mu = est.sample_predictions(grid)["predictions"]["mu"].values.reshape(-1, grid.shape[0])
+    sd = np.exp(-0.5 * est.idata_["posterior"]["log_beta"].values.reshape(-1, 1))
+    for x, y in band.get_paths()[0].vertices:
+        i = int(np.argmin(np.abs(grid[:, 0] - x)))
+        F = ndtr((y - mu[:, i]) / sd[:, 0]).mean()
+        assert min(abs(F - 0.05), abs(F - 0.95)) < 1e-8
+
+
 def test_predictive_1d_refuses_bad_input(sinc, ripley):
     X, t = sinc
     est = RVR(gamma=0.5).fit(X, t)

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from scipy.special import ndtr
 from scipy.stats import norm
 
 from rvm_pymc.plotting._common import (
@@ -29,15 +30,73 @@ def _legend_labels(ax) -> set[str]:
     return {h.get_label() for h in ax.get_lines() + list(ax.collections)}
 
 
-def _draw_band_and_mean(ax, x, mean, std, bands, color, label, alpha=0.35):
-    """Bands widest first (lightest), then the mean line; returns the line."""
-    for i, p in enumerate(sorted(bands, reverse=True)):
-        z = float(norm.ppf(0.5 + p / 2.0))
-        a = alpha * (i + 1) / len(bands)
-        ax.fill_between(x, mean - z * std, mean + z * std, color=color, alpha=a, lw=0,
-                        label="_nolegend_")  # fmt: skip
+def _draw_band_and_mean(ax, x, mean, edges, color, label, alpha=0.35):
+    """Bands widest first (lightest), then the mean line; returns the line.
+
+    ``edges`` maps each band's probability to its (lower, upper) edges.
+    """
+    for i, p in enumerate(sorted(edges, reverse=True)):
+        lo, hi = edges[p]
+        a = alpha * (i + 1) / len(edges)
+        ax.fill_between(x, lo, hi, color=color, alpha=a, lw=0, label="_nolegend_")
     (line,) = ax.plot(x, mean, color=color, lw=2, label=label)
     return line
+
+
+def _gaussian_edges(mean, std, bands) -> dict[float, tuple[np.ndarray, np.ndarray]]:
+    out = {}
+    for p in bands:
+        z = float(norm.ppf(0.5 + p / 2.0))
+        out[p] = (mean - z * std, mean + z * std)
+    return out
+
+
+def mixture_quantile(loc: np.ndarray, scale: np.ndarray, q: float, rtol: float = 1e-9):
+    """Quantile ``q`` of the equal-weight Gaussian mixture ``loc[s], scale[s]`` per column.
+
+    Safeguarded Newton on the mixture CDF (monotone), vectorised over the
+    columns: a Newton step that leaves the bracket is replaced by bisection.
+    Stops when every step is below ``rtol`` times the smallest component sd.
+    ``loc`` and ``scale`` have shape (S, n).
+    """
+    z = float(norm.ppf(q))
+    lo = np.min(loc + min(z, 0.0) * scale - scale, axis=0)  # CDF(lo) < q
+    hi = np.max(loc + max(z, 0.0) * scale + scale, axis=0)  # CDF(hi) > q
+    tol = rtol * np.min(scale, axis=0)
+    # start at the quantile of the Gaussian with the mixture's mean and variance
+    m = loc.mean(axis=0)
+    x = np.clip(m + z * np.sqrt(np.mean(scale**2 + (loc - m) ** 2, axis=0)), lo, hi)
+    for _ in range(200):
+        u = (x[None, :] - loc) / scale
+        F = ndtr(u).mean(axis=0) - q
+        f = (np.exp(-0.5 * u * u) / scale).mean(axis=0) / np.sqrt(2.0 * np.pi)
+        lo = np.where(F < 0, x, lo)
+        hi = np.where(F < 0, hi, x)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = x - F / f
+        bad = ~np.isfinite(step) | (step < lo) | (step > hi)
+        new = np.where(bad, 0.5 * (lo + hi), step)
+        done = np.abs(new - x) <= tol
+        x = new
+        if np.all(done):
+            break
+    return x
+
+
+def _predictive_edges(est, X_grid, mean, std, bands):
+    """Band edges: Gaussian for a type-II fit; the exact mixture over the NUTS draws."""
+    if est.posterior_.is_type_ii:
+        return _gaussian_edges(mean, std, bands)
+    from rvm_pymc._predictive import predictive
+
+    pred = predictive(est, X_grid)
+    return {
+        p: (
+            mixture_quantile(pred.loc, pred.scale, 0.5 - p / 2.0),
+            mixture_quantile(pred.loc, pred.scale, 0.5 + p / 2.0),
+        )
+        for p in bands
+    }
 
 
 def _draw_data(ax, x_train, y_train, truth_x=None, truth_y=None) -> None:
@@ -88,10 +147,12 @@ def plot_predictive_1d(
         Where to draw the predictive; default ``n_grid`` points over the range
         of ``X_train`` widened by 5% on each side.
     bands : sequence of float in (0, 1), default (0.5, 0.95)
-        Central predictive intervals drawn, ``mean +/- z sd`` with the sd of
-        ``predict(return_std=True)`` (noise included).  Exact for type-II
-        fits; for NUTS the Gaussian with the predictive mean and sd of the
-        draws.  Empty for no band.
+        Central predictive intervals drawn (noise included), exact for every
+        method: ``mean +/- z sd`` of ``predict(return_std=True)`` for a
+        type-II fit (its predictive is that Gaussian); for NUTS the
+        quantiles of the predictive mixture over the draws of
+        ``N(phi(x) w_s + y_offset, 1 / beta_s)``, which has heavier tails
+        than the Gaussian of the same sd.  Empty for no band.
     truth : callable or array_like of shape (n,), optional
         The noise-free function: ``truth(x)`` for ``x`` of shape (n,), or its
         values on ``X_grid``.
@@ -154,7 +215,8 @@ def plot_predictive_1d(
         rv = relevant_points(est) if show_relevance else np.zeros(0, dtype=np.intp)
         rvs = "relevant" if is_sampled(est) else "RVs"
         label = labels.get(name, f"{name} ({rv.size} {rvs})" if show_relevance else name)
-        _draw_band_and_mean(ax, x, mean, std, bands, cols[name], label)
+        edges = _predictive_edges(est, X_grid, mean, std, bands)
+        _draw_band_and_mean(ax, x, mean, edges, cols[name], label)
         _rv_rings(ax, X_train[rv, 0], y_train[rv], cols[name], 9 + 4 * k)
     _draw_data(ax, X_train[:, 0], y_train, x, truth_y)
     ax.set_xlabel("x")
@@ -237,7 +299,8 @@ def plot_regression_1d(
     if label is None:
         label = f"predictive mean ± 2 sd ({rv.size} RVs)"
     p2 = float(2.0 * norm.cdf(2.0) - 1.0)  # the +/- 2 sd band
-    line = _draw_band_and_mean(ax, x_grid, mean, std, [p2], color, label, alpha=0.2)
+    edges = _gaussian_edges(mean, std, [p2])
+    line = _draw_band_and_mean(ax, x_grid, mean, edges, color, label, alpha=0.2)
     line._rvm_fit = True
     n_prev = sum(1 for ln in ax.get_lines() if getattr(ln, "_rvm_fit", False)) - 1
     _rv_rings(ax, x_train[rv], t_train[rv], color, 10 + 4 * n_prev)
