@@ -45,6 +45,7 @@ from rvm_pymc._map import (
     _optimise,
     _prunes,
 )
+from rvm_pymc._progress import log
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.models import log_gamma_normaliser
 from rvm_pymc.priors import HyperPrior
@@ -231,6 +232,12 @@ def _active_set(fns: LaplaceFunctions, la0, bounds, *, max_iter, gtol):
         n_iter += n
         w, _, _ = newton_mode(sub, np.zeros(int(np.prod(sub.shape))), x)
         J = float(sub.outer(w, x)[0])
+        log.debug(
+            "active set of %d bases -> %d kept, J = %.6f",
+            cols.size,
+            np.sum(x < LOG_PRECISION_BOUND),
+            J,
+        )
         if best is not None and not J > best_J + 1e-9 * (1.0 + abs(best_J)):
             break  # the bases that re-entered did not raise J: keep the last optimum
         trial = la.copy()
@@ -263,6 +270,12 @@ def map_classification(model, spec, *, initvals, max_iter, gtol, mode_kw, laplac
             "build the model with parametrization='centred'"
         )
     wname = "w" if spec.kind == "binary" else "W"
+    log.info(
+        "Compiling the Laplace evidence of the %s classifier and its exact gradient (%s; "
+        "typically 5-10 s)",
+        spec.kind,
+        mode_kw.get("mode") or "PyTensor's default backend",
+    )
     fns = compile_laplace(model, wname, mode_kw.get("mode"))
     Phi = model_data(model, "Phi")
     m = Phi.shape[1]

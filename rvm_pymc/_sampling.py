@@ -38,6 +38,7 @@ from rvm_pymc._idata import (
 )
 from rvm_pymc._map import gaussian_weights
 from rvm_pymc._model_spec import ModelSpec
+from rvm_pymc._progress import log
 from rvm_pymc._validation import check_int
 from rvm_pymc.exceptions import PriorWarning
 from rvm_pymc.priors import HyperPrior
@@ -114,6 +115,16 @@ def _resolve_sampler(nuts_sampler: str | None, compile_kwargs: dict) -> str:
     return nuts_sampler
 
 
+def _backend(sampler: str, ck: dict) -> str:
+    """What compiles the model for ``sampler``, in words (for the note before a compile)."""
+    if sampler == "nutpie":
+        return "Numba, through nutpie"
+    if sampler == "numpyro":
+        return "JAX, through numpyro"
+    mode = (ck or {}).get("mode")
+    return f"PyTensor mode {mode}" if mode is not None else "PyTensor's default backend, Numba"
+
+
 @dataclass
 class NutsResult:
     """A NUTS run: the posterior draws and what the sampler reported.
@@ -164,6 +175,13 @@ def run_nuts(
     ck = compile_options(compile_kwargs)
     sampler = _resolve_sampler(nuts_sampler, ck)
     _warn_if_near_improper(spec)
+    log.info(
+        "Compiling the %s model for %s NUTS (%s); a first compile on a cold cache can take "
+        "a minute or more, later fits of the same shapes reuse the cache",
+        spec.kind.replace("_", " "),
+        sampler,
+        _backend(sampler, ck),
+    )
     with model:
         pm_tree = pm.sample(
             draws=draws,

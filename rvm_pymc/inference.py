@@ -255,7 +255,7 @@ def sample_nuts(
     nuts_sampler: str | None = None,
     target_accept: float = 0.9,
     random_seed=None,
-    progressbar: bool = False,
+    progressbar: bool = True,
     compile_kwargs: Mapping | None = None,
     cores: int | None = None,
     rhat_threshold: float = 1.01,
@@ -278,6 +278,10 @@ def sample_nuts(
         Target acceptance rate of the step-size adaptation.
     random_seed : int or sequence, optional
     progressbar : bool
+        The sampler's progress bars (default on; ``False`` for none).  Before
+        compiling, a one-line note goes to the ``rvm_pymc`` logger (INFO, to
+        stderr unless logging is configured, as PyMC's own "Initializing
+        NUTS" note).
     compile_kwargs : mapping, optional
         PyTensor compile options (PyMC's sampler only).
     cores : int, optional
@@ -323,7 +327,7 @@ def sample_collapsed(
     nuts_sampler: str | None = None,
     target_accept: float = 0.9,
     random_seed=None,
-    progressbar: bool = False,
+    progressbar: bool = True,
     compile_kwargs: Mapping | None = None,
     cores: int | None = None,
     rhat_threshold: float = 1.01,
@@ -399,7 +403,7 @@ def nuts_posterior(
     nuts_sampler: str | None = None,
     target_accept: float = 0.9,
     random_seed=None,
-    progressbar: bool = False,
+    progressbar: bool = True,
     compile_kwargs: Mapping | None = None,
     cores: int | None = None,
     rhat_threshold: float = 1.01,

@@ -142,6 +142,30 @@ def test_nuts_with_near_improper_prior_warns(preset):
         inference.sample_collapsed(model, draws=5, tune=5, chains=1, random_seed=0, **RUN)
 
 
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("given", [None, False])
+def test_nuts_shows_progress_by_default_and_notes_the_compile(given, monkeypatch, caplog):
+    """Progress bars on unless progressbar=False; an INFO note precedes the compile."""
+    seen = {}
+
+    def fake_sample(**kwargs):
+        seen.update(kwargs)
+        raise _Stop
+
+    monkeypatch.setattr(pm, "sample", fake_sample)
+    Phi, t = _line_problem()
+    model = models.regression_marginal(Phi, t, prior="weakly_informative")
+    kw = {} if given is None else {"progressbar": given}
+    with caplog.at_level("INFO", logger="rvm_pymc"), pytest.raises(_Stop):
+        inference.sample_collapsed(model, draws=5, tune=5, chains=1, **RUN, **kw)
+    assert seen["progressbar"] is (given is None)
+    notes = [r.getMessage() for r in caplog.records if r.name == "rvm_pymc"]
+    assert len(notes) == 1 and "Compiling" in notes[0] and "FAST_COMPILE" in notes[0]
+
+
 def test_weakly_informative_nuts_does_not_warn_about_the_prior():
     Phi, t = _line_problem()
     model = models.regression_marginal(Phi, t, prior="weakly_informative")
