@@ -348,3 +348,30 @@ def test_scale_gamma_is_equivariant_within_the_float_range(data, scale):
 
 def test_scale_gamma_of_constant_X_is_one():
     assert RVR()._scale_gamma(np.full((20, 2), 1e-300)) == 1.0
+
+
+@pytest.mark.parametrize("scale", [1e-160, 1e160])
+def test_numeric_gamma_on_X_at_the_float_limits_fits(data, scale):
+    """A numeric width on such X is a valid (if useless) kernel: a fit, no error.
+
+    At 1e-160 the RBF kernel of width 0.5 is 1 everywhere (the constant model:
+    every prediction is the mean of y); at 1e160 it is the identity (squared
+    distances overflow to inf, exp(-inf) = 0 as it should be).
+    """
+    import warnings
+
+    from rvm_pymc.exceptions import ConvergenceWarning
+
+    X, t = data
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = RVR(gamma=0.5).fit(X * scale, t)
+    assert all(issubclass(w.category, ConvergenceWarning) for w in caught) and len(caught) <= 1
+    K = est.kernel_(X * scale, X * scale)
+    pred = est.predict(X * scale)
+    assert np.all(np.isfinite(pred))
+    if scale < 1:
+        np.testing.assert_array_equal(K, np.ones_like(K))
+        np.testing.assert_allclose(pred, t.mean(), rtol=1e-12)
+    else:
+        np.testing.assert_array_equal(K, np.eye(len(t)))
