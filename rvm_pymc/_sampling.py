@@ -40,7 +40,7 @@ from rvm_pymc._map import gaussian_weights
 from rvm_pymc._model_spec import ModelSpec
 from rvm_pymc._progress import log
 from rvm_pymc._validation import check_int
-from rvm_pymc.exceptions import PriorWarning
+from rvm_pymc.exceptions import PriorWarning, SamplingWarning
 from rvm_pymc.priors import HyperPrior
 from rvm_pymc.results import WeightPosterior, to_datatree
 
@@ -172,9 +172,21 @@ def run_nuts(
     tune = check_int(tune, "tune", 0)
     chains = check_int(chains, "chains", 1)
     target_accept = check_probability(target_accept, "target_accept")
+    if draws * chains < 2:
+        raise ValueError(
+            f"draws * chains must be at least 2 (the posterior covariance needs two draws); "
+            f"got draws={draws}, chains={chains}"
+        )
     ck = compile_options(compile_kwargs)
     sampler = _resolve_sampler(nuts_sampler, ck)
     _warn_if_near_improper(spec)
+    if chains == 1:
+        warnings.warn(
+            "with one chain R-hat cannot be computed (max_rhat is NaN), so the fit is not "
+            "counted as converged; use chains >= 2",
+            SamplingWarning,
+            stacklevel=4,
+        )
     log.info(
         "Compiling the %s model for %s NUTS (%s); a first compile on a cold cache can take "
         "a minute or more, later fits of the same shapes reuse the cache",

@@ -35,6 +35,7 @@ Machine Learning Research* 15, 1593-1623.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 
 import numpy as np
@@ -182,7 +183,7 @@ def optimise_map(
     """
     spec = model_spec(model)
     max_iter = check_int(max_iter, "max_iter", 1)
-    if not (isinstance(gtol, int | float) and gtol > 0):
+    if isinstance(gtol, bool) or not (isinstance(gtol, numbers.Real) and gtol > 0):
         raise ValueError(f"gtol must be a positive number; got {gtol!r}")
     kw = dict(
         initvals=initvals,

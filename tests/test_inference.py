@@ -279,6 +279,10 @@ def test_fit_map_argument_errors():
         inference.fit_map(marginal, laplace="tipping")
     with pytest.raises(ValueError, match="gtol"):
         inference.fit_map(marginal, gtol=-1.0)
+    with pytest.raises(ValueError, match="gtol"):
+        inference.fit_map(marginal, gtol=True)
+    # a NumPy scalar is a number (np.float32 is no subclass of float)
+    assert inference.optimise_map(marginal, gtol=np.float32(1e-6), compile_kwargs=FAST).converged
     y = (t > 0).astype(int)
     with pytest.raises(ValueError, match="centred"):
         inference.fit_map(models.classification_binary(Phi, y, parametrization="non_centred"))

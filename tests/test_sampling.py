@@ -166,6 +166,19 @@ def test_nuts_shows_progress_by_default_and_notes_the_compile(given, monkeypatch
     assert len(notes) == 1 and "Compiling" in notes[0] and "FAST_COMPILE" in notes[0]
 
 
+def test_one_chain_warns_that_r_hat_is_undefined_and_one_draw_is_refused(monkeypatch):
+    def fake_sample(**kwargs):
+        raise _Stop
+
+    monkeypatch.setattr(pm, "sample", fake_sample)
+    Phi, t = _line_problem()
+    model = models.regression_marginal(Phi, t, prior="weakly_informative")
+    with pytest.warns(SamplingWarning, match="one chain"), pytest.raises(_Stop):
+        inference.sample_collapsed(model, draws=5, tune=5, chains=1, **RUN)
+    with pytest.raises(ValueError, match="draws \\* chains"):
+        inference.sample_collapsed(model, draws=1, tune=5, chains=1, **RUN)
+
+
 def test_weakly_informative_nuts_does_not_warn_about_the_prior():
     Phi, t = _line_problem()
     model = models.regression_marginal(Phi, t, prior="weakly_informative")
