@@ -279,13 +279,13 @@ class _BaseRVM(BaseEstimator):
                 "gamma": np.array([f[0] for f in fits]),
                 "log_evidence": le - target.size * np.log(t_sd),
             }
-            i_best = int(np.nanargmax(le))
-            best = fits[i_best]
-            if len(fits) > 2 and i_best in (0, len(fits) - 1):
+            best = fits[int(np.nanargmax(le))]
+            grid = [f[0] for f in fits]
+            if len(grid) > 2 and best[0] in (min(grid), max(grid)):
                 warnings.warn(
                     "gamma='evidence': the largest evidence is at the "
-                    f"{'first' if i_best == 0 else 'last'} width of gamma_grid "
-                    f"(gamma={fits[i_best][0]:.4g}); the best width may lie outside the grid: "
+                    f"{'smallest' if best[0] == min(grid) else 'largest'} width of gamma_grid "
+                    f"(gamma={best[0]:.4g}); the best width may lie outside the grid: "
                     "extend gamma_grid past that edge",
                     ConvergenceWarning,
                     stacklevel=3,

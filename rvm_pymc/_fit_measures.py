@@ -11,63 +11,50 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
-    "RELEVANCE_ALPHA",
+    "RELEVANCE_PROB",
     "diagnostics",
     "effective_parameters",
     "relevant_bases",
     "weight_moments",
 ]
 
-RELEVANCE_ALPHA = 1e3
-"""Default threshold of :func:`relevant_bases` on the standardised precision."""
+RELEVANCE_PROB = 0.95
+"""Default of :func:`relevant_bases`: the sign of a sampled weight known with this probability."""
 
 
-def _standardised_log_alpha(fit) -> np.ndarray:
-    """``log alpha`` of the active bases on the fitted scale (unit-RMS columns, unit-sd target).
-
-    ``(M,)`` for a type-II fit, ``(S, M)`` draws for a sampled one.
-    """
-    post = fit.posterior_
-    y_scale = float(getattr(fit, "y_scale_", 1.0))
-    shift = 2.0 * np.log(np.asarray(fit.basis_scale_)[fit.active_] / y_scale)
-    la = np.asarray(post.log_alpha, dtype=float)
-    if not post.is_type_ii:
-        la = la.reshape(-1, la.shape[-1])
-    return la - shift
-
-
-def relevant_bases(fit, *, alpha_max: float = RELEVANCE_ALPHA, prob: float = 0.5) -> list[str]:
+def relevant_bases(fit, *, prob: float = RELEVANCE_PROB) -> list[str]:
     """Names of the bases a fit counts as relevant.
 
     A type-II fit (reference, map): the bases it did not prune.  A sampled fit
-    (nuts), which prunes nothing: the bases whose posterior probability of a
-    standardised precision ``alpha_m`` below ``alpha_max`` is at least
-    ``prob``.  "Standardised" is the scale every fit works on: basis columns
-    of unit root-mean-square and (regression) targets of unit sd; there
-    ``alpha_m > 1e3`` gives the weight a prior sd below 0.03, i.e. a
-    contribution of a few per cent of the target's sd at most.
+    (nuts), which prunes nothing: the bases whose weight has a sign the
+    posterior is sure of, ``max(P(w_m > 0), P(w_m < 0)) >= prob`` (for
+    softmax, in at least one class), i.e. whose central ``2 prob - 1``
+    posterior interval excludes 0.  The rule does not depend on the scale of
+    the data or on the hyperprior; a rule on the precisions would: under a
+    proper Gamma prior on ``alpha_m`` the posterior of an irrelevant
+    precision is about its prior, which puts it anywhere in a wide range.
 
     Parameters
     ----------
     fit : RVR or RVC, fitted
-    alpha_max : float, default 1e3
-    prob : float in (0, 1), default 0.5
+    prob : float in (0.5, 1), default 0.95
 
     Returns
     -------
     list of str
         Basis names (``"bias"``, ``"x<i>"``) in the fit's order.
     """
-    if not (np.isfinite(alpha_max) and alpha_max > 0):
-        raise ValueError(f"alpha_max must be a finite float > 0; got {alpha_max!r}")
-    if not 0.0 < prob < 1.0:
-        raise ValueError(f"prob must lie in (0, 1); got {prob!r}")
+    if not 0.5 < prob < 1.0:
+        raise ValueError(f"prob must lie in (0.5, 1); got {prob!r}")
     names = list(fit.active_names_)
-    if fit.posterior_.is_type_ii:
+    post = fit.posterior_
+    if post.is_type_ii:
         return names
-    la = _standardised_log_alpha(fit)
-    keep = np.mean(la < np.log(alpha_max), axis=0) >= prob
-    return [n for n, k in zip(names, keep, strict=True) if k]
+    c, s_ = post.draws.shape[:2]
+    d = post.draws.reshape(c * s_, len(names), -1)  # (draws, M, K or 1)
+    pos = np.mean(d > 0, axis=0)
+    sure = np.maximum(pos, np.mean(d < 0, axis=0)) >= prob
+    return [n for n, k in zip(names, sure.any(axis=1), strict=True) if k]
 
 
 def _weight_var_and_prior_var(fit) -> tuple[np.ndarray, np.ndarray]:

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from rvm_pymc._fit_measures import (
-    RELEVANCE_ALPHA,
+    RELEVANCE_PROB,
     diagnostics,
     effective_parameters,
     relevant_bases,
@@ -333,7 +333,7 @@ def compare(
 
 
 def compare_weights(
-    fits: Mapping[str, Any], *, alpha_max: float = RELEVANCE_ALPHA, prob: float = 0.5
+    fits: Mapping[str, Any], *, prob: float = RELEVANCE_PROB
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The weights of several fits of one model, basis by basis.
 
@@ -342,7 +342,7 @@ def compare_weights(
     fits : mapping of str to fitted RVR or RVC
         Fits of the same basis (same kernel, width and training inputs), e.g.
         a :class:`FitSet`.
-    alpha_max, prob : float
+    prob : float, default 0.95
         The relevance rule of :func:`relevant_bases` for sampled fits.
 
     Returns
@@ -363,9 +363,7 @@ def compare_weights(
     if not isinstance(fits, Mapping) or not fits:
         raise ValueError("fits must be a non-empty mapping of name -> fitted RVR/RVC")
     moments = {name: weight_moments(f) for name, f in fits.items()}
-    relevant = {
-        name: set(relevant_bases(f, alpha_max=alpha_max, prob=prob)) for name, f in fits.items()
-    }
+    relevant = {name: set(relevant_bases(f, prob=prob)) for name, f in fits.items()}
     index: list[str] = []
     for m in moments.values():
         index += [r for r in m.index if r not in index]

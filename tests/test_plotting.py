@@ -87,11 +87,10 @@ def _legend_texts(ax):
 
 
 def _relevant_by_rule(est):
-    """The NUTS relevance rule of the comparison table, written out: the precision on
-    the fitted scale (unit-RMS columns, unit-sd target) is below 1e3 with probability >= 1/2."""
-    la = np.asarray(est.posterior_.log_alpha).reshape(-1, len(est.active_names_))
-    la_s = la - 2 * np.log(est.basis_scale_[est.active_] / est.y_scale_)
-    keep = np.mean(la_s < np.log(1e3), axis=0) >= 0.5
+    """The NUTS relevance rule of the comparison table, written out: the sign of the
+    weight is known with posterior probability >= 0.95."""
+    w = np.asarray(est.posterior_.draws).reshape(-1, len(est.active_names_))
+    keep = np.maximum(np.mean(w > 0, axis=0), np.mean(w < 0, axis=0)) >= 0.95
     return [n for n, k in zip(est.active_names_, keep, strict=True) if k]
 
 

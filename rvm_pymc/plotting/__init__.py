@@ -18,9 +18,9 @@ matplotlib (and ArviZ, for the forest) is imported only when a plot is drawn.
 
 A sampled fit (NUTS) prunes nothing; where a plot marks relevance vectors or
 picks relevant weights, a NUTS fit counts a basis as relevant by the rule of
-``rvm_pymc.comparison.relevant_bases`` (its standardised precision below
-1e3 with posterior probability at least 0.5), the rule of the comparison
-table.  See ``docs/estimators.md`` ("Plots").
+``rvm_pymc.comparison.relevant_bases`` (the sign of its weight known with
+posterior probability at least 0.95), the rule of the comparison table.
+See ``docs/estimators.md`` ("Plots").
 """
 
 from rvm_pymc.plotting._classification import plot_class_probability_2d, plot_reliability

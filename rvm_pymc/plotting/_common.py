@@ -108,11 +108,9 @@ def is_sampled(est) -> bool:
 def relevant_names(est) -> list[str]:
     """The bases a fit counts as relevant: ``rvm_pymc.comparison.relevant_bases``.
 
-    A type-II fit (reference, map): its active bases (not pruned).  A sampled
-    fit (NUTS), which prunes nothing: the bases whose standardised precision
-    is below 1e3 with posterior probability at least 0.5 (the rule of
-    ``rvm_pymc.comparison.compare_weights``, so that a plot and the
-    table count the same bases).
+    A type-II fit (reference, map): its active bases (not pruned); a sampled
+    fit (NUTS), which prunes nothing, by the rule stated there, so that a
+    plot and the comparison table count the same bases.
     """
     from rvm_pymc.comparison import relevant_bases
 

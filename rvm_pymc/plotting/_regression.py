@@ -159,8 +159,7 @@ def plot_predictive_1d(
     show_relevance : bool, default True
         Ring the relevance vectors: a type-II fit's ``relevance_indices_``;
         for NUTS (which prunes nothing) the training points whose kernel is
-        relevant by the rule of ``rvm_pymc.comparison.relevant_bases``
-        (standardised precision below 1e3 with probability at least 0.5).
+        relevant by the rule of ``rvm_pymc.comparison.relevant_bases``.
     n_grid : int, default 300
     colors : mapping, sequence or colour, optional
         Colour per fit; default ``C0, C1, ...``.

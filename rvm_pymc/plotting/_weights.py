@@ -168,8 +168,7 @@ def plot_weights_forest(
     bases : sequence of str, optional
         Basis names to show; default those relevant to any fit
         (``rvm_pymc.comparison.relevant_bases``): the active bases of a
-        type-II fit, and for NUTS the bases whose standardised precision is
-        below 1e3 with posterior probability at least 0.5.
+        type-II fit, and for NUTS the bases the rule stated there keeps.
     ci_prob : float, default 0.9
     colors : mapping, sequence or colour, optional
     labels : mapping of str to str, optional
