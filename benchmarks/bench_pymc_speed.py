@@ -1,0 +1,249 @@
+"""Time to a usable posterior with PyMC: parametrisation and backend defaults.
+
+Two parts, each printing a table (timings on a shared 2-core machine are
+noisy: every cell is the median over ``--repeats`` runs, run in alternation).
+
+``--part params``
+    The default weight parametrisation per model.  ``RVC(method="nuts")``
+    (binary: breast cancer; softmax: wine) and ``RVR(method="nuts",
+    sampler_kwargs={"model": "joint"})`` (sinc) with centred and non-centred
+    weights, default settings otherwise (2 chains, 500 tune + 500 draws,
+    ``init="auto"``), compiled in FAST_COMPILE mode so that the comparison is
+    not dominated by compilation: divergences, the worst R-hat, the smallest
+    bulk ESS, and that ESS per second of the whole fit.
+``--part backends``
+    ``RVR(method="nuts")`` (the collapsed sampler) on sinc (N = 100) and
+    standardised diabetes (N = 300) with each backend available: PyMC's NUTS
+    on PyTensor's default (Numba) backend, PyMC's NUTS on the C backend (when a
+    C compiler is found), nutpie and numpyro (when installed).  Each run is a
+    fresh subprocess with ``PYTENSOR_FLAGS=base_compiledir=<dir>`` and
+    ``NUMBA_CACHE_DIR=<dir>`` on a directory the script makes: ``cold`` is the
+    first run on an empty directory, ``warm`` a second run on the same one.
+    Columns: total wall time of ``fit``; the time to the first draw (wall time
+    until PyMC's sampler reports its first iteration; compilation and
+    initialisation before it; nutpie and numpyro do not report one); the
+    smallest bulk ESS per second of the whole fit; divergences; the worst R-hat.
+
+Usage::
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_pymc_speed.py --part params [--repeats 1]
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_pymc_speed.py --part backends [--repeats 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+import _common  # first non-stdlib import: pins BLAS threads before NumPy loads
+import numpy as np
+
+
+def _problem(name: str):
+    """``(X, y, estimator class, extra sampler_kwargs)`` of a benchmark problem."""
+    from sklearn import datasets
+    from sklearn.preprocessing import StandardScaler
+
+    from rvm_pymc import RVC, RVR
+    from rvm_pymc.datasets import make_sinc
+
+    if name == "sinc100":
+        d = make_sinc(n_train=100, noise_sd=0.1, random_state=0)
+        return d.X_train, d.t_train, RVR, {}, {"gamma": 0.5}
+    if name == "sinc50-joint":
+        d = make_sinc(n_train=50, noise_sd=0.1, random_state=0)
+        return d.X_train, d.t_train, RVR, {"model": "joint"}, {"gamma": 0.5}
+    if name == "diabetes300":
+        X, y = datasets.load_diabetes(return_X_y=True)
+        return StandardScaler().fit_transform(X[:300]), y[:300], RVR, {}, {}
+    if name == "breast150":
+        X, y = datasets.load_breast_cancer(return_X_y=True)
+        return StandardScaler().fit_transform(X)[:150], y[:150], RVC, {}, {}
+    if name == "wine60":
+        X, y = datasets.load_wine(return_X_y=True)
+        X = StandardScaler().fit_transform(X)
+        idx = np.arange(0, X.shape[0], 3)
+        return X[idx], y[idx], RVC, {}, {}
+    raise ValueError(f"unknown problem {name!r}")
+
+
+def _fit(problem: str, sampler_kwargs: dict, seed: int = 0) -> dict:
+    """One default ``method="nuts"`` fit: timings and diagnostics."""
+    import pymc as pm
+
+    X, y, cls, extra, est_kw = _problem(problem)
+    first = {}
+    original = pm.sample
+
+    def sample(*args, **kwargs):  # record when the sampler reports its first iteration
+        def callback(trace, draw):
+            first.setdefault("t", time.perf_counter())
+
+        if kwargs.get("nuts_sampler", "pymc") == "pymc":
+            kwargs["callback"] = callback
+        return original(*args, **kwargs)
+
+    pm.sample = sample
+    try:
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = cls(
+                method="nuts",
+                random_state=seed,
+                sampler_kwargs={"progressbar": False, **extra, **sampler_kwargs},
+                **est_kw,
+            ).fit(X, y)
+        total = time.perf_counter() - t0
+    finally:
+        pm.sample = original
+    attrs = est.idata_.attrs
+    return {
+        "total": total,
+        "first_draw": first.get("t", np.nan) - t0,
+        "n_divergent": int(attrs.get("n_divergent", -1)),
+        "max_rhat": float(attrs.get("max_rhat", np.nan)),
+        "min_ess_bulk": float(attrs.get("min_ess_bulk", np.nan)),
+        "sampler": str(attrs.get("sampler", "?")),
+    }
+
+
+# ------------------------------------------------------------ parametrisation
+
+
+def part_params(repeats: int) -> None:
+    configs = [
+        (p, par)
+        for p in ("breast150", "wine60", "sinc50-joint")
+        for par in ("centred", "non_centred")
+    ]
+    rows = []
+    results: dict = {c: [] for c in configs}
+    for _ in range(repeats):
+        for problem, par in configs:  # in alternation
+            kw = {"parametrization": par, "compile_kwargs": {"mode": "FAST_COMPILE"}}
+            kw["nuts_sampler"] = "pymc"
+            results[(problem, par)].append(_fit(problem, kw))
+            print(f"  {problem} {par}: {results[(problem, par)][-1]}", flush=True)
+    for (problem, par), runs in results.items():
+        med = {k: np.median([r[k] for r in runs]) for k in ("total", "min_ess_bulk")}
+        rows.append(
+            [
+                problem,
+                par,
+                f"{med['total']:.1f}",
+                max(r["n_divergent"] for r in runs),
+                f"{max(r['max_rhat'] for r in runs):.3f}",
+                f"{med['min_ess_bulk']:.0f}",
+                f"{med['min_ess_bulk'] / med['total']:.2f}",
+            ]
+        )
+    print(
+        _common.format_table(
+            ["problem", "weights", "fit s", "divergent", "max R-hat", "min ESS", "ESS/s"], rows
+        )
+    )
+
+
+# ------------------------------------------------------------------- backends
+
+
+def _backends() -> list[tuple[str, dict, dict]]:
+    """``(label, sampler_kwargs, extra environment)`` of every backend available here."""
+    out = [("pymc (numba, default)", {"nuts_sampler": "pymc"}, {})]
+    if shutil.which(os.environ.get("CXX", "g++")):
+        c_mode = {"nuts_sampler": "pymc", "compile_kwargs": {"mode": "CVM"}}
+        out.append(("pymc (C)", c_mode, {}))
+    for pkg in ("nutpie", "numpyro"):
+        if importlib.util.find_spec(pkg):
+            out.append((pkg, {"nuts_sampler": pkg}, {}))
+        else:
+            print(f"note: {pkg} is not installed; skipped (python -m pip install {pkg})")
+    return out
+
+
+def _run_child(problem: str, sampler_kwargs: dict, cache: str) -> dict:
+    env = dict(os.environ)
+    env["PYTENSOR_FLAGS"] = f"base_compiledir={cache}"
+    env["NUMBA_CACHE_DIR"] = os.path.join(cache, "numba")
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    cmd = [sys.executable, __file__, "--child", json.dumps([problem, sampler_kwargs])]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
+    if not lines:
+        return {"error": (out.stderr.strip().splitlines() or ["?"])[-1]}
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+def part_backends(repeats: int, problems: list[str], only: str | None = None) -> None:
+    rows = []
+    backends = [b for b in _backends() if only is None or b[0].split()[0] in only.split(",")]
+    for problem in problems:
+        for label, kw, _ in backends:
+            runs = {"cold": [], "warm": []}
+            for _ in range(repeats):
+                cache = tempfile.mkdtemp(prefix="rvm_bench_cache_")
+                try:
+                    runs["cold"].append(_run_child(problem, kw, cache))
+                    runs["warm"].append(_run_child(problem, kw, cache))
+                finally:
+                    shutil.rmtree(cache, ignore_errors=True)
+                print(f"  {problem} {label}: {runs}", flush=True)
+            for which, rs in runs.items():
+                ok = [r for r in rs if "error" not in r]
+                if not ok:
+                    rows.append([problem, label, which, rs[0]["error"][:60], "", "", "", ""])
+                    continue
+
+                def med(key, ok=ok):
+                    return float(np.median([r[key] for r in ok]))
+
+                rows.append(
+                    [
+                        problem,
+                        label,
+                        which,
+                        f"{med('total'):.1f}",
+                        f"{med('first_draw'):.1f}",
+                        f"{med('min_ess_bulk') / med('total'):.1f}",
+                        max(r["n_divergent"] for r in ok),
+                        f"{max(r['max_rhat'] for r in ok):.3f}",
+                    ]
+                )
+    print(
+        _common.format_table(
+            ["problem", "backend", "cache", "total s", "first draw s", "ESS/s", "div", "R-hat"],
+            rows,
+        )
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--part", choices=("params", "backends"), default="backends")
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--problems", default="sinc100,diabetes300")
+    ap.add_argument("--backends", help="comma-separated subset of pymc,nutpie,numpyro")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        problem, kw = json.loads(args.child)
+        print("RESULT " + json.dumps(_fit(problem, kw)), flush=True)
+        return
+    print(_common.header(f"PyMC speed: {args.part}"))
+    if args.part == "params":
+        part_params(args.repeats)
+    else:
+        part_backends(args.repeats, args.problems.split(","), args.backends)
+
+
+if __name__ == "__main__":
+    main()
