@@ -261,9 +261,9 @@ def check_demo_arguments(args: argparse.Namespace) -> None:
 
 DEMO_METHODS = ("reference", "map", "nuts")
 NUTS_COMPILE_MODE = "FAST_COMPILE"
-"""PyTensor mode of the demo's NUTS fit: compiles in seconds where the default
-Numba backend takes minutes on a cold cache; each gradient is slower, which a
-short run (``--draws``) does not notice."""
+"""PyTensor mode of the demo's NUTS fit (PyMC's own sampler, also when nutpie
+is installed): compiles in seconds where the Numba backend takes minutes on a
+cold cache; each gradient is slower, which a short run (``--draws``) affords."""
 
 
 def _fit_demo(args: argparse.Namespace):
@@ -304,6 +304,7 @@ def _fit_methods(args: argparse.Namespace, data, gamma: float):
         if method == "nuts":
             params["sampler_kwargs"] = {
                 "progressbar": sys.stderr.isatty(),
+                "nuts_sampler": "pymc",  # compile_kwargs apply to PyMC's own NUTS only
                 "compile_kwargs": {"mode": NUTS_COMPILE_MODE},
             }
             progress(f"nuts: 2 chains of {args.draws} tuning + {args.draws} draws")
