@@ -408,3 +408,22 @@ def test_few_points_through_the_estimator(method, n):
     est, _ = _one_warning_at_most(lambda: RVR(solver=method, max_iter=300).fit(X, y))
     mean, std = est.predict(X, return_std=True)
     assert np.all(np.isfinite(mean)) and np.all(np.isfinite(std)) and np.all(std > 0)
+
+
+@pytest.mark.parametrize("gamma", [0.05, 0.5])
+def test_em_prunes_to_near_mackay_sparsity(gamma):
+    """EM precisions only creep towards infinity; the data-scaled rule prunes them."""
+    Phi, t, _, _ = sinc_problem(n=100, gamma=gamma, seed=0)
+    mackay = fit_regression(Phi, t, method="mackay")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # EM converges slowly
+        em = fit_regression(Phi, t, method="em")  # default max_iter (5000)
+    assert em.n_relevance <= 2 * mackay.n_relevance + 5, (em.n_relevance, mackay.n_relevance)
+    assert em.log_evidence > mackay.log_evidence - 1.0
+    # every pruned basis is one whose optimum is far beyond the data scale at EM's result
+    S, Q = dense_sq(Phi, t, em)
+    out = np.setdiff1d(np.arange(Phi.shape[1]), em.active)
+    gain = np.where(
+        Q[out] ** 2 > S[out], 0.5 * (Q[out] ** 2 / S[out] - 1 - np.log(Q[out] ** 2 / S[out])), 0.0
+    )
+    assert gain.max() < 0.05

@@ -32,6 +32,10 @@ from rvm_pymc.reference.fast import active_sq, mackay_beta
 
 __all__ = ["fit_regression"]
 
+#: Full re-estimation prunes a basis whose precision and optimal precision both
+#: exceed this multiple of the noise precision (on unit-norm columns); see _negligible.
+PRUNE_DATA_RATIO = 1e3
+
 
 def fit_regression(
     Phi,
@@ -84,7 +88,14 @@ def fit_regression(
         Convergence tolerance on every ``|d log alpha|`` and ``|d log beta|``.
     prune_threshold : float
         Full re-estimation prunes a basis when its precision on normalised
-        columns exceeds ``prune_threshold / var(t)``.
+        columns exceeds ``prune_threshold / var(t)``.  With ``a = b = 0`` it
+        also prunes a basis whose precision and optimal precision both exceed
+        ``1e3 * beta`` (the weight's prior sd below 3% of the noise sd along its
+        unit-norm column; at most ~5e-7 nats of evidence), or whose optimum is
+        ``alpha = inf`` and whose share of the log evidence is below ``tol``: EM
+        only approaches ``alpha = inf`` linearly, and without this rule keeps
+        every basis (Tipping 2001 and SparseBayes prune beyond a large fixed
+        threshold; this one is scaled by the data).
     noise_update_every : int
         ``"fast"`` only: update ``beta`` (and re-solve from scratch) every this
         many basis updates, and always before declaring convergence.
@@ -337,7 +348,7 @@ def _full_reestimation(
         new_alpha = np.where(np.isfinite(new_alpha) & (new_alpha > 0), new_alpha, np.inf)
         keep = new_alpha < prune_level
         if flat_alpha:
-            keep &= ~_negligible_and_leaving(gram, PhiT_t, active, alpha, beta, post, tol)
+            keep &= ~_negligible(gram, PhiT_t, active, alpha, beta, post, tol)
         if not np.any(keep):  # never prune the last basis
             keep[np.argmin(new_alpha)] = True
             new_alpha = np.minimum(new_alpha, prune_level)
@@ -351,17 +362,29 @@ def _full_reestimation(
     return active, alpha, beta, trace, it, converged
 
 
-def _negligible_and_leaving(gram, PhiT_t, active, alpha, beta, post, tol):
-    """Bases whose optimum is ``alpha = inf`` and whose evidence share is below tol.
+def _negligible(gram, PhiT_t, active, alpha, beta, post, tol):
+    """Bases to prune: negligible now and at their own optimum.
 
     With ``a = b = 0`` an irrelevant precision creeps to infinity under MacKay
-    and (slowly, linearly) under EM updates.  For basis ``m`` with sparsity and
-    quality factors ``s_m, q_m`` (Tipping & Faul 2003), the log evidence as a
-    function of ``alpha_m`` alone increases to its supremum at infinity when
-    ``q_m^2 <= s_m``; pruning it then raises the evidence (so EM stays
-    monotone) and leaves the fixed points unchanged.  Only bases whose whole
-    contribution ``|l_m(alpha_m)|`` (a difference of log evidences, free of
-    units) is below ``tol`` are pruned, so the rule only cuts short the final creep.
+    and (slowly: by about ``s_m`` per iteration, so linearly) under EM updates.
+    For basis ``m`` with sparsity and quality factors ``s_m, q_m`` (Tipping &
+    Faul 2003) the log evidence as a function of ``alpha_m`` alone is
+    ``l_m(alpha)``, maximised at ``alpha*_m = s_m^2 / (q_m^2 - s_m)`` (``inf`` when
+    ``q_m^2 <= s_m``).  A basis is pruned when either
+
+    * ``q_m^2 <= s_m`` and its whole contribution ``|l_m(alpha_m)|`` (a
+      difference of log evidences, free of units) is below ``tol``; or
+    * both ``alpha_m`` and ``alpha*_m`` exceed ``PRUNE_DATA_RATIO = 1e3`` times the
+      data precision of its (unit-norm) column, ``beta``: the weight's prior sd
+      is then below 3% of the noise sd along its column, and since
+      ``s_m <= beta`` its share of the log evidence at any
+      ``alpha >= 1e3 beta`` is below ``(q_m^2 - s_m)^2 / (2 s_m^2) < 5e-7`` nats
+      when ``q_m^2 > s_m``.  This is the rule of thumb of Tipping (2001) and
+      SparseBayes (prune a precision beyond a large threshold), scaled by the
+      data; it makes EM sparse in a few hundred iterations instead of never.
+
+    Pruning a basis whose optimum is ``alpha = inf`` raises the evidence, so
+    EM stays monotone; the fixed points are unchanged to within the shares above.
     """
     G = gram[np.ix_(active, active)]
     S = beta * np.diag(G) - beta**2 * np.sum((G @ post.cov) * G, axis=1)
@@ -369,4 +392,8 @@ def _negligible_and_leaving(gram, PhiT_t, active, alpha, beta, post, tol):
     s, q = active_sq(alpha, S, Q, np.diag(post.cov), post.mean)
     q2 = q**2
     contribution = 0.5 * (-np.log1p(s / alpha) + q2 / (alpha + s))
-    return (q2 <= s) & (np.abs(contribution) < tol)
+    leaving = q2 <= s
+    with np.errstate(divide="ignore", over="ignore"):
+        alpha_opt = np.where(leaving, np.inf, s**2 / np.where(leaving, 1.0, q2 - s))
+    level = PRUNE_DATA_RATIO * s
+    return (leaving & (np.abs(contribution) < tol)) | ((alpha > level) & (alpha_opt > level))
