@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import numbers
 import warnings
 from typing import Any
 
@@ -18,6 +17,15 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from rvm_pymc._estimator_params import (
+    GAMMA_KERNELS,
+    INITS,
+    METHODS,
+    SOLVERS,
+    WIDTH_KERNELS,
+    check_params,
+)
+from rvm_pymc._validation import check_numeric
 from rvm_pymc.basis import Basis, KernelBasis, PrecomputedBasis
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.kernels import Kernel, make_kernel
@@ -25,16 +33,7 @@ from rvm_pymc.priors import resolve_prior
 
 __all__ = ["INITS", "METHODS", "SOLVERS"]
 
-METHODS = ("reference", "map", "nuts")
-INITS = ("auto", "reference", "default")
-SOLVERS = ("fast", "mackay", "em")
-_WIDTH_KERNELS = ("rbf", "laplacian", "exponential", "cauchy")
-_GAMMA_KERNELS = (*_WIDTH_KERNELS, "poly", "polynomial")
 _DEFAULT_GRID = np.logspace(-2.0, 2.0, 9)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 class _BaseRVM(BaseEstimator):
@@ -113,57 +112,7 @@ class _BaseRVM(BaseEstimator):
 
     def _check_params(self) -> None:
         """Raise ``ValueError`` for an invalid parameter; called by ``fit``."""
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}; got {self.method!r}")
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}; got {self.solver!r}")
-        k = self.kernel
-        if isinstance(k, str):
-            if k != "precomputed":
-                make_kernel(k)  # raises ValueError for an unknown name
-        elif not (isinstance(k, Kernel | Basis) or callable(k)):
-            raise ValueError(
-                "kernel must be a kernel name, 'precomputed', a Kernel, a callable "
-                f"k(X, Y) or a Basis; got {type(k).__name__}"
-            )
-        g = self.gamma
-        if isinstance(g, str):
-            if g not in ("scale", "evidence"):
-                raise ValueError(f"gamma must be a float > 0, 'scale' or 'evidence'; got {g!r}")
-            if g == "evidence" and not (isinstance(k, str) and k.lower() in _GAMMA_KERNELS):
-                raise ValueError(
-                    f"gamma='evidence' needs a kernel with a width: one of {_GAMMA_KERNELS}; "
-                    f"got kernel={k!r}"
-                )
-        elif not (
-            isinstance(g, numbers.Real) and not isinstance(g, bool) and np.isfinite(g) and g > 0
-        ):
-            raise ValueError(f"gamma must be a float > 0, 'scale' or 'evidence'; got {g!r}")
-        if self.gamma_grid is not None:
-            grid = np.asarray(self.gamma_grid, dtype=float).reshape(-1)
-            if grid.size == 0 or not np.all(np.isfinite(grid) & (grid > 0)):
-                raise ValueError("gamma_grid must be a non-empty sequence of floats > 0")
-        if not _is_int(self.degree) or self.degree < 1:
-            raise ValueError(f"degree must be an integer >= 1; got {self.degree!r}")
-        for name in ("draws", "tune"):
-            v = getattr(self, name)
-            if not _is_int(v) or v < (1 if name == "draws" else 0):
-                raise ValueError(f"{name} must be an integer >= {int(name == 'draws')}; got {v!r}")
-        if self.chains is not None and (not _is_int(self.chains) or self.chains < 1):
-            raise ValueError(f"chains must be None or an integer >= 1; got {self.chains!r}")
-        if self.max_iter is not None and (not _is_int(self.max_iter) or self.max_iter < 1):
-            raise ValueError(f"max_iter must be None or an integer >= 1; got {self.max_iter!r}")
-        if not (isinstance(self.tol, numbers.Real) and self.tol > 0):
-            raise ValueError(f"tol must be a float > 0; got {self.tol!r}")
-        if self.sampler_kwargs is not None and not isinstance(self.sampler_kwargs, dict):
-            raise ValueError("sampler_kwargs must be None or a dict")
-        if self.init not in INITS:
-            raise ValueError(f"init must be one of {INITS}; got {self.init!r}")
-        if self.method != "reference":
-            from rvm_pymc._estimator_pymc import check_sampler_kwargs
-
-            check_sampler_kwargs(self.method, self.sampler_kwargs)
-        self._prior()  # raises ValueError for a bad prior
+        check_params(self)
 
     def _prior(self):
         """The hyperprior: default ``"evidence"``, ``"weakly_informative"`` for NUTS."""
@@ -198,7 +147,7 @@ class _BaseRVM(BaseEstimator):
     def _gamma_candidates(self, X: np.ndarray) -> list[float | None]:
         """Widths to fit: one for a fixed width, the grid for ``gamma="evidence"``."""
         k = self.kernel
-        if not (isinstance(k, str) and k.lower() in _GAMMA_KERNELS):
+        if not (isinstance(k, str) and k.lower() in GAMMA_KERNELS):
             return [None]
         if self.gamma == "scale":
             return [self._scale_gamma(X)]
@@ -218,7 +167,7 @@ class _BaseRVM(BaseEstimator):
         if isinstance(k, str):
             name = k.lower()
             params: dict[str, Any] = {}
-            if name in _WIDTH_KERNELS:
+            if name in WIDTH_KERNELS:
                 params = {"gamma": gamma}
             elif name in ("poly", "polynomial"):
                 params = {"degree": self.degree, "gamma": gamma, "coef0": self.coef0}
@@ -227,6 +176,7 @@ class _BaseRVM(BaseEstimator):
 
     def _active_design(self, X) -> np.ndarray:
         """Validate ``X`` and return its design matrix restricted to the active bases."""
+        check_numeric(X, "X")
         check_is_fitted(self, "coef_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
         if self.kernel_ is None:
@@ -249,6 +199,15 @@ class _BaseRVM(BaseEstimator):
         the units of the data once, by :meth:`WeightPosterior.to_data_units`.
         """
         self._check_params()
+        if (
+            isinstance(self.kernel, str)
+            and self.kernel == "precomputed"
+            and X.shape[0] != X.shape[1]
+        ):
+            raise ValueError(
+                "kernel='precomputed' needs X to be the square kernel matrix of the training "
+                f"points (n_samples x n_samples); got X of shape {X.shape}"
+            )
         prior = self._prior()
         regression = self._kind == "regression"
         self.__dict__.pop("evidence_path_", None)  # only a gamma="evidence" fit has one
@@ -461,7 +420,8 @@ class _BaseRVM(BaseEstimator):
         """
         from rvm_pymc.results import predictions
 
-        return predictions(self.idata_, self._active_design(X), random_state=random_state)
+        Phi = self._active_design(X)  # X checked before the draws of idata_ are made
+        return predictions(self.idata_, Phi, random_state=random_state)
 
     def _set_active(self, active: np.ndarray, X: np.ndarray) -> None:
         """Active bases, relevance indices and vectors from column indices of ``Phi``."""
@@ -558,7 +518,7 @@ def _target_scale(t: np.ndarray) -> tuple[float, float]:
     """
     top = float(np.max(np.abs(t)))
     if np.ptp(t) <= 8 * np.finfo(float).eps * top:
-        raise ValueError(f"y is constant (all values {t[0]!r}): there is nothing to fit")
+        raise ValueError(f"y is constant (all values {t[0].item()!r}): there is nothing to fit")
     u = t / top
     return float(np.mean(t)), float(np.std(u)) * top
 

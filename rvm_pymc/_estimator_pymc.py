@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from rvm_pymc._model_checks import PARAMETRIZATIONS
+
 __all__ = ["check_sampler_kwargs", "fit_pymc"]
 
 _MAP_KEYS = ("initvals", "max_iter", "gtol", "laplace", "compile_kwargs")
@@ -81,15 +83,49 @@ def _pymc_api():
     return mods
 
 
+_FIT_KEYS = {
+    "map": (("model",), "the estimator's data and prior"),
+    "nuts": (
+        ("draws", "tune", "chains", "random_seed", "random_state"),
+        "the estimator's draws, tune, chains and random_state",
+    ),
+}
+"""Keys the fit sets itself, and where it takes them from."""
+_NUTS_MODELS = ("collapsed", "joint")
+
+
 def check_sampler_kwargs(method: str, sampler_kwargs: dict | None) -> dict[str, Any]:
-    """``sampler_kwargs`` as a dict, or ValueError naming keys that ``method`` does not take."""
+    """``sampler_kwargs`` as a dict, or ValueError naming keys that ``method`` does not take.
+
+    Called by the estimator's parameter checks, before PyMC is imported: a key
+    the fit sets itself (the model for MAP; ``draws``, ``tune``, ``chains``
+    and the seed for NUTS, which come from the estimator's parameters), an
+    unknown key, or a ``model`` / ``parametrization`` of NUTS that is not one
+    of its choices is refused here.
+    """
     allowed = _MAP_KEYS if method == "map" else _NUTS_KEYS
     kw = dict(sampler_kwargs or {})
-    unknown = sorted(set(kw) - set(allowed))
+    fit_keys, source = _FIT_KEYS.get(method, ((), ""))
+    own = sorted(k for k in kw if k in fit_keys)
+    if own:
+        raise ValueError(
+            f"sampler_kwargs {own} do not apply to method={method!r}: the fit sets "
+            f"{'them' if len(own) > 1 else 'it'} itself, from {source}"
+        )
+    unknown = sorted(set(kw) - set(allowed), key=str)
     if unknown:
         raise ValueError(
             f"sampler_kwargs {unknown} do not apply to method={method!r}; allowed: "
             f"{', '.join(allowed)}"
+        )
+    if method == "nuts" and kw.get("model", "collapsed") not in _NUTS_MODELS:
+        raise ValueError(
+            f"sampler_kwargs['model'] must be one of {_NUTS_MODELS}; got {kw['model']!r}"
+        )
+    if method == "nuts" and kw.get("parametrization", "centred") not in PARAMETRIZATIONS:
+        raise ValueError(
+            f"sampler_kwargs['parametrization'] must be one of {PARAMETRIZATIONS}; "
+            f"got {kw['parametrization']!r}"
         )
     return kw
 

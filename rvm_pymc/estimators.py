@@ -265,7 +265,6 @@ class RVR(RegressorMixin, _BaseRVM):
         y_mean : ndarray of shape (n_samples,)
         y_std : ndarray of shape (n_samples,), only when ``return_std``
         """
-        check_numeric(X, "X")
         Phi = self._active_design(X)
         mean = Phi @ self.coef_ + self.y_offset_
         if not return_std:
@@ -399,7 +398,6 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        check_numeric(X, "X")
         Phi = self._active_design(X)
         draws = self.posterior_.draws
         if draws is None:
