@@ -116,7 +116,8 @@ FAILURES = [
     _row("rvr-complex-X", lambda c: RVR().fit(c.X + 1j, c.t), VE, "X must be real-valued"),
     _row("rvr-ragged-X", lambda c: RVR().fit([[1.0], [2.0, 3.0]], [1.0, 2.0]), VE,
          "X is not a rectangular array"),
-    _row("rvr-constant-y", lambda c: RVR().fit(c.X, np.full(12, 0.1)), VE, "y is constant"),
+    _row("rvr-constant-y", lambda c: RVR().fit(c.X, np.full(12, 0.1)), VE,
+         "y is constant (all values 0.1)"),
     _row("rvr-scale-gamma-X-1e-160", lambda c: RVR().fit(c.X * 1e-160, c.t), VE,
          "X has variance"),
     _row("rvr-scale-gamma-X-1e160", lambda c: RVR().fit(c.X * 1e160, c.t), VE,
@@ -138,6 +139,24 @@ FAILURES = [
     _row("rvr-gamma-grid-negative",
          lambda c: RVR(gamma="evidence", gamma_grid=[0.1, -1.0]).fit(c.X, c.t), VE,
          "gamma_grid must be a non-empty sequence of floats > 0"),
+    _row("rvr-gamma-grid-strings",
+         lambda c: RVR(gamma="evidence", gamma_grid=["a"]).fit(c.X, c.t), VE,
+         "gamma_grid must be a non-empty sequence of floats > 0; got ['a']"),
+    _row("rvr-bias-string", lambda c: RVR(bias="no").fit(c.X, c.t), VE,
+         "bias must be True or False; got 'no'"),
+    _row("rvc-bias-int", lambda c: RVC(bias=1).fit(c.X, c.y), VE,
+         "bias must be True or False; got 1"),
+    _row("rvr-random-state-string", lambda c: RVR(random_state="seed").fit(c.X, c.t), VE,
+         "random_state must be None, an integer seed"),
+    _row("rvc-random-state-negative", lambda c: RVC(random_state=-1).fit(c.X, c.y), VE,
+         "random_state must be None, an integer seed in [0, 2**32 - 1]"),
+    _row("rvr-precomputed-not-square",
+         lambda c: RVR(kernel="precomputed").fit(np.ones((12, 5)), c.t), VE,
+         "needs X to be the square kernel matrix of the training points (n_samples x "
+         "n_samples); got X of shape (12, 5)"),
+    _row("rvc-precomputed-not-square",
+         lambda c: RVC(kernel="precomputed").fit(np.ones((12, 13)), c.y), VE,
+         "got X of shape (12, 13)"),
     _row("rvr-evidence-without-width",
          lambda c: RVR(kernel="linear", gamma="evidence").fit(c.X, c.t), VE,
          "gamma='evidence' needs a kernel with a width"),
@@ -174,6 +193,18 @@ FAILURES = [
     _row("rvr-nuts-unknown-sampler-kwarg",
          lambda c: RVR(method="nuts", sampler_kwargs={"draws": 10}).fit(c.X, c.t), VE,
          "sampler_kwargs ['draws'] do not apply to method='nuts'"),
+    _row("rvr-nuts-bogus-model",
+         lambda c: RVR(method="nuts", sampler_kwargs={"model": "bogus"}).fit(c.X, c.t), VE,
+         "sampler_kwargs['model'] must be one of ('collapsed', 'joint'); got 'bogus'"),
+    _row("rvc-nuts-bogus-parametrization",
+         lambda c: RVC(method="nuts", sampler_kwargs={"parametrization": "raw"}).fit(c.X, c.y),
+         VE, "sampler_kwargs['parametrization'] must be one of ('centred', 'non_centred')"),
+    _row("rvr-nuts-seed-in-sampler-kwargs",
+         lambda c: RVR(method="nuts", sampler_kwargs={"random_seed": 1}).fit(c.X, c.t), VE,
+         "the fit sets it itself, from the estimator's draws, tune, chains and random_state"),
+    _row("rvr-map-model-in-sampler-kwargs",
+         lambda c: RVR(method="map", sampler_kwargs={"model": "joint"}).fit(c.X, c.t), VE,
+         "sampler_kwargs ['model'] do not apply to method='map': the fit sets it itself"),
     _row("rvr-callable-kernel-wrong-shape",
          lambda c: RVR(kernel=lambda A, B: np.ones(3)).fit(c.X, c.t), VE,
          "returned shape (3,); expected (12, 12)"),
@@ -211,6 +242,11 @@ FAILURES = [
          "X must be numeric"),
     _row("rvr-sample-predictions-2-features",
          lambda c: c.rvr.sample_predictions(np.ones((3, 2))), VE, "X has 2 features"),
+    _row("rvr-sample-predictions-strings",
+         lambda c: c.rvr.sample_predictions(np.array([["a"]])), VE,
+         "X must be numeric; got values of dtype <U1"),
+    _row("rvc-sample-predictions-nan", lambda c: c.rvc.sample_predictions(c.X_nan), VE,
+         "Input X contains NaN"),
     # ---- reference solver
     _row("ref-fast-with-gamma-prior",
          lambda c: fit_regression(c.X, c.t, method="fast", prior="weakly_informative"), VE,
@@ -375,3 +411,41 @@ def test_numeric_gamma_on_X_at_the_float_limits_fits(data, scale):
         np.testing.assert_allclose(pred, t.mean(), rtol=1e-12)
     else:
         np.testing.assert_array_equal(K, np.eye(len(t)))
+
+
+# ------------------------------------------------------------ checked before any work
+
+
+def test_bad_sampler_kwargs_are_refused_before_pymc_is_imported():
+    """A bad ``model`` value or a key the fit sets itself fails in the parameter checks."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np\n"
+        "from rvm_pymc.estimators import RVR\n"
+        "X = np.linspace(-3, 3, 12)[:, None]\n"
+        "for kw in ({'model': 'bogus'}, {'random_seed': 1}, {'parametrization': 'raw'}):\n"
+        "    try:\n"
+        "        RVR(method='nuts', sampler_kwargs=kw).fit(X, np.sin(X[:, 0]))\n"
+        "    except ValueError as exc:\n"
+        "        assert 'sampler_kwargs' in str(exc), exc\n"
+        "    else:\n"
+        "        raise AssertionError(kw)\n"
+        "print(sorted(m for m in ('pymc', 'pytensor') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_precomputed_relevance_indices_are_training_points(data):
+    """A square training kernel matrix: relevance indices are rows of X (training points)."""
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    X, t = data
+    K = rbf_kernel(X, X, gamma=0.5)
+    est = RVR(kernel="precomputed").fit(K, t)
+    ref = RVR(gamma=0.5).fit(X, t)
+    np.testing.assert_array_equal(est.relevance_indices_, ref.relevance_indices_)
+    assert np.all(est.relevance_indices_ < len(t))
+    np.testing.assert_allclose(est.predict(K[:5]), ref.predict(X[:5]), rtol=1e-8, atol=1e-10)
