@@ -40,7 +40,8 @@ from rvm_pymc.reference import fit_classification
 # 250 training and 1000 test points from two classes, each a mixture of two
 # Gaussians (Ripley 1996); the Bayes error is about 8%. Tipping (2001) used a
 # Gaussian kernel of width 0.5, i.e. `gamma = 1 / (2 * 0.5^2) = 2`, and
-# reported 9.3% test error with 4 relevance vectors.
+# reported 9.3% test error with 4 relevance vectors (on Ripley's own sample;
+# this is a fresh draw from the same mixture).
 
 # %%
 X, y, X_test, y_test = make_ripley(n_train=250, n_test=1000, random_state=0)
@@ -83,6 +84,11 @@ for name, p in [("mode", p_mode), ("moderated", p_mod)]:
     }
 print("same predicted class everywhere:", bool(np.all((p_mod > 0.5) == (p_mode > 0.5))))
 display(pd.DataFrame(rows).T.round(4))
+
+# %% [markdown]
+# On this test set the two differ little (log loss 0.255 against 0.257): most
+# test points lie where the weights are well determined. The difference shows
+# away from the data, along a line through the plane:
 
 # %%
 g = np.linspace(-1.5, 1.5, 200)
@@ -135,6 +141,11 @@ ax.set_title("breast cancer, 171 held-out tumours")
 plt.show()
 
 # %% [markdown]
+# In this run the RVC makes 8 errors in 171 (4.7%) with 9 relevance vectors
+# out of 398 training points; the logistic regression on all 30 features makes
+# 7 and has half the log loss (0.085 against 0.168): the sparse kernel model
+# buys its sparsity with probabilities that are less sharp here.
+#
 # With 171 test points most of them sit in the two extreme bins; the middle
 # bins hold a handful each, so their scatter about the diagonal is mostly
 # noise. The expected calibration error (ECE, in the legend) sums the gaps
@@ -176,3 +187,8 @@ plot_class_probability_2d(
 )
 axes[1].set_title("one-vs-rest: the class-0-vs-rest member")
 fig.tight_layout()
+
+# %% [markdown]
+# In this run the softmax RVM errs on 1.5% of the 1000 test points with 3
+# relevance vectors shared by the three classes; one-vs-rest errs on 3.8% with
+# 6 distinct relevance vectors over its three binary fits.
