@@ -5,12 +5,14 @@ noisy: every cell is the median over ``--repeats`` runs, run in alternation).
 
 ``--part params``
     The default weight parametrisation per model.  ``RVC(method="nuts")``
-    (binary: breast cancer; softmax: wine) and ``RVR(method="nuts",
-    sampler_kwargs={"model": "joint"})`` (sinc) with centred and non-centred
-    weights, default settings otherwise (2 chains, 500 tune + 500 draws,
-    ``init="auto"``), compiled in FAST_COMPILE mode so that the comparison is
-    not dominated by compilation: divergences, the worst R-hat, the smallest
-    bulk ESS, and that ESS per second of the whole fit.
+    (binary: the first 100 standardised breast-cancer rows; softmax: every
+    third standardised wine row, 60) and ``RVR(method="nuts",
+    sampler_kwargs={"model": "joint"})`` (sinc, N = 50) with centred and
+    non-centred weights, default settings otherwise (2 chains, 500 tune + 500
+    draws, ``init="auto"``), on the NUTS backend ``--sampler`` (PyMC's in
+    FAST_COMPILE mode, or numpyro: the geometry, not the backend, decides
+    divergences and R-hat): divergences, the worst R-hat, the smallest bulk
+    ESS, and that ESS per second of the whole fit.
 ``--part backends``
     ``RVR(method="nuts")`` (the collapsed sampler) on sinc (N = 100) and
     standardised diabetes (N = 300) with each backend available: PyMC's NUTS
@@ -26,8 +28,9 @@ noisy: every cell is the median over ``--repeats`` runs, run in alternation).
 
 Usage::
 
-    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_pymc_speed.py --part params [--repeats 1]
-    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_pymc_speed.py --part backends [--repeats 1]
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_pymc_speed.py --part params [--sampler numpyro]
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_pymc_speed.py --part backends
+        [--backends pymc,nutpie,numpyro] [--problems sinc100,diabetes300] [--repeats 1]
 """
 
 from __future__ import annotations
@@ -64,9 +67,10 @@ def _problem(name: str):
     if name == "diabetes300":
         X, y = datasets.load_diabetes(return_X_y=True)
         return StandardScaler().fit_transform(X[:300]), y[:300], RVR, {}, {}
-    if name == "breast150":
+    if name.startswith("breast"):
+        n = int(name[len("breast") :])
         X, y = datasets.load_breast_cancer(return_X_y=True)
-        return StandardScaler().fit_transform(X)[:150], y[:150], RVC, {}, {}
+        return StandardScaler().fit_transform(X)[:n], y[:n], RVC, {}, {}
     if name == "wine60":
         X, y = datasets.load_wine(return_X_y=True)
         X = StandardScaler().fit_transform(X)
@@ -119,18 +123,19 @@ def _fit(problem: str, sampler_kwargs: dict, seed: int = 0) -> dict:
 # ------------------------------------------------------------ parametrisation
 
 
-def part_params(repeats: int) -> None:
+def part_params(repeats: int, sampler: str) -> None:
     configs = [
         (p, par)
-        for p in ("breast150", "wine60", "sinc50-joint")
+        for p in ("breast100", "wine60", "sinc50-joint")
         for par in ("centred", "non_centred")
     ]
     rows = []
     results: dict = {c: [] for c in configs}
     for _ in range(repeats):
         for problem, par in configs:  # in alternation
-            kw = {"parametrization": par, "compile_kwargs": {"mode": "FAST_COMPILE"}}
-            kw["nuts_sampler"] = "pymc"
+            kw = {"parametrization": par, "nuts_sampler": sampler}
+            if sampler == "pymc":
+                kw["compile_kwargs"] = {"mode": "FAST_COMPILE"}
             results[(problem, par)].append(_fit(problem, kw))
             print(f"  {problem} {par}: {results[(problem, par)][-1]}", flush=True)
     for (problem, par), runs in results.items():
@@ -232,6 +237,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--problems", default="sinc100,diabetes300")
     ap.add_argument("--backends", help="comma-separated subset of pymc,nutpie,numpyro")
+    ap.add_argument("--sampler", default="pymc", help="NUTS backend of --part params")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -240,7 +246,7 @@ def main() -> None:
         return
     print(_common.header(f"PyMC speed: {args.part}"))
     if args.part == "params":
-        part_params(args.repeats)
+        part_params(args.repeats, args.sampler)
     else:
         part_backends(args.repeats, args.problems.split(","), args.backends)
 
