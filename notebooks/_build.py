@@ -7,6 +7,8 @@ code cell, ``# %% [markdown]`` a Markdown cell whose lines are comments.
     python notebooks/_build.py                 # build and execute every notebook
     python notebooks/_build.py 04 06           # only those whose name starts so
     python notebooks/_build.py --no-execute    # build without outputs
+    python notebooks/_build.py 03 --markdown   # only the Markdown changed: rebuild,
+                                               # keeping the stored outputs of the code
 
 Executed notebooks are written with their outputs (the documentation site
 shows them as stored).  ``tests/test_notebooks.py`` executes every notebook
@@ -68,14 +70,36 @@ def execute(nb: nbformat.NotebookNode, timeout: int = 900) -> float:
     return time.perf_counter() - t0
 
 
+def keep_outputs(nb: nbformat.NotebookNode, stored: nbformat.NotebookNode) -> None:
+    """Copy the outputs of ``stored`` into ``nb``; its code cells must be the same, in order.
+
+    Raises
+    ------
+    ValueError
+        If the code cells differ (then the notebook must be executed again).
+    """
+    new = [c for c in nb.cells if c.cell_type == "code"]
+    old = [c for c in stored.cells if c.cell_type == "code"]
+    if [c.source for c in new] != [c.source for c in old]:
+        raise ValueError("the code cells changed: execute the notebook again")
+    for c, o in zip(new, old, strict=True):
+        c.outputs, c.execution_count = o.outputs, o.execution_count
+    for key in ("execution_seconds",):
+        if key in stored.metadata:
+            nb.metadata[key] = stored.metadata[key]
+
+
 def main(argv: list[str]) -> None:
-    run = "--no-execute" not in argv
+    markdown_only = "--markdown" in argv
+    run = "--no-execute" not in argv and not markdown_only
     prefixes = [a for a in argv if not a.startswith("--")]
     for source in sorted(SOURCES.glob("[0-9]*.py")):
         if prefixes and not any(source.stem.startswith(p) for p in prefixes):
             continue
         nb = build(source)
-        if run:
+        if markdown_only:
+            keep_outputs(nb, nbformat.read(HERE / f"{source.stem}.ipynb", as_version=4))
+        elif run:
             seconds = execute(nb)
             nb.metadata["execution_seconds"] = round(seconds, 1)
             print(f"{source.stem}: executed in {seconds:.0f} s", flush=True)

@@ -124,3 +124,31 @@ plot_weights_forest({k: fits[k] for k in ["reference", "nuts (wi)"]})
 plt.show()
 plot_log_alpha({k: fits[k] for k in ["reference", "reference (wi)", "nuts (wi)"]})
 plt.show()
+
+# %% [markdown]
+# ## Conclusions (this seeded run)
+#
+# * **The prior matters more than the integration.** Under the same
+#   `"weakly_informative"` prior, type-II MAP and NUTS predict alike: held-out
+#   lpd 0.823 against 0.824 nats per point, 5-fold elpd 81.0 against 80.5
+#   (standard errors about 7), predictive means within 0.01 of each other and
+#   NUTS's predictive sd at most 3% larger. Integrating over the precisions
+#   adds almost nothing here.
+# * **The flat prior of type-II ML costs a little.** Tipping's RVM (9 bases)
+#   has held-out lpd 0.796, 95% coverage 0.929 (nominal 0.95) and 5-fold elpd
+#   74.1 ± 9.2: below the proper-prior fits by about one standard error,
+#   suggestive rather than conclusive on 100 points. It is by far the
+#   sparsest: under the proper prior every precision is finite and no basis is
+#   pruned (MAP keeps all 101; NUTS counts none as individually relevant,
+#   having spread the function over about 47 effective parameters).
+# * **Reference and MAP agree exactly**, as they must (same objective, same
+#   start).
+# * **PSIS-LOO flatters the type-II fits** (`loo_optimistic`): 91.1 for the
+#   reference fit against a k-fold 74.1, since its precisions were fitted on
+#   the points LOO leaves out. For NUTS the two agree within their errors.
+# * **Cost**: the reference fit takes a fraction of a second, MAP a few
+#   seconds, NUTS tens of seconds plus compilation, and five times that again
+#   inside cross-validation. For prediction on data like these, the evidence
+#   approximation (under a proper prior if calibration matters) is the
+#   economical choice; NUTS earns its cost when the posterior of the
+#   precisions itself is of interest.
