@@ -21,8 +21,9 @@ back to the units of the data once.
 ``"nuts"``
     Full Bayes over all bases (nothing is pruned).  Regression uses the
     collapsed sampler by default (``sampler_kwargs={"model": "joint"}`` for
-    weight-space NUTS).  ``init="reference"`` starts the chains at the
-    reference solution.
+    weight-space NUTS).  Weights are non-centred for the classifiers and
+    centred for joint regression by default (:data:`DEFAULT_PARAMETRIZATION`).
+    ``init="reference"`` starts the chains at the reference solution.
 """
 
 from __future__ import annotations
@@ -47,6 +48,15 @@ _NUTS_KEYS = (
     "progressbar",
     "rhat_threshold",
 )
+DEFAULT_PARAMETRIZATION = {
+    "regression": "centred",
+    "binary": "non_centred",
+    "softmax": "non_centred",
+}
+"""Weights of NUTS by default (``sampler_kwargs["parametrization"]``), chosen by
+``benchmarks/bench_pymc_speed.py --part params`` (docs/pymc.md): the centred
+classifiers mixed badly (R-hat 1.25-1.65, bulk ESS 3-7 of 1000 draws), the
+non-centred ones far better."""
 _SAMPLER_START_CAP = 10.0
 """A sampler started at the reference solution starts a pruned basis at ``log alpha = 10``
 (prior sd of its weight e^-5 of the scaled target's sd)."""
@@ -259,8 +269,8 @@ def _fit_nuts(inference, models, opts, Phi, target, names, prior, seed, start):
     which = kw.pop("model", "collapsed")
     if which not in ("collapsed", "joint"):
         raise ValueError(f"sampler_kwargs['model'] must be 'collapsed' or 'joint'; got {which!r}")
-    parametrization = kw.pop("parametrization", "centred")
     regression = opts["kind"] == "regression"
+    parametrization = kw.pop("parametrization", DEFAULT_PARAMETRIZATION[opts["kind"]])
     joint = not regression or which == "joint"
     model = _model(
         models, opts, Phi, target, names, prior, joint=joint, parametrization=parametrization
