@@ -103,7 +103,9 @@ def make_estimator(args: argparse.Namespace, task: str, method: str | None = Non
         "tune": args.tune,
     }
     if method == "nuts":
-        params["sampler_kwargs"] = {"progressbar": sys.stderr.isatty()}
+        # PyMC's own NUTS: a fit sampled by nutpie does not load back yet (its
+        # sample_stats fail the checksum of load), and predict needs it to.
+        params["sampler_kwargs"] = {"progressbar": sys.stderr.isatty(), "nuts_sampler": "pymc"}
     return (RVR if task == "regression" else RVC)(**params)
 
 
