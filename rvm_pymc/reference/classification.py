@@ -40,6 +40,7 @@ from rvm_pymc.reference._options import (
     normalise_columns,
 )
 from rvm_pymc.reference._shared_alpha import leaving_active
+from rvm_pymc.reference._threads import single_blas_thread
 
 __all__ = ["ClassificationResult", "fit_classification", "laplace_posterior"]
 
@@ -263,12 +264,13 @@ def fit_classification(
 
     Phin, scale, usable = normalise_columns(Phi.copy(), "separate the classes")
 
-    if method == "fast":
-        out = fast_classification(Phin, T, usable, max_iter, tol, align_tol, deletion_tries)
-    else:
-        out = _full_reestimation(
-            Phin, T, usable, scale, prior, max_iter, tol, prune_threshold, method, alpha_init
-        )
+    with single_blas_thread():  # loops of small products: one BLAS thread (see _threads)
+        if method == "fast":
+            out = fast_classification(Phin, T, usable, max_iter, tol, align_tol, deletion_tries)
+        else:
+            out = _full_reestimation(
+                Phin, T, usable, scale, prior, max_iter, tol, prune_threshold, method, alpha_init
+            )
     active, alpha_n, W_n, trace, n_iter, converged = out
     if not converged:
         warnings.warn(

@@ -28,7 +28,8 @@ from rvm_pymc.reference._options import (
     normalise_columns,
 )
 from rvm_pymc.reference._result import RegressionResult
-from rvm_pymc.reference.fast import active_sq, mackay_beta
+from rvm_pymc.reference._threads import single_blas_thread
+from rvm_pymc.reference.fast import active_sq, fast_sequential, mackay_beta
 
 __all__ = ["fit_regression"]
 
@@ -172,38 +173,17 @@ def fit_regression(
     # as_2d_float returned our own copy: normalise it in place
     Phin, scale, usable = normalise_columns(Phi, "explain t")
 
-    if method == "fast":
-        from rvm_pymc.reference.fast import fast_sequential
-
-        out = fast_sequential(
-            Phin,
-            t,
-            usable,
-            beta0,
-            prior,
-            fixed_noise,
-            max_iter,
-            tol,
-            noise_update_every,
-            align_tol,
-            beta_max,
-        )
-    else:
-        out = _full_reestimation(
-            Phin,
-            t,
-            usable,
-            scale,
-            beta0,
-            prior,
-            fixed_noise,
-            max_iter,
-            tol,
-            prune_threshold / var_t,
-            method,
-            alpha_init,
-            beta_max,
-        )
+    with single_blas_thread():  # loops of small products: one BLAS thread (see _threads)
+        if method == "fast":
+            out = fast_sequential(
+                Phin, t, usable, beta0, prior, fixed_noise, max_iter, tol,
+                noise_update_every, align_tol, beta_max,
+            )  # fmt: skip
+        else:
+            out = _full_reestimation(
+                Phin, t, usable, scale, beta0, prior, fixed_noise, max_iter, tol,
+                prune_threshold / var_t, method, alpha_init, beta_max,
+            )  # fmt: skip
     active, alpha_n, beta, trace, n_iter, converged = out
     at_bound = not fixed_noise and beta >= beta_max * (1 - 1e-9)
     if at_bound:
