@@ -81,9 +81,11 @@ def fit_all(
     methods : sequence of {"reference", "map", "nuts"}
         One fit per method, named by it.
     task : {"regression", "classification"}, optional
-        Default: regression for a continuous ``y``
-        (:func:`sklearn.utils.multiclass.type_of_target`), classification
-        otherwise.
+        Default: regression for a ``y`` of floating-point dtype,
+        classification for integers, booleans and labels (strings,
+        objects).  Integer-valued floats (counts, scores: scikit-learn's
+        diabetes target) are regression; give ``task="classification"`` for
+        float class codes.
     **params
         Parameters of :class:`~rvm_pymc.RVR` / :class:`~rvm_pymc.RVC`, the
         same for every fit (kernel, gamma, prior, draws, random_state, ...).
@@ -109,8 +111,6 @@ def fit_all(
     >>> list(fits), fits["reference"].n_relevance_ < 15
     (['reference'], True)
     """
-    from sklearn.utils.multiclass import type_of_target
-
     from rvm_pymc.estimators import RVC, RVR
 
     methods = tuple(methods)
@@ -122,9 +122,7 @@ def fit_all(
     if "method" in params:
         raise ValueError("give the methods as `methods`, not `method`")
     if task is None:
-        kind = type_of_target(np.asarray(y))
-        continuous = kind in ("continuous", "continuous-multioutput")
-        task = "regression" if continuous else "classification"
+        task = "regression" if np.asarray(y).dtype.kind == "f" else "classification"
     if task not in ("regression", "classification"):
         raise ValueError(f"task must be 'regression' or 'classification'; got {task!r}")
     cls = RVR if task == "regression" else RVC

@@ -247,6 +247,13 @@ def test_bad_input():
     with pytest.raises(ValueError, match="prob must lie"):
         relevant_bases(fit, prob=0.5)
     assert isinstance(fit_all(X, t, methods=("reference",)), FitSet)
+    # integer-valued float targets (scikit-learn's diabetes) are regression, integer codes classes
+    counts = np.round(100 * t + 200)
+    assert isinstance(fit_all(X, counts, methods=("reference",))["reference"], RVR)
+    codes = (t > 0.2).astype(int)
+    assert isinstance(fit_all(X, codes, methods=("reference",))["reference"], RVC)
+    as_float = fit_all(X, codes.astype(float), methods=("reference",), task="classification")
+    assert isinstance(as_float["reference"], RVC)
     assert rvm_pymc.compare is compare and effective_parameters(fit) > 0
 
 
