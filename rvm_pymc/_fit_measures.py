@@ -61,6 +61,8 @@ def _weight_var_and_prior_var(fit) -> tuple[np.ndarray, np.ndarray]:
     """Posterior variance of every weight ``(M, K)`` and its prior variance ``1/alpha``."""
     post = fit.posterior_
     m = post.n_basis
+    if m == 0:  # every basis pruned
+        return np.zeros((0, 1)), np.ones((0, 1))
     if post.is_type_ii:
         var = np.diag(post.cov).reshape(-1, m).T  # class-major -> (M, K)
         prior_var = np.exp(-np.asarray(post.log_alpha, dtype=float))[:, None]
@@ -110,6 +112,9 @@ def weight_moments(fit) -> pd.DataFrame:
     """Per basis (and class): posterior mean and sd of ``w`` and of ``log alpha`` (data units)."""
     post = fit.posterior_
     names = list(post.basis_names)
+    columns = ["w_mean", "w_sd", "log_alpha_mean", "log_alpha_sd"]
+    if not names:  # every basis pruned
+        return pd.DataFrame({c: np.zeros(0) for c in columns}, index=pd.Index([], dtype=object))
     mean = np.asarray(post.weight_mean(), dtype=float).reshape(len(names), -1)
     var, _ = _weight_var_and_prior_var(fit)
     la = np.asarray(post.log_alpha, dtype=float)

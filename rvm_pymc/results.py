@@ -288,7 +288,10 @@ def to_datatree(
     random_state : numpy.random.Generator, int or None
         Seeds the Gaussian draws and the posterior predictive replicates.
     sample_stats : mapping, optional
-        ``(chain, draw)`` arrays of a sampler (replaces ``lp``).
+        ``(chain, draw)`` arrays of a sampler (replaces ``lp``).  Only numbers
+        and booleans are kept: text statistics (nutpie's
+        ``divergence_message``) are dropped, so that every tree can be
+        written to a file and read back unchanged.
     extra_posterior : mapping, optional
         More sampled variables, ``name -> (dims, values)`` with leading
         ``("chain", "draw")`` dims (e.g. ``log_length_scale``).
@@ -359,7 +362,12 @@ def to_datatree(
         ),
         "log_likelihood": _dataset({obs_name: ((*cd, "obs"), ll)}, coords),
         "sample_stats": _dataset(
-            {k: (cd, np.asarray(v)) for k, v in sample_stats.items()}, coords
+            {
+                k: (cd, np.asarray(v))
+                for k, v in sample_stats.items()
+                if np.asarray(v).dtype.kind in "biuf"
+            },
+            coords,
         ),
         "observed_data": _dataset({obs_name: (("obs",), target)}, coords),
         "constant_data": _dataset(constant, coords),

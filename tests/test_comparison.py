@@ -279,3 +279,39 @@ def test_estimators_with_kernel_or_basis_objects_clone():
         assert repr(twin.kernel) == repr(kernel) and twin.kernel is not kernel
         assert not hasattr(twin, "coef_") and not hasattr(twin.kernel, "n_features_in_")
         assert np.all(np.isfinite(cross_val_score(RVR(kernel=kernel), X, t, cv=3)))
+
+
+def test_a_fit_that_prunes_every_basis_is_compared():
+    """MAP may prune every basis (the cubic on eight points of notebook 06): all still works."""
+    x = np.array([1, 3, 5, 6, 7, 8, 8.5, 9.0])[:, None]
+    t = np.array([3, -2, 3, 8, 20, 12, 7, 10.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = fit_all(x, t, methods=("reference", "map"), kernel=polynomial_basis(3))
+    assert fits["map"].coef_.size == 0, "the premise: every basis pruned"
+    table, agreement = compare_weights(fits)
+    assert not table[("map", "relevant")].any() and (table[("map", "w_mean")] == 0).all()
+    assert agreement.loc["map", "reference"] == 0.0
+    row = compare(fits, x, t, cv=None, loo=False).loc["map"]
+    assert row["n_relevant"] == 0 and row["effective_parameters"] == 0
+    assert np.isfinite(row["lpd"])
+
+
+def test_text_sampler_statistics_are_dropped_from_the_tree():
+    """nutpie's divergence_message (text) made saved NUTS fits fail their checksum on load."""
+    from rvm_pymc.results import WeightPosterior, to_datatree
+
+    draws = np.random.default_rng(0).normal(size=(2, 5, 2))
+    post = WeightPosterior(
+        kind="regression",
+        basis_names=("bias", "x0"),
+        log_alpha=np.zeros((2, 5, 2)),
+        log_beta=np.zeros((2, 5)),
+        draws=draws,
+    )
+    stats = {
+        "diverging": np.zeros((2, 5), dtype=bool),
+        "divergence_message": np.full((2, 5), None, dtype=object),
+    }
+    tree = to_datatree(post, Phi=np.ones((3, 2)), target=np.zeros(3), sample_stats=stats)
+    assert set(tree["sample_stats"].data_vars) == {"diverging"}
