@@ -273,7 +273,11 @@ def sample_nuts(
     draws, tune, chains : int
         As in ``pm.sample``.
     nuts_sampler : {"pymc", "nutpie", "numpyro"}, optional
-        Default nutpie when installed, else PyMC's NUTS (PyMC's own rule).
+        Default numpyro when installed, else nutpie when installed, else
+        PyMC's NUTS (PyMC's always when ``compile_kwargs`` is given); chosen
+        by time to a posterior from an empty compile cache
+        (:data:`rvm_pymc._sampling.DEFAULT_SAMPLERS`).  The note before the
+        compile names the backend used.
         An uninstalled choice raises ImportError.
     target_accept : float
         Target acceptance rate of the step-size adaptation.

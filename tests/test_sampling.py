@@ -179,6 +179,23 @@ def test_one_chain_warns_that_r_hat_is_undefined_and_one_draw_is_refused(monkeyp
         inference.sample_collapsed(model, draws=1, tune=5, chains=1, **RUN)
 
 
+def test_default_sampler_prefers_numpyro_then_nutpie(monkeypatch):
+    from rvm_pymc import _sampling
+
+    def installed(*names):
+        monkeypatch.setattr(
+            _sampling.importlib.util, "find_spec", lambda n: object() if n in names else None
+        )
+
+    installed("numpyro", "nutpie")
+    assert _sampling._resolve_sampler(None, {}) == "numpyro"
+    assert _sampling._resolve_sampler(None, FAST) == "pymc"  # compile options are PyMC's
+    installed("nutpie")
+    assert _sampling._resolve_sampler(None, {}) == "nutpie"
+    installed()
+    assert _sampling._resolve_sampler(None, {}) == "pymc"
+
+
 def test_weakly_informative_nuts_does_not_warn_about_the_prior():
     Phi, t = _line_problem()
     model = models.regression_marginal(Phi, t, prior="weakly_informative")
