@@ -8,6 +8,10 @@ statistics ``S_m``, ``Q_m`` of all ``M`` candidates, and updates the noise
 precision on a schedule (followed by a full re-solve of the small active
 system).  Deletions take priority.  Only ``Phi^T phi_i`` for the active ``i`` is
 ever computed, so a step costs O(M M_active) plus O(N M) when a basis is added.
+Every move is checked against the log evidence it realised (a fresh
+factorisation of the small active system, O(M_active^3 + N M_active)): a move
+that would lower it is undone, and a drift of the rank-one statistics (a gain
+not realised, or some ``S_m <= 0``) triggers their recomputation.
 
 With ``s_m, q_m`` the sparsity and quality factors (``S_m, Q_m`` with basis ``m``
 itself left out), the contribution of basis ``m`` to the log evidence is
@@ -28,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rvm_pymc._gaussian import spd_inverse
+from rvm_pymc._gaussian import factor_logdet, factor_solve, spd_factor, spd_inverse
 from rvm_pymc.reference._linalg import LOG_2PI
 
 REESTIMATE, ADD, DELETE, NOISE = 0, 1, 2, 3
@@ -145,6 +149,36 @@ class _State:
         self.alpha = self.alpha[keep]
         del self.active[i]
 
+    def exact_lml(self) -> float:
+        """Log marginal likelihood of the current active set from a fresh factorisation.
+
+        O(M_active^3 + N M_active): the check on every move (the rank-one
+        updates predict the gain; this is what was realised).  ``-inf`` when
+        the posterior precision is not numerically positive definite.
+        """
+        idx = np.asarray(self.active)
+        H = self.beta * self.G[idx, :]
+        H[np.diag_indices_from(H)] += self.alpha
+        try:
+            L, p = spd_factor(H, "posterior precision (fast RVM)")
+        except np.linalg.LinAlgError:
+            return -np.inf
+        mu = factor_solve(L, p, self.beta * self.PhiT_t[idx])
+        resid = self.t - self.Phin[:, idx] @ mu
+        quad = self.beta * float(resid @ resid) + float(np.sum(self.alpha * mu**2))
+        logdet_c = (
+            factor_logdet(L, p) - float(np.sum(np.log(self.alpha))) - self.n * np.log(self.beta)
+        )
+        return -0.5 * (self.n * LOG_2PI + logdet_c + quad)
+
+    def snapshot(self):
+        """What a move changes (the moves build new arrays; alpha is copied)."""
+        return (list(self.active), self.alpha.copy(), self.Sigma, self.mu, self.S, self.Q, self.G)
+
+    def restore(self, snap):
+        self.active, self.alpha, self.Sigma, self.mu, self.S, self.Q, self.G = snap
+        self.active = list(self.active)
+
     def stats_ok(self) -> bool:
         """Whether every usable ``S_m`` is positive and finite and every ``Q_m`` finite.
 
@@ -189,7 +223,7 @@ class _State:
         return delta, new_alpha, in_model, relevant
 
 
-def select_move(st, align_tol):
+def select_move(st, align_tol, blocked=()):
     """Candidates of every basis and the move to make: deletions first, else the best gain.
 
     Returns ``(delta, new_alpha, in_model, relevant, deletions, j)``; a NaN
@@ -200,6 +234,8 @@ def select_move(st, align_tol):
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         delta, new_alpha, in_model, relevant = st.candidates(align_tol)
     delta[np.isnan(delta)] = -np.inf
+    if blocked:
+        delta[list(blocked)] = -np.inf
     deletions = in_model & ~relevant & np.isfinite(delta)
     if np.any(deletions):
         j = int(np.argmax(np.where(deletions, delta, -np.inf)))
@@ -241,9 +277,10 @@ def fast_sequential(
     trace = {"log_evidence": [], "n_active": [], "beta": [], "action": []}
     converged = False
     since_noise = 0
+    blocked: set[int] = set()  # moves that failed the realised-gain check
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007
-        delta, new_alpha, in_model, relevant, deletions, j = select_move(st, align_tol)
+        delta, new_alpha, in_model, relevant, deletions, j = select_move(st, align_tol, blocked)
         idx = np.asarray(st.active)
         best = delta[j]
         # Converged when no basis can be added or deleted with a gain and every
@@ -266,6 +303,7 @@ def fast_sequential(
         if settled:
             dbeta = 0.0 if fixed_noise else _update_noise(st, prior, n)
             since_noise = 0
+            blocked.clear()
             _record(trace, st, prior, NOISE)
             if dbeta < tol:
                 converged = True
@@ -281,24 +319,45 @@ def fast_sequential(
             # Nothing improves at this beta but re-estimates are not settled:
             # only possible through rounding; update the noise and look again.
             best = 0.0
-        elif not in_model[j]:
-            st.add(j, new_alpha[j])
-            action = ADD
         else:
-            i = st.active.index(j)
-            if relevant[j]:
-                st.reestimate(i, new_alpha[j])
-                action = REESTIMATE
+            snap, prev = st.snapshot(), st.lml
+            if not in_model[j]:
+                st.add(j, new_alpha[j])
+                action = ADD
             else:
-                st.delete(i)
-                action = DELETE
-        if best > 0:
-            st.lml += best
-            _record(trace, st, prior, action)
+                i = st.active.index(j)
+                if relevant[j]:
+                    st.reestimate(i, new_alpha[j])
+                    action = REESTIMATE
+                else:
+                    st.delete(i)
+                    action = DELETE
+            # The gain was predicted from S, Q kept by rank-one updates; check what was
+            # realised from a fresh factorisation of the small active system.
+            exact = st.exact_lml()
+            # Rounding in the evidence scales with its largest term, beta t^T t (a target
+            # with a large mean): a decrease below that is no decrease.
+            noise_floor = 1e-14 * (abs(prev) + st.beta * st.tt)
+            if not exact >= prev - noise_floor:
+                # The evidence would decrease (or the system is singular): the
+                # statistics had drifted.  Undo, recompute them, and do not offer
+                # this move again until something else changes.
+                st.restore(snap)
+                st.resolve()
+                blocked.add(j)
+                best = 0.0
+            else:
+                if abs(exact - prev - best) > 1e-6 * (1.0 + abs(exact)) + 1e6 * noise_floor:
+                    st.resolve()  # drifted but still uphill: refresh S, Q
+                st.lml = exact
+                blocked.clear()
+                _record(trace, st, prior, action)
+                best = 0.0
         since_noise += 1
         if since_noise >= noise_update_every and not fixed_noise:
             _update_noise(st, prior, n)
             since_noise = 0
+            blocked.clear()
             _record(trace, st, prior, NOISE)
     # Full re-solve at the end removes any drift of the rank-one updates.
     st.resolve()
