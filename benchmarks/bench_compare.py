@@ -123,7 +123,19 @@ def run(name: str, splits: int, draws: int, tune: int, cv: int) -> pd.DataFrame:
 
 
 def summarise(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """Mean ± standard error over the splits per fit; paired differences to the reference fit.
+
+    ``d_<col>`` rows: the split-by-split difference of a fit's column minus the
+    reference fit's, so that the spread between splits (most of the se of a
+    column) cancels.
+    """
     cols = [c for c in cols if c in df] + [c for c in ("elpd_kfold",) if c in df]
+    paired = [c for c in ("lpd", "rmse", "error_rate", "coverage_95", "brier") if c in df]
+    base = df[df["fit"] == "reference"].set_index("split")
+    df = df.copy()
+    for c in paired:
+        df[f"d_{c}"] = df[c].to_numpy() - base.loc[df["split"], c].to_numpy()
+    cols += [f"d_{c}" for c in paired]
     g = df.groupby("fit", sort=False)[cols]
     mean, se = g.mean(), g.std(ddof=1) / np.sqrt(g.count())
     out = mean.map(lambda v: f"{v:.4g}").astype(str)
@@ -152,22 +164,39 @@ def main(argv=None) -> None:
     p.add_argument("--tune", type=int, default=500)
     p.add_argument("--cv", type=int, default=0, help="k-fold elpd with K refits (0: off)")
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
+    p.add_argument(
+        "--from-csv",
+        action="store_true",
+        help="rewrite the tables from the CSV files of an earlier run in --out (no fitting)",
+    )
     args = p.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     head = _common.header("bench_compare", [f"arguments: {vars(args)}"])
     print(head)
     for name in args.data:
-        df = run(name, args.splits, args.draws, args.tune, args.cv)
+        csv = os.path.join(args.out, f"compare_{name}.csv")
+        if args.from_csv:
+            if not os.path.exists(csv):
+                continue
+            df = pd.read_csv(csv)
+            md = os.path.join(args.out, f"compare_{name}.md")
+            with open(md) as fh:  # keep the header of the run that made the numbers
+                old = fh.read()
+            head = old.split("```")[1].strip("\n") if "```" in old else head
+        else:
+            df = run(name, args.splits, args.draws, args.tune, args.cv)
         cols = CLS_COLS if name == "breast_cancer" else REG_COLS
         table = summarise(df, cols)
+        n_splits = df["split"].nunique()
         text = (
-            f"### {name}: mean ± standard error over {args.splits} splits\n\n"
+            f"### {name}: mean ± standard error over {n_splits} splits\n\n"
             f"```\n{head}\n```\n\n" + markdown(table) + "\n"
         )
         print(text, flush=True)
         with open(os.path.join(args.out, f"compare_{name}.md"), "w") as fh:
             fh.write(text)
-        df.to_csv(os.path.join(args.out, f"compare_{name}.csv"), index=False)
+        if not args.from_csv:
+            df.to_csv(csv, index=False)
 
 
 if __name__ == "__main__":
