@@ -14,6 +14,12 @@ Executed notebooks are written with their outputs (the documentation site
 shows them as stored).  ``tests/test_notebooks.py`` executes every notebook
 again.  Cell ids are stable, so rebuilding an unchanged source changes only
 the outputs.
+
+The stored outputs are published as they are, so they must not show machine
+paths: a notebook whose cells raise warnings sets ``warnings.formatwarning``
+in its first code cell to print ``Category: message`` without the file and
+line (the warnings stay visible).  ``tests/test_docs.py`` checks every stored
+output for paths.
 """
 
 from __future__ import annotations

@@ -21,6 +21,10 @@ DOCS_EXTRA = ("sphinx", "myst_nb", "pydata_sphinx_theme", "numpydoc", "sphinx_co
 
 # text that would point a reader outside the repository
 OUTSIDE = re.compile(r"DESIGN\.md|\.\./shared|/work/|/tmp/|\b[Ii]ssue \d+\b")
+# machine paths (of this checkout, of a kernel, of an installation): no rendered page shows one
+MACHINE_PATH = re.compile(r"/work/|/tmp/|/root/|site-packages")
+# internal ticket numbers, which a reader of the site cannot look up
+TICKET = re.compile(r"\bissues? #?\d", re.IGNORECASE)
 
 
 def _docs_sources() -> list[Path]:
@@ -133,3 +137,42 @@ def test_docs_point_inside_the_repository():
         if OUTSIDE.search(line)
     ]
     assert not bad, "docs text points outside the repository:\n" + "\n".join(bad)
+
+
+def _output_texts(output: dict) -> list[str]:
+    """The text an output shows: stream text, a traceback, text representations (not images)."""
+    texts = [output.get("text", ""), *output.get("traceback", [])]
+    for mime, value in output.get("data", {}).items():
+        if mime.startswith("text/") or mime.endswith("json"):
+            texts.append(value if isinstance(value, str) else "".join(map(str, value)))
+    return [t if isinstance(t, str) else "".join(t) for t in texts]
+
+
+def test_rendered_notebooks_show_no_machine_paths():
+    """Stored outputs are rendered as they are: warnings must not print a file path."""
+    nbformat = pytest.importorskip("nbformat")
+    assert NOTEBOOKS
+    bad = []
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            outputs = cell.get("outputs", [])
+            texts = [cell.source] + [t for o in outputs for t in _output_texts(o)]
+            for text in texts:
+                for line in text.splitlines():
+                    if MACHINE_PATH.search(line) or TICKET.search(line):
+                        bad.append(f"{path.name} cell {cell.get('id')}: {line.strip()[:160]}")
+    assert not bad, "notebooks show machine paths or ticket numbers:\n" + "\n".join(bad)
+
+
+def test_benchmark_pages_show_no_machine_paths_or_ticket_numbers():
+    """``benchmarks/**/*.md`` are rendered as pages of the site (docs/conf.py)."""
+    pages = sorted((ROOT / "benchmarks").rglob("*.md"))
+    assert any(p.name == "README.md" for p in pages)
+    bad = [
+        f"{p.relative_to(ROOT)}:{i}: {line.strip()}"
+        for p in pages
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if MACHINE_PATH.search(line) or TICKET.search(line)
+    ]
+    assert not bad, "benchmark pages show machine paths or ticket numbers:\n" + "\n".join(bad)

@@ -15,12 +15,13 @@
 # 6. a posterior predictive check;
 # 7. predictive bands of the three fits and their relevance vectors.
 #
-# NUTS runs 2 chains of 1000 draws after 1000 tuning steps (sampling takes
+# NUTS runs 2 chains of 500 draws after 500 tuning steps (sampling takes
 # seconds; a first run on a fresh machine spends a few minutes compiling the
 # model with Numba, later runs reuse the cache). All seeds are fixed.
 
 # %%
 import time
+import warnings
 
 import arviz_stats as azs
 import matplotlib.pyplot as plt
@@ -35,6 +36,14 @@ from rvm_pymc.comparison import summary
 from rvm_pymc.datasets import make_sinc, sinc
 from rvm_pymc.kernels import RBF
 from rvm_pymc.plotting import plot_log_alpha, plot_predictive_1d
+
+
+def short_warning(message, category, filename, lineno, line=None):
+    """A warning as ``Category: message``, without the file and line that raised it."""
+    return f"{category.__name__}: {message}\n"
+
+
+warnings.formatwarning = short_warning  # warnings stay visible, shorter
 
 X, t, X_test, f_test = make_sinc(n_train=100, noise_sd=0.1, random_state=0)
 x = X[:, 0]
