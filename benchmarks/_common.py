@@ -91,7 +91,11 @@ def source_state() -> str:
     import rvm_pymc
 
     pkg = os.path.dirname(os.path.abspath(rvm_pymc.__file__))
-    state = f"imported from {pkg}"
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if pkg.startswith(repo + os.sep):  # relative: no machine paths in the published tables
+        state = f"imported from ./{os.path.relpath(pkg, repo)}"
+    else:
+        state = "imported from a copy outside this checkout"
     try:
         head = subprocess.run(
             ["git", "-C", pkg, "rev-parse", "--short", "HEAD"],

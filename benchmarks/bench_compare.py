@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import time
 import warnings
 
@@ -171,7 +172,8 @@ def main(argv=None) -> None:
     )
     args = p.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
-    head = _common.header("bench_compare", [f"arguments: {vars(args)}"])
+    shown = {**vars(args), "out": os.path.relpath(args.out, os.path.dirname(__file__))}
+    head = _common.header("bench_compare", [f"arguments: {shown}"])
     print(head)
     for name in args.data:
         csv = os.path.join(args.out, f"compare_{name}.csv")
@@ -183,6 +185,9 @@ def main(argv=None) -> None:
             with open(md) as fh:  # keep the header of the run that made the numbers
                 old = fh.read()
             head = old.split("```")[1].strip("\n") if "```" in old else head
+            # the recorded header, with machine paths made relative
+            head = re.sub(r"/tmp/[\w./-]+", "results", head)
+            head = re.sub(r"/[\w./-]*/rvm_pymc\b", "./rvm_pymc", head)
         else:
             df = run(name, args.splits, args.draws, args.tune, args.cv)
         cols = CLS_COLS if name == "breast_cancer" else REG_COLS
