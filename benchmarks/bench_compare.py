@@ -186,7 +186,7 @@ def main(argv=None) -> None:
                 old = fh.read()
             head = old.split("```")[1].strip("\n") if "```" in old else head
             # the recorded header, with machine paths made relative
-            head = re.sub(r"/tmp/[\w./-]+", "results", head)
+            head = re.sub(r"(\.\./)*\.?\.?/?tmp/[\w./-]+", "results", head)
             head = re.sub(r"/[\w./-]*/rvm_pymc\b", "./rvm_pymc", head)
         else:
             df = run(name, args.splits, args.draws, args.tune, args.cv)
