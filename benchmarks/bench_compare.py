@@ -101,9 +101,9 @@ def load(name: str, seed: int):
     return sc.transform(X), y, sc.transform(Xt), yt, "scale"
 
 
-def run(name: str, splits: int, draws: int, tune: int, cv: int) -> pd.DataFrame:
+def run(name: str, seeds, draws: int, tune: int, cv: int) -> pd.DataFrame:
     rows = []
-    for seed in range(splits):
+    for seed in seeds:
         X, y, Xt, yt, gamma = load(name, seed)
         t0 = time.perf_counter()
         with warnings.catch_warnings():
@@ -170,6 +170,11 @@ def main(argv=None) -> None:
         action="store_true",
         help="rewrite the tables from the CSV files of an earlier run in --out (no fitting)",
     )
+    p.add_argument(
+        "--append",
+        action="store_true",
+        help="keep the splits already in --out's CSV and run only the missing ones",
+    )
     args = p.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     shown = {**vars(args), "out": os.path.relpath(args.out, os.path.dirname(__file__))}
@@ -188,8 +193,14 @@ def main(argv=None) -> None:
             # the recorded header, with machine paths made relative
             head = re.sub(r"(\.\./)*\.?\.?/?tmp/[\w./-]+", "results", head)
             head = re.sub(r"/[\w./-]*/rvm_pymc\b", "./rvm_pymc", head)
+        elif args.append and os.path.exists(csv):
+            old_df = pd.read_csv(csv)
+            done = set(old_df["split"])
+            todo = [k for k in range(args.splits) if k not in done]
+            new_df = run(name, todo, args.draws, args.tune, args.cv)
+            df = pd.concat([old_df, new_df], ignore_index=True)
         else:
-            df = run(name, args.splits, args.draws, args.tune, args.cv)
+            df = run(name, range(args.splits), args.draws, args.tune, args.cv)
         cols = CLS_COLS if name == "breast_cancer" else REG_COLS
         table = summarise(df, cols)
         n_splits = df["split"].nunique()
