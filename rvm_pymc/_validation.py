@@ -6,15 +6,76 @@ non-numeric data), and never modifies its input.
 
 from __future__ import annotations
 
+import contextlib
+import os
+
 import numpy as np
 
 __all__ = [
+    "MEMORY_FRACTION",
     "as_2d_float",
     "as_target_float",
+    "available_memory",
     "check_consistent_length",
+    "check_memory",
     "check_numeric",
     "check_positive",
+    "plain_value",
 ]
+
+MEMORY_FRACTION = 0.25
+"""Share of the available memory that the largest single array of a fit may take
+(the fit holds a few more arrays of about that size: a factor, an inverse)."""
+
+
+def plain_value(value):
+    """``value`` with NumPy scalars turned into Python scalars, for messages.
+
+    ``repr(np.float64(1.0))`` is ``'np.float64(1.0)'``; messages show ``1.0``.
+    """
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process may still use, or None if unknown.
+
+    The smaller of ``MemAvailable`` in ``/proc/meminfo`` (else the free physical
+    pages) and the room left under a cgroup v2 memory limit.
+    """
+    found: list[int] = []
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+                    break
+    if not found:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            found.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    with contextlib.suppress(OSError, ValueError):
+        with open("/sys/fs/cgroup/memory.max") as fh:
+            limit = fh.read().strip()
+        if limit != "max":
+            with open("/sys/fs/cgroup/memory.current") as fh:
+                found.append(max(int(limit) - int(fh.read().strip()), 0))
+    return min(found) if found else None
+
+
+def check_memory(n_bytes: float, what: str, advice: str = "") -> None:
+    """Raise ``ValueError`` if an array of ``n_bytes`` would not fit in memory.
+
+    The limit is :data:`MEMORY_FRACTION` of :func:`available_memory` (no check
+    when that is unknown).  ``what`` describes the array ("the softmax
+    Hessian of ..."); ``advice`` ends the message.
+    """
+    available = available_memory()
+    if available is None or n_bytes <= MEMORY_FRACTION * available:
+        return
+    gib = 2.0**30
+    raise ValueError(
+        f"{what} needs {n_bytes / gib:.1f} GiB, more than {MEMORY_FRACTION:.0%} of the "
+        f"available memory ({available / gib:.1f} GiB)" + (f"; {advice}" if advice else "")
+    )
 
 
 def _as_float_array(value, name: str) -> np.ndarray:
@@ -133,15 +194,15 @@ def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a number; got {value!r}") from exc
+        raise ValueError(f"{name} must be a number; got {plain_value(value)!r}") from exc
     if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be finite and {bound}; got {value!r}")
+        raise ValueError(f"{name} must be finite and {bound}; got {plain_value(value)!r}")
     return v
 
 
 def check_int(value, name: str, minimum: int) -> int:
     """Return ``value`` as an int after checking it is an integer >= ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {plain_value(value)!r}")
     return int(value)

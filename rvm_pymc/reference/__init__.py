@@ -9,6 +9,7 @@ PyMC fits.
 """
 
 from rvm_pymc._gaussian import GaussianPosterior, regression_posterior
+from rvm_pymc._validation import plain_value
 from rvm_pymc.reference._classification_result import ClassificationResult
 from rvm_pymc.reference._linalg import (
     dense_log_marginal_likelihood,
@@ -68,7 +69,7 @@ def log_evidence(Phi, t, alpha, beta, prior=None) -> float:
     if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0)):
         raise ValueError("alpha must be finite and > 0 (drop pruned bases from Phi)")
     if not (np.isfinite(beta) and beta > 0):
-        raise ValueError(f"beta must be finite and > 0; got {beta!r}")
+        raise ValueError(f"beta must be finite and > 0; got {plain_value(beta)!r}")
     return log_marginal_likelihood(Phi, t, alpha, float(beta)) + log_hyperprior(
         alpha, float(beta), resolve_prior(prior)
     )

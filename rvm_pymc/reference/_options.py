@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rvm_pymc._validation import plain_value
 from rvm_pymc.priors import HyperPrior
 
 METHODS = ("fast", "mackay", "em")
@@ -21,9 +22,10 @@ def check_float(value, name: str, *, strict: bool = True) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a number; got {value!r}") from exc
+        raise ValueError(f"{name} must be a number; got {plain_value(value)!r}") from exc
     if not np.isfinite(v) or v < 0 or (strict and v == 0):
-        raise ValueError(f"{name} must be finite and {'>' if strict else '>='} 0; got {value!r}")
+        bound = ">" if strict else ">="
+        raise ValueError(f"{name} must be finite and {bound} 0; got {plain_value(value)!r}")
     return v
 
 

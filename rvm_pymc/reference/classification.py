@@ -27,7 +27,13 @@ import warnings
 
 import numpy as np
 
-from rvm_pymc._validation import as_2d_float, check_consistent_length, check_int
+from rvm_pymc._validation import (
+    as_2d_float,
+    check_consistent_length,
+    check_int,
+    check_memory,
+    plain_value,
+)
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import HyperPrior, resolve_prior
 from rvm_pymc.reference._classification_result import ClassificationResult
@@ -86,7 +92,8 @@ def encode_labels(y) -> tuple[np.ndarray, np.ndarray]:
     k = classes.size
     if k < 2:
         raise ValueError(
-            f"y has a single class ({classes[0]!r}); classification needs at least two"
+            f"y has a single class ({plain_value(classes[0])!r}); "
+            "classification needs at least two"
         )
     n = y.size
     if k >= n:
@@ -100,6 +107,28 @@ def encode_labels(y) -> tuple[np.ndarray, np.ndarray]:
         T = np.zeros((y.size, k))
         T[np.arange(y.size), codes] = 1.0
     return classes, T
+
+
+def _check_softmax_memory(Phi: np.ndarray, T: np.ndarray) -> None:
+    """Refuse a softmax fit whose largest array would not fit in memory (before any work).
+
+    With every one of the ``m`` bases in the model (the start of ``"mackay"``
+    and ``"em"``, the worst case of ``"fast"``) the largest arrays are the
+    Laplace Hessian, ``(m K)^2`` floats, and the weighted Gram products of all
+    ``K (K + 1) / 2`` class pairs, ``max(n, m) m K (K + 1) / 2`` floats: both
+    grow as ``K^2``.  Two classes need nothing larger than ``Phi`` itself.
+    """
+    (n, m), k = Phi.shape, T.shape[1]
+    if k < 3:
+        return
+    largest = 8.0 * max((m * k) ** 2, max(n, m) * m * k * (k + 1) / 2)
+    check_memory(
+        largest,
+        f"y has {k} classes: the softmax Laplace Hessian of {m} bases x {k} classes "
+        f"(({m} * {k})^2 floats) or the class-pair products of a fit",
+        "if y is a numeric quantity rather than class labels, fit a regression instead "
+        "(RVR, or rvm_pymc.reference.fit_regression); else merge classes or use fewer bases",
+    )
 
 
 def _alpha_hyperprior(alpha: np.ndarray, prior: HyperPrior) -> float:
@@ -135,8 +164,10 @@ def laplace_posterior(Phi, y, alpha) -> LaplacePosterior:
     ((1, 1), (1, 1), True)
     """
     Phi = as_2d_float(Phi, "Phi")
+    if np.ndim(y) >= 1:
+        check_consistent_length(Phi=Phi, y=y)
     _, T = encode_labels(y)
-    check_consistent_length(Phi=Phi, y=T)
+    _check_softmax_memory(Phi, T)
     alpha = np.asarray(alpha, dtype=float).reshape(-1)
     if alpha.shape != (Phi.shape[1],):
         raise ValueError(f"alpha has shape {alpha.shape}; expected ({Phi.shape[1]},)")
@@ -246,8 +277,10 @@ def fit_classification(
     True
     """
     Phi = as_2d_float(Phi, "Phi")
+    if np.ndim(y) >= 1:  # the lengths first: a short y may also hold a single class
+        check_consistent_length(Phi=Phi, y=y)
     classes, T = encode_labels(y)
-    check_consistent_length(Phi=Phi, y=T)
+    _check_softmax_memory(Phi, T)
     prior = resolve_prior(prior)
     check_method_and_prior(method, prior)
     m = Phi.shape[1]
@@ -280,13 +313,21 @@ def fit_classification(
             stacklevel=2,
         )
     s = scale[active]
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
+        alpha, W0 = alpha_n * s**2, W_n / s[:, None]
+    if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0) and np.all(np.isfinite(W0))):
+        raise ValueError(
+            "the posterior on the scale of Phi is not representable in float64 (column "
+            f"norms span {s.min():.3g} to {s.max():.3g}); rescale the columns of Phi (for a "
+            "kernel estimator: rescale X, e.g. with sklearn's StandardScaler)"
+        )
     result = _finalise(
         Phi,
         T,
         classes,
         active,
-        alpha_n * s**2,
-        W_n / s[:, None],
+        alpha,
+        W0,
         prior,
         method,
         trace,

@@ -137,14 +137,15 @@ def fit_regression(
     True
     """
     Phi = as_2d_float(Phi, "Phi")
+    if np.ndim(t) >= 1:  # the lengths first: a short t may also look constant
+        check_consistent_length(Phi=Phi, t=t)
     t = as_target_float(t, "t")
-    check_consistent_length(Phi=Phi, t=t)
     prior = resolve_prior(prior)
     check_method_and_prior(method, prior)
     _n, m = Phi.shape
     if np.ptp(t) == 0:
         raise ValueError(
-            f"t is constant (all values equal {t[0]!r}); the noise precision is not "
+            f"t is constant (all values equal {t[0].item()!r}); the noise precision is not "
             "identifiable from a constant target"
         )
     with np.errstate(over="ignore", under="ignore"):
@@ -243,7 +244,8 @@ def _finalise(Phin, scale, t, active, alpha_n, beta, prior, method, trace, n_ite
     if not (np.all(np.isfinite(alpha)) and np.all(np.isfinite(cov)) and np.all(alpha > 0)):
         raise ValueError(
             "the posterior on the scale of Phi is not representable in float64 (column "
-            f"norms span {s.min():.3g} to {s.max():.3g}); rescale the columns of Phi"
+            f"norms span {s.min():.3g} to {s.max():.3g}); rescale the columns of Phi (for a "
+            "kernel estimator: rescale X, e.g. with sklearn's StandardScaler)"
         )
     return RegressionResult(
         method=method,
