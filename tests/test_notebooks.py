@@ -1,8 +1,7 @@
 """Every notebook in notebooks/ runs top to bottom without error, and is stored with its outputs.
 
-The notebooks that sample with NUTS (01, 03, 06) are marked slow: on a cold
-PyTensor cache their compilation alone takes minutes on a 2-core machine.
-The others (02, 04, 05: the reference solver only) run in the default suite.
+All six run in the default suite (the NUTS notebooks 01, 03 and 06 with small
+draws: about two minutes together on a warm PyTensor cache on 2 cores).
 """
 
 from pathlib import Path
@@ -11,13 +10,11 @@ import pytest
 
 ROOT = Path(__file__).parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-SLOW = {"01_regression_workflow.ipynb", "03_mcmc_vs_evidence.ipynb", "06_custom_basis.ipynb"}
 
 
 def _params():
     for path in NOTEBOOKS:
-        marks = [pytest.mark.slow] if path.name in SLOW else []
-        yield pytest.param(path, id=path.name, marks=marks)
+        yield pytest.param(path, id=path.name)
 
 
 def _errors(nb):
