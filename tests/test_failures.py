@@ -15,6 +15,7 @@ import contextlib
 import io
 import re
 from types import SimpleNamespace
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -86,6 +87,20 @@ def _with(a: np.ndarray, index: int, value) -> np.ndarray:
 def nan_left(X: np.ndarray) -> np.ndarray:
     """A basis function that is NaN for x <= 0."""
     return np.where(X[:, 0] > 0, 1.0, np.nan)
+
+
+def _low_memory(fn, n_bytes: int = 2**30):
+    """Run ``fn`` as if only ``n_bytes`` of memory were available."""
+    with mock.patch("rvm_pymc._validation.available_memory", return_value=n_bytes):
+        return fn()
+
+
+def _diabetes(n: int):
+    """The first ``n`` rows of sklearn's diabetes data: a numeric target (>100 values)."""
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+    return X[:n], y[:n]
 
 
 def _row(id_, fn, exc, phrase):
@@ -283,6 +298,29 @@ FAILURES = [
          "inconsistent numbers of samples: Phi has 12, y has 7"),
     _row("refc-a-class-per-sample", lambda c: fit_classification(c.X[:3], np.arange(3)), VE,
          "y has 3 classes for 3 samples"),
+    _row("refc-short-y-of-one-class", lambda c: fit_classification(c.X, c.y[:5]), VE,
+         "inconsistent numbers of samples: Phi has 12, y has 5"),
+    _row("ref-short-constant-t", lambda c: fit_regression(c.X, np.ones(5)), VE,
+         "inconsistent numbers of samples: Phi has 12, t has 5"),
+    _row("refc-one-float-class-plain", lambda c: fit_classification(c.X, np.full(12, 2.5)), VE,
+         "y has a single class (2.5); classification needs at least two"),
+    _row("ref-constant-t-plain", lambda c: fit_regression(c.X, np.full(12, 2.5)), VE,
+         "t is constant (all values equal 2.5)"),
+    _row("ref-numpy-max-iter-plain", lambda c: fit_regression(c.X, c.t, max_iter=np.int64(0)),
+         VE, "max_iter must be an integer >= 1; got 0"),
+    _row("ref-numpy-tol-plain", lambda c: fit_regression(c.X, c.t, tol=np.float64(-1.0)), VE,
+         "tol must be finite and > 0; got -1.0"),
+    _row("rvc-linear-tiny-columns", lambda c: RVC(kernel="linear").fit(c.X * 1e-160, c.y), VE,
+         "not representable in float64"),
+    _row("refc-tiny-columns", lambda c: fit_classification(c.X * 1e-320, c.y), VE,
+         "rescale the columns of Phi"),
+    _row("rvc-regression-target-memory",
+         lambda c: _low_memory(lambda: RVC().fit(*_diabetes(300))), VE,
+         "fit a regression instead (RVR"),
+    _row("refc-many-classes-memory",
+         lambda c: _low_memory(lambda: fit_classification(np.ones((300, 301)),
+                                                          np.arange(300) % 150)),
+         VE, "y has 150 classes: a softmax fit on 301 bases"),
     _row("refc-negative-deletion-tries",
          lambda c: fit_classification(c.X, c.y, deletion_tries=-1), VE,
          "deletion_tries must be an integer >= 0"),

@@ -888,3 +888,50 @@ def _assert_mackay_fixed_point(res, Phi, t):
     assert again.converged and again.n_iter <= 3
     assert again.active.tolist() == res.active.tolist()
     assert again.log_evidence == pytest.approx(res.log_evidence, abs=1e-5)
+
+
+# ------------------------------------------------------------ tiny columns, memory
+
+
+@pytest.mark.parametrize("method", ["fast", "mackay"])
+def test_tiny_columns_give_one_clear_error_and_no_runtime_warning(ripley, method):
+    """Columns of norm ~1e-300: the rescaled posterior under/overflows; say so, warn nothing."""
+    X, t = ripley[0], ripley[1]
+    Phi = np.column_stack([np.ones(len(t)), X]) * 1e-300
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a RuntimeWarning would escape pytest.raises(ValueError)
+        with pytest.raises(ValueError, match=r"not representable in float64.*rescale"):
+            fit_classification(Phi, t, method=method)
+
+
+def _three_class_problem(n: int = 30, m: int = 3):
+    rng = np.random.default_rng(3)
+    return rng.standard_normal((n, m)), np.arange(n) % 3
+
+
+def test_softmax_fit_refused_when_its_largest_array_exceeds_a_quarter_of_memory(monkeypatch):
+    """The limit is 25% of the available memory for the Hessian / class-pair products."""
+    import rvm_pymc._validation as validation
+
+    Phi, y = _three_class_problem()
+    n, m = Phi.shape
+    largest = 8 * max((m * 3) ** 2, max(n, m) * m * 6)  # Hessian (m K)^2, pairs K (K+1)/2
+    monkeypatch.setattr(validation, "available_memory", lambda: 4 * largest - 8)
+    for fit in (fit_classification, lambda P, c: laplace_posterior(P, c, np.ones(m))):
+        with pytest.raises(ValueError, match=r"y has 3 classes: a softmax fit on 3 bases .*GiB"):
+            fit(Phi, y)
+    monkeypatch.setattr(validation, "available_memory", lambda: 4 * largest)
+    assert fit_classification(Phi, y).classes.size == 3
+    monkeypatch.setattr(validation, "available_memory", lambda: None)  # unknown: no check
+    assert fit_classification(Phi, y).classes.size == 3
+
+
+def test_two_classes_are_never_refused_for_memory(monkeypatch):
+    """Two classes need no array larger than Phi itself, which the caller already holds."""
+    import rvm_pymc._validation as validation
+
+    Phi, y = _three_class_problem()
+    monkeypatch.setattr(validation, "available_memory", lambda: 0)
+    assert fit_classification(Phi, y % 2).classes.size == 2
+    with pytest.raises(ValueError, match="more than 25% of the available memory"):
+        fit_classification(Phi, y)

@@ -124,8 +124,8 @@ def _check_softmax_memory(Phi: np.ndarray, T: np.ndarray) -> None:
     largest = 8.0 * max((m * k) ** 2, max(n, m) * m * k * (k + 1) / 2)
     check_memory(
         largest,
-        f"y has {k} classes: the softmax Laplace Hessian of {m} bases x {k} classes "
-        f"(({m} * {k})^2 floats) or the class-pair products of a fit",
+        f"y has {k} classes: a softmax fit on {m} bases (its Laplace Hessian alone has "
+        f"({m} * {k})^2 floats)",
         "if y is a numeric quantity rather than class labels, fit a regression instead "
         "(RVR, or rvm_pymc.reference.fit_regression); else merge classes or use fewer bases",
     )
@@ -133,7 +133,9 @@ def _check_softmax_memory(Phi: np.ndarray, T: np.ndarray) -> None:
 
 def _alpha_hyperprior(alpha: np.ndarray, prior: HyperPrior) -> float:
     """``sum(a log alpha - b alpha)``: the Gamma hyperprior on the log precisions."""
-    return prior.a * float(np.sum(np.log(alpha))) - prior.b * float(np.sum(alpha))
+    # A zero a or b contributes nothing (not 0 * inf = nan when alpha under- or overflows).
+    shape = prior.a * float(np.sum(np.log(alpha))) if prior.a else 0.0
+    return shape - (prior.b * float(np.sum(alpha)) if prior.b else 0.0)
 
 
 def laplace_posterior(Phi, y, alpha) -> LaplacePosterior:
@@ -164,9 +166,10 @@ def laplace_posterior(Phi, y, alpha) -> LaplacePosterior:
     ((1, 1), (1, 1), True)
     """
     Phi = as_2d_float(Phi, "Phi")
-    if np.ndim(y) >= 1:
+    if np.ndim(y) == 1:
         check_consistent_length(Phi=Phi, y=y)
     _, T = encode_labels(y)
+    check_consistent_length(Phi=Phi, y=T)
     _check_softmax_memory(Phi, T)
     alpha = np.asarray(alpha, dtype=float).reshape(-1)
     if alpha.shape != (Phi.shape[1],):
@@ -277,9 +280,10 @@ def fit_classification(
     True
     """
     Phi = as_2d_float(Phi, "Phi")
-    if np.ndim(y) >= 1:  # the lengths first: a short y may also hold a single class
+    if np.ndim(y) == 1:  # the lengths first: a short y may also hold a single class
         check_consistent_length(Phi=Phi, y=y)
     classes, T = encode_labels(y)
+    check_consistent_length(Phi=Phi, y=T)
     _check_softmax_memory(Phi, T)
     prior = resolve_prior(prior)
     check_method_and_prior(method, prior)

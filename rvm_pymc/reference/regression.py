@@ -137,9 +137,10 @@ def fit_regression(
     True
     """
     Phi = as_2d_float(Phi, "Phi")
-    if np.ndim(t) >= 1:  # the lengths first: a short t may also look constant
+    if np.ndim(t) == 1:  # the lengths first: a short t may also look constant
         check_consistent_length(Phi=Phi, t=t)
     t = as_target_float(t, "t")
+    check_consistent_length(Phi=Phi, t=t)
     prior = resolve_prior(prior)
     check_method_and_prior(method, prior)
     _n, m = Phi.shape
