@@ -206,6 +206,17 @@ def _kfold(fits, X, y, cv, random_state, n_jobs) -> dict[str, dict[str, float]]:
         cv = splitter(int(cv), shuffle=True, random_state=random_state)
     cv = check_cv(cv, y, classifier=classification)
     folds = list(cv.split(X, y))
+    # elpd_kfold is a sum over the points of one held-out density each: the test folds must
+    # partition the data (ShuffleSplit left points out, NaN; RepeatedKFold overwrote them)
+    tested = np.zeros(len(y), dtype=int)
+    for _, te in folds:
+        np.add.at(tested, te, 1)
+    if not np.all(tested == 1):
+        raise ValueError(
+            "cv must put every training point in exactly one test fold (KFold, "
+            f"StratifiedKFold, ...); {int(np.sum(tested == 0))} points are in none and "
+            f"{int(np.sum(tested > 1))} in several"
+        )
     jobs = [(name, tr, te) for name in fits for tr, te in folds]
     res = Parallel(n_jobs=n_jobs)(
         delayed(_fold_lpd)(fits[name], X, y, tr, te) for name, tr, te in jobs
@@ -250,12 +261,15 @@ def compare(
         Held-out data for ``rmse`` / ``error_rate``, ``lpd``, coverage,
         ``brier`` and ``log_loss``.
     X, y : array_like, optional
-        Training data for k-fold cross-validation; default those of a
-        :class:`FitSet`.  Without them the k-fold columns are left out.
+        Training data for k-fold cross-validation (both or neither); default
+        those of a :class:`FitSet`.  Without them the k-fold columns are left
+        out.
     cv : int, cross-validation splitter or None, default 5
         Folds for ``elpd_kfold`` (an int: shuffled ``KFold``, stratified for
         classifiers, seeded by ``random_state``); every fit is refitted on
-        the same folds.  None skips cross-validation.
+        the same folds, whose test parts must partition the training points
+        (not ``ShuffleSplit`` or ``RepeatedKFold``).  None skips
+        cross-validation.
     loo : bool, default True
         Add ``elpd_loo`` (ArviZ PSIS-LOO of ``idata_``).
     n_jobs : int, optional
@@ -301,6 +315,8 @@ def compare(
         raise ValueError("fits must be all regressors (RVR) or all classifiers (RVC)")
     if (X_test is None) != (y_test is None):
         raise ValueError("give both X_test and y_test, or neither")
+    if (X is None) != (y is None):
+        raise ValueError("give both X and y (the training data for k-fold), or neither")
     if X is None and isinstance(fits, FitSet):
         X, y = fits.X, fits.y
     times = fits.fit_times if isinstance(fits, FitSet) else {}

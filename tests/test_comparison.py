@@ -145,6 +145,24 @@ def test_nuts_row_by_hand(sinc, nuts):
     assert 0 < row["effective_parameters"] < post.n_basis
 
 
+def test_kfold_refuses_folds_that_do_not_partition_the_data(type_ii):
+    """elpd_kfold sums one held-out density per point: other splitters were silently wrong."""
+    from sklearn.model_selection import RepeatedKFold, ShuffleSplit
+
+    X, t = type_ii.X, type_ii.y
+    with pytest.raises(ValueError, match="exactly one test fold"):  # was NaN
+        compare(type_ii, cv=ShuffleSplit(3, test_size=0.2, random_state=0), loo=False)
+    with pytest.raises(ValueError, match="exactly one test fold"):  # was the last repeat only
+        compare(type_ii, cv=RepeatedKFold(n_splits=3, n_repeats=2, random_state=0), loo=False)
+    with pytest.raises(ValueError, match="both X and y"):
+        compare(type_ii, X=X, cv=3, loo=False)
+    with pytest.raises(ValueError, match="both X and y"):
+        compare(type_ii, y=t, cv=3, loo=False)
+    folds = list(KFold(3, shuffle=True, random_state=1).split(X))  # an iterable of splits works
+    table = compare(type_ii, cv=folds, loo=False)
+    assert np.all(np.isfinite(table["elpd_kfold"]))
+
+
 def test_classification_columns_by_hand():
     X, y, Xt, yt = make_ripley(n_train=60, n_test=80, random_state=0)
     fit = RVC(gamma=2.0, random_state=0).fit(X, y)
