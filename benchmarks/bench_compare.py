@@ -197,8 +197,11 @@ def main(argv=None) -> None:
             old_df = pd.read_csv(csv)
             done = set(old_df["split"])
             todo = [k for k in range(args.splits) if k not in done]
-            new_df = run(name, todo, args.draws, args.tune, args.cv)
-            df = pd.concat([old_df, new_df], ignore_index=True)
+            if todo:  # run() of no split would concatenate nothing (pandas raises)
+                new_df = run(name, todo, args.draws, args.tune, args.cv)
+                df = pd.concat([old_df, new_df], ignore_index=True)
+            else:
+                df = old_df
         else:
             df = run(name, range(args.splits), args.draws, args.tune, args.cv)
         cols = CLS_COLS if name == "breast_cancer" else REG_COLS
