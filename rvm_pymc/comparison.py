@@ -428,7 +428,8 @@ def summary(fit, *, rhat_max: float = 1.01, ess_min: float = 400.0, **kwargs) ->
     -------
     pandas.DataFrame
         The rows of ``arviz.summary`` for the weights (and, for nuts, the log
-        precisions) of the fit's relevant bases, then the RVM's own rows in
+        precisions) of the fit's relevant bases (of every basis when none is
+        relevant, as for most NUTS fits of a kernel RVM), then the RVM's own rows in
         the ``mean`` column: ``rvm:n_relevant``, ``rvm:effective_parameters``,
         ``rvm:log_evidence`` (type-II), ``rvm:converged`` (1 or 0) and, for
         nuts, ``rvm:divergences``, ``rvm:max_rhat``, ``rvm:min_ess_bulk``.
