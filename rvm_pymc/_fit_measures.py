@@ -75,17 +75,41 @@ def _weight_var_and_prior_var(fit) -> tuple[np.ndarray, np.ndarray]:
 
 
 def effective_parameters(fit) -> float:
-    """The number of well-determined weights, ``sum_m gamma_m`` (Tipping 2001, MacKay 1992).
+    """The number of well-determined parameters (Tipping 2001, MacKay 1992), from the posterior.
 
-    ``gamma_m = 1 - Var(w_m | data) / E[1 / alpha_m]``: the fraction of the
-    prior variance of a weight that the data remove.  For a type-II fit it
-    is exactly ``1 - alpha_m Sigma_mm`` of the evidence framework; for a
-    sampled fit both moments are taken over the posterior draws (the variance
-    of the weight and the mean of its prior variance ``1 / alpha_m``), each
-    ``gamma_m`` clipped to [0, 1].  Softmax sums over classes.
+    A type-II fit: ``sum_m gamma_m = sum_m (1 - alpha_m Sigma_mm)`` of the
+    evidence framework, which equals ``trace(B Phi Sigma Phi^T)``, the
+    posterior variance of the latent function at the training points in
+    units of the noise: ``B = beta I`` (regression), ``diag(p_i (1 - p_i))``
+    at the mode (binary).  A sampled fit: the same trace from the draws,
+    ``sum_i Var(f_i) E[b_i]``, with ``f_i`` the latent value at training
+    point ``i`` and ``b_i`` its noise precision ``beta`` (regression) or
+    ``p_i (1 - p_i)`` (binary); softmax sums ``Var(f_ik) E[p_ik (1 - p_ik)]``
+    over the classes (the diagonal of the multinomial curvature).  The
+    quantity lives in data space, so it does not depend on how the prior
+    spreads the weights over correlated bases (a rule on the weights,
+    ``1 - Var(w_m) / E[1 / alpha_m]``, moved with the hyperprior's rate).
     """
-    var, prior_var = _weight_var_and_prior_var(fit)
-    return float(np.sum(np.clip(1.0 - var / prior_var, 0.0, 1.0)))
+    post = fit.posterior_
+    if post.is_type_ii:
+        var, prior_var = _weight_var_and_prior_var(fit)
+        return float(np.sum(np.clip(1.0 - var / prior_var, 0.0, 1.0)))
+    from scipy.special import expit, softmax
+
+    Phi = np.asarray(fit.idata_["constant_data"]["Phi"].values, dtype=float)
+    c, d = post.draws.shape[:2]
+    w = post.draws.reshape(c * d, *post.draws.shape[2:])
+    if post.kind == "softmax":
+        f = np.einsum("nm,smk->snk", Phi, w)
+        p = softmax(f, axis=-1)
+        return float(np.sum(f.var(axis=0) * (p * (1 - p)).mean(axis=0)))
+    f = w @ Phi.T  # (draws, N)
+    if post.kind == "binary":
+        p = expit(f)
+        b = (p * (1 - p)).mean(axis=0)
+    else:
+        b = np.exp(np.asarray(post.log_beta, dtype=float)).mean()
+    return float(np.sum(f.var(axis=0) * b))
 
 
 def diagnostics(fit) -> dict[str, float]:

@@ -138,11 +138,22 @@ def test_nuts_row_by_hand(sinc, nuts):
     assert row["n_relevant"] == int(sure.sum()) == len(relevant_bases(nuts))
     lo, hi = np.quantile(w, [0.05, 0.95], axis=0)
     assert row["n_relevant"] == int(np.sum((lo > 0) | (hi < 0)))  # the 90% interval excludes 0
-    # effective parameters: 1 - Var(w)/E[1/alpha] per basis, clipped
-    la = np.asarray(post.log_alpha).reshape(-1, post.n_basis)
-    g = np.clip(1 - w.var(0) / np.exp(-la).mean(0), 0, 1)
-    assert row["effective_parameters"] == pytest.approx(g.sum(), rel=1e-10)
-    assert 0 < row["effective_parameters"] < post.n_basis
+    # effective parameters: posterior variance of the latent function at the training
+    # points in units of the noise, sum_i Var(f_i) E[beta]
+    X_train = nuts.relevance_vectors_
+    K_train = np.exp(-nuts.gamma_ * (X_train[:, None, 0] - X_train[None, :, 0]) ** 2)
+    f = w @ np.column_stack([np.ones(len(X_train)), K_train]).T
+    p_eff = np.sum(f.var(axis=0)) * np.exp(log_beta).mean()
+    assert row["effective_parameters"] == pytest.approx(p_eff, rel=1e-9)
+    assert 1 < row["effective_parameters"] < post.n_basis
+
+
+def test_effective_parameters_of_a_type_ii_fit_is_the_data_space_trace(type_ii):
+    """sum_m (1 - alpha_m Sigma_mm) = trace(beta Phi Sigma Phi^T) at the training points."""
+    fit = type_ii["reference"]
+    Phi = np.asarray(fit.idata_["constant_data"]["Phi"].values)
+    trace = fit.beta_ * np.trace(Phi @ fit.sigma_ @ Phi.T)
+    assert effective_parameters(fit) == pytest.approx(trace, rel=1e-8)
 
 
 def test_kfold_refuses_folds_that_do_not_partition_the_data(type_ii):
