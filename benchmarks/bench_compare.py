@@ -45,6 +45,7 @@ DATA = ("sinc", "friedman2", "diabetes", "breast_cancer")
 REG_COLS = [
     "n_relevant",
     "effective_parameters",
+    "p_loo",
     "rmse",
     "lpd",
     "coverage_50",
@@ -60,6 +61,7 @@ REG_COLS = [
 CLS_COLS = [
     "n_relevant",
     "effective_parameters",
+    "p_loo",
     "error_rate",
     "lpd",
     "brier",
@@ -117,6 +119,7 @@ def run(name: str, seeds, draws: int, tune: int, cv: int) -> pd.DataFrame:
             fits.fit_times["reference_wi"] = time.perf_counter() - t1
             table = compare(fits, Xt, yt, cv=cv or None, random_state=seed)
         table["loo_gap"] = table["elpd_loo"] / len(y) - table["lpd"]
+        table["ep_rule"] = "data-space"  # effective_parameters of sampled fits (see summarise)
         table["split"] = seed
         rows.append(table.rename_axis("fit").reset_index())
         print(f"  {name} split {seed}: {time.perf_counter() - t0:.0f} s", flush=True)
@@ -134,6 +137,13 @@ def summarise(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
     paired = [c for c in ("lpd", "rmse", "error_rate", "coverage_95", "brier") if c in df]
     base = df[df["fit"] == "reference"].set_index("split")
     df = df.copy()
+    if "ep_rule" not in df:
+        rule = pd.Series("weight-space", index=df.index)
+    else:
+        rule = df["ep_rule"].fillna("weight-space")
+    # runs before the data-space rule measured a sampled fit's effective parameters in
+    # weight space (1 - Var(w)/E[1/alpha]), which moves with the hyperprior's rate
+    df.loc[(df["fit"] == "nuts") & (rule == "weight-space"), "effective_parameters"] = np.nan
     for c in paired:
         df[f"d_{c}"] = df[c].to_numpy() - base.loc[df["split"], c].to_numpy()
     cols += [f"d_{c}" for c in paired]
@@ -209,7 +219,12 @@ def main(argv=None) -> None:
         n_splits = df["split"].nunique()
         text = (
             f"### {name}: mean ± standard error over {n_splits} splits\n\n"
-            f"```\n{head}\n```\n\n" + markdown(table) + "\n"
+            f"```\n{head}\n```\n\n"
+            + markdown(table)
+            + "\n\n`effective_parameters` of a NUTS fit is shown only for splits run with"
+            " the data-space rule of `rvm_pymc.comparison.effective_parameters` (nan"
+            " otherwise); `p_loo` (PSIS-LOO) is the count measured the same way for every"
+            " fit.\n"
         )
         print(text, flush=True)
         with open(os.path.join(args.out, f"compare_{name}.md"), "w") as fh:
