@@ -51,8 +51,12 @@ def announce_compilation(method: str) -> None:
 # ------------------------------------------------------------------ data
 
 
+MAX_GUESSED_CLASSES = 10
+"""A numeric target is taken for class codes only with at most this many distinct integers."""
+
+
 def _task(y, requested: str | None, path: str, target: str) -> str:
-    """The task asked for, or the one the target column implies."""
+    """The task asked for, or the one the target column implies (text or few integers: classes)."""
     import pandas as pd
 
     if requested is not None:
@@ -60,10 +64,11 @@ def _task(y, requested: str | None, path: str, target: str) -> str:
     numeric = pd.to_numeric(y, errors="coerce")
     if numeric.isna().any():
         return "classification"  # labels given as text
-    from sklearn.utils.multiclass import type_of_target
-
-    kind = type_of_target(numeric.to_numpy(dtype=float))
-    return "regression" if kind == "continuous" else "classification"
+    values = numeric.to_numpy(dtype=float)
+    # integer codes with few distinct values are classes; counts and scores (scikit-learn's
+    # diabetes target: 214 distinct integers) are a quantity to regress
+    few = np.unique(values).size <= MAX_GUESSED_CLASSES
+    return "classification" if few and np.all(values == np.round(values)) else "regression"
 
 
 def _target(table, target: str, task: str, path: str) -> np.ndarray:

@@ -103,8 +103,8 @@ def add_data_commands(sub, hidden_debug: Callable[[argparse.ArgumentParser], Non
     from rvm_pymc._cli_commands import compare_command, fit_command, predict_command
 
     task_help = (
-        "regression or classification (default: regression for a numeric target "
-        "with non-integer values, classification otherwise)"
+        "regression or classification (default: classification for text labels or "
+        "at most 10 distinct integers, regression otherwise)"
     )
     fit = sub.add_parser(
         "fit",

@@ -155,6 +155,12 @@ def test_integer_labels_are_classification_unless_told(tmp_path, capsys):
     assert json.loads((tmp_path / "a" / "summary.json").read_text())["task"] == "classification"
     assert main([*argv, "--task", "regression", "--out", str(tmp_path / "b")]) == 0
     assert json.loads((tmp_path / "b" / "summary.json").read_text())["task"] == "regression"
+    # integer scores with many distinct values (scikit-learn's diabetes target) are regressed
+    scores = pd.DataFrame({"x": x, "s": np.round(50 * x + 150).astype(int)})
+    scores.to_csv(path, index=False)
+    argv = ["fit", str(path), "--target", "s", "--no-plot"]
+    assert main([*argv, "--out", str(tmp_path / "c")]) == 0
+    assert json.loads((tmp_path / "c" / "summary.json").read_text())["task"] == "regression"
     capsys.readouterr()
 
 
