@@ -218,7 +218,7 @@ def main(argv=None) -> None:
         table = summarise(df, cols)
         n_splits = df["split"].nunique()
         text = (
-            f"### {name}: mean ± standard error over {n_splits} splits\n\n"
+            f"# {name}: mean ± standard error over {n_splits} splits\n\n"
             f"```\n{head}\n```\n\n"
             + markdown(table)
             + "\n\n`effective_parameters` of a NUTS fit is shown only for splits run with"

@@ -49,6 +49,7 @@ import numpy as np
 
 from rvm_pymc._cli_data import DataError
 from rvm_pymc._cli_parser import add_data_commands
+from rvm_pymc._validation import MEMORY_FRACTION, available_memory
 
 __all__ = [
     "GAMMA_RANGE",
@@ -75,9 +76,6 @@ kernel matrix is constant to 4e-4 and above 1e6 it is the identity matrix for
 any two points more than 0.003 apart; neither says anything about a width."""
 MAX_SEED = 2**32 - 1
 MIN_DRAWS = 50
-MEMORY_FRACTION = 0.25
-"""Share of the available memory that the demo's N x N kernel matrix (8 N^2
-bytes) may take; the fit holds a few more arrays of that size."""
 
 
 class UsageError(Exception):
@@ -158,31 +156,6 @@ def _gamma(text: str) -> float:
 
 
 # ------------------------------------------------------------ checks before the fit
-
-
-def available_memory() -> int | None:
-    """Bytes of memory this process may still use, or None if unknown.
-
-    The smaller of ``MemAvailable`` in ``/proc/meminfo`` (else the free physical
-    pages) and the room left under a cgroup v2 memory limit.
-    """
-    found: list[int] = []
-    with contextlib.suppress(OSError, ValueError):
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    found.append(int(line.split()[1]) * 1024)
-                    break
-    if not found:
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            found.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    with contextlib.suppress(OSError, ValueError):
-        with open("/sys/fs/cgroup/memory.max") as fh:
-            limit = fh.read().strip()
-        if limit != "max":
-            with open("/sys/fs/cgroup/memory.current") as fh:
-                found.append(max(int(limit) - int(fh.read().strip()), 0))
-    return min(found) if found else None
 
 
 def _gib(n_bytes: float) -> str:
