@@ -163,7 +163,23 @@ def _model(models, opts, Phi, target, names, prior, *, joint, parametrization="c
     )
 
 
-def _start(start, n_basis: int, kind: str, *, cap: float, weights: bool, parametrization: str):
+def _set_start(kw: dict, start, n_basis: int, kind: str, **start_options) -> str:
+    """Put the reference start into ``kw["initvals"]`` unless the user gave one; say where from.
+
+    Returns ``"user"`` (``initvals`` in ``sampler_kwargs``), ``"reference"``
+    (``start`` given: :func:`_start` with ``start_options``) or ``"default"``.
+    """
+    if "initvals" in kw:
+        return "user"
+    if start is None:
+        return "default"
+    kw["initvals"] = _start(start, n_basis, kind, **start_options)
+    return "reference"
+
+
+def _start(
+    start, n_basis: int, kind: str, *, cap: float, weights: bool, parametrization: str = "centred"
+):
     """Initial values at the reference solution ``start`` (same prior, same scaled data).
 
     A basis the reference pruned starts at ``log alpha = cap`` (the MAP's upper
@@ -229,17 +245,9 @@ def _fit_map(inference, models, opts, Phi, target, names, prior, start):
     if opts["max_iter"] is not None:
         kw.setdefault("max_iter", opts["max_iter"])
     model = _model(models, opts, Phi, target, names, prior, joint=False)
-    started_from = "user" if "initvals" in kw else "default"
-    if start is not None and "initvals" not in kw:
-        started_from = "reference"
-        kw["initvals"] = _start(
-            start,
-            Phi.shape[1],
-            opts["kind"],
-            cap=LOG_PRECISION_BOUND,
-            weights=False,
-            parametrization="centred",
-        )
+    started_from = _set_start(
+        kw, start, Phi.shape[1], opts["kind"], cap=LOG_PRECISION_BOUND, weights=False
+    )
     res = inference.optimise_map(model, **kw)
     active = np.flatnonzero(res.log_alpha < LOG_PRECISION_BOUND)
     post = WeightPosterior(
@@ -266,26 +274,22 @@ def _fit_map(inference, models, opts, Phi, target, names, prior, start):
 
 def _fit_nuts(inference, models, opts, Phi, target, names, prior, seed, start):
     kw = check_sampler_kwargs("nuts", opts["sampler_kwargs"])
-    which = kw.pop("model", "collapsed")
-    if which not in ("collapsed", "joint"):
-        raise ValueError(f"sampler_kwargs['model'] must be 'collapsed' or 'joint'; got {which!r}")
+    which = kw.pop("model", "collapsed")  # checked by check_sampler_kwargs
     regression = opts["kind"] == "regression"
     parametrization = kw.pop("parametrization", DEFAULT_PARAMETRIZATION[opts["kind"]])
     joint = not regression or which == "joint"
     model = _model(
         models, opts, Phi, target, names, prior, joint=joint, parametrization=parametrization
     )
-    started_from = "user" if "initvals" in kw else "default"
-    if start is not None and "initvals" not in kw:
-        started_from = "reference"
-        kw["initvals"] = _start(
-            start,
-            Phi.shape[1],
-            opts["kind"],
-            cap=_SAMPLER_START_CAP,
-            weights=joint,
-            parametrization=parametrization,
-        )
+    started_from = _set_start(
+        kw,
+        start,
+        Phi.shape[1],
+        opts["kind"],
+        cap=_SAMPLER_START_CAP,
+        weights=joint,
+        parametrization=parametrization,
+    )
     res = inference.nuts_posterior(
         model,
         draws=opts["draws"],
