@@ -6,7 +6,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from scipy.special import ndtr
 from scipy.stats import norm
 
 from rvm_pymc.plotting._common import (
@@ -51,38 +50,6 @@ def _gaussian_edges(mean, std, bands) -> dict[float, tuple[np.ndarray, np.ndarra
     return out
 
 
-def mixture_quantile(loc: np.ndarray, scale: np.ndarray, q: float, rtol: float = 1e-9):
-    """Quantile ``q`` of the equal-weight Gaussian mixture ``loc[s], scale[s]`` per column.
-
-    Safeguarded Newton on the mixture CDF (monotone), vectorised over the
-    columns: a Newton step that leaves the bracket is replaced by bisection.
-    Stops when every step is below ``rtol`` times the smallest component sd.
-    ``loc`` and ``scale`` have shape (S, n).
-    """
-    z = float(norm.ppf(q))
-    lo = np.min(loc + min(z, 0.0) * scale - scale, axis=0)  # CDF(lo) < q
-    hi = np.max(loc + max(z, 0.0) * scale + scale, axis=0)  # CDF(hi) > q
-    tol = rtol * np.min(scale, axis=0)
-    # start at the quantile of the Gaussian with the mixture's mean and variance
-    m = loc.mean(axis=0)
-    x = np.clip(m + z * np.sqrt(np.mean(scale**2 + (loc - m) ** 2, axis=0)), lo, hi)
-    for _ in range(200):
-        u = (x[None, :] - loc) / scale
-        F = ndtr(u).mean(axis=0) - q
-        f = (np.exp(-0.5 * u * u) / scale).mean(axis=0) / np.sqrt(2.0 * np.pi)
-        lo = np.where(F < 0, x, lo)
-        hi = np.where(F < 0, hi, x)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = x - F / f
-        bad = ~np.isfinite(step) | (step < lo) | (step > hi)
-        new = np.where(bad, 0.5 * (lo + hi), step)
-        done = np.abs(new - x) <= tol
-        x = new
-        if np.all(done):
-            break
-    return x
-
-
 def _predictive_edges(est, X_grid, mean, std, bands):
     """Band edges: Gaussian for a type-II fit; the exact mixture over the NUTS draws."""
     if est.posterior_.is_type_ii:
@@ -92,8 +59,8 @@ def _predictive_edges(est, X_grid, mean, std, bands):
     pred = predictive(est, X_grid)
     return {
         p: (
-            mixture_quantile(pred.loc, pred.scale, 0.5 - p / 2.0),
-            mixture_quantile(pred.loc, pred.scale, 0.5 + p / 2.0),
+            pred.quantile(0.5 - p / 2.0),
+            pred.quantile(0.5 + p / 2.0),
         )
         for p in bands
     }
