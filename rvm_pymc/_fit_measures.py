@@ -57,21 +57,16 @@ def relevant_bases(fit, *, prob: float = RELEVANCE_PROB) -> list[str]:
     return [n for n, k in zip(names, sure.any(axis=1), strict=True) if k]
 
 
-def _weight_var_and_prior_var(fit) -> tuple[np.ndarray, np.ndarray]:
-    """Posterior variance of every weight ``(M, K)`` and its prior variance ``1/alpha``."""
+def _weight_var(fit) -> np.ndarray:
+    """Posterior variance of every weight, ``(M, K)`` (``K = 1`` but for softmax)."""
     post = fit.posterior_
     m = post.n_basis
     if m == 0:  # every basis pruned
-        return np.zeros((0, 1)), np.ones((0, 1))
+        return np.zeros((0, 1))
     if post.is_type_ii:
-        var = np.diag(post.cov).reshape(-1, m).T  # class-major -> (M, K)
-        prior_var = np.exp(-np.asarray(post.log_alpha, dtype=float))[:, None]
-    else:
-        d = post.draws.reshape(-1, *post.draws.shape[2:])
-        var = d.var(axis=0).reshape(m, -1)
-        la = np.asarray(post.log_alpha, dtype=float).reshape(-1, m)
-        prior_var = np.exp(-la).mean(axis=0)[:, None]
-    return var, prior_var
+        return np.diag(post.cov).reshape(-1, m).T  # class-major -> (M, K)
+    d = post.draws.reshape(-1, *post.draws.shape[2:])
+    return d.var(axis=0).reshape(m, -1)
 
 
 def effective_parameters(fit) -> float:
@@ -92,8 +87,8 @@ def effective_parameters(fit) -> float:
     """
     post = fit.posterior_
     if post.is_type_ii:
-        var, prior_var = _weight_var_and_prior_var(fit)
-        return float(np.sum(np.clip(1.0 - var / prior_var, 0.0, 1.0)))
+        alpha = np.exp(np.asarray(post.log_alpha, dtype=float))[:, None]
+        return float(np.sum(np.clip(1.0 - alpha * _weight_var(fit), 0.0, 1.0)))
     from scipy.special import expit, softmax
 
     Phi = np.asarray(fit.idata_["constant_data"]["Phi"].values, dtype=float)
@@ -140,7 +135,7 @@ def weight_moments(fit) -> pd.DataFrame:
     if not names:  # every basis pruned
         return pd.DataFrame({c: np.zeros(0) for c in columns}, index=pd.Index([], dtype=object))
     mean = np.asarray(post.weight_mean(), dtype=float).reshape(len(names), -1)
-    var, _ = _weight_var_and_prior_var(fit)
+    var = _weight_var(fit)
     la = np.asarray(post.log_alpha, dtype=float)
     if post.is_type_ii:
         la_mean, la_sd = la, np.zeros_like(la)

@@ -53,10 +53,14 @@ class Predictive:
             z = (y[None, :] - self.loc) / self.scale
             comp = -0.5 * (z * z + _LOG_2PI) - np.log(self.scale)
             return logsumexp(comp, axis=0) - np.log(self.loc.shape[0])
-        idx = _class_index(self.classes, y)
+        idx = self.class_index(y)
         p = self.proba[np.arange(idx.size), idx]
         with np.errstate(divide="ignore"):
             return np.log(p)
+
+    def class_index(self, y) -> np.ndarray:
+        """Positions of the labels ``y`` in ``classes``; ValueError for an unseen label."""
+        return _class_index(self.classes, y)
 
     def cdf(self, y) -> np.ndarray:
         """Predictive CDF at the observed targets (regression), shape ``(n,)``."""

@@ -154,7 +154,7 @@ def _held_out(fit, X_test, y_test, seed) -> dict[str, float]:
             out[f"coverage_{round(p * 100)}"] = pred.coverage(y_test, p)
         return out
     proba = pred.proba
-    idx = np.searchsorted(pred.classes, np.asarray(y_test))
+    idx = pred.class_index(y_test)
     onehot = np.zeros_like(proba)
     onehot[np.arange(idx.size), idx] = 1.0
     out["error_rate"] = float(np.mean(np.argmax(proba, axis=1) != idx))
