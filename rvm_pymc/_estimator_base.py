@@ -13,7 +13,7 @@ import warnings
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -25,6 +25,7 @@ from rvm_pymc._estimator_params import (
     WIDTH_KERNELS,
     check_params,
 )
+from rvm_pymc._parallel import run_tasks
 from rvm_pymc._validation import check_numeric
 from rvm_pymc.basis import Basis, KernelBasis, PrecomputedBasis
 from rvm_pymc.exceptions import ConvergenceWarning
@@ -60,6 +61,7 @@ class _BaseRVM(BaseEstimator):
         chains: int | None = None,
         sampler_kwargs: dict | None = None,
         init: str = "auto",
+        n_jobs: int | None = None,
         random_state: Any = None,
     ) -> None:
         self.kernel = kernel
@@ -78,6 +80,7 @@ class _BaseRVM(BaseEstimator):
         self.chains = chains
         self.sampler_kwargs = sampler_kwargs
         self.init = init
+        self.n_jobs = n_jobs
         self.random_state = random_state
 
     @contextlib.contextmanager
@@ -174,6 +177,31 @@ class _BaseRVM(BaseEstimator):
             return KernelBasis(make_kernel(name, **params), bias=bool(self.bias))
         return KernelBasis(make_kernel(k), bias=bool(self.bias))
 
+    def _design(self, gamma: float | None, X: np.ndarray) -> tuple[Basis, np.ndarray, np.ndarray]:
+        """The fitted basis for one width, its design matrix and the column scales."""
+        basis = self._make_basis(gamma)
+        Phi = basis.fit_transform(X)
+        return basis, Phi, _column_scale(Phi)
+
+    def _fit_widths(self, X, t, prior, solver, widths) -> list:
+        """The reference fit of every width of a grid, through joblib.
+
+        ``n_jobs`` and any :func:`joblib.parallel_config` in effect (for
+        example ``backend="dask"`` with a ``dask.distributed`` client) decide
+        where they run; each task gets a clone of the estimator (parameters
+        only) and builds its own design matrix, so no N x M matrix is sent to
+        or kept from a worker.  A worker's warnings are raised here, naming the
+        width.
+        """
+        spec = clone(self)
+        return run_tasks(
+            _fit_width,
+            [(spec, X, g, t, prior, solver) for g in widths],
+            [f"gamma={g:.4g}" for g in widths],
+            self.n_jobs,
+            stacklevel=5,
+        )
+
     def _active_design(self, X) -> np.ndarray:
         """Validate ``X`` and return its design matrix restricted to the active bases."""
         check_numeric(X, "X")
@@ -222,36 +250,30 @@ class _BaseRVM(BaseEstimator):
         if self.method == "reference":
             ref_solver = self.solver
         candidates = self._gamma_candidates(X)
-        need_ref = (
-            self.method == "reference" or len(candidates) > 1 or self._starts_from_reference()
-        )
-        fits = []
-        for g in candidates:
-            basis = self._make_basis(g)
-            Phi = basis.fit_transform(X)
-            scale = _column_scale(Phi)
+        if len(candidates) == 1:
+            g = candidates[0]
+            need_ref = self.method == "reference" or self._starts_from_reference()
+            basis, Phi, scale = self._design(g, X)
             ref = self._reference_fit(Phi / scale, t_s, prior, ref_solver) if need_ref else None
-            fits.append((g, basis, Phi, scale, ref))
-        if self.gamma == "evidence":
-            le = np.array([f[4].log_evidence for f in fits])
+        else:
+            refs = self._fit_widths(X, t_s, prior, ref_solver, candidates)
+            le = np.array([r.log_evidence for r in refs])
             self.evidence_path_ = {
-                "gamma": np.array([f[0] for f in fits]),
+                "gamma": np.array(candidates),
                 "log_evidence": le - target.size * np.log(t_sd),
             }
-            best = fits[int(np.nanargmax(le))]
-            grid = [f[0] for f in fits]
-            if len(grid) > 2 and best[0] in (min(grid), max(grid)):
+            k = int(np.nanargmax(le))
+            g, ref = candidates[k], refs[k]
+            if len(candidates) > 2 and g in (min(candidates), max(candidates)):
                 warnings.warn(
                     "gamma='evidence': the largest evidence is at the "
-                    f"{'smallest' if best[0] == min(grid) else 'largest'} width of gamma_grid "
-                    f"(gamma={best[0]:.4g}); the best width may lie outside the grid: "
+                    f"{'smallest' if g == min(candidates) else 'largest'} width of gamma_grid "
+                    f"(gamma={g:.4g}); the best width may lie outside the grid: "
                     "extend gamma_grid past that edge",
                     ConvergenceWarning,
                     stacklevel=3,
                 )
-        else:
-            best = fits[0]
-        g, basis, Phi, scale, ref = best
+            basis, Phi, scale = self._design(g, X)  # rebuilt for the chosen width only
         self.gamma_ = g
         self.basis_ = basis
         self.kernel_ = basis.kernel_ if hasattr(basis, "kernel_") else None
@@ -507,6 +529,12 @@ class _BaseRVM(BaseEstimator):
         from rvm_pymc._estimator_io import load_estimator
 
         return load_estimator(path, {cls.__name__: cls}, expected=cls)
+
+
+def _fit_width(est: _BaseRVM, X: np.ndarray, gamma: float, t, prior, solver):
+    """One task of :meth:`_BaseRVM._fit_widths`: the reference fit at one width."""
+    _, Phi, scale = est._design(gamma, X)
+    return est._reference_fit(Phi / scale, t, prior, solver)
 
 
 def _target_scale(t: np.ndarray) -> tuple[float, float]:

@@ -57,8 +57,17 @@ def check_params(est: Any) -> None:
         raise ValueError(f"chains must be None or an integer >= 1; got {est.chains!r}")
     if est.max_iter is not None and (not is_int(est.max_iter) or est.max_iter < 1):
         raise ValueError(f"max_iter must be None or an integer >= 1; got {est.max_iter!r}")
-    if not (isinstance(est.tol, numbers.Real) and est.tol > 0):
-        raise ValueError(f"tol must be a float > 0; got {est.tol!r}")
+    if not (
+        isinstance(est.tol, numbers.Real)
+        and not isinstance(est.tol, bool | np.bool_)
+        and np.isfinite(est.tol)
+        and est.tol > 0
+    ):
+        raise ValueError(f"tol must be a finite float > 0; got {est.tol!r}")
+    if est.n_jobs is not None and (not is_int(est.n_jobs) or est.n_jobs == 0):
+        raise ValueError(
+            f"n_jobs must be None or a nonzero integer (-1: all cores); got {est.n_jobs!r}"
+        )
     if est.sampler_kwargs is not None and not isinstance(est.sampler_kwargs, dict):
         raise ValueError("sampler_kwargs must be None or a dict")
     if est.init not in INITS:

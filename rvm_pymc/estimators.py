@@ -114,6 +114,12 @@ class RVR(RegressorMixin, _BaseRVM):
         another local optimum of the evidence; ``"default"`` at the PyMC
         fit's own start; ``"auto"`` is ``"reference"`` for map and
         ``"default"`` for nuts.  Ignored by ``method="reference"``.
+    n_jobs : int, optional
+        Parallel fits of the widths of ``gamma="evidence"`` through joblib
+        (``-1``: all cores).  None means 1 unless a
+        :func:`joblib.parallel_config` context says otherwise, e.g.
+        ``backend="dask"`` to run them on a ``dask.distributed`` cluster
+        (see the "Parallel and distributed fits" section of the user guide).
     random_state : int, Generator or None
         Seeds the posterior draws (and NUTS).
 
@@ -285,7 +291,7 @@ class RVC(ClassifierMixin, _BaseRVM):
     Parameters
     ----------
     kernel, gamma, gamma_grid, degree, coef0, bias, method, solver, prior, \
-max_iter, tol, draws, tune, chains, sampler_kwargs, init, random_state
+max_iter, tol, draws, tune, chains, sampler_kwargs, init, n_jobs, random_state
         As for :class:`RVR`; the prior uses only ``a, b`` (there is no noise).
 
     Attributes

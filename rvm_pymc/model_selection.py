@@ -12,8 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.base import clone
-from sklearn.model_selection import cross_validate
+from sklearn.base import clone, is_classifier
+from sklearn.metrics import check_scoring
+from sklearn.model_selection import check_cv
+
+from rvm_pymc._parallel import run_tasks
 
 __all__ = ["evidence_vs_cv"]
 
@@ -43,7 +46,11 @@ def evidence_vs_cv(
     scoring : str or callable, optional
         Default the estimator's ``score`` (R^2 for RVR, accuracy for RVC).
     n_jobs : int, optional
-        Parallel cross-validation fits through joblib.
+        Every fit (one per width on all the data, and one per width and fold)
+        is an independent joblib task; None defers to any
+        :func:`joblib.parallel_config` in effect, e.g. ``backend="dask"``.
+        Warnings of the fits are raised in the calling process, naming the
+        width and fold.
 
     Returns
     -------
@@ -84,17 +91,23 @@ def evidence_vs_cv(
     grid = np.asarray(gammas, dtype=float).reshape(-1)
     if grid.size == 0 or not np.all(np.isfinite(grid) & (grid > 0)):
         raise ValueError("gammas must be a non-empty sequence of floats > 0")
-    log_ev = np.empty(grid.size)
-    n_rel = np.empty(grid.size, dtype=int)
-    mean = np.empty(grid.size)
-    std = np.empty(grid.size)
-    for i, g in enumerate(grid):
+    cv = check_cv(cv, y, classifier=is_classifier(estimator))
+    folds = list(cv.split(X, y))
+    # one flat list of independent fits: the full-data fit of every width, then its folds
+    tasks, labels = [], []
+    for g in grid:
         est = clone(estimator).set_params(gamma=float(g))
-        fitted = clone(est).fit(X, y)
-        log_ev[i] = fitted.log_evidence_
-        n_rel[i] = fitted.n_relevance_
-        scores = cross_validate(est, X, y, cv=cv, scoring=scoring, n_jobs=n_jobs)["test_score"]
-        mean[i], std[i] = float(np.mean(scores)), float(np.std(scores))
+        tasks.append((est, X, y, None, scoring))
+        labels.append(f"gamma={g:.4g}")
+        for k, fold in enumerate(folds):
+            tasks.append((est, X, y, fold, scoring))
+            labels.append(f"gamma={g:.4g}, fold {k}")
+    res = run_tasks(_fit_or_score, tasks, labels, n_jobs)
+    per = len(folds) + 1
+    log_ev = np.array([res[i * per][0] for i in range(grid.size)])
+    n_rel = np.array([res[i * per][1] for i in range(grid.size)], dtype=int)
+    scores = np.array([res[i * per + 1 : (i + 1) * per] for i in range(grid.size)], dtype=float)
+    mean, std = scores.mean(axis=1), scores.std(axis=1)
     return {
         "gamma": grid,
         "log_evidence": log_ev,
@@ -102,3 +115,14 @@ def evidence_vs_cv(
         "cv_score_mean": mean,
         "cv_score_std": std,
     }
+
+
+def _fit_or_score(est, X, y, fold, scoring) -> tuple[float, int] | float:
+    """One task of :func:`evidence_vs_cv`: the full-data fit, or the score of one fold."""
+    X, y = np.asarray(X), np.asarray(y)
+    if fold is None:
+        fitted = clone(est).fit(X, y)
+        return float(fitted.log_evidence_), int(fitted.n_relevance_)
+    train, test = fold
+    fitted = clone(est).fit(X[train], y[train])
+    return float(check_scoring(fitted, scoring=scoring)(fitted, X[test], y[test]))
