@@ -299,20 +299,7 @@ def compare(
     type-II fit, the mixture over the draws for nuts (see
     :mod:`rvm_pymc._predictive`).
     """
-    from sklearn.utils.validation import check_is_fitted
-
-    if not isinstance(fits, Mapping) or not fits:
-        raise ValueError("fits must be a non-empty mapping of name -> fitted RVR/RVC")
-    from rvm_pymc.estimators import RVC, RVR
-
-    kinds = set()
-    for name, f in fits.items():
-        if not isinstance(f, RVR | RVC):
-            raise TypeError(f"fits[{name!r}] is not an RVR/RVC; got {type(f).__name__}")
-        check_is_fitted(f, "coef_")  # NotFittedError naming the estimator
-        kinds.add(isinstance(f, RVC))
-    if len(kinds) > 1:
-        raise ValueError("fits must be all regressors (RVR) or all classifiers (RVC)")
+    _check_fits(fits)
     if (X_test is None) != (y_test is None):
         raise ValueError("give both X_test and y_test, or neither")
     if (X is None) != (y is None):
@@ -346,6 +333,71 @@ def compare(
 # ------------------------------------------------------------------ weights
 
 
+def _check_fits(fits) -> None:
+    """A non-empty mapping of fitted estimators, all RVR or all RVC."""
+    from sklearn.utils.validation import check_is_fitted
+
+    if not isinstance(fits, Mapping) or not fits:
+        raise ValueError("fits must be a non-empty mapping of name -> fitted RVR/RVC")
+    from rvm_pymc.estimators import RVC, RVR
+
+    kinds = set()
+    for name, f in fits.items():
+        if not isinstance(f, RVR | RVC):
+            raise TypeError(f"fits[{name!r}] is not an RVR/RVC; got {type(f).__name__}")
+        check_is_fitted(f, "coef_")  # NotFittedError naming the estimator
+        kinds.add(isinstance(f, RVC))
+    if len(kinds) > 1:
+        raise ValueError("fits must be all regressors (RVR) or all classifiers (RVC)")
+
+
+def _check_same_basis(fits) -> None:
+    """``ValueError`` unless every fit has the basis of the first.
+
+    The weights are matched by basis name, and ``"x3"`` means the same
+    function only for the same kernel, width and training inputs.  A kernel
+    fit keeps only its relevance vectors, so the check is what they allow:
+    the same kernel values at the relevance vectors of all the fits, the same
+    input wherever two fits share a training index, the same bias setting
+    and classes; any other basis is evaluated at the training inputs of a
+    :class:`FitSet` (when it carries them) and must agree.
+    """
+    names = list(fits)
+    first = fits[names[0]]
+
+    def differs(f) -> bool:
+        if f.n_features_in_ != first.n_features_in_ or bool(f.bias) != bool(first.bias):
+            return True
+        if hasattr(first, "classes_") and not np.array_equal(f.classes_, first.classes_):
+            return True
+        if (f.kernel_ is None) != (first.kernel_ is None):
+            return True
+        if f.kernel_ is None:
+            if list(f.basis_.basis_names_) != list(first.basis_.basis_names_):
+                return True
+            X = getattr(fits, "X", None)
+            return X is not None and not np.allclose(
+                f.basis_.transform(X), first.basis_.transform(X), rtol=1e-10, atol=1e-12
+            )
+        _, ia, ib = np.intersect1d(
+            first.relevance_indices_, f.relevance_indices_, return_indices=True
+        )
+        if not np.array_equal(first.relevance_vectors_[ia], f.relevance_vectors_[ib]):
+            return True
+        P = np.vstack([g.relevance_vectors_ for g in fits.values()])
+        return P.shape[0] > 0 and not np.allclose(
+            f.kernel_(P, P), first.kernel_(P, P), rtol=1e-10, atol=1e-12
+        )
+
+    for name in names[1:]:
+        if differs(fits[name]):
+            raise ValueError(
+                f"fits {names[0]!r} and {name!r} are not fits of the same basis (kernel, "
+                "width, training inputs, bias or classes differ), so their weights cannot "
+                "be matched by name; compare_weights needs fits of one model, e.g. fit_all"
+            )
+
+
 def compare_weights(
     fits: Mapping[str, Any], *, prob: float = RELEVANCE_PROB
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -374,8 +426,8 @@ def compare_weights(
         Fit by fit, the Jaccard index ``|A & B| / |A | B|`` of the sets of
         relevant bases (1 on the diagonal).
     """
-    if not isinstance(fits, Mapping) or not fits:
-        raise ValueError("fits must be a non-empty mapping of name -> fitted RVR/RVC")
+    _check_fits(fits)
+    _check_same_basis(fits)
     moments = {name: weight_moments(f) for name, f in fits.items()}
     relevant = {name: set(relevant_bases(f, prob=prob)) for name, f in fits.items()}
     index: list[str] = []

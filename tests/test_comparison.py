@@ -212,6 +212,17 @@ def test_kfold_orders_fits_as_the_exact_held_out_density():
     assert table["elpd_kfold"].sort_values().index.tolist() == exact
 
 
+def test_compare_weights_refuses_fits_of_different_bases(sinc):
+    X, t = sinc[0], sinc[1]
+    base = RVR(gamma=0.5).fit(X, t)
+    other_width = RVR(gamma=0.1).fit(X, t)
+    other_inputs = RVR(gamma=0.5).fit(X + 0.25, t)  # same names x0..x29, other centres
+    compare_weights({"a": base, "b": RVR(gamma=0.5, solver="mackay").fit(X, t)})  # one basis
+    for bad in (other_width, other_inputs):
+        with pytest.raises(ValueError, match="not fits of the same basis"):
+            compare_weights({"a": base, "b": bad})
+
+
 def test_compare_weights_by_hand(type_ii, nuts):
     fits = {"reference": type_ii["reference"], "nuts": nuts}
     table, agreement = compare_weights(fits)
