@@ -106,6 +106,7 @@ def make_estimator(args: argparse.Namespace, task: str, method: str | None = Non
         "random_state": args.seed,
         "draws": args.draws,
         "tune": args.tune,
+        "n_jobs": args.jobs,
     }
     if method == "nuts":
         # PyMC's own NUTS: a fit sampled by nutpie does not load back yet (its
@@ -369,7 +370,7 @@ def compare_command(args: argparse.Namespace) -> int:
     if cv:
         progress(f"{cv}-fold cross-validation: every method refitted {cv} times")
     result = compare(FitSet(fits, X=X_tr, y=y_tr, fit_times=times), X_te, y_te, cv=cv,
-                     random_state=args.seed)  # fmt: skip
+                     random_state=args.seed, n_jobs=args.jobs)  # fmt: skip
     print(
         f"rvm-pymc compare: {task} of {args.target!r} on {args.data}: {len(y_tr)} training, "
         f"{len(y_te)} held-out rows{', features standardised' if args.standardise else ''}"

@@ -96,6 +96,14 @@ def _model_options(p: argparse.ArgumentParser, *, task_help: str) -> None:
         default=500,
         help="NUTS tuning steps per chain (default 500)",
     )
+    p.add_argument(
+        "--jobs",
+        type=_int_in(1, 256),
+        default=1,
+        metavar="N",
+        help="processes for the independent fits: the widths of --gamma evidence and the "
+        "folds of compare (default 1)",
+    )
 
 
 def add_data_commands(sub, hidden_debug: Callable[[argparse.ArgumentParser], None]) -> None:

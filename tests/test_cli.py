@@ -204,3 +204,18 @@ def test_compare_reference_with_kfold(tmp_path, capsys):
     assert np.isfinite(row["elpd_kfold"]) and np.isfinite(row["rmse"])
     assert row["rmse"] < 0.5  # signal sd about 1, noise 0.1
     assert f"{row['rmse']:.4g}" in text
+
+
+def test_jobs_fit_the_width_grid_in_processes_with_the_same_result(tmp_path, capsys):
+    path = tmp_path / "t.csv"
+    _regression_csv(path, n=40)
+    preds = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"run{jobs}"
+        argv = ["fit", str(path), "--target", "y", "--no-plot", "--out", str(out)]
+        assert main([*argv, "--gamma", "evidence", "--jobs", jobs]) == 0
+        preds.append(pd.read_csv(out / "predictions.csv"))
+    capsys.readouterr()
+    pd.testing.assert_frame_equal(preds[0], preds[1], check_exact=True)
+    assert main(["fit", str(path), "--target", "y", "--jobs", "0"]) == 2
+    assert "--jobs: must be in [1, 256]; got 0" in capsys.readouterr().err
