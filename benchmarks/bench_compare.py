@@ -167,6 +167,19 @@ def markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _header_blocks(md: str) -> list[str]:
+    """The header block of every run recorded in a results page (none if it is missing)."""
+    if not os.path.exists(md):
+        return []
+    with open(md) as fh:
+        return [b.strip("\n") for b in fh.read().split("```")[1:-1:2]]
+
+
+def _join_headers(blocks: list[str]) -> str:
+    """Header blocks as one text that the page's code fence splits back into blocks."""
+    return "\n```\n\n```\n".join(blocks)
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", nargs="+", choices=DATA, default=list(DATA))
@@ -197,9 +210,7 @@ def main(argv=None) -> None:
                 continue
             df = pd.read_csv(csv)
             md = os.path.join(args.out, f"compare_{name}.md")
-            with open(md) as fh:  # keep the header of the run that made the numbers
-                old = fh.read()
-            head = old.split("```")[1].strip("\n") if "```" in old else head
+            head = _join_headers(_header_blocks(md)) or head  # the runs that made the numbers
             # the recorded header, with machine paths made relative
             head = re.sub(r"(\.\./)*\.?\.?/?tmp/[\w./-]+", "results", head)
             head = re.sub(r"/[\w./-]*/rvm_pymc\b", "./rvm_pymc", head)
@@ -207,11 +218,14 @@ def main(argv=None) -> None:
             old_df = pd.read_csv(csv)
             done = set(old_df["split"])
             todo = [k for k in range(args.splits) if k not in done]
+            old_heads = _header_blocks(os.path.join(args.out, f"compare_{name}.md"))
             if todo:  # run() of no split would concatenate nothing (pandas raises)
                 new_df = run(name, todo, args.draws, args.tune, args.cv)
                 df = pd.concat([old_df, new_df], ignore_index=True)
+                splits = ", ".join(str(k) for k in todo)
+                head = _join_headers([*old_heads, f"{head}\n# splits run: {splits}"])
             else:
-                df = old_df
+                df, head = old_df, _join_headers(old_heads) or head
         else:
             df = run(name, range(args.splits), args.draws, args.tune, args.cv)
         cols = CLS_COLS if name == "breast_cancer" else REG_COLS
