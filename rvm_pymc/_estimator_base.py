@@ -174,8 +174,11 @@ class _BaseRVM(BaseEstimator):
                 params = {"gamma": gamma}
             elif name in ("poly", "polynomial"):
                 params = {"degree": self.degree, "gamma": gamma, "coef0": self.coef0}
-            return KernelBasis(make_kernel(name, **params), bias=bool(self.bias))
-        return KernelBasis(make_kernel(k), bias=bool(self.bias))
+            kernel = make_kernel(name, **params)
+        else:
+            kernel = make_kernel(k)
+        # above 5000 training points KernelBasis keeps a subset of centres (basis.py)
+        return KernelBasis(kernel, bias=bool(self.bias), random_state=self.random_state)
 
     def _design(self, gamma: float | None, X: np.ndarray) -> tuple[Basis, np.ndarray, np.ndarray]:
         """The fitted basis for one width, its design matrix and the column scales."""
@@ -455,6 +458,8 @@ class _BaseRVM(BaseEstimator):
         self.bias_active_ = bool(basis.bias and active.size and active[0] == 0)
         if isinstance(basis, PrecomputedBasis) or self.kernel_ is not None:
             self.relevance_indices_ = active[active >= offset] - offset
+            if hasattr(basis, "centre_indices_"):  # columns -> rows of X (a subset of centres)
+                self.relevance_indices_ = basis.centre_indices_[self.relevance_indices_]
         else:
             self.relevance_indices_ = np.zeros(0, dtype=np.intp)
         if self.kernel_ is not None:
@@ -553,7 +558,7 @@ def _target_scale(t: np.ndarray) -> tuple[float, float]:
 
 def _column_scale(Phi: np.ndarray) -> np.ndarray:
     """Root-mean-square of every column (1 for an all-zero column)."""
-    rms = np.sqrt(np.mean(Phi**2, axis=0))
+    rms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi) / Phi.shape[0])  # no N x M temporary
     rms[~(rms > 0)] = 1.0
     return rms
 

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.exceptions import NotFittedError
 
+from rvm_pymc._centres import choose_centres, resolve_centres
 from rvm_pymc._validation import as_2d_float
 from rvm_pymc.kernels import Kernel, _is_real, make_kernel
 
@@ -30,6 +31,10 @@ __all__ = [
     "make_basis",
     "polynomial_basis",
 ]
+
+
+#: The kernel design matrix is filled this many entries (rows x centres) at a time.
+_BLOCK_ENTRIES = 1 << 20
 
 
 class Basis:
@@ -63,9 +68,7 @@ class Basis:
                 f"X has {X.shape[1]} {w}, but {type(self).__name__} was fitted with "
                 f"{self.n_features_in_} {w}"
             )
-        Phi = np.asarray(self._transform(X), dtype=np.float64)
-        if self.bias:
-            Phi = np.hstack([np.ones((X.shape[0], 1)), Phi])
+        Phi = self._design(X)
         bad = ~np.isfinite(Phi)
         if bad.any():  # name the columns: a FunctionBasis repr shows only <lambda at 0x...>
             cols = [str(self.basis_names_[j]) for j in np.flatnonzero(bad.any(axis=0))]
@@ -80,6 +83,13 @@ class Basis:
     def fit_transform(self, X: ArrayLike) -> np.ndarray:
         """Fit to ``X`` and return its design matrix."""
         return self.fit(X).transform(X)
+
+    def _design(self, X: np.ndarray) -> np.ndarray:
+        """``_transform(X)`` as float64, with the bias column first when ``bias``."""
+        Phi = np.asarray(self._transform(X), dtype=np.float64)
+        if self.bias:
+            Phi = np.hstack([np.ones((X.shape[0], 1)), Phi])
+        return Phi
 
     def _fit(self, X: np.ndarray) -> list[str]:
         raise NotImplementedError
@@ -101,7 +111,15 @@ class Basis:
 
 
 class KernelBasis(Basis):
-    """Kernel design matrix ``Phi = [1 | k(X, X_fit_)]``: one column per training point.
+    """Kernel design matrix ``Phi = [1 | k(X, centres_)]``: one column per centre.
+
+    Up to :data:`~rvm_pymc._centres.AUTO_FULL_MAX` (5000) training points every
+    training point is a centre (Tipping 2001).  Above that, ``centres="auto"``
+    keeps at most 500 training points chosen by greedy pivoted Cholesky (their
+    kernel columns span those of all training points to a relative variance
+    of 1e-6; see ``docs/reference_solver.md``, "Large N"), so that ``Phi`` is
+    N x 501 instead of N x (N + 1).  The design matrix is built in blocks of
+    rows, one float64 array.
 
     Parameters
     ----------
@@ -109,15 +127,27 @@ class KernelBasis(Basis):
         Anything :func:`~rvm_pymc.kernels.make_kernel` accepts; ``fit`` resolves it into
         ``kernel_``.
     bias : bool
-        Put a column of ones first, so that ``n_basis_ = N_train + 1``.
+        Put a column of ones first, so that ``n_basis_ = n_centres + 1``.
+    centres : "auto", "all" or int
+        ``"all"``: every training point; an integer ``m``: at most ``m``
+        centres chosen as above (fewer when the kernel columns are spanned
+        sooner); ``"auto"`` (default): ``"all"`` up to 5000 training points,
+        else at most 500.
+    random_state : None, int, Generator or RandomState
+        Draws the pool of at most 20000 training points searched for centres
+        (only when there are more); None is a fixed seed, so that the same
+        data give the same centres.
 
     Attributes
     ----------
-    X_fit_, centres_ : ndarray of shape (N_train, d)
-        A private copy of the training inputs (one array, two names).
+    X_fit_, centres_ : ndarray of shape (n_centres, d)
+        A private copy of the centres (one array, two names): the training
+        inputs, or the chosen subset of them.
+    centre_indices_ : ndarray of int
+        Their rows in the training inputs (``arange(N)`` when every point is one).
     kernel_ : Kernel
     basis_names_ : list of str
-        ``["bias", "x0", "x1", ...]``; ``"x<i>"`` is the kernel centred on training point i.
+        ``["bias", "x<i>", ...]``; ``"x<i>"`` is the kernel centred on training point i.
 
     Examples
     --------
@@ -128,22 +158,67 @@ class KernelBasis(Basis):
     >>> basis.transform([0.0, 0.5]).round(4)
     array([[1.    , 1.    , 0.3679],
            [1.    , 0.7788, 0.7788]])
+    >>> import numpy as np
+    >>> x = np.linspace(-10, 10, 1000)
+    >>> wide = KernelBasis(RBF(gamma=0.03), centres=100).fit(x)
+    >>> wide.n_basis_ < 30  # a wide kernel: its columns are spanned by a few centres
+    True
     """
 
-    def __init__(self, kernel: str | Kernel | Callable = "rbf", bias: bool = True) -> None:
+    def __init__(
+        self,
+        kernel: str | Kernel | Callable = "rbf",
+        bias: bool = True,
+        centres: str | int = "auto",
+        random_state: Any = None,
+    ) -> None:
         self.kernel = kernel
         self.bias = bool(bias)
+        self.centres = centres
+        self.random_state = random_state
 
     def _fit(self, X: np.ndarray) -> list[str]:
-        self.kernel_ = make_kernel(self.kernel)
-        self.X_fit_ = self.centres_ = X  # as_2d_float returned a private copy
-        return [f"x{i}" for i in range(X.shape[0])]
+        kernel = make_kernel(self.kernel)
+        n_max = resolve_centres(self.centres, X.shape[0])
+        if n_max is None:
+            idx = np.arange(X.shape[0])
+        else:
+            idx = choose_centres(X, kernel, n_max, random_state=self.random_state)
+        self.kernel_ = kernel
+        self.centre_indices_ = idx
+        # as_2d_float returned a private copy; a subset is a copy anyway
+        self.X_fit_ = self.centres_ = X if idx.size == X.shape[0] else X[idx]
+        return [f"x{i}" for i in idx]
 
     def _transform(self, X: np.ndarray) -> np.ndarray:
         return self.kernel_(X, self.X_fit_)
 
+    def _design(self, X: np.ndarray) -> np.ndarray:
+        """Fill one (n, n_basis_) array block by block: no second copy of it."""
+        n, off = X.shape[0], int(self.bias)
+        Phi = np.empty((n, self.n_basis_))
+        if off:
+            Phi[:, 0] = 1.0
+        rows = max(1, _BLOCK_ENTRIES // max(self.X_fit_.shape[0], 1))
+        for s in range(0, n, rows):
+            Phi[s : s + rows, off:] = self.kernel_(X[s : s + rows], self.X_fit_)
+        return Phi
+
     def get_params(self) -> dict[str, Any]:
-        return {"kernel": self.kernel, "bias": self.bias}
+        return {
+            "kernel": self.kernel,
+            "bias": self.bias,
+            "centres": self.centres,
+            "random_state": self.random_state,
+        }
+
+    def __repr__(self) -> str:
+        params = self.get_params()
+        if params["centres"] == "auto":
+            del params["centres"]
+        if params["random_state"] is None:
+            del params["random_state"]
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})"
 
 
 def _function_name(f: Any, i: int) -> str:

@@ -56,6 +56,10 @@ def _is_real(x: Any) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
+#: Rows per block of the generic :meth:`Kernel.diag` (a block x block matrix at a time).
+_DIAG_BLOCK = 256
+
+
 # --------------------------------------------------------------------------- kernels
 
 
@@ -90,6 +94,35 @@ class Kernel:
 
     def _evaluate(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+    def diag(self, X: ArrayLike) -> np.ndarray:
+        """The diagonal ``k(x_i, x_i)`` of the Gram matrix, without building the matrix.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features) or (n_samples,)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+
+        Examples
+        --------
+        >>> (2.0 * RBF(gamma=0.5) + Linear()).diag([[0.0], [1.0]])
+        array([2., 3.])
+        """
+        X = as_2d_float(X, "X")
+        d = np.asarray(self._diag(X), dtype=np.float64).reshape(X.shape[0])
+        _check_finite_matrix(d, f"kernel diagonal of {self!r}")
+        return d
+
+    def _diag(self, X: np.ndarray) -> np.ndarray:
+        """Generic diagonal: the kernel on blocks of rows against themselves."""
+        out = np.empty(X.shape[0])
+        for s in range(0, X.shape[0], _DIAG_BLOCK):
+            xb = X[s : s + _DIAG_BLOCK]
+            out[s : s + xb.shape[0]] = np.diagonal(np.asarray(self._evaluate(xb, xb), dtype=float))
+        return out
 
     def get_params(self) -> dict[str, Any]:
         """Return the hyperparameters as a dict (keyword arguments of the constructor)."""
@@ -141,6 +174,9 @@ class Constant(Kernel):
     def _evaluate(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
         return np.full((X.shape[0], Y.shape[0]), self.value)
 
+    def _diag(self, X: np.ndarray) -> np.ndarray:
+        return np.full(X.shape[0], self.value)
+
     def get_params(self) -> dict[str, Any]:
         return {"value": self.value}
 
@@ -159,6 +195,9 @@ class _Binary(Kernel):
 
     def _evaluate(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
         return type(self)._ufunc(self.k1._evaluate(X, Y), self.k2._evaluate(X, Y))
+
+    def _diag(self, X: np.ndarray) -> np.ndarray:
+        return type(self)._ufunc(self.k1._diag(X), self.k2._diag(X))
 
     def __repr__(self) -> str:
         return f"({self.k1!r} {self._op} {self.k2!r})"
@@ -219,6 +258,9 @@ class _WidthKernel(Kernel):
 
     def get_params(self) -> dict[str, Any]:
         return {self._given: getattr(self, self._given)}
+
+    def _diag(self, X: np.ndarray) -> np.ndarray:
+        return np.ones(X.shape[0])  # every width kernel is 1 at distance 0
 
 
 class RBF(_WidthKernel):
@@ -312,6 +354,9 @@ class Linear(Kernel):
     def _evaluate(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
         return X @ Y.T
 
+    def _diag(self, X: np.ndarray) -> np.ndarray:
+        return np.einsum("ij,ij->i", X, X)
+
 
 class Polynomial(Kernel):
     r"""Inhomogeneous polynomial kernel, as sklearn's ``polynomial_kernel``.
@@ -344,6 +389,9 @@ class Polynomial(Kernel):
 
     def _evaluate(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
         return (self.gamma * (X @ Y.T) + self.coef0) ** self.degree
+
+    def _diag(self, X: np.ndarray) -> np.ndarray:
+        return (self.gamma * np.einsum("ij,ij->i", X, X) + self.coef0) ** self.degree
 
     def get_params(self) -> dict[str, Any]:
         return {"degree": self.degree, "gamma": self.gamma, "coef0": self.coef0}
