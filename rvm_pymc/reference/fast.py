@@ -88,6 +88,7 @@ class _State:
     # -- full solve ---------------------------------------------------------
     def resolve(self):
         """Recompute Sigma, mu, S, Q and the log evidence from scratch."""
+        self.fresh = None
         idx = np.asarray(self.active)
         Gaa = self.G[idx, :]
         H = self.beta * Gaa
@@ -105,6 +106,7 @@ class _State:
 
     # -- rank-one moves -----------------------------------------------------
     def add(self, j, alpha_j):
+        self.fresh = None
         g = self.Phin.T @ self.Phin[:, j]
         g[~self.usable] = 0.0
         BG = self.beta * self.G
@@ -123,6 +125,7 @@ class _State:
         self.alpha = np.append(self.alpha, alpha_j)
 
     def reestimate(self, i, alpha_new):
+        self.fresh = None
         s_i = self.Sigma[:, i].copy()
         kappa = 1.0 / (self.Sigma[i, i] + 1.0 / (alpha_new - self.alpha[i]))
         mu_i = self.mu[i]
@@ -134,6 +137,7 @@ class _State:
         self.alpha[i] = alpha_new
 
     def delete(self, i):
+        self.fresh = None
         s_i = self.Sigma[:, i].copy()
         sii = s_i[i]
         mu_i = self.mu[i]
@@ -154,7 +158,9 @@ class _State:
 
         O(M_active^3 + N M_active): the check on every move (the rank-one
         updates predict the gain; this is what was realised).  ``-inf`` when
-        the posterior precision is not numerically positive definite.
+        the posterior precision is not numerically positive definite.  The
+        factor, the exact mean and residual are kept (``self.fresh``) for
+        :meth:`exact_candidate` until the state changes.
         """
         idx = np.asarray(self.active)
         H = self.beta * self.G[idx, :]
@@ -162,14 +168,64 @@ class _State:
         try:
             L, p = spd_factor(H, "posterior precision (fast RVM)")
         except np.linalg.LinAlgError:
+            self.fresh = None
             return -np.inf
         mu = factor_solve(L, p, self.beta * self.PhiT_t[idx])
-        resid = self.t - self.Phin[:, idx] @ mu
+        Pa = self.Phin[:, idx]
+        resid = self.t - Pa @ mu
         quad = self.beta * float(resid @ resid) + float(np.sum(self.alpha * mu**2))
         logdet_c = (
             factor_logdet(L, p) - float(np.sum(np.log(self.alpha))) - self.n * np.log(self.beta)
         )
+        self.fresh = (L, p, mu, resid, Pa)
         return -0.5 * (self.n * LOG_2PI + logdet_c + quad)
+
+    def exact_candidate(self, j: int) -> tuple[float, float, bool]:
+        """Exact best move of basis ``j``: ``(gain, new alpha, relevant)``.
+
+        ``S_j, Q_j`` are recomputed from the fresh factor of the active system
+        (:meth:`exact_lml`) in a form without catastrophic cancellation:
+        with ``u = beta H^-1 Phi_A^T phi_j``,
+
+        ``S_j = beta ||phi_j - Phi_A u||^2 + u^T A u``,  ``Q_j = beta phi_j^T (t - Phi_A mu)``,
+
+        a sum of non-negative terms (algebraically ``beta - beta^2 G_j^T Sigma
+        G_j``, the difference of large numbers the rank-one updates keep) at
+        O(N M_active + M_active^2).  For an active ``j`` the sparsity and quality
+        factors follow from :func:`active_sq` with the exact ``Sigma_jj``.
+        """
+        if getattr(self, "fresh", None) is None:
+            self.exact_lml()
+            if self.fresh is None:
+                return -np.inf, np.inf, False
+        L, p, mu, resid, Pa = self.fresh
+        phi = self.Phin[:, j]
+        u = factor_solve(L, p, self.beta * self.G[j, :])
+        r = phi - Pa @ u
+        S = self.beta * float(r @ r) + float(u @ (self.alpha * u))
+        Q = self.beta * float(phi @ resid)
+        if j in self.active:
+            i = self.active.index(j)
+            e = np.zeros(len(self.active))
+            e[i] = 1.0
+            sig = float(factor_solve(L, p, e)[i])
+            a = self.alpha[i]
+            s_arr, q_arr = active_sq(
+                np.array([a]), np.array([S]), np.array([Q]), np.array([sig]), mu[i : i + 1]
+            )
+            s, q = float(s_arr[0]), float(q_arr[0])
+        else:
+            a, s, q = np.inf, S, Q
+        q2 = q * q
+        relevant = q2 > s
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            new = s * s / (q2 - s) if relevant else np.inf
+            old = 0.0 if not np.isfinite(a) else float(_ell(a, s, q2))
+            gain = (float(_ell(new, s, q2)) if relevant else 0.0) - old
+        if j in self.active and len(self.active) == 1 and not relevant:
+            gain = -np.inf  # never delete the last basis
+        self.exact_sq = (j, S, Q)
+        return (gain if np.isfinite(gain) else -np.inf), new, bool(relevant)
 
     def snapshot(self):
         """What a move changes (the moves build new arrays; alpha is copied)."""
@@ -312,6 +368,7 @@ def fast_sequential(
         only_reestimates = (
             not np.any(deletions) and not np.any(additions) and bool(np.all(rel_idx))
         )
+        action = None
         if only_reestimates and idx.size > 1 and _reestimate_all(st, new_alpha[idx]):
             best = 0.0  # accepted: st.lml is exact after the re-solve
             _record(trace, st, prior, REESTIMATE)
@@ -320,18 +377,36 @@ def fast_sequential(
             # only possible through rounding; update the noise and look again.
             best = 0.0
         else:
-            snap, prev = st.snapshot(), st.lml
-            if not in_model[j]:
-                st.add(j, new_alpha[j])
-                action = ADD
+            # The move was chosen from S, Q kept by rank-one updates; its own statistics
+            # are recomputed exactly (cancellation-free) before it is made.
+            gain, a_new, rel = st.exact_candidate(j)
+            drifted = abs(gain - best) > 1e-6 * (1.0 + abs(st.lml))
+            best = gain
+            if not gain > 0:
+                # Not uphill after all: the statistics had drifted (or rounding at the
+                # optimum).  Recompute them and do not offer the move again until
+                # something else changes.
+                if drifted:
+                    st.resolve()
+                blocked.add(j)
+                best = 0.0
             else:
-                i = st.active.index(j)
-                if relevant[j]:
-                    st.reestimate(i, new_alpha[j])
-                    action = REESTIMATE
+                snap, prev = st.snapshot(), st.lml
+                if not in_model[j]:
+                    _, S_j, Q_j = st.exact_sq
+                    st.S, st.Q = st.S.copy(), st.Q.copy()
+                    st.S[j], st.Q[j] = S_j, Q_j
+                    st.add(j, a_new)
+                    action = ADD
                 else:
-                    st.delete(i)
-                    action = DELETE
+                    i = st.active.index(j)
+                    if rel:
+                        st.reestimate(i, a_new)
+                        action = REESTIMATE
+                    else:
+                        st.delete(i)
+                        action = DELETE
+        if action is not None:
             # The gain was predicted from S, Q kept by rank-one updates; check what was
             # realised from a fresh factorisation of the small active system.
             exact = st.exact_lml()
@@ -347,7 +422,10 @@ def fast_sequential(
                 blocked.add(j)
                 best = 0.0
             else:
-                if abs(exact - prev - best) > 1e-6 * (1.0 + abs(exact)) + 1e6 * noise_floor:
+                if (
+                    drifted
+                    or abs(exact - prev - best) > 1e-6 * (1.0 + abs(exact)) + 1e6 * noise_floor
+                ):
                     st.resolve()  # drifted but still uphill: refresh S, Q
                 st.lml = exact
                 blocked.clear()
