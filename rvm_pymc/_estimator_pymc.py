@@ -267,6 +267,8 @@ def _fit_map(inference, models, opts, Phi, target, names, prior, start):
             "max_abs_gradient": float(res.max_abs_gradient),
             "optimizer_message": str(res.message),
             "started_from": started_from,
+            # classifiers: the Laplace evidence used and its check (rvm_pymc._laplace.axis_check)
+            **{k: res.attrs[k] for k in ("laplace", "axis_check") if k in res.attrs},
         },
     }
     return post, info, model

@@ -43,11 +43,16 @@ import pytensor.tensor as pt
 from pytensor.gradient import disconnected_grad, jacobian
 from pytensor.graph.replace import graph_replace
 from pytensor.tensor.linalg import cholesky, solve_triangular
+from scipy.linalg import eigh
 
 from rvm_pymc._gaussian import factor_solve, spd_factor
 from rvm_pymc.exceptions import ConvergenceWarning
 
 LOG_2PI = float(np.log(2.0 * np.pi))
+AXIS_CHECK_FACTOR = 4.0
+"""The Laplace approximation at a mode is trusted when, one standard deviation
+along every principal axis of its Gaussian, the log density falls by 1/2 within
+this factor (between 1/8 and 2): see :func:`axis_check`."""
 
 
 @dataclass(frozen=True)
@@ -173,3 +178,40 @@ def newton_mode(
         if small:
             return w, H, True
     return w, H, False
+
+
+def axis_check(
+    fns: LaplaceFunctions, w: np.ndarray, log_alpha: np.ndarray, H: np.ndarray
+) -> float:
+    """How far ``Psi`` is from the quadratic of the Laplace approximation at its mode.
+
+    For the Gaussian ``N(w*, H^-1)`` the log density falls by exactly 1/2 one
+    standard deviation from the mode along each principal axis of ``H``
+    (eigenvectors of the Jacobi-scaled ``H``, both directions).  Returns the
+    largest ``|log(fall / (1/2))|`` over the ``2 D`` points (``inf`` if ``Psi``
+    is not finite there): 0 for an exactly Gaussian posterior, about 0.3 for
+    the RVM classifiers' valid Laplace fits (falls 0.37-0.69, breast cancer,
+    300 points).  Where the weights separate the training classes, the
+    likelihood saturates: its curvature vanishes at the mode, the Gaussian's
+    axis along the separating direction is as wide as the prior (e^10 at the
+    lower bound of ``log alpha``) and one standard deviation back along it
+    misclassifies points (falls of 1e6 seen): the Laplace evidence there is
+    no approximation of the evidence.  Compare with
+    ``log(AXIS_CHECK_FACTOR)``.
+    """
+    w = np.asarray(w, dtype=float)
+    la = np.asarray(log_alpha, dtype=float)
+    p = 1.0 / np.sqrt(np.diag(H))
+    vals, vecs = eigh(H * p[:, None] * p[None, :])
+    if not np.all(vals > 0):
+        return float("inf")
+    steps = p[:, None] * vecs / np.sqrt(vals)  # column i: one sd along axis i
+    psi0 = float(fns.psi(w, la))
+    worst = 0.0
+    for i in range(steps.shape[1]):
+        for sign in (1.0, -1.0):
+            fall = psi0 - float(fns.psi(w + sign * steps[:, i], la))
+            if not (np.isfinite(fall) and fall > 0):
+                return float("inf")
+            worst = max(worst, abs(float(np.log(2.0 * fall))))
+    return worst

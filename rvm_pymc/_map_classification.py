@@ -36,7 +36,13 @@ import numpy as np
 
 from rvm_pymc._gaussian import factor_inverse, factor_solve, spd_factor, spd_inverse
 from rvm_pymc._idata import model_data
-from rvm_pymc._laplace import LaplaceFunctions, compile_laplace, newton_mode
+from rvm_pymc._laplace import (
+    AXIS_CHECK_FACTOR,
+    LaplaceFunctions,
+    axis_check,
+    compile_laplace,
+    newton_mode,
+)
 from rvm_pymc._map import (
     LOG_PRECISION_BOUND,
     MapResult,
@@ -210,7 +216,7 @@ def _active_set(fns: LaplaceFunctions, la0, bounds, *, max_iter, gtol):
     """Maximise ``J`` under the flat prior on the active set, with re-entry tests.
 
     Returns ``(log_alpha, n_iter, converged, max |projected gradient|, message)``
-    over every basis, warning once if the final round did not converge.
+    over every basis; the caller warns if the final round did not converge.
     """
     la = np.array(la0, dtype=float)
     if np.all(la >= LOG_PRECISION_BOUND):
@@ -252,14 +258,21 @@ def _active_set(fns: LaplaceFunctions, la0, bounds, *, max_iter, gtol):
     else:
         best = (*best[:1], False, best[2], f"no settled active set after {MAX_ROUNDS} rounds")
     la, converged, pgrad, message = best
-    if not converged:
-        warnings.warn(
-            f"Laplace type-II MAP did not converge: {message} (max |gradient| {pgrad:.3g} "
-            f"after {n_iter} iterations)",
-            ConvergenceWarning,
-            stacklevel=4,
-        )
     return la, n_iter, converged, pgrad, message
+
+
+def _mode_and_check(fns: LaplaceFunctions, la: np.ndarray):
+    """The mode over every basis, its negative Hessian, Newton's success, :func:`axis_check`.
+
+    The check runs on the bases that are not pruned (a pruned weight is 0 with
+    an exactly Gaussian prior).
+    """
+    w, H, ok = newton_mode(fns, np.zeros(int(np.prod(fns.shape))), la)
+    cols = np.flatnonzero(la < LOG_PRECISION_BOUND)
+    k = w.size // la.size
+    idx = (cols[:, None] * k + np.arange(k)).ravel()
+    check = axis_check(fns.restrict(cols), w[idx], la[cols], H[np.ix_(idx, idx)])
+    return w, H, ok, check
 
 
 def map_classification(model, spec, *, initvals, max_iter, gtol, mode_kw, laplace) -> MapResult:
@@ -284,12 +297,13 @@ def map_classification(model, spec, *, initvals, max_iter, gtol, mode_kw, laplac
     bounds = _alpha_bounds(Phi, 1.0)
     floor = np.array([b[0] for b in bounds])
     la0 = np.clip(la0, floor, LOG_PRECISION_BOUND)
+    if laplace == "tipping" and spec.prior is None:
+        raise ValueError(
+            "laplace='tipping' needs the log-Gamma prior of rvm_pymc.models on log_alpha "
+            "(its a, b enter the re-estimation); use laplace='exact'"
+        )
+    attrs = {"laplace": laplace}
     if laplace == "tipping":
-        if spec.prior is None:
-            raise ValueError(
-                "laplace='tipping' needs the log-Gamma prior of rvm_pymc.models on log_alpha "
-                "(its a, b enter the re-estimation); use laplace='exact'"
-            )
         la, n_iter, converged = _tipping_fixed_point(fns, la0, floor, spec.prior, max_iter, gtol)
         pgrad, message = float("nan"), "Tipping fixed point"
     elif _prunes(spec.prior):
@@ -298,14 +312,53 @@ def map_classification(model, spec, *, initvals, max_iter, gtol, mode_kw, laplac
         )
     else:
         la, n_iter, converged, pgrad, message = _exact_map(
-            fns, la0, bounds, prune=False, max_iter=max_iter, gtol=gtol, warn=True
+            fns, la0, bounds, prune=False, max_iter=max_iter, gtol=gtol, warn=False
         )
-    w_star, H, ok = newton_mode(fns, np.zeros(int(np.prod(fns.shape))), la)
+    w_star, H, ok, check = _mode_and_check(fns, la)
+    J = float(fns.outer(w_star, la)[0])
+    if check > np.log(AXIS_CHECK_FACTOR) and laplace == "exact" and spec.prior is not None:
+        # the exact evidence ran to a saturated likelihood: keep Tipping's fixed point
+        la_t, n_t, conv_t = _tipping_fixed_point(fns, la0, floor, spec.prior, max_iter, gtol)
+        w_t, H_t, ok_t, check_t = _mode_and_check(fns, la_t)
+        J_t = float(fns.outer(w_t, la_t)[0])
+        warnings.warn(
+            f"the optimum of the exact Laplace evidence (J = {J:.4g}) is not a valid Laplace "
+            "approximation: the fall of the log density one standard deviation along an axis "
+            f"of its Gaussian differs from 1/2 by a factor {np.exp(check):.3g} (the weights "
+            "separate the training classes and the likelihood saturates, so J grows towards "
+            "small precisions without approximating the evidence); kept Tipping's fixed point "
+            f"from the same start instead (laplace='tipping', J = {J_t:.4g})",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+        attrs.update(laplace="tipping", rejected_exact_log_evidence=J, rejected_axis_check=check)
+        la, w_star, H, ok, check, J = la_t, w_t, H_t, ok_t, check_t, J_t
+        n_iter, converged, pgrad, message = (
+            n_iter + n_t,
+            conv_t,
+            float("nan"),
+            "Tipping fixed point",
+        )
+    elif laplace == "exact" and not converged:
+        warnings.warn(
+            f"Laplace type-II MAP did not converge: {message} (max |gradient| {pgrad:.3g} "
+            f"after {n_iter} iterations)",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
     if not ok:
         warnings.warn(
             "the final inner Newton solve did not converge", ConvergenceWarning, stacklevel=3
         )
-    J = float(fns.outer(w_star, la)[0])
+    if check > np.log(AXIS_CHECK_FACTOR):
+        warnings.warn(
+            "the Laplace approximation at the optimum is unreliable: the fall of the log "
+            "density one standard deviation along an axis of its Gaussian differs from 1/2 by "
+            f"a factor {np.exp(check):.3g} (training classes separable?)",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    attrs["axis_check"] = check
     L, p = spd_factor(H, "negative Hessian of the Laplace approximation")
     k = 1 if spec.kind == "binary" else fns.shape[1]
     cov = factor_inverse(L, p)  # flat weights in (basis, class) order
@@ -322,5 +375,5 @@ def map_classification(model, spec, *, initvals, max_iter, gtol, mode_kw, laplac
         max_abs_gradient=pgrad,
         message=message,
         Phi=Phi,
-        attrs={"laplace": laplace},
+        attrs=attrs,
     )
