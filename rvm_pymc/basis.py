@@ -196,7 +196,8 @@ class KernelBasis(Basis):
     def _design(self, X: np.ndarray) -> np.ndarray:
         """Fill one (n, n_basis_) array block by block: no second copy of it."""
         n, off = X.shape[0], int(self.bias)
-        Phi = np.empty((n, self.n_basis_))
+        # column-major: solvers gather the columns of the active bases
+        Phi = np.empty((n, self.n_basis_), order="F")
         if off:
             Phi[:, 0] = 1.0
         rows = max(1, _BLOCK_ENTRIES // max(self.X_fit_.shape[0], 1))
