@@ -1,7 +1,8 @@
 """PyMC model builders for the relevance vector machine (docs/design.md section 1).
 
 Every builder is a pure function: it validates its input, puts the data in
-``pm.Data`` containers and returns a fresh :class:`pymc.Model`; nothing is
+``pm.Data`` containers and returns a fresh :class:`RVMModel` (a
+:class:`pymc.Model` that prints its variables and priors); nothing is
 compiled or sampled on construction.  Fitting lives in
 :mod:`rvm_pymc.inference`.
 
@@ -64,6 +65,7 @@ from rvm_pymc.priors import HyperPrior, resolve_prior
 __all__ = [
     "PARAMETRIZATIONS",
     "ModelSpec",
+    "RVMModel",
     "classification_binary",
     "classification_softmax",
     "log_gamma_normaliser",
@@ -75,6 +77,23 @@ __all__ = [
     "regression_marginal",
     "regression_marginal_rbf",
 ]
+
+
+class RVMModel(pm.Model):
+    """A :class:`pymc.Model` whose ``str()`` (``print(model)``) lists its variables.
+
+    PyMC 6 shows the model's variables and priors in notebooks (IPython's
+    pretty printer and ``_repr_latex_`` call ``model.str_repr()``), but
+    ``print(model)`` prints only ``<pymc.model.core.Model object at ...>``.
+    The builders of this module return this subclass, whose ``str`` is
+    ``str_repr()``, e.g. ``log_alpha ~ LogGamma(1, 0.01)`` (the density of the
+    log of a Gamma(a, b) precision, ``Flat`` under ``a = b = 0``).  It is a
+    ``pymc.Model`` in every other respect; ``model.copy()`` returns a plain
+    ``pymc.Model``.
+    """
+
+    def __str__(self) -> str:
+        return self.str_repr()
 
 
 # ------------------------------------------------------------------ hyperpriors
@@ -198,7 +217,7 @@ def regression_joint(
     check_parametrization(parametrization)
     hp = resolve_prior(prior, default="weakly_informative")
     coords = {"basis": basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(t))}
-    with pm.Model(coords=coords) as model:
+    with RVMModel(coords=coords) as model:
         Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
         t_d = pm.Data("t", t, dims="obs")
         log_alpha = _ard_precisions(hp)
@@ -250,7 +269,7 @@ def regression_marginal(Phi, t, *, prior=None, basis_names: Sequence | None = No
     Phi, t = check_design(Phi, t, "t")
     hp = resolve_prior(prior, default="weakly_informative")
     coords = {"basis": basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(t))}
-    with pm.Model(coords=coords) as model:
+    with RVMModel(coords=coords) as model:
         Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
         pm.Data("t", t, dims="obs")
         log_alpha = _ard_precisions(hp)
@@ -350,7 +369,7 @@ def regression_marginal_rbf(
     hp = resolve_prior(prior, default="weakly_informative")
     names = (["bias"] if bias else []) + [f"x{i}" for i in range(len(C))]
     coords = {"basis": names, "obs": np.arange(len(t)), "feature": np.arange(X.shape[1])}
-    with pm.Model(coords=coords) as model:
+    with RVMModel(coords=coords) as model:
         X_d = pm.Data("X", X, dims=("obs", "feature"))
         C_d = pm.Data("centres", C)
         pm.Data("t", t, dims="obs")
@@ -399,7 +418,7 @@ def classification_binary(
     check_parametrization(parametrization)
     hp = resolve_prior(prior, default="weakly_informative")
     coords = {"basis": basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(y))}
-    with pm.Model(coords=coords) as model:
+    with RVMModel(coords=coords) as model:
         Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
         y_d = pm.Data("y", y, dims="obs")
         log_alpha = _ard_precisions(hp)
@@ -461,7 +480,7 @@ def classification_softmax(
         "obs": np.arange(len(y)),
         "class": list(class_names),
     }
-    with pm.Model(coords=coords) as model:
+    with RVMModel(coords=coords) as model:
         Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
         y_d = pm.Data("y", y, dims="obs")
         log_alpha = _ard_precisions(hp)

@@ -152,24 +152,32 @@ def test_builders_put_data_in_containers_and_coords():
 
 
 def test_model_string_names_the_priors_and_likelihoods():
-    """str_repr (PyMC's text rendering) shows LogGamma / Flat priors, not CustomDist_<name>."""
+    """print(model) / str(model) show LogGamma / Flat priors: not the object's address
+    (PyMC 6's Model has no __str__) and not CustomDist_<name>."""
     rng = np.random.default_rng(0)
     Phi = rng.standard_normal((12, 3))
-    texts = {
-        "marginal": models.regression_marginal(Phi, rng.standard_normal(12)).str_repr(),
-        "binary": models.classification_binary(
-            Phi, np.arange(12) % 2, prior="evidence"
-        ).str_repr(),
-        "softmax": models.classification_softmax(Phi, np.arange(12) % 3).str_repr(),
+    t = rng.standard_normal(12)
+    built = {
+        "marginal": models.regression_marginal(Phi, t),
+        "binary": models.classification_binary(Phi, np.arange(12) % 2, prior="evidence"),
+        "softmax": models.classification_softmax(Phi, np.arange(12) % 3),
+        "joint": models.regression_joint(Phi, t, parametrization="non_centred"),
+        "rbf": models.regression_marginal_rbf(Phi[:, :1], t),
     }
-    for text in texts.values():
-        assert "CustomDist" not in text
+    texts = {k: str(m) for k, m in built.items()}
+    for k, text in texts.items():
+        assert isinstance(built[k], pm.Model)
+        assert text == built[k].str_repr()
+        assert "CustomDist" not in text and "object at" not in text
+        assert "log_alpha ~ " in text
     assert "log_alpha ~ LogGamma(1, 0.01)" in texts["marginal"]
     assert "log_beta ~ LogGamma(1, 0.01)" in texts["marginal"]
     assert "t_obs ~ MarginalNormal(" in texts["marginal"]
     assert "log_alpha ~ Flat(0, 0)" in texts["binary"]
     assert "y_obs ~ BernoulliLogit(" in texts["binary"]
     assert "y_obs ~ CategoricalLogit(" in texts["softmax"]
+    assert "w_raw ~ Normal(0, 1)" in texts["joint"]
+    assert "log_beta ~ LogGamma(1, 0.01)" in texts["joint"]
 
 
 def test_prior_predictive_of_marginal_model():
