@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rvm_pymc._gaussian import factor_logdet, factor_solve, spd_factor, spd_inverse
+from rvm_pymc._gaussian import factor_inverse, factor_logdet, factor_solve, spd_factor
 from rvm_pymc.reference._linalg import LOG_2PI
 
 REESTIMATE, ADD, DELETE, NOISE = 0, 1, 2, 3
@@ -79,6 +79,7 @@ class _State:
         self.active: list[int] = []
         self.alpha = np.empty(0)
         self.G = np.empty((self.m, 0))  # Phi^T Phi_active, (M, M_active)
+        self.fresh = None  # (L, p, mu, resid, Phi_A, lml) of the current state, or None
 
     @property
     def _w_active(self) -> np.ndarray:
@@ -86,23 +87,27 @@ class _State:
         return self.mu
 
     # -- full solve ---------------------------------------------------------
-    def resolve(self):
-        """Recompute Sigma, mu, S, Q and the log evidence from scratch."""
-        self.fresh = None
-        idx = np.asarray(self.active)
-        Gaa = self.G[idx, :]
-        H = self.beta * Gaa
-        H[np.diag_indices_from(H)] += self.alpha
-        self.Sigma, logdet = spd_inverse(H, "posterior precision (fast RVM)")
-        self.mu = self.beta * (self.Sigma @ self.PhiT_t[idx])
+    def resolve(self, reuse: bool = False):
+        """Recompute Sigma, mu, S, Q and the log evidence from a fresh factorisation.
+
+        With ``reuse`` the factor of the last :meth:`exact_lml` of this same
+        state is used instead of a new one.
+        """
+        if not (reuse and self.fresh is not None):
+            self.exact_lml()
+            if self.fresh is None:
+                raise np.linalg.LinAlgError(
+                    "Cholesky factorisation of the posterior precision (fast RVM) failed "
+                    "(matrix not positive definite to working precision)"
+                )
+        L, p, mu, resid, _Pa, lml = self.fresh
+        self.Sigma = factor_inverse(L, p)
+        self.mu = mu
         BG = self.beta * self.G
         self.S = self.beta * self.diag - np.sum((BG @ self.Sigma) * BG, axis=1)
-        self.Q = self.beta * self.PhiT_t - BG @ self.mu
-        resid = self.t - self.Phin[:, idx] @ self.mu
+        self.Q = self.beta * self.PhiT_t - BG @ mu
         self.rss = float(resid @ resid)
-        quad = self.beta * self.rss + float(np.sum(self.alpha * self.mu**2))
-        logdet_c = logdet - float(np.sum(np.log(self.alpha))) - self.n * np.log(self.beta)
-        self.lml = -0.5 * (self.n * LOG_2PI + logdet_c + quad)
+        self.lml = lml
 
     # -- rank-one moves -----------------------------------------------------
     def add(self, j, alpha_j):
@@ -177,8 +182,9 @@ class _State:
         logdet_c = (
             factor_logdet(L, p) - float(np.sum(np.log(self.alpha))) - self.n * np.log(self.beta)
         )
-        self.fresh = (L, p, mu, resid, Pa)
-        return -0.5 * (self.n * LOG_2PI + logdet_c + quad)
+        lml = -0.5 * (self.n * LOG_2PI + logdet_c + quad)
+        self.fresh = (L, p, mu, resid, Pa, lml)
+        return lml
 
     def exact_candidate(self, j: int) -> tuple[float, float, bool]:
         """Exact best move of basis ``j``: ``(gain, new alpha, relevant)``.
@@ -194,11 +200,11 @@ class _State:
         O(N M_active + M_active^2).  For an active ``j`` the sparsity and quality
         factors follow from :func:`active_sq` with the exact ``Sigma_jj``.
         """
-        if getattr(self, "fresh", None) is None:
+        if self.fresh is None:
             self.exact_lml()
             if self.fresh is None:
                 return -np.inf, np.inf, False
-        L, p, mu, resid, Pa = self.fresh
+        L, p, mu, resid, Pa, _ = self.fresh
         phi = self.Phin[:, j]
         u = factor_solve(L, p, self.beta * self.G[j, :])
         r = phi - Pa @ u
@@ -234,6 +240,7 @@ class _State:
     def restore(self, snap):
         self.active, self.alpha, self.Sigma, self.mu, self.S, self.Q, self.G = snap
         self.active = list(self.active)
+        self.fresh = None
 
     def stats_ok(self) -> bool:
         """Whether every usable ``S_m`` is positive and finite and every ``Q_m`` finite.
@@ -431,7 +438,7 @@ def fast_sequential(
                     drifted
                     or abs(exact - prev - best) > 1e-6 * (1.0 + abs(exact)) + 1e6 * noise_floor
                 ):
-                    st.resolve()  # drifted but still uphill: refresh S, Q
+                    st.resolve(reuse=True)  # drifted but still uphill: refresh S, Q
                 st.lml = exact
                 blocked.clear()
                 _record(trace, st, prior, action)
@@ -461,13 +468,12 @@ def _reestimate_all(st, alpha_new, min_gain=0.0) -> bool:
     """
     saved = (st.alpha, st.Sigma, st.mu, st.S, st.Q, st.rss, st.lml)
     st.alpha = np.asarray(alpha_new, dtype=float).copy()
-    try:
-        st.resolve()
-    except np.linalg.LinAlgError:
-        st.lml = -np.inf
-    if st.lml >= saved[-1] + min_gain:
+    st.fresh = None
+    if st.exact_lml() >= saved[-1] + min_gain:  # the evidence alone: S, Q only if kept
+        st.resolve(reuse=True)
         return True
     st.alpha, st.Sigma, st.mu, st.S, st.Q, st.rss, st.lml = saved
+    st.fresh = None
     return False
 
 
@@ -483,7 +489,7 @@ def _update_noise(st, prior, n):
     def objective():
         return st.lml + prior.c * np.log(st.beta) - prior.d * st.beta
 
-    st.resolve()  # the rank-one moves do not track rss; start from an exact state
+    st.resolve(reuse=True)  # the rank-one moves do not track rss; start from an exact state
     saved = (st.beta, st.Sigma, st.mu, st.S, st.Q, st.rss, st.lml)
     old_obj = objective()
     gamma = 1.0 - st.alpha * np.diag(st.Sigma)
@@ -495,11 +501,14 @@ def _update_noise(st, prior, n):
     log_beta0 = np.log(saved[0])
     for _ in range(40):
         st.beta = float(np.exp(log_beta0 + step))
-        st.resolve()
+        st.fresh = None
+        st.lml = st.exact_lml()  # the evidence alone; S, Q for the accepted step only
         if objective() >= old_obj - 1e-12 * abs(old_obj):
+            st.resolve(reuse=True)
             return abs(step)
         step *= 0.5
     st.beta, st.Sigma, st.mu, st.S, st.Q, st.rss, st.lml = saved
+    st.fresh = None
     return np.inf  # no acceptable step: never read as 'beta has settled'
 
 
