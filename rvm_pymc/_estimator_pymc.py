@@ -102,16 +102,25 @@ _FIT_KEYS = {
 }
 """Keys the fit sets itself, and where it takes them from."""
 _NUTS_MODELS = ("collapsed", "joint")
+_CLASSIFIER_KINDS = ("binary", "softmax", "classifier")
+"""``kind`` values of :func:`check_sampler_kwargs` that refuse the collapsed sampler
+(``"classifier"``: an RVC before its classes are known)."""
 
 
-def check_sampler_kwargs(method: str, sampler_kwargs: dict | None) -> dict[str, Any]:
+def check_sampler_kwargs(
+    method: str, sampler_kwargs: dict | None, kind: str | None = None
+) -> dict[str, Any]:
     """``sampler_kwargs`` as a dict, or ValueError naming keys that ``method`` does not take.
 
     Called by the estimator's parameter checks, before PyMC is imported: a key
     the fit sets itself (the model for MAP; ``draws``, ``tune``, ``chains``
     and the seed for NUTS, which come from the estimator's parameters), an
     unknown key, or a ``model`` / ``parametrization`` of NUTS that is not one
-    of its choices is refused here.
+    of its choices is refused here.  With the estimator's ``kind`` known
+    (``"binary"``, ``"softmax"``, or ``"classifier"`` for an RVC whose classes
+    are not yet known), NUTS ``model="collapsed"`` is refused too:
+    the collapsed sampler integrates out the weights of the Gaussian
+    regression likelihood only.
     """
     allowed = _MAP_KEYS if method == "map" else _NUTS_KEYS
     kw = dict(sampler_kwargs or {})
@@ -131,6 +140,12 @@ def check_sampler_kwargs(method: str, sampler_kwargs: dict | None) -> dict[str, 
     if method == "nuts" and kw.get("model", "collapsed") not in _NUTS_MODELS:
         raise ValueError(
             f"sampler_kwargs['model'] must be one of {_NUTS_MODELS}; got {kw['model']!r}"
+        )
+    if method == "nuts" and kind in _CLASSIFIER_KINDS and kw.get("model") == "collapsed":
+        raise ValueError(
+            "sampler_kwargs['model']='collapsed' applies to RVR only: the collapsed sampler "
+            "integrates out the weights of the Gaussian regression likelihood; a classifier "
+            "samples its weights jointly (model='joint', the default)"
         )
     if method == "nuts" and kw.get("parametrization", "centred") not in PARAMETRIZATIONS:
         raise ValueError(
@@ -275,7 +290,7 @@ def _fit_map(inference, models, opts, Phi, target, names, prior, start):
 
 
 def _fit_nuts(inference, models, opts, Phi, target, names, prior, seed, start):
-    kw = check_sampler_kwargs("nuts", opts["sampler_kwargs"])
+    kw = check_sampler_kwargs("nuts", opts["sampler_kwargs"], opts["kind"])
     which = kw.pop("model", "collapsed")  # checked by check_sampler_kwargs
     regression = opts["kind"] == "regression"
     parametrization = kw.pop("parametrization", DEFAULT_PARAMETRIZATION[opts["kind"]])

@@ -87,14 +87,31 @@ def _warn_if_near_improper(spec: ModelSpec) -> None:
     if spec.kind.startswith("regression"):
         used.update(c=prior.c, d=prior.d)
     small = {k: v for k, v in used.items() if v < NEAR_IMPROPER}
-    if small:
-        warnings.warn(
-            f"hyperprior parameters {small} are below {NEAR_IMPROPER}: the posterior is "
-            "(nearly) improper in the precisions and NUTS will not converge; use the "
-            "'weakly_informative' preset on standardised data, or type-II MAP",
-            PriorWarning,
-            stacklevel=3,
+    if not small:
+        return
+    if spec.kind == "regression_marginal" and prior.b == 0:
+        what = (
+            "the collapsed sampler will not converge: with b = 0 the log alpha of an "
+            "irrelevant basis drifts without bound (the likelihood is flat as alpha -> inf)"
         )
+    elif spec.kind == "regression_marginal":  # the collapsed sampler: no funnel
+        what = (
+            "the collapsed sampler can explore it, but the precision of an irrelevant basis "
+            "is set by the prior alone (its log alpha spreads up to about log(1/b)), so its "
+            "draws and the effective number of parameters reflect that choice"
+        )
+    else:
+        what = (
+            "NUTS over the weights will not converge (the funnel between a weight and its "
+            "precision reaches the improper region)"
+        )
+    warnings.warn(
+        f"hyperprior parameters {small} are below {NEAR_IMPROPER}: the posterior is "
+        f"(nearly) improper in the precisions; {what}; use the 'weakly_informative' preset "
+        "on standardised data, or type-II MAP",
+        PriorWarning,
+        stacklevel=3,
+    )
 
 
 DEFAULT_SAMPLERS = ("numpyro", "nutpie")

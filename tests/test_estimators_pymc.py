@@ -279,3 +279,13 @@ def test_map_classifier_refuses_a_saturated_laplace_optimum():
     assert mp.log_evidence_ >= ref.log_evidence_ - 1e-6 * abs(ref.log_evidence_)
     loss_ref = log_loss(yt, ref.predict_proba(Xt))
     assert log_loss(yt, mp.predict_proba(Xt)) <= loss_ref + 0.01
+
+
+def test_rvc_refuses_the_collapsed_sampler():
+    """RVC used to ignore sampler_kwargs={"model": "collapsed"} and sample jointly."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20, 2))
+    y = (X[:, 0] > 0).astype(int)
+    est = RVC(method="nuts", sampler_kwargs={**NUTS, "model": "collapsed"})
+    with pytest.raises(ValueError, match=r"sampler_kwargs\['model'\]='collapsed' applies to RVR"):
+        est.fit(X, y)

@@ -134,12 +134,24 @@ def test_nuts_posterior_matches_quadrature(line, sampler):
     assert {"posterior", "sample_stats", "log_likelihood", "observed_data"} <= set(idata.children)
 
 
-@pytest.mark.parametrize("preset", ["near_improper", "evidence"])
-def test_nuts_with_near_improper_prior_warns(preset):
+@pytest.mark.parametrize(
+    ("preset", "joint", "says"),
+    [
+        ("near_improper", False, "collapsed sampler can explore it"),
+        ("evidence", False, "collapsed sampler will not converge"),
+        ("near_improper", True, "NUTS over the weights will not converge"),
+    ],
+)
+def test_nuts_with_near_improper_prior_warns(preset, joint, says):
+    """The warning says what happens to the sampler in use: the collapsed sampler has no
+    funnel (a proper plateau in log alpha under b = 1e-6; unbounded only at b = 0)."""
     Phi, t = _line_problem()
-    model = models.regression_marginal(Phi, t, prior=preset)
-    with pytest.warns(PriorWarning, match="improper"):
-        inference.sample_collapsed(model, draws=5, tune=5, chains=1, random_seed=0, **RUN)
+    build = models.regression_joint if joint else models.regression_marginal
+    sample = inference.sample_nuts if joint else inference.sample_collapsed
+    with pytest.warns(PriorWarning, match="improper") as seen:
+        sample(build(Phi, t, prior=preset), draws=5, tune=5, chains=2, random_seed=0, **RUN)
+    texts = [str(w.message) for w in seen if issubclass(w.category, PriorWarning)]
+    assert len(texts) == 1 and says in texts[0]
 
 
 class _Stop(Exception):
