@@ -68,11 +68,14 @@ def active_sq(alpha, S, Q, sigma_diag, mu):
 class _State:
     """Active set, posterior and candidate statistics of the sequential algorithm."""
 
-    def __init__(self, Phin, t, usable, beta):
+    def __init__(self, Phin, t, usable, beta, scale=None):
+        # Phin / scale are the unit-norm columns: the fast method reads columns and
+        # products only, so the caller's design is used without a normalised copy.
         self.Phin, self.t = Phin, t
         self.n, self.m = Phin.shape
+        self.scale = None if scale is None else np.asarray(scale, dtype=float)
         self.usable = usable
-        self.PhiT_t = Phin.T @ t
+        self.PhiT_t = self._unscale(Phin.T @ t)
         self.diag = usable.astype(float)  # ||phi_m||^2 after normalisation
         self.tt = float(t @ t)
         self.beta = beta
@@ -80,6 +83,20 @@ class _State:
         self.alpha = np.empty(0)
         self.G = np.empty((self.m, 0))  # Phi^T Phi_active, (M, M_active)
         self.fresh = None  # (L, p, mu, resid, Phi_A, lml) of the current state, or None
+
+    def _unscale(self, v):
+        return v if self.scale is None else v / self.scale
+
+    def columns(self, idx):
+        """Unit-norm column(s) ``idx`` (an int or an index array): (N,) or (N, len(idx))."""
+        c = self.Phin[:, idx]
+        return c if self.scale is None else c / self.scale[idx]
+
+    def gram_column(self, j):
+        """``Phin^T phin_j`` of the unit-norm columns, zero at unusable columns (O(N M))."""
+        g = self._unscale(self.Phin.T @ self.columns(j))
+        g[~self.usable] = 0.0
+        return g
 
     @property
     def _w_active(self) -> np.ndarray:
@@ -112,8 +129,7 @@ class _State:
     # -- rank-one moves -----------------------------------------------------
     def add(self, j, alpha_j):
         self.fresh = None
-        g = self.Phin.T @ self.Phin[:, j]
-        g[~self.usable] = 0.0
+        g = self.gram_column(j)
         BG = self.beta * self.G
         sig_jj = 1.0 / (alpha_j + self.S[j])
         mu_j = sig_jj * self.Q[j]
@@ -176,7 +192,7 @@ class _State:
             self.fresh = None
             return -np.inf
         mu = factor_solve(L, p, self.beta * self.PhiT_t[idx])
-        Pa = self.Phin[:, idx]
+        Pa = self.columns(idx)
         resid = self.t - Pa @ mu
         quad = self.beta * float(resid @ resid) + float(np.sum(self.alpha * mu**2))
         logdet_c = (
@@ -205,7 +221,7 @@ class _State:
             if self.fresh is None:
                 return -np.inf, np.inf, False
         L, p, mu, resid, Pa, _ = self.fresh
-        phi = self.Phin[:, j]
+        phi = self.columns(j)
         u = factor_solve(L, p, self.beta * self.G[j, :])
         r = phi - Pa @ u
         S = self.beta * float(r @ r) + float(u @ (self.alpha * u))
@@ -319,13 +335,16 @@ def fast_sequential(
     noise_update_every,
     align_tol,
     beta_max=np.inf,
+    scale=None,
 ):
     """Run the sequential algorithm; returns (active, alpha_n, beta, trace, n_iter, converged).
 
-    ``beta_max`` bounds the noise updates (see ``BETA_MAX_FACTOR``).
+    ``beta_max`` bounds the noise updates (see ``BETA_MAX_FACTOR``).  With
+    ``scale`` (the column norms) ``Phin`` is the design as given and its unit-norm
+    columns are ``Phin / scale``, formed column by column as needed.
     """
     n, _m = Phin.shape
-    st = _State(Phin, t, usable, beta)
+    st = _State(Phin, t, usable, beta, scale)
     st.beta_max = beta_max
     # Initialise with the basis best aligned with the target.
     proj = np.where(usable, np.abs(st.PhiT_t), -np.inf)
@@ -333,8 +352,7 @@ def fast_sequential(
     S0, Q0 = beta, beta * st.PhiT_t[j0]
     alpha0 = S0**2 / max(Q0**2 - S0, 1e-3 * S0)
     st.active, st.alpha = [j0], np.array([alpha0])
-    st.G = (Phin.T @ Phin[:, j0])[:, None]
-    st.G[~usable] = 0.0
+    st.G = st.gram_column(j0)[:, None]
     st.resolve()
 
     trace = {"log_evidence": [], "n_active": [], "beta": [], "action": []}

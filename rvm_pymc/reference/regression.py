@@ -16,7 +16,13 @@ import warnings
 import numpy as np
 
 from rvm_pymc._gaussian import regression_posterior
-from rvm_pymc._validation import as_2d_float, as_target_float, check_consistent_length, check_int
+from rvm_pymc._validation import (
+    as_2d_float,
+    as_target_float,
+    check_consistent_length,
+    check_finite,
+    check_int,
+)
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import HyperPrior, resolve_prior
 from rvm_pymc.reference._linalg import log_hyperprior, log_marginal_likelihood
@@ -136,7 +142,21 @@ def fit_regression(
     >>> bool(abs(res.mean[1] - 2.0) < 0.05)
     True
     """
-    Phi = as_2d_float(Phi, "Phi")
+    # The fast method only reads columns and products of Phi: a float64 array is used
+    # as given (no N x M copy; it matters at N = 1e5); the others normalise a copy.
+    if (
+        method == "fast"
+        and isinstance(Phi, np.ndarray)
+        and Phi.dtype == np.float64
+        and Phi.ndim == 2
+    ):
+        if Phi.shape[1] == 0:
+            raise ValueError(f"Phi has 0 features (shape {Phi.shape})")
+        if Phi.shape[0] == 0:
+            raise ValueError("Phi has 0 sample(s); at least 1 required")
+        check_finite(Phi, "Phi")
+    else:
+        Phi = as_2d_float(Phi, "Phi")
     if np.ndim(t) == 1:  # the lengths first: a short t may also look constant
         check_consistent_length(Phi=Phi, t=t)
     t = as_target_float(t, "t")
@@ -172,14 +192,13 @@ def fit_regression(
     # Bound on the noise precision (never below a user's starting value)
     beta_max = max(BETA_MAX_FACTOR / var_t, beta0)
 
-    # as_2d_float returned our own copy: normalise it in place
-    Phin, scale, usable = normalise_columns(Phi, "explain t")
+    Phin, scale, usable, raw = _normalised(Phi, method)
 
     with single_blas_thread():  # loops of small products: one BLAS thread (see _threads)
         if method == "fast":
             out = fast_sequential(
                 Phin, t, usable, beta0, prior, fixed_noise, max_iter, tol,
-                noise_update_every, align_tol, beta_max,
+                noise_update_every, align_tol, beta_max, scale if raw else None,
             )  # fmt: skip
         else:
             out = _full_reestimation(
@@ -210,6 +229,7 @@ def fit_regression(
         )
     return _finalise(
         Phin,
+        scale if raw else None,
         scale,
         t,
         active,
@@ -223,17 +243,41 @@ def fit_regression(
     )
 
 
-def _finalise(Phin, scale, t, active, alpha_n, beta, prior, method, trace, n_iter, converged):
+def _normalised(Phi, method):
+    """``(Phin, scale, usable, raw)``: the unit-norm columns are ``Phin / scale`` if ``raw``.
+
+    For ``"fast"`` with column norms that are safe to form directly, ``Phin`` is
+    ``Phi`` itself and ``raw`` is True (the fast method scales the columns it
+    reads); otherwise ``Phin`` is ``Phi`` normalised in place
+    (:func:`normalise_columns`, which also handles entries whose squares over-
+    or underflow) and ``raw`` is False.
+    """
+    if method == "fast":
+        with np.errstate(over="ignore", under="ignore"):
+            norms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
+        # (a zero or tiny norm may be an underflow: normalise_columns sorts those out)
+        if np.all(np.isfinite(norms) & (norms >= 1e-140)):
+            return Phi, norms, np.ones(norms.size, dtype=bool), True
+        Phi = np.array(Phi, dtype=float)  # our own copy, normalised in place below
+    # (the other methods: as_2d_float returned our own copy)
+    return (*normalise_columns(Phi, "explain t"), False)
+
+
+def _finalise(
+    Phin, raw_scale, scale, t, active, alpha_n, beta, prior, method, trace, n_iter, converged
+):
     """Solve on the normalised columns, then undo the scaling analytically.
 
     With ``phi_m = s_m phin_m``: ``alpha_m = s_m^2 alphan_m``, ``mu_m = mun_m / s_m``,
     ``Sigma = D^-1 Sigman D^-1``; ``gamma`` and the marginal likelihood are
-    unchanged (``C`` does not depend on the column scale).
+    unchanged (``C`` does not depend on the column scale).  ``raw_scale`` is
+    given when ``Phin`` is the design as given (the fast method's unnormalised
+    view, :func:`_normalised`): its active columns are normalised here.
     """
     order = np.argsort(active)
     active = np.asarray(active)[order]
     alpha_n = np.asarray(alpha_n, dtype=float)[order]
-    Pa = Phin[:, active]
+    Pa = Phin[:, active] if raw_scale is None else Phin[:, active] / raw_scale[active]
     post = regression_posterior(Pa, t, alpha_n, beta)
     lml = log_marginal_likelihood(Pa, t, alpha_n, beta, post)
     gamma = 1.0 - alpha_n * np.diag(post.cov)
