@@ -160,8 +160,8 @@ class _BaseRVM(BaseEstimator):
             return [float(g) for g in np.asarray(self.gamma_grid, dtype=float).reshape(-1)]
         return [float(self.gamma)]
 
-    def _make_basis(self, gamma: float | None) -> Basis:
-        """An unfitted basis for one width."""
+    def _make_basis(self, gamma: float | None, seed: int | None = None) -> Basis:
+        """An unfitted basis for one width (``seed``: of its choice of centres at large N)."""
         k = self.kernel
         if isinstance(k, Basis):
             return copy.deepcopy(k)
@@ -178,15 +178,21 @@ class _BaseRVM(BaseEstimator):
         else:
             kernel = make_kernel(k)
         # above 5000 training points KernelBasis keeps a subset of centres (basis.py)
-        return KernelBasis(kernel, bias=bool(self.bias), random_state=self.random_state)
+        return KernelBasis(kernel, bias=bool(self.bias), random_state=seed)
 
-    def _design(self, gamma: float | None, X: np.ndarray) -> tuple[Basis, np.ndarray, np.ndarray]:
-        """The fitted basis for one width, its design matrix and the column scales."""
-        basis = self._make_basis(gamma)
+    def _design(
+        self, gamma: float | None, X: np.ndarray, seed: int | None
+    ) -> tuple[Basis, np.ndarray, np.ndarray]:
+        """The fitted basis for one width, its design matrix and the column scales.
+
+        ``seed`` is drawn once per fit, so that every call for one width (a
+        worker's and the rebuild of the chosen width) picks the same centres.
+        """
+        basis = self._make_basis(gamma, seed)
         Phi = basis.fit_transform(X)
         return basis, Phi, _column_scale(Phi)
 
-    def _fit_widths(self, X, t, prior, solver, widths) -> list:
+    def _fit_widths(self, X, t, prior, solver, widths, seed) -> list:
         """The reference fit of every width of a grid, through joblib.
 
         ``n_jobs`` and any :func:`joblib.parallel_config` in effect (for
@@ -199,7 +205,7 @@ class _BaseRVM(BaseEstimator):
         spec = clone(self)
         return run_tasks(
             _fit_width,
-            [(spec, X, g, t, prior, solver) for g in widths],
+            [(spec, X, g, t, prior, solver, seed) for g in widths],
             [f"gamma={g:.4g}" for g in widths],
             self.n_jobs,
             stacklevel=5,
@@ -253,13 +259,18 @@ class _BaseRVM(BaseEstimator):
         if self.method == "reference":
             ref_solver = self.solver
         candidates = self._gamma_candidates(X)
+        seed = _seed(self.random_state)  # one draw per fit: the posterior draws below
+        # the centres at large N: None keeps KernelBasis's fixed seed (the same data give
+        # the same centres); else one seed for every call of this fit (a Generator would
+        # give a worker's fit and the rebuild of the chosen width different centres)
+        basis_seed = None if self.random_state is None else seed
         if len(candidates) == 1:
             g = candidates[0]
             need_ref = self.method == "reference" or self._starts_from_reference()
-            basis, Phi, scale = self._design(g, X)
+            basis, Phi, scale = self._design(g, X, basis_seed)
             ref = self._reference_fit(Phi / scale, t_s, prior, ref_solver) if need_ref else None
         else:
-            refs = self._fit_widths(X, t_s, prior, ref_solver, candidates)
+            refs = self._fit_widths(X, t_s, prior, ref_solver, candidates, basis_seed)
             le = np.array([r.log_evidence for r in refs])
             self.evidence_path_ = {
                 "gamma": np.array(candidates),
@@ -276,13 +287,12 @@ class _BaseRVM(BaseEstimator):
                     ConvergenceWarning,
                     stacklevel=3,
                 )
-            basis, Phi, scale = self._design(g, X)  # rebuilt for the chosen width only
+            basis, Phi, scale = self._design(g, X, basis_seed)  # rebuilt for the chosen width only
         self.gamma_ = g
         self.basis_ = basis
         self.kernel_ = basis.kernel_ if hasattr(basis, "kernel_") else None
         self.basis_scale_ = scale
         self.y_scale_ = t_sd
-        seed = _seed(self.random_state)
         names = tuple(str(n) for n in basis.basis_names_)
         self.model_ = None
         if self.method == "reference":
@@ -536,9 +546,9 @@ class _BaseRVM(BaseEstimator):
         return load_estimator(path, {cls.__name__: cls}, expected=cls)
 
 
-def _fit_width(est: _BaseRVM, X: np.ndarray, gamma: float, t, prior, solver):
+def _fit_width(est: _BaseRVM, X: np.ndarray, gamma: float, t, prior, solver, seed):
     """One task of :meth:`_BaseRVM._fit_widths`: the reference fit at one width."""
-    _, Phi, scale = est._design(gamma, X)
+    _, Phi, scale = est._design(gamma, X, seed)
     return est._reference_fit(Phi / scale, t, prior, solver)
 
 
