@@ -89,8 +89,8 @@ def choose_centres(
     kernel,
     max_centres: int,
     *,
-    tol: float = CENTRE_TOL,
-    pool: int = CENTRE_POOL,
+    tol: float | None = None,
+    pool: int | None = None,
     random_state: Any = None,
 ) -> np.ndarray:
     """Indices of training points to use as kernel centres (greedy pivoted Cholesky).
@@ -103,11 +103,12 @@ def choose_centres(
         The kernel; its ``diag`` gives ``k(x, x)``.
     max_centres : int
         Upper bound on the number of centres returned.
-    tol : float
+    tol : float, optional
         Stop when every residual kernel variance is at most ``tol`` times the
-        largest ``k(x, x)`` of the pool.
-    pool : int
-        Search a random subset of at most this many points (all when N is smaller).
+        largest ``k(x, x)`` of the pool; default :data:`CENTRE_TOL`.
+    pool : int, optional
+        Search a random subset of at most this many points (all when N is
+        smaller); default :data:`CENTRE_POOL`.
     random_state : None, int, Generator or RandomState
         Draws the pool; None is a fixed seed, so that the same data give the
         same centres (the fit is deterministic like the rest of the reference path).
@@ -117,6 +118,8 @@ def choose_centres(
     ndarray of int
         Sorted, distinct row indices into ``X``; at least one.
     """
+    tol = CENTRE_TOL if tol is None else float(tol)
+    pool = CENTRE_POOL if pool is None else int(pool)
     n = X.shape[0]
     if n > pool:
         idx = np.sort(_generator(random_state).choice(n, size=pool, replace=False))
