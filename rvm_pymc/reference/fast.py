@@ -92,6 +92,15 @@ class _State:
         c = self.Phin[:, idx]
         return c if self.scale is None else c / self.scale[idx]
 
+    def active_columns(self):
+        """Unit-norm active columns ``Phi_A`` (N, M_active), kept while the set is unchanged."""
+        key = tuple(self.active)
+        cached = getattr(self, "_pa_cache", None)
+        if cached is None or cached[0] != key:
+            cached = (key, self.columns(np.asarray(self.active)))
+            self._pa_cache = cached
+        return cached[1]
+
     def gram_column(self, j):
         """``Phin^T phin_j`` of the unit-norm columns, zero at unusable columns (O(N M))."""
         g = self._unscale(self.Phin.T @ self.columns(j))
@@ -185,14 +194,14 @@ class _State:
         """
         idx = np.asarray(self.active)
         H = self.beta * self.G[idx, :]
-        H[np.diag_indices_from(H)] += self.alpha
+        H.flat[:: idx.size + 1] += self.alpha  # the diagonal
         try:
             L, p = spd_factor(H, "posterior precision (fast RVM)")
         except np.linalg.LinAlgError:
             self.fresh = None
             return -np.inf
         mu = factor_solve(L, p, self.beta * self.PhiT_t[idx])
-        Pa = self.columns(idx)
+        Pa = self.active_columns()
         resid = self.t - Pa @ mu
         quad = self.beta * float(resid @ resid) + float(np.sum(self.alpha * mu**2))
         logdet_c = (
@@ -264,38 +273,52 @@ class _State:
         ``S_m = phi_m^T C^-1 phi_m > 0`` exactly; a value at or below zero is
         the rank-one updates having lost the difference of large numbers it is.
         """
-        S = self.S[self.usable]
-        return bool(np.all(S > 0) and np.all(np.isfinite(S)) and np.all(np.isfinite(self.Q)))
+        S = self.S if self.usable.all() else self.S[self.usable]
+        # min > 0 is False for a NaN; the sum is finite only if every term is
+        return bool(S.min() > 0 and np.isfinite(S.sum() + self.Q.sum()))
+
+    def _addable(self, align_tol):
+        """``(in_model, addable)`` masks of the current active set (cached per set).
+
+        ``addable``: usable, not in the model and not nearly parallel to an active
+        column (``|cos| > 1 - align_tol``); it depends only on the active set.
+        """
+        key = (tuple(self.active), align_tol)
+        cached = getattr(self, "_addable_cache", None)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        in_model = np.zeros(self.m, dtype=bool)
+        in_model[np.asarray(self.active, dtype=int)] = True
+        addable = self.usable & ~in_model
+        if align_tol > 0 and self.active:
+            addable &= np.abs(self.G).max(axis=1) <= 1.0 - align_tol
+        self._addable_cache = (key, (in_model, addable))
+        return in_model, addable
 
     # -- candidate moves ----------------------------------------------------
     def candidates(self, align_tol):
         """Best move of every basis: (delta log evidence, new alpha) arrays of length M."""
-        s, q = self.S.copy(), self.Q.copy()
         idx = np.asarray(self.active)
         a = self.alpha
-        s[idx], q[idx] = active_sq(
-            a, self.S[idx], self.Q[idx], np.diag(self.Sigma), self._w_active
-        )
-        q2 = q**2
+        s_a, q_a = active_sq(a, self.S[idx], self.Q[idx], self.Sigma.diagonal(), self._w_active)
+        s = self.S.copy()
+        s[idx] = s_a
+        q2 = self.Q * self.Q
+        q2_a = q_a * q_a
+        q2[idx] = q2_a
         theta = q2 - s
         relevant = theta > 0
-        new_alpha = np.full(self.m, np.inf)
-        new_alpha[relevant] = s[relevant] ** 2 / theta[relevant]
+        new_alpha = s * s / theta
+        new_alpha[~relevant] = np.inf
+        in_model, addable = self._addable(align_tol)
         delta = np.full(self.m, -np.inf)
-        in_model = np.zeros(self.m, dtype=bool)
-        in_model[idx] = True
         # additions (skip unusable and nearly parallel candidates)
-        cand = relevant & ~in_model & self.usable
-        if align_tol > 0 and idx.size:
-            aligned = np.max(np.abs(self.G), axis=1) > 1.0 - align_tol
-            cand &= ~aligned
+        cand = np.flatnonzero(relevant & addable)
         delta[cand] = _ell(new_alpha[cand], s[cand], q2[cand])
         # re-estimation and deletion of active bases
-        old = _ell(a, s[idx], q2[idx])
+        old = _ell(a, s_a, q2_a)
         rel_a = relevant[idx]
-        d_act = np.where(
-            rel_a, _ell(np.where(rel_a, new_alpha[idx], 1.0), s[idx], q2[idx]) - old, -old
-        )
+        d_act = np.where(rel_a, _ell(np.where(rel_a, new_alpha[idx], 1.0), s_a, q2_a) - old, -old)
         if idx.size == 1:  # never delete the last basis
             d_act = np.where(rel_a, d_act, -np.inf)
         delta[idx] = d_act
