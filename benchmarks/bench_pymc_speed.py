@@ -24,13 +24,25 @@ noisy: every cell is the median over ``--repeats`` runs, run in alternation).
     Columns: total wall time of ``fit``; the time to the first draw (wall time
     until PyMC's sampler reports its first iteration; compilation and
     initialisation before it; nutpie and numpyro do not report one); the
-    smallest bulk ESS per second of the whole fit; divergences; the worst R-hat.
+    smallest bulk ESS per second of the whole fit; divergences; the worst R-hat;
+    ``usable`` (no divergence and R-hat <= 1.01, so ``converged_`` is True)
+    against the issue's goal for a cold cache (sinc N = 100: 10 s; diabetes
+    N = 300: 45 s).  ``--draws`` / ``--tune`` set the estimator's lengths
+    (default its own, 500 / 500) to find defaults that reach R-hat <= 1.01.
+``--part gradient``
+    The cost of one evaluation of the collapsed model's log density, and of
+    its value and gradient, at M = 101 and 301 bases (N = M - 1 rows, a dense
+    RBF design) in each PyTensor mode (Numba, C, FAST_COMPILE): the price of
+    one NUTS leapfrog step, dominated by the M x M Cholesky factorisation and
+    the triangular inverse behind ``diag(Sigma)``.
 
 Usage::
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_pymc_speed.py --part params [--sampler numpyro]
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_pymc_speed.py --part backends
         [--backends pymc,nutpie,numpyro] [--problems sinc100,diabetes300] [--repeats 1]
+        [--draws 1000 --tune 1000]
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_pymc_speed.py --part gradient
 """
 
 from __future__ import annotations
@@ -79,11 +91,16 @@ def _problem(name: str):
     raise ValueError(f"unknown problem {name!r}")
 
 
-def _fit(problem: str, sampler_kwargs: dict, seed: int = 0) -> dict:
-    """One default ``method="nuts"`` fit: timings and diagnostics."""
+GOAL_SECONDS = {"sinc100": 10.0, "diabetes300": 45.0}
+"""The issue's goals: cold-cache time to a usable posterior (R-hat <= 1.01, no divergence)."""
+
+
+def _fit(problem: str, sampler_kwargs: dict, seed: int = 0, lengths: dict | None = None) -> dict:
+    """One ``method="nuts"`` fit (default settings, or the ``draws`` / ``tune`` of ``lengths``)."""
     import pymc as pm
 
     X, y, cls, extra, est_kw = _problem(problem)
+    est_kw = {**est_kw, **(lengths or {})}
     first = {}
     original = pm.sample
 
@@ -175,12 +192,12 @@ def _backends() -> list[tuple[str, dict, dict]]:
     return out
 
 
-def _run_child(problem: str, sampler_kwargs: dict, cache: str) -> dict:
+def _run_child(problem: str, sampler_kwargs: dict, cache: str, lengths: dict) -> dict:
     env = dict(os.environ)
     env["PYTENSOR_FLAGS"] = f"base_compiledir={cache}"
     env["NUMBA_CACHE_DIR"] = os.path.join(cache, "numba")
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
-    cmd = [sys.executable, __file__, "--child", json.dumps([problem, sampler_kwargs])]
+    cmd = [sys.executable, __file__, "--child", json.dumps([problem, sampler_kwargs, lengths])]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
     if not lines:
@@ -188,7 +205,9 @@ def _run_child(problem: str, sampler_kwargs: dict, cache: str) -> dict:
     return json.loads(lines[-1][len("RESULT ") :])
 
 
-def part_backends(repeats: int, problems: list[str], only: str | None = None) -> None:
+def part_backends(
+    repeats: int, problems: list[str], only: str | None = None, lengths: dict | None = None
+) -> None:
     rows = []
     backends = [b for b in _backends() if only is None or b[0].split()[0] in only.split(",")]
     for problem in problems:
@@ -197,15 +216,15 @@ def part_backends(repeats: int, problems: list[str], only: str | None = None) ->
             for _ in range(repeats):
                 cache = tempfile.mkdtemp(prefix="rvm_bench_cache_")
                 try:
-                    runs["cold"].append(_run_child(problem, kw, cache))
-                    runs["warm"].append(_run_child(problem, kw, cache))
+                    runs["cold"].append(_run_child(problem, kw, cache, lengths or {}))
+                    runs["warm"].append(_run_child(problem, kw, cache, lengths or {}))
                 finally:
                     shutil.rmtree(cache, ignore_errors=True)
                 print(f"  {problem} {label}: {runs}", flush=True)
             for which, rs in runs.items():
                 ok = [r for r in rs if "error" not in r]
                 if not ok:
-                    rows.append([problem, label, which, rs[0]["error"][:60], "", "", "", ""])
+                    rows.append([problem, label, which, rs[0]["error"][:60], *[""] * 8])
                     continue
 
                 def med(key, ok=ok):
@@ -219,21 +238,75 @@ def part_backends(repeats: int, problems: list[str], only: str | None = None) ->
                         f"{med('total'):.1f}",
                         f"{med('first_draw'):.1f}",
                         f"{med('min_ess_bulk') / med('total'):.1f}",
+                        f"{med('min_ess_bulk'):.0f}",
                         max(r["n_divergent"] for r in ok),
                         f"{max(r['max_rhat'] for r in ok):.3f}",
+                        "yes" if all(_usable(r) for r in ok) else "no",
+                        f"{GOAL_SECONDS.get(problem, float('nan')):.0f}",
                     ]
                 )
+    heads = ["problem", "backend", "cache", "total s", "first draw s", "ESS/s", "min ESS"]
+    print(_common.format_table([*heads, "div", "R-hat", "usable", "goal s (cold)"], rows))
     print(
-        _common.format_table(
-            ["problem", "backend", "cache", "total s", "first draw s", "ESS/s", "div", "R-hat"],
-            rows,
-        )
+        f"lengths: {lengths or 'the estimator defaults'}; usable = no divergence and "
+        "R-hat <= 1.01 (converged_ True)"
     )
+
+
+def _usable(r: dict) -> bool:
+    return r["n_divergent"] == 0 and r["max_rhat"] <= 1.01
+
+
+# ------------------------------------------------------------------- gradient
+
+
+def part_gradient(repeats: int) -> None:
+    """Cost of one log density (and gradient) evaluation of the collapsed model."""
+    import pytensor
+
+    from rvm_pymc import models
+
+    rows = []
+    for m in (101, 301):
+        rng = np.random.default_rng(0)
+        n = m - 1
+        x = rng.standard_normal((n, 3))
+        d2 = ((x[:, None] - x[None]) ** 2).sum(-1)
+        Phi = np.column_stack([np.ones(n), np.exp(-d2 / 6.0)])
+        Phi /= np.sqrt(np.mean(Phi**2, axis=0))
+        t = np.sin(x[:, 0]) + 0.1 * rng.standard_normal(n)
+        model = models.regression_marginal(Phi, (t - t.mean()) / t.std())
+        logp, vs = model.logp(), model.value_vars
+        point = [rng.normal(0.0, 1.0, m), np.asarray(1.0)]
+        for mode, label in (
+            ("NUMBA", "numba"),
+            ("FAST_RUN", "C"),
+            ("FAST_COMPILE", "fast_compile"),
+        ):
+            cells = [m, label]
+            for outs in ([logp], [logp, *pytensor.grad(logp, vs)]):
+                t0 = time.perf_counter()
+                fn = model.compile_fn(outs, inputs=vs, point_fn=False, mode=mode)
+                fn(*point)
+                compile_s = time.perf_counter() - t0
+                per = []
+                for _ in range(max(repeats, 5)):
+                    t0 = time.perf_counter()
+                    for _ in range(20):
+                        fn(*point)
+                    per.append((time.perf_counter() - t0) / 20)
+                cells += [f"{1e3 * np.median(per):.2f}", f"{compile_s:.1f}"]
+            rows.append(cells)
+    heads = ["M", "mode", "logp ms", "compile s", "logp+grad ms", "compile s"]
+    print(_common.format_table(heads, rows))
+    print("compile s: this process, the compile cache as found (not cold)")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("params", "backends"), default="backends")
+    ap.add_argument("--part", choices=("params", "backends", "gradient"), default="backends")
+    ap.add_argument("--draws", type=int, help="draws per chain of --part backends")
+    ap.add_argument("--tune", type=int, help="tuning steps of --part backends")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--problems", default="sinc100,diabetes300")
     ap.add_argument("--backends", help="comma-separated subset of pymc,nutpie,numpyro")
@@ -241,14 +314,17 @@ def main() -> None:
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        problem, kw = json.loads(args.child)
-        print("RESULT " + json.dumps(_fit(problem, kw)), flush=True)
+        problem, kw, lengths = json.loads(args.child)
+        print("RESULT " + json.dumps(_fit(problem, kw, lengths=lengths)), flush=True)
         return
     print(_common.header(f"PyMC speed: {args.part}"))
+    lengths = {k: v for k, v in (("draws", args.draws), ("tune", args.tune)) if v is not None}
     if args.part == "params":
         part_params(args.repeats, args.sampler)
+    elif args.part == "gradient":
+        part_gradient(args.repeats)
     else:
-        part_backends(args.repeats, args.problems.split(","), args.backends)
+        part_backends(args.repeats, args.problems.split(","), args.backends, lengths)
 
 
 if __name__ == "__main__":
