@@ -87,3 +87,25 @@ def test_fast_on_smooth_3d_kernel_is_exact_and_quiet(seed):
     assert fast.log_marginal_likelihood == pytest.approx(dense, rel=1e-9)
     # noise level of the two fits within 10% (both near the true 0.1 sd)
     assert abs(np.log(fast.beta / mackay.beta)) < 0.2
+
+
+def test_tiny_precisions_on_a_smooth_kernel_converge():
+    """A width 0.3 x 'scale' drives precisions to ~1e-8 (weights cancelling).
+
+    The rank-one and even freshly computed ``S`` of many candidates is then
+    rounding: before, refuted additions were offered again after every noise
+    update and the fit cycled to max_iter (21020 iterations, 25 s, hundreds of
+    'divide by zero' warnings); now it converges quietly.
+    """
+    from rvm_pymc import RVR
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2000, 3))
+    f = np.sinc(X[:, 0])
+    y = f[:1000] + 0.1 * rng.standard_normal(1000)
+    X = X[:1000]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = RVR(gamma=0.3 / (3 * X.var())).fit(X, y)
+    assert est.converged_
+    assert est.n_iter_ < 3000

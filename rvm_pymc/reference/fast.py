@@ -55,7 +55,7 @@ def active_sq(alpha, S, Q, sigma_diag, mu):
     which is itself a difference of large numbers when the target has a large
     mean.
     """
-    use_post = alpha * sigma_diag <= 0.5
+    use_post = alpha * sigma_diag <= 0.9
     denom = np.where(use_post, 1.0, alpha - S)
     s = np.where(use_post, 1.0 / sigma_diag - alpha, alpha * S / denom)
     q = np.where(use_post, mu / sigma_diag, alpha * Q / denom)
@@ -382,6 +382,7 @@ def fast_sequential(
     converged = False
     since_noise = 0
     blocked: set[int] = set()  # moves that failed the realised-gain check
+    idle = 0  # consecutive steps in which no move was made
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007
         delta, new_alpha, in_model, relevant, deletions, j = select_move(st, align_tol, blocked)
@@ -395,7 +396,8 @@ def fast_sequential(
         # on noise updates to max_iter.
         kept_last = idx.size == 1 and not relevant[idx[0]]
         rel_idx = relevant[idx] | kept_last
-        dlog = np.abs(np.log(new_alpha[idx]) - np.log(st.alpha))
+        with np.errstate(divide="ignore"):  # a rounded s = 0 gives new alpha 0
+            dlog = np.abs(np.log(new_alpha[idx]) - np.log(st.alpha))
         dlog[~relevant[idx]] = 0.0 if kept_last else np.inf
         additions = ~in_model & (delta > 0)
         settled = (
@@ -403,11 +405,12 @@ def fast_sequential(
             and not np.any(additions)
             and bool(np.all(rel_idx))
             and dlog.max() < tol
-        )
+        ) or idle > 2 * noise_update_every  # no move realises a gain: a numerical optimum
         if settled:
             dbeta = 0.0 if fixed_noise else _update_noise(st, prior, n)
             since_noise = 0
-            blocked.clear()
+            if dbeta >= tol:  # a barred move stays barred while nothing has changed
+                blocked.clear()
             _record(trace, st, prior, NOISE)
             if dbeta < tol:
                 converged = True
@@ -424,11 +427,13 @@ def fast_sequential(
             and _reestimate_all(st, new_alpha[idx], best if not only_reestimates else 0.0)
         ):
             best = 0.0  # accepted: st.lml is exact after the re-solve
+            idle = 0
             _record(trace, st, prior, REESTIMATE)
         elif not np.isfinite(best) or best <= 0:
             # Nothing improves at this beta but re-estimates are not settled:
             # only possible through rounding; update the noise and look again.
             best = 0.0
+            idle += 1
         else:
             # The move was chosen from S, Q kept by rank-one updates; its own statistics
             # are recomputed exactly (cancellation-free) before it is made.
@@ -482,13 +487,18 @@ def fast_sequential(
                     st.resolve(reuse=True)  # drifted but still uphill: refresh S, Q
                 st.lml = exact
                 blocked.clear()
+                idle = 0
                 _record(trace, st, prior, action)
                 best = 0.0
         since_noise += 1
         if since_noise >= noise_update_every and not fixed_noise:
-            _update_noise(st, prior, n)
+            if _update_noise(st, prior, n) >= tol:
+                # Barred moves are offered again only after a real change: with a
+                # smooth kernel the rank-one (and even freshly computed) S of many
+                # candidates is rounding, predicting gains that the exact check
+                # refutes; clearing them on every noise update cycled to max_iter.
+                blocked.clear()
             since_noise = 0
-            blocked.clear()
             _record(trace, st, prior, NOISE)
     # Full re-solve at the end removes any drift of the rank-one updates.
     st.resolve()
