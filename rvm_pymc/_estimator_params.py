@@ -76,7 +76,8 @@ def check_params(est: Any) -> None:
     if est.method != "reference":
         from rvm_pymc._estimator_pymc import check_sampler_kwargs
 
-        check_sampler_kwargs(est.method, est.sampler_kwargs)
+        kind = "classifier" if est._kind == "classification" else None
+        check_sampler_kwargs(est.method, est.sampler_kwargs, kind)  # before any fitting
     default = "weakly_informative" if est.method == "nuts" else "evidence"
     resolve_prior(est.prior, default=default)  # raises ValueError for a bad prior
 

@@ -281,8 +281,16 @@ def test_map_classifier_refuses_a_saturated_laplace_optimum():
     assert log_loss(yt, mp.predict_proba(Xt)) <= loss_ref + 0.01
 
 
-def test_rvc_refuses_the_collapsed_sampler():
-    """RVC used to ignore sampler_kwargs={"model": "collapsed"} and sample jointly."""
+def test_rvc_refuses_the_collapsed_sampler(monkeypatch):
+    """RVC used to ignore sampler_kwargs={"model": "collapsed"} and sample jointly.
+
+    The parameter check refuses it before any fitting (the reference fit is not reached).
+    """
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("the reference fit ran before the parameter check")
+
+    monkeypatch.setattr(RVC, "_reference_fit", no_fit)
     rng = np.random.default_rng(0)
     X = rng.standard_normal((20, 2))
     y = (X[:, 0] > 0).astype(int)
