@@ -38,7 +38,11 @@ def _sinc(n=80, seed=0):
 
 
 def _ran_on_cluster(client, fn):
-    """``fn()`` and the number of tasks the scheduler ran while it ran."""
+    """``fn()`` and the number of tasks the scheduler ran while it ran.
+
+    joblib's dask backend batches calls into tasks once they prove quick, so the
+    count is at least 2 when the work went to the cluster, not one per call.
+    """
     with distributed.get_task_stream(client) as ts:
         out = fn()
     return out, len(ts.data)
@@ -53,7 +57,7 @@ def test_gamma_evidence_grid_on_dask_equals_serial(client):
             return RVR(gamma="evidence", gamma_grid=GRID).fit(X, y)
 
     dist, n_tasks = _ran_on_cluster(client, fit)
-    assert n_tasks >= len(GRID)
+    assert n_tasks >= 2
     np.testing.assert_array_equal(dist.evidence_path_["log_evidence"],
                                   serial.evidence_path_["log_evidence"])  # fmt: skip
     assert dist.gamma_ == serial.gamma_
@@ -72,7 +76,7 @@ def test_classifier_grid_with_n_jobs_on_dask(client):
             return RVC(gamma="evidence", gamma_grid=GRID, n_jobs=2).fit(X, y)
 
     dist, n_tasks = _ran_on_cluster(client, fit)
-    assert n_tasks >= len(GRID)
+    assert n_tasks >= 2
     np.testing.assert_array_equal(dist.evidence_path_["log_evidence"],
                                   serial.evidence_path_["log_evidence"])  # fmt: skip
     np.testing.assert_array_equal(dist.predict_proba(X), serial.predict_proba(X))
@@ -90,7 +94,7 @@ def test_evidence_vs_cv_on_dask_equals_serial(client):
             return evidence_vs_cv(RVR(), X, y, GRID[:3], cv=cv)
 
     dist, n_tasks = _ran_on_cluster(client, run)
-    assert n_tasks >= 3 * (1 + 3)  # a full-data fit and three folds per width
+    assert n_tasks >= 2  # 12 calls: a full-data fit and three folds per width
     for key in serial:
         np.testing.assert_array_equal(dist[key], serial[key])
 
