@@ -26,6 +26,7 @@ from rvm_pymc._estimator_params import (
     check_params,
 )
 from rvm_pymc._parallel import run_tasks
+from rvm_pymc._scaling import column_rms, scale_columns, scale_gamma, target_scale
 from rvm_pymc._validation import check_numeric
 from rvm_pymc.basis import Basis, KernelBasis, PrecomputedBasis
 from rvm_pymc.exceptions import ConvergenceWarning
@@ -125,27 +126,8 @@ class _BaseRVM(BaseEstimator):
     # ----------------------------------------------------------------------- basis
 
     def _scale_gamma(self, X: np.ndarray) -> float:
-        """``1 / (n_features * X.var())`` as scikit-learn's SVR (1.0 for constant X).
-
-        The variance is computed on ``X / max|X|`` (no overflow or underflow in
-        the squares); ``ValueError`` naming the scale of ``X`` when the width
-        it gives is not a finite positive float.
-        """
-        top = float(np.max(np.abs(X)))
-        if np.ptp(X) == 0:
-            return 1.0
-        with np.errstate(over="ignore", under="ignore", divide="ignore"):
-            var = np.var(X / top) * top * top
-            gamma = float(1.0 / (X.shape[1] * var))
-        if not (np.isfinite(gamma) and gamma > 0):
-            v = f"{var:.3g}" if var > 0 else "below 5e-324"
-            raise ValueError(
-                f"gamma='scale' is 1 / (n_features * X.var()), but X has variance {v} "
-                f"(values up to {top:.3g} in magnitude), too {'small' if gamma > 1 else 'large'} "
-                "for a kernel width in float64: rescale X (e.g. sklearn's StandardScaler) "
-                "or pass a numeric gamma"
-            )
-        return gamma
+        """``1 / (n_features * X.var())`` as scikit-learn's SVR (1.0 for constant X)."""
+        return scale_gamma(X)
 
     def _gamma_candidates(self, X: np.ndarray) -> list[float | None]:
         """Widths to fit: one for a fixed width, the grid for ``gamma="evidence"``."""
@@ -183,14 +165,20 @@ class _BaseRVM(BaseEstimator):
     def _design(
         self, gamma: float | None, X: np.ndarray, seed: int | None
     ) -> tuple[Basis, np.ndarray, np.ndarray]:
-        """The fitted basis for one width, its design matrix and the column scales.
+        """The fitted basis for one width, its scaled design matrix and the column scales.
 
-        ``seed`` is drawn once per fit, so that every call for one width (a
-        worker's and the rebuild of the chosen width) picks the same centres.
+        Returns ``(basis, Phi / scale, scale)`` with ``scale`` the root-mean-square
+        of every column of the design matrix: every fit sees the scaled columns
+        (the one scaling boundary).  A kernel design matrix is built here and
+        scaled in place (no second N x M array).  ``seed`` is drawn once per fit,
+        so that every call for one width (a worker's and the rebuild of the
+        chosen width) picks the same centres.
         """
         basis = self._make_basis(gamma, seed)
         Phi = basis.fit_transform(X)
-        return basis, Phi, _column_scale(Phi)
+        scale = column_rms(Phi)
+        # a KernelBasis fills a new array for every call: ours to overwrite
+        return basis, scale_columns(Phi, scale, own=type(basis) is KernelBasis), scale
 
     def _fit_widths(self, X, t, prior, solver, widths, seed) -> list:
         """The reference fit of every width of a grid, through joblib.
@@ -249,7 +237,7 @@ class _BaseRVM(BaseEstimator):
         regression = self._kind == "regression"
         self.__dict__.pop("evidence_path_", None)  # only a gamma="evidence" fit has one
         if regression:
-            t_mean, t_sd = _target_scale(target)
+            t_mean, t_sd = target_scale(target)
             t_s = (target - t_mean) / t_sd
         else:
             t_mean, t_sd, t_s = 0.0, 1.0, target
@@ -268,7 +256,7 @@ class _BaseRVM(BaseEstimator):
             g = candidates[0]
             need_ref = self.method == "reference" or self._starts_from_reference()
             basis, Phi, scale = self._design(g, X, basis_seed)
-            ref = self._reference_fit(Phi / scale, t_s, prior, ref_solver) if need_ref else None
+            ref = self._reference_fit(Phi, t_s, prior, ref_solver) if need_ref else None
         else:
             refs = self._fit_widths(X, t_s, prior, ref_solver, candidates, basis_seed)
             le = np.array([r.log_evidence for r in refs])
@@ -309,14 +297,16 @@ class _BaseRVM(BaseEstimator):
 
             start = ref if self._starts_from_reference() else None
             post, info, self.model_ = fit_pymc(
-                self._pymc_options(), Phi / scale, t_s, names, prior, seed, start
+                self._pymc_options(), Phi, t_s, names, prior, seed, start
             )
             active = np.array([names.index(n) for n in post.basis_names], dtype=np.intp)
         # the one map back to the units of the data
         post = post.to_data_units(scale[active], t_mean, t_sd)
         log_evidence = info["log_evidence"] - (target.size * np.log(t_sd) if regression else 0.0)
         self._set_active(active, X)
-        self._set_result(post, Phi[:, active], target, info, log_evidence, seed)
+        # the active columns in the units of the basis (Phi holds them scaled)
+        Phi_active = Phi[:, active] * scale[active]
+        self._set_result(post, Phi_active, target, info, log_evidence, seed)
 
     def _kind_of_fit(self) -> str:
         if self._kind == "regression":
@@ -548,29 +538,8 @@ class _BaseRVM(BaseEstimator):
 
 def _fit_width(est: _BaseRVM, X: np.ndarray, gamma: float, t, prior, solver, seed):
     """One task of :meth:`_BaseRVM._fit_widths`: the reference fit at one width."""
-    _, Phi, scale = est._design(gamma, X, seed)
-    return est._reference_fit(Phi / scale, t, prior, solver)
-
-
-def _target_scale(t: np.ndarray) -> tuple[float, float]:
-    """Mean and sd of the targets, or ValueError if they are constant to rounding.
-
-    The sd is computed on ``t / max|t|`` so that it neither overflows (|t| near
-    1e160) nor mistakes the rounding of the mean for a spread (``std`` of a
-    constant array is not always 0).
-    """
-    top = float(np.max(np.abs(t)))
-    if np.ptp(t) <= 8 * np.finfo(float).eps * top:
-        raise ValueError(f"y is constant (all values {t[0].item()!r}): there is nothing to fit")
-    u = t / top
-    return float(np.mean(t)), float(np.std(u)) * top
-
-
-def _column_scale(Phi: np.ndarray) -> np.ndarray:
-    """Root-mean-square of every column (1 for an all-zero column)."""
-    rms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi) / Phi.shape[0])  # no N x M temporary
-    rms[~(rms > 0)] = 1.0
-    return rms
+    _, Phi, _scale = est._design(gamma, X, seed)
+    return est._reference_fit(Phi, t, prior, solver)
 
 
 def _reference_posterior(kind: str, ref, names: tuple, active: np.ndarray):

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit, log_expit
 
-from rvm_pymc._gaussian import spd_inverse
+from rvm_pymc._gaussian import factor_inverse, factor_logdet, factor_solve, spd_factor
 
 __all__ = ["LaplacePosterior", "find_mode", "hessian", "log_likelihood"]
 
@@ -241,8 +241,9 @@ def find_mode(
     it = 0
     for it in range(1, max_newton + 1):  # noqa: B007
         grad = Phi.T @ (T - Y) - alpha[:, None] * W
-        cov, logdet = spd_inverse(hessian(Phi, Y, alpha))
-        step = (cov @ grad.T.ravel()).reshape(c, m).T
+        # the step from the factor; the covariance only once, at the mode
+        L, p = spd_factor(hessian(Phi, Y, alpha), "Laplace Hessian")
+        step = factor_solve(L, p, grad.T.ravel()).reshape(c, m).T
         if np.abs(step).max() <= tol * (1.0 + np.abs(W).max(initial=0.0)):
             converged = True
             break
@@ -260,7 +261,8 @@ def find_mode(
             break
         W, obj, ll, Y = W_new, obj_new, ll_new, Y_new
     else:
-        cov, logdet = spd_inverse(hessian(Phi, Y, alpha))
+        L, p = spd_factor(hessian(Phi, Y, alpha), "Laplace Hessian")
+    cov, logdet = factor_inverse(L, p), factor_logdet(L, p)
     log_ev = obj + 0.5 * c * float(np.sum(np.log(alpha))) - 0.5 * logdet
     return LaplacePosterior(
         mean=W,

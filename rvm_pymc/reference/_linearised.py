@@ -53,12 +53,16 @@ def linearised_gradient_hessian(Sigma, mu, u, c):
     """
     ma = u.size
     alpha = np.exp(u)
-    S4 = Sigma.reshape(c, ma, c, ma)
-    M = mu.reshape(c, ma)
-    tr = np.einsum("kmkm->m", S4)
-    r = np.sum(M**2, axis=0)
+    if c == 1:  # the same sums with one class, without the 4-index einsums
+        tr, r = Sigma.diagonal(), mu * mu
+        F = Sigma * (Sigma + 2.0 * np.outer(mu, mu))
+    else:
+        S4 = Sigma.reshape(c, ma, c, ma)
+        M = mu.reshape(c, ma)
+        tr = np.einsum("kmkm->m", S4)
+        r = np.sum(M**2, axis=0)
+        F = np.einsum("kmln,kmln->mn", S4, S4) + 2.0 * np.einsum("km,kmln,ln->mn", M, S4, M)
     g = 0.5 * (c - alpha * (tr + r))
-    F = np.einsum("kmln,kmln->mn", S4, S4) + 2.0 * np.einsum("km,kmln,ln->mn", M, S4, M)
     H = 0.5 * alpha[:, None] * alpha[None, :] * F
     diagonal_view(H)[...] -= 0.5 * alpha * (tr + r)
     return g, H

@@ -60,6 +60,7 @@ class _LinearisedState(_State):
         self.n, self.m = Phin.shape
         self.c = T.shape[1]
         self.usable = usable
+        self.all_usable = bool(usable.all())
         self.Phin2 = Phin**2
         self.active: list[int] = []
         self.alpha = np.empty(0)
@@ -89,6 +90,17 @@ class _LinearisedState(_State):
         self.post = post
         self.W, self.Sigma, self.lml = post.mean, post.cov, post.log_evidence
         Y, ma, c = post.probs, idx.size, self.c
+        if c == 1:  # two classes: one weighting, plain matrix products
+            y = Y[:, 0]
+            Xm = self.Phin.T @ ((y * (1.0 - y))[:, None] * Pa)  # Phi^T B Phi_a, (M, ma)
+            Dg = self.Phin2.T @ (y * (1.0 - y))
+            self.S = Dg - np.einsum("ij,ij->i", Xm @ self.Sigma, Xm)
+            self.Q = self.Phin.T @ (self.T[:, 0] - y)
+            self.H_lik = Xm[idx]
+            self.Q_active = self.Q[idx][:, None]
+            self.X = Xm[:, None, :]
+            self.S_scale = Dg
+            return
         # X[m, k, l * ma + j] = sum_n phi_nm B_n,kl phi_nj ; Dg[m, k, l] = phi_m^T B_kl phi_m
         # (the c (c + 1) / 2 distinct weightings in one product each)
         Wt = pair_weights(Y)  # (N, pairs)

@@ -144,6 +144,7 @@ def fit_regression(
     """
     # The fast method only reads columns and products of Phi: a float64 array is used
     # as given (no N x M copy; it matters at N = 1e5); the others normalise a copy.
+    norms = None
     if (
         method == "fast"
         and isinstance(Phi, np.ndarray)
@@ -154,7 +155,12 @@ def fit_regression(
             raise ValueError(f"Phi has 0 features (shape {Phi.shape})")
         if Phi.shape[0] == 0:
             raise ValueError("Phi has 0 sample(s); at least 1 required")
-        check_finite(Phi, "Phi")
+        # the column norms are needed anyway; they are finite only if every entry is
+        # (a NaN or inf propagates), so one pass checks both
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            norms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
+        if not np.isfinite(norms).all():  # a non-finite entry, or squares that overflow
+            check_finite(Phi, "Phi")
     else:
         Phi = as_2d_float(Phi, "Phi")
     if np.ndim(t) == 1:  # the lengths first: a short t may also look constant
@@ -192,7 +198,7 @@ def fit_regression(
     # Bound on the noise precision (never below a user's starting value)
     beta_max = max(BETA_MAX_FACTOR / var_t, beta0)
 
-    Phin, scale, usable, raw = _normalised(Phi, method)
+    Phin, scale, usable, raw = _normalised(Phi, method, norms)
 
     with single_blas_thread():  # loops of small products: one BLAS thread (see _threads)
         if method == "fast":
@@ -243,18 +249,19 @@ def fit_regression(
     )
 
 
-def _normalised(Phi, method):
+def _normalised(Phi, method, norms=None):
     """``(Phin, scale, usable, raw)``: the unit-norm columns are ``Phin / scale`` if ``raw``.
 
     For ``"fast"`` with column norms that are safe to form directly, ``Phin`` is
     ``Phi`` itself and ``raw`` is True (the fast method scales the columns it
     reads); otherwise ``Phin`` is ``Phi`` normalised in place
     (:func:`normalise_columns`, which also handles entries whose squares over-
-    or underflow) and ``raw`` is False.
+    or underflow) and ``raw`` is False.  ``norms``: the column norms, if known.
     """
     if method == "fast":
-        with np.errstate(over="ignore", under="ignore"):
-            norms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
+        if norms is None:
+            with np.errstate(over="ignore", under="ignore"):
+                norms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
         # (a zero or tiny norm may be an underflow: normalise_columns sorts those out)
         if np.all(np.isfinite(norms) & (norms >= 1e-140)):
             return Phi, norms, np.ones(norms.size, dtype=bool), True

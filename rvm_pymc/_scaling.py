@@ -1,0 +1,71 @@
+"""The scales of the estimators' one scaling boundary (docs/design.md section 3).
+
+Every fit of :class:`~rvm_pymc.estimators.RVR` and
+:class:`~rvm_pymc.estimators.RVC` sees the basis columns divided by their
+root-mean-square and, for regression, the targets centred and divided by their
+sd; the helpers here compute those scales (and the ``"scale"`` kernel width).
+NumPy only: no other module of the package is imported.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["column_rms", "scale_columns", "scale_gamma", "target_scale"]
+
+
+def scale_gamma(X: np.ndarray) -> float:
+    """``1 / (n_features * X.var())`` as scikit-learn's SVR (1.0 for constant X).
+
+    The variance is computed on ``X / max|X|`` (no overflow or underflow in
+    the squares); ``ValueError`` naming the scale of ``X`` when the width
+    it gives is not a finite positive float.
+    """
+    top = float(np.max(np.abs(X)))
+    if np.ptp(X) == 0:
+        return 1.0
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        var = np.var(X / top) * top * top
+        gamma = float(1.0 / (X.shape[1] * var))
+    if not (np.isfinite(gamma) and gamma > 0):
+        v = f"{var:.3g}" if var > 0 else "below 5e-324"
+        raise ValueError(
+            f"gamma='scale' is 1 / (n_features * X.var()), but X has variance {v} "
+            f"(values up to {top:.3g} in magnitude), too {'small' if gamma > 1 else 'large'} "
+            "for a kernel width in float64: rescale X (e.g. sklearn's StandardScaler) "
+            "or pass a numeric gamma"
+        )
+    return gamma
+
+
+def target_scale(t: np.ndarray) -> tuple[float, float]:
+    """Mean and sd of the targets, or ValueError if they are constant to rounding.
+
+    The sd is computed on ``t / max|t|`` so that it neither overflows (|t| near
+    1e160) nor mistakes the rounding of the mean for a spread (``std`` of a
+    constant array is not always 0).
+    """
+    top = float(np.max(np.abs(t)))
+    if np.ptp(t) <= 8 * np.finfo(float).eps * top:
+        raise ValueError(f"y is constant (all values {t[0].item()!r}): there is nothing to fit")
+    u = t / top
+    return float(np.mean(t)), float(np.std(u)) * top
+
+
+def column_rms(Phi: np.ndarray) -> np.ndarray:
+    """Root-mean-square of every column (1 for an all-zero column)."""
+    rms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi) / Phi.shape[0])  # no N x M temporary
+    rms[~(rms > 0)] = 1.0
+    return rms
+
+
+def scale_columns(Phi: np.ndarray, scale: np.ndarray, *, own: bool) -> np.ndarray:
+    """``Phi / scale``: in place (no N x M copy) when ``own``, else a new array.
+
+    ``own`` says that ``Phi`` is a private array of the caller (a design matrix
+    it has just built), so that overwriting it is safe.
+    """
+    if own and isinstance(Phi, np.ndarray) and Phi.dtype == np.float64 and Phi.flags.writeable:
+        Phi /= scale
+        return Phi
+    return Phi / scale
