@@ -191,8 +191,18 @@ def hessian(Phi: np.ndarray, Y: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     return H
 
 
-def _objective(Phi, T, alpha, W):
-    ll, Y = log_likelihood(Phi @ W, T)
+def _objective(Phi, T, alpha, W, sign=None):
+    """Log posterior (up to a constant), log likelihood and probabilities at ``W``.
+
+    ``sign``: ``2 t - 1`` of two-class 0/1 targets, given to take the shortcut
+    ``t log y + (1 - t) log(1 - y) = log sigmoid(sign f)`` (term by term the
+    same numbers as :func:`log_likelihood`, with one ``log_expit`` instead of two).
+    """
+    F = Phi @ W
+    if sign is None:
+        ll, Y = log_likelihood(F, T)
+    else:
+        ll, Y = float(np.sum(log_expit(F[:, 0] * sign))), expit(F)
     return ll - 0.5 * float((alpha[:, None] * W**2).sum()), ll, Y
 
 
@@ -236,7 +246,10 @@ def find_mode(
     """
     m, c = Phi.shape[1], T.shape[1]
     W = np.zeros((m, c)) if W0 is None else np.array(W0, dtype=float)
-    obj, ll, Y = _objective(Phi, T, alpha, W)
+    sign = None
+    if c == 1 and np.all((T == 0.0) | (T == 1.0)):
+        sign = 2.0 * T[:, 0] - 1.0
+    obj, ll, Y = _objective(Phi, T, alpha, W, sign)
     converged = False
     it = 0
     for it in range(1, max_newton + 1):  # noqa: B007
@@ -253,7 +266,7 @@ def find_mode(
         eta = 1.0
         while True:
             W_new = W + eta * step
-            obj_new, ll_new, Y_new = _objective(Phi, T, alpha, W_new)
+            obj_new, ll_new, Y_new = _objective(Phi, T, alpha, W_new, sign)
             if obj_new >= obj - slack or eta < 1e-10:
                 break
             eta *= 0.5
