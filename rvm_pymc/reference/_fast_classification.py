@@ -86,8 +86,9 @@ def _try_newton(st: _LinearisedState, tol) -> bool:
         st.alpha = np.exp(u)
         st.W = st.predicted_mode(st.alpha)
         try:
-            st.resolve()
+            st.resolve(statistics=False)  # S, Q only for the accepted proposal
             if stationarity_residual(st) < res0:
+                st.statistics()
                 st.joint_history = [*((key, uk, dk) for uk, dk in history), (key, u0, d)]
                 return True
         except np.linalg.LinAlgError:
@@ -106,8 +107,9 @@ def _try_jacobi(st: _LinearisedState, new_alpha) -> bool:
     st.W = st.predicted_mode(new_alpha)
     st.alpha = new_alpha.copy()
     try:
-        st.resolve()
+        st.resolve(statistics=False)  # S, Q only if accepted
         if st.lml >= old_lml - 1e-12 * (1.0 + abs(old_lml)):
+            st.statistics()
             return True
     except np.linalg.LinAlgError:
         pass

@@ -81,15 +81,27 @@ class _LinearisedState(_State):
         g[~self.usable] = 0.0
         return g
 
-    def resolve(self) -> None:
-        """Re-find the mode; recompute Sigma and the candidate statistics S, Q."""
+    def resolve(self, statistics: bool = True) -> None:
+        """Re-find the mode; recompute Sigma and the candidate statistics S, Q.
+
+        With ``statistics=False`` only the mode, ``Sigma`` and the evidence (a
+        trial move is judged by them; :meth:`statistics` completes an accepted one).
+        """
         idx = np.asarray(self.active)
         Pa = self.Phin[:, idx]
         post = find_mode(Pa, self.T, self.alpha, self.W, tol=self.mode_tol)
         self.n_newton_failures += not post.converged
         self.post = post
         self.W, self.Sigma, self.lml = post.mean, post.cov, post.log_evidence
-        Y, ma, c = post.probs, idx.size, self.c
+        if statistics:
+            self.statistics(Pa)
+
+    def statistics(self, Pa: np.ndarray | None = None) -> None:
+        """The candidate statistics S, Q (and the weighted Gram products) at the mode."""
+        idx = np.asarray(self.active)
+        if Pa is None:
+            Pa = self.Phin[:, idx]
+        Y, ma, c = self.post.probs, idx.size, self.c
         if c == 1:  # two classes: one weighting, plain matrix products
             y = Y[:, 0]
             Xm = self.Phin.T @ ((y * (1.0 - y))[:, None] * Pa)  # Phi^T B Phi_a, (M, ma)
