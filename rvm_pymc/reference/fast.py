@@ -63,9 +63,8 @@ def active_sq(alpha, S, Q, sigma_diag, mu):
         denom = np.where(use_post, 1.0, alpha - S)
         s = np.where(use_post, 1.0 / sigma_diag - alpha, alpha * S / denom)
         q = np.where(use_post, mu / sigma_diag, alpha * Q / denom)
-    # s >= 0 exactly (s = 1/Sigma_mm - alpha with Sigma_mm <= 1/alpha); a negative value
-    # can only be rounding in the subtraction (never seen: none on 172 benchmark
-    # classification and 15 sinc regression fits), and 0 is the nearest admissible value.
+    # s >= 0 exactly (Sigma_mm <= 1/alpha): a negative value is rounding (never seen on 172
+    # classification and 15 sinc regression fits); 0 is the nearest admissible value
     return np.maximum(s, 0.0), q
 
 
@@ -153,12 +152,10 @@ class _State:
         u = self.beta * (self.Sigma @ self.G[j, :])
         e = self.beta * g - BG @ u
         k = u.size
-        Sigma = np.empty((k + 1, k + 1))
-        Sigma[:k, :k] = self.Sigma
-        Sigma[:k, :k] += sig_jj * np.outer(u, u)
-        Sigma[:k, k] = Sigma[k, :k] = -sig_jj * u
-        Sigma[k, k] = sig_jj
-        self.Sigma = Sigma
+        self.Sigma, Sigma = np.empty((k + 1, k + 1)), self.Sigma
+        self.Sigma[:k, :k] = Sigma + sig_jj * np.outer(u, u)
+        self.Sigma[:k, k] = self.Sigma[k, :k] = -sig_jj * u
+        self.Sigma[k, k] = sig_jj
         self.mu = np.append(self.mu - mu_j * u, mu_j)
         self.S = self.S - sig_jj * e**2
         self.Q = self.Q - mu_j * e
@@ -552,8 +549,7 @@ def _update_noise(st, prior, n):
     def objective():
         return st.lml + prior.c * np.log(st.beta) - prior.d * st.beta
 
-    # the rank-one moves do not track rss: start from the exact state (the fresh
-    # factor of the current active set; S and Q are recomputed for the new beta only)
+    # rss and gamma from the fresh factor of this state (S, Q only for the new beta)
     if st.fresh is None:
         st.exact_lml()
         if st.fresh is None:
