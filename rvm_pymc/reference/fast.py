@@ -34,6 +34,8 @@ import numpy as np
 
 from rvm_pymc._gaussian import factor_inverse, factor_logdet, factor_solve, spd_factor
 from rvm_pymc.reference._linalg import LOG_2PI
+from rvm_pymc.reference._linearised import maximise_linearised
+from rvm_pymc.reference._noise import update_noise
 
 REESTIMATE, ADD, DELETE, NOISE = 0, 1, 2, 3
 
@@ -416,7 +418,7 @@ def fast_sequential(
             and dlog.max() < tol
         ) or idle > 2 * noise_update_every  # no move realises a gain: a numerical optimum
         if settled:
-            dbeta = 0.0 if fixed_noise else _update_noise(st, prior, n)
+            dbeta = 0.0 if fixed_noise else update_noise(st, prior, n)
             since_noise = 0
             if dbeta >= tol:  # a barred move stays barred while nothing has changed
                 blocked.clear()
@@ -433,7 +435,11 @@ def fast_sequential(
         if (
             joint
             and idx.size > 1
-            and _reestimate_all(st, new_alpha[idx], best if not only_reestimates else 0.0)
+            and _reestimate_all(
+                st,
+                _joint_alpha(st, new_alpha[idx], tol) if only_reestimates else new_alpha[idx],
+                best if not only_reestimates else 0.0,
+            )
         ):
             best = 0.0  # accepted: st.lml is exact after the re-solve
             idle = 0
@@ -501,7 +507,7 @@ def fast_sequential(
                 best = 0.0
         since_noise += 1
         if since_noise >= noise_update_every and not fixed_noise:
-            if _update_noise(st, prior, n) >= tol:
+            if update_noise(st, prior, n) >= tol:
                 # Barred moves are offered again only after a real change: with a
                 # smooth kernel the rank-one (and even freshly computed) S of many
                 # candidates is rounding, predicting gains that the exact check
@@ -512,6 +518,22 @@ def fast_sequential(
     # Full re-solve at the end removes any drift of the rank-one updates.
     st.resolve()
     return np.asarray(st.active), st.alpha.copy(), st.beta, trace, it, converged
+
+
+def _joint_alpha(st, alpha_new, tol):
+    """The joint maximum of the evidence over the active precisions at this beta.
+
+    Newton in ``log alpha`` (:func:`maximise_linearised`: for regression the
+    linearised evidence is the evidence itself); the one-at-a-time optima
+    ``alpha_new`` when it fails or leaves the positive floats.
+    """
+    idx = np.asarray(st.active)
+    b = st.beta
+    try:
+        a = maximise_linearised(b * st.G[idx, :], b * st.PhiT_t[idx], st.alpha, 1, tol)
+    except (np.linalg.LinAlgError, ValueError):
+        return alpha_new
+    return a if np.all(np.isfinite(a) & (a > np.finfo(float).tiny)) else alpha_new
 
 
 def _reestimate_all(st, alpha_new, min_gain=0.0) -> bool:
@@ -526,8 +548,11 @@ def _reestimate_all(st, alpha_new, min_gain=0.0) -> bool:
     on sinc N = 4000 it cut them from 123 to 33, with equal or higher
     evidence).  Otherwise the state is restored and False returned.
     """
+    alpha_new = np.asarray(alpha_new, dtype=float)
+    if not np.all(alpha_new > np.finfo(float).tiny):  # a rounded s = 0 gives alpha 0
+        return False
     saved = (st.alpha, st.Sigma, st.mu, st.S, st.Q, st.rss, st.lml)
-    st.alpha = np.asarray(alpha_new, dtype=float).copy()
+    st.alpha = alpha_new.copy()
     st.fresh = None
     if st.exact_lml() >= saved[-1] + min_gain:  # the evidence alone: S, Q only if kept
         st.resolve(reuse=True)
@@ -535,61 +560,6 @@ def _reestimate_all(st, alpha_new, min_gain=0.0) -> bool:
     st.alpha, st.Sigma, st.mu, st.S, st.Q, st.rss, st.lml = saved
     st.fresh = None
     return False
-
-
-def _update_noise(st, prior, n):
-    """MacKay update of beta, safeguarded so that the objective never decreases.
-
-    The MacKay step ``beta = (N - sum(gamma) + 2c) / (rss + 2d)`` points uphill in
-    ``log beta`` but can overshoot; the step in ``log beta`` is halved until the
-    objective (log evidence + ``c log beta - d beta``) does not decrease.
-    Returns ``|d log beta|`` of the accepted step (``inf`` if none was found).
-    """
-
-    def objective():
-        return st.lml + prior.c * np.log(st.beta) - prior.d * st.beta
-
-    # rss and gamma from the fresh factor of this state (S, Q only for the new beta)
-    if st.fresh is None:
-        st.exact_lml()
-        if st.fresh is None:
-            st.resolve()  # raises the LinAlgError naming the matrix
-    L, p, _mu, resid, _Pa, st.lml = st.fresh
-    st.rss = float(resid @ resid)
-    saved = (st.beta, st.Sigma, st.mu, st.S, st.Q, st.rss, st.lml)
-    old_obj = objective()
-    gamma = 1.0 - st.alpha * factor_inverse(L, p).diagonal()
-    step = np.log(mackay_beta(n, float(np.sum(gamma)), st.rss, prior, st.beta_max)) - np.log(
-        st.beta
-    )
-    if step == 0.0:
-        return 0.0
-    log_beta0 = np.log(saved[0])
-    for _ in range(40):
-        st.beta = float(np.exp(log_beta0 + step))
-        st.fresh = None
-        st.lml = st.exact_lml()  # the evidence alone; S, Q for the accepted step only
-        if objective() >= old_obj - 1e-12 * abs(old_obj):
-            st.resolve(reuse=True)
-            return abs(step)
-        step *= 0.5
-    st.beta, st.Sigma, st.mu, st.S, st.Q, st.rss, st.lml = saved
-    st.fresh = None
-    return np.inf  # no acceptable step: never read as 'beta has settled'
-
-
-def mackay_beta(n, sum_gamma, rss, prior, beta_max):
-    """MacKay's ``(N - sum(gamma) + 2c) / (rss + 2d)``, bounded to ``(0, beta_max]``.
-
-    An exact fit (``rss = 0``) gives ``beta_max``; a numerator that rounds to
-    zero or below (every point explained by its own weight) gives the
-    smallest positive float rather than a NaN.
-    """
-    num = max(n - sum_gamma + 2 * prior.c, 0.0)
-    den = rss + 2 * prior.d
-    if den <= 0 or num >= beta_max * den:
-        return float(beta_max)
-    return max(num / den, np.finfo(float).tiny)
 
 
 def _record(trace, st, prior, action):

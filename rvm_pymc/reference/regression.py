@@ -26,6 +26,7 @@ from rvm_pymc._validation import (
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import HyperPrior, resolve_prior
 from rvm_pymc.reference._linalg import log_hyperprior, log_marginal_likelihood
+from rvm_pymc.reference._noise import mackay_beta
 from rvm_pymc.reference._options import (
     BETA_MAX_FACTOR,
     check_alpha_init,
@@ -35,7 +36,7 @@ from rvm_pymc.reference._options import (
 )
 from rvm_pymc.reference._result import RegressionResult
 from rvm_pymc.reference._threads import single_blas_thread
-from rvm_pymc.reference.fast import active_sq, fast_sequential, mackay_beta
+from rvm_pymc.reference.fast import active_sq, fast_sequential
 
 __all__ = ["fit_regression"]
 
