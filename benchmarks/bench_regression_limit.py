@@ -16,8 +16,8 @@ The steps are timed in interleaved rounds (every Gram method, then the fit,
 again and again) so that both sides see the same machine load; each time is the
 median over the rounds, as wall-clock and as CPU time of this process (one BLAS
 thread, so CPU time is the work done, and it is less disturbed by other
-processes on a shared machine); the minima are shown too.  Target (issue 2):
-fit time at most 3x the Gram time (median CPU seconds, fastest Gram method).
+processes on a shared machine); the minima are shown too.  Target: fit time
+at most 2x the Gram time (median CPU seconds, fastest Gram method).
 Run::
 
     python benchmarks/bench_regression_limit.py
@@ -40,6 +40,7 @@ from rvm_pymc.reference import fit_regression
 
 GAMMA = 0.1
 SEED = 0
+TARGET = 2.0  # fit at most this many times the fastest Gram build (median CPU time)
 
 
 def gram_broadcast(X, gamma):
@@ -88,7 +89,7 @@ def main(argv=None):
                 f"{args.repeats} interleaved rounds (each Gram method, then the fit); "
                 "medians (and minima) of CPU and wall seconds",
                 "fit = fit_regression(Phi, t, method='fast') on the prebuilt N x (N+1) "
-                "design matrix (building Phi not counted); target: fit <= 3x Gram",
+                "design matrix (building Phi not counted); target: fit <= 2x Gram",
             ],
         ),
         flush=True,
@@ -167,10 +168,10 @@ def main(argv=None):
             rows,
         )
     )
-    verdict = "PASS" if ratio_cpu <= 3.0 else "FAIL"
+    verdict = "PASS" if ratio_cpu <= TARGET else "FAIL"
     rmse = _common.rmse(res.predict(basis.transform(X_test)), t_test)
     print(
-        f"target fit <= 3x Gram (median CPU time): {ratio_cpu:.2f}x -> {verdict}"
+        f"target fit <= {TARGET:g}x Gram (median CPU time): {ratio_cpu:.2f}x -> {verdict}"
         f" (ratio of minima {ratio_low:.2f}x, of median wall-clock {ratio_wall:.2f}x)"
     )
     print(
