@@ -41,7 +41,7 @@ from rvm_pymc.reference.fast import _ell, _State, active_sq
 
 __all__ = ["initial_basis", "stationarity_residual"]
 
-_MODE_TOL_LOOSE, _MODE_TOL_TIGHT = 1e-6, 1e-9
+_MODE_TOL_LOOSE, _MODE_TOL_TIGHT = 1e-4, 1e-9
 
 
 class _LinearisedState(_State):
