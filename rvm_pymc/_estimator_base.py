@@ -281,7 +281,7 @@ class _BaseRVM(BaseEstimator):
         self.kernel_ = basis.kernel_ if hasattr(basis, "kernel_") else None
         self.basis_scale_ = scale
         self.y_scale_ = t_sd
-        names = tuple(str(n) for n in basis.basis_names_)
+        names = tuple(map(str, basis.basis_names_))
         self.model_ = None
         if self.method == "reference":
             active = np.asarray(ref.active, dtype=np.intp)
