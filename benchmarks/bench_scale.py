@@ -51,22 +51,29 @@ def _radial_sinc(n: int, rng: np.random.Generator, noise: float) -> tuple:
     return X, np.sinc(r / np.pi) + noise * rng.standard_normal(n), np.sinc(r / np.pi)
 
 
-def _data(problem: str, n: int) -> tuple:
+def _x0_sinc(n: int, rng: np.random.Generator, noise: float) -> tuple:
+    X = rng.uniform(-10.0, 10.0, size=(n, 3))
+    f = np.sinc(X[:, 0] / np.pi)
+    return X, f + noise * rng.standard_normal(n), f
+
+
+def _data(problem: str, n: int, seed: int = SEED) -> tuple:
     """(X, t, X_test, f_test, t_test): training data, test inputs, noise-free and noisy targets."""
-    rng = np.random.default_rng(SEED)
+    rng = np.random.default_rng(seed)
     if problem == "sinc1":
         from rvm_pymc.datasets import make_sinc
 
-        d = make_sinc(n_train=n, n_test=2000, noise_sd=NOISE, random_state=SEED)
+        d = make_sinc(n_train=n, n_test=2000, noise_sd=NOISE, random_state=seed)
         f = d.t_test
         return d.X_train, d.t_train, d.X_test, f, f + NOISE * rng.standard_normal(f.size)
-    if problem == "sinc3":
-        X, t, _ = _radial_sinc(n, rng, NOISE)
-        Xt, tt, ft = _radial_sinc(2000, np.random.default_rng(SEED + 1000), NOISE)
+    if problem in ("sinc3", "x0sinc3"):
+        make = _radial_sinc if problem == "sinc3" else _x0_sinc
+        X, t, _ = make(n, rng, NOISE)
+        Xt, tt, ft = make(2000, np.random.default_rng(seed + 1000), NOISE)
         return X, t, Xt, ft, tt
     from rvm_pymc.datasets import make_ripley
 
-    d = make_ripley(n_train=n, n_test=5000, random_state=SEED)
+    d = make_ripley(n_train=n, n_test=5000, random_state=seed)
     return d.X_train, d.t_train, d.X_test, None, d.t_test
 
 
@@ -79,12 +86,18 @@ def child(spec: dict) -> dict:
     from rvm_pymc.basis import KernelBasis
     from rvm_pymc.kernels import RBF
 
-    X, t, Xt, ft, tt = _data(spec["problem"], spec["n"])
+    X, t, Xt, ft, tt = _data(spec["problem"], spec["n"], spec.get("seed", SEED))
     cls = RVC if spec["problem"] == "ripley" else RVR
-    est = cls()
+    gamma = spec.get("gamma", "scale")
+    est = cls(gamma=gamma)
+    if spec.get("force"):  # the centres below their threshold, to compare with the exact fit
+        from rvm_pymc import _centres
+
+        _centres.AUTO_FULL_MAX = 0
     if spec["exact"]:
-        Xa = np.asarray(X, dtype=float).reshape(len(X), -1)
-        gamma = 1.0 / (Xa.shape[1] * Xa.var())  # gamma="scale", as the auto rows use
+        if gamma == "scale":  # as the estimator computes it
+            Xa = np.asarray(X, dtype=float).reshape(len(X), -1)
+            gamma = 1.0 / (Xa.shape[1] * Xa.var())
         est = cls(kernel=KernelBasis(RBF(gamma=gamma), centres="all"))
     w0, c0 = time.perf_counter(), time.process_time()
     with warnings.catch_warnings(record=True) as caught:
@@ -122,11 +135,25 @@ def run_case(spec: dict, timeout: float) -> dict:
     return json.loads(lines[-1])
 
 
+_NAMES = {
+    "sinc1": "sinc 1-D",
+    "sinc3": "radial sinc 3-D",
+    "x0sinc3": "sinc(x0) 3-D",
+    "ripley": "Ripley (RVC)",
+}
+
+
 def _row(spec: dict, res: dict) -> list:
-    name = {"sinc1": "sinc 1-D", "sinc3": "radial sinc 3-D", "ripley": "Ripley (RVC)"}
-    head = [name[spec["problem"]], f"{spec['n']:,}", "exact" if spec["exact"] else "auto"]
+    gamma = spec.get("gamma", "scale")
+    head = [
+        _NAMES[spec["problem"]],
+        f"{spec['n']:,}",
+        gamma if isinstance(gamma, str) else f"{gamma:g}",
+        "exact" if spec["exact"] else ("auto*" if spec.get("force") else "auto"),
+    ]
+    load = f"{res.get('load', float('nan')):.1f}"
     if "failed" in res:
-        return [*head, res["failed"]] + [""] * 7
+        return [*head, res["failed"]] + [""] * 7 + [load]
     if "error" in res:
         err = f"{res['error']:.4f}"
     else:
@@ -141,52 +168,115 @@ def _row(spec: dict, res: dict) -> list:
         err,
         "yes" if res["converged"] else "NO",
         ",".join(res["warnings"]) or "-",
+        load,
     ]
+
+
+_HEADERS = ["problem", "N", "gamma", "basis", "s", "cpu", "GB", "M", "RV", "error", "conv"]
+_HEADERS += ["warnings", "load"]
+
+
+def _scale_cases(quick: bool) -> list[dict]:
+    cases = []
+    for problem in ("sinc1", "sinc3"):
+        if not quick:
+            cases.append({"problem": problem, "n": 10_000, "exact": True})
+        for n in (10_000, 30_000) + (() if quick else (100_000,)):
+            cases.append({"problem": problem, "n": n, "exact": False})
+    if not quick:
+        cases.append({"problem": "ripley", "n": 10_000, "exact": True})
+    return cases + [{"problem": "ripley", "n": n, "exact": False} for n in (10_000, 20_000)]
+
+
+#: ``--accuracy``: (problem, gamma) pairs, each on data seeds 0-2 at N = 3000 and 10,000.
+_ACCURACY = [("sinc1", "scale"), ("sinc1", 1.0), ("sinc3", "scale"), ("x0sinc3", 0.1)]
+
+
+def _accuracy_cases(sizes: tuple[int, ...]) -> list[dict]:
+    """Exact vs centres on three data sets; the centres forced where N <= AUTO_FULL_MAX."""
+    from rvm_pymc import _centres
+
+    cases = []
+    for n in sizes:
+        for problem, gamma in _ACCURACY:
+            for seed in range(3):
+                for exact in (True, False):
+                    spec = {"problem": problem, "n": n, "gamma": gamma, "seed": seed}
+                    spec["exact"] = exact
+                    if not exact and n <= _centres.AUTO_FULL_MAX:
+                        spec["force"] = True
+                    cases.append(spec)
+    return cases
+
+
+def _accuracy_summary(cases: list[dict], results: list[dict]) -> str:
+    """Mean test RMSE (noise-free targets) over the data sets: exact, centres, their ratio."""
+    groups: dict[tuple, dict[bool, list[float]]] = {}
+    for spec, res in zip(cases, results, strict=True):
+        key = (spec["problem"], spec["n"], spec["gamma"])
+        groups.setdefault(key, {True: [], False: []})
+        if "rmse_f" in res:
+            groups[key][spec["exact"]].append(res["rmse_f"])
+    rows = []
+    for (problem, n, gamma), r in groups.items():
+        ex, au = (np.mean(r[k]) if r[k] else np.nan for k in (True, False))
+        sets = f"{len(r[True])}/{len(r[False])}"
+        rows.append([_NAMES[problem], f"{n:,}", gamma, sets, f"{ex:.5f}", f"{au:.5f}"])
+        rows[-1].append(f"{au / ex:.3f}")
+    head = ["problem", "N", "gamma", "sets", "exact", "centres", "centres/exact"]
+    return _common.format_table(head, rows)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="N <= 3e4, no exact rows")
+    parser.add_argument(
+        "--accuracy",
+        action="store_true",
+        help="exact fit vs the centres on three data sets per problem (N = 3000 and 10,000)",
+    )
+    parser.add_argument(
+        "--sizes", default="3000,10000", help="with --accuracy: training set sizes"
+    )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per fit")
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(json.loads(args.child))))
         return
-    cases = []
-    for problem in ("sinc1", "sinc3"):
-        if not args.quick:
-            cases.append({"problem": problem, "n": 10_000, "exact": True})
-        for n in (10_000, 30_000) + (() if args.quick else (100_000,)):
-            cases.append({"problem": problem, "n": n, "exact": False})
-    if not args.quick:
-        cases.append({"problem": "ripley", "n": 10_000, "exact": True})
-    cases += [{"problem": "ripley", "n": n, "exact": False} for n in (10_000, 20_000)]
+    from rvm_pymc import _centres
+
+    if args.accuracy:
+        cases = _accuracy_cases(tuple(int(n) for n in args.sizes.split(",")))
+    else:
+        cases = _scale_cases(args.quick)
     print(
         _common.header(
             "Large N: RVR / RVC fit time and peak memory (each fit in its own process)",
             [
-                "defaults: gamma='scale', solver='fast'; auto = KernelBasis centres='auto' "
-                "(N > 5000: at most 500 centres, greedy pivoted Cholesky, tol 1e-6)",
-                "exact = every training point a centre (N x (N+1) design), the same width",
-                f"noise sd {NOISE}; data seed {SEED}; s = wall seconds of fit, cpu = CPU "
-                "seconds; GB = peak RSS of the child process (interpreter included)",
+                f"solver='fast'; auto = KernelBasis centres='auto': {_centres.describe_rule()}",
+                "auto* = that rule forced below its threshold; exact = every training point "
+                "a centre (N x (N+1) design), the same width",
+                f"noise sd {NOISE}; data seed {SEED} (--accuracy: 0-2); s = wall seconds of "
+                "fit, cpu = CPU seconds; GB = peak RSS of the child process (interpreter "
+                "included); load = 1-minute load average when the fit started",
                 "error: regression RMSE vs the noise-free function / vs noisy test targets "
                 "(floor 0.1); classification test error rate (Bayes error ~0.08)",
             ],
         )
     )
-    rows = []
+    rows, results = [], []
     for spec in cases:
+        load = float(_common.load_average()) if _common.load_average() != "n/a" else np.nan
         res = run_case(spec, args.timeout)
+        res["load"] = load
+        results.append(res)
         rows.append(_row(spec, res))
         print("  ".join(str(c) for c in rows[-1]), file=sys.stderr, flush=True)
-    print(
-        _common.format_table(
-            ["problem", "N", "basis", "s", "cpu", "GB", "M", "RV", "error", "conv", "warnings"],
-            rows,
-        )
-    )
+    print(_common.format_table(_HEADERS, rows))
+    if args.accuracy:
+        print()
+        print(_accuracy_summary(cases, results))
 
 
 if __name__ == "__main__":

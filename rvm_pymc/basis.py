@@ -113,13 +113,14 @@ class Basis:
 class KernelBasis(Basis):
     """Kernel design matrix ``Phi = [1 | k(X, centres_)]``: one column per centre.
 
-    Up to :data:`~rvm_pymc._centres.AUTO_FULL_MAX` (5000) training points every
+    Up to :data:`~rvm_pymc._centres.AUTO_FULL_MAX` (2000) training points every
     training point is a centre (Tipping 2001).  Above that, ``centres="auto"``
-    keeps at most 500 training points chosen by greedy pivoted Cholesky (their
-    kernel columns span those of all training points to a relative variance
-    of 1e-6; see ``docs/reference_solver.md``, "Large N"), so that ``Phi`` is
-    N x 501 instead of N x (N + 1).  The design matrix is built in blocks of
-    rows, one float64 array.
+    keeps 1000 training points: first those chosen by greedy pivoted Cholesky
+    (their kernel columns span those of all training points to a relative
+    variance of 1e-6), then the points farthest from the centres taken so far
+    (see ``docs/reference_solver.md``, "Large N"), so that ``Phi`` is N x 1001
+    instead of N x (N + 1).  The design matrix is built in blocks of rows, one
+    float64 array.
 
     Parameters
     ----------
@@ -129,10 +130,10 @@ class KernelBasis(Basis):
     bias : bool
         Put a column of ones first, so that ``n_basis_ = n_centres + 1``.
     centres : "auto", "all" or int
-        ``"all"``: every training point; an integer ``m``: at most ``m``
-        centres chosen as above (fewer when the kernel columns are spanned
-        sooner); ``"auto"`` (default): ``"all"`` up to 5000 training points,
-        else at most 500.
+        ``"all"``: every training point; an integer ``m``: ``m`` centres chosen
+        as above (all points when ``m >= N``; fewer only when the data have
+        fewer distinct points); ``"auto"`` (default): ``"all"`` up to 2000
+        training points, else 1000.
     random_state : None, int, Generator or RandomState
         Draws the pool of at most 20000 training points searched for centres
         (only when there are more); None is a fixed seed, so that the same
@@ -160,8 +161,11 @@ class KernelBasis(Basis):
            [1.    , 0.7788, 0.7788]])
     >>> import numpy as np
     >>> x = np.linspace(-10, 10, 1000)
-    >>> wide = KernelBasis(RBF(gamma=0.03), centres=100).fit(x)
-    >>> wide.n_basis_ < 30  # a wide kernel: its columns are spanned by a few centres
+    >>> basis = KernelBasis(RBF(gamma=0.03), centres=100).fit(x)
+    >>> basis.n_basis_
+    101
+    >>> gaps = np.diff(basis.centres_[:, 0])  # spread over [-10, 10] (a random 100: up to 1.2)
+    >>> bool(gaps.min() > 0.15 and gaps.max() < 0.4)
     True
     """
 
@@ -179,11 +183,13 @@ class KernelBasis(Basis):
 
     def _fit(self, X: np.ndarray) -> list[str]:
         kernel = make_kernel(self.kernel)
-        n_max = resolve_centres(self.centres, X.shape[0])
-        if n_max is None:
+        counts = resolve_centres(self.centres, X.shape[0])
+        if counts is None:
             idx = np.arange(X.shape[0])
         else:
-            idx = choose_centres(X, kernel, n_max, random_state=self.random_state)
+            idx = choose_centres(
+                X, kernel, counts[0], fill_to=counts[1], random_state=self.random_state
+            )
         self.kernel_ = kernel
         self.centre_indices_ = idx
         # as_2d_float returned a private copy; a subset is a copy anyway

@@ -32,8 +32,10 @@ from rvm_pymc.kernels import (
 
 @pytest.fixture
 def auto_subset(monkeypatch):
-    """Make ``centres="auto"`` choose a subset above 100 training points."""
+    """Make ``centres="auto"`` choose 100 centres above 100 training points."""
     monkeypatch.setattr(_centres, "AUTO_FULL_MAX", 100)
+    monkeypatch.setattr(_centres, "AUTO_MAX_CENTRES", 100)
+    monkeypatch.setattr(_centres, "AUTO_FILL_CENTRES", 100)
 
 
 def _rmse(est, data) -> float:
@@ -96,6 +98,47 @@ def test_centre_count_follows_the_width_and_the_cap():
     assert wide.size < 30 < narrow.size == 500
 
 
+def _kernel_distance(k, A, B):
+    return k.diag(A)[:, None] + k.diag(B)[None, :] - 2.0 * k(A, B)
+
+
+def test_spread_fill_covers_as_far_as_it_packs():
+    """Farthest-point fill: no point is farther from the centres than two centres are apart."""
+    X = np.random.default_rng(8).uniform(-5, 5, size=(800, 2))
+    k = RBF(gamma=0.2)
+    out = _centres.spread_fill(X, k, k.diag(X), [3, 10], 60)
+    assert out[:2] == [3, 10] and len(out) == len(set(out)) == 60
+    cover = _kernel_distance(k, X, X[out]).min(axis=1).max()
+    pair = _kernel_distance(k, X[out], X[out])
+    pack = pair[~np.eye(60, dtype=bool)].min()
+    assert pack >= cover * (1 - 1e-9)
+    # a random choice of 60 points does not have this property on these data
+    rand = np.random.default_rng(0).choice(800, 60, replace=False)
+    pr = _kernel_distance(k, X[rand], X[rand])
+    assert pr[~np.eye(60, dtype=bool)].min() < _kernel_distance(k, X, X[rand]).min(axis=1).max()
+
+
+def test_spread_fill_never_adds_a_duplicate():
+    X = np.repeat(np.arange(5.0), 4)[:, None]  # 5 distinct points, each 4 times
+    k = RBF(gamma=1.0)
+    out = _centres.spread_fill(X, k, k.diag(X), [0], 12)
+    assert sorted(X[out, 0]) == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+def test_fill_past_the_numerical_rank():
+    x = np.linspace(-10, 10, 3000)[:, None]
+    k = RBF(gamma=0.03)
+    rank = _centres.choose_centres(x, k, 500)
+    filled = _centres.choose_centres(x, k, 500, fill_to=200)
+    assert rank.size < 30 and filled.size == 200
+    assert set(rank) <= set(filled)
+    gaps = np.diff(x[filled, 0])  # spread over the inputs, no clumps
+    assert gaps.max() < 2.5 * 20 / 200
+    # a kernel of higher rank than the cap keeps the cap: no fill
+    narrow = _centres.choose_centres(x, RBF(gamma=300.0), 100, fill_to=200)
+    assert narrow.size == 100
+
+
 def test_pool_drawn_by_random_state(monkeypatch):
     monkeypatch.setattr(_centres, "CENTRE_POOL", 400)
     X = np.random.default_rng(2).uniform(-3, 3, size=(2000, 1))
@@ -142,13 +185,13 @@ def test_auto_regression_matches_the_exact_fit(auto_subset, monkeypatch):
     for seed in range(4):
         d = make_sinc(n_train=400, n_test=500, noise_sd=0.1, random_state=seed)
         est = RVR(gamma=3.0).fit(d.X_train, d.t_train)
-        assert est.basis_scale_.size < 150  # the subset was used
+        assert est.basis_scale_.size == 101  # the subset was used
         auto.append(_rmse(est, d))
         np.testing.assert_array_equal(est.relevance_vectors_, d.X_train[est.relevance_indices_])
         names = [n for n in est.active_names_ if n != "bias"]
         assert names == [f"x{i}" for i in est.relevance_indices_]
         with monkeypatch.context() as m:
-            m.setattr(_centres, "AUTO_FULL_MAX", 5000)
+            m.setattr(_centres, "AUTO_FULL_MAX", 50_000)
             ref = RVR(gamma=3.0).fit(d.X_train, d.t_train)
         assert ref.basis_scale_.size == 401
         exact.append(_rmse(ref, d))
@@ -160,7 +203,7 @@ def test_auto_classification_matches_the_exact_fit(auto_subset, monkeypatch):
     est = RVC().fit(d.X_train, d.t_train)
     assert est.basis_scale_.size < 401
     with monkeypatch.context() as m:
-        m.setattr(_centres, "AUTO_FULL_MAX", 5000)
+        m.setattr(_centres, "AUTO_FULL_MAX", 50_000)
         ref = RVC().fit(d.X_train, d.t_train)
     err, err_ref = (np.mean(e.predict(d.X_test) != d.t_test) for e in (est, ref))
     assert err <= 1.05 * err_ref
