@@ -8,7 +8,10 @@ untimed (imports, first-call set-up), then fit the same data in alternation
 error rate), relevance vectors, and our log evidence (fastrvm does not report
 one).  Problems: sinc (N = 1000, 2000; with ``--big`` also 4000, 8000), Friedman
 #1-#3, a Ripley-style 2-D mixture, a 7-feature binary problem
-(``make_classification``) and breast cancer.  The machine may be shared:
+(``make_classification``) and breast cancer.  Above 2000 training points our
+estimators keep a subset of the points as centres (``KernelBasis(centres="auto")``);
+``--all-centres`` makes every point a centre, the exact fit that fastrvm does.
+The machine may be shared:
 compare the ratios, not the absolute times.
 """
 
@@ -33,7 +36,9 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from rvm_pymc import RVC, RVR
+from rvm_pymc.basis import KernelBasis
 from rvm_pymc.datasets import make_ripley, make_sinc
+from rvm_pymc.kernels import RBF
 
 
 def problems(big: bool):
@@ -68,8 +73,15 @@ def problems(big: bool):
     yield "breast cancer N=284", "clf", 1.0 / X.shape[1], Xtr, ytr, Xte, yte
 
 
+ALL_CENTRES = False  # --all-centres: every training point a centre, at any N
+
+
 def fit_ours(kind, gamma, X, y):
-    est = (RVR if kind == "reg" else RVC)(gamma=gamma)
+    if ALL_CENTRES:  # the exact N x (N + 1) design, as fastrvm's
+        kernel = KernelBasis(RBF(gamma=gamma), bias=True, centres="all")
+        est = (RVR if kind == "reg" else RVC)(kernel=kernel)
+    else:
+        est = (RVR if kind == "reg" else RVC)(gamma=gamma)
     return est.fit(X, y), len(est.relevance_indices_), float(est.log_evidence_)
 
 
@@ -93,7 +105,14 @@ def main(argv=None) -> None:
     ap.add_argument("--big", action="store_true", help="sinc up to N = 8000")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--only", nargs="*", default=None, help="problems whose name contains one")
+    ap.add_argument(
+        "--all-centres",
+        action="store_true",
+        help="ours with every training point a centre (above 2000 points RVR/RVC keep a subset)",
+    )
     args = ap.parse_args(argv)
+    global ALL_CENTRES
+    ALL_CENTRES = args.all_centres
     warnings.simplefilter("ignore")
     print(f"load average at start {os.getloadavg()[0]:.2f}")
     head = (
