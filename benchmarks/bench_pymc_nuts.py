@@ -110,7 +110,7 @@ def worker(sampler: str, preset: str, draws: int, tune: int, chains: int, seed: 
         idata = inference.sample_nuts(model, nuts_sampler=backend, **kw)
     wall = time.perf_counter() - start
     post = idata["posterior"]
-    sampling = float(post.attrs.get("sampling_time", np.nan))
+    sampling = float(idata.attrs.get("sampling_time", np.nan))
     sub = post.to_dataset()[["log_beta", "log_alpha"]].isel(basis=active)
     e = ess(sub, method="bulk")
     min_ess = float(min(float(e["log_beta"]), float(e["log_alpha"].min())))

@@ -315,7 +315,14 @@ def _fit_nuts(inference, models, opts, Phi, target, names, prior, seed, start):
         random_seed=seed,
         **kw,
     )
-    diag_keys = ("sampler", "n_divergent", "max_rhat", "min_ess_bulk", "rvm_inference")
+    diag_keys = (
+        "sampler",
+        "n_divergent",
+        "max_rhat",
+        "min_ess_bulk",
+        "sampling_time",
+        "rvm_inference",
+    )
     info = {
         "log_evidence": float("nan"),
         "n_iter": opts["tune"] + opts["draws"],

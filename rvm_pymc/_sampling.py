@@ -257,6 +257,8 @@ def run_nuts(
     light = xr.DataTree.from_dict({"posterior": checked, "sample_stats": stats})
     diag = _idata.check_sampling(light, list(checked.data_vars), rhat_threshold=rhat_threshold)
     inference = "collapsed_nuts" if collapsed else "nuts"
+    # the sampler's own clock (tuning and draws; compilation before it is not counted)
+    diag["sampling_time"] = float(post.attrs.get("sampling_time", np.nan))
     return NutsResult(
         posterior=WeightPosterior(
             kind=result_kind(spec),

@@ -304,7 +304,9 @@ def sample_nuts(
         weights ``w`` (``W``), ``log_alpha`` (and ``log_beta``); pointwise
         ``log_likelihood`` (for LOO), ``posterior_predictive``, the sampler's
         ``sample_stats``; root attributes ``rvm_inference``, ``sampler``,
-        ``n_divergent``, ``max_rhat``, ``min_ess_bulk``.
+        ``n_divergent``, ``max_rhat``, ``min_ess_bulk`` and ``sampling_time``
+        (seconds of tuning and drawing by the sampler's clock; compilation
+        before it not counted).
 
     Warns
     -----
