@@ -116,14 +116,26 @@ def _warn_if_near_improper(spec: ModelSpec) -> None:
 
 DEFAULT_SAMPLERS = ("numpyro", "nutpie")
 """Backends used by default when installed, in this order (else PyMC's NUTS; PyMC's
-also whenever ``compile_kwargs`` is given): from an empty compile cache numpyro
-reached the collapsed posterior of sinc N = 100 in 82 s, PyMC's NUTS on Numba in
-456 s and nutpie in 699 s (warm: 50, 87, 108 s; a shared machine at load 10-14)."""
+also whenever ``compile_kwargs`` is given), chosen by time to a posterior from an
+empty compile cache (``benchmarks/bench_pymc_speed.py``): on sinc N = 100 (M = 101)
+numpyro took 13 s, nutpie 89 s (JAX compiles in seconds, Numba in a minute)."""
+
+JAX_COLLAPSED_MAX_BASES = 200
+"""Above this many bases the collapsed sampler prefers nutpie to numpyro: its JAX
+log density and gradient cost 4-7 times Numba's (M = 101: 0.74 vs 0.13 ms;
+M = 201: 3.5 vs 0.5 ms; M = 301: 10 vs 1.9 ms), which outweighs numpyro's faster
+compile once M passes about 200 (diabetes, M = 301: nutpie 146 s from a cold
+cache, numpyro 411-448 s)."""
 
 
-def _resolve_sampler(nuts_sampler: str | None, compile_kwargs: dict) -> str:
+def _resolve_sampler(nuts_sampler: str | None, compile_kwargs: dict, n_bases: int = 0) -> str:
+    """The NUTS backend to use: ``nuts_sampler``, or the default for a collapsed
+    model of ``n_bases`` bases (0 for other models) when it is None."""
     if nuts_sampler is None:  # by the numbers of benchmarks/bench_pymc_speed.py
-        installed = [n for n in DEFAULT_SAMPLERS if importlib.util.find_spec(n)]
+        order = DEFAULT_SAMPLERS
+        if n_bases > JAX_COLLAPSED_MAX_BASES:
+            order = ("nutpie", "numpyro")
+        installed = [n for n in order if importlib.util.find_spec(n)]
         nuts_sampler = "pymc" if compile_kwargs or not installed else installed[0]
     if nuts_sampler not in SAMPLERS:
         raise ValueError(f"nuts_sampler must be one of {SAMPLERS} or None; got {nuts_sampler!r}")
@@ -203,7 +215,8 @@ def run_nuts(
             f"got draws={draws}, chains={chains}"
         )
     ck = compile_options(compile_kwargs)
-    sampler = _resolve_sampler(nuts_sampler, ck)
+    n_bases = len(model_coords(model, "basis")) if collapsed else 0
+    sampler = _resolve_sampler(nuts_sampler, ck, n_bases)
     _warn_if_near_improper(spec)
     if chains == 1:
         warnings.warn(

@@ -274,10 +274,12 @@ def sample_nuts(
         As in ``pm.sample``.
     nuts_sampler : {"pymc", "nutpie", "numpyro"}, optional
         Default numpyro when installed, else nutpie when installed, else
-        PyMC's NUTS (PyMC's always when ``compile_kwargs`` is given); chosen
-        by time to a posterior from an empty compile cache
-        (:data:`rvm_pymc._sampling.DEFAULT_SAMPLERS`).  The note before the
-        compile names the backend used.
+        PyMC's NUTS (PyMC's always when ``compile_kwargs`` is given); for the
+        collapsed sampler with more than 200 bases nutpie before numpyro.
+        Chosen by time to a posterior from an empty compile cache
+        (:data:`rvm_pymc._sampling.DEFAULT_SAMPLERS`,
+        :data:`~rvm_pymc._sampling.JAX_COLLAPSED_MAX_BASES`).  The note
+        before the compile names the backend used.
         An uninstalled choice raises ImportError.
     target_accept : float
         Target acceptance rate of the step-size adaptation.

@@ -207,6 +207,12 @@ def test_default_sampler_prefers_numpyro_then_nutpie(monkeypatch):
     installed("numpyro", "nutpie")
     assert _sampling._resolve_sampler(None, {}) == "numpyro"
     assert _sampling._resolve_sampler(None, FAST) == "pymc"  # compile options are PyMC's
+    # a large collapsed model: nutpie first (JAX's gradient costs 4-7x Numba's)
+    assert _sampling._resolve_sampler(None, {}, n_bases=301) == "nutpie"
+    assert _sampling._resolve_sampler(None, {}, n_bases=101) == "numpyro"
+    assert _sampling._resolve_sampler("numpyro", {}, n_bases=301) == "numpyro"
+    installed("numpyro")
+    assert _sampling._resolve_sampler(None, {}, n_bases=301) == "numpyro"
     installed("nutpie")
     assert _sampling._resolve_sampler(None, {}) == "nutpie"
     installed()
