@@ -111,6 +111,7 @@ def child(spec: dict) -> dict:
         "centres": int(est.basis_scale_.size - 1),  # every basis here has a bias column
         "rv": int(est.n_relevance_),
         "converged": bool(est.converged_),
+        "log_evidence": float(est.log_evidence_),
         "warnings": sorted({type(w.message).__name__ for w in caught}),
     }
     if cls is RVR:
@@ -188,18 +189,20 @@ def _scale_cases(quick: bool) -> list[dict]:
     return cases + [{"problem": "ripley", "n": n, "exact": False} for n in (10_000, 20_000)]
 
 
-#: ``--accuracy``: (problem, gamma) pairs, each on data seeds 0-2 at N = 3000 and 10,000.
+#: ``--accuracy``: (problem, gamma) pairs, each on ``--sets`` data sets at ``--sizes``.
 _ACCURACY = [("sinc1", "scale"), ("sinc1", 1.0), ("sinc3", "scale"), ("x0sinc3", 0.1)]
 
 
-def _accuracy_cases(sizes: tuple[int, ...]) -> list[dict]:
+def _accuracy_cases(sizes: tuple[int, ...], sets: int, problems: list[str]) -> list[dict]:
     """Exact vs centres on three data sets; the centres forced where N <= AUTO_FULL_MAX."""
     from rvm_pymc import _centres
 
     cases = []
     for n in sizes:
         for problem, gamma in _ACCURACY:
-            for seed in range(3):
+            if problems and problem not in problems:
+                continue
+            for seed in range(sets):
                 for exact in (True, False):
                     spec = {"problem": problem, "n": n, "gamma": gamma, "seed": seed}
                     spec["exact"] = exact
@@ -210,20 +213,29 @@ def _accuracy_cases(sizes: tuple[int, ...]) -> list[dict]:
 
 
 def _accuracy_summary(cases: list[dict], results: list[dict]) -> str:
-    """Mean test RMSE (noise-free targets) over the data sets: exact, centres, their ratio."""
-    groups: dict[tuple, dict[bool, list[float]]] = {}
+    """Mean test RMSE (noise-free targets) over the data sets: exact, centres, their ratio.
+
+    Also the mean of the per-set ratios and the mean log evidence of the exact
+    fit minus that of the centres (data units; each fit scored on its own design).
+    """
+    groups: dict[tuple, dict[int, dict[bool, dict]]] = {}
     for spec, res in zip(cases, results, strict=True):
         key = (spec["problem"], spec["n"], spec["gamma"])
-        groups.setdefault(key, {True: [], False: []})
         if "rmse_f" in res:
-            groups[key][spec["exact"]].append(res["rmse_f"])
+            groups.setdefault(key, {}).setdefault(spec["seed"], {})[spec["exact"]] = res
     rows = []
-    for (problem, n, gamma), r in groups.items():
-        ex, au = (np.mean(r[k]) if r[k] else np.nan for k in (True, False))
-        sets = f"{len(r[True])}/{len(r[False])}"
-        rows.append([_NAMES[problem], f"{n:,}", gamma, sets, f"{ex:.5f}", f"{au:.5f}"])
-        rows[-1].append(f"{au / ex:.3f}")
-    head = ["problem", "N", "gamma", "sets", "exact", "centres", "centres/exact"]
+    for (problem, n, gamma), by_seed in groups.items():
+        pairs = [(r[True], r[False]) for r in by_seed.values() if len(r) == 2]
+        if not pairs:
+            continue
+        ex = np.array([p[0]["rmse_f"] for p in pairs])
+        au = np.array([p[1]["rmse_f"] for p in pairs])
+        dev = np.mean([p[0]["log_evidence"] - p[1]["log_evidence"] for p in pairs])
+        rows.append([_NAMES[problem], f"{n:,}", gamma, len(pairs), f"{ex.mean():.5f}"])
+        rows[-1] += [f"{au.mean():.5f}", f"{au.mean() / ex.mean():.3f}"]
+        rows[-1] += [f"{np.mean(au / ex):.3f}", f"{dev:.1f}"]
+    head = ["problem", "N", "gamma", "sets", "exact", "centres", "ratio of means"]
+    head += ["mean ratio", "evidence exact - centres"]
     return _common.format_table(head, rows)
 
 
@@ -239,6 +251,12 @@ def main() -> None:
     parser.add_argument(
         "--sizes", default="3000,10000", help="with --accuracy: training set sizes"
     )
+    parser.add_argument("--sets", type=int, default=3, help="with --accuracy: data sets")
+    parser.add_argument(
+        "--problems",
+        default="",
+        help="with --accuracy: comma-separated subset of " + ",".join(_NAMES),
+    )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per fit")
     args = parser.parse_args()
     if args.child:
@@ -247,7 +265,8 @@ def main() -> None:
     from rvm_pymc import _centres
 
     if args.accuracy:
-        cases = _accuracy_cases(tuple(int(n) for n in args.sizes.split(",")))
+        sizes = tuple(int(n) for n in args.sizes.split(","))
+        cases = _accuracy_cases(sizes, args.sets, [p for p in args.problems.split(",") if p])
     else:
         cases = _scale_cases(args.quick)
     print(
@@ -257,7 +276,7 @@ def main() -> None:
                 f"solver='fast'; auto = KernelBasis centres='auto': {_centres.describe_rule()}",
                 "auto* = that rule forced below its threshold; exact = every training point "
                 "a centre (N x (N+1) design), the same width",
-                f"noise sd {NOISE}; data seed {SEED} (--accuracy: 0-2); s = wall seconds of "
+                f"noise sd {NOISE}; data seed {SEED} (--accuracy: 0, 1, ...); s = wall seconds of "
                 "fit, cpu = CPU seconds; GB = peak RSS of the child process (interpreter "
                 "included); load = 1-minute load average when the fit started",
                 "error: regression RMSE vs the noise-free function / vs noisy test targets "
