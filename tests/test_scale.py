@@ -247,3 +247,24 @@ def test_hundred_thousand_points_within_memory():
     rss_kb, err, converged = int(out[0]), float(out[1]), out[2] == "True"
     assert rss_kb < 4e6 and converged
     assert err < 0.01  # noise sd 0.1: an RVM at N = 1e5 is far below it (0.001 measured)
+
+
+@pytest.mark.slow
+def test_rvc_twenty_thousand_points_within_memory():
+    """``RVC().fit`` at N = 20,000 in a fresh process: below 4 GB, near the Bayes error."""
+    code = (
+        "import resource, numpy as np\n"
+        "from rvm_pymc import RVC\n"
+        "from rvm_pymc.datasets import make_ripley\n"
+        "d = make_ripley(n_train=20_000, n_test=5000, random_state=1)\n"
+        "est = RVC().fit(d.X_train, d.t_train)\n"
+        "err = np.mean(est.predict(d.X_test) != d.t_test)\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, err, est.converged_,\n"
+        "      est.basis_scale_.size)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600
+    ).stdout.split()
+    rss_kb, err, converged, n_basis = int(out[0]), float(out[1]), out[2] == "True", int(out[3])
+    assert rss_kb < 4e6 and converged and n_basis <= 1001
+    assert err < 0.1  # the Bayes error of the mixture is about 0.08 (0.088 measured)
