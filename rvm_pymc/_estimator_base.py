@@ -159,7 +159,7 @@ class _BaseRVM(BaseEstimator):
             kernel = make_kernel(name, **params)
         else:
             kernel = make_kernel(k)
-        # above 5000 training points KernelBasis keeps a subset of centres (basis.py)
+        # above AUTO_FULL_MAX (2000) training points KernelBasis keeps a subset of centres
         return KernelBasis(kernel, bias=bool(self.bias), random_state=seed)
 
     def _design(
