@@ -9,14 +9,19 @@ re-estimation of :mod:`rvm_pymc.reference.regression`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from rvm_pymc._gaussian import factor_inverse
 
+if TYPE_CHECKING:
+    from rvm_pymc.priors import HyperPrior
+
 __all__ = ["mackay_beta", "update_noise"]
 
 
-def update_noise(st, prior, n):
+def update_noise(st: Any, prior: HyperPrior, n: int) -> float:
     """MacKay update of beta, safeguarded so that the objective never decreases.
 
     The MacKay step ``beta = (N - sum(gamma) + 2c) / (rss + 2d)`` points uphill in
@@ -57,7 +62,7 @@ def update_noise(st, prior, n):
     return np.inf  # no acceptable step: never read as 'beta has settled'
 
 
-def mackay_beta(n, sum_gamma, rss, prior, beta_max):
+def mackay_beta(n: int, sum_gamma: float, rss: float, prior: HyperPrior, beta_max: float) -> float:
     """MacKay's ``(N - sum(gamma) + 2c) / (rss + 2d)``, bounded to ``(0, beta_max]``.
 
     An exact fit (``rss = 0``) gives ``beta_max``; a numerator that rounds to
