@@ -191,18 +191,9 @@ def hessian(Phi: np.ndarray, Y: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     return H
 
 
-def _objective(Phi, T, alpha, W, sign=None):
-    """Log posterior (up to a constant), log likelihood and probabilities at ``W``.
-
-    ``sign``: ``2 t - 1`` of two-class 0/1 targets, given to take the shortcut
-    ``t log y + (1 - t) log(1 - y) = log sigmoid(sign f)`` (term by term the
-    same numbers as :func:`log_likelihood`, with one ``log_expit`` instead of two).
-    """
-    F = Phi @ W
-    if sign is None:
-        ll, Y = log_likelihood(F, T)
-    else:
-        ll, Y = float(np.sum(log_expit(F[:, 0] * sign))), expit(F)
+def _objective(Phi, T, alpha, W):
+    """Log posterior (up to a constant), log likelihood and probabilities at ``W``."""
+    ll, Y = log_likelihood(Phi @ W, T)
     return ll - 0.5 * float((alpha[:, None] * W**2).sum()), ll, Y
 
 
@@ -246,7 +237,6 @@ def find_mode(
     """
     m, c = Phi.shape[1], T.shape[1]
     W = np.zeros((m, c)) if W0 is None else np.array(W0, dtype=float)
-    sign = None
     if c == 1 and np.all((T == 0.0) | (T == 1.0)):
         sign = 2.0 * T[:, 0] - 1.0
         w, obj, ll, y, L, p, it, converged = _newton_binary(
@@ -254,7 +244,7 @@ def find_mode(
         )
         W, Y = w[:, None], y[:, None]
         return _laplace(W, Y, obj, ll, alpha, c, L, p, it, converged)
-    obj, ll, Y = _objective(Phi, T, alpha, W, sign)
+    obj, ll, Y = _objective(Phi, T, alpha, W)
     converged = False
     it = 0
     for it in range(1, max_newton + 1):  # noqa: B007
@@ -271,7 +261,7 @@ def find_mode(
         eta = 1.0
         while True:
             W_new = W + eta * step
-            obj_new, ll_new, Y_new = _objective(Phi, T, alpha, W_new, sign)
+            obj_new, ll_new, Y_new = _objective(Phi, T, alpha, W_new)
             if obj_new >= obj - slack or eta < 1e-10:
                 break
             eta *= 0.5
@@ -300,9 +290,7 @@ def _newton_binary(Phi, t, sign, alpha, w, tol, max_newton):
     it = 0
     for it in range(1, max_newton + 1):  # noqa: B007
         grad = Phi.T @ (t - y) - alpha * w
-        H = Phi.T @ ((y * (1.0 - y))[:, None] * Phi)
-        diagonal_view(H)[...] += alpha
-        L, p = spd_factor(H, "Laplace Hessian")
+        L, p = spd_factor(hessian(Phi, y[:, None], alpha), "Laplace Hessian")
         step = factor_solve(L, p, grad)
         if np.abs(step).max() <= tol * (1.0 + np.abs(w).max(initial=0.0)):
             converged = True
@@ -321,9 +309,7 @@ def _newton_binary(Phi, t, sign, alpha, w, tol, max_newton):
             break
         w, obj, ll, y = w_new, obj_new, ll_new, expit(f)
     else:
-        H = Phi.T @ ((y * (1.0 - y))[:, None] * Phi)
-        diagonal_view(H)[...] += alpha
-        L, p = spd_factor(H, "Laplace Hessian")
+        L, p = spd_factor(hessian(Phi, y[:, None], alpha), "Laplace Hessian")
     return w, obj, ll, y, L, p, it, converged
 
 
