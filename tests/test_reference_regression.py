@@ -278,6 +278,16 @@ def test_bad_input(Phi, t, kw, match):
         fit_regression(Phi, t, **kw)
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_fast_rejects_a_non_finite_float64_design(bad):
+    """The fast method reads a float64 array as given (no copy, no separate
+    finiteness pass): its column norms must still catch a NaN or inf."""
+    Phi = np.asfortranarray(np.random.default_rng(0).standard_normal((30, 4)))
+    Phi[3, 2] = bad
+    with pytest.raises(ValueError, match="Phi contains non-finite"):
+        fit_regression(Phi, np.linspace(0.0, 1.0, 30))
+
+
 def test_zero_width_kernel_is_rejected():
     with pytest.raises(ValueError, match="gamma"):
         KernelBasis(RBF(gamma=0.0))
