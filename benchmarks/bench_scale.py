@@ -15,16 +15,23 @@ the bias), relevance vectors, and the test error:
 
 Problems: the sinc of Tipping (2001) in one dimension (x uniform on
 [-10, 10], Gaussian noise sd 0.1) and a radial sinc ``sin(|x|)/|x|`` in three
-dimensions (x uniform on [-5, 5]^3, same noise); the Ripley two-class mixture.
+dimensions (x uniform on [-5, 5]^3, same noise); the Ripley two-class mixture;
+for ``--accuracy`` also ``sinc(x0)`` on [-10, 10]^3 (two irrelevant features).
 Estimators with their defaults (``gamma="scale"``, ``solver="fast"``); above
-5000 training points ``KernelBasis`` keeps at most 500 centres chosen by
-greedy pivoted Cholesky.  The "exact" rows fit the same data with every
-training point a centre (``KernelBasis(..., centres="all")`` passed as
-``kernel``, the same width), where the N x N design fits in memory; they time
-out after ``--timeout`` seconds.  Run::
+2000 training points ``KernelBasis`` keeps at most 1000 centres (the rule is
+printed in the header; ``rvm_pymc/_centres.py``).  The "exact" rows fit the
+same data with every training point a centre (``KernelBasis(...,
+centres="all")`` passed as ``kernel``, the same width), where the N x N design
+fits in memory; they time out after ``--timeout`` seconds.  Run::
 
     python benchmarks/bench_scale.py            # all rows
     python benchmarks/bench_scale.py --quick    # N <= 3e4, no exact rows
+    python benchmarks/bench_scale.py --accuracy # exact vs centres, 3 data sets
+
+``--accuracy`` fits each problem of ``_ACCURACY`` on ``--sets`` data sets at
+``--sizes`` both ways (the centres forced where N is below the threshold) and
+prints the mean test RMSE of each, their ratio, the mean per-set ratio and
+the mean log evidence of the exact fit minus that of the centres.
 
 The machine is reported in the header; on a shared machine the times are
 noisy (the memory is not).
