@@ -3,24 +3,27 @@ r"""Candidate kernel centres for large training sets (the basis of :class:`Kerne
 A kernel RVM has one candidate column per training point: ``N`` columns, an
 ``N x N`` design matrix (80 GB at N = 100,000).  Above :data:`AUTO_FULL_MAX`
 training points, :class:`~rvm_pymc.basis.KernelBasis` (``centres="auto"``, the
-default) keeps instead :data:`AUTO_MAX_CENTRES` training points as centres,
-chosen here in two stages from a random pool of at most :data:`CENTRE_POOL`:
+default) keeps instead at most :data:`AUTO_FILL_CENTRES` training points as
+centres, chosen here in two stages from a random pool of at most
+:data:`CENTRE_POOL`:
 
 1. **Greedy pivoted Cholesky** on the kernel matrix of the pool: repeatedly
    take the point whose kernel column is worst explained by the columns
    already taken (the largest residual variance
    ``k(x, x) - k_S(x)^T K_SS^{-1} k_S(x)``) while that residual is above
-   :data:`CENTRE_TOL` times the largest ``k(x, x)``.  These centres span the
-   kernel columns of every training point (their number is the numerical
-   rank: about a dozen for a wide RBF on 1-D sinc, hundreds in 3-D).
-2. **Farthest-point fill** (:func:`spread_fill`) up to the requested number:
-   each new centre is the pool point farthest, in kernel distance, from the
-   centres taken so far.  Spanning the columns is not enough for the sparse
-   prior: an RVM picks a few columns, so *where* the candidates lie matters
-   (with only the dozen spanning centres, 1-D sinc at N = 10,000 was 39%
-   worse than the exact fit; filled to 1000, within a few percent).  The
-   fill keeps the candidates spread like a grid; a random sample of the same
-   size has clumps of near-duplicate columns.
+   :data:`CENTRE_TOL` times the largest ``k(x, x)``, at most
+   :data:`AUTO_MAX_CENTRES`.  These centres span the kernel columns of every
+   training point (their number is the numerical rank: about a dozen for a
+   wide RBF on 1-D sinc, hundreds in 3-D).
+2. **Farthest-point fill** (:func:`spread_fill`), only when stage 1 stopped
+   below its cap, up to :data:`AUTO_FILL_CENTRES`: each new centre is the
+   pool point farthest, in kernel distance, from the centres taken so far.
+   Spanning the columns is not enough for the sparse prior: an RVM picks a
+   few columns, so *where* the candidates lie matters (with only the dozen
+   spanning centres, 1-D sinc at N = 10,000 was 39% worse than the exact
+   fit; filled to 1000, 5% over 10 data sets).  The fill keeps the
+   candidates spread like a grid; a random sample of the same size has
+   clumps of near-duplicate columns.
 
 Memory: ``max_centres x pool`` numbers (``L`` below); work
 ``O(pool * max_centres^2)`` for stage 1 and ``O(pool * max_centres)`` kernel

@@ -115,12 +115,13 @@ class KernelBasis(Basis):
 
     Up to :data:`~rvm_pymc._centres.AUTO_FULL_MAX` (2000) training points every
     training point is a centre (Tipping 2001).  Above that, ``centres="auto"``
-    keeps 1000 training points: first those chosen by greedy pivoted Cholesky
-    (their kernel columns span those of all training points to a relative
-    variance of 1e-6), then the points farthest from the centres taken so far
-    (see ``docs/reference_solver.md``, "Large N"), so that ``Phi`` is N x 1001
-    instead of N x (N + 1).  The design matrix is built in blocks of rows, one
-    float64 array.
+    keeps at most 1000 training points: up to 500 chosen by greedy pivoted
+    Cholesky (their kernel columns span those of all training points to a
+    relative variance of 1e-6) and, when fewer than 500 span them, the points
+    farthest from the centres taken so far up to 1000 (see
+    ``docs/reference_solver.md``, "Large N"), so that ``Phi`` is at most
+    N x 1001 instead of N x (N + 1).  The design matrix is built in blocks of
+    rows, one float64 array.
 
     Parameters
     ----------
@@ -133,7 +134,7 @@ class KernelBasis(Basis):
         ``"all"``: every training point; an integer ``m``: ``m`` centres chosen
         as above (all points when ``m >= N``; fewer only when the data have
         fewer distinct points); ``"auto"`` (default): ``"all"`` up to 2000
-        training points, else 1000.
+        training points, else at most 1000 as above.
     random_state : None, int, Generator or RandomState
         Draws the pool of at most 20000 training points searched for centres
         (only when there are more); None is a fixed seed, so that the same
