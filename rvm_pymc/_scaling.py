@@ -53,8 +53,22 @@ def target_scale(t: np.ndarray) -> tuple[float, float]:
 
 
 def column_rms(Phi: np.ndarray) -> np.ndarray:
-    """Root-mean-square of every column (1 for an all-zero column)."""
-    rms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi) / Phi.shape[0])  # no N x M temporary
+    """Root-mean-square of every column (1 for an all-zero column).
+
+    ``ValueError`` when a column's squares overflow (finite entries beyond
+    about 1e154, e.g. a linear kernel on inputs near 1e100): its scale would
+    be inf and the scaled column all zeros, a silent constant model; the
+    posterior in the units of such a column (precisions ~ scale**2) is not
+    representable in float64 either.
+    """
+    with np.errstate(over="ignore"):
+        rms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi) / Phi.shape[0])  # no N x M temporary
+    if not np.all(np.isfinite(rms)):
+        big = float(np.max(np.abs(Phi[:, ~np.isfinite(rms)])))
+        raise ValueError(
+            f"the design matrix built from X has entries up to {big:.3g} in magnitude, whose "
+            "squares overflow float64: rescale X (e.g. sklearn's StandardScaler) or the kernel"
+        )
     rms[~(rms > 0)] = 1.0
     return rms
 

@@ -424,6 +424,19 @@ def test_scale_gamma_is_equivariant_within_the_float_range(data, scale):
     np.testing.assert_allclose(moved.predict(X * scale), base.predict(X), rtol=1e-8, atol=1e-10)
 
 
+def test_linear_kernel_on_X_whose_squares_overflow_names_the_scale(data):
+    """Kernel entries near 1e200 are finite, their squares are not: the column
+    scale overflowed to inf and every kernel column was scaled to zeros (a
+    silent constant model); now a ValueError says to rescale X."""
+    X, t = data
+    with pytest.raises(ValueError, match=r"entries up to 9e\+200 .*overflow.*rescale X"):
+        RVR(kernel="linear").fit(X * 1e100, t)
+    base = RVR(kernel="linear").fit(X, t)
+    moved = RVR(kernel="linear").fit(X * 1e60, t)  # squares near 1e240: still a fit
+    assert moved.log_evidence_ == pytest.approx(base.log_evidence_, rel=1e-9)
+    np.testing.assert_allclose(moved.predict(X * 1e60), base.predict(X), rtol=1e-8, atol=1e-10)
+
+
 def test_scale_gamma_of_constant_X_is_one():
     assert RVR()._scale_gamma(np.full((20, 2), 1e-300)) == 1.0
 
