@@ -36,7 +36,7 @@ the whole fit from X: kernel matrix plus solver; median of 3 calls for
 time the fit needs, less sensitive than wall time to other load), then
 against EMRVC: the error difference in percentage points with the standard
 error of the *paired* per-split differences, the RV ratio, and the speed-up
-(mean EMRVC CPU time / mean ours).  Targets (issue 3): error no worse than
+(mean EMRVC CPU time / mean ours).  Targets: error no worse than
 EMRVC's by more than 0.5 points, no more relevance vectors than EMRVC, at
 least 50x faster.
 

@@ -20,7 +20,7 @@ of each package's final (alpha, beta), evaluated by the same dense formula, so
 the two optima are comparable.  "RV" counts the active basis functions
 including the bias (a trailing "b" says the bias is among them).
 
-Target (from issue 2) at N = 1000: at least 100x faster than EMRVR, test RMSE
+Target at N = 1000: at least 100x faster than EMRVR, test RMSE
 within 5% of EMRVR's, no more relevance vectors.  The same checks are shown
 for the other N for information.
 

@@ -165,11 +165,12 @@ def choose_centres(
         p = int(np.argmax(d))
         if d[p] <= tol * top:
             break
-        row = kernel(Xp[p : p + 1], Xp)[0]
+        # Written into our own buffer: a kernel may return a view of its cache.
+        L[j] = kernel(Xp[p : p + 1], Xp)[0]
+        row = L[j]
         if j:
             row -= L[:j, p] @ L[:j]
         row /= np.sqrt(d[p])
-        L[j] = row
         d -= row * row
         d[p] = 0.0
         chosen.append(p)
@@ -181,7 +182,7 @@ def choose_centres(
 
 
 def spread_fill(
-    X: np.ndarray, kernel, diag: np.ndarray, chosen: list[int], n_total: int
+    X: np.ndarray, kernel: Any, diag: np.ndarray, chosen: list[int], n_total: int
 ) -> list[int]:
     """Add points of ``X`` to ``chosen`` until there are ``n_total``: each the farthest from them.
 

@@ -388,7 +388,7 @@ def test_a_subclass_saves_and_loads(sinc, tmp_path):
     est.save(tmp_path / "mine.nc")
     back = MyRVR.load(tmp_path / "mine.nc")
     np.testing.assert_array_equal(back.predict(X_new), est.predict(X_new))
-    with pytest.raises(ValueError, match="unknown estimator class .MyRVR."):
+    with pytest.raises(ValueError, match=r"unknown estimator class .MyRVR."):
         RVR.load(tmp_path / "mine.nc")
 
 

@@ -229,21 +229,33 @@ def test_auto_path_evidence_width(auto_subset):
     assert _rmse(est, d) < 0.05
 
 
+def _fit_in_fresh_process(est: str, make: str, n_train: int, n_test: int, error: str) -> list[str]:
+    """Fit ``est`` on ``make(n_train, n_test)`` in a new interpreter.
+
+    Prints peak RSS (kB), the test error, ``converged_`` and the number of basis functions.
+    """
+    code = (
+        "import resource, numpy as np\n"
+        f"from rvm_pymc import {est}\n"
+        f"from rvm_pymc.datasets import {make}\n"
+        f"d = {make}(n_train={n_train}, n_test={n_test}, random_state=1)\n"
+        f"est = {est}().fit(d.X_train, d.t_train)\n"
+        "p = est.predict(d.X_test)\n"
+        f"err = {error}\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, err, est.converged_,\n"
+        "      est.basis_scale_.size)\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600
+    ).stdout.split()
+
+
 @pytest.mark.slow
 def test_hundred_thousand_points_within_memory():
     """``RVR().fit`` at N = 100,000 in a fresh process: peak RSS below 4 GB, RMSE at the floor."""
-    code = (
-        "import resource, numpy as np\n"
-        "from rvm_pymc import RVR\n"
-        "from rvm_pymc.datasets import make_sinc\n"
-        "d = make_sinc(n_train=100_000, n_test=2000, noise_sd=0.1, random_state=1)\n"
-        "est = RVR().fit(d.X_train, d.t_train)\n"
-        "err = np.sqrt(np.mean((est.predict(d.X_test) - d.t_test) ** 2))\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, err, est.converged_)\n"
+    out = _fit_in_fresh_process(
+        "RVR", "make_sinc", 100_000, 2000, "np.sqrt(np.mean((p - d.t_test) ** 2))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600
-    ).stdout.split()
     rss_kb, err, converged = int(out[0]), float(out[1]), out[2] == "True"
     assert rss_kb < 4e6 and converged
     assert err < 0.01  # noise sd 0.1: an RVM at N = 1e5 is far below it (0.001 measured)
@@ -252,19 +264,7 @@ def test_hundred_thousand_points_within_memory():
 @pytest.mark.slow
 def test_rvc_twenty_thousand_points_within_memory():
     """``RVC().fit`` at N = 20,000 in a fresh process: below 4 GB, near the Bayes error."""
-    code = (
-        "import resource, numpy as np\n"
-        "from rvm_pymc import RVC\n"
-        "from rvm_pymc.datasets import make_ripley\n"
-        "d = make_ripley(n_train=20_000, n_test=5000, random_state=1)\n"
-        "est = RVC().fit(d.X_train, d.t_train)\n"
-        "err = np.mean(est.predict(d.X_test) != d.t_test)\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, err, est.converged_,\n"
-        "      est.basis_scale_.size)\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600
-    ).stdout.split()
+    out = _fit_in_fresh_process("RVC", "make_ripley", 20_000, 5000, "np.mean(p != d.t_test)")
     rss_kb, err, converged, n_basis = int(out[0]), float(out[1]), out[2] == "True", int(out[3])
     assert rss_kb < 4e6 and converged and n_basis <= 1001
     assert err < 0.1  # the Bayes error of the mixture is about 0.08 (0.088 measured)

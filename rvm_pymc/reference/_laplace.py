@@ -191,7 +191,9 @@ def hessian(Phi: np.ndarray, Y: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     return H
 
 
-def _objective(Phi, T, alpha, W):
+def _objective(
+    Phi: np.ndarray, T: np.ndarray, alpha: np.ndarray, W: np.ndarray
+) -> tuple[float, float, np.ndarray]:
     """Log posterior (up to a constant), log likelihood and probabilities at ``W``."""
     ll, Y = log_likelihood(Phi @ W, T)
     return ll - 0.5 * float((alpha[:, None] * W**2).sum()), ll, Y
@@ -273,7 +275,15 @@ def find_mode(
     return _laplace(W, Y, obj, ll, alpha, c, L, p, it, converged)
 
 
-def _newton_binary(Phi, t, sign, alpha, w, tol, max_newton):
+def _newton_binary(
+    Phi: np.ndarray,
+    t: np.ndarray,
+    sign: np.ndarray,
+    alpha: np.ndarray,
+    w: np.ndarray,
+    tol: float,
+    max_newton: int,
+) -> tuple:
     """:func:`find_mode` for two classes with 0/1 targets, on vectors.
 
     The same iteration (step from the Jacobi-scaled Cholesky factor, step

@@ -520,7 +520,7 @@ def fast_sequential(
     return np.asarray(st.active), st.alpha.copy(), st.beta, trace, it, converged
 
 
-def _joint_alpha(st, alpha_new, tol):
+def _joint_alpha(st: _State, alpha_new: np.ndarray, tol: float) -> np.ndarray:
     """The joint maximum of the evidence over the active precisions at this beta.
 
     Newton in ``log alpha`` (:func:`maximise_linearised`: for regression the
