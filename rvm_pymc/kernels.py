@@ -69,7 +69,10 @@ class Kernel:
     Calling a kernel validates ``X`` and ``Y`` (1-D input is one feature; NaN
     and inf are rejected), checks they have the same number of features and
     that the result is finite.  ``Y`` defaults to ``X`` (the Gram matrix).
-    Subclasses implement ``_evaluate(X, Y)`` and ``get_params()``.
+    Subclasses implement ``_evaluate(X, Y)`` and ``get_params()``, and set
+    ``symmetric = True`` when ``k(x, y) == k(y, x)`` (every kernel of this module
+    but :class:`CallableKernel`): a design matrix is then built as ``k(C, X).T``,
+    blocks of whole rows, which costs less than ``k(X, C)`` written column-major.
 
     Examples
     --------
@@ -82,6 +85,7 @@ class Kernel:
     """
 
     __array_ufunc__ = None  # so that ``np.float64(2.0) * k`` uses Kernel.__rmul__
+    symmetric: bool = False  # k(x, y) == k(y, x); unknown for a subclass unless it says so
 
     def __call__(self, X: ArrayLike, Y: ArrayLike | None = None) -> np.ndarray:
         X = as_2d_float(X, "X")
@@ -94,6 +98,47 @@ class Kernel:
 
     def _evaluate(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+    def fill(self, X: np.ndarray, Y: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Write the kernel matrix ``k(X, Y)`` into ``out`` and return ``out``.
+
+        For code that builds a large matrix block by block (a design matrix):
+        no copy of the inputs and, for the width kernels, no temporary.  Unlike
+        calling the kernel, nothing is validated but ``out``: ``X`` and ``Y``
+        must be finite 2-D float64 arrays with the same number of features,
+        and the caller checks that the result is finite.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+        Y : ndarray of shape (m, d)
+        out : ndarray of shape (n, m)
+            C-contiguous float64.
+
+        Returns
+        -------
+        ndarray
+            ``out``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.array([[0.0], [1.0]])
+        >>> RBF(gamma=0.5).fill(X, X, np.empty((2, 2))).round(4)
+        array([[1.    , 0.6065],
+               [0.6065, 1.    ]])
+        """
+        shape = (X.shape[0], Y.shape[0])
+        if out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
+            raise ValueError(
+                f"out must be a C-contiguous float64 array of shape {shape}; got "
+                f"{out.dtype} {out.shape}, C-contiguous {out.flags.c_contiguous}"
+            )
+        self._fill(X, Y, out)
+        return out
+
+    def _fill(self, X: np.ndarray, Y: np.ndarray, out: np.ndarray) -> None:
+        out[...] = self._evaluate(X, Y)
 
     def diag(self, X: ArrayLike) -> np.ndarray:
         """The diagonal ``k(x_i, x_i)`` of the Gram matrix, without building the matrix.
@@ -168,6 +213,8 @@ class Constant(Kernel):
            [3.]])
     """
 
+    symmetric = True
+
     def __init__(self, value: float = 1.0) -> None:
         self.value = check_positive(value, "value")
 
@@ -189,6 +236,10 @@ class _Binary(Kernel):
         if not (isinstance(k1, Kernel) and isinstance(k2, Kernel)):
             raise TypeError(f"{type(self).__name__} combines two Kernel instances")
         self.k1, self.k2 = k1, k2
+
+    @property
+    def symmetric(self) -> bool:  # type: ignore[override]
+        return self.k1.symmetric and self.k2.symmetric
 
     def get_params(self) -> dict[str, Any]:
         return {"k1": self.k1, "k2": self.k2}
@@ -227,9 +278,10 @@ class Product(_Binary):
     _op, _ufunc = "*", np.multiply
 
 
-def _sq_dist(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """Squared Euclidean distances: exactly 0 for identical points, never negative."""
-    return np.maximum(cdist(X, Y, "sqeuclidean"), 0.0)
+def _sq_dist(X: np.ndarray, Y: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Squared Euclidean distances into ``out``: exactly 0 for identical points, never negative."""
+    cdist(X, Y, "sqeuclidean", out=out)
+    return np.maximum(out, 0.0, out=out)
 
 
 class _WidthKernel(Kernel):
@@ -239,6 +291,7 @@ class _WidthKernel(Kernel):
     """
 
     _c, _p = 2.0, 2
+    symmetric = True
 
     def __init__(self, gamma: float | None = None, length_scale: float | None = None) -> None:
         if gamma is not None and length_scale is not None:
@@ -261,6 +314,14 @@ class _WidthKernel(Kernel):
 
     def _diag(self, X: np.ndarray) -> np.ndarray:
         return np.ones(X.shape[0])  # every width kernel is 1 at distance 0
+
+    def _evaluate(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        out = np.empty((X.shape[0], Y.shape[0]))
+        self._fill(X, Y, out)  # in place: no temporaries of the matrix's size
+        return out
+
+    def _fill(self, X: np.ndarray, Y: np.ndarray, out: np.ndarray) -> None:
+        raise NotImplementedError
 
 
 class RBF(_WidthKernel):
@@ -285,8 +346,10 @@ class RBF(_WidthKernel):
            [0.1353, 1.    ]])
     """
 
-    def _evaluate(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
-        return np.exp(-self.gamma * _sq_dist(X, Y))
+    def _fill(self, X: np.ndarray, Y: np.ndarray, out: np.ndarray) -> None:
+        _sq_dist(X, Y, out)
+        out *= -self.gamma
+        np.exp(out, out=out)
 
 
 class Laplacian(_WidthKernel):
@@ -312,8 +375,10 @@ class Laplacian(_WidthKernel):
 
     _c, _p = 1.0, 1
 
-    def _evaluate(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
-        return np.exp(-self.gamma * cdist(X, Y, "cityblock"))
+    def _fill(self, X: np.ndarray, Y: np.ndarray, out: np.ndarray) -> None:
+        cdist(X, Y, "cityblock", out=out)
+        out *= -self.gamma
+        np.exp(out, out=out)
 
 
 class Cauchy(_WidthKernel):
@@ -334,8 +399,11 @@ class Cauchy(_WidthKernel):
     array([[1. , 0.5]])
     """
 
-    def _evaluate(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
-        return 1.0 / (1.0 + self.gamma * _sq_dist(X, Y))
+    def _fill(self, X: np.ndarray, Y: np.ndarray, out: np.ndarray) -> None:
+        _sq_dist(X, Y, out)
+        out *= self.gamma
+        out += 1.0
+        np.reciprocal(out, out=out)
 
 
 class Linear(Kernel):
@@ -350,6 +418,8 @@ class Linear(Kernel):
     >>> Linear()([[1.0, 2.0]], [[3.0, 4.0]])
     array([[11.]])
     """
+
+    symmetric = True
 
     def _evaluate(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
         return X @ Y.T
@@ -379,6 +449,8 @@ class Polynomial(Kernel):
     >>> Polynomial(degree=2)([[1.0, 2.0]], [[3.0, 4.0]])
     array([[144.]])
     """
+
+    symmetric = True
 
     def __init__(self, degree: int = 2, gamma: float = 1.0, coef0: float = 1.0) -> None:
         if isinstance(degree, bool) or not isinstance(degree, numbers.Integral) or degree < 1:
@@ -415,6 +487,8 @@ class LinearSpline(Kernel):
     >>> LinearSpline()([[0.5]], [[0.0], [1.0]]).round(6)
     array([[1.      , 1.604167]])
     """
+
+    symmetric = True
 
     def _evaluate(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
         K = np.ones((X.shape[0], Y.shape[0]))

@@ -373,6 +373,67 @@ def test_kernel_basis_shape_bias_and_columns(rng):
     assert basis.n_features_in_ == 2
 
 
+@pytest.mark.parametrize("name", sorted(ORACLES))
+def test_design_of_a_symmetric_kernel_equals_kernel_of_inputs_and_centres(name, rng):
+    """Built as k(centres, X).T in row blocks: the same matrix as k(X, centres), column-major."""
+    kernel, _ = ORACLES[name]
+    assert kernel.symmetric
+    X, X_new = rng.uniform(0, 1, (9, 3)), rng.uniform(0, 1, (4, 3))
+    basis = KernelBasis(kernel, bias=True).fit(X)
+    for Z in (X, X_new):
+        Phi = basis.transform(Z)
+        assert Phi.flags.f_contiguous and Phi.shape == (len(Z), 10)
+        np.testing.assert_array_equal(Phi[:, 0], 1.0)
+        np.testing.assert_allclose(Phi[:, 1:], kernel(Z, X), rtol=1e-14, atol=1e-14)
+
+
+def test_design_in_several_row_blocks(rng, monkeypatch):
+    import rvm_pymc.basis as basis_module
+
+    monkeypatch.setattr(basis_module, "_BLOCK_ENTRIES", 20)  # 20 entries: 2 centres a block
+    X = rng.normal(size=(9, 2))
+    for kernel in (RBF(gamma=0.3), CallableKernel(lambda A, B: A @ B.T + 1.0)):
+        Phi = KernelBasis(kernel, bias=True).fit_transform(X)
+        np.testing.assert_allclose(Phi[:, 1:], kernel(X, X), rtol=1e-14, atol=1e-14)
+        np.testing.assert_array_equal(Phi[:, 0], 1.0)
+
+
+def test_asymmetric_kernel_keeps_its_orientation(rng):
+    """A callable (or a subclass that does not declare symmetry) is evaluated as k(X, centres)."""
+
+    class Skew(Kernel):
+        def _evaluate(self, X, Y):
+            return np.exp(X[:, :1] - 2.0 * Y[:, 0])
+
+    X, X_new = rng.normal(size=(5, 1)), rng.normal(size=(3, 1))
+    for kernel in (Skew(), CallableKernel(lambda A, B: np.exp(A[:, :1] - 2.0 * B[:, 0]))):
+        assert not kernel.symmetric
+        Phi = KernelBasis(kernel, bias=False).fit(X).transform(X_new)
+        np.testing.assert_allclose(Phi, np.exp(X_new - 2.0 * X[:, 0]), rtol=1e-14)
+    assert not (RBF() + CallableKernel(lambda A, B: A @ B.T)).symmetric
+    assert (RBF() * Linear() + 2.0).symmetric
+
+
+def test_fill_writes_the_kernel_matrix_and_checks_out(rng):
+    X, Y = rng.normal(size=(4, 2)), rng.normal(size=(3, 2))
+    for kernel in (RBF(gamma=0.5), Laplacian(), Cauchy(), Polynomial(degree=2), Linear()):
+        out = np.empty((4, 3))
+        assert kernel.fill(X, Y, out) is out
+        np.testing.assert_allclose(out, kernel(X, Y), rtol=1e-14)
+    with pytest.raises(ValueError, match=r"C-contiguous float64 array of shape \(4, 3\)"):
+        RBF().fill(X, Y, np.empty((3, 4)))
+    with pytest.raises(ValueError, match="C-contiguous True"):
+        RBF().fill(X, Y, np.empty((4, 3), dtype=np.float32))
+    with pytest.raises(ValueError, match="C-contiguous False"):
+        RBF().fill(X, Y, np.empty((4, 3), order="F"))
+
+
+def test_non_finite_design_of_a_kernel_names_the_kernel():
+    with pytest.raises(ValueError, match=r"KernelBasis\(kernel=Polynomial\(degree=300.* non-fin"):
+        with np.errstate(over="ignore"):
+            KernelBasis(Polynomial(degree=300)).fit_transform([[10.0], [1.0]])
+
+
 def test_kernel_basis_without_bias(rng):
     X = rng.normal(size=(6, 1))
     basis = KernelBasis("laplacian", bias=False).fit(X)
