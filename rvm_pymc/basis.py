@@ -71,7 +71,9 @@ class Basis:
         Phi = self._design(X)
         # A finite sum is the cheap check (an overflow of the sum of finite entries
         # only leads to the exact one, which then finds nothing).
-        if not np.isfinite(Phi.sum()):
+        with np.errstate(over="ignore", invalid="ignore"):  # inf + -inf, or a sum past 1e308
+            total = Phi.sum()
+        if not np.isfinite(total):
             self._check_finite(Phi)
         return Phi
 

@@ -108,9 +108,9 @@ def fit_map(
         density in the log precisions (for ``laplace="tipping"``: on the
         largest change of ``log alpha``).  Converged when it is met, or when
         L-BFGS-B can make no more progress (``J`` unchanged in floating point)
-        with the gradient below :data:`rvm_pymc._map.STALL_GTOL` (1e-6) or a gain
-        predicted by its quasi-Newton step of at most
-        :data:`rvm_pymc._map.STALL_GAIN` ``* (1 + |J|)`` (1e-12).
+        with the gradient below :data:`rvm_pymc._map.STALL_GTOL` (1e-6) or a Newton
+        step along it gaining at most :data:`rvm_pymc._map.STALL_GAIN` ``* (1 + |J|)``
+        (1e-12).
     laplace : {"exact", "tipping"}
         Classifiers only.  ``"exact"`` maximises the Laplace-approximate
         evidence with its exact gradient (implicit differentiation through

@@ -87,6 +87,16 @@ class Kernel:
     __array_ufunc__ = None  # so that ``np.float64(2.0) * k`` uses Kernel.__rmul__
     symmetric: bool = False  # k(x, y) == k(y, x); unknown for a subclass unless it says so
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass redefining ``_evaluate`` or ``__call__`` (of ``RBF``, say) is not
+        assumed symmetric unless it says so, and :meth:`fill` goes through its ``_evaluate``."""
+        super().__init_subclass__(**kwargs)
+        own = vars(cls)
+        if ("_evaluate" in own or "__call__" in own) and "symmetric" not in own:
+            cls.symmetric = False
+        if "_evaluate" in own and "_fill" not in own:
+            cls._fill = Kernel._fill
+
     def __call__(self, X: ArrayLike, Y: ArrayLike | None = None) -> np.ndarray:
         X = as_2d_float(X, "X")
         Y = X if Y is None else as_2d_float(Y, "Y")
@@ -100,33 +110,12 @@ class Kernel:
         raise NotImplementedError
 
     def fill(self, X: np.ndarray, Y: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """Write the kernel matrix ``k(X, Y)`` into ``out`` and return ``out``.
+        """Write ``k(X, Y)`` into ``out``, a C-contiguous float64 (n, m) array; return it.
 
-        For code that builds a large matrix block by block (a design matrix):
-        no copy of the inputs and, for the width kernels, no temporary.  Unlike
-        calling the kernel, nothing is validated but ``out``: ``X`` and ``Y``
-        must be finite 2-D float64 arrays with the same number of features,
-        and the caller checks that the result is finite.
-
-        Parameters
-        ----------
-        X : ndarray of shape (n, d)
-        Y : ndarray of shape (m, d)
-        out : ndarray of shape (n, m)
-            C-contiguous float64.
-
-        Returns
-        -------
-        ndarray
-            ``out``.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> X = np.array([[0.0], [1.0]])
-        >>> RBF(gamma=0.5).fill(X, X, np.empty((2, 2))).round(4)
-        array([[1.    , 0.6065],
-               [0.6065, 1.    ]])
+        For building a large matrix in blocks: no copy of the inputs and, for
+        the width kernels, no temporary.  Only ``out`` is checked: ``X`` (n, d)
+        and ``Y`` (m, d) must be finite float64 arrays, and the caller checks
+        that the result is finite.
         """
         shape = (X.shape[0], Y.shape[0])
         if out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:

@@ -414,6 +414,62 @@ def test_asymmetric_kernel_keeps_its_orientation(rng):
     assert (RBF() * Linear() + 2.0).symmetric
 
 
+def test_subclass_that_redefines_a_symmetric_kernel_is_used_as_defined(rng):
+    """Overriding _evaluate or __call__ of a built-in kernel: not assumed symmetric, and the
+    design is the subclass's kernel (not the parent's in-place evaluation)."""
+
+    class ShiftedRBF(RBF):
+        def _evaluate(self, X, Y):
+            return np.exp(-self.gamma * (X[:, :1] - Y[:, 0] - 0.5) ** 2)
+
+    class Doubled(Linear):
+        def __call__(self, X, Y=None):
+            return 2.0 * super().__call__(X, Y)
+
+    class DeclaredRBF(RBF):
+        symmetric = True
+
+        def _evaluate(self, X, Y):
+            return super()._evaluate(X, Y)
+
+    X, Z = rng.normal(size=(6, 1)), rng.normal(size=(4, 1))
+    for kernel in (ShiftedRBF(gamma=0.5), Doubled(), ShiftedRBF(gamma=0.5) + Linear()):
+        assert not kernel.symmetric
+        Phi = KernelBasis(kernel, bias=False).fit(X).transform(Z)
+        np.testing.assert_allclose(Phi, kernel(Z, X), rtol=1e-14)
+    assert DeclaredRBF().symmetric  # a subclass may say so itself
+    out = np.empty((4, 6))
+    np.testing.assert_allclose(ShiftedRBF(gamma=0.5).fill(Z, X, out), ShiftedRBF(gamma=0.5)(Z, X))
+
+
+def test_finite_design_with_an_overflowing_sum_is_accepted():
+    class Huge(Kernel):
+        symmetric = True
+
+        def _evaluate(self, X, Y):
+            return np.full((len(X), len(Y)), 1e308)
+
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Phi = KernelBasis(Huge(), bias=False).fit_transform(np.zeros((3, 1)))
+    assert np.all(Phi == 1e308)
+
+    class PlusMinusInf(Kernel):
+        symmetric = True
+
+        def _evaluate(self, X, Y):
+            K = np.zeros((len(X), len(Y)))
+            K[0, 0], K[-1, -1] = np.inf, -np.inf
+            return K
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"2 non-finite entries \(of 9\)"):
+            KernelBasis(PlusMinusInf(), bias=False).fit_transform(np.zeros((3, 1)))
+
+
 def test_fill_writes_the_kernel_matrix_and_checks_out(rng):
     X, Y = rng.normal(size=(4, 2)), rng.normal(size=(3, 2))
     for kernel in (RBF(gamma=0.5), Laplacian(), Cauchy(), Polynomial(degree=2), Linear()):

@@ -393,7 +393,7 @@ def fast_sequential(
     converged = False
     since_noise = 0
     blocked: set[int] = set()  # moves that failed the realised-gain check
-    idle = 0  # consecutive steps that made no move, or one within rounding (_rounding)
+    idle = 0  # consecutive steps with no move, or a re-estimation within rounding
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007
         delta, new_alpha, in_model, relevant, deletions, j = select_move(st, align_tol, blocked)
@@ -502,11 +502,12 @@ def fast_sequential(
                     st.resolve(reuse=True)  # drifted but still uphill: refresh S, Q
                 st.lml = exact
                 blocked.clear()
-                # A move that changes the evidence by no more than its rounding is no
-                # progress: counted as idle, so that moves between states equal to
+                # A re-estimation that changes the evidence by no more than its rounding
+                # is no progress: counted as idle, so that moves between states equal to
                 # rounding (seen: re-estimations of precisions near 1e-8 on a smooth
                 # kernel, 20,000 of them) end in a numerical optimum, not at max_iter.
-                idle = 0 if exact - prev > noise_floor else idle + 1
+                # Additions and deletions change the model: never idle.
+                idle = idle + 1 if action == REESTIMATE and exact - prev <= noise_floor else 0
                 _record(trace, st, prior, action)
                 best = 0.0
         since_noise += 1
