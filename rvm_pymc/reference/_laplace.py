@@ -257,17 +257,13 @@ def find_mode(
         if np.abs(step).max() <= tol * (1.0 + np.abs(W).max(initial=0.0)):
             converged = True
             break
-        # Step halving; a decrease within the rounding error of the objective counts as
-        # no decrease (close to the mode the change is below that resolution).
-        slack = 1e-12 * (1.0 + abs(obj))
-        eta = 1.0
-        while True:
+
+        def trial(eta: float, W=W, step=step) -> tuple:
             W_new = W + eta * step
-            obj_new, ll_new, Y_new = _objective(Phi, T, alpha, W_new)
-            if obj_new >= obj - slack or eta < 1e-10:
-                break
-            eta *= 0.5
-        if obj_new < obj - slack:  # no ascent along the Newton direction
+            return (*_objective(Phi, T, alpha, W_new), W_new)
+
+        ok, (obj_new, ll_new, Y_new, W_new) = _step_halving(obj, trial)
+        if not ok:  # no ascent along the Newton direction
             break
         W, obj, ll, Y = W_new, obj_new, ll_new, Y_new
     else:
@@ -305,22 +301,40 @@ def _newton_binary(
         if np.abs(step).max() <= tol * (1.0 + np.abs(w).max(initial=0.0)):
             converged = True
             break
-        slack = 1e-12 * (1.0 + abs(obj))
-        eta = 1.0
-        while True:
+
+        def trial(eta: float, w=w, step=step) -> tuple:
             w_new = w + eta * step
             f = Phi @ w_new
             ll_new = float(np.sum(log_expit(f * sign)))
-            obj_new = ll_new - 0.5 * float((alpha * w_new**2).sum())
-            if obj_new >= obj - slack or eta < 1e-10:
-                break
-            eta *= 0.5
-        if obj_new < obj - slack:  # no ascent along the Newton direction
+            return ll_new - 0.5 * float((alpha * w_new**2).sum()), ll_new, f, w_new
+
+        ok, (obj_new, ll_new, f, w_new) = _step_halving(obj, trial)
+        if not ok:  # no ascent along the Newton direction
             break
         w, obj, ll, y = w_new, obj_new, ll_new, expit(f)
     else:
         L, p = spd_factor(hessian(Phi, y[:, None], alpha), "Laplace Hessian")
     return w, obj, ll, y, L, p, it, converged
+
+
+def _step_halving(obj: float, trial) -> tuple[bool, tuple]:
+    """Halve a Newton step until the objective does not decrease; ``(ascent, trial(eta))``.
+
+    ``trial(eta)`` returns a tuple whose first entry is the objective at step
+    ``eta`` (1, 1/2, ... down to 1e-10).  A decrease within the rounding error
+    of the objective counts as no decrease (close to the mode the change is
+    below that resolution); ``ascent`` is False when even the shortest step
+    decreases it.
+    """
+    slack = 1e-12 * (1.0 + abs(obj))
+    eta = 1.0
+    while True:
+        out = trial(eta)
+        if out[0] >= obj - slack:
+            return True, out
+        if eta < 1e-10:
+            return False, out
+        eta *= 0.5
 
 
 def _laplace(W, Y, obj, ll, alpha, c, L, p, it, converged) -> LaplacePosterior:
