@@ -84,7 +84,7 @@ def evidence_vs_cv(
     >>> sorted(res)
     ['cv_score_mean', 'cv_score_std', 'gamma', 'log_evidence', 'n_relevance']
     >>> res["n_relevance"].tolist(), int(np.argmax(res["log_evidence"]))
-    ([3, 5, 11], 2)
+    ([5, 5, 11], 2)
     >>> int(np.argmax(res["cv_score_mean"]))
     1
     """

@@ -370,6 +370,7 @@ def fast_sequential(
     align_tol,
     beta_max=np.inf,
     scale=None,
+    noise_update_start=0,
 ):
     """Run the sequential algorithm; returns (active, alpha_n, beta, trace, n_iter, converged).
 
@@ -395,7 +396,7 @@ def fast_sequential(
     blocked: set[int] = set()  # moves that failed the realised-gain check
     idle = 0  # consecutive steps with no move, or a re-estimation within rounding
     it = 0
-    for it in range(1, max_iter + 1):  # noqa: B007
+    for it in range(1, max_iter + 1):
         delta, new_alpha, in_model, relevant, deletions, j = select_move(st, align_tol, blocked)
         idx = np.asarray(st.active)
         best = delta[j]
@@ -511,7 +512,7 @@ def fast_sequential(
                 _record(trace, st, prior, action)
                 best = 0.0
         since_noise += 1
-        if since_noise >= noise_update_every and not fixed_noise:
+        if since_noise >= noise_update_every and not fixed_noise and it >= noise_update_start:
             if update_noise(st, prior, n) >= tol:
                 # Barred moves are offered again only after a real change: with a
                 # smooth kernel the rank-one (and even freshly computed) S of many

@@ -59,6 +59,7 @@ def fit_regression(
     prune_threshold: float = 1e9,
     noise_update_every: int = 5,
     align_tol: float = 1e-3,
+    noise_update_start: int = 20,
 ) -> RegressionResult:
     """Fit RVM regression by maximising the (log-coordinate) evidence.
 
@@ -107,6 +108,17 @@ def fit_regression(
     noise_update_every : int
         ``"fast"`` only: update ``beta`` (and re-solve from scratch) every this
         many basis updates, and always before declaring convergence.
+    noise_update_start : int
+        ``"fast"`` only: the periodic noise updates start after this many
+        iterations at ``beta_init`` (a fit that settles earlier updates the
+        noise then).  Updating the noise from the first moves lets a large
+        early noise estimate explain signal away, into a worse optimum; 20
+        (SparseBayes starts after 10) was chosen on Friedman #3, 8 data sets
+        x 2 widths (mean gap to MacKay's evidence -6.7 -> -0.2 nats), and
+        checked on 76 other problems (Friedman #1-#3, sinc N = 100 and 1000,
+        3 widths each): mean evidence change -0.5 to +24.7 nats per group,
+        test RMSE 0.43-1.03 times, CPU time about the same (median ratio
+        0.9-1.8).  0 updates from the start.
     align_tol : float
         ``"fast"`` only: a candidate whose normalised column has
         ``|cos| > 1 - align_tol`` with an active column is skipped, and
@@ -185,6 +197,7 @@ def fit_regression(
     tol = check_float(tol, "tol")
     prune_threshold = check_float(prune_threshold, "prune_threshold")
     noise_update_every = check_int(noise_update_every, "noise_update_every", 1)
+    noise_update_start = check_int(noise_update_start, "noise_update_start", 0)
     align_tol = check_float(align_tol, "align_tol", strict=False)
     if align_tol >= 1:
         raise ValueError(f"align_tol must be in [0, 1); got {align_tol!r}")
@@ -206,6 +219,7 @@ def fit_regression(
             out = fast_sequential(
                 Phin, t, usable, beta0, prior, fixed_noise, max_iter, tol,
                 noise_update_every, align_tol, beta_max, scale if raw else None,
+                noise_update_start,
             )  # fmt: skip
         else:
             out = _full_reestimation(
