@@ -115,10 +115,11 @@ def fit_regression(
         early noise estimate explain signal away, into a worse optimum; 20
         (SparseBayes starts after 10) was chosen on Friedman #3, 8 data sets
         x 2 widths (mean gap to MacKay's evidence -6.7 -> -0.2 nats), and
-        checked on 76 other problems (Friedman #1-#3, sinc N = 100 and 1000,
-        3 widths each): mean evidence change -0.5 to +24.7 nats per group,
+        checked on 72 other problems (Friedman #1-#3, sinc N = 100 and 1000,
+        2-3 widths each): mean evidence change -0.5 to +24.7 nats per group,
         test RMSE 0.43-1.03 times, CPU time about the same (median ratio
-        0.9-1.8).  0 updates from the start.
+        0.9-1.8); not better on every problem (13 of the 72 lost more than
+        1 nat, 25 gained more).  0 updates from the start.
     align_tol : float
         ``"fast"`` only: a candidate whose normalised column has
         ``|cos| > 1 - align_tol`` with an active column is skipped, and
