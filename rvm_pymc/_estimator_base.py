@@ -27,6 +27,7 @@ from rvm_pymc._estimator_params import (
 )
 from rvm_pymc._parallel import run_tasks
 from rvm_pymc._scaling import column_rms, scale_columns, scale_gamma, target_scale
+from rvm_pymc._threads import single_blas_thread
 from rvm_pymc._validation import check_numeric
 from rvm_pymc.basis import Basis, KernelBasis, PrecomputedBasis
 from rvm_pymc.exceptions import ConvergenceWarning
@@ -216,6 +217,12 @@ class _BaseRVM(BaseEstimator):
     # --------------------------------------------------------------------- fitting
 
     def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
+        """:meth:`_fit_at_widths`, on one BLAS thread for ``method="reference"`` (``_threads``)."""
+        reference = self.method == "reference"
+        with single_blas_thread() if reference else contextlib.nullcontext():
+            self._fit_at_widths(X, target)
+
+    def _fit_at_widths(self, X: np.ndarray, target: np.ndarray) -> None:
         """Fit every candidate width by the reference solver; keep the best; finish by method.
 
         The one scaling boundary (docs/design.md section 3): every fit path sees the

@@ -1,4 +1,4 @@
-"""The reference solver runs its loops with one BLAS thread and restores the limits after."""
+"""Reference fits run with one BLAS thread (the estimators: the whole fit), restored after."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from threadpoolctl import threadpool_info
 
 import rvm_pymc.reference.classification as classification
 import rvm_pymc.reference.regression as regression
+from rvm_pymc._threads import single_blas_thread
 from rvm_pymc.reference import fit_classification, fit_regression
-from rvm_pymc.reference._threads import single_blas_thread
 
 
 def _blas_threads():
@@ -60,3 +60,35 @@ def test_solver_loops_run_with_one_blas_thread(monkeypatch, method):
     fit_classification(Phi, (Phi[:, 1] > 0).astype(int), method=method)
     assert len(seen) == 2
     assert all(set(threads) == {1} for threads in seen)
+
+
+@pytest.mark.parametrize("estimator", ["RVR", "RVC"])
+def test_estimator_reference_fit_runs_on_one_blas_thread(monkeypatch, estimator):
+    """The whole reference fit (design, solver, posterior) runs on one BLAS thread: threads
+    woken by a product outside the solver would spin on the other core while it runs."""
+    from threadpoolctl import threadpool_limits
+
+    import rvm_pymc
+    from rvm_pymc.basis import KernelBasis
+
+    if not _blas_threads():
+        pytest.skip("no controllable BLAS library loaded")
+    seen = []
+    transform = KernelBasis.transform
+
+    def spy(self, X):
+        seen.append(_blas_threads())
+        return transform(self, X)
+
+    monkeypatch.setattr(KernelBasis, "transform", spy)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 2))
+    y = X[:, 0] + 0.1 * rng.standard_normal(40)
+    if estimator == "RVC":
+        y = (y > 0).astype(int)
+    with threadpool_limits(2, user_api="blas"):  # what a machine's default could be
+        before = _blas_threads()
+        getattr(rvm_pymc, estimator)(gamma=0.5).fit(X, y)
+        assert _blas_threads() == before  # restored
+    assert before == [2] * len(before)
+    assert seen and all(s == [1] * len(before) for s in seen)

@@ -27,6 +27,7 @@ import warnings
 
 import numpy as np
 
+from rvm_pymc._threads import single_blas_thread
 from rvm_pymc._validation import (
     as_2d_float,
     check_consistent_length,
@@ -46,7 +47,6 @@ from rvm_pymc.reference._options import (
     normalise_columns,
 )
 from rvm_pymc.reference._shared_alpha import leaving_active
-from rvm_pymc.reference._threads import single_blas_thread
 
 __all__ = ["ClassificationResult", "fit_classification", "laplace_posterior"]
 

@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from rvm_pymc._gaussian import regression_posterior
+from rvm_pymc._threads import single_blas_thread
 from rvm_pymc._validation import (
     as_2d_float,
     as_target_float,
@@ -35,7 +36,6 @@ from rvm_pymc.reference._options import (
     normalise_columns,
 )
 from rvm_pymc.reference._result import RegressionResult
-from rvm_pymc.reference._threads import single_blas_thread
 from rvm_pymc.reference.fast import active_sq, fast_sequential
 
 __all__ = ["fit_regression"]

@@ -1,13 +1,16 @@
-"""BLAS thread control around the solver loops.
+"""BLAS thread control around the solver loops and the estimators' reference fits.
 
 The iterative solvers run thousands of small matrix operations (active sets of
 tens to hundreds of columns).  NumPy and SciPy each load their own OpenBLAS, and
 each starts a thread per core: on a small shared machine the threads contend
 for every small product, and a loop of them ran 20-40 times slower than on one
 thread (``RVR(solver="em")`` on 100 points: see docs/reference_solver.md for the
-measurements).  The solvers therefore run their loops with one BLAS thread;
-the large one-off products (the kernel matrix, built by the basis before the
-solver starts) keep the default.
+measurements).  The solvers therefore run their loops with one BLAS thread,
+and the estimators run a whole ``method="reference"`` fit so: OpenBLAS
+threads woken by one product spin on the other core for a while after it
+(with default threads the CPU time of ``RVR().fit`` on Friedman #1 was twice
+its wall time while the solver itself ran on one thread), and nothing in such
+a fit gains from them (the width kernels' designs are built by ``cdist``).
 
 The limit is process-wide while a fit runs (the BLAS libraries have no
 per-thread setting) and the previous limits are restored afterwards, also on
