@@ -138,10 +138,11 @@ def _bounds(names, sizes, alpha_bounds: list) -> list:
     return out
 
 
-def _projected_grad(x, g, bounds, prunable=()) -> tuple[float, np.ndarray]:
-    """``(max |component|, stuck)`` of :func:`_projected`."""
-    pg, stuck = _projected(x, g, bounds, prunable)
-    return (float(np.max(np.abs(pg))) if pg.size else 0.0), stuck
+def _bound_arrays(bounds) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper bounds of L-BFGS-B's ``bounds`` as arrays (``None`` as -inf / inf)."""
+    lo = np.array([-np.inf if b[0] is None else b[0] for b in bounds], dtype=float)
+    hi = np.array([np.inf if b[1] is None else b[1] for b in bounds], dtype=float)
+    return lo, hi
 
 
 def _projected(x, g, bounds, prunable=()) -> tuple[np.ndarray, np.ndarray]:
@@ -176,9 +177,7 @@ def _newton_gain(fun, x: np.ndarray, pg: np.ndarray, bounds) -> float:
     when ``c`` is not positive and finite, so that no stall is accepted there.
     """
     gn = float(np.linalg.norm(pg))
-    lo = np.array([-np.inf if b[0] is None else b[0] for b in bounds], dtype=float)
-    hi = np.array([np.inf if b[1] is None else b[1] for b in bounds], dtype=float)
-    d = x - np.clip(x - STALL_STEP * pg / gn, lo, hi)
+    d = x - np.clip(x - STALL_STEP * pg / gn, *_bound_arrays(bounds))
     dd = float(d @ d)
     if not dd > 0:
         return np.inf
@@ -208,7 +207,7 @@ def _lbfgs(fun, x0, bounds, max_iter: int, gtol: float, what: str, warn: bool = 
     decrease is left), at most :data:`STALL_GTOL` or with a Newton gain of at
     most :data:`STALL_GAIN`; and no variable is held at
     a bound by a gradient pointing beyond it, but for the ``prunable``
-    precisions at the upper bound (:func:`_projected_grad`).
+    precisions at the upper bound (:func:`_projected`).
     """
     x0 = np.asarray(x0, dtype=float)
 
@@ -310,9 +309,7 @@ def map_regression(model, spec, *, initvals, max_iter, gtol, mode_kw) -> MapResu
     var_t = float(np.var(t)) or 1.0
     Phi0 = design_matrix(model, spec, start.get("log_length_scale"))
     bounds = _bounds(names, sizes, _alpha_bounds(Phi0, var_t))
-    lo = [-np.inf if b[0] is None else b[0] for b in bounds]
-    hi = [np.inf if b[1] is None else b[1] for b in bounds]
-    x0 = np.clip(x0, lo, hi)
+    x0 = np.clip(x0, *_bound_arrays(bounds))
     alpha_idx = np.arange(sizes[names.index("log_alpha")]) + int(
         np.sum(sizes[: names.index("log_alpha")])
     )
