@@ -40,7 +40,8 @@ PRESETS = ("weakly_informative", "near_improper")
 def worker(mode: str) -> list[dict]:
     import warnings
 
-    from rvm_pymc import _map, models
+    from rvm_pymc import models
+    from rvm_pymc.inference import _map as _map
     from rvm_pymc.reference import fit_regression, log_evidence
 
     warnings.simplefilter("ignore")
@@ -53,7 +54,7 @@ def worker(mode: str) -> list[dict]:
         fun, names, sizes, unflatten = _map._flat_objective(model, {"mode": mode})
         fun(np.zeros(sum(sizes)))  # first call finishes lazy compilation
         t1 = time.perf_counter()
-        # the steps of rvm_pymc._map.map_regression (fit_map), timed apart from compilation
+        # the steps of rvm_pymc.inference._map.map_regression, timed apart from compilation
         start = _map._regression_start(model, spec, t, model.initial_point())
         x0 = np.concatenate([np.ravel(start[n]) for n in names])
         bounds = _map._bounds(names, sizes, _map._alpha_bounds(Phi, float(np.var(t)) or 1.0))

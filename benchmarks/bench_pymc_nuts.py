@@ -138,7 +138,7 @@ def gradient_timing(n_eval: int = 3000) -> None:
     import pymc as pm
 
     from rvm_pymc import models
-    from rvm_pymc._likelihoods import _marginal_random
+    from rvm_pymc.models._likelihoods import _marginal_random
 
     warnings.simplefilter("ignore")
     Phi, t, _ = problem()

@@ -19,7 +19,7 @@ dimensions (x uniform on [-5, 5]^3, same noise); the Ripley two-class mixture;
 for ``--accuracy`` also ``sinc(x0)`` on [-10, 10]^3 (two irrelevant features).
 Estimators with their defaults (``gamma="scale"``, ``solver="fast"``); above
 2000 training points ``KernelBasis`` keeps at most 1000 centres (the rule is
-printed in the header; ``rvm_pymc/_centres.py``).  The "exact" rows fit the
+printed in the header; ``rvm_pymc/_core/centres.py``).  The "exact" rows fit the
 same data with every training point a centre (``KernelBasis(...,
 centres="all")`` passed as ``kernel``, the same width), where the N x N design
 fits in memory; they time out after ``--timeout`` seconds.  Run::
@@ -98,7 +98,7 @@ def child(spec: dict) -> dict:
     gamma = spec.get("gamma", "scale")
     est = cls(gamma=gamma)
     if spec.get("force"):  # the centres below their threshold, to compare with the exact fit
-        from rvm_pymc import _centres
+        from rvm_pymc._core import centres as _centres
 
         _centres.AUTO_FULL_MAX = 0
     if spec["exact"]:
@@ -202,7 +202,7 @@ _ACCURACY = [("sinc1", "scale"), ("sinc1", 1.0), ("sinc3", "scale"), ("x0sinc3",
 
 def _accuracy_cases(sizes: tuple[int, ...], sets: int, problems: list[str]) -> list[dict]:
     """Exact vs centres on three data sets; the centres forced where N <= AUTO_FULL_MAX."""
-    from rvm_pymc import _centres
+    from rvm_pymc._core import centres as _centres
 
     cases = []
     for n in sizes:
@@ -269,7 +269,7 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(json.loads(args.child))))
         return
-    from rvm_pymc import _centres
+    from rvm_pymc._core import centres as _centres
 
     if args.accuracy:
         sizes = tuple(int(n) for n in args.sizes.split(","))

@@ -4,10 +4,12 @@ The closed-form reference solver lives in :mod:`rvm_pymc.reference` and does not
 import PyMC; the PyMC models and fits are imported lazily.
 """
 
+from rvm_pymc._core.lazy import attach
+from rvm_pymc._core.version import VERSION
 from rvm_pymc.exceptions import ConvergenceWarning, PriorWarning, SamplingWarning
 from rvm_pymc.priors import PRESETS, HyperPrior, resolve_prior
 
-__version__ = "0.1.0.dev0"
+__version__ = VERSION
 
 __all__ = [
     "PRESETS",
@@ -25,20 +27,14 @@ __all__ = [
     "summary",
 ]
 
-_LAZY = {
-    "RVR": "rvm_pymc.estimators",
-    "RVC": "rvm_pymc.estimators",
-    "compare": "rvm_pymc.comparison",
-    "compare_weights": "rvm_pymc.comparison",
-    "fit_all": "rvm_pymc.comparison",
-    "summary": "rvm_pymc.comparison",
-}
-
-
-def __getattr__(name: str):
-    """Import the estimators and the comparison on first use (never PyMC at import)."""
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'rvm_pymc' has no attribute {name!r}")
+__getattr__, __dir__ = attach(
+    __name__,
+    {
+        "RVR": "rvm_pymc.estimators",
+        "RVC": "rvm_pymc.estimators",
+        "compare": "rvm_pymc.comparison",
+        "compare_weights": "rvm_pymc.comparison",
+        "fit_all": "rvm_pymc.comparison",
+        "summary": "rvm_pymc.comparison",
+    },
+)

@@ -18,9 +18,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.exceptions import NotFittedError
 
-from rvm_pymc._centres import choose_centres, resolve_centres
-from rvm_pymc._validation import as_2d_float
-from rvm_pymc.kernels import Kernel, _is_real, make_kernel
+from rvm_pymc._core.centres import choose_centres, resolve_centres
+from rvm_pymc._core.validation import as_2d_float, is_real
+from rvm_pymc.kernels import Kernel, make_kernel
 
 __all__ = [
     "Basis",
@@ -122,7 +122,7 @@ class Basis:
 class KernelBasis(Basis):
     """Kernel design matrix ``Phi = [1 | k(X, centres_)]``: one column per centre.
 
-    Up to :data:`~rvm_pymc._centres.AUTO_FULL_MAX` (2000) training points every
+    Up to :data:`~rvm_pymc._core.centres.AUTO_FULL_MAX` (2000) training points every
     training point is a centre (Tipping 2001).  Above that, ``centres="auto"``
     keeps at most 1000 training points: up to 500 chosen by greedy pivoted
     Cholesky (their kernel columns span those of all training points to a
@@ -253,7 +253,7 @@ class KernelBasis(Basis):
 
 
 def _function_name(f: Any, i: int) -> str:
-    if _is_real(f):
+    if is_real(f):
         return "1" if f == 1 else f"const({float(f):g})"
     name = getattr(f, "__name__", None)
     return name if name and name != "<lambda>" else f"f{i}"
@@ -284,7 +284,7 @@ class FunctionBasis(Basis):
         if not functions:
             raise ValueError("functions must contain at least one basis function")
         for i, f in enumerate(functions):
-            if not (callable(f) or _is_real(f)):
+            if not (callable(f) or is_real(f)):
                 raise ValueError(f"functions[{i}] must be callable or a real constant; got {f!r}")
         self.functions = functions
         self.bias = bool(bias)
@@ -299,7 +299,7 @@ class FunctionBasis(Basis):
         n = X.shape[0]
         cols = []
         for i, f in enumerate(self.functions):
-            out = np.asarray(f if _is_real(f) else f(X.copy()), dtype=np.float64)
+            out = np.asarray(f if is_real(f) else f(X.copy()), dtype=np.float64)
             if out.ndim == 0:
                 out = np.full(n, float(out))
             elif out.shape not in ((n,), (n, 1)):

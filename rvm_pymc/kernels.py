@@ -5,18 +5,16 @@ A :class:`Kernel` maps ``X`` (n, d) and ``Y`` (m, d) to the (n, m) matrix
 positive scalar.  The bases that turn a kernel into the design matrix
 (:class:`~rvm_pymc.basis.KernelBasis`, ``FunctionBasis``, ``PrecomputedBasis``,
 ...) live in :mod:`rvm_pymc.basis`, which imports this module; this module
-does not import it.  Reaching them through ``rvm_pymc.kernels`` still works
-but is deprecated (a :class:`DeprecationWarning`).
+does not import it (asking this module for one raises an AttributeError that
+says where it lives).
 NumPy/SciPy only; PyMC is not imported.
 """
 
 from __future__ import annotations
 
 import copy
-import importlib
 import inspect
 import numbers
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -24,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.spatial.distance import cdist
 
-from rvm_pymc._validation import as_2d_float, check_positive
+from rvm_pymc._core.validation import as_2d_float, check_positive, is_real
 
 __all__ = [
     "RBF",
@@ -50,10 +48,6 @@ def _check_finite_matrix(M: np.ndarray, what: str) -> None:
             f"{what} has {n_bad} non-finite entr{'y' if n_bad == 1 else 'ies'} "
             f"(of {M.size}); check the hyperparameters and the scale of the inputs"
         )
-
-
-def _is_real(x: Any) -> bool:
-    return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
 #: Rows per block of the generic :meth:`Kernel.diag` (a block x block matrix at a time).
@@ -171,7 +165,7 @@ class Kernel:
         return f"{type(self).__name__}({args})"
 
     def _combine(self, other: Any, cls: type[_Binary], left: bool) -> Kernel:
-        if _is_real(other):
+        if is_real(other):
             other = Constant(other)
         if not isinstance(other, Kernel):
             return NotImplemented
@@ -181,7 +175,7 @@ class Kernel:
         return self._combine(other, Sum, left=True)
 
     def __radd__(self, other: Kernel | float) -> Kernel:
-        if _is_real(other) and other == 0:
+        if is_real(other) and other == 0:
             return self  # so that the built-in sum() of kernels works
         return self._combine(other, Sum, left=False)
 
@@ -597,18 +591,10 @@ _BASIS_NAMES = frozenset(
 
 
 def __getattr__(name: str):
-    """Deprecated access to the bases of :mod:`rvm_pymc.basis` (a DeprecationWarning).
-
-    This module does not import :mod:`rvm_pymc.basis` (which imports this one):
-    only this deprecated path loads it, by name, when one of its names is asked
-    for here.  Remove it once no caller uses ``rvm_pymc.kernels.KernelBasis``.
-    """
-    if name not in _BASIS_NAMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"rvm_pymc.kernels.{name} is deprecated; import it from rvm_pymc.basis "
-        f"(from rvm_pymc.basis import {name})",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(importlib.import_module("rvm_pymc.basis"), name)
+    """An AttributeError that names :mod:`rvm_pymc.basis` for the bases once reached here."""
+    if name in _BASIS_NAMES:
+        raise AttributeError(
+            f"rvm_pymc.kernels.{name} was removed; import it from rvm_pymc.basis "
+            f"(from rvm_pymc.basis import {name})"
+        )
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

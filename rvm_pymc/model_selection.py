@@ -16,7 +16,7 @@ from sklearn.base import clone, is_classifier
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
 
-from rvm_pymc._parallel import run_tasks
+from rvm_pymc._core.parallel import run_tasks
 
 __all__ = ["evidence_vs_cv"]
 

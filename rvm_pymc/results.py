@@ -51,7 +51,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit, log_expit, log_softmax, softmax
 
-from rvm_pymc._gaussian import covariance_draws
+from rvm_pymc._core.gaussian import covariance_draws
 
 __all__ = ["KINDS", "WeightPosterior", "predictions", "to_datatree"]
 

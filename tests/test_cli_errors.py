@@ -19,7 +19,8 @@ import pytest
 
 import rvm_pymc
 import rvm_pymc.reference
-from rvm_pymc import _files, cli
+from rvm_pymc._core import files as _files
+from rvm_pymc.cli import _main as cli
 
 PRIVATE_NAME = re.compile(r"(?<![\w\-./])_[A-Za-z]\w*")  # _positive_float, _demo, ...
 

@@ -126,7 +126,7 @@ def test_every_width_task_and_the_rebuilt_design_have_the_same_centres(monkeypat
     """
     from scipy.stats import multivariate_normal
 
-    import rvm_pymc._centres as centres
+    import rvm_pymc._core.centres as centres
 
     monkeypatch.setattr(centres, "AUTO_FULL_MAX", 100)
     monkeypatch.setattr(centres, "AUTO_MAX_CENTRES", 60)

@@ -22,9 +22,10 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from rvm_pymc.basis import KernelBasis, polynomial_basis
 from rvm_pymc.datasets import make_ripley
 from rvm_pymc.estimators import RVC, RVR
-from rvm_pymc.kernels import RBF, KernelBasis, polynomial_basis
+from rvm_pymc.kernels import RBF
 from rvm_pymc.model_selection import evidence_vs_cv
 from rvm_pymc.reference import fit_classification, fit_regression
 

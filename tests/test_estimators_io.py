@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
 
-from rvm_pymc import _estimator_io as io
-from rvm_pymc import _files
+from rvm_pymc._core import files as _files
 from rvm_pymc.basis import FunctionBasis
 from rvm_pymc.estimators import RVC, RVR, load
+from rvm_pymc.estimators import _io as io
 from rvm_pymc.kernels import RBF, Linear
 
 # No skip: the "test" extra installs h5netcdf and h5py, so both engines must work.

@@ -14,12 +14,6 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from rvm_pymc.estimators import RVC, RVR
 
 pytest.importorskip("pymc")
-try:
-    from rvm_pymc._estimator_pymc import _pymc_api
-
-    _pymc_api()
-except NotImplementedError as exc:  # pragma: no cover - depends on the installation
-    pytest.skip(f"the PyMC fits are not available: {exc}", allow_module_level=True)
 
 pytestmark = pytest.mark.pymc
 
@@ -263,8 +257,8 @@ def test_map_classifier_refuses_a_saturated_laplace_optimum():
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
 
-    from rvm_pymc._laplace import AXIS_CHECK_FACTOR
     from rvm_pymc.exceptions import ConvergenceWarning
+    from rvm_pymc.inference._laplace import AXIS_CHECK_FACTOR
 
     Xa, ya = load_breast_cancer(return_X_y=True)
     X, Xt, y, yt = train_test_split(Xa, ya, train_size=300, random_state=1, stratify=ya)

@@ -91,7 +91,7 @@ def nan_left(X: np.ndarray) -> np.ndarray:
 
 def _low_memory(fn, n_bytes: int = 2**30):
     """Run ``fn`` as if only ``n_bytes`` of memory were available."""
-    with mock.patch("rvm_pymc._validation.available_memory", return_value=n_bytes):
+    with mock.patch("rvm_pymc._core.validation.available_memory", return_value=n_bytes):
         return fn()
 
 

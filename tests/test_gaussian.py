@@ -1,11 +1,11 @@
-"""rvm_pymc._gaussian against dense NumPy formulas (np.linalg.inv, slogdet, solve as oracles)."""
+"""rvm_pymc._core.gaussian against dense NumPy formulas (inv, slogdet, solve as oracles)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from rvm_pymc._gaussian import (
+from rvm_pymc._core.gaussian import (
     GaussianPosterior,
     covariance_draws,
     factor_draw,

@@ -11,9 +11,10 @@ from scipy.special import expit, log_expit
 
 pm = pytest.importorskip("pymc")
 
-from rvm_pymc import _map, inference, models  # noqa: E402
-from rvm_pymc._laplace import compile_laplace, newton_mode  # noqa: E402
+from rvm_pymc import inference, models  # noqa: E402
 from rvm_pymc.exceptions import ConvergenceWarning  # noqa: E402
+from rvm_pymc.inference import _map  # noqa: E402
+from rvm_pymc.inference._laplace import compile_laplace, newton_mode  # noqa: E402
 from rvm_pymc.priors import resolve_prior  # noqa: E402
 from rvm_pymc.reference import (  # noqa: E402
     fit_classification,

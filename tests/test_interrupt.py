@@ -123,7 +123,7 @@ def test_interrupt_inside_the_fast_solver(data, monkeypatch):
 
 
 class _InterruptedOptimiser:
-    """Stands in for ``scipy.optimize`` in rvm_pymc._map: L-BFGS-B whose objective
+    """Stands in for ``scipy.optimize`` in rvm_pymc.inference._map: L-BFGS-B whose objective
     raises KeyboardInterrupt at its ``n_evals + 1``-th evaluation."""
 
     def __init__(self, n_evals: int) -> None:
@@ -144,7 +144,7 @@ class _InterruptedOptimiser:
 @pytest.mark.parametrize("previous", [None, "reference"])
 def test_interrupted_map_fit_leaves_the_estimator_as_it_was(data, previous, monkeypatch):
     pytest.importorskip("pymc")
-    from rvm_pymc import _map
+    from rvm_pymc.inference import _map as _map
 
     X, t, _, X_new = data
     est = RVR(gamma=0.5, random_state=0)

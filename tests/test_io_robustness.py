@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from rvm_pymc import _estimator_io as io
-from rvm_pymc import _files
+from rvm_pymc._core import files as _files
 from rvm_pymc.estimators import RVC, RVR, load
+from rvm_pymc.estimators import _io as io
 
 ENGINES = ("scipy", "h5netcdf")
 

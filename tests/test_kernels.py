@@ -695,14 +695,14 @@ def test_kernels_and_basis_are_not_in_an_import_cycle():
     assert "rvm_pymc.priors" in graph["rvm_pymc.reference"]
 
 
-def test_bases_through_kernels_are_deprecated_but_work():
+def test_bases_through_kernels_name_their_module():
     from rvm_pymc import basis, kernels
 
     for name in basis.__all__:
-        with pytest.warns(DeprecationWarning, match=f"from rvm_pymc.basis import {name}"):
-            assert getattr(kernels, name) is getattr(basis, name)
+        with pytest.raises(AttributeError, match=f"from rvm_pymc.basis import {name}"):
+            getattr(kernels, name)
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         kernels.Nope  # noqa: B018
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert kernels.RBF is RBF  # the kernels themselves are not deprecated
+        assert kernels.RBF is RBF

@@ -393,7 +393,7 @@ def test_a_subclass_saves_and_loads(sinc, tmp_path):
 
 
 def test_map_bounds_other_than_a_pruned_precision_are_not_converged():
-    from rvm_pymc import _map
+    from rvm_pymc.inference import _map as _map
 
     bounds = [(-5.0, 50.0), (-5.0, 50.0), (-50.0, 50.0)]
     x = np.array([50.0, 1.0, 50.0])  # log alpha_0 pruned, log beta at its upper bound
@@ -412,7 +412,7 @@ def test_map_stall_counts_as_converged_only_without_a_gain_left(offset, curvatur
     """A stall (no decrease of J found) at a gradient above STALL_GTOL is an optimum only
     when a Newton step would gain less than STALL_GAIN * (1 + |J|): |g|^2 / (2 curvature)
     is 4.5e-12, 4.5e-14, 5e-9 and 4.5e-8 here, against 1.01e-10."""
-    from rvm_pymc import _map
+    from rvm_pymc.inference import _map as _map
 
     def fun(x):  # minimum at x = 1; the gradient is off by ``offset`` (its rounding)
         dx = x[0] - 1.0

@@ -136,7 +136,7 @@ def test_softmax_covariance_ordering_is_class_major(fits, three_class):
     [(1, 2), (1, 25), (3, 2), (3, 25), (4, 2), (4, 16), (4, 17), (4, 25), (2, 32), (2, 33)],
 )
 def test_hessian_and_small_matrix_helpers_match_dense_formulas(c, m):
-    from rvm_pymc._gaussian import spd_inverse, spd_solve
+    from rvm_pymc._core.gaussian import spd_inverse, spd_solve
     from rvm_pymc.reference._laplace import hessian
 
     rng = np.random.default_rng(c * 100 + m)
@@ -166,7 +166,7 @@ def test_hessian_and_small_matrix_helpers_match_dense_formulas(c, m):
 
 
 def test_small_matrix_helpers_reject_bad_input():
-    from rvm_pymc._gaussian import spd_inverse, spd_solve
+    from rvm_pymc._core.gaussian import spd_inverse, spd_solve
     from rvm_pymc.reference._laplace import diagonal_view
 
     with pytest.raises(np.linalg.LinAlgError, match="empty"):
@@ -410,7 +410,7 @@ def _brute_force_shared_optimum(lam, q2):
 @pytest.mark.parametrize("k", [3, 4])
 def test_rotate_zeroes_rounding_and_rejects_an_indefinite_sparsity_matrix(k):
     """Eigenvalues of s_m: the null direction and rounding are zeroed, a real negative raises."""
-    from rvm_pymc.reference._shared_alpha import rotate
+    from rvm_pymc._core.sparsity import rotate
 
     P = np.eye(k) - 1.0 / k
     rng = np.random.default_rng(k)
@@ -439,7 +439,7 @@ def test_shared_alpha_optimum_equals_brute_force():
     Random softmax-like statistics (``s 1 = 0``, ``1^T q = 0``) for K = 3, 4, 5,
     over many orders of magnitude, plus two-peaked cases built by hand.
     """
-    from rvm_pymc.reference._shared_alpha import maximise_shared, rotate
+    from rvm_pymc._core.sparsity import maximise_shared, rotate
 
     rng = np.random.default_rng(11)
     lams, q2s = [], []
@@ -470,7 +470,7 @@ def test_shared_alpha_optimum_equals_brute_force():
             assert best[i] == pytest.approx(f_ref, rel=1e-10, abs=1e-13)
     assert checked > 50
     # the two-peaked cases really have two local maxima and the global one is chosen
-    from rvm_pymc.reference._shared_alpha import ell_shared_derivatives
+    from rvm_pymc._core.sparsity import ell_shared_derivatives
 
     u = np.linspace(-30, 30, 6001)
     alpha, _ = maximise_shared(*two)
@@ -483,7 +483,7 @@ def test_shared_alpha_optimum_equals_brute_force():
 
 
 def test_shared_alpha_derivatives_match_finite_differences():
-    from rvm_pymc.reference._shared_alpha import ell_shared_derivatives
+    from rvm_pymc._core.sparsity import ell_shared_derivatives
 
     rng = np.random.default_rng(5)
     lam = np.column_stack([np.zeros(30), np.exp(rng.normal(size=(30, 2)) * 2)])
@@ -573,8 +573,8 @@ def test_deletion_search_never_lowers_the_evidence_and_ends_at_a_fixed_point(
 def test_deletion_cost_is_ell_from_the_posterior(kind, ripley, three_class):
     """The deletion search ranks by ell_m(alpha_m); check it against the posterior form
     s_m = Sigma_mm^-1 - alpha_m I, q_m = Sigma_mm^-1 w_m (a different algebra)."""
+    from rvm_pymc._core.sparsity import ell_shared, rotate
     from rvm_pymc.reference._linearised_state import _MODE_TOL_TIGHT, _LinearisedState
-    from rvm_pymc.reference._shared_alpha import _ell_shared, rotate
 
     P, t = (ripley if kind == "binary" else three_class)[:2]
     classes = np.unique(t)
@@ -597,7 +597,7 @@ def test_deletion_cost_is_ell_from_the_posterior(kind, ripley, three_class):
         want = 0.5 * (np.log(st.alpha / (st.alpha + s1)) + q1**2 / (st.alpha + s1))
     else:
         lam, q2 = rotate(0.5 * (s_post + np.transpose(s_post, (0, 2, 1))), q_post)
-        want = _ell_shared(st.alpha[:, None], lam, q2)
+        want = ell_shared(st.alpha[:, None], lam, q2)
     np.testing.assert_allclose(cost, want, rtol=1e-6, atol=1e-9)
     assert np.all(np.isfinite(cost))
 
@@ -607,8 +607,8 @@ def test_linearised_maximiser_does_not_cap_redundant_pairs_together():
     once lost their shared signal (objective 169 -> 48, review finding)."""
     from scipy.optimize import minimize
 
+    from rvm_pymc._core.sparsity import leaving_active
     from rvm_pymc.reference import _linearised as fc
-    from rvm_pymc.reference._shared_alpha import leaving_active
 
     rng = np.random.default_rng(0)
 
@@ -911,7 +911,7 @@ def _three_class_problem(n: int = 30, m: int = 3):
 
 def test_softmax_fit_refused_when_its_largest_array_exceeds_a_quarter_of_memory(monkeypatch):
     """The limit is 25% of the available memory for the Hessian / class-pair products."""
-    import rvm_pymc._validation as validation
+    import rvm_pymc._core.validation as validation
 
     Phi, y = _three_class_problem()
     n, m = Phi.shape
@@ -928,7 +928,7 @@ def test_softmax_fit_refused_when_its_largest_array_exceeds_a_quarter_of_memory(
 
 def test_two_classes_are_never_refused_for_memory(monkeypatch):
     """Two classes need no array larger than Phi itself, which the caller already holds."""
-    import rvm_pymc._validation as validation
+    import rvm_pymc._core.validation as validation
 
     Phi, y = _three_class_problem()
     monkeypatch.setattr(validation, "available_memory", lambda: 0)

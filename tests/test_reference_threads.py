@@ -8,7 +8,7 @@ from threadpoolctl import threadpool_info
 
 import rvm_pymc.reference.classification as classification
 import rvm_pymc.reference.regression as regression
-from rvm_pymc._threads import single_blas_thread
+from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc.reference import fit_classification, fit_regression
 
 

@@ -197,7 +197,7 @@ def test_one_chain_warns_that_r_hat_is_undefined_and_one_draw_is_refused(monkeyp
 
 
 def test_default_sampler_prefers_numpyro_then_nutpie(monkeypatch):
-    from rvm_pymc import _sampling
+    from rvm_pymc.inference import _nuts as _sampling
 
     def installed(*names):
         monkeypatch.setattr(

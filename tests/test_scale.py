@@ -1,4 +1,4 @@
-"""Large N: candidate centres (rvm_pymc._centres), the blocked kernel design, the automatic path.
+"""Large N: candidate centres (rvm_pymc._core.centres), the blocked design, the automatic path.
 
 The automatic path (a subset of centres above ``AUTO_FULL_MAX`` training
 points) is forced at small N by lowering that threshold, and checked against
@@ -15,7 +15,8 @@ import warnings
 import numpy as np
 import pytest
 
-from rvm_pymc import RVC, RVR, _centres
+from rvm_pymc import RVC, RVR
+from rvm_pymc._core import centres as _centres
 from rvm_pymc.basis import KernelBasis
 from rvm_pymc.datasets import make_ripley, make_sinc
 from rvm_pymc.exceptions import ConvergenceWarning

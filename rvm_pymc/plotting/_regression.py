@@ -54,7 +54,7 @@ def _predictive_edges(est, X_grid, mean, std, bands):
     """Band edges: Gaussian for a type-II fit; the exact mixture over the NUTS draws."""
     if est.posterior_.is_type_ii:
         return _gaussian_edges(mean, std, bands)
-    from rvm_pymc._predictive import predictive
+    from rvm_pymc.comparison.predictive import predictive
 
     pred = predictive(est, X_grid)
     return {

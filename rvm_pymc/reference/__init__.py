@@ -8,16 +8,17 @@ the log marginal likelihood in O(N M^2) and serve as the yardstick for the
 PyMC fits.
 """
 
-from rvm_pymc._gaussian import GaussianPosterior, regression_posterior
-from rvm_pymc._validation import plain_value
-from rvm_pymc.reference._classification_result import ClassificationResult
-from rvm_pymc.reference._linalg import (
+from rvm_pymc._core.evidence import (
     dense_log_marginal_likelihood,
     log_hyperprior,
     log_marginal_likelihood,
 )
+from rvm_pymc._core.gaussian import GaussianPosterior, regression_posterior
+from rvm_pymc._core.sparsity import LEAVING_SETTLED, leaving_active
+from rvm_pymc._core.validation import plain_value
+from rvm_pymc.reference._classification_result import ClassificationResult
 from rvm_pymc.reference._result import RegressionResult
-from rvm_pymc.reference.classification import LEAVING_SETTLED, fit_classification, leaving_active
+from rvm_pymc.reference.classification import fit_classification
 from rvm_pymc.reference.regression import fit_regression
 
 __all__ = [

@@ -4,7 +4,7 @@ The add / delete / re-estimate loop on the linearised problem at the current
 mode (:class:`rvm_pymc.reference._linearised_state._LinearisedState`), with
 its guards.  The best single move is chosen exactly as for regression (for
 ``K > 2`` classes from the shared-precision optimum of
-:mod:`rvm_pymc.reference._shared_alpha`).  When re-estimation is the best
+:mod:`rvm_pymc._core.sparsity`).  When re-estimation is the best
 move, all active precisions move together by a quasi-Newton step on the
 linearised problem (:func:`_reestimate`, :mod:`rvm_pymc.reference._linearised`).
 Two guards stop endless loops: a bar on add/delete round trips

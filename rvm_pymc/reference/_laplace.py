@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit, log_expit
 
-from rvm_pymc._gaussian import factor_inverse, factor_logdet, factor_solve, spd_factor
+from rvm_pymc._core.gaussian import factor_inverse, factor_logdet, factor_solve, spd_factor
 
 __all__ = ["LaplacePosterior", "find_mode", "hessian", "log_likelihood"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from rvm_pymc._gaussian import spd_inverse, spd_solve
+from rvm_pymc._core.gaussian import spd_inverse, spd_solve
+from rvm_pymc._core.sparsity import leaving_active
 from rvm_pymc.reference._laplace import diagonal_view
-from rvm_pymc.reference._shared_alpha import leaving_active
 
 __all__ = [
     "linearised_evidence",

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rvm_pymc._gaussian import spd_solve
+from rvm_pymc._core.gaussian import spd_solve
+from rvm_pymc._core.sparsity import ell_shared, maximise_shared, rotate
 from rvm_pymc.reference._laplace import (
     class_pairs,
     diagonal_view,
@@ -36,7 +37,6 @@ from rvm_pymc.reference._laplace import (
     pair_grams,
     pair_weights,
 )
-from rvm_pymc.reference._shared_alpha import _ell_shared, maximise_shared, rotate
 from rvm_pymc.reference.fast import _ell, _State, active_sq
 
 __all__ = ["initial_basis", "stationarity_residual"]
@@ -199,7 +199,7 @@ class _LinearisedState(_State):
             s, q = active_sq(a, self.S[idx], self.Q[idx], np.diag(self.Sigma), self._w_active)
             return _ell(a, s, q**2)
         lam, q2 = rotate(*self._active_sq_shared(), self.S_scale[idx])
-        return _ell_shared(a[:, None], lam, q2)
+        return ell_shared(a[:, None], lam, q2)
 
     def candidates(self, align_tol: float):
         """Best move of every basis: (delta, new alpha, in_model, relevant), length M."""
@@ -219,7 +219,7 @@ class _LinearisedState(_State):
         if align_tol > 0 and idx.size:
             cand &= ~(np.max(np.abs(self.G), axis=1) > 1.0 - align_tol)
         delta[cand] = best[cand]
-        old = _ell_shared(a[:, None], lam[idx], q2[idx])
+        old = ell_shared(a[:, None], lam[idx], q2[idx])
         d_act = np.where(relevant[idx], best[idx] - old, -old)
         if idx.size == 1:  # never delete the last basis
             d_act = np.where(relevant[idx], d_act, -np.inf)

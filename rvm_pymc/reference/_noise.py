@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rvm_pymc._gaussian import factor_inverse
+from rvm_pymc._core.gaussian import factor_inverse
 
 if TYPE_CHECKING:
     from rvm_pymc.priors import HyperPrior

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rvm_pymc._validation import plain_value
+from rvm_pymc._core.validation import plain_value
 from rvm_pymc.priors import HyperPrior
 
 METHODS = ("fast", "mackay", "em")

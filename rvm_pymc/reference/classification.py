@@ -27,8 +27,9 @@ import warnings
 
 import numpy as np
 
-from rvm_pymc._threads import single_blas_thread
-from rvm_pymc._validation import (
+from rvm_pymc._core.sparsity import LEAVING_SETTLED, leaving_active
+from rvm_pymc._core.threads import single_blas_thread
+from rvm_pymc._core.validation import (
     as_2d_float,
     check_consistent_length,
     check_int,
@@ -46,14 +47,8 @@ from rvm_pymc.reference._options import (
     check_method_and_prior,
     normalise_columns,
 )
-from rvm_pymc.reference._shared_alpha import leaving_active
 
 __all__ = ["ClassificationResult", "fit_classification", "laplace_posterior"]
-
-LEAVING_SETTLED = 1e-3
-"""Under the flat prior, full re-estimation drops the bases whose linearised optimum is
-``alpha = inf`` once no other ``log alpha`` moves by more than this (then iterates on to
-``tol``)."""
 
 
 def encode_labels(y) -> tuple[np.ndarray, np.ndarray]:

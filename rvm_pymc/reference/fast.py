@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rvm_pymc._gaussian import factor_inverse, factor_logdet, factor_solve, spd_factor
-from rvm_pymc.reference._linalg import LOG_2PI
+from rvm_pymc._core.evidence import LOG_2PI
+from rvm_pymc._core.gaussian import factor_inverse, factor_logdet, factor_solve, spd_factor
 from rvm_pymc.reference._linearised import maximise_linearised
 from rvm_pymc.reference._noise import update_noise
 

@@ -15,9 +15,10 @@ import warnings
 
 import numpy as np
 
-from rvm_pymc._gaussian import regression_posterior
-from rvm_pymc._threads import single_blas_thread
-from rvm_pymc._validation import (
+from rvm_pymc._core.evidence import log_hyperprior, log_marginal_likelihood
+from rvm_pymc._core.gaussian import regression_posterior
+from rvm_pymc._core.threads import single_blas_thread
+from rvm_pymc._core.validation import (
     as_2d_float,
     as_target_float,
     check_consistent_length,
@@ -26,7 +27,6 @@ from rvm_pymc._validation import (
 )
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import HyperPrior, resolve_prior
-from rvm_pymc.reference._linalg import log_hyperprior, log_marginal_likelihood
 from rvm_pymc.reference._noise import mackay_beta
 from rvm_pymc.reference._options import (
     BETA_MAX_FACTOR,

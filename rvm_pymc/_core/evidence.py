@@ -5,7 +5,7 @@ All functions work on the *active* columns only (pruned bases have
 formed: the covariance ``C = I/beta + Phi A^-1 Phi^T`` enters only through the
 M x M posterior precision ``Sigma^-1 = A + beta Phi^T Phi`` (Woodbury identity
 and the matrix determinant lemma).  The posterior itself
-(:func:`rvm_pymc._gaussian.regression_posterior`) lives in :mod:`rvm_pymc._gaussian`.
+(:func:`rvm_pymc._core.gaussian.regression_posterior`) lives in :mod:`rvm_pymc._core.gaussian`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from rvm_pymc._gaussian import GaussianPosterior, regression_posterior
-from rvm_pymc.priors import HyperPrior
+from rvm_pymc._core.gaussian import GaussianPosterior, regression_posterior
 
 __all__ = [
     "LOG_2PI",
@@ -47,12 +46,13 @@ def log_marginal_likelihood(
     return -0.5 * (n * LOG_2PI + logdet_c + quad)
 
 
-def log_hyperprior(alpha: np.ndarray, beta: float, prior: HyperPrior) -> float:
+def log_hyperprior(alpha: np.ndarray, beta: float, prior) -> float:
     """Hyperprior term of the log-coordinate objective (docs/design.md section 1).
 
     ``sum_m [a log alpha_m - b alpha_m] + c log beta - d beta``: the Gamma(a, b)
     and Gamma(c, d) log densities of the *log* precisions (Jacobian included),
     without their normalising constants.  Zero for the ``"evidence"`` preset.
+    ``prior`` is a :class:`~rvm_pymc.priors.HyperPrior` (anything with ``a, b, c, d``).
     """
     val = prior.a * float(np.sum(np.log(alpha))) - prior.b * float(np.sum(alpha))
     return val + prior.c * float(np.log(beta)) - prior.d * float(beta)

@@ -1,36 +1,4 @@
-"""The ``rvm-pymc`` command line.
-
-- ``rvm-pymc demo``: noisy sinc fitted by the reference solver, MAP and NUTS;
-  prints the comparison table of :func:`rvm_pymc.comparison.compare` and
-  writes a PNG of the three predictive bands.
-- ``rvm-pymc fit DATA.csv --target COL``: one RVM fitted to a CSV table;
-  writes the saved model, the predictions, a summary and a plot to ``--out``.
-- ``rvm-pymc predict MODEL DATA.csv``: predictions of a saved fit (predictive
-  sd, or class probabilities).
-- ``rvm-pymc compare DATA.csv --target COL``: the methods side by side on a
-  held-out split and by k-fold cross-validation.
-
-Features are standardised by default (each to mean 0 and sd 1 over the
-training rows; ``--no-standardise`` turns it off); ``fit`` saves the means and
-sds beside the model (``model.json``) and ``predict`` applies them.
-
-Errors are one line on standard error, ``rvm-pymc: error: ...``, and the exit
-status says what went wrong:
-
-=====  ==================================================================
-0      success (also ``--help`` and ``--version``)
-1      the run failed: the fit raised or gave non-finite numbers, or the
-       figure could not be written
-2      bad usage: an unknown option, a value out of range, an output path
-       that cannot be written, a problem too large for the memory, a data
-       file that is missing, empty or lacks a column, non-numeric features,
-       or no command at all (then the help is printed to standard error)
-130    interrupted (Ctrl-C)
-=====  ==================================================================
-
-Every argument is checked before the fit starts.  ``--debug`` adds the
-Python traceback of a failed run.
-"""
+"""The entry point and the demo of the command line (see :mod:`rvm_pymc.cli`)."""
 
 from __future__ import annotations
 
@@ -47,9 +15,9 @@ from typing import NoReturn
 
 import numpy as np
 
-from rvm_pymc._cli_data import DataError
-from rvm_pymc._cli_parser import add_data_commands
-from rvm_pymc._validation import MEMORY_FRACTION, available_memory
+from rvm_pymc._core.validation import MEMORY_FRACTION, available_memory
+from rvm_pymc.cli._data import DataError
+from rvm_pymc.cli._parser import add_data_commands
 
 __all__ = [
     "GAMMA_RANGE",
@@ -201,7 +169,7 @@ def _check_output(output: str) -> None:
     if not os.path.isdir(directory):
         raise UsageError(f"argument --output: the directory {directory} does not exist")
     try:  # the truthful test (also as root, also on a read-only file system): make a file
-        from rvm_pymc._files import temporary_file
+        from rvm_pymc._core.files import temporary_file
 
         probe = temporary_file(directory, os.path.basename(target))
     except OSError as exc:
@@ -266,7 +234,7 @@ def _fit_demo(args: argparse.Namespace):
 
 def _fit_methods(args: argparse.Namespace, data, gamma: float):
     """RVR fitted at ``gamma`` by each of ``--methods``, with progress lines; a FitSet."""
-    from rvm_pymc._cli_commands import announce_compilation, progress
+    from rvm_pymc.cli._commands import announce_compilation, progress
     from rvm_pymc.comparison import FitSet
     from rvm_pymc.estimators import RVR
 
@@ -319,7 +287,7 @@ def _write_figure(args, data, fits) -> None:
                             bands=(0.95,), truth=sinc)  # fmt: skip
     ax.set_title(f"RVM on noisy sinc ({args.n_train} points): 95% predictive bands")
     ax.figure.tight_layout()
-    from rvm_pymc._files import atomic_write
+    from rvm_pymc._core.files import atomic_write
 
     fmt = os.path.splitext(args.output)[1].lower().lstrip(".")
     try:  # atomic: a failed write leaves an existing file as it was
@@ -370,9 +338,9 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _version() -> str:
-    from rvm_pymc import __version__
+    from rvm_pymc._core.version import VERSION
 
-    return __version__
+    return VERSION
 
 
 def build_parser() -> argparse.ArgumentParser:

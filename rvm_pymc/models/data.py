@@ -21,9 +21,9 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
-from rvm_pymc._model_spec import ModelSpec
 from rvm_pymc.exceptions import SamplingWarning
 from rvm_pymc.models import rbf_design
+from rvm_pymc.models.spec import ModelSpec
 
 LOG_2PI = float(np.log(2.0 * np.pi))
 

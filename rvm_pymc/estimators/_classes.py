@@ -1,42 +1,4 @@
-r"""scikit-learn estimators: relevance vector regression (RVR) and classification (RVC).
-
-Both fit the one RVM model of docs/design.md three ways, chosen by ``method``:
-
-``"reference"``
-    The closed-form solver of :mod:`rvm_pymc.reference` (NumPy/SciPy only):
-    type-II maximum likelihood of the precisions (Tipping & Faul 2003 with
-    ``solver="fast"``, or full MacKay / EM re-estimation), then the Gaussian
-    (Laplace, for classification) posterior of the weights.
-``"map"``
-    Type-II MAP of the log precisions in PyMC (same objective, so the same
-    optimum as ``"reference"`` with the same prior), then the same Gaussian
-    posterior of the weights.
-``"nuts"``
-    Full Bayes by NUTS in PyMC; predictions from the posterior draws.
-
-Every method sees the same scaled problem (the one scaling boundary): the
-basis columns divided by their root mean square and, for regression, the
-targets centred and divided by their sd; the posterior is mapped back to the
-units of the data once, so predictions are equivariant to shifting and scaling
-the targets.  Whatever the method, the estimator holds one posterior,
-``posterior_`` (a :class:`~rvm_pymc.results.WeightPosterior`); ``coef_``,
-``sigma_``, ``alpha_``, ... are read from it, and ``idata_`` is the DataTree of
-the result schema of :mod:`rvm_pymc.results`, built from it on first access.
-
-The kernel design matrix is ``Phi = [1 | k(X, X_train)]``: column 0 is the
-bias (when ``bias=True``), column ``i + 1`` the kernel centred on training
-point ``i``.  The bias is not a training point: ``relevance_indices_`` lists
-only the training points whose kernel column survived, and
-``bias_active_`` / ``intercept_`` tell whether the bias did and its weight.
-
-References
-----------
-Tipping, M. E. (2001). Sparse Bayesian learning and the relevance vector
-machine. *Journal of Machine Learning Research* 1, 211-244.
-
-Tipping, M. E. and Faul, A. C. (2003). Fast marginal likelihood maximisation
-for sparse Bayesian models. *Proceedings of AISTATS 2003*.
-"""
+"""RVR, RVC and load: the estimators' public classes (see :mod:`rvm_pymc.estimators`)."""
 
 from __future__ import annotations
 
@@ -46,8 +8,8 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from rvm_pymc._estimator_base import METHODS, SOLVERS, _BaseRVM
-from rvm_pymc._validation import check_numeric
+from rvm_pymc._core.validation import check_numeric
+from rvm_pymc.estimators._base import METHODS, SOLVERS, _BaseRVM
 
 __all__ = ["METHODS", "RVC", "RVR", "SOLVERS", "load"]
 
@@ -455,6 +417,6 @@ def load(path):
         If the file was not written by ``save``, fails its checksum (modified
         or corrupted) or holds an inconsistent model.
     """
-    from rvm_pymc._estimator_io import load_estimator
+    from rvm_pymc.estimators._io import load_estimator
 
     return load_estimator(path, {"RVR": RVR, "RVC": RVC})

@@ -1,7 +1,7 @@
 """``rvm-pymc fit``, ``predict`` and ``compare``: the RVM on a CSV table of real data.
 
 Errors in the data (a missing file or column, text among the features, an
-empty file) raise :class:`rvm_pymc._cli_data.DataError`, which the command line
+empty file) raise :class:`rvm_pymc.cli._data.DataError`, which the command line
 reports as bad usage (status 2) before any fitting.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from rvm_pymc._cli_data import (
+from rvm_pymc.cli._data import (
     MODEL_FILE,
     PREPROCESS_FILE,
     DataError,
@@ -198,7 +198,7 @@ def _fit_figure(path, est, pre: Preprocess, X_raw, Xs, y, task) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from rvm_pymc._files import atomic_write
+    from rvm_pymc._core.files import atomic_write
 
     if task == "regression" and X_raw.shape[1] == 1:
         from rvm_pymc.plotting import plot_regression_1d
@@ -257,7 +257,7 @@ def fit_command(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - t0
     progress(f"fitted in {elapsed:.1f} s; writing {args.out}{os.sep}")
     os.makedirs(args.out, exist_ok=True)
-    from rvm_pymc._files import atomic_write
+    from rvm_pymc._core.files import atomic_write
 
     est.save(os.path.join(args.out, MODEL_FILE))
     summary = _summary(args, est, pre, Xs, y, task, elapsed)
@@ -310,7 +310,7 @@ def predict_command(args: argparse.Namespace) -> int:
     if args.out in (None, "-"):
         out.to_csv(sys.stdout, index=False)
     else:
-        from rvm_pymc._files import atomic_write
+        from rvm_pymc._core.files import atomic_write
 
         atomic_write(args.out, lambda tmp: out.to_csv(tmp, index=False))
         progress(f"wrote {len(out)} predictions to {args.out}")
@@ -377,7 +377,7 @@ def compare_command(args: argparse.Namespace) -> int:
     )
     print(compare_table(result, task))
     if args.out:
-        from rvm_pymc._files import atomic_write
+        from rvm_pymc._core.files import atomic_write
 
         atomic_write(args.out, lambda tmp: result.to_csv(tmp))
         print(f"  wrote the full table to {args.out}")

@@ -7,6 +7,7 @@ non-numeric data), and never modifies its input.
 from __future__ import annotations
 
 import contextlib
+import numbers
 import os
 
 import numpy as np
@@ -26,6 +27,11 @@ __all__ = [
 MEMORY_FRACTION = 0.25
 """Share of the available memory that the largest single array of a fit may take
 (the fit holds a few more arrays of about that size: a factor, an inverse)."""
+
+
+def is_real(x) -> bool:
+    """Whether ``x`` is a real number (a :class:`numbers.Real`, not a bool)."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
 def plain_value(value):

@@ -108,7 +108,7 @@ def _model_options(p: argparse.ArgumentParser, *, task_help: str) -> None:
 
 def add_data_commands(sub, hidden_debug: Callable[[argparse.ArgumentParser], None]) -> None:
     """Add ``fit``, ``predict`` and ``compare`` to the subparsers ``sub`` of ``rvm-pymc``."""
-    from rvm_pymc._cli_commands import compare_command, fit_command, predict_command
+    from rvm_pymc.cli._commands import compare_command, fit_command, predict_command
 
     task_help = (
         "regression or classification (default: classification for text labels or "

@@ -1,16 +1,17 @@
 """Laplace type-II MAP of the RVM classifiers: :func:`rvm_pymc.inference.fit_map` on them.
 
-The objective is the Laplace evidence ``J(log alpha)`` of :mod:`rvm_pymc._laplace`
+The objective is the Laplace evidence ``J(log alpha)`` of :mod:`rvm_pymc.inference._laplace`
 (its exact gradient costs ``O((M K)^3)`` for ``M`` bases and ``K`` weight
 columns), maximised by L-BFGS-B, or Tipping's re-estimation
 (``laplace="tipping"``).
 
 Under the flat prior (``a = b = 0``) the maximiser is sparse: most bases are
-pruned (``alpha = inf``, held at the upper bound :data:`~rvm_pymc._map.LOG_PRECISION_BOUND`).
+pruned (``alpha = inf``, held at the upper bound
+:data:`~rvm_pymc.inference._map.LOG_PRECISION_BOUND`).
 A pruned basis adds nothing to ``J`` (its weight is 0 and its prior and
 curvature terms cancel to ``O(1/alpha)``), so the optimiser works on the
 *active set* only (:func:`_active_set`): the same compiled functions restricted
-to the active columns (:meth:`~rvm_pymc._laplace.LaplaceFunctions.restrict`),
+to the active columns (:meth:`~rvm_pymc.inference._laplace.LaplaceFunctions.restrict`),
 ``O((m K)^3)`` per gradient for ``m`` active bases.  At the end every pruned
 basis is re-tested (:func:`_entering`): the sign of the exact gradient of ``J``
 in its ``log alpha`` at ``alpha -> inf`` is that of Tipping & Faul's
@@ -34,16 +35,18 @@ import warnings
 
 import numpy as np
 
-from rvm_pymc._gaussian import factor_inverse, factor_solve, spd_factor, spd_inverse
-from rvm_pymc._idata import model_data
-from rvm_pymc._laplace import (
+from rvm_pymc._core.gaussian import factor_inverse, factor_solve, spd_factor, spd_inverse
+from rvm_pymc._core.progress import log
+from rvm_pymc._core.sparsity import LEAVING_SETTLED, leaving_active
+from rvm_pymc.exceptions import ConvergenceWarning
+from rvm_pymc.inference._laplace import (
     AXIS_CHECK_FACTOR,
     LaplaceFunctions,
     axis_check,
     compile_laplace,
     newton_mode,
 )
-from rvm_pymc._map import (
+from rvm_pymc.inference._map import (
     LOG_PRECISION_BOUND,
     MapResult,
     _alpha_bounds,
@@ -51,11 +54,9 @@ from rvm_pymc._map import (
     _optimise,
     _prunes,
 )
-from rvm_pymc._progress import log
-from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.models import log_gamma_normaliser
+from rvm_pymc.models.data import model_data
 from rvm_pymc.priors import HyperPrior
-from rvm_pymc.reference import LEAVING_SETTLED, leaving_active
 
 __all__ = ["map_classification"]
 
@@ -98,7 +99,7 @@ def _tipping_fixed_point(fns, la0, floor, prior: HyperPrior, max_iter: int, tol:
     the reference solver.  Under the flat prior (``a = b = 0``) an irrelevant
     precision only creeps towards infinity (by a constant factor per
     iteration); as in the reference solver, once the others have settled (to
-    ``LEAVING_SETTLED`` of :mod:`rvm_pymc.reference.classification` in
+    ``LEAVING_SETTLED`` of :mod:`rvm_pymc._core.sparsity` in
     ``log alpha``) the bases whose linearised optimum is ``alpha = inf``
     (:func:`_leaving`) are pruned, and the iteration goes on to ``tol`` until
     none is left.

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rvm_pymc._validation import as_2d_float, as_target_float, check_consistent_length
+from rvm_pymc._core.validation import as_2d_float, as_target_float, check_consistent_length
 
 PARAMETRIZATIONS = ("centred", "non_centred")
 

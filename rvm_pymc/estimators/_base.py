@@ -17,7 +17,11 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from rvm_pymc._estimator_params import (
+from rvm_pymc._core.parallel import run_tasks
+from rvm_pymc._core.threads import single_blas_thread
+from rvm_pymc._core.validation import check_numeric
+from rvm_pymc.basis import Basis, KernelBasis, PrecomputedBasis
+from rvm_pymc.estimators._params import (
     GAMMA_KERNELS,
     INITS,
     METHODS,
@@ -25,11 +29,7 @@ from rvm_pymc._estimator_params import (
     WIDTH_KERNELS,
     check_params,
 )
-from rvm_pymc._parallel import run_tasks
-from rvm_pymc._scaling import column_rms, scale_columns, scale_gamma, target_scale
-from rvm_pymc._threads import single_blas_thread
-from rvm_pymc._validation import check_numeric
-from rvm_pymc.basis import Basis, KernelBasis, PrecomputedBasis
+from rvm_pymc.estimators._scaling import column_rms, scale_columns, scale_gamma, target_scale
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.kernels import Kernel, make_kernel
 from rvm_pymc.priors import resolve_prior
@@ -300,10 +300,10 @@ class _BaseRVM(BaseEstimator):
                 "library": "rvm_pymc.reference",
             }
         else:
-            from rvm_pymc._estimator_pymc import fit_pymc
+            from rvm_pymc.inference import fit_backend
 
             start = ref if self._starts_from_reference() else None
-            post, info, self.model_ = fit_pymc(
+            post, info, self.model_ = fit_backend(
                 self._pymc_options(), Phi, t_s, names, prior, seed, start
             )
             active = np.array([names.index(n) for n in post.basis_names], dtype=np.intp)
@@ -514,7 +514,7 @@ class _BaseRVM(BaseEstimator):
         --------
         load : read it back; refuses a modified file or one of another model.
         """
-        from rvm_pymc._estimator_io import save_estimator
+        from rvm_pymc.estimators._io import save_estimator
 
         save_estimator(self, path, engine=engine)
 
@@ -538,7 +538,7 @@ class _BaseRVM(BaseEstimator):
             estimator or an inconsistent model, or fails its checksum
             (modified or corrupted).
         """
-        from rvm_pymc._estimator_io import load_estimator
+        from rvm_pymc.estimators._io import load_estimator
 
         return load_estimator(path, {cls.__name__: cls}, expected=cls)
 

@@ -45,7 +45,7 @@ from pytensor.graph.replace import graph_replace
 from pytensor.tensor.linalg import cholesky, solve_triangular
 from scipy.linalg import eigh
 
-from rvm_pymc._gaussian import factor_solve, spd_factor
+from rvm_pymc._core.gaussian import factor_solve, spd_factor
 from rvm_pymc.exceptions import ConvergenceWarning
 
 LOG_2PI = float(np.log(2.0 * np.pi))

@@ -3,7 +3,7 @@
 :func:`check_params` is called by ``fit`` before any work: every invalid
 parameter is a ``ValueError`` naming it.  The names of the methods, solvers,
 starts and kernels with a width live here too, for
-:mod:`rvm_pymc._estimator_base`.
+:mod:`rvm_pymc.estimators._base`.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def check_params(est: Any) -> None:
         raise ValueError(f"init must be one of {INITS}; got {est.init!r}")
     _check_random_state(est.random_state)
     if est.method != "reference":
-        from rvm_pymc._estimator_pymc import check_sampler_kwargs
+        from rvm_pymc.inference import check_sampler_kwargs
 
         kind = "classifier" if est._kind == "classification" else None
         check_sampler_kwargs(est.method, est.sampler_kwargs, kind)  # before any fitting

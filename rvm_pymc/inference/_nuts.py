@@ -26,9 +26,13 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from rvm_pymc import _idata
-from rvm_pymc._gaussian import factor_draw
-from rvm_pymc._idata import (
+from rvm_pymc._core.gaussian import factor_draw
+from rvm_pymc._core.progress import log
+from rvm_pymc._core.validation import check_int
+from rvm_pymc.exceptions import PriorWarning, SamplingWarning
+from rvm_pymc.inference._map import gaussian_weights
+from rvm_pymc.models import data as _idata
+from rvm_pymc.models.data import (
     class_labels,
     design_matrix,
     model_coords,
@@ -36,11 +40,7 @@ from rvm_pymc._idata import (
     result_kind,
     target_data,
 )
-from rvm_pymc._map import gaussian_weights
-from rvm_pymc._model_spec import ModelSpec
-from rvm_pymc._progress import log
-from rvm_pymc._validation import check_int
-from rvm_pymc.exceptions import PriorWarning, SamplingWarning
+from rvm_pymc.models.spec import ModelSpec
 from rvm_pymc.priors import HyperPrior
 from rvm_pymc.results import WeightPosterior, to_datatree
 

@@ -3,7 +3,7 @@
 Regression maximises the model's log density over the free log precisions
 (and ``log_length_scale``) with L-BFGS-B on a compiled value-and-gradient
 function; classification maximises the Laplace evidence of
-:mod:`rvm_pymc._laplace` with its exact gradient, or finds the fixed point of
+:mod:`rvm_pymc.inference._laplace` with its exact gradient, or finds the fixed point of
 Tipping's re-estimation.  Both return a :class:`MapResult`: the optimum and the
 Gaussian (Laplace) posterior of the weights there.
 
@@ -26,12 +26,12 @@ import numpy as np
 import pytensor.tensor as pt
 from scipy import optimize
 
-from rvm_pymc._gaussian import factor_inverse, factor_solve, spd_factor, spd_inverse
-from rvm_pymc._idata import design_matrix, model_data
-from rvm_pymc._model_spec import ModelSpec
+from rvm_pymc._core.evidence import log_hyperprior, log_marginal_likelihood
+from rvm_pymc._core.gaussian import factor_inverse, factor_solve, spd_factor, spd_inverse
 from rvm_pymc.exceptions import ConvergenceWarning
+from rvm_pymc.models.data import design_matrix, model_data
+from rvm_pymc.models.spec import ModelSpec
 from rvm_pymc.priors import HyperPrior
-from rvm_pymc.reference import log_evidence, log_marginal_likelihood
 
 LOG_PRECISION_BOUND = 50.0
 """Upper bound of the free log precisions in type-II MAP (a pruned basis sits there)."""
@@ -358,7 +358,7 @@ def map_regression(model, spec, *, initvals, max_iter, gtol, mode_kw) -> MapResu
         mean=mean,
         cov=factor_inverse(L, p),
         log_evidence=(
-            log_evidence(Phi, t, alpha, beta, spec.prior)
+            log_marginal_likelihood(Phi, t, alpha, beta) + log_hyperprior(alpha, beta, spec.prior)
             if spec.prior is not None
             else -float(fun(x)[0])
         ),

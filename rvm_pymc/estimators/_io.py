@@ -24,7 +24,7 @@ group ``g`` becomes ``g__v`` with dimensions ``g__dim``, group and variable
 attributes are kept as JSON attributes.  :func:`load_estimator` reads both (it
 tells them by the file's magic bytes).  Both, and the atomic write (a save that
 fails midway leaves a previous file at ``path`` as it was), are
-:mod:`rvm_pymc._files`.
+:mod:`rvm_pymc._core.files`.
 
 Format version 2 (this one) added the attributes to the checksum; files of
 version 1 are refused with a message saying so.
@@ -43,7 +43,7 @@ import xarray as xr
 from sklearn.utils.validation import check_is_fitted
 
 from rvm_pymc import kernels as _k
-from rvm_pymc._files import (
+from rvm_pymc._core.files import (
     ENGINE_MODULES,
     ENGINES,
     INSTALL_HINT,

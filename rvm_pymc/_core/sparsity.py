@@ -27,12 +27,19 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ell_shared_derivatives", "leaving_active", "maximise_shared", "rotate"]
+__all__ = [
+    "LEAVING_SETTLED",
+    "ell_shared",
+    "ell_shared_derivatives",
+    "leaving_active",
+    "maximise_shared",
+    "rotate",
+]
 
 _POLISH_STEPS = 3
 
 
-def _ell_shared(alpha, lam, q2):
+def ell_shared(alpha, lam, q2):
     """Sum over eigen-directions of the per-basis contribution; ``alpha`` broadcasts."""
     return 0.5 * (-np.log1p(lam / alpha) + q2 / (alpha + lam)).sum(axis=-1)
 
@@ -63,7 +70,7 @@ def ell_shared_derivatives(u, lam, q2):
     """
     alpha = np.exp(u)[:, None]
     g, h = _ell_shared_slopes(alpha, lam, q2)
-    return _ell_shared(alpha, lam, q2), g, h
+    return ell_shared(alpha, lam, q2), g, h
 
 
 def _poly_mul(a, b):
@@ -183,7 +190,7 @@ def maximise_shared(lam: np.ndarray, q2: np.ndarray) -> tuple[np.ndarray, np.nda
             scale = L.max(axis=1, keepdims=True)
             cand = _stationary_points(L / scale, Q2 / scale) * scale
         real = ~np.isnan(cand)
-        vals = _ell_shared(np.where(real, cand, 1.0)[:, :, None], L[:, None], Q2[:, None])
+        vals = ell_shared(np.where(real, cand, 1.0)[:, :, None], L[:, None], Q2[:, None])
         vals = np.where(real, vals, -np.inf)
         i = vals.argmax(axis=1)
         u = np.log(cand[np.arange(rows.size), i])
@@ -195,7 +202,7 @@ def maximise_shared(lam: np.ndarray, q2: np.ndarray) -> tuple[np.ndarray, np.nda
             step = np.where(concave, -g / np.where(concave, h, -1.0), 0.0)
             u = u + np.minimum(np.maximum(step, -0.5), 0.5)
         alpha = np.exp(u)
-        f = _ell_shared(alpha[:, None], L, Q2)
+        f = ell_shared(alpha[:, None], L, Q2)
         good = ok & (f > 0)
         alpha_best[rows[good]] = alpha[good]
         ell_best[rows[good]] = f[good]
@@ -299,6 +306,12 @@ def _rotate3(s: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lam[:, 1], lam[:, 2] = mid - d, mid + d
     q2[:, 1], q2[:, 2] = q_small**2, q_big**2
     return lam, q2
+
+
+LEAVING_SETTLED = 1e-3
+"""Under the flat prior, full re-estimation drops the bases whose linearised optimum is
+``alpha = inf`` once no other ``log alpha`` moves by more than this (then iterates on to
+``tol``)."""
 
 
 def leaving_active(alpha: np.ndarray, W: np.ndarray, cov: np.ndarray) -> np.ndarray:

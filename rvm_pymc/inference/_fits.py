@@ -1,37 +1,4 @@
-"""Fitting the PyMC RVM models: type-II MAP, NUTS, and the collapsed sampler.
-
-All three return the one result schema of :mod:`rvm_pymc.results`
-(``posterior``, ``posterior_predictive``, ``log_likelihood``,
-``sample_stats``, ``observed_data``, ``constant_data``).  A MAP fit is
-represented by draws of the weights from their Gaussian posterior at the
-optimal hyperparameters, which are point values in ``constant_data``, not
-draws, so ArviZ summaries and plots work on every fit alike.
-
-Type-II MAP maximises the model's log density over the *log* precisions
-(Jacobian included, docs/design.md section 1), with the weights integrated out:
-exactly for regression (:func:`rvm_pymc.models.regression_marginal`) and by
-the Laplace approximation for classification (see :mod:`rvm_pymc._laplace`).
-That is not what ``pm.find_MAP`` maximises on a model with ``alpha ~ Gamma``:
-``find_MAP`` drops the Jacobian, whose mode ``alpha = (gamma + 2(a-1))/(mu^2 + 2b)``
-is unbounded for ``a < 1/2``.
-
-Compilation dominates the cost of small fits.  ``compile_kwargs`` is passed
-to PyTensor; it applies to PyMC's own NUTS and to the MAP, not to nutpie or
-numpyro.  ``{"mode": "FAST_COMPILE"}`` compiles in about a second and
-evaluates a few times slower than the Numba backend, whose cold compile took
-1.5-3 minutes here (warm: a few seconds).  A MAP needs only hundreds of
-evaluations, so :func:`fit_map` compiles in FAST_COMPILE mode unless told
-otherwise; the samplers keep PyMC's default (Numba), which pays off over the
-tens of thousands of gradient evaluations of NUTS.
-
-References
-----------
-Tipping, M. E. (2001). Sparse Bayesian learning and the relevance vector
-machine. *Journal of Machine Learning Research* 1, 211-244.
-
-Hoffman, M. D. and Gelman, A. (2014). The No-U-Turn sampler. *Journal of
-Machine Learning Research* 15, 1593-1623.
-"""
+"""MAP, NUTS and the collapsed sampler on the PyMC models (see :mod:`rvm_pymc.inference`)."""
 
 from __future__ import annotations
 
@@ -42,12 +9,10 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from rvm_pymc import _idata
-from rvm_pymc._idata import class_labels, model_coords, result_kind, target_data
-from rvm_pymc._map import MapResult, map_regression
-from rvm_pymc._map_classification import map_classification
-from rvm_pymc._model_spec import model_spec
-from rvm_pymc._sampling import (
+from rvm_pymc._core.validation import check_int
+from rvm_pymc.inference._map import MapResult, map_regression
+from rvm_pymc.inference._map_classification import map_classification
+from rvm_pymc.inference._nuts import (
     NEAR_IMPROPER,
     SAMPLERS,
     NutsResult,
@@ -55,7 +20,9 @@ from rvm_pymc._sampling import (
     nuts_datatree,
     run_nuts,
 )
-from rvm_pymc._validation import check_int
+from rvm_pymc.models import data as _idata
+from rvm_pymc.models.data import class_labels, model_coords, result_kind, target_data
+from rvm_pymc.models.spec import model_spec
 from rvm_pymc.results import WeightPosterior, to_datatree
 
 __all__ = [
@@ -108,8 +75,8 @@ def fit_map(
         density in the log precisions (for ``laplace="tipping"``: on the
         largest change of ``log alpha``).  Converged when it is met, or when
         L-BFGS-B can make no more progress (``J`` unchanged in floating point)
-        with the gradient below :data:`rvm_pymc._map.STALL_GTOL` (1e-6) or a Newton
-        step along it gaining at most :data:`rvm_pymc._map.STALL_GAIN` ``* (1 + |J|)``
+        with the gradient below :data:`rvm_pymc.inference._map.STALL_GTOL` (1e-6) or a Newton
+        step along it gaining at most :data:`rvm_pymc.inference._map.STALL_GAIN` ``* (1 + |J|)``
         (1e-12).
     laplace : {"exact", "tipping"}
         Classifiers only.  ``"exact"`` maximises the Laplace-approximate
@@ -178,7 +145,7 @@ def optimise_map(
     laplace: str = "exact",
     compile_kwargs: Mapping | None = None,
 ) -> MapResult:
-    """The optimisation of :func:`fit_map` alone: a :class:`~rvm_pymc._map.MapResult`.
+    """The optimisation of :func:`fit_map` alone: a :class:`~rvm_pymc.inference._map.MapResult`.
 
     Same arguments as :func:`fit_map`; the estimators use it to map the
     optimum back to the units of the data before building the one tree.
@@ -279,8 +246,8 @@ def sample_nuts(
         PyMC's NUTS (PyMC's always when ``compile_kwargs`` is given); for the
         collapsed sampler with more than 200 bases nutpie before numpyro.
         Chosen by time to a posterior from an empty compile cache
-        (:data:`rvm_pymc._sampling.DEFAULT_SAMPLERS`,
-        :data:`~rvm_pymc._sampling.JAX_COLLAPSED_MAX_BASES`).  The note
+        (:data:`rvm_pymc.inference._nuts.DEFAULT_SAMPLERS`,
+        :data:`~rvm_pymc.inference._nuts.JAX_COLLAPSED_MAX_BASES`).  The note
         before the compile names the backend used.
         An uninstalled choice raises ImportError.
     target_accept : float
@@ -423,7 +390,7 @@ def nuts_posterior(
     """The NUTS run of :func:`sample_collapsed` (marginal regression model) or
     :func:`sample_nuts` (joint models) without the DataTree.
 
-    Same arguments; returns a :class:`~rvm_pymc._sampling.NutsResult`, whose
+    Same arguments; returns a :class:`~rvm_pymc.inference._nuts.NutsResult`, whose
     ``posterior`` the estimators map to the units of the data before they
     build their one tree (so the pointwise likelihood and the replicates are
     computed once).

@@ -1,20 +1,4 @@
-"""Full Bayes next to the evidence approximation: one table, the same yardsticks for every fit.
-
-:func:`fit_all` fits one model by several methods on the same data;
-:func:`compare` scores fitted RVR/RVC estimators side by side: sparsity,
-held-out accuracy and calibration, k-fold cross-validation with refitting
-(the default yardstick), PSIS-LOO beside it, and the sampler diagnostics;
-:func:`compare_weights` lines up the weights and precisions basis by basis;
-:func:`summary` is ``arviz.summary`` with the RVM's own lines and warnings.
-
-Why k-fold with refitting and not LOO: a type-II fit (reference, map) holds
-its hyperparameters at values fitted on all the data, so PSIS-LOO of its
-weight posterior leaves each point out of the weights but not of the
-hyperparameters, and is optimistic (by about 0.15 nats per point on the
-diabetes data).  K-fold refits everything, hyperparameters and kernel width
-included, on every training fold.  ``elpd_loo`` is reported beside it, with
-the column ``loo_optimistic`` True for the type-II fits.
-"""
+"""fit_all, compare and the tables of :mod:`rvm_pymc.comparison`."""
 
 from __future__ import annotations
 
@@ -26,14 +10,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rvm_pymc._fit_measures import (
+from rvm_pymc.comparison._measures import (
     RELEVANCE_PROB,
     diagnostics,
     effective_parameters,
     relevant_bases,
     weight_moments,
 )
-from rvm_pymc._predictive import predictive
+from rvm_pymc.comparison.predictive import predictive
 from rvm_pymc.exceptions import ConvergenceWarning, SamplingWarning
 
 __all__ = [
@@ -297,7 +281,7 @@ def compare(
     -----
     Held-out densities are exact given the fit: the Gaussian predictive of a
     type-II fit, the mixture over the draws for nuts (see
-    :mod:`rvm_pymc._predictive`).
+    :mod:`rvm_pymc.comparison.predictive`).
     """
     _check_fits(fits)
     if (X_test is None) != (y_test is None):

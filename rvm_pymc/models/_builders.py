@@ -1,37 +1,4 @@
-"""PyMC model builders for the relevance vector machine (docs/design.md section 1).
-
-Every builder is a pure function: it validates its input, puts the data in
-``pm.Data`` containers and returns a fresh :class:`RVMModel` (a
-:class:`pymc.Model` that prints its variables and priors); nothing is
-compiled or sampled on construction.  Fitting lives in
-:mod:`rvm_pymc.inference`.
-
-The free hyperparameters are the *log* precisions.  Their prior is the Gamma
-prior of the precision written as a density of its logarithm (Jacobian
-included),
-
-.. math::
-
-    p(\\log\\alpha_m) \\propto \\alpha_m^{a} e^{-b\\alpha_m}, \\qquad
-    p(\\log\\beta) \\propto \\beta^{c} e^{-d\\beta},
-
-so that the model's log density is the log-coordinate objective ``J`` of
-docs/design.md: its mode is the fixed point of Tipping's updates, and ``a = b = 0``
-(the ``"evidence"`` preset, an improper flat prior on ``log alpha``) is allowed.
-Proper priors include the Gamma normalising constants.
-
-Coordinates: ``basis`` (columns of ``Phi``), ``obs`` (rows) and ``class``
-(softmax only).  Data containers: ``Phi``, ``t`` (regression) or ``y``
-(classification), and ``X``, ``centres`` for the RBF-width model.
-
-References
-----------
-Tipping, M. E. (2001). Sparse Bayesian learning and the relevance vector
-machine. *Journal of Machine Learning Research* 1, 211-244.
-
-Tipping, M. E. and Faul, A. C. (2003). Fast marginal likelihood maximisation
-for sparse Bayesian models. *Proceedings of AISTATS 2003*.
-"""
+"""The PyMC model builders (see :mod:`rvm_pymc.models`)."""
 
 from __future__ import annotations
 
@@ -44,22 +11,22 @@ from pymc.distributions.shape_utils import rv_size_is_none
 from pytensor.graph.basic import Variable
 from scipy.special import gammaln
 
-from rvm_pymc._likelihoods import (
-    bernoulli_logit,
-    categorical_logit,
-    marginal_likelihood,
-    marginal_logp,
-    marginal_logp_fast,
-)
-from rvm_pymc._model_checks import (
+from rvm_pymc._core.validation import as_2d_float, as_target_float, check_consistent_length
+from rvm_pymc.models._checks import (
     PARAMETRIZATIONS,
     basis_coords,
     check_design,
     check_labels,
     check_parametrization,
 )
-from rvm_pymc._model_spec import ModelSpec, model_spec
-from rvm_pymc._validation import as_2d_float, as_target_float, check_consistent_length
+from rvm_pymc.models._likelihoods import (
+    bernoulli_logit,
+    categorical_logit,
+    marginal_likelihood,
+    marginal_logp,
+    marginal_logp_fast,
+)
+from rvm_pymc.models.spec import ModelSpec, model_spec
 from rvm_pymc.priors import HyperPrior, resolve_prior
 
 __all__ = [

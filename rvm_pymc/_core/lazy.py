@@ -1,0 +1,46 @@
+"""Lazy attributes of a package (PEP 562): import a submodule on first use of its names.
+
+The PyMC layers (:mod:`rvm_pymc.models`, :mod:`rvm_pymc.inference`) and the package
+root use it so that importing a light submodule of theirs, or ``import rvm_pymc``,
+never imports PyMC.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+
+__all__ = ["attach"]
+
+
+def attach(
+    package: str, exports: Mapping[str, str]
+) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """``(__getattr__, __dir__)`` for ``package`` whose names live in other modules.
+
+    Parameters
+    ----------
+    package : str
+        The package's ``__name__``; its namespace receives each name on first use.
+    exports : mapping of str to str
+        Public name -> module that defines it (absolute, or relative to
+        ``package`` when it starts with a dot).
+
+    Returns
+    -------
+    (callable, callable)
+        The module-level ``__getattr__`` and ``__dir__``.
+    """
+    import sys
+
+    def __getattr__(name: str) -> object:
+        if name not in exports:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(exports[name], package), name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(vars(sys.modules[package])) | set(exports))
+
+    return __getattr__, __dir__

@@ -1,0 +1,55 @@
+"""The ``rvm-pymc`` command line.
+
+- ``rvm-pymc demo``: noisy sinc fitted by the reference solver, MAP and NUTS;
+  prints the comparison table of :func:`rvm_pymc.comparison.compare` and
+  writes a PNG of the three predictive bands.
+- ``rvm-pymc fit DATA.csv --target COL``: one RVM fitted to a CSV table;
+  writes the saved model, the predictions, a summary and a plot to ``--out``.
+- ``rvm-pymc predict MODEL DATA.csv``: predictions of a saved fit (predictive
+  sd, or class probabilities).
+- ``rvm-pymc compare DATA.csv --target COL``: the methods side by side on a
+  held-out split and by k-fold cross-validation.
+
+Features are standardised by default (each to mean 0 and sd 1 over the
+training rows; ``--no-standardise`` turns it off); ``fit`` saves the means and
+sds beside the model (``model.json``) and ``predict`` applies them.
+
+Errors are one line on standard error, ``rvm-pymc: error: ...``, and the exit
+status says what went wrong:
+
+=====  ==================================================================
+0      success (also ``--help`` and ``--version``)
+1      the run failed: the fit raised or gave non-finite numbers, or the
+       figure could not be written
+2      bad usage: an unknown option, a value out of range, an output path
+       that cannot be written, a problem too large for the memory, a data
+       file that is missing, empty or lacks a column, non-numeric features,
+       or no command at all (then the help is printed to standard error)
+130    interrupted (Ctrl-C)
+=====  ==================================================================
+
+Every argument is checked before the fit starts.  ``--debug`` adds the
+Python traceback of a failed run.
+"""
+
+from rvm_pymc.cli._main import (
+    GAMMA_RANGE,
+    MAX_NOISE_SD,
+    MAX_SEED,
+    MEMORY_FRACTION,
+    MIN_N_TRAIN,
+    build_parser,
+    check_demo_arguments,
+    main,
+)
+
+__all__ = [
+    "GAMMA_RANGE",
+    "MAX_NOISE_SD",
+    "MAX_SEED",
+    "MEMORY_FRACTION",
+    "MIN_N_TRAIN",
+    "build_parser",
+    "check_demo_arguments",
+    "main",
+]

@@ -1,0 +1,57 @@
+"""PyMC model builders for the relevance vector machine (docs/design.md section 1).
+
+Every builder is a pure function: it validates its input, puts the data in
+``pm.Data`` containers and returns a fresh :class:`RVMModel` (a
+:class:`pymc.Model` that prints its variables and priors); nothing is
+compiled or sampled on construction.  Fitting lives in
+:mod:`rvm_pymc.inference`.
+
+The free hyperparameters are the *log* precisions.  Their prior is the Gamma
+prior of the precision written as a density of its logarithm (Jacobian
+included),
+
+.. math::
+
+    p(\\log\\alpha_m) \\propto \\alpha_m^{a} e^{-b\\alpha_m}, \\qquad
+    p(\\log\\beta) \\propto \\beta^{c} e^{-d\\beta},
+
+so that the model's log density is the log-coordinate objective ``J`` of
+docs/design.md: its mode is the fixed point of Tipping's updates, and ``a = b = 0``
+(the ``"evidence"`` preset, an improper flat prior on ``log alpha``) is allowed.
+Proper priors include the Gamma normalising constants.
+
+Coordinates: ``basis`` (columns of ``Phi``), ``obs`` (rows) and ``class``
+(softmax only).  Data containers: ``Phi``, ``t`` (regression) or ``y``
+(classification), and ``X``, ``centres`` for the RBF-width model.
+
+References
+----------
+Tipping, M. E. (2001). Sparse Bayesian learning and the relevance vector
+machine. *Journal of Machine Learning Research* 1, 211-244.
+
+Tipping, M. E. and Faul, A. C. (2003). Fast marginal likelihood maximisation
+for sparse Bayesian models. *Proceedings of AISTATS 2003*.
+"""
+
+from rvm_pymc._core.lazy import attach
+
+__all__ = [
+    "PARAMETRIZATIONS",
+    "ModelSpec",
+    "RVMModel",
+    "classification_binary",
+    "classification_softmax",
+    "log_gamma_normaliser",
+    "marginal_logp",
+    "marginal_logp_fast",
+    "model_spec",
+    "rbf_design",
+    "regression_joint",
+    "regression_marginal",
+    "regression_marginal_rbf",
+]
+
+__getattr__, __dir__ = attach(
+    __name__,
+    {**dict.fromkeys(__all__, "._builders"), "PARAMETRIZATIONS": "._checks"},  # no PyMC for it
+)
