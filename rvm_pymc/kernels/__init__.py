@@ -1,0 +1,78 @@
+r"""Kernels: the functions ``k(x, y)`` whose columns make the design matrix of an RVM.
+
+A :class:`Kernel` maps ``X`` (n, d) and ``Y`` (m, d) to the (n, m) matrix
+:math:`K_{ij} = k(x_i, y_j)`; kernels compose with ``+`` and ``*``, also with a
+positive scalar.  The bases that turn a kernel into the design matrix
+(:class:`~rvm_pymc.basis.KernelBasis`, ``FunctionBasis``, ``PrecomputedBasis``,
+...) live in :mod:`rvm_pymc.basis`, which imports this module; this module
+does not import it (asking this module for one raises an AttributeError that
+says where it lives).
+NumPy/SciPy only; PyMC is not imported.
+"""
+
+from rvm_pymc.kernels._base import Constant, Kernel, Product, Sum
+from rvm_pymc.kernels._library import (
+    RBF,
+    CallableKernel,
+    Cauchy,
+    Laplacian,
+    Linear,
+    LinearSpline,
+    Polynomial,
+    make_kernel,
+)
+
+__all__ = [
+    "RBF",
+    "CallableKernel",
+    "Cauchy",
+    "Constant",
+    "Kernel",
+    "Laplacian",
+    "Linear",
+    "LinearSpline",
+    "Polynomial",
+    "Product",
+    "Sum",
+    "make_kernel",
+]
+
+# pickles and the documentation name this module, not the private ones that define them
+for _cls in (
+    Kernel,
+    Constant,
+    Sum,
+    Product,
+    RBF,
+    Laplacian,
+    Cauchy,
+    Linear,
+    Polynomial,
+    LinearSpline,
+    CallableKernel,
+):
+    _cls.__module__ = __name__
+make_kernel.__module__ = __name__
+del _cls
+
+_BASIS_NAMES = frozenset(
+    {
+        "Basis",
+        "FunctionBasis",
+        "KernelBasis",
+        "PrecomputedBasis",
+        "column_scale",
+        "make_basis",
+        "polynomial_basis",
+    }
+)
+
+
+def __getattr__(name: str):
+    """An AttributeError that names :mod:`rvm_pymc.basis` for the bases once reached here."""
+    if name in _BASIS_NAMES:
+        raise AttributeError(
+            f"rvm_pymc.kernels.{name} was removed; import it from rvm_pymc.basis "
+            f"(from rvm_pymc.basis import {name})"
+        )
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
