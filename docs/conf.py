@@ -116,8 +116,12 @@ _EXTERNAL = (
 )
 nitpick_ignore_regex = [
     (r"py:.*", _EXTERNAL),
-    # private modules and helpers are not part of the documented API
+    # private modules and helpers are not part of the documented API (a private part
+    # anywhere in the path: rvm_pymc._core.gaussian, rvm_pymc.inference._map.MapResult)
     (r"py:.*", r"(rvm_pymc\.)?_.*"),
+    (r"py:.*", r"rvm_pymc(\.\w+)*\._\w+(\.\w+)*"),
+    # modules one layer offers the layers above it, not users
+    (r"py:.*", r"rvm_pymc\.(models\.(data|spec)|comparison\.predictive)(\..*)?"),
     (r"py:.*", r"NEAR_IMPROPER"),
     # scikit-learn fitted attributes that are properties of a base class
     (r"py:obj", r"[a-z][a-z_]*_"),
