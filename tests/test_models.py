@@ -272,3 +272,39 @@ def test_marginal_logp_exact_at_large_target_offsets(offset):
     assert log_marginal_likelihood(Phi, t, np.exp(la), np.exp(lb)) == pytest.approx(
         want, abs=1e-7 * (1 + abs(want))
     )
+
+
+def test_the_prior_travels_with_the_model_as_named_data():
+    """The Gamma parameters are data of the model (kept by model.copy()), read, not solved for."""
+    Phi, t, _, _ = _problem(8, 12, 3)
+    prior = resolve_prior({"a": 2.0, "b": 0.5, "c": 3.0, "d": 0.25})
+    model = models.regression_marginal(Phi, t, prior=prior)
+    values = {n: float(model[n].get_value()) for n in models.spec.PRIOR_DATA["log_alpha"]}
+    values |= {n: float(model[n].get_value()) for n in models.spec.PRIOR_DATA["log_beta"]}
+    assert values == {"alpha_shape": 2.0, "alpha_rate": 0.5, "beta_shape": 3.0, "beta_rate": 0.25}
+    assert models.model_spec(model.copy()).prior == prior
+    binary = models.classification_binary(Phi, np.arange(12) % 2, prior="evidence")
+    assert models.model_spec(binary).prior == resolve_prior("evidence")
+    # the log density is that of the log of a Gamma(2, 0.5) draw, normaliser included
+    from scipy import stats
+
+    y = np.array([-1.0, 0.3, 2.0])
+    fn = pm.compile(
+        [model.rvs_to_values[model["log_alpha"]]],
+        pm.logp(model["log_alpha"], model.rvs_to_values[model["log_alpha"]]),
+    )
+    want = stats.gamma(a=2.0, scale=2.0).logpdf(np.exp(y)) + y
+    np.testing.assert_allclose(fn(y), want, rtol=1e-10)
+
+
+def test_a_prior_of_ones_own_is_not_guessed():
+    """A log precision whose prior is not Gamma (nor Flat) gives spec.prior None."""
+    Phi, t, _, _ = _problem(9, 10, 3)
+    with pm.Model(coords={"basis": range(3), "obs": range(10)}) as user:
+        pm.Data("Phi", Phi, dims=("obs", "basis"))
+        pm.Data("t", t, dims="obs")
+        pm.Data("PhiTPhi", Phi.T @ Phi)
+        pm.Normal("log_alpha", 0.0, 3.0, dims="basis")
+        pm.Normal("log_beta", 0.0, 3.0)
+        pm.Normal("t_obs", 0.0, 1.0, observed=t, dims="obs")
+    assert models.model_spec(user).prior is None

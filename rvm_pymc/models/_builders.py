@@ -78,13 +78,21 @@ def _log_precision(name: str, shape: float, rate: float, dims=None) -> pt.Tensor
 
     The density of ``y = log x`` is ``shape y - rate e^y`` plus the Gamma
     normalising constant when the prior is proper; with ``shape = rate = 0`` it
-    is flat.
+    is flat.  ``shape`` and ``rate`` go into the model as the named data
+    ``<name without log_>_shape`` and ``..._rate`` (``alpha_shape``, ``beta_rate``,
+    ...; see :data:`~rvm_pymc.models.spec.PRIOR_DATA`): the prior travels with the
+    model, and with ``model.copy()``, as values that :func:`model_spec` reads.
     """
-    const = log_gamma_normaliser(shape, rate)
+    stem = name.removeprefix("log_")
+    a = pm.Data(f"{stem}_shape", float(shape))
+    b = pm.Data(f"{stem}_rate", float(rate))
     proper = shape > 0 and rate > 0
 
     def logp(value, a, b):
-        return a * value - b * pt.exp(value) + const
+        # the Gamma normaliser where the prior is proper (both branches are evaluated;
+        # the improper one's log(0) is not selected)
+        norm = pt.switch(pt.and_(pt.gt(a, 0), pt.gt(b, 0)), a * pt.log(b) - pt.gammaln(a), 0.0)
+        return a * value - b * pt.exp(value) + norm
 
     def random(a, b, rng=None, size=None):
         return np.log(rng.gamma(a, 1.0 / b, size=size))
@@ -99,8 +107,8 @@ def _log_precision(name: str, shape: float, rate: float, dims=None) -> pt.Tensor
 
     return pm.CustomDist(
         name,
-        shape,
-        rate,
+        a,
+        b,
         logp=logp,
         random=random if proper else None,
         support_point=support_point,

@@ -4,8 +4,8 @@
 data containers (the names the builders of :mod:`rvm_pymc.models` use), not
 through a side registry: a copy of a model (``model.copy()``,
 ``pymc.model.fgraph.clone_model``) and a model a user wrote with the same
-names are recognised alike.  The Gamma hyperprior is read off the log density
-of the log precisions (see :func:`model_spec`).
+names are recognised alike.  The Gamma hyperprior travels with the model as
+named data (see :func:`model_spec`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 
 from rvm_pymc.priors import HyperPrior
 
-__all__ = ["ModelSpec", "model_spec"]
+__all__ = ["PRIOR_DATA", "ModelSpec", "model_spec"]
 
 _NAMES = (
     "regression_joint: free log_alpha (basis), log_beta, w or w_raw (basis), observed t_obs, "
@@ -60,64 +60,32 @@ class ModelSpec:
     rbf_bias: bool = False
 
 
-def _log_gamma_form(model, name: str) -> tuple[float, float] | None:
-    """``(a, b)`` if the prior log density of ``name`` is ``a y - b e^y + const``, else None.
+PRIOR_DATA = {
+    "log_alpha": ("alpha_shape", "alpha_rate"),
+    "log_beta": ("beta_shape", "beta_rate"),
+}
+"""The named data that hold the Gamma(shape, rate) prior of each log precision: the
+builders write them; a model of one's own declares its Gamma prior the same way."""
 
-    The density is evaluated element-wise at ``y = 0, 1, 2`` (three equations
-    for ``a``, ``b`` and the constant) and the fit is checked at ``y = -1.5``
-    and ``y = 3``.
+
+def _gamma_prior(model, name: str) -> tuple[float, float] | None:
+    """``(shape, rate)`` of the Gamma prior of ``exp(name)``, or None for a prior of one's own.
+
+    Read from the named data of :data:`PRIOR_DATA`; a ``pm.Flat`` log precision is
+    the improper ``(0, 0)``.  Nothing is solved for: a log density of another form
+    is a prior this package does not know (None).
     """
     import pymc as pm
-    import pytensor
 
+    shape_name, rate_name = PRIOR_DATA[name]
+    if shape_name in model.named_vars and rate_name in model.named_vars:
+        shape = float(np.asarray(model[shape_name].get_value()))
+        rate = float(np.asarray(model[rate_name].get_value()))
+        return shape, rate
     rv = model[name]
-    value = rv.type()
-    fn = pytensor.function(
-        [value], pm.logp(rv, value, warn_rvs=False), mode="FAST_COMPILE", on_unused_input="ignore"
-    )
-    shape = tuple(int(s) for s in model.initial_point()[model.rvs_to_values[rv].name].shape)
-
-    def f(y: float) -> np.ndarray:
-        return np.asarray(fn(np.full(shape, y)), dtype=float).reshape(-1)
-
-    f0, f1, f2 = f(0.0), f(1.0), f(2.0)
-    e = np.e
-    b = (2.0 * f1 - f0 - f2) / (e - 1.0) ** 2
-    a = f1 - f0 + b * (e - 1.0)
-    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        return None
-    if np.ptp(a) > 1e-8 * (1 + np.max(np.abs(a))) or np.ptp(b) > 1e-8 * (1 + np.max(np.abs(b))):
-        return None  # not one Gamma prior shared by every basis
-    a0, b0 = float(np.mean(a)), float(np.mean(b))
-    for y in (-1.5, 3.0):
-        want = a0 * y - b0 * np.exp(y) + (f0 + b0)
-        if not np.allclose(f(y), want, rtol=1e-8, atol=1e-8):
-            return None
-    # the three-point solve leaves round-off: take the distribution's own constant
-    # parameter where one matches (the builders' CustomDist(name, a, b)), 0 for a zero
-    exact = [0.0, *_constant_inputs(rv)]
-    a0, b0 = (min(exact, key=lambda c: abs(c - v)) for v in (a0, b0))
-    a0, b0 = (
-        c if abs(c - v) <= 1e-9 * (1.0 + abs(v)) else v
-        for c, v in zip((a0, b0), (float(np.mean(a)), float(np.mean(b))), strict=True)
-    )
-    if a0 < 0 or b0 < 0:
-        return None
-    return a0, b0
-
-
-def _constant_inputs(rv) -> list[float]:
-    """Scalar constants among the inputs of the node that draws ``rv``."""
-    from pytensor.tensor.basic import get_underlying_scalar_constant_value
-    from pytensor.tensor.exceptions import NotScalarConstantError
-
-    out = []
-    for inp in rv.owner.inputs if rv.owner is not None else ():
-        try:
-            out.append(float(get_underlying_scalar_constant_value(inp)))
-        except (NotScalarConstantError, TypeError, ValueError):
-            continue
-    return out
+    if rv.owner is not None and isinstance(rv.owner.op, type(pm.Flat.dist().owner.op)):
+        return 0.0, 0.0
+    return None
 
 
 def model_spec(model) -> ModelSpec:
@@ -127,9 +95,10 @@ def model_spec(model) -> ModelSpec:
     ``y_obs``: classification) and the weights (``w``/``w_raw``: joint or
     binary, ``W``/``W_raw``: softmax, none: the marginal regression model);
     the weights are non-centred when ``w_raw`` (``W_raw``) is a free variable.
-    The Gamma hyperprior ``(a, b, c, d)`` is read off the prior log density of
-    ``log_alpha`` (and ``log_beta``) when it has the log-Gamma form
-    ``a y - b e^y + const`` of :mod:`rvm_pymc.models`; otherwise
+    The Gamma hyperprior ``(a, b, c, d)`` is read from the named data of
+    :data:`PRIOR_DATA` (``alpha_shape``, ``alpha_rate``, ``beta_shape``,
+    ``beta_rate``), which the builders of :mod:`rvm_pymc.models` write; a
+    ``pm.Flat`` log precision counts as ``a = b = 0``.  Otherwise
     ``ModelSpec.prior`` is None and only the fits that need no Gamma
     parameters accept the model.
 
@@ -193,10 +162,10 @@ def model_spec(model) -> ModelSpec:
         n_classes = 2
     elif kind == "softmax":
         n_classes = len(model.coords.get("class", ())) or None
-    ab = _log_gamma_form(model, "log_alpha")
+    ab = _gamma_prior(model, "log_alpha")
     cd = (0.0, 0.0)
     if kind.startswith("regression"):
-        cd = _log_gamma_form(model, "log_beta")
+        cd = _gamma_prior(model, "log_beta")
     prior = None
     if ab is not None and cd is not None:
         prior = HyperPrior(a=ab[0], b=ab[1], c=cd[0], d=cd[1])
