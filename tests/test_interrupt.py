@@ -168,6 +168,63 @@ def test_interrupted_map_fit_leaves_the_estimator_as_it_was(data, previous, monk
             est.predict(X_new)
 
 
+def _sigint_at_draw(monkeypatch, chain: int, at: int) -> list:
+    """Deliver SIGINT to this process at the given draw of PyMC's sampler (as Ctrl-C would)."""
+    import os
+    import signal
+
+    import pymc as pm
+
+    real = pm.sample
+    sent = []
+
+    def sample(*args, callback=None, **kwargs):
+        def at_draw(trace, draw):  # PyMC passes these two by name
+            if draw.chain == chain and draw.draw_idx == at and not sent:
+                sent.append(draw.draw_idx)
+                os.kill(os.getpid(), signal.SIGINT)
+            if callback is not None:
+                callback(trace=trace, draw=draw)
+
+        return real(*args, callback=at_draw, **kwargs)
+
+    monkeypatch.setattr(pm, "sample", sample)
+    return sent
+
+
+@pytest.mark.pymc
+@pytest.mark.parametrize(
+    ("mode", "previous"), [("FAST_COMPILE", None), ("FAST_COMPILE", "reference"), (None, None)]
+)
+def test_ctrl_c_during_nuts_is_never_swallowed(data, mode, previous, monkeypatch):
+    """SIGINT mid-sampling: fit raises KeyboardInterrupt, the estimator is as it was.
+
+    PyMC's sequential sampler catches the interrupt, ends the chain and samples
+    the next; the fit must not come back with fewer chains (or fitted at all).
+    """
+    pytest.importorskip("pymc")
+    X, t, _, X_new = data
+    est = RVR(gamma=0.5, random_state=0, draws=40, tune=40)
+    if previous:
+        est.fit(X, t)
+        before = est.predict(X_new, return_std=True)
+    kw = {"nuts_sampler": "pymc", "cores": 1, "progressbar": False}
+    if mode:
+        kw["compile_kwargs"] = {"mode": mode}
+    est.set_params(method="nuts", sampler_kwargs=kw)
+    saved = dict(est.__dict__)
+    sent = _sigint_at_draw(monkeypatch, chain=0, at=20)
+    with pytest.raises(KeyboardInterrupt):
+        est.fit(X, t)
+    assert sent == [20]  # delivered mid-way through the first chain
+    _assert_unchanged(est, saved)
+    if previous:
+        np.testing.assert_array_equal(est.predict(X_new, return_std=True), before)
+    else:
+        with pytest.raises(NotFittedError):
+            est.predict(X_new)
+
+
 # -------------------------------------------------------- reproducibility
 
 

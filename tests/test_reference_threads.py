@@ -92,3 +92,27 @@ def test_estimator_reference_fit_runs_on_one_blas_thread(monkeypatch, estimator)
         assert _blas_threads() == before  # restored
     assert before == [2] * len(before)
     assert seen and all(s == [1] * len(before) for s in seen)
+
+
+def test_overlapping_blocks_leave_the_limits_as_found():
+    """Two fits that overlap (threads of a grid search) share the limit; the last one out restores.
+
+    Each block used to restore what it saw on entry: A (2 threads) -> 1, B sees 1;
+    A leaves and restores 2 while B still runs; B leaves and restores 1 for good.
+    The overlap is played out in one thread (enter A, enter B, leave A, leave B):
+    OpenBLAS here ignores a limit set from a thread other than the main one, so
+    threads would not show it.
+    """
+    from threadpoolctl import threadpool_limits
+
+    if not _blas_threads():
+        pytest.skip("no controllable BLAS library loaded")
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = _blas_threads()
+        a, b = single_blas_thread(), single_blas_thread()
+        a.__enter__()
+        b.__enter__()
+        a.__exit__(None, None, None)
+        assert _blas_threads() == [1] * len(before)  # B keeps its limit after A left
+        b.__exit__(None, None, None)
+        assert _blas_threads() == before  # and the process is back where it was

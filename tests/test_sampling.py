@@ -336,3 +336,25 @@ def test_external_samplers_match_quadrature(line, sampler):
     assert idata.attrs["sampler"] == sampler
     assert idata.attrs["n_divergent"] == 0
     _assert_matches(idata, truth)
+
+
+def test_nuts_run_options_are_one_closed_set():
+    """sample_nuts, sample_collapsed and nuts_posterior take NutsRun's keywords, and only those."""
+    import inspect
+    from dataclasses import fields
+
+    from rvm_pymc.inference import check_sampler_kwargs
+    from rvm_pymc.inference._options import NUTS_KEYS, NutsRun
+
+    names = [f.name for f in fields(NutsRun)]
+    for func in (inference.sample_nuts, inference.sample_collapsed, inference.nuts_posterior):
+        params = inspect.signature(func).parameters
+        assert list(params) == ["model", *names]
+        assert params["draws"].default == 1000 and params["chains"].default == 4
+    Phi, t = _line_problem()
+    with pytest.raises(TypeError, match="target_acept"):
+        inference.sample_collapsed(models.regression_marginal(Phi, t), target_acept=0.9)
+    # the estimators' sampler_kwargs: every run option but those the estimator sets itself
+    own = {"draws", "tune", "chains", "random_seed"}
+    assert set(NUTS_KEYS) == (set(names) - own) | {"model", "parametrization"}
+    check_sampler_kwargs("nuts", dict.fromkeys(set(names) - own - {"compile_kwargs"}))

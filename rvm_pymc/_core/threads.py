@@ -19,20 +19,33 @@ an exception.  It is a no-op when no BLAS library can be controlled.
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+import contextlib
+import threading
+from collections.abc import Iterator
 
 __all__ = ["single_blas_thread"]
 
 _controller = None
+_lock = threading.Lock()
+_holders = 0
+_limiter = None
+"""How many blocks (in any thread) are inside :func:`single_blas_thread`, and the
+threadpoolctl limiter that the first of them made (it restores the limits it found)."""
 
 
-def single_blas_thread() -> AbstractContextManager:
+@contextlib.contextmanager
+def single_blas_thread() -> Iterator[None]:
     """Context manager running its block with one BLAS thread.
 
-    Returns
-    -------
-    contextlib.AbstractContextManager
-        Restores the previous thread counts on exit.
+    The limit is process-wide (the BLAS libraries have no per-thread setting).
+    Blocks that overlap, in one thread or in several (fits in a threaded grid
+    search), share it: the first to enter sets it, the last to leave restores
+    the limits the first one found, so overlapping fits never leave the process
+    at one thread, and none of them loses the limit while another ends.
+
+    Yields
+    ------
+    None
 
     Examples
     --------
@@ -42,9 +55,20 @@ def single_blas_thread() -> AbstractContextManager:
     >>> x.tolist()
     [3.0, 3.0, 3.0]
     """
-    global _controller
-    if _controller is None:  # inspecting the loaded libraries costs milliseconds: once
-        from threadpoolctl import ThreadpoolController
+    global _controller, _holders, _limiter
+    with _lock:
+        if _controller is None:  # inspecting the loaded libraries costs milliseconds: once
+            from threadpoolctl import ThreadpoolController
 
-        _controller = ThreadpoolController()
-    return _controller.limit(limits=1, user_api="blas")
+            _controller = ThreadpoolController()
+        if _holders == 0:
+            _limiter = _controller.limit(limits=1, user_api="blas")
+        _holders += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _holders -= 1
+            if _holders == 0:
+                _limiter.restore_original_limits()
+                _limiter = None

@@ -16,10 +16,10 @@ from rvm_pymc.inference._nuts import (
     NEAR_IMPROPER,
     SAMPLERS,
     NutsResult,
-    compile_options,
     nuts_datatree,
     run_nuts,
 )
+from rvm_pymc.inference._options import NutsRun, compile_options, takes_nuts_run
 from rvm_pymc.models import data as _idata
 from rvm_pymc.models.data import class_labels, model_coords, result_kind, target_data
 from rvm_pymc.models.spec import model_spec
@@ -216,21 +216,8 @@ def map_datatree(model: pm.Model, res: MapResult, *, draws=500, chains=2, random
 # ------------------------------------------------------------------------ NUTS
 
 
-def sample_nuts(
-    model: pm.Model,
-    *,
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 4,
-    nuts_sampler: str | None = None,
-    target_accept: float = 0.9,
-    random_seed=None,
-    progressbar: bool = True,
-    compile_kwargs: Mapping | None = None,
-    cores: int | None = None,
-    rhat_threshold: float = 1.01,
-    initvals: Mapping[str, np.ndarray] | None = None,
-) -> xr.DataTree:
+@takes_nuts_run
+def sample_nuts(model: pm.Model, run: NutsRun) -> xr.DataTree:
     """Full Bayes by NUTS over the weights and the log precisions (joint models).
 
     Parameters
@@ -239,34 +226,16 @@ def sample_nuts(
         :func:`~rvm_pymc.models.regression_joint`,
         :func:`~rvm_pymc.models.classification_binary` or
         :func:`~rvm_pymc.models.classification_softmax`.
-    draws, tune, chains : int
-        As in ``pm.sample``.
-    nuts_sampler : {"pymc", "nutpie", "numpyro"}, optional
-        Default numpyro when installed, else nutpie when installed, else
-        PyMC's NUTS (PyMC's always when ``compile_kwargs`` is given); for the
-        collapsed sampler with more than 200 bases nutpie before numpyro.
-        Chosen by time to a posterior from an empty compile cache
-        (:data:`rvm_pymc.inference._nuts.DEFAULT_SAMPLERS`,
-        :data:`~rvm_pymc.inference._nuts.JAX_COLLAPSED_MAX_BASES`).  The note
-        before the compile names the backend used.
-        An uninstalled choice raises ImportError.
-    target_accept : float
-        Target acceptance rate of the step-size adaptation.
-    random_seed : int or sequence, optional
-    progressbar : bool
-        The sampler's progress bars (default on; ``False`` for none).  Before
-        compiling, a one-line note goes to the ``rvm_pymc`` logger (INFO, to
-        stderr unless logging is configured, as PyMC's own "Initializing
-        NUTS" note).
-    compile_kwargs : mapping, optional
-        PyTensor compile options (PyMC's sampler only).
-    cores : int, optional
-        Parallel chains (PyMC's sampler only).
-    rhat_threshold : float
-        Warn when the worst R-hat exceeds it.
-    initvals : mapping, optional
-        Starting values of free variables, as ``pm.sample``'s ``initvals``
-        (the estimators pass the reference solution with ``init="reference"``).
+    draws, tune, chains, nuts_sampler, target_accept, random_seed, progressbar, \
+compile_kwargs, cores, rhat_threshold, initvals
+        Keyword-only: the run options of
+        :class:`~rvm_pymc.inference._options.NutsRun` (defaults 1000 draws,
+        1000 tuning steps, 4 chains, ``target_accept=0.9``; the backend
+        numpyro, else nutpie, else PyMC's NUTS; see there for each).  An
+        unknown keyword is a TypeError.  Before compiling, a one-line note
+        naming the backend goes to the ``rvm_pymc`` logger (INFO).  The run
+        holds the process's BLAS libraries at one thread (restored after):
+        with Cholesky-heavy models more threads contend for two cores.
 
     Returns
     -------
@@ -278,6 +247,13 @@ def sample_nuts(
         ``n_divergent``, ``max_rhat``, ``min_ess_bulk`` and ``sampling_time``
         (seconds of tuning and drawing by the sampler's clock; compilation
         before it not counted).
+
+    Raises
+    ------
+    KeyboardInterrupt
+        On Ctrl-C (SIGINT) during the run: never swallowed, whatever the
+        sampler does with it (PyMC's sequential sampler would end the chain
+        and go on with the next).
 
     Warns
     -----
@@ -293,24 +269,12 @@ def sample_nuts(
     spec = model_spec(model)
     if spec.kind == "regression_marginal":
         raise ValueError("the marginal regression model has no weights; use sample_collapsed")
-    return nuts_datatree(model, spec, _run(model, spec, False, locals()), random_seed=random_seed)
+    res = run_nuts(model, spec, collapsed=False, run=run)
+    return nuts_datatree(model, spec, res, random_seed=run.random_seed)
 
 
-def sample_collapsed(
-    model: pm.Model,
-    *,
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 4,
-    nuts_sampler: str | None = None,
-    target_accept: float = 0.9,
-    random_seed=None,
-    progressbar: bool = True,
-    compile_kwargs: Mapping | None = None,
-    cores: int | None = None,
-    rhat_threshold: float = 1.01,
-    initvals: Mapping[str, np.ndarray] | None = None,
-) -> xr.DataTree:
+@takes_nuts_run
+def sample_collapsed(model: pm.Model, run: NutsRun) -> xr.DataTree:
     """Collapsed sampler: NUTS on the marginal model, then exact weight draws.
 
     NUTS explores ``(log alpha, log beta)`` (and ``log_length_scale``) under
@@ -323,9 +287,9 @@ def sample_collapsed(
     ----------
     model : pymc.Model
         A marginal regression model.
-    draws, tune, chains, nuts_sampler, target_accept, random_seed, progressbar,
-    compile_kwargs, cores, rhat_threshold, initvals
-        As in :func:`sample_nuts`.
+    draws, tune, chains, nuts_sampler, target_accept, random_seed, progressbar, \
+compile_kwargs, cores, rhat_threshold, initvals
+        Keyword-only, as in :func:`sample_nuts`.
 
     Returns
     -------
@@ -336,6 +300,11 @@ def sample_collapsed(
         ``log_likelihood`` of ``t_obs`` is computed from ``(w, beta)`` (the
         likelihood of the joint model, as LOO expects); ``sample_stats`` are
         the sampler's.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        As in :func:`sample_nuts`.
 
     Warns
     -----
@@ -352,41 +321,12 @@ def sample_collapsed(
             "sample_collapsed needs a marginal regression model (regression_marginal)"
         )
     _idata.check_gram(model, spec)
-    return nuts_datatree(model, spec, _run(model, spec, True, locals()), random_seed=random_seed)
+    res = run_nuts(model, spec, collapsed=True, run=run)
+    return nuts_datatree(model, spec, res, random_seed=run.random_seed)
 
 
-def _run(model, spec, collapsed: bool, args: dict) -> NutsResult:
-    keys = (
-        "draws",
-        "tune",
-        "chains",
-        "nuts_sampler",
-        "target_accept",
-        "random_seed",
-        "progressbar",
-        "compile_kwargs",
-        "cores",
-        "rhat_threshold",
-        "initvals",
-    )
-    return run_nuts(model, spec, collapsed=collapsed, **{k: args[k] for k in keys})
-
-
-def nuts_posterior(
-    model: pm.Model,
-    *,
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 4,
-    nuts_sampler: str | None = None,
-    target_accept: float = 0.9,
-    random_seed=None,
-    progressbar: bool = True,
-    compile_kwargs: Mapping | None = None,
-    cores: int | None = None,
-    rhat_threshold: float = 1.01,
-    initvals: Mapping[str, np.ndarray] | None = None,
-) -> NutsResult:
+@takes_nuts_run
+def nuts_posterior(model: pm.Model, run: NutsRun) -> NutsResult:
     """The NUTS run of :func:`sample_collapsed` (marginal regression model) or
     :func:`sample_nuts` (joint models) without the DataTree.
 
@@ -399,4 +339,4 @@ def nuts_posterior(
     collapsed = spec.kind == "regression_marginal"
     if collapsed:
         _idata.check_gram(model, spec)
-    return _run(model, spec, collapsed, locals())
+    return run_nuts(model, spec, collapsed=collapsed, run=run)

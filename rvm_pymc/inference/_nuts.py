@@ -16,9 +16,12 @@ Machine Learning Research* 15, 1593-1623.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import signal
+import threading
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,9 +31,10 @@ import xarray as xr
 
 from rvm_pymc._core.gaussian import factor_draw
 from rvm_pymc._core.progress import log
-from rvm_pymc._core.validation import check_int
+from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc.exceptions import PriorWarning, SamplingWarning
 from rvm_pymc.inference._map import gaussian_weights
+from rvm_pymc.inference._options import NutsRun
 from rvm_pymc.models import data as _idata
 from rvm_pymc.models.data import (
     class_labels,
@@ -48,8 +52,6 @@ __all__ = [
     "NEAR_IMPROPER",
     "SAMPLERS",
     "NutsResult",
-    "check_probability",
-    "compile_options",
     "nuts_datatree",
     "run_nuts",
 ]
@@ -57,26 +59,6 @@ __all__ = [
 SAMPLERS = ("pymc", "nutpie", "numpyro")
 NEAR_IMPROPER = 1e-3
 """NUTS warns (PriorWarning) when a Gamma shape or rate in use is below this."""
-
-
-def check_probability(value, name: str) -> float:
-    """``value`` as a float in (0, 1), or ValueError naming ``name``."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a number in (0, 1); got {value!r}") from exc
-    if not 0.0 < v < 1.0:
-        raise ValueError(f"{name} must be in (0, 1); got {value!r}")
-    return v
-
-
-def compile_options(compile_kwargs: Mapping | None) -> dict:
-    """PyTensor compile options as a dict (empty for None), or ValueError."""
-    if compile_kwargs is None:
-        return {}
-    if not isinstance(compile_kwargs, Mapping):
-        raise ValueError(f"compile_kwargs must be a mapping; got {type(compile_kwargs).__name__}")
-    return dict(compile_kwargs)
 
 
 def _warn_if_near_improper(spec: ModelSpec) -> None:
@@ -181,42 +163,63 @@ class NutsResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def run_nuts(
-    model,
-    spec: ModelSpec,
-    *,
-    collapsed: bool,
-    draws,
-    tune,
-    chains,
-    nuts_sampler,
-    target_accept,
-    random_seed,
-    progressbar,
-    compile_kwargs,
-    cores,
-    rhat_threshold,
-    initvals=None,
-) -> NutsResult:
+@contextlib.contextmanager
+def _interruptible(active: bool = True) -> Iterator[Any]:
+    """Make Ctrl-C (SIGINT) during sampling a KeyboardInterrupt that nothing swallows.
+
+    PyMC's sequential sampler catches a KeyboardInterrupt, ends the chain it
+    interrupts and samples the next, so a fit would return fewer chains than
+    asked for; and a KeyboardInterrupt raised while a Numba-compiled function
+    runs surfaces as a SystemError.  While the block runs, SIGINT therefore
+    only sets a flag once draws have begun (before them, during compilation,
+    it raises at once); the ``pm.sample`` callback this yields raises
+    KeyboardInterrupt at the next draw, which ends every remaining chain, and
+    the block then raises KeyboardInterrupt (also when PyMC fails on the
+    truncated chains).  Outside the main thread, or with ``active`` false (a
+    sampler that takes no callback), SIGINT keeps its handler and the
+    callback is None.
+    """
+    if not active or threading.current_thread() is not threading.main_thread():
+        yield None
+        return
+    state = {"interrupted": False, "drawing": False}
+
+    def on_sigint(signum, frame):
+        state["interrupted"] = True
+        if not state["drawing"]:
+            raise KeyboardInterrupt
+
+    def callback(trace, draw) -> None:
+        state["drawing"] = True
+        if state["interrupted"]:
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield callback
+    except BaseException as exc:
+        if state["interrupted"] and not isinstance(exc, KeyboardInterrupt):
+            raise KeyboardInterrupt from exc
+        raise
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if state["interrupted"]:
+        raise KeyboardInterrupt
+
+
+def run_nuts(model, spec: ModelSpec, *, collapsed: bool, run: NutsRun) -> NutsResult:
     """Sample ``model`` by NUTS; for ``collapsed``, draw the weights exactly afterwards.
 
-    Arguments as :func:`rvm_pymc.inference.sample_nuts`.  Warns
+    ``run`` as for :func:`rvm_pymc.inference.sample_nuts`.  Warns
     :class:`~rvm_pymc.exceptions.PriorWarning` for a near-improper prior and
     :class:`~rvm_pymc.exceptions.SamplingWarning` on divergences or a large
-    R-hat.
+    R-hat.  Runs on one BLAS thread (:func:`~rvm_pymc._core.threads.single_blas_thread`)
+    and raises KeyboardInterrupt on SIGINT (:func:`_interruptible`).
     """
-    draws = check_int(draws, "draws", 1)
-    tune = check_int(tune, "tune", 0)
-    chains = check_int(chains, "chains", 1)
-    target_accept = check_probability(target_accept, "target_accept")
-    if draws * chains < 2:
-        raise ValueError(
-            f"draws * chains must be at least 2 (the posterior covariance needs two draws); "
-            f"got draws={draws}, chains={chains}"
-        )
-    ck = compile_options(compile_kwargs)
+    draws, tune, chains, random_seed = run.draws, run.tune, run.chains, run.random_seed
+    ck = run.compile_kwargs
     n_bases = len(model_coords(model, "basis")) if collapsed else 0
-    sampler = _resolve_sampler(nuts_sampler, ck, n_bases)
+    sampler = _resolve_sampler(run.nuts_sampler, ck, n_bases)
     _warn_if_near_improper(spec)
     if chains == 1:
         warnings.warn(
@@ -232,19 +235,21 @@ def run_nuts(
         sampler,
         _backend(sampler, ck),
     )
-    with model:
+    interruptible = _interruptible(active=sampler == "pymc")
+    with single_blas_thread(), interruptible as callback, model:
         pm_tree = pm.sample(
             draws=draws,
             tune=tune,
             chains=chains,
-            cores=cores,
+            cores=run.cores,
             random_seed=random_seed,
             nuts_sampler=sampler,
-            target_accept=target_accept,
-            progressbar=progressbar,
+            target_accept=run.target_accept,
+            progressbar=run.progressbar,
             compute_convergence_checks=False,
             compile_kwargs=ck or None,
-            initvals=None if initvals is None else dict(initvals),
+            initvals=None if run.initvals is None else dict(run.initvals),
+            **({} if callback is None else {"callback": callback}),
         )
     post = pm_tree["posterior"]
     if collapsed:
@@ -268,7 +273,7 @@ def run_nuts(
         }
     )
     light = xr.DataTree.from_dict({"posterior": checked, "sample_stats": stats})
-    diag = _idata.check_sampling(light, list(checked.data_vars), rhat_threshold=rhat_threshold)
+    diag = _idata.check_sampling(light, list(checked.data_vars), rhat_threshold=run.rhat_threshold)
     inference = "collapsed_nuts" if collapsed else "nuts"
     # the sampler's own clock (tuning and draws; compilation before it is not counted)
     diag["sampling_time"] = float(post.attrs.get("sampling_time", np.nan))

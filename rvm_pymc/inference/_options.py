@@ -6,24 +6,138 @@ neither PyMC nor the rest of :mod:`rvm_pymc.inference`).
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
+from rvm_pymc._core.validation import check_int
 from rvm_pymc.models import PARAMETRIZATIONS
 
-__all__ = ["DEFAULT_PARAMETRIZATION", "MAP_KEYS", "NUTS_KEYS", "check_sampler_kwargs"]
+__all__ = [
+    "DEFAULT_PARAMETRIZATION",
+    "MAP_KEYS",
+    "NUTS_KEYS",
+    "NutsRun",
+    "check_probability",
+    "check_sampler_kwargs",
+    "compile_options",
+    "takes_nuts_run",
+]
+
+
+def check_probability(value, name: str) -> float:
+    """``value`` as a float in (0, 1), or ValueError naming ``name``."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a number in (0, 1); got {value!r}") from exc
+    if not 0.0 < v < 1.0:
+        raise ValueError(f"{name} must be in (0, 1); got {value!r}")
+    return v
+
+
+def compile_options(compile_kwargs: Mapping | None) -> dict:
+    """PyTensor compile options as a dict (empty for None), or ValueError."""
+    if compile_kwargs is None:
+        return {}
+    if not isinstance(compile_kwargs, Mapping):
+        raise ValueError(f"compile_kwargs must be a mapping; got {type(compile_kwargs).__name__}")
+    return dict(compile_kwargs)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NutsRun:
+    """The run options of every NUTS fit: the one closed set of keywords.
+
+    :func:`~rvm_pymc.inference.sample_nuts`, :func:`~rvm_pymc.inference.sample_collapsed`
+    and :func:`~rvm_pymc.inference.nuts_posterior` take exactly these keywords
+    (:func:`takes_nuts_run` gives them this signature); an unknown one is a
+    TypeError naming it.  Checked once, here.
+
+    Attributes
+    ----------
+    draws, tune, chains : int
+        As in ``pm.sample`` (draws and chains at least 1, and at least two draws in all).
+    nuts_sampler : {"pymc", "nutpie", "numpyro"} or None
+        None: numpyro when installed, else nutpie when installed, else PyMC's
+        NUTS (PyMC's always when ``compile_kwargs`` is given); for the collapsed
+        sampler with more than 200 bases nutpie before numpyro.  An uninstalled
+        choice raises ImportError.
+    target_accept : float
+        Target acceptance rate of the step-size adaptation, in (0, 1).
+    random_seed : int, sequence or None
+    progressbar : bool
+        The sampler's progress bars.
+    compile_kwargs : mapping or None
+        PyTensor compile options (PyMC's sampler only).
+    cores : int or None
+        Parallel chains (PyMC's sampler only).
+    rhat_threshold : float
+        Warn when the worst R-hat exceeds it.
+    initvals : mapping or None
+        Starting values of free variables, as ``pm.sample``'s ``initvals``.
+    """
+
+    draws: int = 1000
+    tune: int = 1000
+    chains: int = 4
+    nuts_sampler: str | None = None
+    target_accept: float = 0.9
+    random_seed: Any = None
+    progressbar: bool = True
+    compile_kwargs: Mapping | None = None
+    cores: int | None = None
+    rhat_threshold: float = 1.01
+    initvals: Mapping | None = None
+
+    def __post_init__(self) -> None:
+        set_ = functools.partial(object.__setattr__, self)
+        set_("draws", check_int(self.draws, "draws", 1))
+        set_("tune", check_int(self.tune, "tune", 0))
+        set_("chains", check_int(self.chains, "chains", 1))
+        set_("target_accept", check_probability(self.target_accept, "target_accept"))
+        set_("compile_kwargs", compile_options(self.compile_kwargs))
+        if self.draws * self.chains < 2:
+            raise ValueError(
+                "draws * chains must be at least 2 (the posterior covariance needs two "
+                f"draws); got draws={self.draws}, chains={self.chains}"
+            )
+
+
+def takes_nuts_run(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``func(model, run: NutsRun)`` as ``f(model, *, draws=1000, ...)`` with NutsRun's keywords.
+
+    The public signature (what ``help()``, the documentation and a wrong keyword
+    see) is built from :class:`NutsRun`'s fields, so the keywords are written once.
+    """
+    params = [inspect.Parameter("model", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    params += [
+        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
+        for f in fields(NutsRun)
+    ]
+    signature = inspect.Signature(params)
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)  # TypeError for an unknown keyword
+        model = bound.arguments.pop("model")
+        return func(model, NutsRun(**bound.arguments))
+
+    wrapper.__signature__ = signature  # type: ignore[attr-defined]
+    return wrapper
+
 
 MAP_KEYS = ("initvals", "max_iter", "gtol", "laplace", "compile_kwargs")
+_NUTS_FIT_KEYS = ("draws", "tune", "chains", "random_seed")
 NUTS_KEYS = (
     "model",
-    "initvals",
     "parametrization",
-    "nuts_sampler",
-    "target_accept",
-    "compile_kwargs",
-    "cores",
-    "progressbar",
-    "rhat_threshold",
+    *(f.name for f in fields(NutsRun) if f.name not in _NUTS_FIT_KEYS),
 )
+"""What ``sampler_kwargs`` may hold for NUTS: the model and the weights' parametrization,
+and the run options of :class:`NutsRun` that the estimator does not set itself."""
 DEFAULT_PARAMETRIZATION = {
     "regression": "centred",
     "binary": "non_centred",
@@ -38,7 +152,7 @@ non-centred ones far better."""
 _FIT_KEYS = {
     "map": (("model",), "the estimator's data and prior"),
     "nuts": (
-        ("draws", "tune", "chains", "random_seed", "random_state"),
+        (*_NUTS_FIT_KEYS, "random_state"),
         "the estimator's draws, tune, chains and random_state",
     ),
 }
