@@ -9,6 +9,7 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
+from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc._core.validation import check_int
 from rvm_pymc.inference._map import MapResult, map_regression
 from rvm_pymc.inference._map_classification import map_classification
@@ -165,16 +166,17 @@ def optimise_map(
     if laplace not in ("exact", "tipping"):
         raise ValueError(f"laplace must be 'exact' or 'tipping'; got {laplace!r}")
     _idata.check_gram(model, spec)
-    if spec.kind == "regression_marginal":
-        if laplace != "exact":
-            raise ValueError("laplace applies to classifiers only (regression MAP is exact)")
-        return map_regression(model, spec, **kw)
-    if spec.kind in ("binary", "softmax"):
+    if spec.kind == "regression_marginal" and laplace != "exact":
+        raise ValueError("laplace applies to classifiers only (regression MAP is exact)")
+    if spec.kind not in ("regression_marginal", "binary", "softmax"):
+        raise ValueError(
+            "type-II MAP integrates the weights out: build the model with "
+            "regression_marginal (got a joint regression model)"
+        )
+    with single_blas_thread():  # small dense products: more threads only contend
+        if spec.kind == "regression_marginal":
+            return map_regression(model, spec, **kw)
         return map_classification(model, spec, laplace=laplace, **kw)
-    raise ValueError(
-        "type-II MAP integrates the weights out: build the model with "
-        "regression_marginal (got a joint regression model)"
-    )
 
 
 def map_datatree(model: pm.Model, res: MapResult, *, draws=500, chains=2, random_seed=None):
