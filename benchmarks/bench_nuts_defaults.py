@@ -43,7 +43,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import header  # noqa: E402
+from _common import header
 
 CONFIGS = {
     "today": {},

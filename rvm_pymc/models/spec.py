@@ -96,7 +96,7 @@ def model_spec(model) -> ModelSpec:
     binary, ``W``/``W_raw``: softmax, none: the marginal regression model);
     the weights are non-centred when ``w_raw`` (``W_raw``) is a free variable.
     The Gamma hyperprior ``(a, b, c, d)`` is read from the named data of
-    :data:`PRIOR_DATA` (``alpha_shape``, ``alpha_rate``, ``beta_shape``,
+    :data:`~rvm_pymc.models.spec.PRIOR_DATA` (``alpha_shape``, ``alpha_rate``, ``beta_shape``,
     ``beta_rate``), which the builders of :mod:`rvm_pymc.models` write; a
     ``pm.Flat`` log precision counts as ``a = b = 0``.  Otherwise
     ``ModelSpec.prior`` is None and only the fits that need no Gamma
