@@ -1,6 +1,7 @@
 """The ``rvm-pymc`` command line.
 
-- ``rvm-pymc demo``: noisy sinc fitted by the reference solver, MAP and NUTS;
+- ``rvm-pymc demo``: noisy sinc fitted by the reference solver, MAP and NUTS
+  (:func:`rvm_pymc.comparison.fit_all`, each an RVR with ``gamma="evidence"``);
   prints the comparison table of :func:`rvm_pymc.comparison.compare` and
   writes a PNG of the three predictive bands.
 - ``rvm-pymc fit DATA.csv --target COL``: one RVM fitted to a CSV table;
@@ -32,16 +33,11 @@ Every argument is checked before the fit starts.  ``--debug`` adds the
 Python traceback of a failed run.
 """
 
-from rvm_pymc.cli._main import (
-    GAMMA_RANGE,
-    MAX_NOISE_SD,
-    MAX_SEED,
-    MEMORY_FRACTION,
-    MIN_N_TRAIN,
-    build_parser,
-    check_demo_arguments,
-    main,
-)
+from rvm_pymc._core.validation import MEMORY_FRACTION
+from rvm_pymc.cli._demo import check_demo_arguments
+from rvm_pymc.cli._main import main
+from rvm_pymc.cli._parser import build_parser
+from rvm_pymc.cli._types import GAMMA_RANGE, MAX_NOISE_SD, MAX_SEED, MIN_N_TRAIN
 
 __all__ = [
     "GAMMA_RANGE",

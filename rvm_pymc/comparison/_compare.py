@@ -44,6 +44,7 @@ def fit_all(
     methods: Sequence[str] = METHODS,
     *,
     task: str | None = None,
+    method_params: Mapping[str, Mapping[str, Any]] | None = None,
     **params,
 ) -> FitSet:
     """Fit one RVM by several methods on the same data.
@@ -70,6 +71,10 @@ def fit_all(
         would otherwise be improper; the ``prior`` column of :func:`compare`
         says which.  Give ``prior=`` to put every fit under one prior (then
         ``solver="mackay"`` for the reference fit unless ``a = b = 0``).
+    method_params : mapping of str to mapping, optional
+        Parameters of one method's fit only, over ``params``: options that
+        another method does not take, e.g.
+        ``{"nuts": {"sampler_kwargs": {"target_accept": 0.95}}}``.
 
     Returns
     -------
@@ -95,6 +100,12 @@ def fit_all(
         raise ValueError(f"methods must be distinct names from {METHODS}; got {methods}")
     if "method" in params:
         raise ValueError("give the methods as `methods`, not `method`")
+    own = {str(m): dict(p) for m, p in (method_params or {}).items()}
+    stray = sorted(set(own) - set(methods))
+    if stray:
+        raise ValueError(f"method_params names {stray}, not among the methods {methods}")
+    if any("method" in p for p in own.values()):
+        raise ValueError("method_params must not set `method`: its key names the method")
     if task is None:
         task = "regression" if np.asarray(y).dtype.kind == "f" else "classification"
     if task not in ("regression", "classification"):
@@ -102,7 +113,7 @@ def fit_all(
     cls = RVR if task == "regression" else RVC
     fits, times = {}, {}
     for m in methods:
-        est = cls(method=m, **params)
+        est = cls(method=m, **{**params, **own.get(m, {})})
         t0 = time.perf_counter()
         fits[m] = est.fit(X, y)
         times[m] = time.perf_counter() - t0
