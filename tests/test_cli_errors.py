@@ -108,6 +108,8 @@ USAGE_ERRORS = [
                  id="gamma-none"),
     pytest.param(["demo", "--method", "newton"], None, "invalid choice: 'newton'",
                  id="unknown-method"),
+    pytest.param(["demo", "--draws", "49"], None, "--draws: must be in [50, 100000]",
+                 id="draws-49"),
     pytest.param(["demo", "--output", "{tmp}/missing/fig.png"], None, "does not exist",
                  id="output-missing-directory"),
     pytest.param(["demo", "--output", "{tmp}/d.png"], _mkdir("d.png"), "is a directory",
@@ -320,6 +322,15 @@ DATA_ERRORS = [
     pytest.param(["compare", "{csv}", "--target", "y", "--test-size", "0.9"], GOOD,
                  "--test-size: must be in [0.05, 0.5]", id="compare-bad-test-size"),
     pytest.param(["predict", "{tmp}", "{csv}"], GOOD, "holds no model.nc", id="predict-no-model"),
+    # one range per option, whatever the command (the demo's --draws has the same)
+    pytest.param(["fit", "{csv}", "--target", "y", "--draws", "49"], GOOD,
+                 "--draws: must be in [50, 100000]", id="fit-draws-49"),
+    pytest.param(["compare", "{csv}", "--target", "y", "--tune", "10"], GOOD,
+                 "--tune: must be in [50, 100000]", id="compare-tune-10"),
+    pytest.param(["fit", "{csv}", "--target", "y", "--seed", "-1"], GOOD,
+                 "--seed: must be in [0, 4294967295]", id="fit-seed-negative"),
+    pytest.param(["fit", "{csv}", "--target", "y", "--features", "a", "--drop", "b"], GOOD,
+                 "argument --drop: not allowed with argument --features", id="features-and-drop"),
 ]  # fmt: skip
 
 
@@ -358,6 +369,26 @@ def test_predict_refuses_a_damaged_preprocessing_file(capsys, tmp_path):
     pre.write_text(pre.read_text().replace('"scale": [', '"scale": [0.0, '))
     assert cli.main(["predict", str(out), csv]) == 2
     assert "is damaged" in _one_error_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("command", ["demo", "fit", "predict", "compare"])
+def test_debug_after_any_command_shows_the_traceback(capsys, monkeypatch, tmp_path, command):
+    """One --debug for every command: given after the command, a refused file shows its trace."""
+    missing = str(tmp_path / "missing.csv")
+    argv = {
+        "demo": ["demo", "--n-train", "20", "--gammas", "0.5", "--methods", "reference",
+                 "--output", "none"],
+        "fit": ["fit", missing, "--target", "y"],
+        "predict": ["predict", str(tmp_path), missing],
+        "compare": ["compare", missing, "--target", "y"],
+    }[command]  # fmt: skip
+    if command == "demo":
+        singular = _raising(np.linalg.LinAlgError("singular"))
+        monkeypatch.setattr(rvm_pymc.reference, "fit_regression", singular)
+    assert cli.main([*argv, "--debug"]) == (1 if command == "demo" else 2)
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err
+    assert err.strip().splitlines()[-1].startswith("rvm-pymc: error: ")
 
 
 @pytest.mark.parametrize("command", ["fit", "predict", "compare"])
