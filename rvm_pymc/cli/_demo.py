@@ -88,8 +88,8 @@ def fit_demo(args: argparse.Namespace):
         }
     }
     pymc = [m for m in args.methods if m != "reference"]
-    about = [f"{' and '.join(pymc)} build and compile PyMC models (the first run on a machine "
-             "compiles for up to a few minutes)"] if pymc else []  # fmt: skip
+    about = [f"{' and '.join(pymc)} compile PyMC models, up to a few minutes on a machine's "
+             "first run"] if pymc else []  # fmt: skip
     if "nuts" in args.methods:
         about.append(f"nuts: 2 chains of {args.draws} tuning + {args.draws} draws")
     if about:  # a reference fit takes milliseconds: nothing to announce

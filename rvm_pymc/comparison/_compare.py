@@ -282,7 +282,7 @@ def compare(
     -----
     Held-out densities are exact given the fit: the Gaussian predictive of a
     type-II fit, the mixture over the draws for nuts (see
-    :mod:`rvm_pymc.comparison.predictive`).
+    ``rvm_pymc.comparison.predictive``).
     """
     check_fits(fits)
     if (X_test is None) != (y_test is None):
