@@ -11,6 +11,10 @@
 - ``rvm-pymc compare DATA.csv --target COL``: the methods side by side on a
   held-out split and by k-fold cross-validation.
 
+The features are every column but the target (``--features`` names them,
+``--drop`` leaves some out); a first column of row names (``Unnamed: 0`` as
+pandas writes an index, ``rownames`` as R datasets have it) is left out with a
+note.  Messages give the line of the file, as an editor counts it.
 Features are standardised by default (each to mean 0 and sd 1 over the
 training rows; ``--no-standardise`` turns it off); ``fit`` saves the means and
 sds beside the model (``model.json``) and ``predict`` applies them.
@@ -25,11 +29,13 @@ status says what went wrong:
 2      bad usage: an unknown option, a value out of range, an output path
        that cannot be written, a problem too large for the memory, a data
        file that is missing, empty or lacks a column, non-numeric features,
-       or no command at all (then the help is printed to standard error)
+       a target with values its task cannot take (text in a regression
+       target, a few text values in a numeric one, a missing value), or no
+       command at all (then the help is printed to standard error)
 130    interrupted (Ctrl-C)
 =====  ==================================================================
 
-Every argument is checked before the fit starts.  ``--debug`` adds the
+Every argument, output paths included, is checked before the fit starts.  ``--debug`` adds the
 Python traceback of a failed run.
 """
 

@@ -93,6 +93,8 @@ def check_output_dir(option: str, path: str) -> None:
         _probe(option, target, "rvm-pymc")
         return
     parent = os.path.dirname(target)
+    if os.path.exists(parent) and not os.path.isdir(parent):
+        raise UsageError(f"argument {option}: {parent} is a file, not a directory")
     if not os.path.isdir(parent):
         raise UsageError(f"argument {option}: the directory {parent} does not exist")
     _probe(option, parent, os.path.basename(target))
