@@ -20,6 +20,7 @@ import pytest
 import rvm_pymc
 import rvm_pymc.reference
 from rvm_pymc._core import files as _files
+from rvm_pymc.cli import _demo as demo
 from rvm_pymc.cli import _main as cli
 
 PRIVATE_NAME = re.compile(r"(?<![\w\-./])_[A-Za-z]\w*")  # _positive_float, _demo, ...
@@ -41,12 +42,12 @@ def no_fit(monkeypatch):
     def refuse(args):
         raise AssertionError("the fit started although the arguments are bad")
 
-    monkeypatch.setattr(cli, "_fit_demo", refuse)
+    monkeypatch.setattr(demo, "fit_demo", refuse)
 
 
 def _memory(n_bytes):
     def patch(monkeypatch, tmp_path):
-        monkeypatch.setattr(cli, "available_memory", lambda: n_bytes)
+        monkeypatch.setattr(demo, "available_memory", lambda: n_bytes)
 
     return patch
 
@@ -107,6 +108,8 @@ USAGE_ERRORS = [
                  id="gamma-none"),
     pytest.param(["demo", "--method", "newton"], None, "invalid choice: 'newton'",
                  id="unknown-method"),
+    pytest.param(["demo", "--draws", "49"], None, "--draws: must be in [50, 100000]",
+                 id="draws-49"),
     pytest.param(["demo", "--output", "{tmp}/missing/fig.png"], None, "does not exist",
                  id="output-missing-directory"),
     pytest.param(["demo", "--output", "{tmp}/d.png"], _mkdir("d.png"), "is a directory",
@@ -161,7 +164,7 @@ RUN_ERRORS = [
     pytest.param(_raising(ValueError("t spans 4e300,\nrescale t")), 1,
                  "the fit failed: ValueError: t spans 4e300, rescale t", id="multiline-message"),
     pytest.param(_non_finite(rvm_pymc.reference.fit_regression), 1,
-                 "the solver returned non-finite numbers", id="non-finite"),
+                 "the fit failed: the reference fit returned non-finite numbers", id="non-finite"),
 ]  # fmt: skip
 
 
@@ -196,7 +199,9 @@ def test_debug_shows_the_traceback(capsys, monkeypatch, where):
 def test_interrupted_fit(capsys, monkeypatch):
     monkeypatch.setattr(rvm_pymc.reference, "fit_regression", _raising(KeyboardInterrupt()))
     assert cli.main(["demo", "--n-train", "20", "--output", "none"]) == 130
-    assert capsys.readouterr().err.strip() == "rvm-pymc: interrupted"
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0].startswith("rvm-pymc: fitting reference, map, nuts (")  # what will run
+    assert lines[1:] == ["rvm-pymc: interrupted"]
 
 
 def test_failed_figure_write_keeps_old_file(capsys, monkeypatch, tmp_path):
@@ -229,8 +234,8 @@ def test_warnings_are_one_line(capsys, monkeypatch):
     argv = ["demo", "--n-train", "20", "--gammas", "0.5", "--methods", "reference"]
     assert cli.main([*argv, "--output", "none"]) == 0
     lines = capsys.readouterr().err.splitlines()
-    # the width search and the RVR fit both call the solver: one line each
-    assert lines == ["rvm-pymc: warning: did not converge; increase max_iter"] * 2
+    # one RVR fit (gamma="evidence" over one width) calls the solver once
+    assert lines == ["rvm-pymc: warning: did not converge; increase max_iter"]
 
 
 # ------------------------------------------------------- help, version, bare
@@ -288,13 +293,14 @@ DATA_ERRORS = [
     pytest.param(["fit", "{csv}", "--target", "z"], GOOD,
                  "{csv}: no column 'z' (columns: a, b, y)", id="missing-target-column"),
     pytest.param(["fit", "{csv}", "--target", "y"], GOOD.replace("\n3,", "\nthree,", 1),
-                 "{csv}: column 'a' has the non-numeric value 'three' in data row 4",
+                 "{csv}: column 'a' has the non-numeric value 'three' on line 5",
                  id="non-numeric-feature"),
     pytest.param(["fit", "{csv}", "--target", "y"], GOOD.replace("\n3,1,", "\n3,,", 1),
-                 "{csv}: column 'b' has a missing value in data row 4", id="missing-feature"),
+                 "{csv}: column 'b' has a missing value on line 5", id="missing-feature"),
     pytest.param(["fit", "{csv}", "--target", "y", "--task", "regression"],
                  GOOD.replace(",-1.0704\n", ",big\n", 1),
-                 "column 'y' has the non-numeric value 'big' in data row 5",
+                 "the target column 'y' has the non-numeric value 'big' on line 6; regression "
+                 "needs a number in every row",
                  id="non-numeric-target"),
     pytest.param(["fit", "{csv}", "--target", "y"], "", "{csv} is empty", id="empty-file"),
     pytest.param(["fit", "{csv}", "--target", "y"], "a,b,y\n", "{csv} has a header but no data",
@@ -308,7 +314,7 @@ DATA_ERRORS = [
     pytest.param(["fit", "{csv}"], GOOD, "the following arguments are required: --target",
                  id="no-target-option"),
     pytest.param(["fit", "{csv}", "--target", "y", "--gamma", "-1"], GOOD,
-                 "--gamma: must be a positive finite number", id="bad-gamma"),
+                 "--gamma: must be > 0; got -1; or give 'scale' or 'evidence'", id="bad-gamma"),
     pytest.param(["fit", "{csv}", "--target", "y", "--method", "gibbs"], GOOD,
                  "invalid choice: 'gibbs'", id="bad-method"),
     pytest.param(["compare", "{csv}", "--target", "w"], GOOD, "no column 'w'",
@@ -316,6 +322,15 @@ DATA_ERRORS = [
     pytest.param(["compare", "{csv}", "--target", "y", "--test-size", "0.9"], GOOD,
                  "--test-size: must be in [0.05, 0.5]", id="compare-bad-test-size"),
     pytest.param(["predict", "{tmp}", "{csv}"], GOOD, "holds no model.nc", id="predict-no-model"),
+    # one range per option, whatever the command (the demo's --draws has the same)
+    pytest.param(["fit", "{csv}", "--target", "y", "--draws", "49"], GOOD,
+                 "--draws: must be in [50, 100000]", id="fit-draws-49"),
+    pytest.param(["compare", "{csv}", "--target", "y", "--tune", "10"], GOOD,
+                 "--tune: must be in [50, 100000]", id="compare-tune-10"),
+    pytest.param(["fit", "{csv}", "--target", "y", "--seed", "-1"], GOOD,
+                 "--seed: must be in [0, 4294967295]", id="fit-seed-negative"),
+    pytest.param(["fit", "{csv}", "--target", "y", "--features", "a", "--drop", "b"], GOOD,
+                 "argument --drop: not allowed with argument --features", id="features-and-drop"),
 ]  # fmt: skip
 
 
@@ -354,6 +369,26 @@ def test_predict_refuses_a_damaged_preprocessing_file(capsys, tmp_path):
     pre.write_text(pre.read_text().replace('"scale": [', '"scale": [0.0, '))
     assert cli.main(["predict", str(out), csv]) == 2
     assert "is damaged" in _one_error_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("command", ["demo", "fit", "predict", "compare"])
+def test_debug_after_any_command_shows_the_traceback(capsys, monkeypatch, tmp_path, command):
+    """One --debug for every command: given after the command, a refused file shows its trace."""
+    missing = str(tmp_path / "missing.csv")
+    argv = {
+        "demo": ["demo", "--n-train", "20", "--gammas", "0.5", "--methods", "reference",
+                 "--output", "none"],
+        "fit": ["fit", missing, "--target", "y"],
+        "predict": ["predict", str(tmp_path), missing],
+        "compare": ["compare", missing, "--target", "y"],
+    }[command]  # fmt: skip
+    if command == "demo":
+        singular = _raising(np.linalg.LinAlgError("singular"))
+        monkeypatch.setattr(rvm_pymc.reference, "fit_regression", singular)
+    assert cli.main([*argv, "--debug"]) == (1 if command == "demo" else 2)
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err
+    assert err.strip().splitlines()[-1].startswith("rvm-pymc: error: ")
 
 
 @pytest.mark.parametrize("command", ["fit", "predict", "compare"])

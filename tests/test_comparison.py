@@ -355,3 +355,14 @@ def test_text_sampler_statistics_are_dropped_from_the_tree():
     }
     tree = to_datatree(post, Phi=np.ones((3, 2)), target=np.zeros(3), sample_stats=stats)
     assert set(tree["sample_stats"].data_vars) == {"diverging"}
+
+
+def test_fit_all_method_params_go_to_one_method_only():
+    X, t, _, _ = make_sinc(n_train=30, random_state=0)
+    fits = fit_all(X, t, methods=("reference",), gamma=0.5,
+                   method_params={"reference": {"solver": "mackay"}})  # fmt: skip
+    assert fits["reference"].solver == "mackay" and fits["reference"].gamma == 0.5
+    with pytest.raises(ValueError, match=r"method_params names \['nuts'\], not among"):
+        fit_all(X, t, methods=("reference",), method_params={"nuts": {}})
+    with pytest.raises(ValueError, match="must not set `method`"):
+        fit_all(X, t, methods=("reference",), method_params={"reference": {"method": "map"}})

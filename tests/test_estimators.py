@@ -31,11 +31,8 @@ from rvm_pymc.reference import fit_classification, fit_regression
 
 
 @pytest.fixture(scope="module")
-def sinc():
-    rng = np.random.default_rng(0)
-    X = np.linspace(-10, 10, 100)[:, None]
-    y = np.sinc(X[:, 0] / np.pi) + 0.1 * rng.standard_normal(100)
-    return X, y
+def sinc(noisy_sinc):
+    return noisy_sinc(100)
 
 
 @pytest.fixture(scope="module")

@@ -19,11 +19,8 @@ ENGINES = ["scipy", "h5netcdf"]
 
 
 @pytest.fixture(scope="module")
-def sinc():
-    rng = np.random.default_rng(0)
-    X = np.linspace(-10, 10, 80)[:, None]
-    y = np.sinc(X[:, 0] / np.pi) + 0.1 * rng.standard_normal(80)
-    return X, y
+def sinc(noisy_sinc):
+    return noisy_sinc(80)
 
 
 @pytest.fixture(scope="module")

@@ -22,11 +22,8 @@ NUTS = {"compile_kwargs": {"mode": "FAST_COMPILE"}, "nuts_sampler": "pymc", "cor
 
 
 @pytest.fixture(scope="module")
-def sinc():
-    rng = np.random.default_rng(0)
-    X = np.linspace(-10, 10, 50)[:, None]
-    y = np.sinc(X[:, 0] / np.pi) + 0.1 * rng.standard_normal(50)
-    return X, y, np.linspace(-10, 10, 81)[:, None]
+def sinc(noisy_sinc):
+    return *noisy_sinc(50), np.linspace(-10, 10, 81)[:, None]
 
 
 @pytest.fixture(scope="module")

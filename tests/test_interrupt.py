@@ -24,10 +24,8 @@ NUTS = {**FAST, "nuts_sampler": "pymc", "cores": 1}
 
 
 @pytest.fixture(scope="module")
-def data():
-    rng = np.random.default_rng(1)
-    X = np.linspace(-5.0, 5.0, 25)[:, None]
-    t = np.sinc(X[:, 0] / np.pi) + 0.1 * rng.standard_normal(25)
+def data(noisy_sinc):
+    X, t = noisy_sinc(25, low=-5.0, high=5.0, seed=1)
     return X, t, (t > 0.2).astype(int), np.linspace(-6.0, 6.0, 11)[:, None]
 
 

@@ -27,11 +27,8 @@ ENGINES = ("scipy", "h5netcdf")
 
 
 @pytest.fixture(scope="module")
-def fitted() -> RVR:
-    rng = np.random.default_rng(0)
-    X = np.linspace(-10, 10, 40)[:, None]
-    y = np.sinc(X[:, 0] / np.pi) + 0.1 * rng.standard_normal(40)
-    return RVR(gamma=0.3, random_state=0).fit(X, y)
+def fitted(noisy_sinc) -> RVR:
+    return RVR(gamma=0.3, random_state=0).fit(*noisy_sinc(40))
 
 
 @pytest.fixture(scope="module")

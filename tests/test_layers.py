@@ -44,7 +44,6 @@ both need through ``_core``, never through each other."""
 MAX_TOP_LEVEL_FILES = 12
 MAX_LINES = 500
 TOO_LONG_FOR_NOW = {
-    "comparison/_compare.py",
     "estimators/_base.py",
     "estimators/_io.py",
     "reference/fast.py",

@@ -1,6 +1,7 @@
 """The ``rvm-pymc`` command line.
 
-- ``rvm-pymc demo``: noisy sinc fitted by the reference solver, MAP and NUTS;
+- ``rvm-pymc demo``: noisy sinc fitted by the reference solver, MAP and NUTS
+  (:func:`rvm_pymc.comparison.fit_all`, each an RVR with ``gamma="evidence"``);
   prints the comparison table of :func:`rvm_pymc.comparison.compare` and
   writes a PNG of the three predictive bands.
 - ``rvm-pymc fit DATA.csv --target COL``: one RVM fitted to a CSV table;
@@ -10,6 +11,10 @@
 - ``rvm-pymc compare DATA.csv --target COL``: the methods side by side on a
   held-out split and by k-fold cross-validation.
 
+The features are every column but the target (``--features`` names them,
+``--drop`` leaves some out); a first column of row names (``Unnamed: 0`` as
+pandas writes an index, ``rownames`` as R datasets have it) is left out with a
+note.  Messages give the line of the file, as an editor counts it.
 Features are standardised by default (each to mean 0 and sd 1 over the
 training rows; ``--no-standardise`` turns it off); ``fit`` saves the means and
 sds beside the model (``model.json``) and ``predict`` applies them.
@@ -24,24 +29,21 @@ status says what went wrong:
 2      bad usage: an unknown option, a value out of range, an output path
        that cannot be written, a problem too large for the memory, a data
        file that is missing, empty or lacks a column, non-numeric features,
-       or no command at all (then the help is printed to standard error)
+       a target with values its task cannot take (text in a regression
+       target, a few text values in a numeric one, a missing value), or no
+       command at all (then the help is printed to standard error)
 130    interrupted (Ctrl-C)
 =====  ==================================================================
 
-Every argument is checked before the fit starts.  ``--debug`` adds the
+Every argument, output paths included, is checked before the fit starts.  ``--debug`` adds the
 Python traceback of a failed run.
 """
 
-from rvm_pymc.cli._main import (
-    GAMMA_RANGE,
-    MAX_NOISE_SD,
-    MAX_SEED,
-    MEMORY_FRACTION,
-    MIN_N_TRAIN,
-    build_parser,
-    check_demo_arguments,
-    main,
-)
+from rvm_pymc._core.validation import MEMORY_FRACTION
+from rvm_pymc.cli._demo import check_demo_arguments
+from rvm_pymc.cli._main import main
+from rvm_pymc.cli._parser import build_parser
+from rvm_pymc.cli._types import GAMMA_RANGE, MAX_NOISE_SD, MAX_SEED, MIN_N_TRAIN
 
 __all__ = [
     "GAMMA_RANGE",

@@ -1,8 +1,9 @@
 """``rvm-pymc fit``, ``predict`` and ``compare``: the RVM on a CSV table of real data.
 
-Errors in the data (a missing file or column, text among the features, an
-empty file) raise :class:`rvm_pymc.cli._data.DataError`, which the command line
-reports as bad usage (status 2) before any fitting.
+Errors in the data (a missing file or column, text among the features or in a
+numeric target, an empty file) raise :class:`rvm_pymc.cli._errors.DataError`,
+and an output path that cannot be written a :class:`~rvm_pymc.cli._errors.UsageError`;
+the command line reports both as bad usage (status 2) before any fitting.
 """
 
 from __future__ import annotations
@@ -21,13 +22,25 @@ from rvm_pymc.cli._data import (
     PREPROCESS_FILE,
     DataError,
     Preprocess,
+    bad_rows,
     model_paths,
-    numeric_columns,
     read_table,
+    select_features,
+    shown_value,
     split_features,
 )
+from rvm_pymc.cli._paths import check_output_dir, check_output_file
 
-__all__ = ["compare_command", "fit_command", "predict_command", "progress"]
+__all__ = [
+    "announce_compilation",
+    "check_compare_arguments",
+    "check_fit_arguments",
+    "check_predict_arguments",
+    "compare_command",
+    "fit_command",
+    "predict_command",
+    "progress",
+]
 
 PNG = "fit.png"
 PREDICTIONS = "predictions.csv"
@@ -41,6 +54,7 @@ def progress(message: str) -> None:
 
 
 def announce_compilation(method: str) -> None:
+    """A progress line before a fit that compiles a PyMC model (map, nuts)."""
     if method in ("map", "nuts"):
         progress(
             f"{method}: building and compiling the PyMC model (the first run on a machine "
@@ -53,18 +67,42 @@ def announce_compilation(method: str) -> None:
 
 MAX_GUESSED_CLASSES = 10
 """A numeric target is taken for class codes only with at most this many distinct integers."""
+NUMERIC_SHARE = 0.8
+"""A target whose values are numbers but for less than this share is text labels; from
+this share on, its few non-numeric values ('?', 'n/a?') are taken for mistakes."""
 
 
-def _task(y, requested: str | None, path: str, target: str) -> str:
-    """The task asked for, or the one the target column implies (text or few integers: classes)."""
+def _non_numeric(y) -> np.ndarray:
+    """Rows of ``y`` with a value that is present but not a finite number."""
+    import pandas as pd
+
+    values = pd.to_numeric(y, errors="coerce").to_numpy(dtype=float)
+    return np.flatnonzero(~np.isfinite(values) & ~y.isna().to_numpy())
+
+
+def _task(table, target: str, requested: str | None, path: str) -> str:
+    """The task asked for, or the one the target column implies (text or few integers: classes).
+
+    Missing values say nothing about the task.  A column of numbers with a few
+    text values (less than ``1 - NUMERIC_SHARE`` of them) is refused unless
+    the task is given: they are more likely mistakes than class labels.
+    """
     import pandas as pd
 
     if requested is not None:
         return requested
-    numeric = pd.to_numeric(y, errors="coerce")
-    if numeric.isna().any():
-        return "classification"  # labels given as text
-    values = numeric.to_numpy(dtype=float)
+    y = table[target]
+    present = y.dropna()
+    text = _non_numeric(y)
+    if present.size and text.size:
+        if text.size > (1.0 - NUMERIC_SHARE) * present.size:
+            return "classification"  # labels given as text
+        raise DataError(
+            f"{path}: the target column {target!r} holds numbers but also the non-numeric "
+            f"value {shown_value(y.iloc[int(text[0])])} on {bad_rows(table, text)}; fix or "
+            "remove those rows, or give --task classification if the column holds class labels"
+        )
+    values = pd.to_numeric(present, errors="coerce").to_numpy(dtype=float)
     # integer codes with few distinct values are classes; counts and scores (scikit-learn's
     # diabetes target: 214 distinct integers) are a quantity to regress
     few = np.unique(values).size <= MAX_GUESSED_CLASSES
@@ -73,12 +111,29 @@ def _task(y, requested: str | None, path: str, target: str) -> str:
 
 def _target(table, target: str, task: str, path: str) -> np.ndarray:
     """The target column: floats for regression, labels for classification."""
-    if task == "regression":
-        return numeric_columns(table, [target], path)[:, 0]
+    import pandas as pd
+
     y = table[target]
-    if y.isna().any():
-        row = int(np.flatnonzero(y.isna().to_numpy())[0])
-        raise DataError(f"{path}: column {target!r} has a missing label in data row {row + 1}")
+    missing = np.flatnonzero(y.isna().to_numpy())
+    if task == "regression":
+        text = _non_numeric(y)
+        if text.size:
+            raise DataError(
+                f"{path}: the target column {target!r} has the non-numeric value "
+                f"{shown_value(y.iloc[int(text[0])])} on {bad_rows(table, text)}; regression "
+                "needs a number in every row (give --task classification for class labels)"
+            )
+        if missing.size:
+            raise DataError(
+                f"{path}: the target column {target!r} has a missing value on "
+                f"{bad_rows(table, missing)}; remove or fill those rows"
+            )
+        return pd.to_numeric(y).to_numpy(dtype=float)
+    if missing.size:
+        raise DataError(
+            f"{path}: the target column {target!r} has a missing label on "
+            f"{bad_rows(table, missing)}; remove or label those rows"
+        )
     values = y.to_numpy()
     if len(np.unique(values.astype(str))) < 2:
         raise DataError(f"{path}: column {target!r} has one class only; classification needs two")
@@ -86,12 +141,22 @@ def _target(table, target: str, task: str, path: str) -> np.ndarray:
 
 
 def load_data(args: argparse.Namespace):
-    """Read DATA and split it into features, feature names, target and task."""
+    """Read DATA; its features (array), their names, the target, the task and the index columns.
+
+    A first column of row names (:data:`rvm_pymc.cli._data.INDEX_COLUMNS`) is
+    left out of the features with a note, unless ``--features`` names it.
+    """
     table = read_table(args.data)
-    X, names, y_raw = split_features(table, args.target, args.data)
-    task = _task(y_raw, args.task, args.data, args.target)
+    chosen = select_features(table, args.target, args.data, args.features, args.drop)
+    for name in chosen.index:
+        progress(
+            f"note: column {name!r} is a row index (an unnamed first column or 'rownames'); "
+            "left out of the features (name it in --features to use it)"
+        )
+    task = _task(table, args.target, args.task, args.data)
     y = _target(table, args.target, task, args.data)
-    return table, X, names, y, task
+    X, _ = split_features(table, None, args.data, chosen.features)
+    return table, X, chosen.features, y, task, chosen.index
 
 
 def make_estimator(args: argparse.Namespace, task: str, method: str | None = None):
@@ -115,12 +180,21 @@ def make_estimator(args: argparse.Namespace, task: str, method: str | None = Non
     return (RVR if task == "regression" else RVC)(**params)
 
 
-def _check_out_dir(out: str) -> None:
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise DataError(f"--out {out} exists and is not a directory")
-    parent = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(parent):
-        raise DataError(f"--out {out}: the directory {parent} does not exist")
+def check_fit_arguments(args: argparse.Namespace) -> None:
+    """``--out`` of ``fit``: a directory that exists or can be made, and written to."""
+    check_output_dir("--out", args.out)
+
+
+def check_predict_arguments(args: argparse.Namespace) -> None:
+    """``--out`` of ``predict``: a file that can be written (``-`` or none: standard output)."""
+    if args.out not in (None, "-"):
+        check_output_file("--out", args.out)
+
+
+def check_compare_arguments(args: argparse.Namespace) -> None:
+    """``--out`` of ``compare``: a file that can be written, if given."""
+    if args.out is not None:
+        check_output_file("--out", args.out)
 
 
 # ------------------------------------------------------------------ fit
@@ -145,11 +219,12 @@ def _predictions_table(est, task: str, X: np.ndarray, target: str | None, y=None
     return pd.DataFrame(cols)
 
 
-def _summary(args, est, pre: Preprocess, X, y, task, elapsed) -> dict[str, Any]:
+def _summary(args, est, pre: Preprocess, X, y, task, elapsed, left_out) -> dict[str, Any]:
     s: dict[str, Any] = {
         "data": args.data,
         "rows": int(X.shape[0]),
         "features": pre.features,
+        "left_out": left_out,
         "target": pre.target,
         "task": task,
         "standardised": pre.standardise,
@@ -182,7 +257,9 @@ def _summary_text(s: dict[str, Any]) -> str:
     for key, value in s.items():
         if key in ("data", "target", "task"):
             continue
-        if key == "features":
+        if key in ("features", "left_out"):
+            if not value:
+                continue
             value = ", ".join(value)
         if key == "standardised":
             value = "yes (each feature to mean 0, sd 1 over the rows)" if value else "no"
@@ -240,8 +317,8 @@ def _fit_figure(path, est, pre: Preprocess, X_raw, Xs, y, task) -> None:
 
 def fit_command(args: argparse.Namespace) -> int:
     """``rvm-pymc fit``: fit, then write model, preprocessing, predictions, summary and plot."""
-    _check_out_dir(args.out)
-    _, X_raw, names, y, task = load_data(args)
+    _, X_raw, names, y, task, index = load_data(args)
+    left_out = [*index, *args.drop]
     pre = Preprocess.fit(X_raw, names, args.target, task, args.standardise)
     Xs = pre.transform(X_raw)
     est = make_estimator(args, task)
@@ -260,7 +337,7 @@ def fit_command(args: argparse.Namespace) -> int:
     from rvm_pymc._core.files import atomic_write
 
     est.save(os.path.join(args.out, MODEL_FILE))
-    summary = _summary(args, est, pre, Xs, y, task, elapsed)
+    summary = _summary(args, est, pre, Xs, y, task, elapsed, left_out)
     pre.details = {k: summary[k] for k in ("method", "kernel", "gamma", "relevance_vectors")}
     atomic_write(os.path.join(args.out, PREPROCESS_FILE), _text_writer(pre.to_json() + "\n"))
     preds = _predictions_table(est, task, Xs, args.target, y)
@@ -269,8 +346,12 @@ def fit_command(args: argparse.Namespace) -> int:
     atomic_write(os.path.join(args.out, SUMMARY_TXT), _text_writer(text))
     atomic_write(os.path.join(args.out, SUMMARY_JSON),
                  _text_writer(json.dumps(summary, indent=2) + "\n"))  # fmt: skip
+    png = os.path.join(args.out, PNG)
     if not args.no_plot:
-        _fit_figure(os.path.join(args.out, PNG), est, pre, X_raw, Xs, y, task)
+        _fit_figure(png, est, pre, X_raw, Xs, y, task)
+    elif os.path.exists(png):  # the directory holds this fit's files only
+        os.remove(png)
+        progress(f"removed {png} of an earlier fit (--no-plot)")
     print(text, end="")
     written = [MODEL_FILE, PREPROCESS_FILE, PREDICTIONS, SUMMARY_TXT, SUMMARY_JSON]
     print(f"  wrote {', '.join(written + ([] if args.no_plot else [PNG]))} in {args.out}")
@@ -294,7 +375,7 @@ def predict_command(args: argparse.Namespace) -> int:
     with open(pre_path, encoding="utf-8") as fh:
         pre = Preprocess.from_json(fh.read(), pre_path)
     table = read_table(args.data)
-    X_raw, _, _ = split_features(table, None, args.data, features=pre.features)
+    X_raw, _ = split_features(table, None, args.data, pre.features)
     from rvm_pymc.estimators import load
 
     try:
@@ -342,7 +423,7 @@ def compare_command(args: argparse.Namespace) -> int:
 
     from rvm_pymc.comparison import FitSet, compare
 
-    _, X_raw, names, y, task = load_data(args)
+    _, X_raw, names, y, task, _ = load_data(args)
     n = X_raw.shape[0]
     n_test = round(args.test_size * n)
     if n_test < 2 or n - n_test < 5:

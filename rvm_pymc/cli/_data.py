@@ -1,7 +1,9 @@
 """Data files of the ``rvm-pymc`` command line: CSV tables in, standardised features, outputs.
 
 The command line reads a CSV table with a header row (pandas), takes one
-column as the target and every other column as a numeric feature, and by
+column as the target and every other column as a numeric feature (or those
+of ``--features``, less those of ``--drop``; a first column that is a row
+index, ``Unnamed: 0`` or ``rownames``, is left out with a note), and by
 default standardises the features (each to mean 0 and standard deviation 1
 over the training rows).  The standardisation is part of the model: ``fit``
 writes it beside the saved estimator as ``model.json`` (feature names,
@@ -13,27 +15,89 @@ parts separate and readable.)
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["DataError", "Preprocess", "read_table", "split_features"]
+from rvm_pymc.cli._errors import DataError
+
+__all__ = [
+    "INDEX_COLUMNS",
+    "DataError",
+    "Preprocess",
+    "Selection",
+    "bad_rows",
+    "read_table",
+    "select_features",
+    "split_features",
+]
 
 MODEL_FILE = "model.nc"
 PREPROCESS_FILE = "model.json"
 FORMAT = "rvm-pymc-cli-model/1"
+INDEX_COLUMNS = ("Unnamed: 0", "rownames")
+"""Names of a first column that holds row names, not a feature: pandas writes
+its index under an empty header (read back as ``Unnamed: 0``), R's
+``write.csv`` too, and the Rdatasets collection names it ``rownames``."""
+_LINES = "rvm_pymc_lines"
+"""Key of ``DataFrame.attrs``: the line of the file on which each data row starts."""
 
 
-class DataError(Exception):
-    """A data file that cannot be used: the command line reports it as bad usage (status 2)."""
+def _line_numbers(path: str, n_rows: int) -> np.ndarray | None:
+    """The 1-based line of the file on which each of the ``n_rows`` data rows starts.
+
+    Counted as pandas reads the file: a blank (or blank-looking) line is no
+    row, a quoted field may span lines.  None when the count of rows found
+    here differs from pandas' (then messages give the data row instead).
+    """
+    starts = []
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            reader = csv.reader(fh, skipinitialspace=True)
+            previous = 0
+            for record in reader:
+                if record not in ([], [""]):
+                    starts.append(previous + 1)
+                previous = reader.line_num
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+    rows = starts[1:]  # the first record is the header
+    return np.array(rows) if len(rows) == n_rows else None
+
+
+def where(table, i: int) -> str:
+    """Where data row ``i`` (0-based) of ``table`` is in its file: ``line 7``, as editors count."""
+    lines = table.attrs.get(_LINES)
+    return f"line {int(lines[i])}" if lines is not None else f"data row {i + 1}"
+
+
+def bad_rows(table, rows: np.ndarray) -> str:
+    """``'line 7'``, ``'line 7 (3 such lines: 7, 9, 12)'``: the first bad row and how many."""
+    first = where(table, int(rows[0]))
+    if rows.size == 1:
+        return first
+    unit = first.split()[0] + "s"
+    shown = ", ".join(where(table, int(i)).split()[-1] for i in rows[:5])
+    return f"{first} ({rows.size} such {unit}: {shown}{', ...' if rows.size > 5 else ''})"
+
+
+def shown_value(raw: Any) -> str:
+    """A cell's value for a message: its text, cut at 30 characters, quoted."""
+    text = str(raw)
+    return repr(text if len(text) <= 30 else text[:27] + "...")
 
 
 def read_table(path: str):
     """Read a CSV file with a header row into a :class:`pandas.DataFrame`.
+
+    The line on which each row starts in the file is kept in ``table.attrs``
+    for messages (:func:`where`).
 
     Raises
     ------
@@ -61,6 +125,7 @@ def read_table(path: str):
         raise DataError(f"cannot read {path}: {exc.strerror or exc}") from None
     if table.shape[0] == 0:
         raise DataError(f"{path} has a header but no data rows")
+    table.attrs[_LINES] = _line_numbers(path, table.shape[0])
     table.columns = [str(c).strip() for c in table.columns]
     dup = sorted({c for c in table.columns if list(table.columns).count(c) > 1})
     if dup:
@@ -75,13 +140,13 @@ def _shown(names, limit: int = 8) -> str:
 
 
 def numeric_columns(table, columns: list[str], path: str) -> np.ndarray:
-    """The given columns as a float array; a clear error for text or missing values.
+    """The feature columns as a float array; a clear error for text or missing values.
 
     Raises
     ------
     DataError
-        Naming the first column with a non-numeric or missing value, its row
-        (1-based, header not counted) and the value.
+        Naming the first column with a non-numeric or missing value, its line
+        in the file (as an editor counts them) and the value.
     """
     import pandas as pd
 
@@ -91,24 +156,95 @@ def numeric_columns(table, columns: list[str], path: str) -> np.ndarray:
         values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
         bad = np.flatnonzero(~np.isfinite(values))
         if bad.size:
-            i = int(bad[0])
-            raw = col.iloc[i]
-            if pd.isna(raw):
-                what = "a missing value"
-            else:
-                text = str(raw)
-                text = text if len(text) <= 30 else text[:27] + "..."
-                what = f"the non-numeric value {text!r}"
+            raw = col.iloc[int(bad[0])]
+            what = (
+                "a missing value" if pd.isna(raw) else f"the non-numeric value {shown_value(raw)}"
+            )
             raise DataError(
-                f"{path}: column {name!r} has {what} in data row {i + 1} "
-                f"({bad.size} such row{'s' if bad.size > 1 else ''}); features must be numbers"
+                f"{path}: column {name!r} has {what} on {bad_rows(table, bad)}; features must "
+                "be numbers (--drop the column, or fix those rows)"
             )
         out[:, j] = values
     return out
 
 
-def split_features(table, target: str | None, path: str, features: list[str] | None = None):
-    """Features (float array), their names and the raw target column of a table.
+@dataclass
+class Selection:
+    """The feature columns of a table and the columns left out as row indices.
+
+    Attributes
+    ----------
+    features : list of str
+        The feature columns, in the table's order (or that of ``--features``).
+    index : list of str
+        Columns left out as row names (:data:`INDEX_COLUMNS`), not asked for.
+    """
+
+    features: list[str]
+    index: list[str]
+
+
+def _unknown(path: str, option: str, names: Sequence[str], columns: list[str]) -> None:
+    missing = [c for c in names if c not in columns]
+    if missing:
+        raise DataError(
+            f"{path}: {option} names {_shown(missing)}, not a column of the file "
+            f"(columns: {_shown(columns)})"
+        )
+
+
+def select_features(
+    table,
+    target: str,
+    path: str,
+    features: Sequence[str] | None = None,
+    drop: Sequence[str] = (),
+) -> Selection:
+    """The feature columns of a table: those given, or every column but the target.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+    target : str
+        The target column (never a feature).
+    path : str
+        The file name, for messages.
+    features : sequence of str, optional
+        The features to use (``--features``); default every column but the
+        target, the dropped ones and a first column of row names.
+    drop : sequence of str, default ()
+        Columns to leave out (``--drop``).
+
+    Raises
+    ------
+    DataError
+        For a missing target, a name of ``features`` or ``drop`` that is no
+        column, the target among them, a repeated feature, or no feature left.
+    """
+    columns = list(table.columns)
+    if target not in columns:
+        raise DataError(f"{path}: no column {target!r} (columns: {_shown(columns)})")
+    for option, names in (("--features", features or ()), ("--drop", drop)):
+        _unknown(path, option, names, columns)
+        if target in names:
+            raise DataError(f"{path}: {option} names the target {target!r}; it is never a feature")
+    if features is not None:
+        repeated = sorted({c for c in features if list(features).count(c) > 1})
+        if repeated:
+            raise DataError(f"{path}: --features names {_shown(repeated)} more than once")
+        return Selection(list(features), [])
+    index = [c for c in columns[:1] if c in INDEX_COLUMNS and c != target and c not in drop]
+    chosen = [c for c in columns if c != target and c not in drop and c not in index]
+    if not chosen:
+        raise DataError(
+            f"{path}: no feature columns besides the target {target!r}"
+            + (f" (left out: {_shown([*drop, *index])})" if drop or index else "")
+        )
+    return Selection(chosen, index)
+
+
+def split_features(table, target: str | None, path: str, features: list[str]):
+    """Features (float array) and the raw target column (None when predicting) of a table.
 
     Parameters
     ----------
@@ -118,33 +254,23 @@ def split_features(table, target: str | None, path: str, features: list[str] | N
         ignored if it is present).
     path : str
         The file name, for messages.
-    features : list of str, optional
-        The feature columns expected (those of a fitted model); default every
-        column but the target.
+    features : list of str
+        The feature columns (:func:`select_features`, or those of a fitted model).
 
     Raises
     ------
     DataError
-        For a missing target or feature column, no feature at all, or a
-        non-numeric or missing feature value.
+        For a missing feature column, or a non-numeric or missing feature value.
     """
     columns = list(table.columns)
-    if target is not None and target not in columns:
-        raise DataError(f"{path}: no column {target!r} (columns: {_shown(columns)})")
-    if features is None:
-        features = [c for c in columns if c != target]
-        if not features:
-            raise DataError(f"{path}: no feature columns besides the target {target!r}")
-    else:
-        missing = [c for c in features if c not in columns]
-        if missing:
-            raise DataError(
-                f"{path}: the model needs the feature column{'s' if len(missing) > 1 else ''} "
-                f"{_shown(missing)}, not in the file (columns: {_shown(columns)})"
-            )
+    missing = [c for c in features if c not in columns]
+    if missing:
+        raise DataError(
+            f"{path}: the model needs the feature column{'s' if len(missing) > 1 else ''} "
+            f"{_shown(missing)}, not in the file (columns: {_shown(columns)})"
+        )
     X = numeric_columns(table, features, path)
-    y = None if target is None else table[target]
-    return X, list(features), y
+    return X, None if target is None else table[target]
 
 
 @dataclass

@@ -1,147 +1,203 @@
-"""Arguments of ``rvm-pymc fit``, ``predict`` and ``compare`` (the commands on CSV data)."""
+"""The argument parser of ``rvm-pymc``: every command, its options and their types.
+
+One set of argument types (:mod:`rvm_pymc.cli._types`) and one set of common
+options serve every command: ``--debug`` (before or after the command) and,
+where a command takes them, ``--seed`` and ``--draws`` with one range each.
+"""
 
 from __future__ import annotations
 
 import argparse
-import math
-from collections.abc import Callable
+from typing import NoReturn
 
-__all__ = ["KERNELS", "add_data_commands"]
+from rvm_pymc._core.validation import MEMORY_FRACTION
+from rvm_pymc.cli import _types as types
+from rvm_pymc.cli._errors import UsageError
 
+__all__ = ["DEMO_METHODS", "KERNELS", "METHODS", "NUTS_COMPILE_MODE", "PROG", "build_parser"]
+
+PROG = "rvm-pymc"
 KERNELS = ("rbf", "laplacian", "cauchy", "linear", "poly", "linear_spline")
 METHODS = ("reference", "map", "nuts")
+DEMO_METHODS = METHODS
 TASKS = ("regression", "classification")
+NUTS_COMPILE_MODE = "FAST_COMPILE"
+"""PyTensor mode of the demo's NUTS fit (PyMC's own sampler, also when nutpie
+is installed): compiles in seconds where the Numba backend takes minutes on a
+cold cache; each gradient is slower, which a short run (``--draws``) affords."""
 
 
-def _gamma(text: str) -> float | str:
-    """A positive finite width, or ``scale`` / ``evidence``."""
-    if text in ("scale", "evidence"):
-        return text
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a positive number, 'scale' or 'evidence'; got {text[:40]!r}"
-        ) from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive finite number; got {text[:40]}")
-    return value
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are exceptions, so that main prints one line."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
-def _int_in(low: int, high: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected a whole number, got {text[:40]!r}"
-            ) from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be in [{low}, {high}]; got {value}")
-        return value
-
-    return parse
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text[:40]!r}") from None
-    if not 0.05 <= value <= 0.5:
-        raise argparse.ArgumentTypeError(f"must be in [0.05, 0.5]; got {text[:40]}")
-    return value
-
-
-def _model_options(p: argparse.ArgumentParser, *, task_help: str) -> None:
-    p.add_argument(
-        "data",
-        metavar="DATA.csv",
-        help="CSV table with a header row; every column but the target is a feature",
+def _common() -> argparse.ArgumentParser:
+    """The options every command takes: ``--debug`` also after the command name."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(  # SUPPRESS keeps a --debug given before the command
+        "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
     )
+    return common
+
+
+def _add_seed(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--seed", type=types.seed, default=0,
+        help=f"random seed of {what}, in [0, {types.MAX_SEED}] (default 0)",
+    )  # fmt: skip
+
+
+def _draws_help(default: int, extra: str) -> str:
+    low, high = types.DRAWS_RANGE
+    return f"{extra}, in [{low}, {high}] (default {default})"
+
+
+# ------------------------------------------------------------------ demo
+
+
+def _add_demo(sub, common: argparse.ArgumentParser) -> None:
+    from rvm_pymc.cli._demo import check_demo_arguments, demo_command
+
+    demo = sub.add_parser(
+        "demo",
+        parents=[common],
+        help="fit noisy sinc by reference, MAP and NUTS and compare",
+        description="Fit noisy sinc (Tipping 2001) by the three methods "
+        "(rvm_pymc.comparison.fit_all): the closed-form reference solver (type-II ML), "
+        "type-II MAP in PyMC and NUTS (full Bayes, a short run), each an RVR with "
+        "gamma='evidence' choosing the RBF width of largest evidence over --gammas; print "
+        "the comparison table (rvm_pymc.comparison.compare) and write a figure of the "
+        "predictive bands.",
+    )
+    demo.add_argument(
+        "--n-train", type=types.n_train, default=100,
+        help=f"training points, at least {types.MIN_N_TRAIN}; the N x N kernel matrix must "
+        f"fit in {MEMORY_FRACTION * 100:.0f}%% of the available memory (default 100)",
+    )  # fmt: skip
+    demo.add_argument(
+        "--noise-sd", type=types.noise_sd, default=0.1,
+        help=f"sd of the Gaussian noise, in (0, {types.MAX_NOISE_SD:g}] (default 0.1)",
+    )  # fmt: skip
+    _add_seed(demo, "the data, the draws and NUTS")
+    demo.add_argument("--method", choices=["fast", "mackay", "em"], default="fast",
+                      help="reference solver (default fast)")  # fmt: skip
+    low, high = types.GAMMA_RANGE
+    demo.add_argument(
+        "--gammas", type=types.demo_gamma, nargs="+", default=[0.05, 0.1, 0.2, 0.5, 1.0],
+        metavar="GAMMA",
+        help=f"RBF widths to choose from (gamma_grid), each in [{low:g}, {high:g}] "
+        "(default 0.05 0.1 0.2 0.5 1)",
+    )  # fmt: skip
+    demo.add_argument(
+        "--methods", nargs="+", choices=DEMO_METHODS, default=list(DEMO_METHODS),
+        metavar="METHOD",
+        help="fits to compare: reference, map, nuts (default all three; NUTS compiles "
+        f"in PyTensor's {NUTS_COMPILE_MODE} mode)",
+    )  # fmt: skip
+    demo.add_argument(
+        "--draws", type=types.draws, default=200,
+        help=_draws_help(200, "NUTS tuning steps and draws per chain, 2 chains (a short "
+                         "run for a demo; the estimator's default is 500)"),
+    )  # fmt: skip
+    demo.add_argument(
+        "--output", default="rvm_demo.png",
+        help="figure to write (.png, .pdf, .svg, ...), or 'none' (default rvm_demo.png)",
+    )  # fmt: skip
+    demo.set_defaults(func=demo_command, check=check_demo_arguments)
+
+
+# ------------------------------------------------------------------ fit, predict, compare
+
+
+def _model_options(p: argparse.ArgumentParser) -> None:
+    """The data, the columns and the model of ``fit`` and ``compare``."""
+    p.add_argument(
+        "data", metavar="DATA.csv",
+        help="CSV table with a header row; every column but the target is a feature "
+        "(a first column 'Unnamed: 0' or 'rownames', a row index, is left out)",
+    )  # fmt: skip
     p.add_argument("--target", required=True, metavar="COL", help="name of the target column")
-    p.add_argument("--task", choices=TASKS, default=None, help=task_help)
+    columns = p.add_mutually_exclusive_group()
+    columns.add_argument(
+        "--features", nargs="+", metavar="COL",
+        help="the feature columns to use (default: every column but the target)",
+    )  # fmt: skip
+    columns.add_argument(
+        "--drop", nargs="+", metavar="COL", default=[],
+        help="columns to leave out of the features (names, ids, ...)",
+    )  # fmt: skip
+    p.add_argument(
+        "--task", choices=TASKS, default=None,
+        help="regression or classification (default: classification for text labels or at "
+        "most 10 distinct integers, regression otherwise)",
+    )  # fmt: skip
     p.add_argument("--kernel", choices=KERNELS, default="rbf", help="kernel (default rbf)")
     p.add_argument(
-        "--gamma",
-        type=_gamma,
-        default="evidence",
-        metavar="G|scale|evidence",
+        "--gamma", type=types.kernel_gamma, default="evidence", metavar="G|scale|evidence",
         help="kernel width: a number, 'scale' (1 / (n_features * var X)) or 'evidence' "
         "(the width of largest evidence on a grid around 'scale', by the reference solver; "
         "the default)",
-    )
+    )  # fmt: skip
     p.add_argument(
-        "--no-standardise",
-        dest="standardise",
-        action="store_false",
+        "--no-standardise", dest="standardise", action="store_false",
         help="use the features as they are (default: each is standardised to mean 0, sd 1 "
         "over the training rows, and the means and sds are saved with the model)",
-    )
-    p.add_argument(
-        "--seed",
-        type=_int_in(0, 2**32 - 1),
-        default=0,
-        help="random seed of the draws, NUTS and splits (default 0)",
-    )
+    )  # fmt: skip
+    _add_seed(p, "the draws, NUTS and splits")
     p.add_argument(
         "--draws",
-        type=_int_in(10, 100_000),
+        type=types.draws,
         default=500,
-        help="draws per chain kept (and NUTS draws), 2 chains (default 500)",
+        help=_draws_help(500, "draws per chain kept (and NUTS draws), 2 chains"),
     )
+    p.add_argument("--tune", type=types.tune, default=500,
+                   help=_draws_help(500, "NUTS tuning steps per chain"))  # fmt: skip
     p.add_argument(
-        "--tune",
-        type=_int_in(10, 100_000),
-        default=500,
-        help="NUTS tuning steps per chain (default 500)",
-    )
-    p.add_argument(
-        "--jobs",
-        type=_int_in(1, 256),
-        default=1,
-        metavar="N",
+        "--jobs", type=types.count(1, 256), default=1, metavar="N",
         help="processes for the independent fits: the widths of --gamma evidence and the "
-        "folds of compare (default 1)",
+        "folds of compare, in [1, 256] (default 1)",
+    )  # fmt: skip
+
+
+def _add_data_commands(sub, common: argparse.ArgumentParser) -> None:
+    from rvm_pymc.cli._commands import (
+        check_compare_arguments,
+        check_fit_arguments,
+        check_predict_arguments,
+        compare_command,
+        fit_command,
+        predict_command,
     )
 
-
-def add_data_commands(sub, hidden_debug: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Add ``fit``, ``predict`` and ``compare`` to the subparsers ``sub`` of ``rvm-pymc``."""
-    from rvm_pymc.cli._commands import compare_command, fit_command, predict_command
-
-    task_help = (
-        "regression or classification (default: classification for text labels or "
-        "at most 10 distinct integers, regression otherwise)"
-    )
     fit = sub.add_parser(
         "fit",
+        parents=[common],
         help="fit an RVM to a CSV table and save it",
         description="Fit an RVM (RVR or RVC) to a CSV table. Writes into --out: the saved "
         "model (model.nc), its feature names and standardisation (model.json), the "
         "predictions on the training rows (predictions.csv), a summary (summary.txt, "
         "summary.json) and a plot (fit.png). Features are standardised by default.",
     )
-    _model_options(fit, task_help=task_help)
+    _model_options(fit)
     fit.add_argument(
-        "--method",
-        choices=METHODS,
-        default="reference",
+        "--method", choices=METHODS, default="reference",
         help="reference (closed form, no compilation; default), map "
         "(type-II MAP in PyMC) or nuts (full Bayes; compiles, then samples)",
-    )
+    )  # fmt: skip
     fit.add_argument(
-        "--out",
-        default="rvm_fit",
-        metavar="DIR",
-        help="output directory, created if missing (default rvm_fit)",
-    )
+        "--out", default="rvm_fit", metavar="DIR",
+        help="output directory, created if missing; a reused one holds the new fit's files "
+        "only (default rvm_fit)",
+    )  # fmt: skip
     fit.add_argument("--no-plot", action="store_true", help="do not write fit.png")
-    hidden_debug(fit)
-    fit.set_defaults(func=fit_command, check=lambda args: None)
+    fit.set_defaults(func=fit_command, check=check_fit_arguments)
 
     predict = sub.add_parser(
         "predict",
+        parents=[common],
         help="predict with a model saved by 'fit'",
         description="Predict with a model saved by 'rvm-pymc fit': the input rows with the "
         "prediction appended (regression: prediction and predictive_sd, noise included; "
@@ -158,11 +214,11 @@ def add_data_commands(sub, hidden_debug: Callable[[argparse.ArgumentParser], Non
     predict.add_argument(
         "--out", default=None, metavar="FILE", help="CSV file to write (default: standard output)"
     )
-    hidden_debug(predict)
-    predict.set_defaults(func=predict_command, check=lambda args: None)
+    predict.set_defaults(func=predict_command, check=check_predict_arguments)
 
     compare = sub.add_parser(
         "compare",
+        parents=[common],
         help="compare reference, MAP and NUTS on a CSV table",
         description="Fit the RVM by several methods on a training split and compare them "
         "(rvm_pymc.comparison.compare): sparsity, held-out accuracy and log predictive "
@@ -170,32 +226,52 @@ def add_data_commands(sub, hidden_debug: Callable[[argparse.ArgumentParser], Non
         "fold: NUTS makes this slow), PSIS-LOO and sampler diagnostics. Features are "
         "standardised on the training split.",
     )
-    _model_options(compare, task_help=task_help)
+    _model_options(compare)
     compare.add_argument(
-        "--methods",
-        nargs="+",
-        choices=METHODS,
-        default=list(METHODS),
-        metavar="METHOD",
+        "--methods", nargs="+", choices=METHODS, default=list(METHODS), metavar="METHOD",
         help="methods to compare (default all three)",
-    )
+    )  # fmt: skip
+    low, high = types.FRACTION_RANGE
     compare.add_argument(
-        "--test-size",
-        type=_fraction,
-        default=0.25,
-        help="held-out share of the rows, in [0.05, 0.5] (default 0.25)",
-    )
+        "--test-size", type=types.fraction, default=0.25,
+        help=f"held-out share of the rows, in [{low:g}, {high:g}] (default 0.25)",
+    )  # fmt: skip
     compare.add_argument(
-        "--cv",
-        type=_int_in(0, 50),
-        default=5,
-        help="folds of the cross-validation; 0 skips it (default 5)",
-    )
+        "--cv", type=types.count(0, 50), default=5,
+        help="folds of the cross-validation, in [0, 50]; 0 skips it (default 5)",
+    )  # fmt: skip
     compare.add_argument(
         "--out",
         default=None,
         metavar="FILE",
         help="also write the full table (every column) as CSV",
     )
-    hidden_debug(compare)
-    compare.set_defaults(func=compare_command, check=lambda args: None)
+    compare.set_defaults(func=compare_command, check=check_compare_arguments)
+
+
+def _version() -> str:
+    from rvm_pymc._core.version import VERSION
+
+    return VERSION
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``rvm-pymc``; its errors raise :class:`UsageError`.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        With the commands ``demo``, ``fit``, ``predict`` and ``compare``; each
+        sets ``func`` (the command) and ``check`` (the checks of its arguments
+        that run before any fitting).
+    """
+    parser = _Parser(prog=PROG, description="Relevance Vector Machines with PyMC.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the Python traceback of a failed run"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    common = _common()
+    _add_demo(sub, common)
+    _add_data_commands(sub, common)
+    return parser

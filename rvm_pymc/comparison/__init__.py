@@ -16,15 +16,9 @@ included, on every training fold.  ``elpd_loo`` is reported beside it, with
 the column ``loo_optimistic`` True for the type-II fits.
 """
 
-from rvm_pymc.comparison._compare import (
-    FitSet,
-    compare,
-    compare_weights,
-    effective_parameters,
-    fit_all,
-    relevant_bases,
-    summary,
-)
+from rvm_pymc.comparison._compare import FitSet, compare, fit_all
+from rvm_pymc.comparison._measures import effective_parameters, relevant_bases
+from rvm_pymc.comparison._weights import compare_weights, summary
 
 __all__ = [
     "FitSet",

@@ -7,11 +7,14 @@ by :mod:`rvm_pymc.comparison` and the plots.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
 __all__ = [
     "RELEVANCE_PROB",
+    "check_fits",
     "diagnostics",
     "effective_parameters",
     "relevant_bases",
@@ -153,3 +156,31 @@ def weight_moments(fit) -> pd.DataFrame:
         },
         index=rows,
     )
+
+
+def check_fits(fits: Mapping) -> None:
+    """A non-empty mapping of fitted estimators, all RVR or all RVC.
+
+    Raises
+    ------
+    ValueError
+        For an empty mapping or a mixture of regressors and classifiers.
+    TypeError
+        For a value that is not an RVR/RVC.
+    sklearn.exceptions.NotFittedError
+        For an estimator not fitted yet.
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    if not isinstance(fits, Mapping) or not fits:
+        raise ValueError("fits must be a non-empty mapping of name -> fitted RVR/RVC")
+    from rvm_pymc.estimators import RVC, RVR
+
+    kinds = set()
+    for name, f in fits.items():
+        if not isinstance(f, RVR | RVC):
+            raise TypeError(f"fits[{name!r}] is not an RVR/RVC; got {type(f).__name__}")
+        check_is_fitted(f, "coef_")  # NotFittedError naming the estimator
+        kinds.add(isinstance(f, RVC))
+    if len(kinds) > 1:
+        raise ValueError("fits must be all regressors (RVR) or all classifiers (RVC)")

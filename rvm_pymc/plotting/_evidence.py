@@ -11,12 +11,12 @@ from rvm_pymc.plotting._common import fit_colors, pyplot
 
 __all__ = ["plot_evidence_vs_cv", "plot_solver_trace"]
 
-_SOLVER_METHODS = ("fast", "mackay", "em")
+_TRACE_KEYS = {"log_evidence", "n_active"}
 
 
 def _trace_of(name: str, value: Any) -> dict[str, np.ndarray]:
     trace = getattr(value, "trace", value)
-    if not isinstance(trace, Mapping) or not {"log_evidence", "n_active"} <= set(trace):
+    if not isinstance(trace, Mapping) or not _TRACE_KEYS <= set(trace):
         raise ValueError(
             f"traces[{name!r}] must be a reference result (with .trace) or a mapping with "
             f"'log_evidence' and 'n_active'; got {type(value).__name__}"
@@ -31,46 +31,53 @@ def _trace_of(name: str, value: Any) -> dict[str, np.ndarray]:
     return {"log_evidence": le, "n_active": na}
 
 
+def _runs(traces: Any) -> dict[str, dict[str, np.ndarray]]:
+    """The traces to draw, by name: from a mapping of results, or from one result."""
+    if isinstance(getattr(traces, "trace", None), Mapping):  # one result: named by its solver
+        return {str(getattr(traces, "method", "fit")): _trace_of("fit", traces)}
+    if isinstance(traces, Mapping) and _TRACE_KEYS <= set(traces):  # one .trace dict
+        return {"fit": _trace_of("fit", traces)}
+    if not isinstance(traces, Mapping):
+        raise TypeError(
+            "traces must be the result of a reference fit or a mapping name -> result "
+            "(or its .trace dict); plot_solver_trace draws fits and does not fit: fit "
+            "first, e.g. {m: rvm_pymc.reference.fit_regression(Phi, t, method=m) for m in "
+            "('mackay', 'em', 'fast')} (fit_classification for class labels); "
+            f"got {type(traces).__name__}"
+        )
+    if not traces:
+        raise ValueError("traces is empty")
+    return {str(k): _trace_of(str(k), v) for k, v in traces.items()}
+
+
 def plot_solver_trace(
     traces: Any,
-    y=None,
-    methods: Sequence[str] = ("mackay", "em", "fast"),
     *,
-    basis: Any = None,
-    fit_kwargs: Mapping[str, Any] | None = None,
     logx: bool = True,
     colors: Any = None,
     labels: dict[str, str] | None = None,
     axes=None,
 ):
-    """Log evidence and number of relevance vectors per iteration of several solvers.
+    """Log evidence and number of relevance vectors per iteration of reference fits.
 
     Two Axes sharing the iteration axis: the log evidence on top, the number
-    of active bases below; one colour and one legend entry per solver (its
-    name, iterations and final log evidence).
+    of active bases below; one colour and one legend entry per fit (its
+    name, iterations and final log evidence).  The plot reads the traces the
+    fits recorded; it fits nothing.
 
     Parameters
     ----------
-    traces : mapping or array_like
-        Either a mapping ``name -> result`` of reference fits
+    traces : mapping or result
+        A mapping ``name -> result`` of reference fits
         (:func:`rvm_pymc.reference.fit_regression` or ``fit_classification``
         results, or their ``.trace`` dicts with ``"log_evidence"`` and
-        ``"n_active"``), or the inputs ``X`` of a problem to fit with every
-        solver of ``methods``: the design matrix itself, or inputs that
-        ``basis`` turns into one.
-    y : array_like of shape (N,), optional
-        Targets, needed when ``traces`` is ``X``.
-    methods : sequence of {"fast", "mackay", "em"}, default ("mackay", "em", "fast")
-        Solvers fitted when ``traces`` is ``X``.
-    basis : rvm_pymc.basis.Basis, optional
-        Fitted on ``X`` to make the design matrix (e.g. ``KernelBasis(RBF(0.5))``).
-    fit_kwargs : mapping, optional
-        More keyword arguments of ``fit_regression`` (``max_iter``, ``tol``, ``prior``).
+        ``"n_active"``); or one such result (named by its ``method``) or
+        ``.trace`` dict (named ``"fit"``).
     logx : bool, default True
         Iterations on a log scale (EM takes far more than the fast method).
     colors : mapping, sequence or colour, optional
     labels : mapping of str to str, optional
-        Legend label per solver name.
+        Legend label per fit name.
     axes : sequence of two matplotlib Axes, optional
         Draw on them; a new figure otherwise.
 
@@ -79,32 +86,21 @@ def plot_solver_trace(
     tuple of matplotlib.axes.Axes
         ``(ax_evidence, ax_n_active)``.
 
+    Raises
+    ------
+    TypeError
+        For anything else than results or traces (inputs and targets, for
+        example: fit them first).
+
     Examples
     --------
-    On a kernel basis of sinc data::
+    Three solvers on a kernel basis of sinc data::
 
-        ax_ev, ax_n = plot_solver_trace(X, t, basis=KernelBasis(RBF(gamma=0.5)))
+        Phi = KernelBasis(RBF(gamma=0.5)).fit_transform(X)
+        fits = {m: fit_regression(Phi, t, method=m) for m in ("mackay", "em", "fast")}
+        ax_ev, ax_n = plot_solver_trace(fits)
     """
-    if isinstance(traces, Mapping):
-        runs = {str(k): _trace_of(str(k), v) for k, v in traces.items()}
-        if not runs:
-            raise ValueError("traces is empty")
-    else:
-        if y is None:
-            raise ValueError("give y with the inputs X (or a mapping of traces)")
-        from rvm_pymc.reference import fit_regression
-
-        Phi = basis.fit_transform(traces) if basis is not None else np.asarray(traces)
-        Phi = np.asarray(Phi, dtype=float)
-        if Phi.ndim != 2:
-            raise ValueError(f"X must be a 2-D design matrix (or give basis=); got {Phi.shape}")
-        bad = [m for m in methods if m not in _SOLVER_METHODS]
-        if bad or not methods:
-            raise ValueError(f"methods must be a non-empty subset of {_SOLVER_METHODS}; got {bad}")
-        runs = {
-            m: _trace_of(m, fit_regression(Phi, y, method=m, **dict(fit_kwargs or {})))
-            for m in methods
-        }
+    runs = _runs(traces)
     if axes is None:
         _, axes = pyplot().subplots(2, 1, sharex=True, figsize=(8.0, 6.0))
     if len(axes) != 2:

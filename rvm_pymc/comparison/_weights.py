@@ -1,0 +1,217 @@
+"""compare_weights and summary of :mod:`rvm_pymc.comparison`: what the fits say, basis by basis."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rvm_pymc.comparison._measures import (
+    RELEVANCE_PROB,
+    check_fits,
+    diagnostics,
+    effective_parameters,
+    relevant_bases,
+    weight_moments,
+)
+from rvm_pymc.exceptions import ConvergenceWarning, SamplingWarning
+
+__all__ = ["compare_weights", "summary"]
+
+
+def _check_same_basis(fits) -> None:
+    """``ValueError`` unless every fit has the basis of the first.
+
+    The weights are matched by basis name, and ``"x3"`` means the same
+    function only for the same kernel, width and training inputs.  A kernel
+    fit keeps only its relevance vectors, so the check is what they allow:
+    the same kernel values at the relevance vectors of all the fits, the same
+    input wherever two fits share a training index, the same bias setting
+    and classes; any other basis is evaluated at the training inputs of a
+    :class:`FitSet` (when it carries them) and must agree.
+    """
+    names = list(fits)
+    first = fits[names[0]]
+
+    def differs(f) -> bool:
+        if f.n_features_in_ != first.n_features_in_ or bool(f.bias) != bool(first.bias):
+            return True
+        if hasattr(first, "classes_") and not np.array_equal(f.classes_, first.classes_):
+            return True
+        if (f.kernel_ is None) != (first.kernel_ is None):
+            return True
+        if f.kernel_ is None:
+            if list(f.basis_.basis_names_) != list(first.basis_.basis_names_):
+                return True
+            X = getattr(fits, "X", None)
+            return X is not None and not np.allclose(
+                f.basis_.transform(X), first.basis_.transform(X), rtol=1e-10, atol=1e-12
+            )
+        _, ia, ib = np.intersect1d(
+            first.relevance_indices_, f.relevance_indices_, return_indices=True
+        )
+        if not np.array_equal(first.relevance_vectors_[ia], f.relevance_vectors_[ib]):
+            return True
+        P = np.vstack([g.relevance_vectors_ for g in fits.values()])
+        return P.shape[0] > 0 and not np.allclose(
+            f.kernel_(P, P), first.kernel_(P, P), rtol=1e-10, atol=1e-12
+        )
+
+    for name in names[1:]:
+        if differs(fits[name]):
+            raise ValueError(
+                f"fits {names[0]!r} and {name!r} are not fits of the same basis (kernel, "
+                "width, training inputs, bias or classes differ), so their weights cannot "
+                "be matched by name; compare_weights needs fits of one model, e.g. fit_all"
+            )
+
+
+def compare_weights(
+    fits: Mapping[str, Any], *, prob: float = RELEVANCE_PROB
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The weights of several fits of one model, basis by basis.
+
+    Parameters
+    ----------
+    fits : mapping of str to fitted RVR or RVC
+        Fits of the same basis (same kernel, width and training inputs), e.g.
+        a :class:`FitSet`.
+    prob : float, default 0.95
+        The relevance rule of :func:`relevant_bases` for sampled fits.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        One row per basis (``"name[k]"`` per class for softmax) of any fit;
+        columns ``(fit, quantity)``: ``w_mean``, ``w_sd``,
+        ``log_alpha_mean``, ``log_alpha_sd`` (data units; a basis a type-II
+        fit pruned has ``w`` exactly 0 with sd 0 and ``log alpha = inf``),
+        ``relevant``; and ``("z", "a|b")`` for every pair of fits, the
+        distance of their weight means in posterior sds,
+        ``(mean_a - mean_b) / sqrt(sd_a^2 + sd_b^2)`` (NaN where both sds
+        are 0).
+    agreement : pandas.DataFrame
+        Fit by fit, the Jaccard index ``|A & B| / |A | B|`` of the sets of
+        relevant bases (1 on the diagonal).
+    """
+    check_fits(fits)
+    _check_same_basis(fits)
+    moments = {name: weight_moments(f) for name, f in fits.items()}
+    relevant = {name: set(relevant_bases(f, prob=prob)) for name, f in fits.items()}
+    index: list[str] = []
+    for m in moments.values():
+        index += [r for r in m.index if r not in index]
+    cols = {}
+    for name, m in moments.items():
+        m = m.reindex(index)
+        missing = m["w_mean"].isna()
+        m.loc[missing, ["w_mean", "w_sd"]] = 0.0  # pruned: a point mass at 0
+        m.loc[missing, "log_alpha_mean"] = np.inf
+        m.loc[missing, "log_alpha_sd"] = 0.0
+        m["relevant"] = [r.split("[")[0] in relevant[name] for r in index]
+        for q in m.columns:
+            cols[(name, q)] = m[q].to_numpy()
+    names = list(fits)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            sd = np.hypot(cols[(a, "w_sd")], cols[(b, "w_sd")])
+            diff = cols[(a, "w_mean")] - cols[(b, "w_mean")]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                cols[("z", f"{a}|{b}")] = np.where(sd > 0, diff / sd, np.nan)
+    table = pd.DataFrame(cols, index=index)
+    table.columns = pd.MultiIndex.from_tuples(table.columns, names=["fit", "quantity"])
+    jac = np.ones((len(names), len(names)))
+    for i, a in enumerate(names):
+        for j, b in enumerate(names):
+            union = relevant[a] | relevant[b]
+            jac[i, j] = len(relevant[a] & relevant[b]) / len(union) if union else 1.0
+    return table, pd.DataFrame(jac, index=names, columns=names)
+
+
+# ------------------------------------------------------------------ summary
+
+
+def summary(fit, *, rhat_max: float = 1.01, ess_min: float = 400.0, **kwargs) -> pd.DataFrame:
+    """``arviz.summary`` of a fit with the RVM's lines; warnings where it is not to be trusted.
+
+    Parameters
+    ----------
+    fit : RVR or RVC, fitted
+    rhat_max : float, default 1.01
+        Warn (``SamplingWarning``) when a sampled fit's R-hat exceeds it.
+    ess_min : float, default 400
+        Warn when a sampled fit's bulk ESS is below it.
+    **kwargs
+        Passed to :func:`arviz.summary` (e.g. ``ci_prob``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows of ``arviz.summary`` for the weights (and, for nuts, the log
+        precisions) of the fit's relevant bases (of every basis when none is
+        relevant, as for most NUTS fits of a kernel RVM), then the RVM's own rows in
+        the ``mean`` column: ``rvm:n_relevant``, ``rvm:effective_parameters``,
+        ``rvm:log_evidence`` (type-II), ``rvm:converged`` (1 or 0) and, for
+        nuts, ``rvm:divergences``, ``rvm:max_rhat``, ``rvm:min_ess_bulk``.
+        A type-II fit's rows are statistics of its exact Gaussian draws, so
+        only ``kind="stats"`` columns are shown.
+
+    Warns
+    -----
+    ConvergenceWarning
+        A type-II fit that did not converge.
+    SamplingWarning
+        Divergences, R-hat above ``rhat_max`` or bulk ESS below ``ess_min``.
+    """
+    import arviz as az
+
+    post = fit.posterior_
+    tree = fit.idata_
+    w_name = "W" if "W" in tree["posterior"] else "w"
+    keep = relevant_bases(fit)
+    var_names = [w_name] + ([] if post.is_type_ii else ["log_alpha"])
+    if "log_beta" in tree["posterior"]:
+        var_names.append("log_beta")
+    kwargs.setdefault("kind", "stats" if post.is_type_ii else "all")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        table = az.summary(
+            tree, var_names=var_names, coords={"basis": keep} if keep else None, **kwargs
+        )
+    diag = diagnostics(fit)
+    lines = {
+        "rvm:n_relevant": len(keep),
+        "rvm:effective_parameters": effective_parameters(fit),
+        "rvm:log_evidence": float(fit.log_evidence_),
+        "rvm:converged": float(bool(fit.converged_)),
+    }
+    if not post.is_type_ii:
+        lines.update({f"rvm:{k}": v for k, v in diag.items()})
+    extra = pd.DataFrame({"mean": list(lines.values())}, index=list(lines))
+    out = pd.concat([table, extra.reindex(columns=table.columns)])
+    out.loc[extra.index, "mean"] = extra["mean"].to_numpy()
+    if post.is_type_ii and not fit.converged_:
+        warnings.warn(
+            f"the {fit.method} fit did not converge in {fit.n_iter_} iterations: its "
+            "hyperparameters are not at an optimum of the evidence",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    if not post.is_type_ii:
+        problems = []
+        if diag["divergences"] > 0:
+            problems.append(f"{int(diag['divergences'])} divergent transitions")
+        if diag["max_rhat"] > rhat_max:
+            problems.append(f"max R-hat {diag['max_rhat']:.3f} > {rhat_max}")
+        if diag["min_ess_bulk"] < ess_min:
+            problems.append(f"min bulk ESS {diag['min_ess_bulk']:.0f} < {ess_min:.0f}")
+        if problems:
+            warnings.warn(
+                "the NUTS fit is not to be trusted: " + "; ".join(problems),
+                SamplingWarning,
+                stacklevel=2,
+            )
+    return out

@@ -1,0 +1,192 @@
+"""``rvm-pymc`` on real-looking CSV files, run as a user runs it: ``python -m rvm_pymc``.
+
+Each test starts the command line in a subprocess (the package found through
+``PYTHONPATH``, as from a checkout) on files written the way pandas and R
+write them: an unnamed index column, a ``rownames`` column, blank lines, a
+numeric target with a stray ``?``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "rvm_pymc", *argv],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=300,
+    )
+
+
+def _error(proc: subprocess.CompletedProcess) -> str:
+    """The one error line of a refused run (status 2, nothing on standard output)."""
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    assert "Traceback" not in proc.stderr
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("rvm-pymc: error: ")]
+    assert len(errors) == 1, proc.stderr
+    return errors[0]
+
+
+def _table(n=30, seed=0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-3, 3, n)
+    b = rng.uniform(0, 1000, n)
+    return pd.DataFrame({"a": a, "b": b, "y": np.sin(a) + 0.002 * b + 0.1 * rng.normal(size=n)})
+
+
+def test_index_column_is_left_out_and_predict_keeps_it(tmp_path):
+    table = _table()
+    table.to_csv(tmp_path / "train.csv")  # pandas' index: a first column 'Unnamed: 0'
+    table.drop(columns="y").head(4).to_csv(tmp_path / "new.csv")
+    proc = _run("fit", "train.csv", "--target", "y", "--gamma", "0.3", "--out", "run",
+                cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    notes = [ln for ln in proc.stderr.splitlines() if "note:" in ln]
+    assert len(notes) == 1 and "column 'Unnamed: 0' is a row index" in notes[0]
+    assert "  features               a, b\n" in proc.stdout
+    assert "  left out               Unnamed: 0\n" in proc.stdout
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["features"] == ["a", "b"] and summary["left_out"] == ["Unnamed: 0"]
+
+    proc = _run("predict", "run", "new.csv", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    got = pd.read_csv(pd.io.common.StringIO(proc.stdout))
+    assert list(got.columns) == ["Unnamed: 0", "a", "b", "prediction", "predictive_sd"]
+    train = pd.read_csv(tmp_path / "run" / "predictions.csv")
+    np.testing.assert_allclose(got["prediction"], train["prediction"][:4], rtol=1e-10)
+
+    # R's rownames column (Rdatasets) is recognised the same way
+    table.rename_axis("rownames").to_csv(tmp_path / "r.csv")
+    proc = _run("fit", "r.csv", "--target", "y", "--gamma", "0.3", "--no-plot", "--out", "r",
+                cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "column 'rownames' is a row index" in proc.stderr
+    assert json.loads((tmp_path / "r" / "summary.json").read_text())["features"] == ["a", "b"]
+
+
+def test_features_and_drop_choose_the_columns(tmp_path):
+    table = _table()
+    table["id"] = [f"row{i}" for i in range(len(table))]  # text: not a feature
+    table.to_csv(tmp_path / "t.csv", index=False)
+    proc = _run("fit", "t.csv", "--target", "y", "--no-plot", cwd=tmp_path)
+    assert "column 'id' has the non-numeric value 'row0' on line 2" in _error(proc)
+    assert "--drop the column" in proc.stderr
+
+    proc = _run("fit", "t.csv", "--target", "y", "--drop", "id", "--gamma", "0.3",
+                "--no-plot", "--out", "dropped", cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "  features               a, b\n" in proc.stdout
+    assert "  left out               id\n" in proc.stdout
+
+    proc = _run("fit", "t.csv", "--target", "y", "--gamma", "0.3", "--no-plot", "--out",
+                "only_b", "--features", "b", cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    pre = json.loads((tmp_path / "only_b" / "model.json").read_text())
+    assert pre["features"] == ["b"]
+
+    for option, names, phrase in [
+        ("--features", ["a", "c"], "--features names c, not a column of the file"),
+        ("--drop", ["zz"], "--drop names zz, not a column of the file"),
+        ("--features", ["a", "y"], "--features names the target 'y'"),
+    ]:
+        proc = _run("fit", "t.csv", "--target", "y", option, *names, cwd=tmp_path)
+        assert phrase in _error(proc)
+    assert not (tmp_path / "rvm_fit").exists()
+
+
+def _with_stray_values(tmp_path) -> Path:
+    """Integer class codes 0/1 with '?' and 'n/a?' in two rows, a blank line between them."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(30)
+    lines = ["x,c"] + [f"{v:.6f},{int(v > 0)}" for v in x]
+    lines[6] = lines[6].split(",")[0] + ",?"  # file line 7, before the blank line
+    lines[12] = lines[12].split(",")[0] + ",n/a?"
+    lines.insert(9, "")  # a blank line between them: the second is on line 14 of the file
+    path = tmp_path / "codes.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_numeric_target_with_stray_text_is_refused_naming_value_and_line(tmp_path):
+    path = _with_stray_values(tmp_path)
+    file_lines = path.read_text().splitlines()
+    assert file_lines[7 - 1].endswith(",?") and file_lines[14 - 1].endswith(",n/a?")
+    proc = _run("fit", path.name, "--target", "c", "--no-plot", cwd=tmp_path)
+    line = _error(proc)
+    assert "the target column 'c' holds numbers but also the non-numeric value '?'" in line
+    assert "on line 7 (2 such lines: 7, 14)" in line  # pandas' data rows 6 and 12
+    assert "--task classification" in line
+    # the user says the column holds class labels: '?' is one of them
+    proc = _run("fit", path.name, "--target", "c", "--task", "classification", "--gamma", "0.5",
+                "--no-plot", "--out", "labels", cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((tmp_path / "labels" / "summary.json").read_text())
+    assert summary["task"] == "classification" and "?" in summary["classes"]
+
+
+def test_outputs_are_checked_before_the_fit_and_a_reused_directory_holds_the_new_fit(tmp_path):
+    _table().to_csv(tmp_path / "t.csv", index=False)
+    t0 = time.perf_counter()
+    if Path("/proc").is_dir():  # Linux: a file system that takes no new files
+        proc = _run("fit", "t.csv", "--target", "y", "--out", "/proc/rvm_out", cwd=tmp_path)
+        assert "argument --out: cannot write to /proc" in _error(proc)
+        assert "fitting" not in proc.stderr  # refused before the fit
+        proc = _run("predict", "run", "t.csv", "--out", "/proc/rvm_out.csv", cwd=tmp_path)
+        assert "argument --out: cannot write to /proc" in _error(proc)
+    proc = _run("fit", "t.csv", "--target", "y", "--out", "t.csv/run", cwd=tmp_path)
+    assert "t.csv is a file, not a directory" in _error(proc)
+    assert "fitting" not in proc.stderr
+    proc = _run("compare", "t.csv", "--target", "y", "--out", "nowhere/t.csv", cwd=tmp_path)
+    assert "the directory" in _error(proc) and "does not exist" in proc.stderr
+    (tmp_path / "file").write_text("x")
+    proc = _run("fit", "t.csv", "--target", "y", "--out", "file", cwd=tmp_path)
+    assert "argument --out: file exists and is not a directory" in _error(proc)
+    assert time.perf_counter() - t0 < 120  # no fit ran (each start imports the package)
+
+    argv = ["fit", "t.csv", "--target", "y", "--gamma", "0.3", "--out", "run"]
+    assert _run(*argv, cwd=tmp_path).returncode == 0
+    assert (tmp_path / "run" / "fit.png").exists()
+    proc = _run(*argv, "--no-plot", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "removed run/fit.png of an earlier fit" in proc.stderr
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [
+        "model.json", "model.nc", "predictions.csv", "summary.json", "summary.txt",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "argv", "phrase", "not_said"),
+    [
+        pytest.param("x,y\n1,cat\n2,dog\n3,cat\n4,dog\n", ["--task", "regression"],
+                     "the target column 'y' has the non-numeric value 'cat' on line 2 (4 such "
+                     "lines: 2, 3, 4, 5)", "features must be numbers",
+                     id="text-target-regression"),
+        pytest.param("x,y\n1,0.5\n2,1.5\n\n3,\n4,2.7\n5,3.1\n", [],
+                     "the target column 'y' has a missing value on line 5; remove or fill",
+                     "label", id="missing-regression-target"),
+        pytest.param("x,y\n1,a\n2,\n3,b\n", [], "the target column 'y' has a missing label on "
+                     "line 3", "features must be numbers", id="missing-class-label"),
+    ],
+)  # fmt: skip
+def test_messages_name_the_target(tmp_path, text, argv, phrase, not_said):
+    (tmp_path / "d.csv").write_text(text)
+    line = _error(_run("fit", "d.csv", "--target", "y", *argv, cwd=tmp_path))
+    assert phrase in line
+    assert not_said not in line
