@@ -45,8 +45,6 @@ MAX_TOP_LEVEL_FILES = 12
 MAX_LINES = 500
 TOO_LONG_FOR_NOW = {
     "comparison/_compare.py",
-    "estimators/_base.py",
-    "estimators/_io.py",
     "kernels.py",
     "reference/fast.py",
 }
