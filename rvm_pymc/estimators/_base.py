@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc._core.validation import check_numeric
-from rvm_pymc.basis import Basis, KernelBasis, PrecomputedBasis
+from rvm_pymc.basis import Basis, KernelBasis, PrecomputedBasis, make_basis
 from rvm_pymc.estimators._params import (
     INITS,
     METHODS,
@@ -32,7 +32,7 @@ from rvm_pymc.estimators._params import (
 )
 from rvm_pymc.estimators._scaling import column_rms, scale_columns, scale_gamma, target_scale
 from rvm_pymc.estimators._widths import select_width
-from rvm_pymc.kernels import Kernel, make_kernel
+from rvm_pymc.kernels import Kernel
 from rvm_pymc.priors import resolve_prior
 
 __all__ = ["INITS", "METHODS", "SOLVERS"]
@@ -135,20 +135,17 @@ class _BaseRVM(BaseEstimator):
         k = self.kernel
         if isinstance(k, Basis):
             return copy.deepcopy(k)
-        if isinstance(k, str) and k == "precomputed":
-            return PrecomputedBasis(bias=bool(self.bias))
-        if isinstance(k, str):
-            name = k.lower()
-            params: dict[str, Any] = {}
-            if name in WIDTH_KERNELS:
-                params = {"gamma": gamma}
-            elif name in ("poly", "polynomial"):
-                params = {"degree": self.degree, "gamma": gamma, "coef0": self.coef0}
-            kernel = make_kernel(name, **params)
-        else:
-            kernel = make_kernel(k)
-        # above AUTO_FULL_MAX (2000) training points KernelBasis keeps a subset of centres
-        return KernelBasis(kernel, bias=bool(self.bias), random_state=seed)
+        params: dict[str, Any] = {}
+        name = k.lower() if isinstance(k, str) else None
+        if name in WIDTH_KERNELS:
+            params = {"gamma": gamma}
+        elif name in ("poly", "polynomial"):
+            params = {"degree": self.degree, "gamma": gamma, "coef0": self.coef0}
+        basis = make_basis(k, bias=bool(self.bias), **params)
+        if isinstance(basis, KernelBasis):
+            # above AUTO_FULL_MAX (2000) training points it keeps a subset of centres
+            basis.random_state = seed
+        return basis
 
     def _design(
         self, gamma: float | None, X: np.ndarray, seed: int | None
