@@ -29,6 +29,7 @@ from rvm_pymc.estimators._params import (
     WIDTH_KERNELS,
     Checked,
     check_params,
+    validate_params,
 )
 from rvm_pymc.estimators._scaling import column_rms, scale_columns, scale_gamma, target_scale
 from rvm_pymc.estimators._widths import select_width
@@ -114,6 +115,15 @@ class _BaseRVM(BaseEstimator):
         return tags
 
     # ------------------------------------------------------------------ validation
+
+    def _validate_params(self) -> None:
+        """scikit-learn's hook: each parameter against ``_parameter_constraints``.
+
+        Raises a ``ValueError`` naming the parameter in the words of
+        :data:`~rvm_pymc.estimators._params.MESSAGES` (scikit-learn's own
+        raises its ``InvalidParameterError`` with other words).
+        """
+        validate_params(self.get_params(deep=False))
 
     def _check_params(self, X: np.ndarray) -> Checked:
         """Check every parameter once (``ValueError`` naming it); return the resolved ones."""

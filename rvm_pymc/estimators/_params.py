@@ -4,7 +4,8 @@ Each parameter's admissible values are declared once, in scikit-learn's
 ``_parameter_constraints`` form (:data:`PARAMETER_CONSTRAINTS`, read by
 :func:`sklearn.utils._param_validation.make_constraint`), together with the
 message that names it (:data:`MESSAGES`).  :func:`validate_params` checks
-them; :func:`check_params` adds the checks that involve more than one
+them (the estimators' ``_validate_params``, scikit-learn's hook, calls it);
+:func:`check_params` adds the checks that involve more than one
 parameter or the data, and returns what they resolved (the prior, the
 ``sampler_kwargs`` of a PyMC fit), so that ``fit`` runs each check once,
 before any work.  Every invalid parameter is a ``ValueError`` naming it
@@ -179,7 +180,7 @@ def check_params(est: Any, X: np.ndarray) -> Checked:
     ValueError
         Naming the first invalid parameter.
     """
-    validate_params(est.get_params(deep=False))
+    est._validate_params()
     k, gamma = est.kernel, est.gamma
     if gamma == "evidence" and not (isinstance(k, str) and k.lower() in GAMMA_KERNELS):
         raise ValueError(
