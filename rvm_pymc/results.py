@@ -44,8 +44,8 @@ a tree, so predictions can be rebuilt from a saved tree alone.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
 
 import numpy as np
 import xarray as xr
@@ -53,10 +53,49 @@ from scipy.special import expit, log_expit, log_softmax, softmax
 
 from rvm_pymc._core.gaussian import covariance_draws
 
-__all__ = ["KINDS", "WeightPosterior", "predictions", "to_datatree"]
+__all__ = ["KINDS", "FitInfo", "PointEstimates", "WeightPosterior", "predictions", "to_datatree"]
 
 KINDS = ("regression", "binary", "softmax")
 LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+@dataclass(frozen=True)
+class FitInfo:
+    """What a fit reports beside its :class:`WeightPosterior` (every backend returns both).
+
+    ``log_evidence`` of the fitted problem (NaN for NUTS); ``n_iter``: iterations
+    (solver, optimiser) or tuning steps plus draws (NUTS); ``converged``;
+    ``library``: the layer that fitted (root attribute ``inference_library``);
+    ``attrs``: more root attributes of the result tree (diagnostics,
+    ``started_from``); ``sample_stats``: a sampler's ``(chain, draw)``
+    statistics (None for a type-II fit); ``model``: the fitted PyMC model of a
+    map/nuts fit, on the scaled problem (None for the reference solver).
+    """
+
+    log_evidence: float
+    n_iter: int
+    converged: bool
+    library: str
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    sample_stats: Mapping[str, np.ndarray] | None = None
+    model: Any = field(default=None, repr=False, compare=False)
+
+
+class PointEstimates(NamedTuple):
+    """Point summaries of a :class:`WeightPosterior`: the estimators' fitted attributes.
+
+    ``coef``, ``sigma``: mean and covariance of the weights (of the draws, for
+    a sampled fit); ``alpha``: ``exp(log_alpha)``, or ``exp`` of the median of
+    its draws; ``beta``: the noise precision or the median of its draws, and
+    ``noise_var``: ``1/beta`` or the posterior mean of ``1/beta`` (None both,
+    for classification).
+    """
+
+    coef: np.ndarray
+    sigma: np.ndarray
+    alpha: np.ndarray
+    beta: float | None
+    noise_var: float | None
 
 
 @dataclass(frozen=True)
@@ -145,6 +184,17 @@ class WeightPosterior:
         if flat.ndim == 3:
             flat = flat.transpose(0, 2, 1).reshape(flat.shape[0], -1)
         return np.atleast_2d(np.cov(flat, rowvar=False))
+
+    def point_estimates(self) -> PointEstimates:
+        """Mean and covariance of the weights, precisions and noise (docs/design.md section 3)."""
+        la = np.asarray(self.log_alpha, dtype=float)
+        if not self.is_type_ii:
+            la = np.median(la.reshape(-1, la.shape[-1]), axis=0)
+        beta = noise_var = None
+        if self.log_beta is not None:
+            b = np.exp(np.asarray(self.log_beta, dtype=float))
+            beta, noise_var = float(np.median(b)), float(np.mean(1.0 / b))
+        return PointEstimates(self.weight_mean(), self.weight_cov(), np.exp(la), beta, noise_var)
 
     def to_data_units(self, col_scale, t_mean: float = 0.0, t_sd: float = 1.0) -> WeightPosterior:
         """The posterior of a fit on ``Phi / col_scale``, ``(t - t_mean) / t_sd`` in data units.

@@ -1,48 +1,49 @@
 """Shared machinery of :class:`~rvm_pymc.estimators.RVR` and :class:`~rvm_pymc.estimators.RVC`.
 
-Parameters and their validation, the basis (kernel and width), the fit of every
-candidate width by the reference solver, the active set and the save/load
-entry points.  See :mod:`rvm_pymc.estimators` for the public classes.
+Parameters (checked by :mod:`._params`), the basis, the one scaling boundary,
+the fit (scale -> one backend -> ``WeightPosterior.to_data_units`` ->
+attributes), the active set and the save/load entry points.  The width of
+``gamma="evidence"`` is chosen in :mod:`._widths`.  See
+:mod:`rvm_pymc.estimators` for the public classes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import warnings
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, clone
+from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from rvm_pymc._core.parallel import run_tasks
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc._core.validation import check_numeric
-from rvm_pymc.basis import Basis, KernelBasis, PrecomputedBasis
+from rvm_pymc.basis import Basis, KernelBasis, PrecomputedBasis, make_basis
 from rvm_pymc.estimators._params import (
-    GAMMA_KERNELS,
     INITS,
     METHODS,
+    PARAMETER_CONSTRAINTS,
     SOLVERS,
     WIDTH_KERNELS,
+    Checked,
     check_params,
+    validate_params,
 )
 from rvm_pymc.estimators._scaling import column_rms, scale_columns, scale_gamma, target_scale
-from rvm_pymc.exceptions import ConvergenceWarning
-from rvm_pymc.kernels import Kernel, make_kernel
+from rvm_pymc.estimators._widths import select_width
+from rvm_pymc.kernels import Kernel
 from rvm_pymc.priors import resolve_prior
 
 __all__ = ["INITS", "METHODS", "SOLVERS"]
-
-_DEFAULT_GRID = np.logspace(-2.0, 2.0, 9)
 
 
 class _BaseRVM(BaseEstimator):
     """Parameters, validation, basis and fitting shared by :class:`RVR` and :class:`RVC`."""
 
     _kind = ""
+    _parameter_constraints: dict = PARAMETER_CONSTRAINTS
 
     def __init__(
         self,
@@ -115,9 +116,18 @@ class _BaseRVM(BaseEstimator):
 
     # ------------------------------------------------------------------ validation
 
-    def _check_params(self) -> None:
-        """Raise ``ValueError`` for an invalid parameter; called by ``fit``."""
-        check_params(self)
+    def _validate_params(self) -> None:
+        """scikit-learn's hook: each parameter against ``_parameter_constraints``.
+
+        Raises a ``ValueError`` naming the parameter in the words of
+        :data:`~rvm_pymc.estimators._params.MESSAGES` (scikit-learn's own
+        raises its ``InvalidParameterError`` with other words).
+        """
+        validate_params(self.get_params(deep=False))
+
+    def _check_params(self, X: np.ndarray) -> Checked:
+        """Check every parameter once (``ValueError`` naming it); return the resolved ones."""
+        return check_params(self, X)
 
     def _prior(self):
         """The hyperprior: default ``"evidence"``, ``"weakly_informative"`` for NUTS."""
@@ -130,38 +140,22 @@ class _BaseRVM(BaseEstimator):
         """``1 / (n_features * X.var())`` as scikit-learn's SVR (1.0 for constant X)."""
         return scale_gamma(X)
 
-    def _gamma_candidates(self, X: np.ndarray) -> list[float | None]:
-        """Widths to fit: one for a fixed width, the grid for ``gamma="evidence"``."""
-        k = self.kernel
-        if not (isinstance(k, str) and k.lower() in GAMMA_KERNELS):
-            return [None]
-        if self.gamma == "scale":
-            return [self._scale_gamma(X)]
-        if self.gamma == "evidence":
-            if self.gamma_grid is None:
-                return list(self._scale_gamma(X) * _DEFAULT_GRID)
-            return [float(g) for g in np.asarray(self.gamma_grid, dtype=float).reshape(-1)]
-        return [float(self.gamma)]
-
     def _make_basis(self, gamma: float | None, seed: int | None = None) -> Basis:
         """An unfitted basis for one width (``seed``: of its choice of centres at large N)."""
         k = self.kernel
         if isinstance(k, Basis):
             return copy.deepcopy(k)
-        if isinstance(k, str) and k == "precomputed":
-            return PrecomputedBasis(bias=bool(self.bias))
-        if isinstance(k, str):
-            name = k.lower()
-            params: dict[str, Any] = {}
-            if name in WIDTH_KERNELS:
-                params = {"gamma": gamma}
-            elif name in ("poly", "polynomial"):
-                params = {"degree": self.degree, "gamma": gamma, "coef0": self.coef0}
-            kernel = make_kernel(name, **params)
-        else:
-            kernel = make_kernel(k)
-        # above AUTO_FULL_MAX (2000) training points KernelBasis keeps a subset of centres
-        return KernelBasis(kernel, bias=bool(self.bias), random_state=seed)
+        params: dict[str, Any] = {}
+        name = k.lower() if isinstance(k, str) else None
+        if name in WIDTH_KERNELS:
+            params = {"gamma": gamma}
+        elif name in ("poly", "polynomial"):
+            params = {"degree": self.degree, "gamma": gamma, "coef0": self.coef0}
+        basis = make_basis(k, bias=bool(self.bias), **params)
+        if isinstance(basis, KernelBasis):
+            # above AUTO_FULL_MAX (2000) training points it keeps a subset of centres
+            basis.random_state = seed
+        return basis
 
     def _design(
         self, gamma: float | None, X: np.ndarray, seed: int | None
@@ -180,25 +174,6 @@ class _BaseRVM(BaseEstimator):
         scale = column_rms(Phi)
         # a KernelBasis fills a new array for every call: ours to overwrite
         return basis, scale_columns(Phi, scale, own=type(basis) is KernelBasis), scale
-
-    def _fit_widths(self, X, t, prior, solver, widths, seed) -> list:
-        """The reference fit of every width of a grid, through joblib.
-
-        ``n_jobs`` and any :func:`joblib.parallel_config` in effect (for
-        example ``backend="dask"`` with a ``dask.distributed`` client) decide
-        where they run; each task gets a clone of the estimator (parameters
-        only) and builds its own design matrix, so no N x M matrix is sent to
-        or kept from a worker.  A worker's warnings are raised here, naming the
-        width.
-        """
-        spec = clone(self)
-        return run_tasks(
-            _fit_width,
-            [(spec, X, g, t, prior, solver, seed) for g in widths],
-            [f"gamma={g:.4g}" for g in widths],
-            self.n_jobs,
-            stacklevel=5,
-        )
 
     def _active_design(self, X) -> np.ndarray:
         """Validate ``X`` and return its design matrix restricted to the active bases."""
@@ -223,24 +198,15 @@ class _BaseRVM(BaseEstimator):
             self._fit_at_widths(X, target)
 
     def _fit_at_widths(self, X: np.ndarray, target: np.ndarray) -> None:
-        """Fit every candidate width by the reference solver; keep the best; finish by method.
+        """Scale, fit by one backend, map the posterior back, set the attributes.
 
         The one scaling boundary (docs/design.md section 3): every fit path sees the
         basis columns scaled to unit root-mean-square and, for regression, the
         targets centred and scaled to unit sd; the posterior is mapped back to
         the units of the data once, by :meth:`WeightPosterior.to_data_units`.
         """
-        self._check_params()
-        if (
-            isinstance(self.kernel, str)
-            and self.kernel == "precomputed"
-            and X.shape[0] != X.shape[1]
-        ):
-            raise ValueError(
-                "kernel='precomputed' needs X to be the square kernel matrix of the training "
-                f"points (n_samples x n_samples); got X of shape {X.shape}"
-            )
-        prior = self._prior()
+        checked = self._check_params(X)
+        prior = checked.prior
         regression = self._kind == "regression"
         self.__dict__.pop("evidence_path_", None)  # only a gamma="evidence" fit has one
         if regression:
@@ -248,72 +214,73 @@ class _BaseRVM(BaseEstimator):
             t_s = (target - t_mean) / t_sd
         else:
             t_mean, t_sd, t_s = 0.0, 1.0, target
+        log_t_sd = target.size * np.log(t_sd) if regression else 0.0
         # MAP/NUTS start from (and gamma="evidence" chooses the width by) the reference
         # solver under the same prior; "fast" needs a = b = 0, MacKay takes any prior
         ref_solver = self.solver if (prior.a == 0 and prior.b == 0) else "mackay"
         if self.method == "reference":
             ref_solver = self.solver
-        candidates = self._gamma_candidates(X)
         seed = _seed(self.random_state)  # one draw per fit: the posterior draws below
         # the centres at large N: None keeps KernelBasis's fixed seed (the same data give
         # the same centres); else one seed for every call of this fit (a Generator would
         # give a worker's fit and the rebuild of the chosen width different centres)
         basis_seed = None if self.random_state is None else seed
-        if len(candidates) == 1:
-            g = candidates[0]
-            need_ref = self.method == "reference" or self._starts_from_reference()
-            basis, Phi, scale = self._design(g, X, basis_seed)
-            ref = self._reference_fit(Phi, t_s, prior, ref_solver) if need_ref else None
+        need_ref = self.method == "reference" or self._starts_from_reference()
+        width = select_width(self, X, t_s, prior, ref_solver, basis_seed, need_reference=need_ref)
+        if width.evidence_path is not None:
+            path = width.evidence_path
+            self.evidence_path_ = {**path, "log_evidence": path["log_evidence"] - log_t_sd}
+        basis, Phi, scale = width.basis, width.Phi, width.scale
+        names = tuple(map(str, basis.basis_names_))
+        if self.method == "reference":
+            post, info = width.reference
         else:
-            refs = self._fit_widths(X, t_s, prior, ref_solver, candidates, basis_seed)
-            le = np.array([r.log_evidence for r in refs])
-            self.evidence_path_ = {
-                "gamma": np.array(candidates),
-                "log_evidence": le - target.size * np.log(t_sd),
-            }
-            k = int(np.nanargmax(le))
-            g, ref = candidates[k], refs[k]
-            if len(candidates) > 2 and g in (min(candidates), max(candidates)):
-                warnings.warn(
-                    "gamma='evidence': the largest evidence is at the "
-                    f"{'smallest' if g == min(candidates) else 'largest'} width of gamma_grid "
-                    f"(gamma={g:.4g}); the best width may lie outside the grid: "
-                    "extend gamma_grid past that edge",
-                    ConvergenceWarning,
-                    stacklevel=3,
-                )
-            basis, Phi, scale = self._design(g, X, basis_seed)  # rebuilt for the chosen width only
-        self.gamma_ = g
+            from rvm_pymc.inference import fit_backend
+
+            start = width.reference[0] if self._starts_from_reference() else None
+            opts = self._pymc_options(checked.sampler_kwargs)
+            post, info = fit_backend(opts, Phi, t_s, names, prior, seed, start)
+        position = {n: i for i, n in enumerate(names)}
+        active = np.array([position[n] for n in post.basis_names], dtype=np.intp)
+        self.gamma_ = width.gamma
         self.basis_ = basis
         self.kernel_ = basis.kernel_ if hasattr(basis, "kernel_") else None
         self.basis_scale_ = scale
         self.y_scale_ = t_sd
-        names = tuple(map(str, basis.basis_names_))
-        self.model_ = None
-        if self.method == "reference":
-            active = np.asarray(ref.active, dtype=np.intp)
-            post = _reference_posterior(self._kind_of_fit(), ref, names, active)
-            info = {
-                "log_evidence": float(ref.log_evidence),
-                "n_iter": max(int(ref.n_iter), 1),
-                "converged": bool(ref.converged),
-                "library": "rvm_pymc.reference",
-            }
-        else:
-            from rvm_pymc.inference import fit_backend
-
-            start = ref if self._starts_from_reference() else None
-            post, info, self.model_ = fit_backend(
-                self._pymc_options(), Phi, t_s, names, prior, seed, start
-            )
-            active = np.array([names.index(n) for n in post.basis_names], dtype=np.intp)
-        # the one map back to the units of the data
-        post = post.to_data_units(scale[active], t_mean, t_sd)
-        log_evidence = info["log_evidence"] - (target.size * np.log(t_sd) if regression else 0.0)
+        self.model_ = info.model
         self._set_active(active, X)
-        # the active columns in the units of the basis (Phi holds them scaled)
-        Phi_active = Phi[:, active] * scale[active]
-        self._set_result(post, Phi_active, target, info, log_evidence, seed)
+        # the one map back to the units of the data
+        self._set_result(post.to_data_units(scale[active], t_mean, t_sd))
+        self.n_iter_ = int(info.n_iter)
+        self.converged_ = bool(info.converged)
+        self.log_evidence_ = float(info.log_evidence - log_t_sd)
+        self._tree_inputs = {
+            # the active columns in the units of the basis (Phi holds them scaled)
+            "Phi": Phi[:, active] * scale[active],
+            "target": target,
+            "classes": getattr(self, "classes_", None),
+            "seed": seed,
+            "sample_stats": info.sample_stats,
+            "attrs": {**info.attrs, **_fit_attrs(self, info.library)},
+            "draws": self.draws,
+            "chains": self._chains(),
+        }
+        self._idata = None
+
+    def _reference_fit(self, Phi: np.ndarray, t: np.ndarray, prior, solver: str, names):
+        """The reference backend on the scaled problem: ``(WeightPosterior, FitInfo)``."""
+        from rvm_pymc import reference
+
+        return reference.fit_posterior(
+            Phi,
+            t,
+            self._kind,
+            names,
+            solver=solver,
+            prior=prior,
+            max_iter=self.max_iter,
+            tol=self.tol,
+        )
 
     def _kind_of_fit(self) -> str:
         if self._kind == "regression":
@@ -326,7 +293,8 @@ class _BaseRVM(BaseEstimator):
         init = "reference" if self.init == "auto" and self.method == "map" else self.init
         return self.method != "reference" and init == "reference"
 
-    def _pymc_options(self) -> dict[str, Any]:
+    def _pymc_options(self, sampler_kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The options of :func:`rvm_pymc.inference.fit_backend` (``sampler_kwargs`` checked)."""
         classes = getattr(self, "classes_", None)
         return {
             "method": self.method,
@@ -336,73 +304,25 @@ class _BaseRVM(BaseEstimator):
             "tune": self.tune,
             "chains": self._chains(),
             "max_iter": self.max_iter,
-            "sampler_kwargs": dict(self.sampler_kwargs or {}),
+            "sampler_kwargs": sampler_kwargs,
         }
 
     def _chains(self) -> int:
         return 2 if self.chains is None else int(self.chains)
 
-    def _set_result(self, post, Phi_active, target, info, log_evidence, seed) -> None:
-        """Hold the one posterior; every fitted attribute is read from it."""
+    def _set_result(self, post) -> None:
+        """Hold the one posterior (data units); the fitted attributes are read from it."""
         self.posterior_ = post
-        self.coef_ = post.weight_mean()
-        self.sigma_ = post.weight_cov()
-        la = np.asarray(post.log_alpha, dtype=float)
-        self.alpha_ = np.exp(la if post.is_type_ii else np.median(la.reshape(-1, la.shape[-1]), 0))
+        est = post.point_estimates()
+        self.coef_, self.sigma_, self.alpha_ = est.coef, est.sigma, est.alpha
         self._set_intercept()
         if post.log_beta is not None:
-            beta = np.exp(np.asarray(post.log_beta, dtype=float))
-            self.beta_ = float(np.median(beta))
-            self.noise_var_ = float(np.mean(1.0 / beta))
+            self.beta_, self.noise_var_ = est.beta, est.noise_var
             self.y_offset_ = float(post.y_offset)
-        self.n_iter_ = int(info["n_iter"])
-        self.converged_ = bool(info["converged"])
-        self.log_evidence_ = float(log_evidence)
-        self._tree_inputs = {
-            "Phi": Phi_active,
-            "target": target,
-            "classes": getattr(self, "classes_", None),
-            "seed": seed,
-            "sample_stats": info.get("sample_stats"),
-            "attrs": {**info.get("attrs", {}), **_fit_attrs(self, info["library"])},
-            "draws": self.draws,
-            "chains": self._chains(),
-        }
-        self._idata = None
 
     def _set_intercept(self) -> None:
         zero = np.zeros(self.coef_.shape[1:]) if self.coef_.ndim > 1 else 0.0
         self.intercept_ = self.coef_[0] if self.bias_active_ else zero
-
-    def _restore_posterior(self) -> None:
-        """Rebuild the one posterior from the saved attributes and ``idata_`` (see ``load``)."""
-        from rvm_pymc.results import WeightPosterior
-
-        tree = self.idata_
-        kind = self._kind_of_fit()
-        regression = kind == "regression"
-        names = tuple(self.active_names_)
-        if self.method == "nuts":
-            post = tree["posterior"]
-            self.posterior_ = WeightPosterior(
-                kind=kind,
-                basis_names=names,
-                log_alpha=np.asarray(post["log_alpha"].values, dtype=float),
-                log_beta=np.asarray(post["log_beta"].values, dtype=float) if regression else None,
-                draws=np.asarray(post["W" if kind == "softmax" else "w"].values, dtype=float),
-                y_offset=float(self.y_offset_) if regression else 0.0,
-            )
-        else:
-            self.posterior_ = WeightPosterior(
-                kind=kind,
-                basis_names=names,
-                log_alpha=np.log(self.alpha_),
-                log_beta=float(np.log(self.beta_)) if regression else None,
-                mean=self.coef_,
-                cov=self.sigma_,
-                y_offset=float(self.y_offset_) if regression else 0.0,
-            )
-        self._set_intercept()
 
     @property
     def idata_(self):
@@ -541,30 +461,6 @@ class _BaseRVM(BaseEstimator):
         from rvm_pymc.estimators._io import load_estimator
 
         return load_estimator(path, {cls.__name__: cls}, expected=cls)
-
-
-def _fit_width(est: _BaseRVM, X: np.ndarray, gamma: float, t, prior, solver, seed):
-    """One task of :meth:`_BaseRVM._fit_widths`: the reference fit at one width."""
-    _, Phi, _scale = est._design(gamma, X, seed)
-    return est._reference_fit(Phi, t, prior, solver)
-
-
-def _reference_posterior(kind: str, ref, names: tuple, active: np.ndarray):
-    """The reference solver's result as a WeightPosterior over its active bases."""
-    from rvm_pymc.results import WeightPosterior
-
-    beta = getattr(ref, "beta", None)
-    mean = np.asarray(ref.mean, dtype=float)
-    if kind == "binary" and mean.ndim == 2:
-        mean = mean[:, 0]
-    return WeightPosterior(
-        kind=kind,
-        basis_names=tuple(names[i] for i in active),
-        log_alpha=np.log(np.asarray(ref.alpha, dtype=float)),
-        log_beta=None if beta is None else float(np.log(beta)),
-        mean=mean,
-        cov=np.asarray(ref.cov, dtype=float),
-    )
 
 
 def _seed(random_state: Any) -> int:

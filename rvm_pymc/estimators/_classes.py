@@ -210,13 +210,6 @@ class RVR(RegressorMixin, _BaseRVM):
             self._fit(X, y)
         return self
 
-    def _reference_fit(self, Phi, t, prior, solver):
-        from rvm_pymc.reference import fit_regression
-
-        return fit_regression(
-            Phi, t, method=solver, prior=prior, max_iter=self.max_iter, tol=self.tol
-        )
-
     def predict(self, X, return_std: bool = False):
         """Predictive mean (and standard deviation) at ``X``.
 
@@ -321,13 +314,6 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
             self.classes_ = classes
             self._fit(X, codes.reshape(-1).astype(np.int64))
         return self
-
-    def _reference_fit(self, Phi, codes, prior, solver):
-        from rvm_pymc.reference import fit_classification
-
-        return fit_classification(
-            Phi, codes, method=solver, prior=prior, max_iter=self.max_iter, tol=self.tol
-        )
 
     def _laplace(self):
         """The fitted Gaussian posterior as a ClassificationResult over the active bases."""

@@ -1,16 +1,26 @@
 """Save and load fitted estimators without pickle: the DataTree in netCDF plus JSON attributes.
 
-File layout
------------
-The fit's ``idata_`` groups (``posterior``, ``log_likelihood``, ...), one more
-group ``rvm_estimator`` with the arrays that prediction needs (``coef_``,
-``sigma_``, ``alpha_``, ``active_``, ``relevance_vectors_``, ``classes_``, ...)
-and, on the root, the attributes
+File layout (format version 3)
+------------------------------
+The one source of truth is the fit's ``idata_`` (groups ``posterior``,
+``log_likelihood``, ``constant_data``, ...) and the constructor parameters as
+JSON, as in pymc-marketing's ``ModelBuilder``.  Everything the estimator reads
+from its posterior (``coef_``, ``sigma_``, ``alpha_``, ``beta_``,
+``noise_var_``, ``y_offset_``, ``active_names_``, ``n_iter_``,
+``converged_``, ``log_evidence_``) is rebuilt from the tree on load, not
+stored a second time.  One more group, ``rvm_estimator``, holds only what the
+tree does not: the Gaussian of a type-II fit (``weight_mean``, ``weight_cov``;
+the tree holds its draws), the active columns of the full basis and the
+relevance vectors (``active_``, ``relevance_indices_``,
+``relevance_vectors_``), ``basis_scale_``, the class labels in their own
+dtype (``classes_``; the tree's ``class`` coordinate is text) and
+``evidence_path_``.  On the root, the attributes
 
 ``rvm_pymc_format``, ``rvm_pymc_format_version``, ``rvm_estimator_class``
     what the file is;
 ``rvm_params``, ``rvm_fitted``
-    the constructor parameters and the scalar fitted attributes, as JSON;
+    the constructor parameters, and the scalars that are in no group
+    (``y_scale_``, ``gamma_``, ``n_features_in_``, ...), as JSON;
 ``rvm_checksum``
     SHA-256 of everything :func:`load_estimator` reads: the format, the class
     name, both JSON strings, every attribute of every group (the root's too,
@@ -26,13 +36,13 @@ tells them by the file's magic bytes).  Both, and the atomic write (a save that
 fails midway leaves a previous file at ``path`` as it was), are
 :mod:`rvm_pymc._core.files`.
 
-Format version 2 (this one) added the attributes to the checksum; files of
-version 1 are refused with a message saying so.
+Format version 2 stored the fitted arrays (``coef_``, ``sigma_``, ``alpha_``,
+...) and scalars beside the tree; it is still read (:func:`_from_version_2`).
+Version 1 (no attributes in the checksum) is refused with a message saying so.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -42,7 +52,7 @@ import numpy as np
 import xarray as xr
 from sklearn.utils.validation import check_is_fitted
 
-from rvm_pymc import kernels as _k
+from rvm_pymc import kernels
 from rvm_pymc._core.files import (
     ENGINE_MODULES,
     ENGINES,
@@ -56,7 +66,9 @@ from rvm_pymc._core.files import (
     write_tree,
 )
 from rvm_pymc.basis import Basis, PrecomputedBasis
+from rvm_pymc.estimators._checksum import digest
 from rvm_pymc.priors import HyperPrior
+from rvm_pymc.results import WeightPosterior
 
 __all__ = [
     "ENGINES",
@@ -69,7 +81,8 @@ __all__ = [
 ]
 
 FORMAT = "rvm_pymc.estimator"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+READABLE_VERSIONS = (2, 3)
 STATE = "rvm_estimator"
 _HEADER = (
     "rvm_pymc_format",
@@ -79,41 +92,19 @@ _HEADER = (
     "rvm_fitted",
     "rvm_checksum",
 )
-_KERNEL_TYPES = {
-    c.__name__: c
-    for c in (
-        _k.RBF,
-        _k.Laplacian,
-        _k.Cauchy,
-        _k.Linear,
-        _k.Polynomial,
-        _k.LinearSpline,
-        _k.Constant,
-        _k.Sum,
-        _k.Product,
-    )
-}
-_ARRAYS = (
-    "coef_",
-    "sigma_",
-    "alpha_",
-    "active_",
-    "relevance_indices_",
-    "relevance_vectors_",
-    "basis_scale_",
-)
-_SCALARS = (
-    "y_scale_",
-    "beta_",
-    "noise_var_",
-    "y_offset_",
-    "gamma_",
-    "n_iter_",
-    "converged_",
-    "log_evidence_",
-    "bias_active_",
-    "n_features_in_",
-)
+
+
+def _digest(
+    tree: xr.DataTree, cls_name: str, params: str, fitted: str, version: int = FORMAT_VERSION
+) -> str:
+    """SHA-256 of everything :func:`load_estimator` reads from ``tree`` (hex), as ``version``."""
+    return digest(tree, f"{FORMAT}/{version}/{cls_name}", params, fitted)
+
+
+_STATE_ARRAYS = ("active_", "relevance_indices_", "relevance_vectors_", "basis_scale_")
+"""Fitted arrays that are in no group of the tree (the ``rvm_estimator`` group holds them)."""
+_FITTED = ("y_scale_", "gamma_", "n_features_in_")
+"""Fitted scalars that are in no group of the tree (the ``rvm_fitted`` JSON holds them)."""
 
 # ------------------------------------------------------------------ parameters
 
@@ -121,24 +112,29 @@ _SCALARS = (
 def _kernel_to_json(k: Any) -> Any:
     if isinstance(k, str):
         return k
-    if type(k) in (_k.Sum, _k.Product):
-        return {
-            "kernel": type(k).__name__,
-            "k1": _kernel_to_json(k.k1),
-            "k2": _kernel_to_json(k.k2),
-        }
-    if type(k).__name__ in _KERNEL_TYPES and type(k) is _KERNEL_TYPES[type(k).__name__]:
-        return {"kernel": type(k).__name__, "params": k.get_params()}
+    name = type(k).__name__
+    if name in ("Sum", "Product") and type(k) is kernels.kernel_class(name):
+        return {"kernel": name, "k1": _kernel_to_json(k.k1), "k2": _kernel_to_json(k.k2)}
+    if _is_builtin(k):
+        return {"kernel": name, "params": k.get_params()}
     raise ValueError(
         f"kernel={k!r} cannot be saved without pickle (only kernel names and the built-in "
         "Kernel classes can); use joblib.dump / pickle for this estimator"
     )
 
 
+def _is_builtin(k: Any) -> bool:
+    """Whether ``k`` is an instance of a built-in kernel class itself (not of a subclass)."""
+    try:
+        return type(k) is kernels.kernel_class(type(k).__name__)
+    except ValueError:
+        return False
+
+
 def _kernel_from_json(spec: Any) -> Any:
     if isinstance(spec, str):
         return spec
-    cls = _KERNEL_TYPES[spec["kernel"]]
+    cls = kernels.kernel_class(spec["kernel"])
     if "k1" in spec:
         return cls(_kernel_from_json(spec["k1"]), _kernel_from_json(spec["k2"]))
     return cls(**spec["params"])
@@ -176,99 +172,30 @@ def _params_from_json(text: str) -> dict[str, Any]:
     return params
 
 
-# -------------------------------------------------------------------- checksum
-
-
-def _canonical(values: np.ndarray) -> bytes:
-    a = np.asarray(values)
-    if a.dtype.kind in "biuf":
-        f = np.ascontiguousarray(a, dtype=np.float64)
-        f = np.where(np.isnan(f), np.nan, f)  # one NaN bit pattern
-        return b"n" + repr(a.shape).encode() + f.tobytes()
-    return b"s" + repr(a.shape).encode() + "\x1f".join(map(str, a.ravel().tolist())).encode()
-
-
-def _canonical_attr(value: Any) -> bytes:
-    """Bytes of an attribute value that survive every engine's round trip.
-
-    A string and a one-element list of it, an int and the equal float, ``[]``
-    and an empty array of any dtype give the same bytes: engines return
-    attributes in those forms (h5netcdf: lists as arrays, ``[]`` as float64).
-    """
-    if isinstance(value, str | bytes):
-        a = np.asarray([value.decode() if isinstance(value, bytes) else value])
-    else:
-        try:
-            a = np.asarray(value)
-            if a.dtype == object:
-                a = a.astype(str)
-        except (ValueError, TypeError):  # ragged: no engine writes it, but be total
-            a = np.asarray([repr(value)])
-    a = a.ravel()
-    if a.size == 0:
-        return b"e"
-    return _canonical(a)
-
-
-def _hash_field(h: Any, data: bytes) -> None:
-    """Feed ``data`` to ``h`` with its length first, so fields cannot run together."""
-    h.update(len(data).to_bytes(8, "little"))
-    h.update(data)
-
-
-def _hash_attrs(h: Any, attrs: Mapping, skip: tuple[str, ...] = ()) -> None:
-    keys = sorted(str(k) for k in attrs if str(k) not in skip)
-    _hash_field(h, str(len(keys)).encode())
-    for key in keys:
-        _hash_field(h, key.encode())
-        _hash_field(h, _canonical_attr(attrs[key]))
-
-
-def _digest(tree: xr.DataTree, cls_name: str, params: str, fitted: str) -> str:
-    """SHA-256 of everything :func:`load_estimator` reads from ``tree`` (hex)."""
-    h = hashlib.sha256()
-    _hash_field(h, f"{FORMAT}/{FORMAT_VERSION}/{cls_name}".encode())
-    _hash_field(h, params.encode())
-    _hash_field(h, fitted.encode())
-    for node in sorted(tree.subtree, key=lambda n: n.path):
-        _hash_field(h, f"group {node.path}".encode())
-        _hash_attrs(h, node.attrs, skip=("rvm_checksum",) if node.is_root else ())
-        ds = node.to_dataset(inherit=False)
-        for name in sorted(map(str, ds.variables)):
-            var = ds.variables[name]
-            _hash_field(h, f"{node.path}/{name}{tuple(map(str, var.dims))}".encode())
-            _hash_field(h, _canonical(var.values))
-            _hash_attrs(h, var.attrs)
-    return h.hexdigest()
-
-
 # ----------------------------------------------------------------------- state
 
 
 def _state(est) -> tuple[xr.Dataset, dict[str, Any]]:
-    """The arrays (as a Dataset) and the JSON-able scalars of a fitted estimator."""
-    data = {}
-    for name in _ARRAYS:
-        arr = np.asarray(getattr(est, name))
-        data[name] = ([f"{name}dim{i}" for i in range(arr.ndim)], arr)
+    """What the tree of a fitted estimator does not hold: arrays (a Dataset) and JSON scalars."""
+    arrays = {name: np.asarray(getattr(est, name)) for name in _STATE_ARRAYS}
+    post = est.posterior_
+    if post.is_type_ii:  # the tree holds its draws, not the Gaussian they are drawn from
+        arrays["weight_mean"], arrays["weight_cov"] = post.mean, post.cov
     fitted: dict[str, Any] = {
         k: (v.item() if isinstance(v, np.generic) else v)
-        for k in _SCALARS
-        if hasattr(est, k) and not isinstance(v := getattr(est, k), np.ndarray)
+        for k in _FITTED
+        if (v := getattr(est, k)) is not None or k == "gamma_"
     }
-    fitted["active_names_"] = list(est.active_names_)
     if hasattr(est, "feature_names_in_"):
         fitted["feature_names_in_"] = [str(c) for c in est.feature_names_in_]
     if hasattr(est, "classes_"):
         classes = np.asarray(est.classes_)
         fitted["classes_dtype"] = classes.dtype.str if classes.dtype != object else "object"
-        data["classes_"] = (
-            ["classes_dim0"],
-            classes.astype(str) if classes.dtype == object else classes,
-        )
+        arrays["classes_"] = classes.astype(str) if classes.dtype == object else classes
     if hasattr(est, "evidence_path_"):
         for k, v in est.evidence_path_.items():
-            data[f"evidence_path_{k}"] = (["evidence_path_dim0"], np.asarray(v, dtype=float))
+            arrays[f"evidence_path_{k}"] = np.asarray(v, dtype=float)
+    data = {k: ([f"{k}dim{i}" for i in range(v.ndim)], v) for k, v in arrays.items()}
     return xr.Dataset(data), fitted
 
 
@@ -403,11 +330,13 @@ def load_estimator(path, classes: Mapping[str, type], expected: type | None = No
     version = attrs.get("rvm_pymc_format_version")
     if isinstance(version, np.generic):
         version = version.item()
-    if not (isinstance(version, int | np.integer) and int(version) == FORMAT_VERSION):
+    if not (isinstance(version, int | np.integer) and int(version) in READABLE_VERSIONS):
         raise ValueError(
-            f"{shown} has format version {version!r}; this rvm_pymc reads version "
-            f"{FORMAT_VERSION} only (re-fit and save the model with this version)"
+            f"{shown} has format version {version!r}; this rvm_pymc reads versions "
+            f"{' and '.join(map(str, READABLE_VERSIONS))} only (re-fit and save the model "
+            "with this version)"
         )
+    version = int(version)
     header = {
         key: _header_text(attrs, key)
         for key in ("rvm_estimator_class", "rvm_params", "rvm_fitted", "rvm_checksum")
@@ -421,7 +350,7 @@ def load_estimator(path, classes: Mapping[str, type], expected: type | None = No
         header["rvm_fitted"],
     )
     with damaged_if_failing(shown, "its checksum cannot be computed"):
-        digest = _digest(tree, name, params_json, fitted_json)
+        digest = _digest(tree, name, params_json, fitted_json, version)
     if digest != header["rvm_checksum"]:
         raise ValueError(
             f"{shown}: checksum mismatch: the file was modified or corrupted "
@@ -436,7 +365,7 @@ def load_estimator(path, classes: Mapping[str, type], expected: type | None = No
     cls = classes[name]
     try:
         est = cls(**_params_from_json(params_json))
-        _restore(est, tree, json.loads(fitted_json), path)
+        _restore(est, tree, json.loads(fitted_json), path, version)
     except Exception as exc:
         if isinstance(exc, ValueError) and shown in str(exc):
             raise
@@ -448,61 +377,110 @@ def load_estimator(path, classes: Mapping[str, type], expected: type | None = No
     return est
 
 
-def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path) -> None:
-    state = tree[STATE].to_dataset()
-    for name in _ARRAYS:
-        arr = np.asarray(state[name].values)
-        if name in ("active_", "relevance_indices_"):
-            arr = arr.astype(np.intp)
-        setattr(est, name, arr)
-    for k in _SCALARS:
-        if k in fitted:
-            setattr(est, k, fitted[k])
-    est.active_names_ = list(fitted["active_names_"])
-    if "feature_names_in_" in fitted:
-        est.feature_names_in_ = np.asarray(fitted["feature_names_in_"], dtype=object)
-    if "classes_" in state:
-        dtype = fitted["classes_dtype"]
-        est.classes_ = np.asarray(state["classes_"].values).astype(
-            object if dtype == "object" else np.dtype(dtype)
-        )
-    if "evidence_path_gamma" in state:
-        est.evidence_path_ = {
-            "gamma": state["evidence_path_gamma"].values,
-            "log_evidence": state["evidence_path_log_evidence"].values,
-        }
+def _from_version_2(state: dict, fitted: dict, method: str) -> tuple[dict, dict]:
+    """The contents of a version-2 file in the names of version 3.
+
+    Version 2 stored ``coef_``/``sigma_`` (the Gaussian of a type-II fit; for
+    NUTS the moments of its draws, which are in the tree) and the fitted
+    scalars; what the tree holds is now read from the tree, the rest is kept.
+    """
+    state = dict(state)
+    coef, sigma = state.pop("coef_", None), state.pop("sigma_", None)
+    state.pop("alpha_", None)
+    if method != "nuts" and coef is not None:
+        state["weight_mean"], state["weight_cov"] = coef, sigma
+    return state, dict(fitted)
+
+
+def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path, version: int) -> None:
+    """Set every fitted attribute of ``est`` from the tree of a file and its JSON scalars."""
+    if STATE not in tree.children:
+        raise _mismatch(path, f"it has no {STATE!r} group (the relevance vectors and scales)")
+    state = {str(k): v.values for k, v in tree[STATE].to_dataset().data_vars.items()}
+    if version == 2:
+        state, fitted = _from_version_2(state, fitted, est.method)
+    missing = [k for k in _FITTED if k not in fitted]
+    missing += [k for k in _STATE_ARRAYS if k not in state]
+    if missing:
+        raise _mismatch(path, f"it lacks the fitted {', '.join(missing)}")
     idata = tree.copy()
     del idata[STATE]
     for key in _HEADER:  # the file's own header; the fit's attributes stay
         idata.attrs.pop(key, None)
+    if idata.attrs.get("method") != est.method:
+        raise _mismatch(
+            path, f"idata_ was fitted by {idata.attrs.get('method')!r}, params say {est.method!r}"
+        )
     est.idata_ = idata
+    for name in _STATE_ARRAYS:
+        arr = np.asarray(state[name])
+        if name in ("active_", "relevance_indices_"):
+            arr = arr.astype(np.intp)
+        setattr(est, name, arr)
+    for k in _FITTED:
+        setattr(est, k, fitted[k])
+    if "feature_names_in_" in fitted:
+        est.feature_names_in_ = np.asarray(fitted["feature_names_in_"], dtype=object)
+    if "classes_" in state:
+        dtype = fitted["classes_dtype"]
+        est.classes_ = np.asarray(state["classes_"]).astype(
+            object if dtype == "object" else np.dtype(dtype)
+        )
+    if "evidence_path_gamma" in state:
+        est.evidence_path_ = {
+            "gamma": state["evidence_path_gamma"],
+            "log_evidence": state["evidence_path_log_evidence"],
+        }
     basis = est._make_basis(est.gamma_)
     if isinstance(basis, PrecomputedBasis):
         est.kernel_ = None
         est.basis_ = basis.fit(np.zeros((1, int(est.n_features_in_))))
     else:
-        est.kernel_ = basis.kernel_ if hasattr(basis, "kernel_") else _k.make_kernel(basis.kernel)
+        est.kernel_ = (
+            basis.kernel_ if hasattr(basis, "kernel_") else kernels.make_kernel(basis.kernel)
+        )
         est.basis_ = None
-    est._restore_posterior()
+    active = est.active_
+    est.active_names_ = [str(b) for b in idata["posterior"]["basis"].values]
+    est.bias_active_ = bool(basis.bias and active.size and active[0] == 0)
+    est._set_result(_posterior(est, idata, state))
+    est.n_iter_ = int(idata.attrs["n_iter"])
+    est.converged_ = bool(idata.attrs["converged"])
+    est.log_evidence_ = float(idata.attrs["log_evidence"])
     est.model_ = None  # a PyMC model is not saved (as after unpickling)
     _check_consistent(est, path)
 
 
-def _check_consistent(est, path) -> None:
-    m = est.active_.size
-    if est.coef_.shape[0] != m or est.alpha_.shape != (m,) or len(est.active_names_) != m:
-        raise _mismatch(path, "the active set, weights and precisions differ in size")
-    k = est.coef_.shape[1] if est.coef_.ndim == 2 else 1
-    if est.sigma_.shape != (m * k, m * k):
-        raise _mismatch(path, f"sigma_ has shape {est.sigma_.shape}; expected {(m * k, m * k)}")
-    post = est.idata_["posterior"]
-    if not set(est.active_names_) <= {str(b) for b in post["basis"].values}:
-        raise _mismatch(path, "the active bases are missing from the idata_ posterior")
-    if est.idata_.attrs.get("method") != est.method:
-        raise _mismatch(
-            path,
-            f"idata_ was fitted by {est.idata_.attrs.get('method')!r}, params say {est.method!r}",
+def _posterior(est, tree: xr.DataTree, state: dict):
+    """The estimator's one posterior, read from its tree (and the Gaussian of a type-II fit)."""
+    post, const = tree["posterior"], tree["constant_data"]
+    regression = est._kind == "regression"
+    kind = "regression" if regression else ("softmax" if "W" in post else "binary")
+    common = {
+        "kind": kind,
+        "basis_names": tuple(str(b) for b in post["basis"].values),
+        "y_offset": float(const["y_offset"].values) if regression else 0.0,
+    }
+    if est.method == "nuts":
+        return WeightPosterior(
+            **common,
+            log_alpha=np.asarray(post["log_alpha"].values, dtype=float),
+            log_beta=np.asarray(post["log_beta"].values, dtype=float) if regression else None,
+            draws=np.asarray(post["W" if kind == "softmax" else "w"].values, dtype=float),
         )
+    return WeightPosterior(
+        **common,
+        log_alpha=np.asarray(const["log_alpha"].values, dtype=float),
+        log_beta=float(const["log_beta"].values) if regression else None,
+        mean=np.asarray(state["weight_mean"], dtype=float),
+        cov=np.asarray(state["weight_cov"], dtype=float),
+    )
+
+
+def _check_consistent(est, path) -> None:
+    """What the construction of the posterior does not check: the basis and the classes."""
+    if est.active_.size != len(est.active_names_):
+        raise _mismatch(path, "the active set and the bases of the idata_ posterior differ")
     if est.kernel_ is not None and est.relevance_vectors_.shape[1:] != (est.n_features_in_,):
         raise _mismatch(path, "relevance vectors and n_features_in_ disagree")
     if hasattr(est, "classes_"):

@@ -1,23 +1,43 @@
 """The parameters of :class:`~rvm_pymc.estimators.RVR` and `RVC`, and their checks.
 
-:func:`check_params` is called by ``fit`` before any work: every invalid
-parameter is a ``ValueError`` naming it.  The names of the methods, solvers,
-starts and kernels with a width live here too, for
-:mod:`rvm_pymc.estimators._base`.
+Each parameter's admissible values are declared once, in scikit-learn's
+``_parameter_constraints`` form (:data:`PARAMETER_CONSTRAINTS`, read by
+:func:`sklearn.utils._param_validation.make_constraint`), together with the
+message that names it (:data:`MESSAGES`).  :func:`validate_params` checks
+them (the estimators' ``_validate_params``, scikit-learn's hook, calls it);
+:func:`check_params` adds the checks that involve more than one
+parameter or the data, and returns what they resolved (the prior, the
+``sampler_kwargs`` of a PyMC fit), so that ``fit`` runs each check once,
+before any work.  Every invalid parameter is a ``ValueError`` naming it
+(not scikit-learn's ``InvalidParameterError``, whose message does not say
+what the value should be in these words).
 """
 
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions, make_constraint
 
 from rvm_pymc.basis import Basis
-from rvm_pymc.kernels import Kernel, make_kernel
-from rvm_pymc.priors import resolve_prior
+from rvm_pymc.kernels import KERNEL_NAMES, Kernel
+from rvm_pymc.priors import HyperPrior, resolve_prior
 
-__all__ = ["GAMMA_KERNELS", "INITS", "METHODS", "SOLVERS", "WIDTH_KERNELS", "check_params"]
+__all__ = [
+    "GAMMA_KERNELS",
+    "INITS",
+    "MESSAGES",
+    "METHODS",
+    "PARAMETER_CONSTRAINTS",
+    "SOLVERS",
+    "WIDTH_KERNELS",
+    "Checked",
+    "check_params",
+    "validate_params",
+]
 
 METHODS = ("reference", "map", "nuts")
 INITS = ("auto", "reference", "default")
@@ -26,103 +46,165 @@ WIDTH_KERNELS = ("rbf", "laplacian", "exponential", "cauchy")
 GAMMA_KERNELS = (*WIDTH_KERNELS, "poly", "polynomial")
 
 
-def is_int(value: Any) -> bool:
-    """Whether ``value`` is an integer (Python or NumPy), not a bool."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+class _KernelName(StrOptions):
+    """A kernel name of :mod:`rvm_pymc.kernels` (case-insensitive, as ``make_kernel``)."""
+
+    def is_satisfied_by(self, val: Any) -> bool:
+        return isinstance(val, str) and (val.lower() in self.options or val == "precomputed")
 
 
-def check_params(est: Any) -> None:
-    """Raise ``ValueError`` naming the first invalid parameter of the estimator ``est``.
+def _positive_int(left: int) -> Interval:
+    return Interval(numbers.Integral, left, None, closed="left")
+
+
+PARAMETER_CONSTRAINTS: dict[str, list] = {
+    "method": [StrOptions(set(METHODS))],
+    "solver": [StrOptions(set(SOLVERS))],
+    "kernel": [_KernelName(set(KERNEL_NAMES)), Kernel, Basis, callable],
+    "gamma": [
+        StrOptions({"scale", "evidence"}),
+        Interval(numbers.Real, 0, None, closed="neither"),
+    ],
+    "gamma_grid": [None, "array-like"],
+    "degree": [_positive_int(1)],
+    "coef0": [Interval(numbers.Real, None, None, closed="neither")],
+    "bias": ["boolean"],
+    "draws": [_positive_int(1)],
+    "tune": [_positive_int(0)],
+    "chains": [None, _positive_int(1)],
+    "max_iter": [None, _positive_int(1)],
+    "tol": [Interval(numbers.Real, 0, None, closed="neither")],
+    "n_jobs": [
+        None,
+        Interval(numbers.Integral, None, -1, closed="right"),
+        _positive_int(1),
+    ],
+    "sampler_kwargs": [None, dict],
+    "init": [StrOptions(set(INITS))],
+    "random_state": [
+        None,
+        Interval(numbers.Integral, 0, 2**32 - 1, closed="both"),
+        np.random.RandomState,
+        np.random.Generator,
+    ],
+    "prior": [None, str, Mapping, HyperPrior],
+}
+"""The admissible values of every parameter (scikit-learn's constraint objects).
+
+A boolean satisfies only ``"boolean"``: ``True`` is not an integer or a float here."""
+
+MESSAGES: dict[str, str] = {
+    "kernel": "a kernel name, 'precomputed', a Kernel, a callable k(X, Y) or a Basis",
+    "gamma": "a float > 0, 'scale' or 'evidence'",
+    "gamma_grid": "a non-empty sequence of floats > 0",
+    "degree": "an integer >= 1",
+    "coef0": "a finite float",
+    "bias": "True or False",
+    "method": f"one of {METHODS}",
+    "solver": f"one of {SOLVERS}",
+    "prior": "None, a preset name, a mapping of a, b, c, d or a HyperPrior",
+    "max_iter": "None or an integer >= 1",
+    "tol": "a finite float > 0",
+    "draws": "an integer >= 1",
+    "tune": "an integer >= 0",
+    "chains": "None or an integer >= 1",
+    "sampler_kwargs": "None or a dict",
+    "init": f"one of {INITS}",
+    "n_jobs": "None or a nonzero integer (-1: all cores)",
+    "random_state": (
+        "None, an integer seed in [0, 2**32 - 1], a numpy.random.RandomState or a "
+        "numpy.random.Generator"
+    ),
+}
+"""What each parameter must be, in the words of its ``ValueError``."""
+
+_CONSTRAINTS = {
+    name: [make_constraint(c) for c in cs] for name, cs in PARAMETER_CONSTRAINTS.items()
+}
+_TAKE_BOOLEANS = {name for name, cs in PARAMETER_CONSTRAINTS.items() if "boolean" in cs}
+
+
+def _satisfies(name: str, value: Any) -> bool:
+    if isinstance(value, bool | np.bool_) and name not in _TAKE_BOOLEANS:
+        return False
+    return any(c.is_satisfied_by(value) for c in _CONSTRAINTS[name])
+
+
+def validate_params(params: Mapping[str, Any]) -> None:
+    """Raise ``ValueError`` naming the first parameter outside its constraints.
+
+    Parameters
+    ----------
+    params : mapping
+        ``get_params(deep=False)`` of the estimator.
+    """
+    for name in PARAMETER_CONSTRAINTS:
+        value = params[name]
+        if _satisfies(name, value):
+            continue
+        if name == "kernel" and isinstance(value, str):
+            raise ValueError(
+                f"unknown kernel {value!r}; valid names are {list(KERNEL_NAMES)} "
+                "(case-insensitive) or 'precomputed'"
+            )
+        shown = type(value).__name__ if name == "kernel" else repr(value)
+        raise ValueError(f"{name} must be {MESSAGES[name]}; got {shown}")
+
+
+class Checked(NamedTuple):
+    """What :func:`check_params` resolved, for the fit to use as is."""
+
+    prior: HyperPrior
+    """The hyperprior, defaults resolved."""
+    sampler_kwargs: dict[str, Any]
+    """The options of the PyMC fit (``{}`` for ``method="reference"``)."""
+
+
+def check_params(est: Any, X: np.ndarray) -> Checked:
+    """Check every parameter of ``est`` once, before any work; return what they resolve to.
 
     Parameters
     ----------
     est : RVR or RVC
         The estimator whose parameters (as set by ``__init__`` or
         ``set_params``) are checked; nothing is modified.
+    X : ndarray
+        The validated training inputs (``kernel="precomputed"`` needs them square).
+
+    Returns
+    -------
+    Checked
+
+    Raises
+    ------
+    ValueError
+        Naming the first invalid parameter.
     """
-    if est.method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}; got {est.method!r}")
-    if est.solver not in SOLVERS:
-        raise ValueError(f"solver must be one of {SOLVERS}; got {est.solver!r}")
-    _check_kernel(est.kernel, est.gamma, est.gamma_grid)
-    if not is_int(est.degree) or est.degree < 1:
-        raise ValueError(f"degree must be an integer >= 1; got {est.degree!r}")
-    if not isinstance(est.bias, bool | np.bool_):
-        raise ValueError(f"bias must be True or False; got {est.bias!r}")
-    for name in ("draws", "tune"):
-        v = getattr(est, name)
-        if not is_int(v) or v < (1 if name == "draws" else 0):
-            raise ValueError(f"{name} must be an integer >= {int(name == 'draws')}; got {v!r}")
-    if est.chains is not None and (not is_int(est.chains) or est.chains < 1):
-        raise ValueError(f"chains must be None or an integer >= 1; got {est.chains!r}")
-    if est.max_iter is not None and (not is_int(est.max_iter) or est.max_iter < 1):
-        raise ValueError(f"max_iter must be None or an integer >= 1; got {est.max_iter!r}")
-    if not (
-        isinstance(est.tol, numbers.Real)
-        and not isinstance(est.tol, bool | np.bool_)
-        and np.isfinite(est.tol)
-        and est.tol > 0
-    ):
-        raise ValueError(f"tol must be a finite float > 0; got {est.tol!r}")
-    if est.n_jobs is not None and (not is_int(est.n_jobs) or est.n_jobs == 0):
+    est._validate_params()
+    k, gamma = est.kernel, est.gamma
+    if gamma == "evidence" and not (isinstance(k, str) and k.lower() in GAMMA_KERNELS):
         raise ValueError(
-            f"n_jobs must be None or a nonzero integer (-1: all cores); got {est.n_jobs!r}"
+            f"gamma='evidence' needs a kernel with a width: one of {GAMMA_KERNELS}; "
+            f"got kernel={k!r}"
         )
-    if est.sampler_kwargs is not None and not isinstance(est.sampler_kwargs, dict):
-        raise ValueError("sampler_kwargs must be None or a dict")
-    if est.init not in INITS:
-        raise ValueError(f"init must be one of {INITS}; got {est.init!r}")
-    _check_random_state(est.random_state)
-    if est.method != "reference":
-        from rvm_pymc.inference import check_sampler_kwargs
-
-        kind = "classifier" if est._kind == "classification" else None
-        check_sampler_kwargs(est.method, est.sampler_kwargs, kind)  # before any fitting
-    default = "weakly_informative" if est.method == "nuts" else "evidence"
-    resolve_prior(est.prior, default=default)  # raises ValueError for a bad prior
-
-
-def _check_kernel(k: Any, g: Any, gamma_grid: Any) -> None:
-    """``kernel``, ``gamma`` and ``gamma_grid``."""
-    if isinstance(k, str):
-        if k != "precomputed":
-            make_kernel(k)  # raises ValueError for an unknown name
-    elif not (isinstance(k, Kernel | Basis) or callable(k)):
-        raise ValueError(
-            "kernel must be a kernel name, 'precomputed', a Kernel, a callable "
-            f"k(X, Y) or a Basis; got {type(k).__name__}"
-        )
-    if isinstance(g, str):
-        if g not in ("scale", "evidence"):
-            raise ValueError(f"gamma must be a float > 0, 'scale' or 'evidence'; got {g!r}")
-        if g == "evidence" and not (isinstance(k, str) and k.lower() in GAMMA_KERNELS):
-            raise ValueError(
-                f"gamma='evidence' needs a kernel with a width: one of {GAMMA_KERNELS}; "
-                f"got kernel={k!r}"
-            )
-    elif not (
-        isinstance(g, numbers.Real) and not isinstance(g, bool) and np.isfinite(g) and g > 0
-    ):
-        raise ValueError(f"gamma must be a float > 0, 'scale' or 'evidence'; got {g!r}")
-    if gamma_grid is not None:
-        message = f"gamma_grid must be a non-empty sequence of floats > 0; got {gamma_grid!r}"
+    if est.gamma_grid is not None:
+        message = f"gamma_grid must be {MESSAGES['gamma_grid']}; got {est.gamma_grid!r}"
         try:
-            grid = np.asarray(gamma_grid, dtype=float).reshape(-1)
+            grid = np.asarray(est.gamma_grid, dtype=float).reshape(-1)
         except (TypeError, ValueError):
             raise ValueError(message) from None
         if grid.size == 0 or not np.all(np.isfinite(grid) & (grid > 0)):
             raise ValueError(message)
+    if isinstance(k, str) and k == "precomputed" and X.shape[0] != X.shape[1]:
+        raise ValueError(
+            "kernel='precomputed' needs X to be the square kernel matrix of the training "
+            f"points (n_samples x n_samples); got X of shape {X.shape}"
+        )
+    kwargs: dict[str, Any] = {}
+    if est.method != "reference":
+        from rvm_pymc.inference import check_sampler_kwargs
 
-
-def _check_random_state(random_state: Any) -> None:
-    """None, an integer seed in [0, 2**32 - 1], a RandomState or a Generator."""
-    if random_state is None or isinstance(
-        random_state, np.random.RandomState | np.random.Generator
-    ):
-        return
-    if is_int(random_state) and 0 <= random_state < 2**32:
-        return
-    raise ValueError(
-        "random_state must be None, an integer seed in [0, 2**32 - 1], a "
-        f"numpy.random.RandomState or a numpy.random.Generator; got {random_state!r}"
-    )
+        kind = "classifier" if est._kind == "classification" else None
+        kwargs = check_sampler_kwargs(est.method, est.sampler_kwargs, kind)
+    default = "weakly_informative" if est.method == "nuts" else "evidence"
+    return Checked(resolve_prior(est.prior, default=default), kwargs)

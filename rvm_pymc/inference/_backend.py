@@ -7,8 +7,9 @@ Both work on the scaled problem the estimator hands them (basis columns of
 unit root-mean-square, regression targets standardised: the one scaling
 boundary of :mod:`rvm_pymc.estimators._base`), which is also the scale on which
 the ``"weakly_informative"`` prior is stated (:mod:`rvm_pymc.priors`), and
-return a :class:`~rvm_pymc.results.WeightPosterior` that the estimator maps
-back to the units of the data once.
+return the package's one result, a :class:`~rvm_pymc.results.WeightPosterior`
+(which the estimator maps back to the units of the data once) and a
+:class:`~rvm_pymc.results.FitInfo` that carries the fitted model.
 
 ``"map"``
     :func:`rvm_pymc.inference.optimise_map` on the full design matrix
@@ -33,8 +34,8 @@ import numpy as np
 from rvm_pymc import models
 from rvm_pymc.inference._fits import nuts_posterior, optimise_map
 from rvm_pymc.inference._map import LOG_PRECISION_BOUND
-from rvm_pymc.inference._options import DEFAULT_PARAMETRIZATION, check_sampler_kwargs
-from rvm_pymc.results import WeightPosterior
+from rvm_pymc.inference._options import DEFAULT_PARAMETRIZATION
+from rvm_pymc.results import FitInfo, WeightPosterior
 
 __all__ = ["fit_backend"]
 
@@ -66,7 +67,7 @@ def _model(opts, Phi, target, names, prior, *, joint, parametrization="centred")
     )
 
 
-def _set_start(kw: dict, start, n_basis: int, kind: str, **start_options) -> str:
+def _set_start(kw: dict, start, names, kind: str, **start_options) -> str:
     """Put the reference start into ``kw["initvals"]`` unless the user gave one; say where from.
 
     Returns ``"user"`` (``initvals`` in ``sampler_kwargs``), ``"reference"``
@@ -76,27 +77,35 @@ def _set_start(kw: dict, start, n_basis: int, kind: str, **start_options) -> str
         return "user"
     if start is None:
         return "default"
-    kw["initvals"] = _start(start, n_basis, kind, **start_options)
+    kw["initvals"] = _start(start, names, kind, **start_options)
     return "reference"
 
 
 def _start(
-    start, n_basis: int, kind: str, *, cap: float, weights: bool, parametrization: str = "centred"
+    start: WeightPosterior,
+    names,
+    kind: str,
+    *,
+    cap: float,
+    weights: bool,
+    parametrization: str = "centred",
 ):
-    """Initial values at the reference solution ``start`` (same prior, same scaled data).
+    """Initial values at the reference posterior ``start`` (same prior, same scaled data).
 
-    A basis the reference pruned starts at ``log alpha = cap`` (the MAP's upper
-    bound, where a pruned precision sits; a finite, large precision for a sampler).
+    ``start`` covers the bases the reference kept (a subset of ``names``); a
+    basis it pruned starts at ``log alpha = cap`` (the MAP's upper bound, where
+    a pruned precision sits; a finite, large precision for a sampler).
     """
-    active = np.asarray(start.active, dtype=np.intp)
-    la = np.full(n_basis, cap)
-    la[active] = np.minimum(np.log(np.asarray(start.alpha, dtype=float)), cap)
+    position = {str(n): i for i, n in enumerate(names)}
+    active = np.array([position[str(n)] for n in start.basis_names], dtype=np.intp)
+    la = np.full(len(names), cap)
+    la[active] = np.minimum(np.asarray(start.log_alpha, dtype=float), cap)
     out: dict[str, np.ndarray] = {"log_alpha": la}
     if kind == "regression":
-        out["log_beta"] = np.asarray(np.log(start.beta))
+        out["log_beta"] = np.asarray(start.log_beta, dtype=float)
     if weights:
         mean = np.asarray(start.mean, dtype=float).reshape(active.size, -1)
-        full = np.zeros((n_basis, mean.shape[1]))
+        full = np.zeros((len(names), mean.shape[1]))
         full[active] = mean
         name = "W" if kind == "softmax" else "w"
         if kind != "softmax":
@@ -109,30 +118,41 @@ def _start(
     return out
 
 
-def fit_backend(opts: dict, Phi: np.ndarray, target: np.ndarray, names, prior, seed: int, start):
+def fit_backend(
+    opts: dict,
+    Phi: np.ndarray,
+    target: np.ndarray,
+    names,
+    prior,
+    seed: int,
+    start: WeightPosterior | None,
+) -> tuple[WeightPosterior, FitInfo]:
     """Fit by type-II MAP or NUTS on the scaled problem.
 
     Parameters
     ----------
     opts : dict
         ``method``, ``kind``, ``class_names``, ``draws``, ``tune``, ``chains``,
-        ``max_iter``, ``sampler_kwargs`` of the estimator.
+        ``max_iter`` of the estimator, and ``sampler_kwargs`` as returned by
+        :func:`~rvm_pymc.inference.check_sampler_kwargs` (the estimator's
+        parameter check runs it once, before any fitting; it is not run again).
     Phi, target : ndarray
         The design matrix and targets after the estimator's scaling boundary.
     names : tuple of str
         Basis names.
     prior : HyperPrior
     seed : int
-    start : RegressionResult, ClassificationResult or None
-        The reference solution (same prior, same scaled problem) to start from.
+    start : WeightPosterior or None
+        The reference posterior (same prior, same scaled problem, over the
+        bases the reference kept) to start from.
 
     Returns
     -------
-    (WeightPosterior, dict, pymc.Model)
+    (WeightPosterior, FitInfo)
         The posterior over the relevant bases (MAP: those not pruned to the
-        upper bound; NUTS: all), on the scaled problem; ``log_evidence``,
-        ``n_iter``, ``converged``, ``library``, ``attrs`` (and NUTS's
-        ``sample_stats``); the fitted model.
+        upper bound; NUTS: all), on the scaled problem, and the fit's report
+        (``log_evidence``, ``n_iter``, ``converged``, ``attrs``, NUTS's
+        ``sample_stats``, and ``model``, the fitted PyMC model).
     """
     if opts["method"] == "map":
         return _fit_map(opts, Phi, target, names, prior, start)
@@ -140,12 +160,12 @@ def fit_backend(opts: dict, Phi: np.ndarray, target: np.ndarray, names, prior, s
 
 
 def _fit_map(opts, Phi, target, names, prior, start):
-    kw = check_sampler_kwargs("map", opts["sampler_kwargs"])
+    kw = dict(opts["sampler_kwargs"])
     if opts["max_iter"] is not None:
         kw.setdefault("max_iter", opts["max_iter"])
     model = _model(opts, Phi, target, names, prior, joint=False)
     started_from = _set_start(
-        kw, start, Phi.shape[1], opts["kind"], cap=LOG_PRECISION_BOUND, weights=False
+        kw, start, names, opts["kind"], cap=LOG_PRECISION_BOUND, weights=False
     )
     res = optimise_map(model, **kw)
     active = np.flatnonzero(res.log_alpha < LOG_PRECISION_BOUND)
@@ -157,24 +177,25 @@ def _fit_map(opts, Phi, target, names, prior, start):
         mean=res.mean,
         cov=res.cov,
     ).restrict(active)
-    info = {
-        "log_evidence": float(res.log_evidence),
-        "n_iter": max(int(res.n_iter), 1),
-        "converged": bool(res.converged),
-        "library": "rvm_pymc.inference",
-        "attrs": {
+    info = FitInfo(
+        log_evidence=float(res.log_evidence),
+        n_iter=max(int(res.n_iter), 1),
+        converged=bool(res.converged),
+        library="rvm_pymc.inference",
+        attrs={
             "max_abs_gradient": float(res.max_abs_gradient),
             "optimizer_message": str(res.message),
             "started_from": started_from,
             # classifiers: the Laplace evidence used and its check (_laplace.axis_check)
             **{k: res.attrs[k] for k in ("laplace", "axis_check") if k in res.attrs},
         },
-    }
-    return post, info, model
+        model=model,
+    )
+    return post, info
 
 
 def _fit_nuts(opts, Phi, target, names, prior, seed, start):
-    kw = check_sampler_kwargs("nuts", opts["sampler_kwargs"], opts["kind"])
+    kw = dict(opts["sampler_kwargs"])
     which = kw.pop("model", "collapsed")  # checked by check_sampler_kwargs
     regression = opts["kind"] == "regression"
     parametrization = kw.pop("parametrization", DEFAULT_PARAMETRIZATION[opts["kind"]])
@@ -183,7 +204,7 @@ def _fit_nuts(opts, Phi, target, names, prior, seed, start):
     started_from = _set_start(
         kw,
         start,
-        Phi.shape[1],
+        names,
         opts["kind"],
         cap=_SAMPLER_START_CAP,
         weights=joint,
@@ -205,18 +226,19 @@ def _fit_nuts(opts, Phi, target, names, prior, seed, start):
         "sampling_time",
         "rvm_inference",
     )
-    info = {
-        "log_evidence": float("nan"),
-        "n_iter": opts["tune"] + opts["draws"],
-        "converged": bool(
+    info = FitInfo(
+        log_evidence=float("nan"),
+        n_iter=opts["tune"] + opts["draws"],
+        converged=bool(
             int(res.attrs.get("n_divergent", 0)) == 0
             and float(res.attrs.get("max_rhat", np.inf)) <= kw.get("rhat_threshold", 1.01)
         ),
-        "library": "rvm_pymc.inference",
-        "sample_stats": res.sample_stats,
-        "attrs": {
+        library="rvm_pymc.inference",
+        attrs={
             **{k: res.attrs[k] for k in diag_keys if k in res.attrs},
             "started_from": started_from,
         },
-    }
-    return res.posterior, info, model
+        sample_stats=res.sample_stats,
+        model=model,
+    )
+    return res.posterior, info

@@ -12,6 +12,7 @@ NumPy/SciPy only; PyMC is not imported.
 
 from rvm_pymc.kernels._base import Constant, Kernel, Product, Sum
 from rvm_pymc.kernels._library import (
+    KERNEL_NAMES,
     RBF,
     CallableKernel,
     Cauchy,
@@ -19,10 +20,12 @@ from rvm_pymc.kernels._library import (
     Linear,
     LinearSpline,
     Polynomial,
+    kernel_class,
     make_kernel,
 )
 
 __all__ = [
+    "KERNEL_NAMES",
     "RBF",
     "CallableKernel",
     "Cauchy",
@@ -34,6 +37,7 @@ __all__ = [
     "Polynomial",
     "Product",
     "Sum",
+    "kernel_class",
     "make_kernel",
 ]
 
@@ -52,7 +56,7 @@ for _cls in (
     CallableKernel,
 ):
     _cls.__module__ = __name__
-make_kernel.__module__ = __name__
+make_kernel.__module__ = kernel_class.__module__ = __name__
 del _cls
 
 _BASIS_NAMES = frozenset(

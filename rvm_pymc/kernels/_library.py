@@ -12,9 +12,10 @@ from numpy.typing import ArrayLike
 from scipy.spatial.distance import cdist
 
 from rvm_pymc._core.validation import check_positive
-from rvm_pymc.kernels._base import Kernel
+from rvm_pymc.kernels._base import Constant, Kernel, Product, Sum
 
 __all__ = [
+    "KERNEL_NAMES",
     "RBF",
     "CallableKernel",
     "Cauchy",
@@ -22,6 +23,7 @@ __all__ = [
     "Linear",
     "LinearSpline",
     "Polynomial",
+    "kernel_class",
     "make_kernel",
 ]
 
@@ -297,6 +299,32 @@ _KERNELS: dict[str, type[Kernel]] = {
     "linear_spline": LinearSpline,
     "spline": LinearSpline,
 }
+
+
+KERNEL_NAMES: tuple[str, ...] = tuple(sorted(_KERNELS))
+"""The names :func:`make_kernel` accepts (case-insensitive)."""
+
+_CLASSES: dict[str, type[Kernel]] = {
+    c.__name__: c for c in (*_KERNELS.values(), Constant, Sum, Product)
+}
+
+
+def kernel_class(name: str) -> type[Kernel]:
+    """The built-in kernel class whose class name is ``name`` (``"RBF"``, ``"Sum"``, ...).
+
+    The one registry of the kernels, for readers of saved parameters
+    (:class:`CallableKernel` and user subclasses are not in it).
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not the name of a built-in kernel class.
+    """
+    if not isinstance(name, str) or name not in _CLASSES:
+        raise ValueError(
+            f"unknown kernel class {name!r}; the built-in kernel classes are {sorted(_CLASSES)}"
+        )
+    return _CLASSES[name]
 
 
 def make_kernel(kernel: str | Kernel | Callable = "rbf", **params: Any) -> Kernel:

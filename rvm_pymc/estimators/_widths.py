@@ -1,0 +1,124 @@
+"""The kernel width of a fit: one given width, or ``gamma="evidence"`` over a grid.
+
+For ``gamma="evidence"`` the reference solver fits every width of the grid
+(through joblib: :func:`rvm_pymc._core.parallel.run_tasks`) and the width of
+largest log evidence is kept; its design matrix is rebuilt once, and map/nuts
+are then fitted at that width.  Every fit here is on the scaled problem of the
+one scaling boundary (:meth:`_BaseRVM._design`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, NamedTuple
+
+import numpy as np
+from sklearn.base import clone
+
+from rvm_pymc._core.parallel import run_tasks
+from rvm_pymc.basis import Basis
+from rvm_pymc.estimators._params import GAMMA_KERNELS
+from rvm_pymc.estimators._scaling import scale_gamma
+from rvm_pymc.exceptions import ConvergenceWarning
+
+__all__ = ["DEFAULT_GRID", "Width", "gamma_candidates", "select_width"]
+
+DEFAULT_GRID = np.logspace(-2.0, 2.0, 9)
+"""The default grid of ``gamma="evidence"``, in units of the ``"scale"`` width."""
+
+
+class Width(NamedTuple):
+    """The width a fit uses, its basis and scaled design matrix, and its reference fit."""
+
+    gamma: float | None
+    basis: Basis
+    Phi: np.ndarray
+    """The design matrix, every column divided by its root-mean-square ``scale``."""
+    scale: np.ndarray
+    reference: tuple | None
+    """``(WeightPosterior, FitInfo)`` of the reference solver at this width, if it ran."""
+    evidence_path: dict[str, np.ndarray] | None
+    """``{"gamma", "log_evidence"}`` of a grid (the log evidence of the fitted problem)."""
+
+
+def gamma_candidates(est: Any, X: np.ndarray) -> list[float | None]:
+    """Widths to fit: one for a fixed width, the grid for ``gamma="evidence"``."""
+    k = est.kernel
+    if not (isinstance(k, str) and k.lower() in GAMMA_KERNELS):
+        return [None]
+    if est.gamma == "scale":
+        return [scale_gamma(X)]
+    if est.gamma == "evidence":
+        if est.gamma_grid is None:
+            return list(scale_gamma(X) * DEFAULT_GRID)
+        return [float(g) for g in np.asarray(est.gamma_grid, dtype=float).reshape(-1)]
+    return [float(est.gamma)]
+
+
+def select_width(est, X, t, prior, solver: str, seed, *, need_reference: bool) -> Width:
+    """The width of the fit, with its reference fit when ``need_reference`` or on a grid.
+
+    Parameters
+    ----------
+    est : RVR or RVC
+        Its parameters say which widths; its ``_design`` and ``_reference_fit``
+        build and fit one.
+    X : ndarray
+        Training inputs.
+    t : ndarray
+        Targets on the fitted scale (class codes for a classifier).
+    prior : HyperPrior
+    solver : str
+        Of the reference solver.
+    seed : int or None
+        Of the basis's choice of centres at large N (the same for every width).
+    need_reference : bool
+        Fit the reference solver at a single width too.
+
+    Returns
+    -------
+    Width
+    """
+    candidates = gamma_candidates(est, X)
+    if len(candidates) == 1:
+        g = candidates[0]
+        basis, Phi, scale = est._design(g, X, seed)
+        ref = (
+            est._reference_fit(Phi, t, prior, solver, basis.basis_names_)
+            if need_reference
+            else None
+        )
+        return Width(g, basis, Phi, scale, ref, None)
+    # each task gets a clone of the estimator (parameters only) and builds its own design
+    # matrix, so no N x M matrix is sent to or kept from a worker; n_jobs and any
+    # joblib.parallel_config in effect (e.g. backend="dask") decide where they run; a
+    # worker's warnings are raised here, naming the width
+    spec = clone(est)
+    refs = run_tasks(
+        _fit_width,
+        [(spec, X, g, t, prior, solver, seed) for g in candidates],
+        [f"gamma={g:.4g}" for g in candidates],
+        est.n_jobs,
+        stacklevel=5,
+    )
+    le = np.array([info.log_evidence for _, info in refs])
+    k = int(np.nanargmax(le))
+    g = candidates[k]
+    if len(candidates) > 2 and g in (min(candidates), max(candidates)):
+        warnings.warn(
+            "gamma='evidence': the largest evidence is at the "
+            f"{'smallest' if g == min(candidates) else 'largest'} width of gamma_grid "
+            f"(gamma={g:.4g}); the best width may lie outside the grid: "
+            "extend gamma_grid past that edge",
+            ConvergenceWarning,
+            stacklevel=4,
+        )
+    basis, Phi, scale = est._design(g, X, seed)  # rebuilt for the chosen width only
+    path = {"gamma": np.array(candidates), "log_evidence": le}
+    return Width(g, basis, Phi, scale, refs[k], path)
+
+
+def _fit_width(est: Any, X: np.ndarray, gamma: float, t, prior, solver, seed):
+    """One task of :func:`select_width`: the reference fit at one width."""
+    basis, Phi, _scale = est._design(gamma, X, seed)
+    return est._reference_fit(Phi, t, prior, solver, basis.basis_names_)
