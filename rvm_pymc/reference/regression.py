@@ -17,6 +17,7 @@ import numpy as np
 
 from rvm_pymc._core.evidence import log_hyperprior, log_marginal_likelihood
 from rvm_pymc._core.gaussian import regression_posterior
+from rvm_pymc._core.sparsity import active_sq
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc._core.validation import (
     as_2d_float,
@@ -36,7 +37,7 @@ from rvm_pymc.reference._options import (
     normalise_columns,
 )
 from rvm_pymc.reference._result import RegressionResult
-from rvm_pymc.reference.fast import active_sq, fast_sequential
+from rvm_pymc.reference.fast import FastOptions, fast_sequential
 
 __all__ = ["fit_regression"]
 
@@ -58,7 +59,7 @@ def fit_regression(
     tol: float = 1e-6,
     prune_threshold: float = 1e9,
     noise_update_every: int = 5,
-    align_tol: float = 1e-3,
+    align_tol: float = 0.0,
     noise_update_start: int = 20,
 ) -> RegressionResult:
     """Fit RVM regression by maximising the (log-coordinate) evidence.
@@ -123,7 +124,10 @@ def fit_regression(
     align_tol : float
         ``"fast"`` only: a candidate whose normalised column has
         ``|cos| > 1 - align_tol`` with an active column is skipped, and
-        reconsidered when that column leaves the model.
+        reconsidered when that column leaves the model.  0 (the default since
+        2026-11-26; was 1e-3) skips none: every move is checked on its exact
+        gain and realised evidence, and with a wide kernel every column is
+        nearly parallel to every other (docs/reference_solver.md).
 
     Returns
     -------
@@ -217,11 +221,11 @@ def fit_regression(
 
     with single_blas_thread():  # loops of small products: one BLAS thread (see _threads)
         if method == "fast":
-            out = fast_sequential(
-                Phin, t, usable, beta0, prior, fixed_noise, max_iter, tol,
-                noise_update_every, align_tol, beta_max, scale if raw else None,
+            options = FastOptions(
+                prior, fixed_noise, max_iter, tol, noise_update_every, align_tol, beta_max,
                 noise_update_start,
             )  # fmt: skip
+            out = fast_sequential(Phin, t, usable, beta0, options, scale if raw else None)
         else:
             out = _full_reestimation(
                 Phin, t, usable, scale, beta0, prior, fixed_noise, max_iter, tol,
