@@ -119,7 +119,8 @@ class SequentialState:
         self.lml = -np.inf
         self.lml_rounding = 0.0
         self.fresh: Factor | None = None  # the factor of the current state, if computed
-        self.exact = False  # whether S, Q are the exact statistics of the current state
+        # S, Q of the current state: 0 rank-one updated, 1 re-solved, 2 confirmed (resolve)
+        self.freshness = 0
         self._pa_cache: tuple = ((), None)
         self._addable_cache: tuple = (None, None)
 
@@ -268,12 +269,16 @@ class SequentialState:
         self.resolve()
 
     # -- full solve ---------------------------------------------------------
-    def resolve(self, exact: bool = False) -> None:
+    def resolve(self, confirm: bool = False) -> None:
         """Recompute Sigma, mu, S, Q and the log evidence from the fresh factor.
 
         The factor of the last :meth:`factorise` of this same state is used if
-        there is one.  ``exact``: the statistics by :meth:`exact_statistics`
-        (O(N M M_active)) instead of the rank-one form (O(M M_active^2)).
+        there is one.  ``S``, ``Q`` by the rank-one form (O(M M_active^2)).
+        With ``confirm`` also exactly (:meth:`exact_statistics`) wherever that
+        form is within its own rounding: ``Sigma`` carries a relative error up
+        to ``eps cond(H)``, so ``S_m`` is known to ``eps (1 + cond) beta
+        ||phi_m||^2`` and ``Q_m`` to ``eps (1 + cond) beta (|phi_m^T t| + |G_m|
+        |mu|)``; where that reaches the value itself not even its sign is known.
         """
         f = self.factor()
         self.Sigma = factor_inverse(f.L, f.p)
@@ -281,32 +286,28 @@ class SequentialState:
         self.rss = float(f.resid @ f.resid)
         self.lml, self.lml_rounding = f.lml, f.rounding
         b, G = self.beta, self.G
-        if exact:
-            self.S, self.Q = self.exact_statistics()
-        else:
-            # S = beta diag - beta^2 rowsum((G Sigma) * G), Q = beta (Phi^T t - G mu)
-            GS = G @ self.Sigma
-            self.S = b * self.diag - (b * b) * np.einsum("ij,ij->i", GS, G)
-            self.Q = b * (self.PhiT_t - G @ f.mu)
-            # Their rounding: Sigma carries a relative error up to eps * cond(H); where it
-            # is as large as S or Q itself, not even the sign is known: those exactly.
+        # S = beta diag - beta^2 rowsum((G Sigma) * G), Q = beta (Phi^T t - G mu)
+        self.S = b * self.diag - (b * b) * np.einsum("ij,ij->i", G @ self.Sigma, G)
+        self.Q = b * (self.PhiT_t - G @ f.mu)
+        self.freshness = 1
+        if confirm:
             eps_k = np.finfo(float).eps * (1.0 + f.cond)
             err_S = eps_k * b * self.diag
             err_Q = eps_k * b * (np.abs(self.PhiT_t) + np.abs(G) @ np.abs(f.mu))
             bad = np.flatnonzero(self.usable & ((self.S <= err_S) | (np.abs(self.Q) <= err_Q)))
             if bad.size:
                 self.S[bad], self.Q[bad] = self.exact_statistics(bad)
-        self.exact = exact
+            self.freshness = 2
 
-    def exact_statistics(self, cols=None) -> tuple[np.ndarray, np.ndarray]:
-        """``S_m, Q_m`` of columns ``cols`` (default all) without cancellation.
+    def exact_statistics(self, cols) -> tuple[np.ndarray, np.ndarray]:
+        """``S_m, Q_m`` of columns ``cols`` without cancellation.
 
         ``S_m = beta ||phi_m - Phi_A u_m||^2 + u_m^T A u_m`` with
         ``u_m = beta H^-1 Phi_A^T phi_m``, ``Q_m = beta phi_m^T (t - Phi_A mu)``;
         O(N M_active) a column, in blocks of columns.  Zero at unusable columns.
         """
         f = self.factor()
-        cols = np.arange(self.m) if cols is None else np.atleast_1d(np.asarray(cols))
+        cols = np.atleast_1d(np.asarray(cols))
         Pa, b = self.active_columns(), self.beta
         U = factor_solve(f.L, f.p, b * self.G[cols, :].T)  # (M_active, len(cols))
         S, Q = np.empty(cols.size), np.empty(cols.size)
@@ -368,7 +369,7 @@ class SequentialState:
         if S_j is not None:
             self.S, self.Q = self.S.copy(), self.Q.copy()
             self.S[j], self.Q[j] = S_j, Q_j
-        self.fresh, self.exact = None, False
+        self.fresh, self.freshness = None, 0
         g = self.gram_column(j) if g is None else g
         BG = self.beta * self.G
         sig_jj = 1.0 / (alpha_j + self.S[j])
@@ -390,7 +391,7 @@ class SequentialState:
 
     def reestimate(self, i: int, alpha_new: float) -> None:
         """Move the precision of active basis ``i`` (position in ``active``) to ``alpha_new``."""
-        self.fresh, self.exact = None, False
+        self.fresh, self.freshness = None, 0
         s_i = self.Sigma[:, i].copy()
         kappa = 1.0 / (self.Sigma[i, i] + 1.0 / (alpha_new - self.alpha[i]))
         mu_i = self.mu[i]
@@ -404,7 +405,7 @@ class SequentialState:
 
     def delete(self, i: int) -> None:
         """Remove active basis ``i`` (position in ``active``)."""
-        self.fresh, self.exact = None, False
+        self.fresh, self.freshness = None, 0
         s_i = self.Sigma[:, i].copy()
         sii = s_i[i]
         mu_i = self.mu[i]
