@@ -375,7 +375,8 @@ def regression_posterior(
     -------
     GaussianPosterior
         ``Sigma = (A + beta Phi^T Phi)^-1``, ``mu = beta Sigma Phi^T t`` and
-        ``log |Sigma^-1|``, from one factorisation (:func:`regression_factor`).
+        ``log |Sigma^-1|``, from one factorisation (``regression_factor`` of
+        :mod:`rvm_pymc._core.gaussian`: Cholesky, or QR when ill-conditioned).
 
     Raises
     ------
