@@ -100,15 +100,15 @@ def test_interrupted_refit_keeps_the_previous_fit(data, est_cls, monkeypatch):
 
 def test_interrupt_inside_the_fast_solver(data, monkeypatch):
     """Stopped inside the sequential algorithm itself (not at the solver's entry)."""
-    import rvm_pymc.reference.fast as fast
+    from rvm_pymc.reference._sequential_state import SequentialState
 
     X, t, _, X_new = data
     est = RVR(gamma=0.5).fit(X, t)
     saved = dict(est.__dict__)
     before = est.predict(X_new, return_std=True)
-    real = fast._State.resolve
+    real = SequentialState.resolve
     stop = _interrupt_after(real, 3)
-    monkeypatch.setattr(fast._State, "resolve", lambda self, *a, **k: stop(self, *a, **k))
+    monkeypatch.setattr(SequentialState, "resolve", lambda self, *a, **k: stop(self, *a, **k))
     with pytest.raises(KeyboardInterrupt):
         est.set_params(gamma=2.0).fit(X, t)
     assert len(stop.calls) == 4

@@ -43,10 +43,6 @@ both need through ``_core``, never through each other."""
 
 MAX_TOP_LEVEL_FILES = 12
 MAX_LINES = 500
-TOO_LONG_FOR_NOW = {
-    "reference/fast.py",
-}
-"""Modules still past the limit; each is split in a commit of its own, then leaves this set."""
 
 
 def _layer(module: str) -> str:
@@ -199,8 +195,4 @@ def test_the_top_of_the_package_is_small():
 )
 def test_no_module_past_the_line_limit(path):
     n = len(path.read_text().splitlines())
-    name = path.relative_to(PACKAGE).as_posix()
-    if name in TOO_LONG_FOR_NOW:
-        assert n > MAX_LINES, f"{name} is short enough now: take it out of TOO_LONG_FOR_NOW"
-        pytest.xfail(f"{name}: {n} lines, to be split")
-    assert n <= MAX_LINES, f"{name} has {n} lines"
+    assert n <= MAX_LINES, f"{path.relative_to(PACKAGE).as_posix()} has {n} lines"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import warnings
 
+import extended_precision
 import numpy as np
 import pytest
 
@@ -19,7 +20,7 @@ from rvm_pymc.reference import (
     log_evidence,
     log_marginal_likelihood,
 )
-from rvm_pymc.reference.fast import _State
+from rvm_pymc.reference._sequential_state import SequentialState
 
 
 def sinc_problem(n=100, gamma=0.1, seed=0):
@@ -143,13 +144,13 @@ def test_evidence_never_decreases(method):
 def test_fast_rank_one_updates_match_full_solve():
     Phi, t, _, _ = sinc_problem(n=40, seed=5)
     Phin = Phi / np.linalg.norm(Phi, axis=0)
-    st = _State(Phin, t, np.ones(Phi.shape[1], bool), 50.0)
+    st = SequentialState(Phin, t, np.ones(Phi.shape[1], bool), 50.0)
     st.active, st.alpha = [3], np.array([2.0])
     st.G = (Phin.T @ Phin[:, 3])[:, None]
     st.resolve()
 
     def check():
-        ref = _State(Phin, t, np.ones(Phi.shape[1], bool), 50.0)
+        ref = SequentialState(Phin, t, np.ones(Phi.shape[1], bool), 50.0)
         ref.active, ref.alpha, ref.G = list(st.active), st.alpha.copy(), st.G.copy()
         ref.resolve()
         for name in ("Sigma", "mu", "S", "Q"):
@@ -354,25 +355,26 @@ def test_unrepresentable_scale_is_refused():
         fit_regression(Phi * 1e-170, t)
 
 
-def test_fast_settles_when_the_last_basis_would_leave(noisy_sinc):
-    """Centred targets that a wide kernel cannot explain: the evidence rises towards the
-    empty model, the last basis (never deleted) wants alpha = inf.  The fast method used to
-    cycle on noise updates to max_iter (1820 iterations, ConvergenceWarning).  Noise updates
-    from the start lead there; the default late start finds a better optimum (7 bases)."""
-    from sklearn.model_selection import KFold
-
-    X, y = noisy_sinc(60)
-    train, _ = next(KFold(3, shuffle=True, random_state=0).split(X))
-    Phi = KernelBasis(RBF(gamma=0.01)).fit_transform(X[train])
-    t = (y[train] - y[train].mean()) / y[train].std()
+def test_fast_settles_when_the_last_basis_would_leave():
+    """Centred targets that a wide kernel cannot explain (pure noise): the evidence rises
+    towards the empty model, the last basis (never deleted) wants alpha = inf.  The fast
+    method used to cycle on noise updates to max_iter (1820 iterations, ConvergenceWarning).
+    (The sinc targets this test used before are explained by a pair of nearly parallel
+    columns since the fast method starts with a free first weight: 3 bases, 0.3 nats above
+    MacKay's one-basis fit, so they no longer reach this state.)"""
+    rng = np.random.default_rng(0)
+    X = np.linspace(-10, 10, 40)[:, None]
+    t = rng.standard_normal(40)
+    t = (t - t.mean()) / t.std()
+    Phi = KernelBasis(RBF(gamma=0.01)).fit_transform(X)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         res = fit_regression(Phi, t, noise_update_start=0)
         default = fit_regression(Phi, t)
-    assert res.converged and res.n_iter < 200 and res.active.size == 1
-    # the noise explains (almost) all of the centred target
-    assert res.beta == pytest.approx(1.0, rel=0.05)
-    assert default.converged and default.log_evidence > res.log_evidence + 0.1
+    for fit in (res, default):
+        assert fit.converged and fit.n_iter < 200 and fit.active.size == 1
+        # the noise explains (almost) all of the centred target
+        assert fit.beta == pytest.approx(1.0, rel=0.05)
 
 
 # -- degenerate fits (issue 13): quick, one clear warning, no numpy RuntimeWarning --------
@@ -440,6 +442,7 @@ def test_em_prunes_to_near_mackay_sparsity(gamma):
     assert gain.max() < 0.05
 
 
+@extended_precision.needs_longdouble
 @pytest.mark.parametrize("gamma", [1e-3, 1e-2, 0.1])
 def test_fast_trace_is_realised_on_ill_conditioned_kernels(gamma):
     """Smooth kernels make S, Q differences of large numbers: every recorded gain must be
@@ -456,14 +459,17 @@ def test_fast_trace_is_realised_on_ill_conditioned_kernels(gamma):
     scale = 1.0 + abs(res.log_evidence)
     assert np.all(np.diff(trace) >= -1e-9 * scale)
     assert trace.max() <= res.log_evidence + 1e-7 * scale
-    dense = dense_log_marginal_likelihood(Phi[:, res.active], t - t.mean(), res.alpha, res.beta)
-    assert res.log_evidence == pytest.approx(dense, rel=1e-8, abs=1e-6)
+    # the oracle in long double: at gamma 1e-3 the condition number of the posterior
+    # precision reaches ~1e12 and the float64 N x N formula is off by ~1e-5 here
+    exact = extended_precision.lml(Phi[:, res.active], t - t.mean(), res.alpha, res.beta)
+    assert res.log_evidence == pytest.approx(exact, rel=1e-8, abs=1e-6)
 
 
 def test_fast_noise_updates_start_late_for_a_better_optimum():
     """Noise updates from the first moves let a large early noise estimate explain the
     signal away: on sinc with a wide kernel (gamma 0.03) the default start (20 iterations
-    at beta_init) reached 3.9-47 nats more evidence than updates from the start."""
+    at beta_init) reached 3.9-47 nats more evidence than updates from the start, before
+    the first weight started free; now more on average, and never 1 nat below MacKay's."""
     gains = []
     for seed in range(4):
         d = make_sinc(n_train=100, n_test=10, random_state=seed)
@@ -472,7 +478,12 @@ def test_fast_noise_updates_start_late_for_a_better_optimum():
         late = fit_regression(Phi, t, method="fast")
         early = fit_regression(Phi, t, method="fast", noise_update_start=0)
         assert late.converged and early.converged
+        mackay = fit_regression(Phi, t, method="mackay")
         gains.append(late.log_evidence - early.log_evidence)
-    assert min(gains) > 0 and sum(gains) > 50, gains
+        assert late.log_evidence > mackay.log_evidence - 1.0
+    # Since the first weight starts free (2026-11-26) the early updates no longer fall
+    # 40-45 nats short on seeds 0 and 1; the late start still gains on average
+    # (measured: +0.72, -0.68, +2.75, +5.08 nats).
+    assert sum(gains) > 0, gains
     with pytest.raises(ValueError, match="noise_update_start must be an integer >= 0"):
         fit_regression(Phi, t, method="fast", noise_update_start=-1)

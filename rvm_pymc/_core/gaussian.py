@@ -40,17 +40,20 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import lapack, solve_triangular
 
 __all__ = [
     "GaussianPosterior",
+    "RegressionFactor",
     "covariance_draws",
     "factor_draw",
     "factor_inverse",
     "factor_logdet",
     "factor_solve",
+    "regression_factor",
     "regression_posterior",
     "spd_factor",
     "spd_inverse",
@@ -372,7 +375,8 @@ def regression_posterior(
     -------
     GaussianPosterior
         ``Sigma = (A + beta Phi^T Phi)^-1``, ``mu = beta Sigma Phi^T t`` and
-        ``log |Sigma^-1|``, from one Jacobi-scaled Cholesky factorisation.
+        ``log |Sigma^-1|``, from one factorisation (``regression_factor`` of
+        :mod:`rvm_pymc._core.gaussian`: Cholesky, or QR when ill-conditioned).
 
     Raises
     ------
@@ -386,8 +390,67 @@ def regression_posterior(
     >>> np.round(post.mean, 12).tolist(), np.round(post.cov, 12).tolist()
     ([1.6], [[0.2]])
     """
+    f = regression_factor(Phi, t, alpha, beta, gram=gram, PhiT_t=PhiT_t)
+    return GaussianPosterior(
+        mean=f.mean, cov=factor_inverse(f.L, f.p), logdet_precision=factor_logdet(f.L, f.p)
+    )
+
+
+class RegressionFactor(NamedTuple):
+    """Factor of ``H = A + beta Phi^T Phi`` (:func:`regression_factor`).
+
+    ``diag(p) H diag(p) = L L^T`` (the format of :func:`spd_factor`), ``mean``
+    the posterior mean, ``cond`` LAPACK's estimate of the 1-norm condition
+    number of ``diag(p) H diag(p)``, ``qr`` whether ``L`` came from the QR
+    factorisation of the stacked design.
+    """
+
+    L: np.ndarray
+    p: np.ndarray
+    mean: np.ndarray
+    cond: float
+    qr: bool
+
+
+def regression_factor(
+    Phi: np.ndarray,
+    t: np.ndarray,
+    alpha: np.ndarray,
+    beta: float,
+    *,
+    gram: np.ndarray | None = None,
+    PhiT_t: np.ndarray | None = None,
+    what: str = "posterior precision",
+) -> RegressionFactor:
+    """Factor of the posterior precision of the linear-Gaussian RVM, and its mean.
+
+    The Jacobi-scaled Cholesky factor of ``H = A + beta Phi^T Phi``
+    (:func:`spd_factor`) when ``H`` is well conditioned.  Forming
+    ``Phi^T Phi`` squares the condition number of the columns, so when
+    ``cond(H) > eps^-1/2`` (more than half the digits lost) the factor and the
+    mean come instead from the QR factorisation of the stacked matrix
+    ``Z = [sqrt(beta) Phi; A^1/2]`` (``Z^T Z = H``, O(N M^2)), which is backward
+    stable in ``Phi``: ``log |H|`` to about ``M eps sqrt(cond)`` instead of
+    ``M eps cond``, and ``mean`` the least-squares solution of
+    ``R mean = Q^T [sqrt(beta) t; 0]``.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If ``H`` is not positive definite to working precision (as :func:`spd_factor`).
+    """
     H = beta * (Phi.T @ Phi if gram is None else gram)
     H[np.diag_indices_from(H)] += alpha
-    cov, logdet = spd_inverse(H, "posterior precision")
-    mean = beta * (cov @ (Phi.T @ t if PhiT_t is None else PhiT_t))
-    return GaussianPosterior(mean=mean, cov=cov, logdet_precision=logdet)
+    L, p = spd_factor(H, what)
+    anorm = float(np.max(np.abs(H * np.outer(p, p)).sum(axis=0)))
+    rcond, info = lapack.dpocon(L, anorm, uplo="L")
+    cond = 1.0 / rcond if info == 0 and rcond > 0 else np.inf
+    if cond <= np.finfo(float).eps ** -0.5:
+        mean = factor_solve(L, p, beta * (Phi.T @ t if PhiT_t is None else PhiT_t))
+        return RegressionFactor(L, p, mean, cond, False)
+    n = Phi.shape[0]
+    Qz, R = np.linalg.qr(np.vstack([np.sqrt(beta) * Phi, np.diag(np.sqrt(alpha))]))
+    mean = solve_triangular(R, np.sqrt(beta) * (Qz[:n].T @ t))
+    L = (R * p).T  # diag(p) R^T R diag(p) = L L^T
+    L *= np.sign(L.diagonal())  # columns signed: a positive diagonal, L L^T unchanged
+    return RegressionFactor(L, p, mean, cond, True)

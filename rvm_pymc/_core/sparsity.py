@@ -15,7 +15,8 @@ a sum of terms each increasing below its own optimum
 ``lambda_k^2 / (q~_k^2 - lambda_k)`` and decreasing above it (so possibly
 with several local maxima); its global maximum is found among the real roots
 of a polynomial (:func:`maximise_shared`).  Two classes (``C = 1``) need none
-of this: the optimum is closed form (:mod:`rvm_pymc.reference.fast`).
+of this: the optimum is closed form (:func:`ell`, :func:`active_sq`, used by
+:mod:`rvm_pymc.reference.fast`).
 
 References
 ----------
@@ -29,8 +30,11 @@ import numpy as np
 
 __all__ = [
     "LEAVING_SETTLED",
+    "active_sq",
+    "ell",
     "ell_shared",
     "ell_shared_derivatives",
+    "gain_rounding",
     "leaving_active",
     "maximise_shared",
     "rotate",
@@ -39,9 +43,53 @@ __all__ = [
 _POLISH_STEPS = 3
 
 
+def ell(alpha, s, q2):
+    """Per-basis log-evidence contribution ``ell_m(alpha)``; zero at alpha = inf."""
+    return 0.5 * (-np.log1p(s / alpha) + q2 / (alpha + s))
+
+
+def active_sq(alpha, S, Q, sigma_diag, mu):
+    """Sparsity and quality factors ``s_m, q_m`` of bases in the model.
+
+    Two algebraically equal forms are used, each where it is stable:
+    ``s = alpha S / (alpha - S)``, ``q = alpha Q / (alpha - S)`` when
+    ``s < alpha``, and the posterior form ``s = 1/Sigma_mm - alpha``,
+    ``q = mu_m / Sigma_mm`` otherwise, where ``alpha - S`` would cancel (a
+    well-determined weight, ``alpha << s``).  The switch is decided from
+    ``alpha Sigma_mm = alpha / (alpha + s)``, which is accurate, not from ``S``,
+    which is itself a difference of large numbers when the target has a large
+    mean.
+    """
+    use_post = alpha * sigma_diag <= 0.9
+    if use_post.all():  # the usual case near convergence: the same numbers, fewer operations
+        s = 1.0 / sigma_diag - alpha
+        q = mu / sigma_diag
+    else:
+        denom = np.where(use_post, 1.0, alpha - S)
+        s = np.where(use_post, 1.0 / sigma_diag - alpha, alpha * S / denom)
+        q = np.where(use_post, mu / sigma_diag, alpha * Q / denom)
+    # s >= 0 exactly (Sigma_mm <= 1/alpha): a negative value is rounding; 0 is the
+    # nearest admissible value
+    return np.maximum(s, 0.0), q
+
+
+def gain_rounding(alpha_old, alpha_new, s, q2):
+    """Rounding of the gain ``ell(alpha_new) - ell(alpha_old)`` (arrays or floats).
+
+    Machine epsilon times the sizes of the four terms it sums (an infinite
+    precision contributes nothing).
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        size = sum(
+            np.where(np.isfinite(a), np.abs(np.log1p(s / a)) + q2 / (a + s), 0.0)
+            for a in (alpha_old, alpha_new)
+        )
+    return np.finfo(float).eps * size
+
+
 def ell_shared(alpha, lam, q2):
     """Sum over eigen-directions of the per-basis contribution; ``alpha`` broadcasts."""
-    return 0.5 * (-np.log1p(lam / alpha) + q2 / (alpha + lam)).sum(axis=-1)
+    return ell(alpha, lam, q2).sum(axis=-1)
 
 
 def _ell_shared_slopes(alpha, lam, q2):

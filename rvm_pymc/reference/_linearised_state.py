@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from rvm_pymc._core.gaussian import spd_solve
-from rvm_pymc._core.sparsity import ell_shared, maximise_shared, rotate
+from rvm_pymc._core.sparsity import active_sq, ell, ell_shared, maximise_shared, rotate
 from rvm_pymc.reference._laplace import (
     class_pairs,
     diagonal_view,
@@ -37,17 +37,17 @@ from rvm_pymc.reference._laplace import (
     pair_grams,
     pair_weights,
 )
-from rvm_pymc.reference.fast import _ell, _State, active_sq
+from rvm_pymc.reference._sequential_state import SequentialState
 
 __all__ = ["initial_basis", "stationarity_residual"]
 
 _MODE_TOL_LOOSE, _MODE_TOL_TIGHT = 1e-4, 1e-9
 
 
-class _LinearisedState(_State):
+class _LinearisedState(SequentialState):
     """Sequential-algorithm state for classification.
 
-    Keeps the attribute contract of the regression :class:`_State` that its
+    Keeps the attribute contract of the regression :class:`SequentialState` that its
     ``candidates`` method relies on (``m``, ``usable``, ``active``, ``alpha``,
     ``S``, ``Q`` and ``G`` = ``Phi^T Phi_a`` of the normalised columns, used for
     the near-duplicate test), and adds the weighted quantities of the
@@ -70,6 +70,7 @@ class _LinearisedState(_State):
         self.newton_skip, self.newton_backoff = 0, 1  # see _reestimate
         self.joint_history: list = []  # (active, log alpha, step) of joint moves
         self.mode_tol = _MODE_TOL_LOOSE  # Newton tolerance of the mode; see fast_classification
+        self._addable_cache: tuple = (None, None)  # see SequentialState._addable
 
     @property
     def _w_active(self) -> np.ndarray:
@@ -197,7 +198,7 @@ class _LinearisedState(_State):
         a = self.alpha
         if self.c == 1:
             s, q = active_sq(a, self.S[idx], self.Q[idx], np.diag(self.Sigma), self._w_active)
-            return _ell(a, s, q**2)
+            return ell(a, s, q**2)
         lam, q2 = rotate(*self._active_sq_shared(), self.S_scale[idx])
         return ell_shared(a[:, None], lam, q2)
 

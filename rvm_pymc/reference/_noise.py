@@ -1,6 +1,7 @@
 """The noise precision of the fast regression solver: MacKay's update, safeguarded.
 
-:func:`update_noise` moves ``beta`` of a :class:`rvm_pymc.reference.fast._State`
+:func:`update_noise` moves ``beta`` of a
+:class:`rvm_pymc.reference._sequential_state.SequentialState`
 (the state of the sequential algorithm, passed in; this module does not import
 it) by MacKay's step, halved in ``log beta`` until the objective does not
 decrease; :func:`mackay_beta` is the update itself, shared with the full
@@ -26,39 +27,32 @@ def update_noise(st: Any, prior: HyperPrior, n: int) -> float:
 
     The MacKay step ``beta = (N - sum(gamma) + 2c) / (rss + 2d)`` points uphill in
     ``log beta`` but can overshoot; the step in ``log beta`` is halved until the
-    objective (log evidence + ``c log beta - d beta``) does not decrease.
+    objective (log evidence + ``c log beta - d beta``) does not decrease
+    beyond the rounding of the evidence.  Each trial is a fresh factorisation
+    (``st.factorise``); only the accepted one is committed (``st.commit``).
     Returns ``|d log beta|`` of the accepted step (``inf`` if none was found).
     """
 
-    def objective():
-        return st.lml + prior.c * np.log(st.beta) - prior.d * st.beta
+    def objective(lml: float, beta: float) -> float:
+        return lml + prior.c * np.log(beta) - prior.d * beta
 
-    # rss and gamma from the fresh factor of this state (S, Q only for the new beta)
-    if st.fresh is None:
-        st.exact_lml()
-        if st.fresh is None:
-            st.resolve()  # raises the LinAlgError naming the matrix
-    L, p, _mu, resid, _Pa, st.lml = st.fresh
-    st.rss = float(resid @ resid)
-    saved = (st.beta, st.Sigma, st.mu, st.S, st.Q, st.rss, st.lml)
-    old_obj = objective()
-    gamma = 1.0 - st.alpha * factor_inverse(L, p).diagonal()
+    f = st.factor()  # rss and gamma from the fresh factor of this state
+    st.lml, st.rss = f.lml, float(f.resid @ f.resid)
+    old_obj = objective(f.lml, st.beta)
+    gamma = 1.0 - st.alpha * factor_inverse(f.L, f.p).diagonal()
     step = np.log(mackay_beta(n, float(np.sum(gamma)), st.rss, prior, st.beta_max)) - np.log(
         st.beta
     )
     if step == 0.0:
         return 0.0
-    log_beta0 = np.log(saved[0])
+    log_beta0 = np.log(st.beta)
     for _ in range(40):
-        st.beta = float(np.exp(log_beta0 + step))
-        st.fresh = None
-        st.lml = st.exact_lml()  # the evidence alone; S, Q for the accepted step only
-        if objective() >= old_obj - 1e-12 * abs(old_obj):
-            st.resolve(reuse=True)
+        beta = float(np.exp(log_beta0 + step))
+        trial = st.factorise(beta=beta)  # the evidence alone; S, Q for the accepted step only
+        if trial is not None and objective(trial.lml, beta) >= old_obj - f.rounding:
+            st.commit(beta=beta, fresh=trial)
             return abs(step)
         step *= 0.5
-    st.beta, st.Sigma, st.mu, st.S, st.Q, st.rss, st.lml = saved
-    st.fresh = None
     return np.inf  # no acceptable step: never read as 'beta has settled'
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from rvm_pymc._core.evidence import log_hyperprior, log_marginal_likelihood
 from rvm_pymc._core.gaussian import regression_posterior
+from rvm_pymc._core.sparsity import active_sq
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc._core.validation import (
     as_2d_float,
@@ -36,7 +37,7 @@ from rvm_pymc.reference._options import (
     normalise_columns,
 )
 from rvm_pymc.reference._result import RegressionResult
-from rvm_pymc.reference.fast import active_sq, fast_sequential
+from rvm_pymc.reference.fast import FastOptions, fast_sequential
 
 __all__ = ["fit_regression"]
 
@@ -121,9 +122,15 @@ def fit_regression(
         0.9-1.8); not better on every problem (13 of the 72 lost more than
         1 nat, 25 gained more).  0 updates from the start.
     align_tol : float
-        ``"fast"`` only: a candidate whose normalised column has
-        ``|cos| > 1 - align_tol`` with an active column is skipped, and
-        reconsidered when that column leaves the model.
+        ``"fast"`` only: a candidate whose normalised column is nearly parallel
+        to an active column is skipped, and reconsidered when that column
+        leaves the model: ``1 - |cos| < align_tol x`` the median of
+        ``1 - |cos|`` between the first column and the others.  The median is
+        about 1 for a kernel narrower than the data (the rule of Tipping &
+        Faul, ``|cos| > 1 - align_tol``); with a kernel much wider than the
+        data every column is nearly parallel to every other, and only columns
+        nearly parallel on that scale are skipped (since 2026-11-26; before,
+        every column was, and the fit stopped at one basis).
 
     Returns
     -------
@@ -217,11 +224,11 @@ def fit_regression(
 
     with single_blas_thread():  # loops of small products: one BLAS thread (see _threads)
         if method == "fast":
-            out = fast_sequential(
-                Phin, t, usable, beta0, prior, fixed_noise, max_iter, tol,
-                noise_update_every, align_tol, beta_max, scale if raw else None,
+            options = FastOptions(
+                prior, fixed_noise, max_iter, tol, noise_update_every, align_tol, beta_max,
                 noise_update_start,
             )  # fmt: skip
+            out = fast_sequential(Phin, t, usable, beta0, options, scale if raw else None)
         else:
             out = _full_reestimation(
                 Phin, t, usable, scale, beta0, prior, fixed_noise, max_iter, tol,

@@ -1,0 +1,468 @@
+"""State of the sequential (Tipping & Faul) algorithm: active set, posterior, statistics.
+
+The state holds the active set, its precisions ``alpha``, the noise precision
+``beta``, the posterior ``Sigma``, ``mu`` of the active weights and the
+statistics ``S_m = phi_m^T C^-1 phi_m``, ``Q_m = phi_m^T C^-1 t`` of every
+candidate column (unit-norm columns).  Two ways of computing the statistics:
+
+- the *rank-one* way (:meth:`SequentialState.resolve` and the moves ``add``,
+  ``reestimate``, ``delete``): ``S = beta - beta^2 G^T Sigma G``,
+  ``Q = beta (Phi^T t - G mu)``, O(M M_active) a move.  With a smooth kernel
+  both are differences of nearly equal numbers and can lose every digit;
+- the *exact* way (:meth:`SequentialState.exact_statistics`), without
+  catastrophic cancellation: with ``u_m = beta H^-1 Phi_A^T phi_m``,
+
+  ``S_m = beta ||phi_m - Phi_A u_m||^2 + u_m^T A u_m``,  ``Q_m = beta phi_m^T (t - Phi_A mu)``.
+
+  ``S_m`` is the minimum over ``u`` of that sum of non-negative terms, so an
+  error in the solve for ``u_m`` changes it only to second order; O(N M_active)
+  a column.
+
+The solver (:mod:`rvm_pymc.reference.fast`) selects moves from the rank-one
+statistics and makes them on the exact ones.
+
+With ``s_m, q_m`` the sparsity and quality factors (``S_m, Q_m`` with basis ``m``
+itself left out), the contribution of basis ``m`` to the log evidence is
+
+.. math::
+
+    \\ell_m(\\alpha) = \\tfrac12\\left[-\\log(1 + s_m/\\alpha) + q_m^2/(\\alpha + s_m)\\right],
+
+maximised at ``alpha = s^2/(q^2 - s)`` when ``q^2 > s`` and at ``alpha = inf`` otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from rvm_pymc._core.evidence import LOG_2PI
+from rvm_pymc._core.gaussian import factor_inverse, factor_logdet, factor_solve, regression_factor
+from rvm_pymc._core.sparsity import active_sq, ell, gain_rounding
+
+__all__ = ["Candidate", "Factor", "SequentialState"]
+
+#: Entries per N x block temporary of the exact statistics (8 MB of float64).
+_BLOCK_ENTRIES = 2**20
+
+
+class Factor(NamedTuple):
+    """A fresh factorisation of ``H = A + beta Phi_A^T Phi_A`` and what follows from it.
+
+    ``L, p``: the Jacobi-scaled Cholesky factor (:func:`spd_factor`); ``mu``
+    the posterior mean; ``resid = t - Phi_A mu``; ``lml`` the log marginal
+    likelihood; ``cond`` the 1-norm condition number of the Jacobi-scaled
+    precision (LAPACK's estimate); ``rounding`` the rounding error of ``lml``
+    (:meth:`SequentialState._factorise`).
+    """
+
+    L: np.ndarray
+    p: np.ndarray
+    mu: np.ndarray
+    resid: np.ndarray
+    lml: float
+    cond: float
+    rounding: float
+
+
+class Candidate(NamedTuple):
+    """The best move of one basis from its exact statistics."""
+
+    gain: float  # change in log evidence (-inf: not allowed)
+    alpha: float  # its new precision (inf: leave or stay out)
+    relevant: bool  # q^2 > s
+    S: float
+    Q: float
+    rounding: float  # of the gain (gain_rounding)
+
+
+class SequentialState:
+    """Active set, posterior and candidate statistics of the sequential algorithm.
+
+    Parameters
+    ----------
+    Phin : ndarray of shape (N, M)
+        The design; its unit-norm columns are ``Phin / scale`` (``Phin`` itself
+        when ``scale`` is None): the columns are read as needed, no normalised copy.
+    t : ndarray of shape (N,)
+        Targets.
+    usable : ndarray of bool, shape (M,)
+        Columns that may enter the model (non-zero).
+    beta : float
+        Initial noise precision.
+    scale : ndarray of shape (M,), optional
+        Column norms of ``Phin``.
+    beta_max : float
+        Upper bound of the noise updates (:func:`rvm_pymc.reference._noise.update_noise`).
+    """
+
+    def __init__(self, Phin, t, usable, beta, scale=None, beta_max: float = np.inf):
+        self.Phin, self.t = Phin, t
+        self.n, self.m = Phin.shape
+        self.scale = None if scale is None else np.asarray(scale, dtype=float)
+        self.usable = usable
+        self.all_usable = bool(usable.all())
+        self.PhiT_t = self._unscale(Phin.T @ t)
+        self.diag = usable.astype(float)  # ||phi_m||^2 after normalisation
+        self.tt = float(t @ t)
+        self.beta = beta
+        self.beta_max = beta_max
+        self.active: list[int] = []
+        self.alpha = np.empty(0)
+        self.G = np.empty((self.m, 0))  # Phi^T Phi_active, (M, M_active)
+        self.Sigma = np.empty((0, 0))
+        self.mu = np.empty(0)
+        self.S = np.zeros(self.m)
+        self.Q = np.zeros(self.m)
+        self.rss = np.nan
+        self.lml = -np.inf
+        self.lml_rounding = 0.0
+        self.fresh: Factor | None = None  # the factor of the current state, if computed
+        # S, Q of the current state: 0 rank-one updated, 1 re-solved, 2 confirmed (resolve)
+        self.freshness = 0
+        self._pa_cache: tuple = ((), None)
+        self._addable_cache: tuple = (None, None)
+
+    def _unscale(self, v):
+        return v if self.scale is None else v / self.scale
+
+    def columns(self, idx):
+        """Unit-norm column(s) ``idx`` (an int or an index array): (N,) or (N, len(idx))."""
+        c = self.Phin[:, idx]
+        return c if self.scale is None else c / self.scale[idx]
+
+    def active_columns(self):
+        """Unit-norm active columns ``Phi_A`` (N, M_active), kept while the set is unchanged."""
+        key = tuple(self.active)
+        if self._pa_cache[1] is None or self._pa_cache[0] != key:
+            self._pa_cache = (key, self.columns(np.asarray(self.active)))
+        return self._pa_cache[1]
+
+    def gram_column(self, j):
+        """``Phin^T phin_j`` of the unit-norm columns, zero at unusable columns (O(N M))."""
+        g = self._unscale(self.Phin.T @ self.columns(j))
+        if not self.all_usable:
+            g[~self.usable] = 0.0
+        return g
+
+    @property
+    def _w_active(self) -> np.ndarray:
+        """Posterior mean (mode) of the active weights."""
+        return self.mu
+
+    def start(self, j: int, alpha: float) -> None:
+        """Make basis ``j`` with precision ``alpha`` the whole model and solve it."""
+        self.active, self.alpha = [j], np.array([alpha])
+        self.G = self.gram_column(j)[:, None]
+        self.resolve()
+
+    # -- the exact evidence -------------------------------------------------
+    def factorise(self, alpha=None, beta=None) -> Factor | None:
+        """Factor of the active system at ``alpha``, ``beta`` (default: the state's own).
+
+        O(M_active^3 + N M_active); the state is not changed.  None when the
+        posterior precision is not numerically positive definite.
+        """
+        alpha = self.alpha if alpha is None else alpha
+        beta = self.beta if beta is None else beta
+        idx = np.asarray(self.active)
+        return self._factorise(
+            self.G[idx, :], self.PhiT_t[idx], self.active_columns(), alpha, beta
+        )
+
+    def factorise_move(self, j: int, alpha_j: float, g: np.ndarray | None = None):
+        """Factor of the state after moving basis ``j`` to ``alpha_j`` (inf: delete it).
+
+        The state is not changed.  ``g``: the Gram column of ``j`` when it is
+        added (:meth:`gram_column`).  None when not positive definite.
+        """
+        if j not in self.active:  # addition
+            idx = np.append(np.asarray(self.active, dtype=int), j)
+            Gaa = np.column_stack([self.G, g])[idx, :]
+            Pa = np.column_stack([self.active_columns(), self.columns(j)])
+            return self._factorise(
+                Gaa, self.PhiT_t[idx], Pa, np.append(self.alpha, alpha_j), self.beta
+            )
+        i = self.active.index(j)
+        if np.isfinite(alpha_j):  # re-estimation
+            alpha = self.alpha.copy()
+            alpha[i] = alpha_j
+            return self.factorise(alpha=alpha)
+        keep = np.arange(len(self.active)) != i  # deletion
+        idx = np.asarray(self.active)[keep]
+        Gaa = self.G[np.ix_(idx, keep)]
+        return self._factorise(
+            Gaa, self.PhiT_t[idx], self.active_columns()[:, keep], self.alpha[keep], self.beta
+        )
+
+    def _factorise(self, Gaa, PhiT_t_a, Pa, alpha, beta) -> Factor | None:
+        """Factor, mean, residual and log evidence of the active system ``(Gaa, Pa, alpha, beta)``.
+
+        The rounding of the log evidence is machine epsilon times the sizes of
+        its terms, of the residual ``t - Phi_A mu`` (each element rounded
+        relative to ``|t_n| + |(Phi_A mu)_n|``; large when the target has a
+        large mean) and of the log-determinant (a relative perturbation ``eps``
+        of ``H`` moves ``log|H|`` by up to ``M_active eps cond(H)``, and
+        ``M_active eps sqrt(cond(H))`` through the QR factorisation that
+        :func:`regression_factor` uses for an ill-conditioned ``H``).
+        """
+        try:
+            f = regression_factor(
+                Pa,
+                self.t,
+                alpha,
+                beta,
+                gram=Gaa,
+                PhiT_t=PhiT_t_a,
+                what="posterior precision (fast RVM)",
+            )
+        except np.linalg.LinAlgError:
+            return None
+        L, p, mu, cond = f.L, f.p, f.mean, f.cond
+        fit = Pa @ mu
+        resid = self.t - fit
+        rss = float(resid @ resid)
+        terms = np.array(
+            [
+                self.n * LOG_2PI,
+                factor_logdet(L, p),
+                -float(np.sum(np.log(alpha))),
+                -self.n * np.log(beta),
+                beta * rss,
+                float(np.sum(alpha * mu**2)),
+            ]
+        )
+        lml = -0.5 * float(terms.sum())
+        resid_err = 2.0 * beta * np.sqrt(rss) * (np.sqrt(self.tt) + float(np.linalg.norm(fit)))
+        logdet_err = L.shape[0] * (np.sqrt(cond) if f.qr else cond)
+        rounding = np.finfo(float).eps * (float(np.abs(terms).sum()) + resid_err + logdet_err)
+        return Factor(L, p, mu, resid, lml, cond, rounding)
+
+    def exact_lml(self) -> float:
+        """Log marginal likelihood of the current state from a fresh factorisation.
+
+        ``-inf`` when the posterior precision is not numerically positive
+        definite.  The factor is kept (``self.fresh``) until the state changes.
+        """
+        self.fresh = self.factorise()
+        return -np.inf if self.fresh is None else self.fresh.lml
+
+    def factor(self) -> Factor:
+        """The fresh factor of the current state, computed if need be; raises if singular."""
+        if self.fresh is None:
+            self.fresh = self.factorise()
+            if self.fresh is None:
+                raise np.linalg.LinAlgError(
+                    "Cholesky factorisation of the posterior precision (fast RVM) failed "
+                    "(matrix not positive definite to working precision)"
+                )
+        return self.fresh
+
+    def commit(self, alpha=None, beta=None, fresh: Factor | None = None) -> None:
+        """Set new precisions (and the factor computed for them), then :meth:`resolve`."""
+        if alpha is not None:
+            self.alpha = np.asarray(alpha, dtype=float).copy()
+        if beta is not None:
+            self.beta = float(beta)
+        self.fresh = fresh
+        self.resolve()
+
+    # -- full solve ---------------------------------------------------------
+    def resolve(self, confirm: bool = False) -> None:
+        """Recompute Sigma, mu, S, Q and the log evidence from the fresh factor.
+
+        The factor of the last :meth:`factorise` of this same state is used if
+        there is one.  ``S``, ``Q`` by the rank-one form (O(M M_active^2)).
+        With ``confirm`` also exactly (:meth:`exact_statistics`) wherever that
+        form is within its own rounding: ``Sigma`` carries a relative error up
+        to ``eps cond(H)``, so ``S_m`` is known to ``eps (1 + cond) beta
+        ||phi_m||^2`` and ``Q_m`` to ``eps (1 + cond) beta (|phi_m^T t| + |G_m|
+        |mu|)``; where that reaches the value itself not even its sign is known.
+        """
+        f = self.factor()
+        self.Sigma = factor_inverse(f.L, f.p)
+        self.mu = f.mu
+        self.rss = float(f.resid @ f.resid)
+        self.lml, self.lml_rounding = f.lml, f.rounding
+        b, G = self.beta, self.G
+        # S = beta diag - beta^2 rowsum((G Sigma) * G), Q = beta (Phi^T t - G mu)
+        self.S = b * self.diag - (b * b) * np.einsum("ij,ij->i", G @ self.Sigma, G)
+        self.Q = b * (self.PhiT_t - G @ f.mu)
+        self.freshness = 1
+        if confirm:
+            eps_k = np.finfo(float).eps * (1.0 + f.cond)
+            err_S = eps_k * b * self.diag
+            err_Q = eps_k * b * (np.abs(self.PhiT_t) + np.abs(G) @ np.abs(f.mu))
+            bad = np.flatnonzero(self.usable & ((self.S <= err_S) | (np.abs(self.Q) <= err_Q)))
+            if bad.size:
+                self.S[bad], self.Q[bad] = self.exact_statistics(bad)
+            self.freshness = 2
+
+    def exact_statistics(self, cols) -> tuple[np.ndarray, np.ndarray]:
+        """``S_m, Q_m`` of columns ``cols`` without cancellation.
+
+        ``S_m = beta ||phi_m - Phi_A u_m||^2 + u_m^T A u_m`` with
+        ``u_m = beta H^-1 Phi_A^T phi_m``, ``Q_m = beta phi_m^T (t - Phi_A mu)``;
+        O(N M_active) a column, in blocks of columns.  Zero at unusable columns.
+        """
+        f = self.factor()
+        cols = np.atleast_1d(np.asarray(cols))
+        Pa, b = self.active_columns(), self.beta
+        U = factor_solve(f.L, f.p, b * self.G[cols, :].T)  # (M_active, len(cols))
+        S, Q = np.empty(cols.size), np.empty(cols.size)
+        block = max(1, _BLOCK_ENTRIES // self.n)
+        for k in range(0, cols.size, block):
+            sl = slice(k, k + block)
+            C, Us = self.columns(cols[sl]), U[:, sl]
+            R = C - Pa @ Us
+            S[sl] = b * np.einsum("ij,ij->j", R, R) + np.einsum(
+                "ij,ij->j", self.alpha[:, None] * Us, Us
+            )
+            Q[sl] = b * (C.T @ f.resid)
+        if not self.all_usable:
+            bad = ~self.usable[cols]
+            S[bad], Q[bad] = 0.0, 0.0
+        return S, Q
+
+    def exact_candidate(self, j: int) -> Candidate:
+        """Best move of basis ``j`` from its exact statistics (:meth:`exact_statistics`).
+
+        For an active ``j`` the sparsity and quality factors follow from
+        :func:`active_sq` with the exact ``Sigma_jj``.
+        """
+        f = self.factor()
+        S_arr, Q_arr = self.exact_statistics([j])
+        S, Q = float(S_arr[0]), float(Q_arr[0])
+        if j in self.active:
+            i = self.active.index(j)
+            e = np.zeros(len(self.active))
+            e[i] = 1.0
+            sig = float(factor_solve(f.L, f.p, e)[i])
+            a = self.alpha[i]
+            s_arr, q_arr = active_sq(
+                np.array([a]), np.array([S]), np.array([Q]), np.array([sig]), f.mu[i : i + 1]
+            )
+            s, q = float(s_arr[0]), float(q_arr[0])
+        else:
+            a, s, q = np.inf, S, Q
+        q2 = q * q
+        relevant = q2 > s
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            new = s * s / (q2 - s) if relevant else np.inf
+            old = 0.0 if not np.isfinite(a) else float(ell(a, s, q2))
+            gain = (float(ell(new, s, q2)) if relevant else 0.0) - old
+        if j in self.active and len(self.active) == 1 and not relevant:
+            gain = -np.inf  # never delete the last basis
+        rounding = float(gain_rounding(a, new, s, q2))
+        return Candidate(
+            gain if np.isfinite(gain) else -np.inf, new, bool(relevant), S, Q, rounding
+        )
+
+    # -- rank-one moves -----------------------------------------------------
+    def add(self, j: int, alpha_j: float, S_j=None, Q_j=None, g=None) -> None:
+        """Add basis ``j`` at precision ``alpha_j``.
+
+        ``S_j``, ``Q_j``: its exact statistics, used instead of the kept ones;
+        ``g``: its Gram column, if already computed.
+        """
+        if S_j is not None:
+            self.S, self.Q = self.S.copy(), self.Q.copy()
+            self.S[j], self.Q[j] = S_j, Q_j
+        self.fresh, self.freshness = None, 0
+        g = self.gram_column(j) if g is None else g
+        BG = self.beta * self.G
+        sig_jj = 1.0 / (alpha_j + self.S[j])
+        mu_j = sig_jj * self.Q[j]
+        # Sigma Phi_a^T phi_j beta, and Phi^T e_j with e_j = phi_j - beta Phi_a Sigma Phi_a^T phi_j
+        u = self.beta * (self.Sigma @ self.G[j, :])
+        e = self.beta * g - BG @ u
+        k = u.size
+        self.Sigma, Sigma = np.empty((k + 1, k + 1)), self.Sigma
+        self.Sigma[:k, :k] = Sigma + sig_jj * np.outer(u, u)
+        self.Sigma[:k, k] = self.Sigma[k, :k] = -sig_jj * u
+        self.Sigma[k, k] = sig_jj
+        self.mu = np.append(self.mu - mu_j * u, mu_j)
+        self.S = self.S - sig_jj * e**2
+        self.Q = self.Q - mu_j * e
+        self.G = np.column_stack([self.G, g])
+        self.active.append(j)
+        self.alpha = np.append(self.alpha, alpha_j)
+
+    def reestimate(self, i: int, alpha_new: float) -> None:
+        """Move the precision of active basis ``i`` (position in ``active``) to ``alpha_new``."""
+        self.fresh, self.freshness = None, 0
+        s_i = self.Sigma[:, i].copy()
+        kappa = 1.0 / (self.Sigma[i, i] + 1.0 / (alpha_new - self.alpha[i]))
+        mu_i = self.mu[i]
+        x = self.beta * (self.G @ s_i)
+        self.Sigma = self.Sigma - kappa * np.outer(s_i, s_i)
+        self.mu = self.mu - kappa * mu_i * s_i
+        self.S = self.S + kappa * x**2
+        self.Q = self.Q + kappa * mu_i * x
+        self.alpha = self.alpha.copy()
+        self.alpha[i] = alpha_new
+
+    def delete(self, i: int) -> None:
+        """Remove active basis ``i`` (position in ``active``)."""
+        self.fresh, self.freshness = None, 0
+        s_i = self.Sigma[:, i].copy()
+        sii = s_i[i]
+        mu_i = self.mu[i]
+        x = self.beta * (self.G @ s_i)
+        Sigma = self.Sigma - np.outer(s_i, s_i) / sii
+        mu = self.mu - (mu_i / sii) * s_i
+        self.S = self.S + x**2 / sii
+        self.Q = self.Q + (mu_i / sii) * x
+        keep = np.arange(len(self.active)) != i
+        self.Sigma = Sigma[np.ix_(keep, keep)]
+        self.mu = mu[keep]
+        self.G = self.G[:, keep]
+        self.alpha = self.alpha[keep]
+        self.active = [a for k, a in enumerate(self.active) if k != i]
+
+    def _addable(self, align_tol):
+        """``(in_model, addable)`` masks of the current active set (cached per set).
+
+        ``addable``: usable, not in the model and not nearly parallel to an active
+        column (``|cos| > 1 - align_tol``); reconsidered whenever the active set changes.
+        """
+        key = (tuple(self.active), align_tol)
+        if self._addable_cache[0] == key:
+            return self._addable_cache[1]
+        in_model = np.zeros(self.m, dtype=bool)
+        in_model[np.asarray(self.active, dtype=int)] = True
+        addable = self.usable & ~in_model
+        if align_tol > 0 and self.active:
+            addable &= np.abs(self.G).max(axis=1) <= 1.0 - align_tol
+        self._addable_cache = (key, (in_model, addable))
+        return in_model, addable
+
+    # -- candidate moves ----------------------------------------------------
+    def candidates(self, align_tol):
+        """Best move of every basis: (delta log evidence, new alpha) arrays of length M."""
+        idx = np.asarray(self.active)
+        a = self.alpha
+        s_a, q_a = active_sq(a, self.S[idx], self.Q[idx], self.Sigma.diagonal(), self._w_active)
+        s = self.S.copy()
+        s[idx] = s_a
+        q2 = self.Q * self.Q
+        q2_a = q_a * q_a
+        q2[idx] = q2_a
+        theta = q2 - s
+        relevant = theta > 0
+        new_alpha = s * s / theta
+        new_alpha[~relevant] = np.inf
+        in_model, addable = self._addable(align_tol)
+        delta = np.full(self.m, -np.inf)
+        # additions (skip unusable and nearly parallel candidates)
+        cand = np.flatnonzero(relevant & addable)
+        delta[cand] = ell(new_alpha[cand], s[cand], q2[cand])
+        # re-estimation and deletion of active bases
+        old = ell(a, s_a, q2_a)
+        rel_a = relevant[idx]
+        d_act = np.where(rel_a, ell(np.where(rel_a, new_alpha[idx], 1.0), s_a, q2_a) - old, -old)
+        if idx.size == 1:  # never delete the last basis
+            d_act = np.where(rel_a, d_act, -np.inf)
+        delta[idx] = d_act
+        return delta, new_alpha, in_model, relevant
