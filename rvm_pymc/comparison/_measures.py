@@ -230,7 +230,7 @@ def log_hyperprior(fit) -> float:
     val = _terms(alpha, beta, prior)
     if post.log_beta is None:  # a classifier has no beta: take out the c log 1 - d of beta = 1
         val += prior.d
-    return float(val)
+    return float(val) + 0.0  # no -0.0 under the evidence prior
 
 
 def diagnostics(fit) -> dict[str, float]:
