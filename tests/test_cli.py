@@ -31,14 +31,15 @@ def test_demo_prints_the_comparison_table_and_writes_png(tmp_path, capsys):
     assert out.read_bytes()[:8] == PNG
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fit.png"]  # no temporary file
     # the demo's fit is the estimator's own gamma="evidence" over --gammas
-    from rvm_pymc.comparison import relevant_bases
+    from rvm_pymc.comparison import n_relevant
     from rvm_pymc.datasets import make_sinc
 
     data = make_sinc(n_train=60, noise_sd=0.1, random_state=0)
     direct = RVR(gamma="evidence", gamma_grid=[0.2, 0.5], random_state=0)
     direct.fit(data.X_train, data.t_train)
     assert float(values["gamma"]) == direct.gamma_
-    assert int(values["n_relevant"]) == len(relevant_bases(direct))
+    # the relevance vectors, the bias not counted
+    assert int(values["n_relevant"]) == n_relevant(direct) == direct.n_relevance_
 
 
 def test_demo_rejects_bad_arguments(capsys):

@@ -18,6 +18,7 @@ import pytest
 from matplotlib.colors import to_rgba
 from matplotlib.contour import ContourSet
 
+from rvm_pymc.comparison import n_relevant, rank_bases
 from rvm_pymc.datasets import make_gaussian_mixture_classes, make_ripley, make_sinc
 from rvm_pymc.estimators import RVC, RVR
 from rvm_pymc.plotting import (
@@ -28,7 +29,9 @@ from rvm_pymc.plotting import (
     plot_regression_1d,
     plot_reliability,
     plot_solver_trace,
+    plot_trace,
     plot_weights_forest,
+    trace_selection,
 )
 
 METHODS = ("reference", "map", "nuts")
@@ -123,8 +126,10 @@ def test_predictive_1d_one_entry_per_fit_and_one_ring_per_relevance_vector(reg_f
     texts = _legend_texts(ax)
     assert len(texts) == len(reg_fits) + 2  # the fits, truth, training data: each once
     assert texts.count("training data") == 1 and texts.count("truth") == 1
-    # one band per fit and band level
-    assert len([c for c in ax.collections if c.get_label() == "_nolegend_"]) == 2 * 3
+    # one band per fit and band level, a light fill; the second and third fits' hatched
+    fills = [c for c in ax.collections if c.get_label() == "_nolegend_" and not c.get_hatch()]
+    assert len(fills) == 2 * 3
+    assert len([c for c in ax.collections if c.get_hatch()]) == 2 * 2
     for name, est in reg_fits.items():
         want = (
             est.n_relevance_
@@ -219,7 +224,7 @@ def test_plot_regression_1d_overlays_with_one_legend_entry_each(sinc):
 @pytest.mark.parametrize("which", ["reg_fits", "clf_fits"])
 def test_log_alpha_points_intervals_and_pruned_marks(which, request):
     fits = request.getfixturevalue(which)
-    ax = plot_log_alpha(fits)
+    ax = plot_log_alpha(fits, top=None)  # every basis
     assert len(_legend_texts(ax)) == len(fits)
     n_basis = len(ax.get_xticks())
     assert n_basis == fits["nuts"].posterior_.n_basis  # NUTS keeps every basis
@@ -459,3 +464,118 @@ def test_every_plot_draws_on_the_axes_given(sinc, ripley, three_classes):
         plot_log_alpha(reg, bases=["x999"])
     with pytest.raises(ValueError, match="weights differ in shape"):
         plot_weights_forest({"binary": clf["fast"], "softmax": three_classes[0]})
+
+
+# ------------------------------------------------------------- readability
+
+
+@pytest.mark.pymc
+def test_log_alpha_shows_the_top_20_most_relevant_bases_by_default(reg_fits):
+    ax = plot_log_alpha(reg_fits)
+    every = 1 + len(reg_fits["nuts"].active_names_) - 1  # bias and 24 kernels
+    assert every == 25
+    shown = [t.get_text() for t in ax.get_xticklabels()]
+    assert len(shown) == 20  # LOG_ALPHA_TOP
+    # by hand: the best place of a basis in any fit's ranking by |E[w]| / sd(w)
+    best = {}
+    for est in reg_fits.values():
+        post = est.posterior_
+        names = list(post.basis_names)
+        m = np.asarray(post.weight_mean()).reshape(len(names))
+        if post.is_type_ii:
+            sd = np.sqrt(np.diag(post.cov))
+        else:
+            sd = post.draws.reshape(-1, len(names)).std(axis=0)
+        order = np.argsort(-np.abs(m) / sd, kind="stable")
+        assert [names[i] for i in order] == rank_bases(est)
+        for r, i in enumerate(order):
+            best[names[i]] = min(best.get(names[i], r), r)
+    natural = [f"x{i}" for i in range(24)]
+    want = sorted(best, key=lambda n: (best[n], ["bias", *natural].index(n)))[:20]
+    assert set(shown) == set(want)
+    assert ax.figure.get_size_inches()[0] <= 0.3 * 20 + 2.0 + 1e-9
+    assert "20 most relevant of 25 bases" in ax.get_title()
+    assert len(plot_log_alpha(reg_fits, top=5).get_xticks()) == 5
+    with pytest.raises(ValueError, match="top must be"):
+        plot_log_alpha(reg_fits, top=0)
+
+
+@pytest.mark.pymc
+def test_legends_count_relevance_as_the_comparison_table(reg_fits, clf_fits, sinc, ripley):
+    """One count everywhere: rvm_pymc.comparison.n_relevant (the bias not counted)."""
+    ax = plot_predictive_1d(reg_fits, *sinc)
+    for name, est in reg_fits.items():
+        assert f"{name} ({n_relevant(est)} RVs)" in _legend_texts(ax)
+        if name == "nuts":  # the sign rule, the bias not counted
+            assert n_relevant(est) == len([n for n in _relevant_by_rule(est) if n != "bias"])
+        else:  # the relevance vectors
+            assert n_relevant(est) == est.n_relevance_
+            assert n_relevant(est) == len([n for n in est.active_names_ if n != "bias"])
+    ax = plot_class_probability_2d(clf_fits, *ripley[:2])
+    for est in clf_fits.values():
+        assert any(t.endswith(f", {n_relevant(est)} RVs") for t in _legend_texts(ax))
+
+
+@pytest.mark.pymc
+def test_predictive_1d_fits_differ_in_line_style_and_bands_stay_light(reg_fits, sinc):
+    ax = plot_predictive_1d(reg_fits, *sinc)
+    means = [ln for ln in ax.get_lines() if ln.get_label().startswith(tuple(reg_fits))]
+    assert len({ln.get_linestyle() for ln in means}) == 3  # solid, dashed, dash-dot
+    widths = [ln.get_linewidth() for ln in means]
+    assert widths == sorted(widths, reverse=True)  # the first fit's mean is not hidden
+    zs = [ln.get_zorder() for ln in means]
+    assert zs == sorted(zs, reverse=True)
+    fills = [c for c in ax.collections if not c.get_hatch()]
+    assert all(c.get_alpha() <= 0.15 for c in fills)
+    # every band edge is a thin line in the style of its fit
+    for ln in means:
+        edges = [e for e in ax.get_lines() if e.get_label() == "_nolegend_"
+                 and e.get_marker() not in ("o", ".")
+                 and to_rgba(e.get_color()) == to_rgba(ln.get_color())]  # fmt: skip
+        assert len(edges) == 2 * 2
+        assert {e.get_linestyle() for e in edges} == {ln.get_linestyle()}
+
+
+@pytest.mark.pymc
+def test_reliability_has_counts_per_bin_and_binomial_bands(clf_fits, ripley):
+    from scipy.stats import binom
+
+    X_test, y_test = ripley[2:]
+    ax = plot_reliability(clf_fits, X_test, y_test, n_bins=5, band=0.9)
+    for name, est in clf_fits.items():
+        p = est.predict_proba(X_test)[:, 1]
+        hit = (y_test == est.classes_[1]).astype(float)
+        edges = np.linspace(0, 1, 6)
+        which = np.clip(np.searchsorted(edges, p, side="right") - 1, 0, 4)
+        n = np.bincount(which, minlength=5)
+        keep = n > 0
+        conf = np.bincount(which, weights=p, minlength=5)[keep] / n[keep]
+        lo = binom.ppf(0.05, n[keep], conf) / n[keep]
+        hi = binom.ppf(0.95, n[keep], conf) / n[keep]
+        (bars,) = [c for c in ax.collections if c.get_gid() == f"binomial band: {name}"]
+        segs = np.array(bars.get_segments())
+        np.testing.assert_allclose(segs[:, 0, 0], conf)
+        np.testing.assert_allclose(segs[:, 0, 1], lo)
+        np.testing.assert_allclose(segs[:, 1, 1], hi)
+        counts = [t.get_text() for t in ax.texts if t.get_gid() == f"bin count: {name}"]
+        assert counts == [str(int(k)) for k in n[keep]]
+        assert sum(map(int, counts)) == len(y_test) and hit.size == len(y_test)
+    assert "90% binomial range" in ax.get_title()
+    bare = plot_reliability(clf_fits, X_test, y_test, band=None, show_counts=False)
+    assert not bare.texts and not [c for c in bare.collections if c.get_gid()]
+
+
+@pytest.mark.pymc
+def test_trace_plot_of_nuts_shows_log_beta_and_the_most_relevant_bases(reg_fits):
+    nuts = reg_fits["nuts"]
+    var_names, coords = trace_selection(nuts)
+    assert var_names == ["log_beta", "w", "log_alpha"]
+    assert set(coords["basis"]) == set(rank_bases(nuts)[:8]) and len(coords["basis"]) == 8
+    plot_trace(nuts)  # az.plot_trace: one panel per variable and basis
+    assert len([a for a in plt.gcf().axes if a.has_data()]) == 1 + 8 + 8
+    plt.close("all")
+    plot_trace(nuts, dist=True, compact=False)  # a density beside every trace
+    assert len([a for a in plt.gcf().axes if a.has_data()]) == 2 * (1 + 8 + 8)
+    assert trace_selection(nuts, top=None)[1]["basis"] == list(nuts.active_names_)
+    ref_vars, _ = trace_selection(reg_fits["reference"], top=3)
+    assert ref_vars == ["w"]  # a type-II fit samples only its weights

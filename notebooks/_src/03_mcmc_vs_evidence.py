@@ -73,7 +73,11 @@ fits = FitSet(fits, X=X, y=t, fit_times=times)
 # 5-fold cross-validated log predictive density summed over the 100 points
 # (with its standard error); `elpd_loo` is PSIS-LOO, optimistic for the
 # type-II fits (`loo_optimistic`), whose precisions were fitted on all the
-# data.
+# data, and NaN with the reason in `loo_note` when a Pareto k is large.
+# `*_diff` are paired differences to the reference fit (fit minus reference)
+# with the standard error of the pointwise differences (`arviz.compare`'s
+# `dse`): a difference is worth reading when it is several of them.
+# `kfold_converged` counts the folds whose refit converged.
 
 # %%
 t0 = time.perf_counter()
@@ -87,10 +91,16 @@ cols = [
     "rmse",
     "lpd",
     "coverage_95",
+    "lpd_diff",
+    "lpd_diff_se",
     "elpd_kfold",
     "elpd_kfold_se",
+    "elpd_kfold_diff",
+    "elpd_kfold_diff_se",
+    "kfold_converged",
     "elpd_loo",
     "loo_optimistic",
+    "loo_note",
     "fit_time",
     "divergences",
     "max_rhat",

@@ -10,13 +10,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rvm_pymc.comparison._kfold import kfold, unconverged_folds_message
 from rvm_pymc.comparison._measures import (
+    basis_label,
     check_fits,
     diagnostics,
     effective_parameters,
-    relevant_bases,
+    log_evidence,
+    log_hyperprior,
+    n_relevant,
+    same_basis,
 )
+from rvm_pymc.comparison._paired import add_paired_columns, choose_baseline
 from rvm_pymc.comparison.predictive import predictive
+from rvm_pymc.exceptions import ConvergenceWarning
 
 __all__ = ["FitSet", "compare", "fit_all"]
 
@@ -129,7 +136,7 @@ def _prior_name(fit) -> str:
     return repr(fit.prior_)
 
 
-def _held_out(fit, X_test, y_test, seed) -> dict[str, float]:
+def _held_out(fit, X_test, y_test, seed) -> tuple[dict[str, float], np.ndarray]:
     pred = predictive(fit, X_test, random_state=seed)
     lpd_i = pred.log_density(y_test)
     out: dict[str, float] = {"lpd": float(np.mean(lpd_i))}
@@ -137,7 +144,7 @@ def _held_out(fit, X_test, y_test, seed) -> dict[str, float]:
         out["rmse"] = float(np.sqrt(np.mean((pred.mean() - np.asarray(y_test, float)) ** 2)))
         for p in COVERAGE:
             out[f"coverage_{round(p * 100)}"] = pred.coverage(y_test, p)
-        return out
+        return out, lpd_i
     proba = pred.proba
     idx = pred.class_index(y_test)
     onehot = np.zeros_like(proba)
@@ -145,82 +152,35 @@ def _held_out(fit, X_test, y_test, seed) -> dict[str, float]:
     out["error_rate"] = float(np.mean(np.argmax(proba, axis=1) != idx))
     out["log_loss"] = -out["lpd"]
     out["brier"] = float(np.mean(np.sum((proba - onehot) ** 2, axis=1)))
-    return out
+    return out, lpd_i
 
 
-def _loo(fit) -> dict[str, Any]:
+def _loo(fit) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+    """PSIS-LOO columns, NaN with the reason when a Pareto k is above ArviZ's threshold."""
     import arviz as az
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # ArviZ's Pareto-k warning: counted in the table
+        warnings.simplefilter("ignore")  # ArviZ's Pareto-k warning: the table says it
         res = az.loo(fit.idata_, pointwise=True)
-    k = np.asarray(res.pareto_k.values)
-    return {
+    k = np.asarray(res.pareto_k.values, dtype=float).reshape(-1)
+    elpd_i = np.asarray(res.elpd_i.values, dtype=float).reshape(-1)
+    bad = int(np.sum(~(k <= res.good_k)))  # a NaN k (PSIS failed) is bad too
+    row = {
         "elpd_loo": float(res.elpd),
         "elpd_loo_se": float(res.se),
         "p_loo": float(res.p),
         "loo_optimistic": bool(fit.posterior_.is_type_ii),
-        "pareto_k_bad": int(np.sum(k > res.good_k)),
+        "pareto_k_bad": bad,
+        "loo_note": "",
     }
-
-
-# ------------------------------------------------------------------ cross-validation
-
-
-def _fold_lpd(est, X, y, train, test):
-    from sklearn.base import clone
-
-    model = clone(est)
-    t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a fold's warnings are not the table's
-        model.fit(X[train], y[train])
-    elapsed = time.perf_counter() - t0
-    seed = getattr(est, "random_state", None)
-    return predictive(model, X[test], random_state=seed).log_density(y[test]), elapsed
-
-
-def _kfold(fits, X, y, cv, random_state, n_jobs) -> dict[str, dict[str, float]]:
-    """k-fold elpd with refitting, the same folds for every fit."""
-    from joblib import Parallel, delayed
-    from sklearn.model_selection import KFold, StratifiedKFold, check_cv
-
-    classification = any(hasattr(f, "predict_proba") for f in fits.values())
-    if isinstance(cv, int | np.integer):
-        splitter = StratifiedKFold if classification else KFold
-        cv = splitter(int(cv), shuffle=True, random_state=random_state)
-    cv = check_cv(cv, y, classifier=classification)
-    folds = list(cv.split(X, y))
-    # elpd_kfold is a sum over the points of one held-out density each: the test folds must
-    # partition the data (ShuffleSplit left points out, NaN; RepeatedKFold overwrote them)
-    tested = np.zeros(len(y), dtype=int)
-    for _, te in folds:
-        np.add.at(tested, te, 1)
-    if not np.all(tested == 1):
-        raise ValueError(
-            "cv must put every training point in exactly one test fold (KFold, "
-            f"StratifiedKFold, ...); {int(np.sum(tested == 0))} points are in none and "
-            f"{int(np.sum(tested > 1))} in several"
+    if bad:
+        row.update(elpd_loo=np.nan, elpd_loo_se=np.nan, p_loo=np.nan)
+        row["loo_note"] = (
+            f"unreliable: {bad} of {k.size} Pareto k > {res.good_k:.2f} or NaN "
+            f"(max {np.nanmax(k) if np.isfinite(k).any() else np.nan:.2f}); "
+            "use elpd_kfold"
         )
-    jobs = [(name, tr, te) for name in fits for tr, te in folds]
-    res = Parallel(n_jobs=n_jobs)(
-        delayed(_fold_lpd)(fits[name], X, y, tr, te) for name, tr, te in jobs
-    )
-    out = {}
-    for name in fits:
-        lpd = np.full(len(y), np.nan)
-        times = []
-        for (nm, _, te), (lpd_te, elapsed) in zip(jobs, res, strict=True):
-            if nm == name:
-                lpd[te] = lpd_te
-                times.append(elapsed)
-        n = np.sum(np.isfinite(lpd))
-        out[name] = {
-            "elpd_kfold": float(np.sum(lpd)),
-            "elpd_kfold_se": float(np.sqrt(n * np.var(lpd))),
-            "kfold_fit_time": float(np.mean(times)),
-        }
-    return out
+    return row, elpd_i, k
 
 
 def compare(
@@ -232,10 +192,12 @@ def compare(
     y=None,
     cv: Any = 5,
     loo: bool = True,
+    baseline: str | None = None,
     n_jobs: int | None = None,
     random_state=None,
 ) -> pd.DataFrame:
-    """One row per fit: sparsity, held-out scores, k-fold and LOO elpd, diagnostics.
+    """One row per fit: sparsity, held-out scores, k-fold and LOO elpd, diagnostics, and the
+    paired differences of each fit to a baseline.
 
     Parameters
     ----------
@@ -257,6 +219,10 @@ def compare(
         cross-validation.
     loo : bool, default True
         Add ``elpd_loo`` (ArviZ PSIS-LOO of ``idata_``).
+    baseline : str, optional
+        The fit the others are compared with, point by point (the
+        ``*_diff`` columns); default ``"reference"`` when present, else the
+        first fit.
     n_jobs : int, optional
         Parallel fold fits through joblib.
     random_state : int or None
@@ -265,18 +231,63 @@ def compare(
     Returns
     -------
     pandas.DataFrame
-        Indexed by fit name.  Columns: ``method``, ``prior``,
-        ``n_relevant`` (:func:`relevant_bases`), ``effective_parameters``
-        (:func:`effective_parameters`), ``log_evidence`` (type-II fits),
-        ``fit_time`` (seconds, fits of :func:`fit_all`); held-out ``lpd``
-        (mean log predictive density, nats per point), ``rmse`` and
-        ``coverage_50/90/95`` (regression) or ``error_rate``, ``brier`` and
-        ``log_loss`` (classification); ``elpd_kfold``, ``elpd_kfold_se``,
-        ``kfold_fit_time`` (mean seconds per fold fit); ``elpd_loo``,
-        ``elpd_loo_se``, ``p_loo``, ``loo_optimistic``, ``pareto_k_bad``
-        (points with Pareto k above ArviZ's threshold); ``divergences``,
-        ``max_rhat``, ``min_ess_bulk`` (nuts).  ``elpd_*`` are sums over the
-        points (the ArviZ convention), ``lpd`` a mean.
+        Indexed by fit name.  Columns:
+
+        - what was fitted: ``method``, ``prior``, ``basis`` (kernel and
+          width ``gamma_``), ``gamma``, ``same_basis`` (False for a fit whose
+          basis differs from the baseline's, :func:`same_basis`; a warning
+          names it), ``fit_time`` (seconds, fits of :func:`fit_all`);
+        - sparsity: ``n_relevant`` (:func:`n_relevant`: relevant bases, the
+          bias not counted), ``effective_parameters``
+          (:func:`effective_parameters`, in ``[0, min(N, M)]``);
+        - evidence, type-II fits only (NaN for nuts): ``log_evidence``
+          (:func:`log_evidence`: ``log p(targets | alpha, beta)``, exact for
+          regression, Laplace for classifiers, no hyperprior term) and
+          ``log_hyperprior`` (:func:`log_hyperprior`: the Gamma terms of the
+          fit's prior, 0 under ``"evidence"``);
+        - held out: ``lpd`` (mean log predictive density, nats per point),
+          ``rmse`` and ``coverage_50/90/95`` (regression) or ``error_rate``,
+          ``brier`` and ``log_loss`` (classification);
+        - k-fold with refitting: ``elpd_kfold``, ``elpd_kfold_se``,
+          ``kfold_fit_time`` (mean seconds per fold fit), and the refits'
+          diagnostics ``kfold_folds``, ``kfold_converged`` (folds whose refit
+          converged; a warning names the others), ``kfold_max_rhat`` and
+          ``kfold_divergences`` (nuts; over the folds);
+        - PSIS-LOO: ``elpd_loo``, ``elpd_loo_se``, ``p_loo``,
+          ``loo_optimistic`` (True for type-II fits, whose LOO keeps the
+          hyperparameters fitted on every point), ``pareto_k_bad`` (points
+          with Pareto k above ArviZ's threshold) and ``loo_note``: when a
+          Pareto k is above the threshold the estimate is unreliable, and
+          ``elpd_loo``, ``elpd_loo_se`` and ``p_loo`` are NaN with the reason
+          in ``loo_note``;
+        - diagnostics: ``converged`` (the fit's ``converged_``),
+          ``divergences``, ``max_rhat``, ``min_ess_bulk`` (nuts);
+        - paired differences to the baseline, fit minus baseline (positive:
+          better than the baseline), each with the standard error of the
+          pointwise differences ``sqrt(n var(d_i))`` as ``arviz.compare``'s
+          ``dse`` (:func:`paired_difference`): ``elpd_kfold_diff``,
+          ``elpd_kfold_diff_se``, ``elpd_loo_diff``, ``elpd_loo_diff_se``
+          (NaN if either LOO is unreliable) and ``lpd_diff``,
+          ``lpd_diff_se`` (held out, per point like ``lpd``: both divided by
+          the number of test points).  The baseline's row holds 0.
+
+        ``elpd_*`` are sums over the points (the ArviZ convention), ``lpd`` a
+        mean.  ``table.attrs`` holds ``"baseline"`` (its name),
+        ``"pointwise"`` (a dict of DataFrames, one column per fit:
+        ``"lpd"`` over the test points, ``"elpd_kfold"``, ``"elpd_loo"``
+        and ``"pareto_k"`` over the training points; ``"elpd_loo"`` keeps
+        the PSIS values even where the table says NaN) and ``"folds"`` (one
+        row per fit and fold: ``converged``, ``max_rhat``, ``divergences``,
+        ``seconds``, ``elpd``).
+
+    Warns
+    -----
+    UserWarning
+        When a fit's basis differs from the baseline's (e.g. a different
+        ``gamma_`` chosen by ``gamma="evidence"``): the table then compares
+        models, not approximations of one posterior.
+    rvm_pymc.exceptions.ConvergenceWarning
+        Naming the folds whose refit did not converge.
 
     Notes
     -----
@@ -291,25 +302,63 @@ def compare(
         raise ValueError("give both X and y (the training data for k-fold), or neither")
     if X is None and isinstance(fits, FitSet):
         X, y = fits.X, fits.y
+    base = choose_baseline(fits, baseline)
     times = fits.fit_times if isinstance(fits, FitSet) else {}
-    rows = {}
+    X_basis = None if X is None else np.asarray(X)
+    rows: dict[str, dict[str, Any]] = {}
+    pointwise: dict[str, dict[str, np.ndarray]] = {}
     for name, f in fits.items():
         row: dict[str, Any] = {
             "method": f.method,
             "prior": _prior_name(f),
-            "n_relevant": len(relevant_bases(f)),
+            "basis": basis_label(f),
+            "gamma": float(f.gamma_) if getattr(f, "gamma_", None) is not None else np.nan,
+            "same_basis": bool(same_basis(fits[base], f, X_basis)),
+            "n_relevant": n_relevant(f),
             "effective_parameters": effective_parameters(f),
-            "log_evidence": float(f.log_evidence_),
+            "log_evidence": log_evidence(f),
+            "log_hyperprior": log_hyperprior(f),
             "fit_time": float(times.get(name, np.nan)),
         }
         if X_test is not None:
-            row.update(_held_out(f, X_test, y_test, random_state))
+            held, lpd_i = _held_out(f, X_test, y_test, random_state)
+            row.update(held)
+            pointwise.setdefault("lpd", {})[name] = lpd_i
         if loo:
-            row.update(_loo(f))
+            loo_row, elpd_i, k = _loo(f)
+            row.update(loo_row)
+            pointwise.setdefault("elpd_loo", {})[name] = elpd_i
+            pointwise.setdefault("pareto_k", {})[name] = k
         row.update(diagnostics(f))
         rows[name] = row
+    frames = {what: pd.DataFrame(cols) for what, cols in pointwise.items()}
+    folds = None
     if cv is not None and X is not None:
         X_arr, y_arr = np.asarray(X), np.asarray(y)
-        for name, extra in _kfold(fits, X_arr, y_arr, cv, random_state, n_jobs).items():
-            rows[name].update(extra)
-    return pd.DataFrame.from_dict(rows, orient="index")
+        extra, frames["elpd_kfold"], folds = kfold(fits, X_arr, y_arr, cv, random_state, n_jobs)
+        for name, cols in extra.items():
+            rows[name].update(cols)
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    add_paired_columns(table, frames, base)
+    if "elpd_loo_diff" in table:  # an unreliable LOO (NaN in the table) has no difference either
+        unreliable = table["elpd_loo"].isna() | bool(np.isnan(table.loc[base, "elpd_loo"]))
+        table.loc[unreliable, ["elpd_loo_diff", "elpd_loo_diff_se"]] = np.nan
+    table.attrs = {"baseline": base, "pointwise": frames, "folds": folds}
+    _warn(table, base, folds)
+    return table
+
+
+def _warn(table: pd.DataFrame, base: str, folds: pd.DataFrame | None) -> None:
+    other = [str(n) for n in table.index[~table["same_basis"].astype(bool)]]
+    if other:
+        widths = ", ".join(f"{n} {table.loc[n, 'basis']}" for n in [base, *other])
+        warnings.warn(
+            f"compare: {other} are not fits of the basis of the baseline {base!r} ({widths}): "
+            "their differences compare different models, not approximations of one posterior "
+            "(give gamma= a number to fit every method on one basis)",
+            UserWarning,
+            stacklevel=3,
+        )
+    msg = None if folds is None else unconverged_folds_message(folds)
+    if msg:
+        warnings.warn(msg, ConvergenceWarning, stacklevel=3)

@@ -14,7 +14,10 @@ from rvm_pymc.comparison._measures import (
     check_fits,
     diagnostics,
     effective_parameters,
+    log_evidence,
+    n_relevant,
     relevant_bases,
+    same_basis,
     weight_moments,
 )
 from rvm_pymc.exceptions import ConvergenceWarning, SamplingWarning
@@ -35,33 +38,9 @@ def _check_same_basis(fits) -> None:
     """
     names = list(fits)
     first = fits[names[0]]
-
-    def differs(f) -> bool:
-        if f.n_features_in_ != first.n_features_in_ or bool(f.bias) != bool(first.bias):
-            return True
-        if hasattr(first, "classes_") and not np.array_equal(f.classes_, first.classes_):
-            return True
-        if (f.kernel_ is None) != (first.kernel_ is None):
-            return True
-        if f.kernel_ is None:
-            if list(f.basis_.basis_names_) != list(first.basis_.basis_names_):
-                return True
-            X = getattr(fits, "X", None)
-            return X is not None and not np.allclose(
-                f.basis_.transform(X), first.basis_.transform(X), rtol=1e-10, atol=1e-12
-            )
-        _, ia, ib = np.intersect1d(
-            first.relevance_indices_, f.relevance_indices_, return_indices=True
-        )
-        if not np.array_equal(first.relevance_vectors_[ia], f.relevance_vectors_[ib]):
-            return True
-        P = np.vstack([g.relevance_vectors_ for g in fits.values()])
-        return P.shape[0] > 0 and not np.allclose(
-            f.kernel_(P, P), first.kernel_(P, P), rtol=1e-10, atol=1e-12
-        )
-
+    X = getattr(fits, "X", None)
     for name in names[1:]:
-        if differs(fits[name]):
+        if not same_basis(first, fits[name], X):
             raise ValueError(
                 f"fits {names[0]!r} and {name!r} are not fits of the same basis (kernel, "
                 "width, training inputs, bias or classes differ), so their weights cannot "
@@ -153,8 +132,9 @@ def summary(fit, *, rhat_max: float = 1.01, ess_min: float = 400.0, **kwargs) ->
         The rows of ``arviz.summary`` for the weights (and, for nuts, the log
         precisions) of the fit's relevant bases (of every basis when none is
         relevant, as for most NUTS fits of a kernel RVM), then the RVM's own rows in
-        the ``mean`` column: ``rvm:n_relevant``, ``rvm:effective_parameters``,
-        ``rvm:log_evidence`` (type-II), ``rvm:converged`` (1 or 0) and, for
+        the ``mean`` column: ``rvm:n_relevant`` (:func:`n_relevant`, the bias
+        not counted), ``rvm:effective_parameters``, ``rvm:log_evidence``
+        (:func:`log_evidence`, type-II), ``rvm:converged`` (1 or 0) and, for
         nuts, ``rvm:divergences``, ``rvm:max_rhat``, ``rvm:min_ess_bulk``.
         A type-II fit's rows are statistics of its exact Gaussian draws, so
         only ``kind="stats"`` columns are shown.
@@ -183,13 +163,13 @@ def summary(fit, *, rhat_max: float = 1.01, ess_min: float = 400.0, **kwargs) ->
         )
     diag = diagnostics(fit)
     lines = {
-        "rvm:n_relevant": len(keep),
+        "rvm:n_relevant": n_relevant(fit),
         "rvm:effective_parameters": effective_parameters(fit),
-        "rvm:log_evidence": float(fit.log_evidence_),
+        "rvm:log_evidence": log_evidence(fit),
         "rvm:converged": float(bool(fit.converged_)),
     }
     if not post.is_type_ii:
-        lines.update({f"rvm:{k}": v for k, v in diag.items()})
+        lines.update({f"rvm:{k}": v for k, v in diag.items() if k != "converged"})
     extra = pd.DataFrame({"mean": list(lines.values())}, index=list(lines))
     out = pd.concat([table, extra.reindex(columns=table.columns)])
     out.loc[extra.index, "mean"] = extra["mean"].to_numpy()

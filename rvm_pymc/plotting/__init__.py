@@ -14,7 +14,13 @@ matplotlib (and ArviZ, for the forest) is imported only when a plot is drawn.
 - :func:`plot_solver_trace`: log evidence and relevance vectors per solver iteration;
 - :func:`plot_evidence_vs_cv`: evidence and CV score over kernel widths;
 - :func:`plot_class_probability_2d`: class-probability contours (2-D inputs);
-- :func:`plot_reliability`: reliability diagram of classifiers.
+- :func:`plot_reliability`: reliability diagram of classifiers, with counts and binomial bands;
+- :func:`plot_trace`: ArviZ's trace plot of the scalars and the most relevant bases
+  (:func:`trace_selection`).
+
+Relevance counts in legends are those of ``rvm_pymc.comparison.n_relevant``
+(relevant kernel bases; the bias is not counted), the count of the
+comparison table.
 
 A sampled fit (NUTS) prunes nothing; where a plot marks relevance vectors or
 picks relevant weights, a NUTS fit counts a basis as relevant by the rule of
@@ -26,6 +32,7 @@ See ``docs/estimators.md`` ("Plots").
 from rvm_pymc.plotting._classification import plot_class_probability_2d, plot_reliability
 from rvm_pymc.plotting._evidence import plot_evidence_vs_cv, plot_solver_trace
 from rvm_pymc.plotting._regression import plot_predictive_1d, plot_regression_1d
+from rvm_pymc.plotting._trace import plot_trace, trace_selection
 from rvm_pymc.plotting._weights import plot_log_alpha, plot_weights_forest
 
 __all__ = [
@@ -36,5 +43,7 @@ __all__ = [
     "plot_regression_1d",
     "plot_reliability",
     "plot_solver_trace",
+    "plot_trace",
     "plot_weights_forest",
+    "trace_selection",
 ]

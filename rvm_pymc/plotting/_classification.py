@@ -10,8 +10,9 @@ from rvm_pymc.plotting._common import (
     as_fits,
     check_fits_features,
     check_inputs,
+    check_prob,
     fit_colors,
-    is_sampled,
+    n_relevant,
     new_axes,
     relevant_points,
 )
@@ -144,9 +145,8 @@ def plot_class_probability_2d(
         if rv.size:
             ax.plot(X[rv, 0], X[rv, 1], "o", mfc="none", mec=c, ms=10 + 4 * k, mew=1.5,
                     label="_nolegend_")  # fmt: skip
-        rvs = "relevant" if is_sampled(est) else "RVs"
         boundary = "p = 0.5" if binary else "boundaries"
-        default = f"{name}: {boundary}" + (f", {rv.size} {rvs}" if show_relevance else "")
+        default = f"{name}: {boundary}" + (f", {n_relevant(est)} RVs" if show_relevance else "")
         handles.append(mlines.Line2D([], [], color=c, lw=2, marker="o" if show_relevance else None,
                                      mfc="none", label=labels.get(name, default)))  # fmt: skip
     for j, cl in enumerate(classes):
@@ -206,6 +206,8 @@ def plot_reliability(
     y_test,
     n_bins: int = 10,
     *,
+    band: float | None = 0.9,
+    show_counts: bool = True,
     colors: Any = None,
     labels: dict[str, str] | None = None,
     ax=None,
@@ -216,8 +218,15 @@ def plot_reliability(
     mean against the observed frequency of ``classes_[1]``.  K > 2 classes: the
     confidence version, the mean top-class probability against the accuracy.
     A calibrated classifier lies on the diagonal (dashed).  Markers are sized
-    by the number of points in the bin; one colour and one legend entry per
-    fit, with its expected calibration error (ECE).
+    by the number of points in the bin, and the number is written beside
+    each marker; one colour and one legend entry per fit, with its expected
+    calibration error (ECE).
+
+    A bin of ``n`` points and mean probability ``p`` has, for a calibrated
+    classifier, an observed frequency ``Binomial(n, p) / n``: the vertical
+    bar at each marker is its central ``band`` interval (binomial
+    quantiles), so a marker outside its bar is a miscalibration larger than
+    the luck of ``n`` points, and a marker inside it is not evidence of one.
 
     Parameters
     ----------
@@ -228,6 +237,10 @@ def plot_reliability(
         Labels, among ``classes_``.
     n_bins : int, default 10
         Equal-width bins of the probability.
+    band : float in (0, 1) or None, default 0.9
+        Probability of the binomial bands; None draws none.
+    show_counts : bool, default True
+        Write the number of points of each bin beside its marker.
     colors : mapping, sequence or colour, optional
     labels : mapping of str to str, optional
         Legend label per fit name; default ``"<name> (ECE <value>)"``.
@@ -247,6 +260,8 @@ def plot_reliability(
     _same_classes(fits)
     if not (isinstance(n_bins, int | np.integer) and n_bins >= 1):
         raise ValueError(f"n_bins must be an integer >= 1; got {n_bins!r}")
+    if band is not None:
+        band = check_prob(band, "band")
     first = next(iter(fits.values()))
     X_test = check_inputs(X_test, int(first.n_features_in_), "X_test")
     codes = _codes(first, y_test, "y_test")
@@ -266,11 +281,38 @@ def plot_reliability(
         )
         ax.scatter(conf, freq, s=12 + 120 * count / codes.size, color=c, zorder=3,
                    label="_nolegend_")  # fmt: skip
+        if band is not None:
+            lo_f, hi_f = binomial_band(conf, count, band)
+            ax.vlines(conf, lo_f, hi_f, color=c, lw=5, alpha=0.3, label="_nolegend_",
+                      gid=f"binomial band: {name}")  # fmt: skip
+        if show_counts:
+            for x_, y_, n_ in zip(conf, freq, count, strict=True):
+                ax.annotate(str(int(n_)), (x_, y_), xytext=(4, -9), textcoords="offset points",
+                            fontsize="x-small", color=c, gid=f"bin count: {name}")  # fmt: skip
     what = f"class {first.classes_[1]}" if binary else "top class"
     ax.set_xlabel(f"predicted probability of {what}")
     ax.set_ylabel(f"observed frequency of {what}" if binary else "accuracy")
     ax.set_xlim(lo - 0.02, 1.02)
     ax.set_ylim(-0.02, 1.02)
     ax.set_aspect("equal", adjustable="box")
+    about = [f"bars: {band:.0%} binomial range if calibrated"] if band is not None else []
+    about += ["numbers: points per bin"] if show_counts else []
+    if about:
+        ax.set_title("; ".join(about), fontsize="small")
     ax.legend(loc="upper left", fontsize="small")
     return ax
+
+
+def binomial_band(conf: np.ndarray, count: np.ndarray, prob: float):
+    """Central ``prob`` interval of ``Binomial(n, p) / n`` per bin (``p = conf``, ``n = count``).
+
+    The range of the observed frequency of a bin of ``n`` points whose
+    classifier is calibrated at its mean probability ``p``.
+    """
+    from scipy.stats import binom
+
+    n = np.asarray(count, dtype=float)
+    p = np.clip(np.asarray(conf, dtype=float), 0.0, 1.0)
+    lo = binom.ppf((1.0 - prob) / 2.0, n, p) / n
+    hi = binom.ppf((1.0 + prob) / 2.0, n, p) / n
+    return lo, hi

@@ -117,6 +117,13 @@ def relevant_names(est) -> list[str]:
     return [str(n) for n in relevant_bases(est)]
 
 
+def n_relevant(est) -> int:
+    """The relevance count of the legends: ``rvm_pymc.comparison.n_relevant`` (no bias)."""
+    from rvm_pymc.comparison import n_relevant as count
+
+    return int(count(est))
+
+
 def relevant_points(est) -> np.ndarray:
     """Indices of the training points whose kernel column a fit counts as relevant.
 

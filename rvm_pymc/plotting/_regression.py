@@ -14,7 +14,7 @@ from rvm_pymc.plotting._common import (
     check_inputs,
     check_prob,
     fit_colors,
-    is_sampled,
+    n_relevant,
     new_axes,
     relevant_points,
 )
@@ -29,16 +29,35 @@ def _legend_labels(ax) -> set[str]:
     return {h.get_label() for h in ax.get_lines() + list(ax.collections)}
 
 
-def _draw_band_and_mean(ax, x, mean, edges, color, label, alpha=0.35):
+LINESTYLES = ("-", "--", "-.", ":")
+"""Line style of the k-th fit (cycled): overlapping means stay distinguishable."""
+HATCHES = ("", "//", "\\\\", "..")
+"""Hatch of the k-th fit's bands (cycled): overlapping bands stay distinguishable."""
+BAND_ALPHA = 0.15
+"""Opacity of the widest band's fill (narrower bands add to it): overlapping fills stay light."""
+
+
+def _draw_band_and_mean(ax, x, mean, edges, color, label, k=0):
     """Bands widest first (lightest), then the mean line; returns the line.
 
-    ``edges`` maps each band's probability to its (lower, upper) edges.
+    ``edges`` maps each band's probability to its (lower, upper) edges.  Fit
+    ``k`` (its position in the overlay) gets a line style and a band hatch
+    of its own, edges drawn as thin lines in its style, and the light fill
+    of :data:`BAND_ALPHA`; earlier fits' means are drawn on top and wider,
+    so that a fit whose mean coincides with a later one stays visible.
     """
+    style, hatch = LINESTYLES[k % len(LINESTYLES)], HATCHES[k % len(HATCHES)]
     for i, p in enumerate(sorted(edges, reverse=True)):
         lo, hi = edges[p]
-        a = alpha * (i + 1) / len(edges)
-        ax.fill_between(x, lo, hi, color=color, alpha=a, lw=0, label="_nolegend_")
-    (line,) = ax.plot(x, mean, color=color, lw=2, label=label)
+        a = BAND_ALPHA * (i + 1) / len(edges)
+        ax.fill_between(x, lo, hi, facecolor=color, alpha=a, lw=0, label="_nolegend_")
+        if hatch:
+            ax.fill_between(x, lo, hi, facecolor="none", edgecolor=color, hatch=hatch, lw=0,
+                            alpha=0.4, label="_nolegend_")  # fmt: skip
+        for edge in (lo, hi):
+            ax.plot(x, edge, color=color, ls=style, lw=0.8, alpha=0.8, label="_nolegend_")
+    (line,) = ax.plot(x, mean, color=color, ls=style, lw=max(3.0 - 0.6 * k, 1.2), label=label,
+                      zorder=3.0 - 0.01 * k)  # fmt: skip
     return line
 
 
@@ -96,10 +115,15 @@ def plot_predictive_1d(
 ):
     """Predictive mean and central bands of one or several regression fits on 1-D inputs.
 
-    Every fit gets one colour and one legend entry (its name and number of
-    relevance vectors); its bands are drawn in the same colour, lighter for
-    wider bands; its relevance vectors are ringed in its colour (the rings of
-    later fits are larger, so that shared vectors stay visible).
+    Every fit gets one colour, one line style (solid, dashed, dash-dot,
+    dotted) and one legend entry (its name and relevance count,
+    ``rvm_pymc.comparison.n_relevant``: relevant kernel bases, the bias not
+    counted); its bands are a light fill in its colour (lighter for wider
+    bands), hatched from the second fit on and edged by thin lines in its
+    style, so that overlapping bands stay apart; the means of earlier fits
+    are drawn wider and on top; its relevance vectors are ringed in its
+    colour (the rings of later fits are larger, so that shared vectors stay
+    visible).
 
     Parameters
     ----------
@@ -179,10 +203,9 @@ def plot_predictive_1d(
     for k, (name, est) in enumerate(fits.items()):
         mean, std = est.predict(X_grid, return_std=True)
         rv = relevant_points(est) if show_relevance else np.zeros(0, dtype=np.intp)
-        rvs = "relevant" if is_sampled(est) else "RVs"
-        label = labels.get(name, f"{name} ({rv.size} {rvs})" if show_relevance else name)
+        label = labels.get(name, f"{name} ({n_relevant(est)} RVs)" if show_relevance else name)
         edges = _predictive_edges(est, X_grid, mean, std, bands)
-        _draw_band_and_mean(ax, x, mean, edges, cols[name], label)
+        _draw_band_and_mean(ax, x, mean, edges, cols[name], label, k)
         _rv_rings(ax, X_train[rv, 0], y_train[rv], cols[name], 9 + 4 * k)
     _draw_data(ax, X_train[:, 0], y_train, x, truth_y)
     ax.set_xlabel("x")
@@ -258,17 +281,16 @@ def plot_regression_1d(
     order = np.argsort(x_grid)
     x_grid, mean, std = x_grid[order], mean[order], std[order]
     ax = new_axes(ax)
+    n_prev = sum(1 for ln in ax.get_lines() if getattr(ln, "_rvm_fit", False))
     if color is None:
-        n_fits = sum(1 for ln in ax.get_lines() if getattr(ln, "_rvm_fit", False))
-        color = f"C{n_fits % 10}"
+        color = f"C{n_prev % 10}"
     rv = np.asarray(relevance_idx, dtype=int).reshape(-1)
     if label is None:
         label = f"predictive mean ± 2 sd ({rv.size} RVs)"
     p2 = float(2.0 * norm.cdf(2.0) - 1.0)  # the +/- 2 sd band
     edges = _gaussian_edges(mean, std, [p2])
-    line = _draw_band_and_mean(ax, x_grid, mean, edges, color, label, alpha=0.2)
+    line = _draw_band_and_mean(ax, x_grid, mean, edges, color, label, n_prev)
     line._rvm_fit = True
-    n_prev = sum(1 for ln in ax.get_lines() if getattr(ln, "_rvm_fit", False)) - 1
     _rv_rings(ax, x_train[rv], t_train[rv], color, 10 + 4 * n_prev)
     truth_y = None if truth is None else np.asarray(truth, dtype=float).reshape(-1)[order]
     _draw_data(ax, x_train, t_train, x_grid, truth_y)

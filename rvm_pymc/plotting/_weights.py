@@ -27,10 +27,35 @@ def _dodge(k: int, n: int, width: float = 0.6) -> float:
     return 0.0 if n == 1 else width * (k / (n - 1) - 0.5)
 
 
+LOG_ALPHA_TOP = 20
+"""Default number of bases :func:`plot_log_alpha` shows: the most relevant ones."""
+
+
+def _top_bases(fits: dict[str, Any], full: dict[str, list[str]], top: int | None) -> list[str]:
+    """The ``top`` most relevant bases over the fits (every basis for None), in natural order.
+
+    A basis's rank is its best position in any fit's
+    ``rvm_pymc.comparison.rank_bases`` (``|E[w]| / sd(w)``, most relevant
+    first); ties go to the fit's order.
+    """
+    every = ordered_union(list(full.values()))
+    if top is None or top >= len(every):
+        return every
+    from rvm_pymc.comparison import rank_bases
+
+    best: dict[str, int] = {}
+    for est in fits.values():
+        for r, n in enumerate(rank_bases(est)):
+            best[n] = min(best.get(n, r), r)
+    picked = sorted(best, key=lambda n: (best[n], every.index(n)))[:top]
+    return ordered_union([picked])
+
+
 def plot_log_alpha(
     fits: Any,
     *,
     bases: Sequence[str] | None = None,
+    top: int | None = LOG_ALPHA_TOP,
     ci_prob: float = CI_PROB,
     colors: Any = None,
     labels: dict[str, str] | None = None,
@@ -50,8 +75,13 @@ def plot_log_alpha(
     fits : RVR, RVC or mapping of str to them
         Fitted estimators of any ``method``; one is labelled by its method.
     bases : sequence of str, optional
-        Basis names to show (``"bias"``, ``"x<i>"``); default every basis of
-        every fit, pruned ones included.
+        Basis names to show (``"bias"``, ``"x<i>"``), over ``top``.
+    top : int or None, default 20
+        Without ``bases``: show the ``top`` most relevant bases (those best
+        placed in any fit's ``rvm_pymc.comparison.rank_bases``, by
+        ``|E[w]| / sd(w)``), in their natural order; None shows every basis
+        of every fit, pruned ones included (0.3 inch each: 250 bases make a
+        figure 77 inches wide).
     ci_prob : float, default 0.9
         Central interval of the NUTS draws.
     colors : mapping, sequence or colour, optional
@@ -71,9 +101,12 @@ def plot_log_alpha(
     """
     fits = as_fits(fits)
     ci_prob = check_prob(ci_prob, "ci_prob")
+    if top is not None and not (isinstance(top, int | np.integer) and top >= 1):
+        raise ValueError(f"top must be an integer >= 1 or None (every basis); got {top!r}")
     full = {name: full_basis_names(est) for name, est in fits.items()}
+    n_every = len(ordered_union(list(full.values())))
     if bases is None:
-        bases = ordered_union(list(full.values()))
+        bases = _top_bases(fits, full, top)
     else:
         bases = [str(b) for b in bases]
         unknown = sorted(set(bases) - set().union(*map(set, full.values())))
@@ -116,7 +149,8 @@ def plot_log_alpha(
     ax.set_xlim(-0.7, len(bases) - 0.3)
     ax.set_xlabel("basis")
     ax.set_ylabel("log alpha (data units)")
-    ax.set_title("log alpha per basis (▲ at the top: pruned, alpha = inf)", fontsize="medium")
+    shown = f"{len(bases)} most relevant of {n_every} bases" if len(bases) < n_every else "basis"
+    ax.set_title(f"log alpha per {shown} (▲ at the top: pruned, alpha = inf)", fontsize="medium")
     ax.legend(loc="best", fontsize="small")
     return ax
 
