@@ -78,7 +78,7 @@ def test_init_only_stores_and_is_keyword_only():
     ("params", "match"),
     [
         ({"gamma": -1.0}, "gamma must be"),
-        ({"gamma": "auto"}, "gamma must be"),
+        ({"gamma": "widest"}, "gamma must be"),
         ({"gamma": "evidence", "kernel": "linear"}, "needs a kernel with a width"),
         ({"solver": "newton"}, "solver must be"),
         ({"kernel": "no-such-kernel"}, "kernel"),
@@ -154,8 +154,21 @@ def test_rvr_fits_sinc(sinc):
 
 def test_rvr_gamma_scale_is_svr_default(sinc):
     X, y = sinc
-    est = RVR().fit(X, y)
+    est = RVR(gamma="scale").fit(X, y)
     assert est.gamma_ == pytest.approx(1.0 / X.var())
+
+
+def test_gamma_auto_is_evidence_up_to_2000_points_and_scale_above(sinc, monkeypatch):
+    from rvm_pymc.estimators import _widths
+
+    X, y = sinc
+    auto, evidence = RVR().fit(X, y), RVR(gamma="evidence").fit(X, y)
+    assert auto.gamma_ == evidence.gamma_
+    np.testing.assert_array_equal(auto.evidence_path_["gamma"], evidence.evidence_path_["gamma"])
+    monkeypatch.setattr(_widths, "AUTO_EVIDENCE_MAX", len(y) - 1)
+    above = RVR().fit(X, y)
+    assert above.gamma_ == pytest.approx(1.0 / X.var())
+    assert not hasattr(above, "evidence_path_")
 
 
 def test_gamma_evidence_picks_the_grid_maximum(sinc):

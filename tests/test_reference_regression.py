@@ -418,7 +418,9 @@ def test_few_points_through_the_estimator(method, n):
     rng = np.random.default_rng(n)
     X = rng.standard_normal((n, 2))
     y = rng.standard_normal(n)
-    est, _ = _one_warning_at_most(lambda: RVR(solver=method, max_iter=300).fit(X, y))
+    est, _ = _one_warning_at_most(
+        lambda: RVR(gamma="scale", solver=method, max_iter=300).fit(X, y)
+    )
     mean, std = est.predict(X, return_std=True)
     assert np.all(np.isfinite(mean)) and np.all(np.isfinite(std)) and np.all(std > 0)
 

@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["run_tasks"]
+__all__ = ["raise_again", "run_recorded", "run_tasks"]
 
 
 def _recording(fn: Callable, args: tuple) -> tuple[Any, list[tuple[str, type[Warning]]]]:
@@ -54,10 +54,28 @@ def run_tasks(
     list
         The results, in the order of ``tasks``.
     """
+    out = run_recorded(fn, tasks, n_jobs)
+    for label, (_, caught) in zip(labels, out, strict=True):
+        raise_again(label, caught, stacklevel=stacklevel + 1)
+    return [result for result, _ in out]
+
+
+def run_recorded(
+    fn: Callable, tasks: Sequence[tuple], n_jobs: int | None
+) -> list[tuple[Any, list[tuple[str, type[Warning]]]]]:
+    """``[(fn(*task), its warnings) for task in tasks]`` through :class:`joblib.Parallel`.
+
+    As :func:`run_tasks`, but the warnings are returned, not raised: the caller
+    raises those of the tasks whose results it keeps (:func:`raise_again`).
+    """
     from joblib import Parallel, delayed
 
-    out = Parallel(n_jobs=n_jobs)(delayed(_recording)(fn, tuple(args)) for args in tasks)
-    for label, (_, caught) in zip(labels, out, strict=True):
-        for message, category in caught:
-            warnings.warn(f"{label}: {message}", category, stacklevel=stacklevel)
-    return [result for result, _ in out]
+    return Parallel(n_jobs=n_jobs)(delayed(_recording)(fn, tuple(args)) for args in tasks)
+
+
+def raise_again(
+    label: str, caught: Sequence[tuple[str, type[Warning]]], *, stacklevel: int = 2
+) -> None:
+    """Raise recorded warnings again in this process, each prefixed by ``label``."""
+    for message, category in caught:
+        warnings.warn(f"{label}: {message}", category, stacklevel=stacklevel + 1)

@@ -30,6 +30,7 @@ from rvm_pymc.cli._data import (
     split_features,
 )
 from rvm_pymc.cli._paths import check_output_dir, check_output_file
+from rvm_pymc.comparison import n_relevant
 
 __all__ = [
     "announce_compilation",
@@ -232,7 +233,9 @@ def _summary(args, est, pre: Preprocess, X, y, task, elapsed, left_out) -> dict[
         "kernel": args.kernel,
         "gamma": float(est.gamma_),
         "gamma_chosen_by": args.gamma if isinstance(args.gamma, str) else "given",
-        "relevance_vectors": int(est.n_relevance_),
+        # the package's one count (rvm_pymc.comparison.n_relevant): kernel bases whose
+        # weight is relevant, the bias not counted; for NUTS by the sign rule, not all bases
+        "relevance_vectors": n_relevant(est),
         "bias_active": bool(est.bias_active_),
         "log_evidence": None if not np.isfinite(est.log_evidence_) else float(est.log_evidence_),
         "converged": bool(est.converged_),
@@ -294,7 +297,7 @@ def _fit_figure(path, est, pre: Preprocess, X_raw, Xs, y, task) -> None:
         ax.plot([lo, hi], [lo, hi], "k--", lw=1, label="y = x")
         ax.set_xlabel(f"observed {pre.target}")
         ax.set_ylabel(f"predicted {pre.target}")
-        ax.set_title(f"RVM ({est.method}): {est.n_relevance_} relevance vectors")
+        ax.set_title(f"RVM ({est.method}): {n_relevant(est)} relevance vectors")
         ax.legend(fontsize="small")
     elif Xs.shape[1] == 2:
         from rvm_pymc.plotting import plot_class_probability_2d

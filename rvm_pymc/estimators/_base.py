@@ -49,7 +49,7 @@ class _BaseRVM(BaseEstimator):
         self,
         *,
         kernel: str | Kernel | Basis = "rbf",
-        gamma: float | str = "scale",
+        gamma: float | str = "auto",
         gamma_grid: Any = None,
         degree: int = 3,
         coef0: float = 1.0,
@@ -59,8 +59,8 @@ class _BaseRVM(BaseEstimator):
         prior: Any = None,
         max_iter: int | None = None,
         tol: float = 1e-6,
-        draws: int = 500,
-        tune: int = 500,
+        draws: int = 1000,
+        tune: int = 1000,
         chains: int | None = None,
         sampler_kwargs: dict | None = None,
         init: str = "auto",
@@ -192,9 +192,8 @@ class _BaseRVM(BaseEstimator):
     # --------------------------------------------------------------------- fitting
 
     def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
-        """:meth:`_fit_at_widths`, on one BLAS thread for ``method="reference"`` (``_threads``)."""
-        reference = self.method == "reference"
-        with single_blas_thread() if reference else contextlib.nullcontext():
+        """:meth:`_fit_at_widths` on one BLAS thread (every method; ``_core.threads``)."""
+        with single_blas_thread():
             self._fit_at_widths(X, target)
 
     def _fit_at_widths(self, X: np.ndarray, target: np.ndarray) -> None:
@@ -290,7 +289,7 @@ class _BaseRVM(BaseEstimator):
     def _starts_from_reference(self) -> bool:
         if "initvals" in (self.sampler_kwargs or {}):  # the user's own start
             return False
-        init = "reference" if self.init == "auto" and self.method == "map" else self.init
+        init = "reference" if self.init == "auto" else self.init
         return self.method != "reference" and init == "reference"
 
     def _pymc_options(self, sampler_kwargs: dict[str, Any]) -> dict[str, Any]:

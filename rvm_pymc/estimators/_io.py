@@ -431,6 +431,8 @@ def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path, version: int)
             "gamma": state["evidence_path_gamma"],
             "log_evidence": state["evidence_path_log_evidence"],
         }
+        if "evidence_path_converged" in state:  # written since format 3
+            est.evidence_path_["converged"] = state["evidence_path_converged"].astype(bool)
     basis = est._make_basis(est.gamma_)
     if isinstance(basis, PrecomputedBasis):
         est.kernel_ = None

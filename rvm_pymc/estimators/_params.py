@@ -62,7 +62,7 @@ PARAMETER_CONSTRAINTS: dict[str, list] = {
     "solver": [StrOptions(set(SOLVERS))],
     "kernel": [_KernelName(set(KERNEL_NAMES)), Kernel, Basis, callable],
     "gamma": [
-        StrOptions({"scale", "evidence"}),
+        StrOptions({"auto", "scale", "evidence"}),
         Interval(numbers.Real, 0, None, closed="neither"),
     ],
     "gamma_grid": [None, "array-like"],
@@ -95,7 +95,7 @@ A boolean satisfies only ``"boolean"``: ``True`` is not an integer or a float he
 
 MESSAGES: dict[str, str] = {
     "kernel": "a kernel name, 'precomputed', a Kernel, a callable k(X, Y) or a Basis",
-    "gamma": "a float > 0, 'scale' or 'evidence'",
+    "gamma": "a float > 0, 'auto', 'scale' or 'evidence'",
     "gamma_grid": "a non-empty sequence of floats > 0",
     "degree": "an integer >= 1",
     "coef0": "a finite float",

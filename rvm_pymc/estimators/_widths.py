@@ -1,7 +1,7 @@
 """The kernel width of a fit: one given width, or ``gamma="evidence"`` over a grid.
 
 For ``gamma="evidence"`` the reference solver fits every width of the grid
-(through joblib: :func:`rvm_pymc._core.parallel.run_tasks`) and the width of
+(through joblib: :func:`rvm_pymc._core.parallel.run_recorded`) and the width of
 largest log evidence is kept; its design matrix is rebuilt once, and map/nuts
 are then fitted at that width.  Every fit here is on the scaled problem of the
 one scaling boundary (:meth:`_BaseRVM._design`).
@@ -15,7 +15,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from sklearn.base import clone
 
-from rvm_pymc._core.parallel import run_tasks
+from rvm_pymc._core.centres import AUTO_FULL_MAX
+from rvm_pymc._core.parallel import raise_again, run_recorded
 from rvm_pymc.basis import Basis
 from rvm_pymc.estimators._params import GAMMA_KERNELS
 from rvm_pymc.estimators._scaling import scale_gamma
@@ -25,6 +26,9 @@ __all__ = ["DEFAULT_GRID", "Width", "gamma_candidates", "select_width"]
 
 DEFAULT_GRID = np.logspace(-2.0, 2.0, 9)
 """The default grid of ``gamma="evidence"``, in units of the ``"scale"`` width."""
+AUTO_EVIDENCE_MAX = AUTO_FULL_MAX
+"""``gamma="auto"`` (the default) is ``"evidence"`` up to this many training points, where
+every width is an exact fit of milliseconds to a second, and ``"scale"`` above it."""
 
 
 class Width(NamedTuple):
@@ -42,13 +46,16 @@ class Width(NamedTuple):
 
 
 def gamma_candidates(est: Any, X: np.ndarray) -> list[float | None]:
-    """Widths to fit: one for a fixed width, the grid for ``gamma="evidence"``."""
+    """Widths to fit: one for a fixed width, the grid for ``gamma="evidence"`` (and "auto")."""
     k = est.kernel
     if not (isinstance(k, str) and k.lower() in GAMMA_KERNELS):
         return [None]
-    if est.gamma == "scale":
+    gamma = est.gamma
+    if gamma == "auto":
+        gamma = "evidence" if X.shape[0] <= AUTO_EVIDENCE_MAX else "scale"
+    if gamma == "scale":
         return [scale_gamma(X)]
-    if est.gamma == "evidence":
+    if gamma == "evidence":
         if est.gamma_grid is None:
             return list(scale_gamma(X) * DEFAULT_GRID)
         return [float(g) for g in np.asarray(est.gamma_grid, dtype=float).reshape(-1)]
@@ -91,19 +98,18 @@ def select_width(est, X, t, prior, solver: str, seed, *, need_reference: bool) -
         return Width(g, basis, Phi, scale, ref, None)
     # each task gets a clone of the estimator (parameters only) and builds its own design
     # matrix, so no N x M matrix is sent to or kept from a worker; n_jobs and any
-    # joblib.parallel_config in effect (e.g. backend="dask") decide where they run; a
-    # worker's warnings are raised here, naming the width
+    # joblib.parallel_config in effect (e.g. backend="dask") decide where they run; the
+    # warnings of the chosen width's fit are raised here, naming the width; those of the
+    # widths not kept stay quiet (evidence_path_["converged"] records every width's)
     spec = clone(est)
-    refs = run_tasks(
-        _fit_width,
-        [(spec, X, g, t, prior, solver, seed) for g in candidates],
-        [f"gamma={g:.4g}" for g in candidates],
-        est.n_jobs,
-        stacklevel=5,
+    recorded = run_recorded(
+        _fit_width, [(spec, X, g, t, prior, solver, seed) for g in candidates], est.n_jobs
     )
+    refs = [ref for ref, _ in recorded]
     le = np.array([info.log_evidence for _, info in refs])
     k = int(np.nanargmax(le))
     g = candidates[k]
+    raise_again(f"gamma={g:.4g}", recorded[k][1], stacklevel=4)
     if len(candidates) > 2 and g in (min(candidates), max(candidates)):
         warnings.warn(
             "gamma='evidence': the largest evidence is at the "
@@ -114,7 +120,11 @@ def select_width(est, X, t, prior, solver: str, seed, *, need_reference: bool) -
             stacklevel=4,
         )
     basis, Phi, scale = est._design(g, X, seed)  # rebuilt for the chosen width only
-    path = {"gamma": np.array(candidates), "log_evidence": le}
+    path = {
+        "gamma": np.array(candidates),
+        "log_evidence": le,
+        "converged": np.array([bool(info.converged) for _, info in refs]),
+    }
     return Width(g, basis, Phi, scale, refs[k], path)
 
 

@@ -39,6 +39,10 @@ from rvm_pymc.results import FitInfo, WeightPosterior
 
 __all__ = ["fit_backend"]
 
+ESTIMATOR_TARGET_ACCEPT = 0.95
+"""The estimators' NUTS step-size target (``sampler_kwargs["target_accept"]`` overrides it;
+the inference functions' own default is 0.9): chosen by ``benchmarks/bench_nuts_defaults.py``
+with the other defaults (1000 + 1000 draws, start at the reference fit)."""
 _SAMPLER_START_CAP = 10.0
 """A sampler started at the reference solution starts a pruned basis at ``log alpha = 10``
 (prior sd of its weight e^-5 of the scaled target's sd)."""
@@ -195,7 +199,7 @@ def _fit_map(opts, Phi, target, names, prior, start):
 
 
 def _fit_nuts(opts, Phi, target, names, prior, seed, start):
-    kw = dict(opts["sampler_kwargs"])
+    kw = {"target_accept": ESTIMATOR_TARGET_ACCEPT, **opts["sampler_kwargs"]}
     which = kw.pop("model", "collapsed")  # checked by check_sampler_kwargs
     regression = opts["kind"] == "regression"
     parametrization = kw.pop("parametrization", DEFAULT_PARAMETRIZATION[opts["kind"]])
@@ -223,6 +227,7 @@ def _fit_nuts(opts, Phi, target, names, prior, seed, start):
         "n_divergent",
         "max_rhat",
         "min_ess_bulk",
+        "min_ess_tail",
         "sampling_time",
         "rvm_inference",
     )
@@ -232,6 +237,8 @@ def _fit_nuts(opts, Phi, target, names, prior, seed, start):
         converged=bool(
             int(res.attrs.get("n_divergent", 0)) == 0
             and float(res.attrs.get("max_rhat", np.inf)) <= kw.get("rhat_threshold", 1.01)
+            and min(res.attrs.get("min_ess_bulk", 0.0), res.attrs.get("min_ess_tail", 0.0))
+            >= kw.get("min_ess", 400.0)
         ),
         library="rvm_pymc.inference",
         attrs={

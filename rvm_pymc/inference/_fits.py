@@ -246,7 +246,7 @@ compile_kwargs, cores, rhat_threshold, initvals
         weights ``w`` (``W``), ``log_alpha`` (and ``log_beta``); pointwise
         ``log_likelihood`` (for LOO), ``posterior_predictive``, the sampler's
         ``sample_stats``; root attributes ``rvm_inference``, ``sampler``,
-        ``n_divergent``, ``max_rhat``, ``min_ess_bulk`` and ``sampling_time``
+        ``n_divergent``, ``max_rhat``, ``min_ess_bulk``, ``min_ess_tail`` and ``sampling_time``
         (seconds of tuning and drawing by the sampler's clock; compilation
         before it not counted).
 

@@ -273,7 +273,12 @@ def run_nuts(model, spec: ModelSpec, *, collapsed: bool, run: NutsRun) -> NutsRe
         }
     )
     light = xr.DataTree.from_dict({"posterior": checked, "sample_stats": stats})
-    diag = _idata.check_sampling(light, list(checked.data_vars), rhat_threshold=run.rhat_threshold)
+    diag = _idata.check_sampling(
+        light,
+        list(checked.data_vars),
+        rhat_threshold=run.rhat_threshold,
+        min_ess=run.min_ess,
+    )
     inference = "collapsed_nuts" if collapsed else "nuts"
     # the sampler's own clock (tuning and draws; compilation before it is not counted)
     diag["sampling_time"] = float(post.attrs.get("sampling_time", np.nan))

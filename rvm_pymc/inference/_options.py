@@ -76,6 +76,8 @@ class NutsRun:
         Parallel chains (PyMC's sampler only).
     rhat_threshold : float
         Warn when the worst R-hat exceeds it.
+    min_ess : float
+        Warn when the smallest bulk or tail ESS is below it.
     initvals : mapping or None
         Starting values of free variables, as ``pm.sample``'s ``initvals``.
     """
@@ -90,6 +92,7 @@ class NutsRun:
     compile_kwargs: Mapping | None = None
     cores: int | None = None
     rhat_threshold: float = 1.01
+    min_ess: float = 400.0
     initvals: Mapping | None = None
 
     def __post_init__(self) -> None:

@@ -90,12 +90,14 @@ def check_sampling(
     var_names: Sequence[str],
     *,
     rhat_threshold: float = 1.01,
+    min_ess: float = 400.0,
 ) -> dict[str, float]:
-    """Count divergences and compute the worst rank-normalised R-hat.
+    """Count divergences; the worst rank-normalised R-hat and the smallest bulk and tail ESS.
 
-    Issues a :class:`SamplingWarning` for any divergence and for
-    ``max R-hat > rhat_threshold``; returns the numbers so that callers can
-    record them.
+    R-hat is ArviZ's rank-normalised split R-hat (the larger of the bulk and
+    the folded, tail, values).  Issues a :class:`SamplingWarning` for any
+    divergence, for ``max R-hat > rhat_threshold`` and for an ESS below
+    ``min_ess``; returns the numbers so that callers can record them.
     """
     from arviz_stats import ess, rhat
 
@@ -107,7 +109,10 @@ def check_sampling(
     max_rhat = float("nan")
     if n_chains > 1:
         max_rhat = float(max(float(v.max()) for v in rhat(post).data_vars.values()))
-    min_ess = float(min(float(v.min()) for v in ess(post, method="bulk").data_vars.values()))
+    ess_bulk, ess_tail = (
+        float(min(float(v.min()) for v in ess(post, method=m).data_vars.values()))
+        for m in ("bulk", "tail")
+    )
     if n_div:
         warnings.warn(
             f"{n_div} of {n_draws} draws diverged; the posterior may be biased. Raise "
@@ -122,4 +127,17 @@ def check_sampling(
             SamplingWarning,
             stacklevel=3,
         )
-    return {"n_divergent": n_div, "max_rhat": max_rhat, "min_ess_bulk": min_ess}
+    if min(ess_bulk, ess_tail) < min_ess:
+        warnings.warn(
+            f"the smallest effective sample size is {min(ess_bulk, ess_tail):.0f} "
+            f"(bulk {ess_bulk:.0f}, tail {ess_tail:.0f}) < {min_ess:g}: too few for stable "
+            "estimates of the posterior and its tails; draw more",
+            SamplingWarning,
+            stacklevel=3,
+        )
+    return {
+        "n_divergent": n_div,
+        "max_rhat": max_rhat,
+        "min_ess_bulk": ess_bulk,
+        "min_ess_tail": ess_tail,
+    }
