@@ -67,7 +67,7 @@ def evidence_vs_cv(
     widths only for the same data and prior.  Cross-validation needs ``cv``
     fits per width and measures predictive performance directly.  The two
     need not pick the same width (in the example below the evidence prefers
-    ``gamma=1`` with 11 relevance vectors, cross-validation ``gamma=0.1`` with 5).
+    ``gamma=1`` with 12 relevance vectors, cross-validation ``gamma=0.1`` with 5).
     Use a shuffled ``KFold`` for data sorted by ``X``: unshuffled folds make
     cross-validation extrapolate.
 
@@ -84,7 +84,7 @@ def evidence_vs_cv(
     >>> sorted(res)
     ['cv_score_mean', 'cv_score_std', 'gamma', 'log_evidence', 'n_relevance']
     >>> res["n_relevance"].tolist(), int(np.argmax(res["log_evidence"]))
-    ([5, 5, 11], 2)
+    ([5, 5, 12], 2)
     >>> int(np.argmax(res["cv_score_mean"]))
     1
     """
