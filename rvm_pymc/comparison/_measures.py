@@ -137,7 +137,8 @@ def effective_parameters(fit) -> float:
 
     A type-II fit (reference, map): at its hyperparameters, with its own
     posterior covariance.  A sampled fit (nuts): the posterior mean of the
-    same rule, evaluated at each of :data:`~rvm_pymc.comparison._measures.EFFECTIVE_PARAMETER_DRAWS` evenly
+    same rule, evaluated at each of
+    :data:`~rvm_pymc.comparison._measures.EFFECTIVE_PARAMETER_DRAWS` evenly
     spaced draws of ``(log alpha, log beta)`` (binary and softmax: ``B`` at
     that draw's weights).  It replaces ``sum_i Var(f_i) E[b_i]``, the
     variance of the latent function over the draws, which is unbounded: it
