@@ -51,6 +51,9 @@ __getattr__, __dir__ = attach(
     __name__,
     {
         **dict.fromkeys(__all__, "._fits"),
+        "NEAR_IMPROPER": "._nuts",
+        "SAMPLERS": "._nuts",
+        "NutsResult": "._nuts",
         # the estimators' entry (not part of the documented API) and its options,
         # which the parameter checks read before PyMC is imported
         "fit_backend": "._backend",

@@ -14,8 +14,6 @@ from rvm_pymc._core.validation import check_int
 from rvm_pymc.inference._map import MapResult, map_regression
 from rvm_pymc.inference._map_classification import map_classification
 from rvm_pymc.inference._nuts import (
-    NEAR_IMPROPER,
-    SAMPLERS,
     NutsResult,
     nuts_datatree,
     run_nuts,
@@ -25,18 +23,6 @@ from rvm_pymc.models import data as _idata
 from rvm_pymc.models.data import class_labels, model_coords, result_kind, target_data
 from rvm_pymc.models.spec import model_spec
 from rvm_pymc.results import WeightPosterior, to_datatree
-
-__all__ = [
-    "NEAR_IMPROPER",
-    "SAMPLERS",
-    "NutsResult",
-    "fit_map",
-    "map_datatree",
-    "nuts_posterior",
-    "optimise_map",
-    "sample_collapsed",
-    "sample_nuts",
-]
 
 
 def fit_map(

@@ -53,5 +53,13 @@ __all__ = [
 
 __getattr__, __dir__ = attach(
     __name__,
-    {**dict.fromkeys(__all__, "._builders"), "PARAMETRIZATIONS": "._checks"},  # no PyMC for it
+    {
+        **dict.fromkeys(__all__, "._builders"),
+        # each name from the module that defines it (PARAMETRIZATIONS without PyMC)
+        "PARAMETRIZATIONS": "._checks",
+        "marginal_logp": "._likelihoods",
+        "marginal_logp_fast": "._likelihoods",
+        "ModelSpec": ".spec",
+        "model_spec": ".spec",
+    },
 )

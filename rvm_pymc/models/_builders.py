@@ -13,7 +13,6 @@ from scipy.special import gammaln
 
 from rvm_pymc._core.validation import as_2d_float, as_target_float, check_consistent_length
 from rvm_pymc.models._checks import (
-    PARAMETRIZATIONS,
     basis_coords,
     check_design,
     check_labels,
@@ -23,27 +22,8 @@ from rvm_pymc.models._likelihoods import (
     bernoulli_logit,
     categorical_logit,
     marginal_likelihood,
-    marginal_logp,
-    marginal_logp_fast,
 )
-from rvm_pymc.models.spec import ModelSpec, model_spec
 from rvm_pymc.priors import HyperPrior, resolve_prior
-
-__all__ = [
-    "PARAMETRIZATIONS",
-    "ModelSpec",
-    "RVMModel",
-    "classification_binary",
-    "classification_softmax",
-    "log_gamma_normaliser",
-    "marginal_logp",
-    "marginal_logp_fast",
-    "model_spec",
-    "rbf_design",
-    "regression_joint",
-    "regression_marginal",
-    "regression_marginal_rbf",
-]
 
 
 class RVMModel(pm.Model):
