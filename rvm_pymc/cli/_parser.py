@@ -98,9 +98,9 @@ def _add_demo(sub, common: argparse.ArgumentParser) -> None:
         f"in PyTensor's {NUTS_COMPILE_MODE} mode)",
     )  # fmt: skip
     demo.add_argument(
-        "--draws", type=types.draws, default=200,
-        help=_draws_help(200, "NUTS tuning steps and draws per chain, 2 chains (a short "
-                         "run for a demo; the estimator's default is 500)"),
+        "--draws", type=types.draws, default=1000,
+        help=_draws_help(1000, "NUTS tuning steps and draws per chain, 2 chains (the "
+                         "estimator's defaults, at which its NUTS converges)"),
     )  # fmt: skip
     demo.add_argument(
         "--output", default="rvm_demo.png",
@@ -150,11 +150,11 @@ def _model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--draws",
         type=types.draws,
-        default=500,
-        help=_draws_help(500, "draws per chain kept (and NUTS draws), 2 chains"),
+        default=1000,
+        help=_draws_help(1000, "draws per chain kept (and NUTS draws), 2 chains"),
     )
-    p.add_argument("--tune", type=types.tune, default=500,
-                   help=_draws_help(500, "NUTS tuning steps per chain"))  # fmt: skip
+    p.add_argument("--tune", type=types.tune, default=1000,
+                   help=_draws_help(1000, "NUTS tuning steps per chain"))  # fmt: skip
     p.add_argument(
         "--jobs", type=types.count(1, 256), default=1, metavar="N",
         help="processes for the independent fits: the widths of --gamma evidence and the "
