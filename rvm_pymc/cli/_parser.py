@@ -14,17 +14,13 @@ from rvm_pymc._core.validation import MEMORY_FRACTION
 from rvm_pymc.cli import _types as types
 from rvm_pymc.cli._errors import UsageError
 
-__all__ = ["DEMO_METHODS", "KERNELS", "METHODS", "NUTS_COMPILE_MODE", "PROG", "build_parser"]
+__all__ = ["DEMO_METHODS", "KERNELS", "METHODS", "PROG", "build_parser"]
 
 PROG = "rvm-pymc"
 KERNELS = ("rbf", "laplacian", "cauchy", "linear", "poly", "linear_spline")
 METHODS = ("reference", "map", "nuts")
 DEMO_METHODS = METHODS
 TASKS = ("regression", "classification")
-NUTS_COMPILE_MODE = "FAST_COMPILE"
-"""PyTensor mode of the demo's NUTS fit (PyMC's own sampler, also when nutpie
-is installed): compiles in seconds where the Numba backend takes minutes on a
-cold cache; each gradient is slower, which a short run (``--draws``) affords."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -94,8 +90,8 @@ def _add_demo(sub, common: argparse.ArgumentParser) -> None:
     demo.add_argument(
         "--methods", nargs="+", choices=DEMO_METHODS, default=list(DEMO_METHODS),
         metavar="METHOD",
-        help="fits to compare: reference, map, nuts (default all three; NUTS compiles "
-        f"in PyTensor's {NUTS_COMPILE_MODE} mode)",
+        help="fits to compare: reference, map, nuts (default all three; NUTS runs "
+        "PyMC's own sampler on PyTensor's default backend)",
     )  # fmt: skip
     demo.add_argument(
         "--draws", type=types.draws, default=1000,
