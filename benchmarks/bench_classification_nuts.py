@@ -37,7 +37,9 @@ Usage::
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_classification_nuts.py
         [--problems pima,ripley,wine,breast_cancer] [--configs joint,joint_ref95,laplace]
-        [--gamma scale] [--draws 1000 --tune 1000]
+        [--gamma scale] [--draws 1000 --tune 1000] [--rows FILE]
+
+``--problems ""`` with ``--rows FILE`` runs nothing and prints the table of FILE.
 
 Each row is also printed to stderr as it finishes.  With ``--rows FILE`` every
 row is appended to FILE (JSON lines) and the table printed holds every row in
@@ -221,7 +223,7 @@ def main() -> None:
         "log loss",
     ]
     rows = []
-    for prob in args.problems.split(","):
+    for prob in filter(None, args.problems.split(",")):
         Xtr, ytr, Xte, yte = load(prob)
         for cfg in args.configs.split(","):
             if cfg == "laplace":
