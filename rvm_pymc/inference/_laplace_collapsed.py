@@ -255,7 +255,8 @@ def sample_laplace_collapsed(model: pm.Model, run: NutsRun) -> xr.DataTree:
 compile_kwargs, cores, rhat_threshold, initvals
         Keyword-only, as in :func:`~rvm_pymc.inference.sample_nuts`, except:
         only PyMC's own NUTS runs the Python Op (``nuts_sampler`` None or
-        ``"pymc"``); ``compile_kwargs`` defaults to :data:`DEFAULT_COMPILE`
+        ``"pymc"``); ``compile_kwargs`` defaults to
+        :data:`~rvm_pymc.inference._laplace_collapsed.DEFAULT_COMPILE`
         (its ``mode`` also compiles the Laplace functions);
         ``initvals`` may set ``log_alpha`` only (the weights are not sampled).
 
