@@ -53,7 +53,10 @@ __all__ = [
     "SAMPLERS",
     "NutsResult",
     "nuts_datatree",
+    "nuts_result",
+    "pymc_sample",
     "run_nuts",
+    "seed_of",
 ]
 
 SAMPLERS = ("pymc", "nutpie", "numpyro")
@@ -61,7 +64,8 @@ NEAR_IMPROPER = 1e-3
 """NUTS warns (PriorWarning) when a Gamma shape or rate in use is below this."""
 
 
-def _warn_if_near_improper(spec: ModelSpec) -> None:
+def _warn_if_near_improper(spec: ModelSpec, collapsed: bool) -> None:
+    """PriorWarning for a near-improper prior; ``collapsed``: the weights are integrated out."""
     prior: HyperPrior | None = spec.prior
     if prior is None:  # a user's own prior: not ours to judge
         return
@@ -71,12 +75,12 @@ def _warn_if_near_improper(spec: ModelSpec) -> None:
     small = {k: v for k, v in used.items() if v < NEAR_IMPROPER}
     if not small:
         return
-    if spec.kind == "regression_marginal" and prior.b == 0:
+    if collapsed and prior.b == 0:
         what = (
             "the collapsed sampler will not converge: with b = 0 the log alpha of an "
             "irrelevant basis drifts without bound (the likelihood is flat as alpha -> inf)"
         )
-    elif spec.kind == "regression_marginal":  # the collapsed sampler: no funnel
+    elif collapsed:  # a collapsed sampler (marginal or Laplace): no funnel
         what = (
             "the collapsed sampler can explore it, but the precision of an irrelevant basis "
             "is set by the prior alone (its log alpha spreads up to about log(1/b)), so its "
@@ -92,7 +96,7 @@ def _warn_if_near_improper(spec: ModelSpec) -> None:
         f"(nearly) improper in the precisions; {what}; use the 'weakly_informative' preset "
         "on standardised data, or type-II MAP",
         PriorWarning,
-        stacklevel=3,
+        stacklevel=4,
     )
 
 
@@ -216,18 +220,40 @@ def run_nuts(model, spec: ModelSpec, *, collapsed: bool, run: NutsRun) -> NutsRe
     R-hat.  Runs on one BLAS thread (:func:`~rvm_pymc._core.threads.single_blas_thread`)
     and raises KeyboardInterrupt on SIGINT (:func:`_interruptible`).
     """
-    draws, tune, chains, random_seed = run.draws, run.tune, run.chains, run.random_seed
-    ck = run.compile_kwargs
     n_bases = len(model_coords(model, "basis")) if collapsed else 0
-    sampler = _resolve_sampler(run.nuts_sampler, ck, n_bases)
-    _warn_if_near_improper(spec)
-    if chains == 1:
+    sampler = _resolve_sampler(run.nuts_sampler, run.compile_kwargs, n_bases)
+    pm_tree = pymc_sample(model, spec, run, sampler, collapsed=collapsed)
+    post = pm_tree["posterior"]
+    if collapsed:
+        w = _exact_weight_draws(model, spec, post, seed_of(run.random_seed, 7919))
+    else:
+        w = np.asarray(post["W" if spec.kind == "softmax" else "w"].values, dtype=float)
+    inference = "collapsed_nuts" if collapsed else "nuts"
+    return nuts_result(model, spec, pm_tree, w, run=run, sampler=sampler, inference=inference)
+
+
+def pymc_sample(
+    sample_model, spec: ModelSpec, run: NutsRun, sampler: str, *, collapsed: bool
+) -> xr.DataTree:
+    """``pm.sample`` of ``sample_model`` with the options of ``run``, as PyMC returns it.
+
+    ``spec`` is that of the RVM model whose posterior is sampled (for a
+    collapsed sampler, of the model before its weights were integrated out;
+    ``collapsed`` says so): it selects the prior warning and names the model
+    in the note before the compile.  Warns :class:`~rvm_pymc.exceptions.PriorWarning`
+    for a near-improper prior and :class:`~rvm_pymc.exceptions.SamplingWarning`
+    for one chain; runs on one BLAS thread and raises KeyboardInterrupt on
+    SIGINT (:func:`_interruptible`).
+    """
+    _warn_if_near_improper(spec, collapsed)
+    if run.chains == 1:
         warnings.warn(
             "with one chain R-hat cannot be computed (max_rhat is NaN), so the fit is not "
             "counted as converged; use chains >= 2",
             SamplingWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
+    ck = run.compile_kwargs
     log.info(
         "Compiling the %s model for %s NUTS (%s); a first compile on a cold cache can take "
         "a minute or more, later fits of the same shapes reuse the cache",
@@ -236,13 +262,13 @@ def run_nuts(model, spec: ModelSpec, *, collapsed: bool, run: NutsRun) -> NutsRe
         _backend(sampler, ck),
     )
     interruptible = _interruptible(active=sampler == "pymc")
-    with single_blas_thread(), interruptible as callback, model:
-        pm_tree = pm.sample(
-            draws=draws,
-            tune=tune,
-            chains=chains,
+    with single_blas_thread(), interruptible as callback, sample_model:
+        return pm.sample(
+            draws=run.draws,
+            tune=run.tune,
+            chains=run.chains,
             cores=run.cores,
-            random_seed=random_seed,
+            random_seed=run.random_seed,
             nuts_sampler=sampler,
             target_accept=run.target_accept,
             progressbar=run.progressbar,
@@ -251,11 +277,19 @@ def run_nuts(model, spec: ModelSpec, *, collapsed: bool, run: NutsRun) -> NutsRe
             initvals=None if run.initvals is None else dict(run.initvals),
             **({} if callback is None else {"callback": callback}),
         )
+
+
+def nuts_result(
+    model, spec: ModelSpec, pm_tree: xr.DataTree, w: np.ndarray, *, run, sampler, inference
+) -> NutsResult:
+    """The :class:`NutsResult` of a ``pm.sample`` tree and the weight draws ``w``.
+
+    The hyperparameter draws and the sampler's statistics come from
+    ``pm_tree``; the diagnostics (divergences, worst R-hat and bulk ESS,
+    :func:`rvm_pymc.models.data.check_sampling`) are taken over ``w`` and every
+    sampled hyperparameter; ``inference`` is the ``rvm_inference`` attribute.
+    """
     post = pm_tree["posterior"]
-    if collapsed:
-        w = _exact_weight_draws(model, spec, post, seed_of(random_seed, 7919))
-    else:
-        w = np.asarray(post["W" if spec.kind == "softmax" else "w"].values, dtype=float)
     la = np.asarray(post["log_alpha"].values, dtype=float)
     lb = np.asarray(post["log_beta"].values, dtype=float) if "log_beta" in post else None
     lls = np.asarray(post["log_length_scale"].values, dtype=float) if spec.rbf_width else None
@@ -279,7 +313,6 @@ def run_nuts(model, spec: ModelSpec, *, collapsed: bool, run: NutsRun) -> NutsRe
         rhat_threshold=run.rhat_threshold,
         min_ess=run.min_ess,
     )
-    inference = "collapsed_nuts" if collapsed else "nuts"
     # the sampler's own clock (tuning and draws; compilation before it is not counted)
     diag["sampling_time"] = float(post.attrs.get("sampling_time", np.nan))
     return NutsResult(

