@@ -123,7 +123,7 @@ class _BaseRVM(BaseEstimator):
         :data:`~rvm_pymc.estimators._params.MESSAGES` (scikit-learn's own
         raises its ``InvalidParameterError`` with other words).
         """
-        validate_params(self.get_params(deep=False))
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
 
     def _check_params(self, X: np.ndarray) -> Checked:
         """Check every parameter once (``ValueError`` naming it); return the resolved ones."""
@@ -179,7 +179,10 @@ class _BaseRVM(BaseEstimator):
         """Validate ``X`` and return its design matrix restricted to the active bases."""
         check_numeric(X, "X")
         check_is_fitted(self, "coef_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self._design_of(validate_data(self, X, reset=False, dtype=np.float64))
+
+    def _design_of(self, X: np.ndarray) -> np.ndarray:
+        """The design matrix of validated inputs ``X``, restricted to the active bases."""
         if self.kernel_ is None:
             return self.basis_.transform(X)[:, self.active_]
         cols = []
