@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sklearn.base import clone
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from rvm_pymc._core.augment import augmented_predictive, rvm_star_prior_var, signal_variance
 from rvm_pymc._core.gaussian import regression_posterior
@@ -199,3 +200,8 @@ def test_invalid_uses_are_refused_before_any_work(sinc, params, match):
         X = RBF(gamma=0.3)(X, X)
     with pytest.raises(ValueError, match=match):
         RVR(**params).fit(X, t)
+
+
+@parametrize_with_checks([RVR(predictive="rvm*", gamma=0.5)])
+def test_sklearn_compatible_with_rvm_star(estimator, check):
+    check(estimator)
