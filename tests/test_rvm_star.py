@@ -148,6 +148,21 @@ def test_far_from_the_data_the_variance_is_the_prior_plus_noise(fits):
     assert np.all(sd**2 > 5 * sd_plain**2)
 
 
+def test_map_fit_gives_the_rvm_star_of_its_own_posterior(fits, sinc):
+    """MAP from the reference start is the reference optimum: the same RVM* predictive."""
+    _, star = fits
+    est = RVR(gamma=0.3, random_state=0, predictive="rvm*", method="map").fit(*sinc)
+    assert est.active_names_ == star.active_names_
+    xs = np.linspace(-15, 15, 61)[:, None]
+    mean, sd = est.predict(xs, return_std=True)
+    ref_mean, ref_sd = star.predict(xs, return_std=True)
+    np.testing.assert_allclose(mean, ref_mean, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(sd, ref_sd, rtol=1e-6)
+    far_var = est.predict([[300.0]], return_std=True)[1] ** 2
+    bias_var = est.sigma_[0, 0] if est.bias_active_ else 0.0
+    np.testing.assert_allclose(far_var, bias_var + est.y_scale_**2, rtol=1e-10)
+
+
 def test_blocks_give_the_same_predictions(fits, monkeypatch):
     from rvm_pymc.estimators import _rvm_star
 
@@ -204,4 +219,5 @@ def test_invalid_uses_are_refused_before_any_work(sinc, params, match):
 
 @parametrize_with_checks([RVR(predictive="rvm*", gamma=0.5)])
 def test_sklearn_compatible_with_rvm_star(estimator, check):
+    """Every scikit-learn estimator check passes with RVM* on (the training data kept)."""
     check(estimator)
