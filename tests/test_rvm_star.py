@@ -221,3 +221,21 @@ def test_invalid_uses_are_refused_before_any_work(sinc, params, match):
 def test_sklearn_compatible_with_rvm_star(estimator, check):
     """Every scikit-learn estimator check passes with RVM* on (the training data kept)."""
     check(estimator)
+
+
+def test_compare_scores_the_rvm_star_predictive(fits):
+    """compare reads RVM* through predict(return_std=True) and names it in `predictive`."""
+    from scipy.stats import norm
+
+    from rvm_pymc import compare
+
+    plain, star = fits
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-15, 15, 200)
+    y = np.sinc(x / np.pi) + 0.1 * rng.standard_normal(x.size)
+    table = compare({"reference": plain, "rvm*": star}, x[:, None], y, cv=None, loo=False)
+    assert table["predictive"].tolist() == ["rvm", "rvm*"]
+    mean, sd = star.predict(x[:, None], return_std=True)
+    assert table.loc["rvm*", "lpd"] == pytest.approx(np.mean(norm.logpdf(y, mean, sd)))
+    inside = np.abs((y - mean) / sd) <= norm.ppf(0.95)
+    assert table.loc["rvm*", "coverage_90"] == pytest.approx(np.mean(inside))
