@@ -14,9 +14,11 @@ with its default prior, draws and tuning), through ``rvm_pymc.fit_all``:
 ``nuts``.  ``rvm_pymc.compare`` scores each on each held-out set: the mean
 log predictive density per point (``lpd``), the RMSE of the predictive mean
 and the coverage of the central 50/90/95% predictive intervals.  The table
-gives the mean over the splits (seeds) and, in brackets, its standard error.
+gives the mean over the splits (seeds) and, in brackets, its standard error;
+``d_lpd`` is the split-by-split difference of ``lpd`` to the ``reference``
+fit (the spread between splits cancels in it).
 
-    python benchmarks/bench_rvm_star.py                 # 3 splits, ~3-5 min (NUTS)
+    python benchmarks/bench_rvm_star.py --splits 10     # ~1 min per split (NUTS)
     python benchmarks/bench_rvm_star.py --splits 1 --no-nuts
 """
 
@@ -71,26 +73,32 @@ def run_split(seed: int, nuts: bool) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True)
 
 
+def _cell(values: pd.Series) -> str:
+    m = values.mean()
+    se = values.std(ddof=1) / np.sqrt(len(values)) if len(values) > 1 else np.nan
+    return f"{m:.3f}" + (f" ({se:.3f})" if np.isfinite(se) else "")
+
+
 def summarise(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """Mean (se) over the splits; ``d_lpd``: the split-by-split difference to ``reference``."""
     order = ["reference", "reference+rvm*", "map", "map+rvm*", "nuts"]
-    headers = ["where", "fit", "n_relevant", *COLS, "fit s"]
+    headers = ["where", "fit", "n_relevant", *COLS, "d_lpd"]
     rows = []
     for where in ("inside", "outside"):
+        here = df[df["where"] == where]
+        base = here[here["fit"] == "reference"].set_index("split")["lpd"]
         for fit in [f for f in order if f in set(df["fit"])]:
-            g = df[(df["where"] == where) & (df["fit"] == fit)]
+            g = here[here["fit"] == fit].set_index("split")
             cells = [where, fit, f"{g['n_relevant'].mean():.1f}"]
-            for c in COLS:
-                m = g[c].mean()
-                se = g[c].std(ddof=1) / np.sqrt(len(g)) if len(g) > 1 else np.nan
-                cells.append(f"{m:.3f}" + (f" ({se:.3f})" if np.isfinite(se) else ""))
-            cells.append(f"{g['fit_time'].mean():.1f}")
+            cells += [_cell(g[c]) for c in COLS]
+            cells.append(_cell(g["lpd"] - base.loc[g.index]))
             rows.append(cells)
     return headers, rows
 
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--splits", type=int, default=3)
+    p.add_argument("--splits", type=int, default=10)
     p.add_argument("--no-nuts", action="store_true")
     args = p.parse_args(argv)
     print(
@@ -113,6 +121,11 @@ def main(argv=None) -> None:
     df = pd.concat(frames, ignore_index=True)
     headers, rows = summarise(df)
     print(_common.format_table(headers, rows))
+    fit_s = df.drop_duplicates(["fit", "split"]).groupby("fit")["fit_time"].mean()
+    print(
+        "# mean fit seconds (wall clock, shared machine; gamma='auto' searches the width "
+        "in each): " + ", ".join(f"{k} {v:.1f}" for k, v in fit_s.items())
+    )
     if "divergences" in df:
         nd = df[df["fit"] == "nuts"].drop_duplicates("split")
         if len(nd):
