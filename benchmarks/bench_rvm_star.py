@@ -16,7 +16,8 @@ log predictive density per point (``lpd``), the RMSE of the predictive mean
 and the coverage of the central 50/90/95% predictive intervals.  The table
 gives the mean over the splits (seeds) and, in brackets, its standard error;
 ``d_lpd`` is the split-by-split difference of ``lpd`` to the ``reference``
-fit (the spread between splits cancels in it).
+fit (the spread between splits cancels in it), with its median and the
+number of splits on which the fit beats ``reference`` (``wins``).
 
     python benchmarks/bench_rvm_star.py --splits 10     # ~1 min per split (NUTS)
     python benchmarks/bench_rvm_star.py --splits 1 --no-nuts
@@ -82,7 +83,7 @@ def _cell(values: pd.Series) -> str:
 def summarise(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """Mean (se) over the splits; ``d_lpd``: the split-by-split difference to ``reference``."""
     order = ["reference", "reference+rvm*", "map", "map+rvm*", "nuts"]
-    headers = ["where", "fit", "n_relevant", *COLS, "d_lpd"]
+    headers = ["where", "fit", "n_relevant", *COLS, "d_lpd", "median d_lpd", "wins"]
     rows = []
     for where in ("inside", "outside"):
         here = df[df["where"] == where]
@@ -91,7 +92,8 @@ def summarise(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             g = here[here["fit"] == fit].set_index("split")
             cells = [where, fit, f"{g['n_relevant'].mean():.1f}"]
             cells += [_cell(g[c]) for c in COLS]
-            cells.append(_cell(g["lpd"] - base.loc[g.index]))
+            d = g["lpd"] - base.loc[g.index]
+            cells += [_cell(d), f"{d.median():.3f}", f"{int((d > 1e-6).sum())}/{d.size}"]
             rows.append(cells)
     return headers, rows
 
@@ -100,6 +102,7 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--splits", type=int, default=10)
     p.add_argument("--no-nuts", action="store_true")
+    p.add_argument("--csv", help="also write the per-split table to this CSV file")
     args = p.parse_args(argv)
     print(
         _common.header(
@@ -119,6 +122,8 @@ def main(argv=None) -> None:
         frames.append(run_split(seed, nuts=not args.no_nuts))
         print(f"# split {seed}: {time.perf_counter() - t0:.0f} s", flush=True)
     df = pd.concat(frames, ignore_index=True)
+    if args.csv:
+        df.to_csv(args.csv, index=False)
     headers, rows = summarise(df)
     print(_common.format_table(headers, rows))
     fit_s = df.drop_duplicates(["fit", "split"]).groupby("fit")["fit_time"].mean()
