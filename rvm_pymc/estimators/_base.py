@@ -108,6 +108,12 @@ class _BaseRVM(BaseEstimator):
             state = {**state, "model_": None}
         return state
 
+    def __setstate__(self, state):
+        # RVR pickles written before predictive="rvm*" existed had the plain RVM predictive
+        if self._kind == "regression":
+            state = {"predictive": "rvm", **state}
+        super().__setstate__(state)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = isinstance(self.kernel, str) and self.kernel == "precomputed"
