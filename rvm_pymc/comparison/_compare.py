@@ -236,7 +236,9 @@ def compare(
         - what was fitted: ``method``, ``prior``, ``basis`` (kernel and
           width ``gamma_``), ``gamma``, ``same_basis`` (False for a fit whose
           basis differs from the baseline's, :func:`same_basis`; a warning
-          names it), ``fit_time`` (seconds, fits of :func:`fit_all`);
+          names it), ``fit_time`` (seconds, fits of :func:`fit_all`),
+          ``predictive`` (regression: ``"rvm"`` or ``"rvm*"``, the RVR's
+          parameter);
         - sparsity: ``n_relevant`` (:func:`n_relevant`: relevant bases, the
           bias not counted), ``effective_parameters``
           (:func:`effective_parameters`, in ``[0, min(N, M)]``);
@@ -320,6 +322,8 @@ def compare(
             "log_hyperprior": log_hyperprior(f),
             "fit_time": float(times.get(name, np.nan)),
         }
+        if hasattr(f, "predictive"):  # RVR: its own predictive or RVM*
+            row["predictive"] = f.predictive
         if X_test is not None:
             held, lpd_i = _held_out(f, X_test, y_test, random_state)
             row.update(held)

@@ -108,6 +108,12 @@ class _BaseRVM(BaseEstimator):
             state = {**state, "model_": None}
         return state
 
+    def __setstate__(self, state):
+        # RVR pickles written before predictive="rvm*" existed had the plain RVM predictive
+        if self._kind == "regression":
+            state = {"predictive": "rvm", **state}
+        super().__setstate__(state)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = isinstance(self.kernel, str) and self.kernel == "precomputed"
@@ -123,7 +129,7 @@ class _BaseRVM(BaseEstimator):
         :data:`~rvm_pymc.estimators._params.MESSAGES` (scikit-learn's own
         raises its ``InvalidParameterError`` with other words).
         """
-        validate_params(self.get_params(deep=False))
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
 
     def _check_params(self, X: np.ndarray) -> Checked:
         """Check every parameter once (``ValueError`` naming it); return the resolved ones."""
@@ -179,7 +185,10 @@ class _BaseRVM(BaseEstimator):
         """Validate ``X`` and return its design matrix restricted to the active bases."""
         check_numeric(X, "X")
         check_is_fitted(self, "coef_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self._design_of(validate_data(self, X, reset=False, dtype=np.float64))
+
+    def _design_of(self, X: np.ndarray) -> np.ndarray:
+        """The design matrix of validated inputs ``X``, restricted to the active bases."""
         if self.kernel_ is None:
             return self.basis_.transform(X)[:, self.active_]
         cols = []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy.special import expit, softmax
 from sklearn.base import ClassifierMixin, RegressorMixin
@@ -9,7 +11,11 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from rvm_pymc._core.validation import check_numeric
+from rvm_pymc.basis import Basis
 from rvm_pymc.estimators._base import METHODS, SOLVERS, _BaseRVM
+from rvm_pymc.estimators._params import REGRESSOR_CONSTRAINTS
+from rvm_pymc.estimators._rvm_star import keep_training_data, rvm_star_predict
+from rvm_pymc.kernels import Kernel
 
 __all__ = ["METHODS", "RVC", "RVR", "SOLVERS", "load"]
 
@@ -92,6 +98,19 @@ class RVR(RegressorMixin, _BaseRVM):
         (see the "Parallel and distributed fits" section of the user guide).
     random_state : int, Generator or None
         Seeds the posterior draws (and NUTS).
+    predictive : {"rvm", "rvm*"}, default "rvm"
+        The predictive of :meth:`predict`: the model's own (``"rvm"``), whose
+        variance falls to the noise away from the relevance vectors, or RVM*
+        (Rasmussen & Quinonero-Candela 2005): the model augmented at each
+        test input ``x*`` by a basis ``k(x, x*)`` with its weight integrated
+        out (prior variance ``(var(y) - 1/beta) / k(x*, x*)^2``; see
+        :mod:`rvm_pymc._core.augment`), whose variance far from the data
+        tends to about ``var(y)``; the mean moves too.  Needs method
+        ``"reference"`` or ``"map"`` and a kernel (not ``"precomputed"`` or a
+        Basis); ``fit`` then keeps ``X_train_`` and ``y_train_``.  A
+        constructor parameter, not a ``predict`` option: it changes the mean
+        as well as the sd and decides at ``fit`` what is kept, so it is
+        cloned, searched and saved with the estimator.
 
     Attributes
     ----------
@@ -158,12 +177,16 @@ class RVR(RegressorMixin, _BaseRVM):
         The fitted PyMC model (map/nuts), on the scaled problem
         (``Phi / basis_scale_``, ``(y - y_offset_) / y_scale_``); None for
         reference and after unpickling.
+    X_train_, y_train_ : ndarray
+        Only with ``predictive="rvm*"``: the training data, for the new basis
+        of each test input.
     n_features_in_, feature_names_in_
         As in scikit-learn.
 
     References
     ----------
-    Tipping (2001), JMLR 1:211-244; Tipping & Faul (2003), AISTATS.
+    Tipping (2001), JMLR 1:211-244; Tipping & Faul (2003), AISTATS;
+    Rasmussen & Quinonero-Candela (2005), ICML (RVM*).
 
     Examples
     --------
@@ -181,6 +204,52 @@ class RVR(RegressorMixin, _BaseRVM):
     """
 
     _kind = "regression"
+    _parameter_constraints: dict = REGRESSOR_CONSTRAINTS
+
+    def __init__(
+        self,
+        *,
+        kernel: str | Kernel | Basis = "rbf",
+        gamma: float | str = "auto",
+        gamma_grid: Any = None,
+        degree: int = 3,
+        coef0: float = 1.0,
+        bias: bool = True,
+        method: str = "reference",
+        solver: str = "fast",
+        prior: Any = None,
+        max_iter: int | None = None,
+        tol: float = 1e-6,
+        draws: int = 1000,
+        tune: int = 1000,
+        chains: int | None = None,
+        sampler_kwargs: dict | None = None,
+        init: str = "auto",
+        n_jobs: int | None = None,
+        random_state: Any = None,
+        predictive: str = "rvm",
+    ) -> None:
+        super().__init__(
+            kernel=kernel,
+            gamma=gamma,
+            gamma_grid=gamma_grid,
+            degree=degree,
+            coef0=coef0,
+            bias=bias,
+            method=method,
+            solver=solver,
+            prior=prior,
+            max_iter=max_iter,
+            tol=tol,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            sampler_kwargs=sampler_kwargs,
+            init=init,
+            n_jobs=n_jobs,
+            random_state=random_state,
+        )
+        self.predictive = predictive
 
     def fit(self, X, y):
         """Fit the model.
@@ -221,6 +290,7 @@ class RVR(RegressorMixin, _BaseRVM):
                     "remove or impute them before fitting"
                 )
             self._fit(X, y)
+            keep_training_data(self, X, y)
         return self
 
     def predict(self, X, return_std: bool = False):
@@ -238,7 +308,14 @@ class RVR(RegressorMixin, _BaseRVM):
         -------
         y_mean : ndarray of shape (n_samples,)
         y_std : ndarray of shape (n_samples,), only when ``return_std``
+
+        Notes
+        -----
+        With ``predictive="rvm*"`` both are those of RVM* (see ``predictive``
+        and :mod:`rvm_pymc._core.augment`), computed in blocks of test inputs.
         """
+        if self.predictive == "rvm*":
+            return rvm_star_predict(self, X, return_std)
         Phi = self._active_design(X)
         mean = Phi @ self.coef_ + self.y_offset_
         if not return_std:

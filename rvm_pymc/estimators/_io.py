@@ -12,7 +12,8 @@ stored a second time.  One more group, ``rvm_estimator``, holds only what the
 tree does not: the Gaussian of a type-II fit (``weight_mean``, ``weight_cov``;
 the tree holds its draws), the active columns of the full basis and the
 relevance vectors (``active_``, ``relevance_indices_``,
-``relevance_vectors_``), ``basis_scale_``, the class labels in their own
+``relevance_vectors_``), ``basis_scale_``, the training data of
+``predictive="rvm*"`` (``X_train_``, ``y_train_``), the class labels in their own
 dtype (``classes_``; the tree's ``class`` coordinate is text) and
 ``evidence_path_``.  On the root, the attributes
 
@@ -103,6 +104,7 @@ def _digest(
 
 _STATE_ARRAYS = ("active_", "relevance_indices_", "relevance_vectors_", "basis_scale_")
 """Fitted arrays that are in no group of the tree (the ``rvm_estimator`` group holds them)."""
+_OPTIONAL_ARRAYS = ("X_train_", "y_train_")  # predictive="rvm*" only; in the same group
 _FITTED = ("y_scale_", "gamma_", "n_features_in_")
 """Fitted scalars that are in no group of the tree (the ``rvm_fitted`` JSON holds them)."""
 
@@ -178,6 +180,7 @@ def _params_from_json(text: str) -> dict[str, Any]:
 def _state(est) -> tuple[xr.Dataset, dict[str, Any]]:
     """What the tree of a fitted estimator does not hold: arrays (a Dataset) and JSON scalars."""
     arrays = {name: np.asarray(getattr(est, name)) for name in _STATE_ARRAYS}
+    arrays.update({k: np.asarray(getattr(est, k)) for k in _OPTIONAL_ARRAYS if hasattr(est, k)})
     post = est.posterior_
     if post.is_type_ii:  # the tree holds its draws, not the Gaussian they are drawn from
         arrays["weight_mean"], arrays["weight_cov"] = post.mean, post.cov
@@ -417,6 +420,8 @@ def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path, version: int)
         if name in ("active_", "relevance_indices_"):
             arr = arr.astype(np.intp)
         setattr(est, name, arr)
+    for name in set(_OPTIONAL_ARRAYS) & set(state):
+        setattr(est, name, np.asarray(state[name], dtype=float))
     for k in _FITTED:
         setattr(est, k, fitted[k])
     if "feature_names_in_" in fitted:
@@ -485,6 +490,9 @@ def _check_consistent(est, path) -> None:
         raise _mismatch(path, "the active set and the bases of the idata_ posterior differ")
     if est.kernel_ is not None and est.relevance_vectors_.shape[1:] != (est.n_features_in_,):
         raise _mismatch(path, "relevance vectors and n_features_in_ disagree")
+    X, y = getattr(est, "X_train_", np.zeros((0, 0))), getattr(est, "y_train_", np.zeros(1))
+    if getattr(est, "predictive", "rvm") == "rvm*" and X.shape != (y.size, est.n_features_in_):
+        raise _mismatch(path, "predictive='rvm*' without the training data it needs")
     if hasattr(est, "classes_"):
         want = 2 if est.coef_.ndim == 1 else est.coef_.shape[1]
         if est.classes_.size != want:

@@ -32,6 +32,8 @@ __all__ = [
     "MESSAGES",
     "METHODS",
     "PARAMETER_CONSTRAINTS",
+    "PREDICTIVES",
+    "REGRESSOR_CONSTRAINTS",
     "SOLVERS",
     "WIDTH_KERNELS",
     "Checked",
@@ -42,6 +44,7 @@ __all__ = [
 METHODS = ("reference", "map", "nuts")
 INITS = ("auto", "reference", "default")
 SOLVERS = ("fast", "mackay", "em")
+PREDICTIVES = ("rvm", "rvm*")
 WIDTH_KERNELS = ("rbf", "laplacian", "exponential", "cauchy")
 GAMMA_KERNELS = (*WIDTH_KERNELS, "poly", "polynomial")
 
@@ -93,6 +96,12 @@ PARAMETER_CONSTRAINTS: dict[str, list] = {
 
 A boolean satisfies only ``"boolean"``: ``True`` is not an integer or a float here."""
 
+REGRESSOR_CONSTRAINTS: dict[str, list] = {
+    **PARAMETER_CONSTRAINTS,
+    "predictive": [StrOptions(set(PREDICTIVES))],
+}
+""":data:`PARAMETER_CONSTRAINTS` and the parameters of :class:`~rvm_pymc.estimators.RVR` only."""
+
 MESSAGES: dict[str, str] = {
     "kernel": "a kernel name, 'precomputed', a Kernel, a callable k(X, Y) or a Basis",
     "gamma": "a float > 0, 'auto', 'scale' or 'evidence'",
@@ -110,6 +119,7 @@ MESSAGES: dict[str, str] = {
     "chains": "None or an integer >= 1",
     "sampler_kwargs": "None or a dict",
     "init": f"one of {INITS}",
+    "predictive": f"one of {PREDICTIVES}",
     "n_jobs": "None or a nonzero integer (-1: all cores)",
     "random_state": (
         "None, an integer seed in [0, 2**32 - 1], a numpy.random.RandomState or a "
@@ -119,9 +129,9 @@ MESSAGES: dict[str, str] = {
 """What each parameter must be, in the words of its ``ValueError``."""
 
 _CONSTRAINTS = {
-    name: [make_constraint(c) for c in cs] for name, cs in PARAMETER_CONSTRAINTS.items()
+    name: [make_constraint(c) for c in cs] for name, cs in REGRESSOR_CONSTRAINTS.items()
 }
-_TAKE_BOOLEANS = {name for name, cs in PARAMETER_CONSTRAINTS.items() if "boolean" in cs}
+_TAKE_BOOLEANS = {name for name, cs in REGRESSOR_CONSTRAINTS.items() if "boolean" in cs}
 
 
 def _satisfies(name: str, value: Any) -> bool:
@@ -130,15 +140,20 @@ def _satisfies(name: str, value: Any) -> bool:
     return any(c.is_satisfied_by(value) for c in _CONSTRAINTS[name])
 
 
-def validate_params(params: Mapping[str, Any]) -> None:
+def validate_params(
+    params: Mapping[str, Any], constraints: Mapping[str, list] = PARAMETER_CONSTRAINTS
+) -> None:
     """Raise ``ValueError`` naming the first parameter outside its constraints.
 
     Parameters
     ----------
     params : mapping
         ``get_params(deep=False)`` of the estimator.
+    constraints : mapping, default :data:`PARAMETER_CONSTRAINTS`
+        The estimator's ``_parameter_constraints`` (:data:`REGRESSOR_CONSTRAINTS`
+        for :class:`~rvm_pymc.estimators.RVR`).
     """
-    for name in PARAMETER_CONSTRAINTS:
+    for name in constraints:
         value = params[name]
         if _satisfies(name, value):
             continue
@@ -200,6 +215,8 @@ def check_params(est: Any, X: np.ndarray) -> Checked:
             "kernel='precomputed' needs X to be the square kernel matrix of the training "
             f"points (n_samples x n_samples); got X of shape {X.shape}"
         )
+    if getattr(est, "predictive", "rvm") == "rvm*":
+        _check_rvm_star(est)
     kwargs: dict[str, Any] = {}
     if est.method != "reference":
         from rvm_pymc.inference import check_sampler_kwargs
@@ -208,3 +225,23 @@ def check_params(est: Any, X: np.ndarray) -> Checked:
         kwargs = check_sampler_kwargs(est.method, est.sampler_kwargs, kind)
     default = "weakly_informative" if est.method == "nuts" else "evidence"
     return Checked(resolve_prior(est.prior, default=default), kwargs)
+
+
+def _check_rvm_star(est: Any) -> None:
+    """``predictive="rvm*"`` needs a Gaussian weight posterior and a kernel it can evaluate."""
+    if est.method == "nuts":
+        raise ValueError(
+            "predictive='rvm*' needs the Gaussian weight posterior of method='reference' or "
+            "'map'; NUTS draws are of the model without the basis RVM* adds at each test "
+            "point, and conditioning each draw would not give the augmented posterior. "
+            "Use predictive='rvm' with method='nuts' (its predictive already integrates "
+            "over the precisions)"
+        )
+    k = est.kernel
+    if isinstance(k, Basis) or (isinstance(k, str) and k == "precomputed"):
+        shown = repr(k) if isinstance(k, str) else f"a {type(k).__name__}"
+        raise ValueError(
+            "predictive='rvm*' evaluates the kernel between the training inputs and each "
+            "test input (and at the test input itself), so it needs a kernel given by "
+            f"name, a Kernel or a callable; got kernel={shown}"
+        )
