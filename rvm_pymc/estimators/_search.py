@@ -22,9 +22,9 @@ Every full fit is recorded in ``evidence_path_`` (the grid first, then the
 refinement in the order made); the fixed-basis fits of step 1 are not (their
 evidence is a lower bound, not the evidence at their width).  The grid is
 kept as the bracket because the evidence can jump between distant widths in
-ways no local search sees (on 300 points of scikit-learn's diabetes data it
-is flat within 8 nats from 0.02 to 2 times ``"scale"`` and 92 nats higher at
-10 times).
+ways no local search sees (on 300 points of scikit-learn's diabetes data, in
+``benchmarks/bench_width_search.py``, it is flat within 9 nats from 0.01 to 1
+times ``"scale"`` and 92 nats higher at 10 times).
 """
 
 from __future__ import annotations
