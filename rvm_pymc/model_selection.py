@@ -2,9 +2,11 @@
 
 An RVM offers two ways to pick a kernel width ``gamma``: the Bayesian one,
 maximising the log evidence ``log p(t | gamma)`` of the fitted model (one fit
-per width, on all the data; ``RVR(gamma="evidence")`` does it), and the usual
-one, cross-validation (``GridSearchCV``; K fits per width).
-:func:`evidence_vs_cv` computes both over one grid so that they can be compared.
+per width, on all the data; ``RVR(gamma="evidence")`` does it, refining the
+best width of its grid on a continuous scale), and the usual one,
+cross-validation (``GridSearchCV``; K fits per width).  :func:`evidence_vs_cv`
+computes both over one grid, plus the width the evidence search chooses from
+that grid, so that they can be compared.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ def evidence_vs_cv(
     cv: Any = 5,
     scoring: Any = None,
     n_jobs: int | None = None,
+    search: bool = True,
 ) -> dict[str, np.ndarray]:
     """Log evidence and cross-validated score of an RVM for every kernel width.
 
@@ -51,13 +54,20 @@ def evidence_vs_cv(
         :func:`joblib.parallel_config` in effect, e.g. ``backend="dask"``.
         Warnings of the fits are raised in the calling process, naming the
         width and fold.
+    search : bool, default True
+        Also fit ``gamma="evidence"`` with ``gamma_grid=gammas`` on all the
+        data (the width of largest evidence in the grid, refined on a
+        continuous ``log gamma``; at least two widths) and add the width it
+        chose as one more row, with the evidence of that fit and its
+        cross-validated score.
 
     Returns
     -------
-    dict of ndarray, each of shape (len(gammas),)
+    dict of ndarray, each of shape (len(gammas) + search,)
         ``"gamma"``; ``"log_evidence"`` of the fit on all the data;
         ``"n_relevance"`` of that fit; ``"cv_score_mean"`` and
-        ``"cv_score_std"`` over the folds.  ``pandas.DataFrame(result)``
+        ``"cv_score_std"`` over the folds; ``"searched"``: True on the row
+        of the evidence search (the last).  ``pandas.DataFrame(result)``
         makes a table of it.
 
     Notes
@@ -82,47 +92,62 @@ def evidence_vs_cv(
     >>> cv = KFold(3, shuffle=True, random_state=0)
     >>> res = evidence_vs_cv(RVR(), X, y, [0.01, 0.1, 1.0], cv=cv)
     >>> sorted(res)
-    ['cv_score_mean', 'cv_score_std', 'gamma', 'log_evidence', 'n_relevance']
-    >>> res["n_relevance"].tolist(), int(np.argmax(res["log_evidence"]))
+    ['cv_score_mean', 'cv_score_std', 'gamma', 'log_evidence', 'n_relevance', 'searched']
+    >>> res["n_relevance"][:3].tolist(), int(np.argmax(res["log_evidence"][:3]))
     ([5, 5, 12], 2)
-    >>> int(np.argmax(res["cv_score_mean"]))
+    >>> int(np.argmax(res["cv_score_mean"][:3]))
     1
+    >>> bool(res["searched"][3] and res["log_evidence"][3] >= res["log_evidence"][2])
+    True
     """
     grid = np.asarray(gammas, dtype=float).reshape(-1)
     if grid.size == 0 or not np.all(np.isfinite(grid) & (grid > 0)):
         raise ValueError("gammas must be a non-empty sequence of floats > 0")
+    if search and grid.size < 2:
+        raise ValueError("search=True needs at least two gammas (the grid of the search)")
     cv = check_cv(cv, y, classifier=is_classifier(estimator))
     folds = list(cv.split(X, y))
+    searched = None
+    if search:  # first: its width is scored with the grid's below
+        spec = clone(estimator).set_params(gamma="evidence", gamma_grid=grid)
+        ((g_s, *searched),) = run_tasks(
+            _fit_or_score, [(spec, X, y, None, scoring)], ["the evidence search"], n_jobs
+        )
+    widths = np.append(grid, g_s) if search else grid
     # one flat list of independent fits: the full-data fit of every width, then its folds
     tasks, labels = [], []
-    for g in grid:
+    for i, g in enumerate(widths):
         est = clone(estimator).set_params(gamma=float(g))
-        tasks.append((est, X, y, None, scoring))
-        labels.append(f"gamma={g:.4g}")
+        if i < grid.size:  # the search's own fit gives the evidence of its width
+            tasks.append((est, X, y, None, scoring))
+            labels.append(f"gamma={g:.4g}")
         for k, fold in enumerate(folds):
             tasks.append((est, X, y, fold, scoring))
             labels.append(f"gamma={g:.4g}, fold {k}")
     res = run_tasks(_fit_or_score, tasks, labels, n_jobs)
     per = len(folds) + 1
-    log_ev = np.array([res[i * per][0] for i in range(grid.size)])
-    n_rel = np.array([res[i * per][1] for i in range(grid.size)], dtype=int)
-    scores = np.array([res[i * per + 1 : (i + 1) * per] for i in range(grid.size)], dtype=float)
-    mean, std = scores.mean(axis=1), scores.std(axis=1)
+    full = [res[i * per][1:] for i in range(grid.size)] + ([searched] if search else [])
+    scores = [res[i * per + 1 : (i + 1) * per] for i in range(grid.size)]
+    if search:
+        scores.append(res[grid.size * per :])
+    scores = np.array(scores, dtype=float)
     return {
-        "gamma": grid,
-        "log_evidence": log_ev,
-        "n_relevance": n_rel,
-        "cv_score_mean": mean,
-        "cv_score_std": std,
+        "gamma": widths,
+        "log_evidence": np.array([f[0] for f in full]),
+        "n_relevance": np.array([f[1] for f in full], dtype=int),
+        "cv_score_mean": scores.mean(axis=1),
+        "cv_score_std": scores.std(axis=1),
+        "searched": np.arange(widths.size) >= grid.size,
     }
 
 
-def _fit_or_score(est, X, y, fold, scoring) -> tuple[float, int] | float:
-    """One task of :func:`evidence_vs_cv`: the full-data fit, or the score of one fold."""
+def _fit_or_score(est, X, y, fold, scoring) -> tuple[float, float, int] | float:
+    """One task of :func:`evidence_vs_cv`: the full-data fit (its width, log evidence and
+    number of relevance vectors), or the score of one fold."""
     X, y = np.asarray(X), np.asarray(y)
     if fold is None:
         fitted = clone(est).fit(X, y)
-        return float(fitted.log_evidence_), int(fitted.n_relevance_)
+        return float(fitted.gamma_), float(fitted.log_evidence_), int(fitted.n_relevance_)
     train, test = fold
     fitted = clone(est).fit(X[train], y[train])
     return float(check_scoring(fitted, scoring=scoring)(fitted, X[test], y[test]))

@@ -114,7 +114,8 @@ def test_worker_warnings_reach_the_caller(client):
     kept = [m for m in msgs if "did not converge" in m]
     assert len(kept) == 1 and kept[0].startswith(f"gamma={est.gamma_:.4g}: "), msgs
     assert not est.evidence_path_["converged"].any()
-    assert est.evidence_path_["converged"].shape == (len(GRID),)
+    assert est.evidence_path_["converged"].shape == est.evidence_path_["gamma"].shape
+    assert est.evidence_path_["gamma"][: len(GRID)].tolist() == GRID
 
 
 def test_n_jobs_is_validated():

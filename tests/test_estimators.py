@@ -171,20 +171,22 @@ def test_gamma_auto_is_evidence_up_to_2000_points_and_scale_above(sinc, monkeypa
     assert not hasattr(above, "evidence_path_")
 
 
-def test_gamma_evidence_picks_the_grid_maximum(sinc):
+def test_gamma_evidence_refines_the_grid_maximum(sinc):
     X, y = sinc
     grid = [0.01, 0.03, 0.1, 0.3, 1.0]
     est = RVR(gamma="evidence", gamma_grid=grid).fit(X, y)
     path = est.evidence_path_
-    np.testing.assert_array_equal(path["gamma"], grid)
+    np.testing.assert_array_equal(path["gamma"][: len(grid)], grid)  # the grid, then refined
     best = int(np.argmax(path["log_evidence"]))
-    assert est.gamma_ == grid[best]
+    assert est.gamma_ == path["gamma"][best]
     assert est.log_evidence_ == pytest.approx(path["log_evidence"][best], rel=1e-12)
-    for g, le in zip(grid, path["log_evidence"], strict=True):
+    assert est.log_evidence_ >= path["log_evidence"][: len(grid)].max()
+    assert grid[0] <= est.gamma_ <= grid[-1]
+    for g, le in zip(grid, path["log_evidence"], strict=False):
         assert RVR(gamma=g).fit(X, y).log_evidence_ == pytest.approx(le, rel=1e-12)
     # the default grid: "scale" times logspace(-2, 2, 9)
     default = RVR(gamma="evidence").fit(X, y).evidence_path_["gamma"]
-    np.testing.assert_allclose(default, np.logspace(-2, 2, 9) / X.var())
+    np.testing.assert_allclose(default[:9], np.logspace(-2, 2, 9) / X.var())
 
 
 def test_precomputed_kernel_equals_rbf(sinc):
@@ -400,13 +402,25 @@ def test_pipeline_gridsearch_cross_val_score_parallel(sinc):
 
 def test_evidence_vs_cv(sinc):
     X, y = sinc
-    res = evidence_vs_cv(RVR(), X, y, [0.03, 0.3], cv=KFold(3, shuffle=True, random_state=0))
-    for g, le in zip(res["gamma"], res["log_evidence"], strict=True):
+    cv = KFold(3, shuffle=True, random_state=0)
+    res = evidence_vs_cv(RVR(), X, y, [0.03, 0.3], cv=cv)
+    for g, le in zip(res["gamma"][:2], res["log_evidence"][:2], strict=True):
         assert RVR(gamma=g).fit(X, y).log_evidence_ == pytest.approx(le, rel=1e-12)
-    assert res["cv_score_mean"].shape == (2,) and np.all(res["cv_score_std"] >= 0)
+    assert res["cv_score_mean"].shape == (3,) and np.all(res["cv_score_std"] >= 0)
     assert res["n_relevance"].dtype.kind == "i"
+    # the last row: the width of the evidence search over the grid, with its fit's evidence
+    assert res["searched"].tolist() == [False, False, True]
+    searched = RVR(gamma="evidence", gamma_grid=[0.03, 0.3]).fit(X, y)
+    assert res["gamma"][2] == searched.gamma_
+    assert res["log_evidence"][2] == pytest.approx(searched.log_evidence_, rel=1e-12)
+    assert res["log_evidence"][2] >= res["log_evidence"][:2].max()
+    no_search = evidence_vs_cv(RVR(), X, y, [0.03, 0.3], cv=cv, search=False)
+    assert no_search["gamma"].tolist() == [0.03, 0.3] and not no_search["searched"].any()
+    np.testing.assert_array_equal(no_search["cv_score_mean"], res["cv_score_mean"][:2])
     with pytest.raises(ValueError, match="gammas"):
         evidence_vs_cv(RVR(), X, y, [])
+    with pytest.raises(ValueError, match="at least two gammas"):
+        evidence_vs_cv(RVR(), X, y, [0.3])
 
 
 def test_lazy_export_never_imports_pymc():

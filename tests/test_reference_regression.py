@@ -489,3 +489,24 @@ def test_fast_noise_updates_start_late_for_a_better_optimum():
     assert sum(gains) > 0, gains
     with pytest.raises(ValueError, match="noise_update_start must be an integer >= 0"):
         fit_regression(Phi, t, method="fast", noise_update_start=-1)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_fast_warm_start_from_a_neighbouring_width(seed):
+    """``alpha_init`` (with ``beta_init``) starts the fast solver from another fit's bases.
+
+    From its own solution it stays there or climbs (the solver only makes moves
+    that raise the evidence); from a fit at a width 10 % away it ends within a
+    nat of the cold start there (another local optimum) in fewer iterations.
+    """
+    P0, t, _, _ = sinc_problem(n=300, gamma=0.1, seed=seed)
+    P1 = sinc_problem(n=300, gamma=0.11, seed=seed)[0]
+    fit0 = fit_regression(P0, t)
+    warm = {"beta_init": fit0.beta, "noise_update_start": 0, "alpha_init": fit0.alpha_full()}
+    again = fit_regression(P0, t, **warm)
+    assert again.log_evidence >= fit0.log_evidence - 1e-9
+    assert again.n_iter <= 10
+    cold, near = fit_regression(P1, t), fit_regression(P1, t, **warm)
+    assert near.converged
+    assert near.log_evidence > cold.log_evidence - 1.0
+    assert near.n_iter < cold.n_iter

@@ -225,7 +225,7 @@ def test_auto_path_evidence_width(auto_subset):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # a width at the grid's edge
         est = RVR(gamma="evidence").fit(d.X_train, d.t_train)
-    assert est.evidence_path_["gamma"].size == 9
+    assert est.evidence_path_["gamma"].size >= 9  # the grid, then refined
     assert est.gamma_ in est.evidence_path_["gamma"]
     assert _rmse(est, d) < 0.05
 

@@ -14,10 +14,10 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["raise_again", "run_recorded", "run_tasks"]
+__all__ = ["raise_again", "record_warnings", "run_recorded", "run_tasks"]
 
 
-def _recording(fn: Callable, args: tuple) -> tuple[Any, list[tuple[str, type[Warning]]]]:
+def record_warnings(fn: Callable, args: tuple) -> tuple[Any, list[tuple[str, type[Warning]]]]:
     """``fn(*args)`` and the warnings it raised, as (message, category) pairs."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -70,7 +70,7 @@ def run_recorded(
     """
     from joblib import Parallel, delayed
 
-    return Parallel(n_jobs=n_jobs)(delayed(_recording)(fn, tuple(args)) for args in tasks)
+    return Parallel(n_jobs=n_jobs)(delayed(record_warnings)(fn, tuple(args)) for args in tasks)
 
 
 def raise_again(

@@ -154,13 +154,14 @@ def _write_figure(args, data, fits) -> None:
 
 
 def _widths(args, fits) -> str:
-    """The width each fit chose, and the grid it chose from."""
+    """The width each fit chose, and the grid that bracketed it."""
     grid = ", ".join(f"{g:g}" for g in args.gammas)
+    how = "refined from" if len(args.gammas) > 1 else "of"
     chosen = {name: float(f.gamma_) for name, f in fits.items()}
     if len(set(chosen.values())) == 1:
-        return f"{next(iter(chosen.values())):g} of {grid}"
-    each = ", ".join(f"{name} {g:g}" for name, g in chosen.items())
-    return f"{each} of {grid} (each by the evidence under its own prior)"
+        return f"{next(iter(chosen.values())):.4g} {how} {grid}"
+    each = ", ".join(f"{name} {g:.4g}" for name, g in chosen.items())
+    return f"{each} {how} {grid} (each by the evidence under its own prior)"
 
 
 def demo_command(args: argparse.Namespace) -> int:

@@ -64,7 +64,8 @@ def _add_demo(sub, common: argparse.ArgumentParser) -> None:
         description="Fit noisy sinc (Tipping 2001) by the three methods "
         "(rvm_pymc.comparison.fit_all): the closed-form reference solver (type-II ML), "
         "type-II MAP in PyMC and NUTS (full Bayes, a short run), each an RVR with "
-        "gamma='evidence' choosing the RBF width of largest evidence over --gammas; print "
+        "gamma='evidence' choosing the RBF width of largest evidence (--gammas, refined "
+        "between them); print "
         "the comparison table (rvm_pymc.comparison.compare) and write a figure of the "
         "predictive bands.",
     )
@@ -84,8 +85,8 @@ def _add_demo(sub, common: argparse.ArgumentParser) -> None:
     demo.add_argument(
         "--gammas", type=types.demo_gamma, nargs="+", default=[0.05, 0.1, 0.2, 0.5, 1.0],
         metavar="GAMMA",
-        help=f"RBF widths to choose from (gamma_grid), each in [{low:g}, {high:g}] "
-        "(default 0.05 0.1 0.2 0.5 1)",
+        help=f"RBF widths bracketing the choice (gamma_grid: each is fitted, the best refined "
+        f"between its neighbours), each in [{low:g}, {high:g}] (default 0.05 0.1 0.2 0.5 1)",
     )  # fmt: skip
     demo.add_argument(
         "--methods", nargs="+", choices=DEMO_METHODS, default=list(DEMO_METHODS),
@@ -134,8 +135,8 @@ def _model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--gamma", type=types.kernel_gamma, default="evidence", metavar="G|scale|evidence",
         help="kernel width: a number, 'scale' (1 / (n_features * var X)) or 'evidence' "
-        "(the width of largest evidence on a grid around 'scale', by the reference solver; "
-        "the default)",
+        "(the width of largest evidence: a grid around 'scale', its best width refined on a "
+        "continuous scale, by the reference solver; the default)",
     )  # fmt: skip
     p.add_argument(
         "--no-standardise", dest="standardise", action="store_false",

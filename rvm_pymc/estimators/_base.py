@@ -275,9 +275,20 @@ class _BaseRVM(BaseEstimator):
         }
         self._idata = None
 
-    def _reference_fit(self, Phi: np.ndarray, t: np.ndarray, prior, solver: str, names):
-        """The reference backend on the scaled problem: ``(WeightPosterior, FitInfo)``."""
+    def _reference_fit(
+        self, Phi, t, prior, solver: str, names, start=None, cap=None, tol=None
+    ):
+        """The reference backend on the scaled problem: ``(WeightPosterior, FitInfo)``.
+
+        ``start``: a warm start (a ``WeightPosterior`` on some of the same bases);
+        ``cap``: at most this many iterations (below ``max_iter``); ``tol``: a
+        looser tolerance than the estimator's.
+        """
         from rvm_pymc import reference
+
+        max_iter = self.max_iter
+        if cap is not None:
+            max_iter = cap if max_iter is None else min(max_iter, cap)
 
         return reference.fit_posterior(
             Phi,
@@ -286,8 +297,9 @@ class _BaseRVM(BaseEstimator):
             names,
             solver=solver,
             prior=prior,
-            max_iter=self.max_iter,
-            tol=self.tol,
+            max_iter=max_iter,
+            tol=self.tol if tol is None else max(tol, self.tol),
+            start=start,
         )
 
     def _kind_of_fit(self) -> str:

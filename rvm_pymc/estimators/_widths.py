@@ -1,10 +1,13 @@
-"""The kernel width of a fit: one given width, or ``gamma="evidence"`` over a grid.
+"""The kernel width of a fit: one given width, or ``gamma="evidence"``.
 
 For ``gamma="evidence"`` the reference solver fits every width of the grid
-(through joblib: :func:`rvm_pymc._core.parallel.run_recorded`) and the width of
-largest log evidence is kept; its design matrix is rebuilt once, and map/nuts
-are then fitted at that width.  Every fit here is on the scaled problem of the
-one scaling boundary (:meth:`_BaseRVM._design`).
+(``gamma_grid``, default 9 widths over 4 decades around ``"scale"``; through
+joblib: :func:`rvm_pymc._core.parallel.run_recorded`); the grid brackets the
+width of largest log evidence, which is then refined on a continuous
+``log gamma`` around the best grid width (:mod:`._search`, every fit
+warm-started from the nearest one).  Map/nuts are then fitted at the chosen
+width.  Every fit here is on the scaled problem of the one scaling boundary
+(:meth:`_BaseRVM._design`).
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ from rvm_pymc._core.parallel import raise_again, run_recorded
 from rvm_pymc.basis import Basis
 from rvm_pymc.estimators._params import GAMMA_KERNELS
 from rvm_pymc.estimators._scaling import scale_gamma
+from rvm_pymc.estimators._search import STEP, grid_fit, refine_width
 from rvm_pymc.exceptions import ConvergenceWarning
 
 __all__ = ["DEFAULT_GRID", "Width", "gamma_candidates", "select_width"]
 
 DEFAULT_GRID = np.logspace(-2.0, 2.0, 9)
-"""The default grid of ``gamma="evidence"``, in units of the ``"scale"`` width."""
+"""The default grid of ``gamma="evidence"`` (the bracket of the refinement), in units of
+the ``"scale"`` width."""
 AUTO_EVIDENCE_MAX = AUTO_FULL_MAX
 """``gamma="auto"`` (the default) is ``"evidence"`` up to this many training points, where
 every width is an exact fit of milliseconds to a second, and ``"scale"`` above it."""
@@ -42,7 +47,8 @@ class Width(NamedTuple):
     reference: tuple | None
     """``(WeightPosterior, FitInfo)`` of the reference solver at this width, if it ran."""
     evidence_path: dict[str, np.ndarray] | None
-    """``{"gamma", "log_evidence"}`` of a grid (the log evidence of the fitted problem)."""
+    """``{"gamma", "log_evidence", "converged"}`` of every width fitted over all bases:
+    the grid as given, then the refinement in the order made."""
 
 
 def gamma_candidates(est: Any, X: np.ndarray) -> list[float | None]:
@@ -105,27 +111,28 @@ def select_width(est, X, t, prior, solver: str, seed, *, need_reference: bool) -
     recorded = run_recorded(
         _fit_width, [(spec, X, g, t, prior, solver, seed) for g in candidates], est.n_jobs
     )
-    refs = [ref for ref, _ in recorded]
-    le = np.array([info.log_evidence for _, info in refs])
-    k = int(np.nanargmax(le))
-    g = candidates[k]
-    raise_again(f"gamma={g:.4g}", recorded[k][1], stacklevel=4)
-    if len(candidates) > 2 and g in (min(candidates), max(candidates)):
+    fits = [grid_fit(g, ref, caught) for g, (ref, caught) in zip(candidates, recorded, strict=True)]
+    ordered = sorted(fits, key=lambda f: f["x"])  # the grid as given may be in any order
+    le = np.array([f["log_evidence"] for f in ordered])
+    best, made = refine_width(est, X, t, prior, solver, seed, ordered, int(np.nanargmax(le)))
+    g = best["gamma"]
+    raise_again(f"gamma={g:.4g}", best["warnings"], stacklevel=4)
+    ends = (ordered[0]["x"], ordered[-1]["x"])
+    if len(candidates) > 2 and min(abs(best["x"] - e) for e in ends) < STEP / 2:
+        edge = "smallest" if abs(best["x"] - ends[0]) < STEP / 2 else "largest"
         warnings.warn(
-            "gamma='evidence': the largest evidence is at the "
-            f"{'smallest' if g == min(candidates) else 'largest'} width of gamma_grid "
+            f"gamma='evidence': the largest evidence is at the {edge} width of gamma_grid "
             f"(gamma={g:.4g}); the best width may lie outside the grid: "
             "extend gamma_grid past that edge",
             ConvergenceWarning,
             stacklevel=4,
         )
-    basis, Phi, scale = est._design(g, X, seed)  # rebuilt for the chosen width only
     path = {
-        "gamma": np.array(candidates),
-        "log_evidence": le,
-        "converged": np.array([bool(info.converged) for _, info in refs]),
+        "gamma": np.array([f["gamma"] for f in fits + made]),
+        "log_evidence": np.array([f["log_evidence"] for f in fits + made]),
+        "converged": np.array([f["converged"] for f in fits + made]),
     }
-    return Width(g, basis, Phi, scale, refs[k], path)
+    return Width(g, best["basis"], best["Phi"], best["scale"], best["reference"], path)
 
 
 def _fit_width(est: Any, X: np.ndarray, gamma: float, t, prior, solver, seed):

@@ -81,7 +81,16 @@ def log_evidence(Phi, t, alpha, beta, prior=None) -> float:
 
 
 def fit_posterior(
-    Phi, target, kind: str, basis_names, *, solver: str, prior, max_iter=None, tol: float = 1e-6
+    Phi,
+    target,
+    kind: str,
+    basis_names,
+    *,
+    solver: str,
+    prior,
+    max_iter=None,
+    tol: float = 1e-6,
+    start: WeightPosterior | None = None,
 ) -> tuple[WeightPosterior, FitInfo]:
     """Fit by the reference solver; return the posterior over the active bases and its report.
 
@@ -100,6 +109,13 @@ def fit_posterior(
     prior : str, mapping or HyperPrior
     max_iter : int, optional
     tol : float
+    start : WeightPosterior, optional
+        A warm start: a fit on (some of) the same bases, matched by name, e.g.
+        at a neighbouring kernel width.  Its bases start in the model at its
+        precisions (``alpha_init`` of the solvers; ``"mackay"`` and ``"em"``
+        then never add a basis), and for regression at its noise precision,
+        updated from the first step.  None, or no basis in common: the
+        solver's own start.
 
     Returns
     -------
@@ -110,7 +126,15 @@ def fit_posterior(
     if kind not in ("regression", "classification"):
         raise ValueError(f"kind must be 'regression' or 'classification'; got {kind!r}")
     fit = fit_regression if kind == "regression" else fit_classification
-    res = fit(Phi, target, method=solver, prior=prior, max_iter=max_iter, tol=tol)
+    res = fit(
+        Phi,
+        target,
+        method=solver,
+        prior=prior,
+        max_iter=max_iter,
+        tol=tol,
+        **_warm_start(start, basis_names, kind),
+    )
     mean = np.asarray(res.mean, dtype=float)
     if kind == "classification":
         kind = "binary" if len(res.classes) == 2 else "softmax"
@@ -132,3 +156,20 @@ def fit_posterior(
         library="rvm_pymc.reference",
     )
     return post, info
+
+
+def _warm_start(start: WeightPosterior | None, basis_names, kind: str) -> dict:
+    """The keywords of the solver that start it from ``start`` (none without a common basis)."""
+    if start is None:
+        return {}
+    where = {str(n): i for i, n in enumerate(basis_names)}
+    alpha = np.full(len(where), np.inf)
+    for name, log_a in zip(start.basis_names, np.asarray(start.log_alpha), strict=True):
+        if name in where:
+            alpha[where[name]] = np.exp(log_a)
+    if not np.any(np.isfinite(alpha)):
+        return {}
+    out: dict = {"alpha_init": alpha}
+    if kind == "regression" and start.log_beta is not None:
+        out.update(beta_init=float(np.exp(start.log_beta)), noise_update_start=0)
+    return out

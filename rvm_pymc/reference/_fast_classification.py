@@ -279,8 +279,15 @@ def _copy_state(st: _LinearisedState) -> _LinearisedState:
     return new
 
 
-def fast_classification(Phin, T, usable, max_iter, tol, align_tol, deletion_tries=0):
+def fast_classification(
+    Phin, T, usable, max_iter, tol, align_tol, deletion_tries=0, alpha_start=None
+):
     """Run the sequential algorithm on normalised columns.
+
+    The start is one basis (:func:`initial_basis`) or, with ``alpha_start``
+    (precisions of the unit-norm columns, ``inf`` out of the model: a warm
+    start, e.g. a fit at a neighbouring kernel width), its bases; a warm start
+    whose mode cannot be found is replaced by the one-basis start.
 
     Returns ``(active, alpha_n, W_n, trace, n_iter, converged)`` with ``W_n`` the
     mode on the normalised columns.
@@ -306,10 +313,12 @@ def fast_classification(Phin, T, usable, max_iter, tol, align_tol, deletion_trie
     outcome with a higher Laplace evidence is kept and the search repeats
     from it (with the bar lifted).
     """
-    st = _LinearisedState(Phin, T, usable)
-    j0, alpha0 = initial_basis(Phin, T, usable)
-    st.add(j0, alpha0)
-    trace = {"log_evidence": [st.lml], "n_active": [1], "action": [ADD]}
+    st = _warm_state(Phin, T, usable, alpha_start)
+    if st is None:
+        st = _LinearisedState(Phin, T, usable)
+        j0, alpha0 = initial_basis(Phin, T, usable)
+        st.add(j0, alpha0)
+    trace = {"log_evidence": [st.lml], "n_active": [len(st.active)], "action": [ADD]}
     n_iter, converged = _sequential(st, trace, max_iter, tol, align_tol)
     n_greedy = n_iter
     improved = converged and deletion_tries > 0
@@ -347,3 +356,22 @@ def fast_classification(Phin, T, usable, max_iter, tol, align_tol, deletion_trie
             if n_iter >= max_iter:
                 break
     return np.asarray(st.active), st.alpha.copy(), st.W.copy(), trace, n_iter, converged
+
+
+def _warm_state(Phin, T, usable, alpha_start) -> _LinearisedState | None:
+    """The state with the bases of ``alpha_start`` at its precisions; None if none or singular."""
+    if alpha_start is None:
+        return None
+    warm = np.flatnonzero(np.isfinite(alpha_start) & usable)
+    if warm.size == 0:
+        return None
+    st = _LinearisedState(Phin, T, usable)
+    st.active, st.alpha = [int(j) for j in warm], alpha_start[warm].astype(float)
+    G = Phin.T @ Phin[:, warm]
+    G[~usable] = 0.0
+    st.G, st.W = G, np.zeros((warm.size, T.shape[1]))
+    try:
+        st.resolve()
+    except np.linalg.LinAlgError:
+        return None
+    return st

@@ -41,12 +41,10 @@ def check_method_and_prior(method: str, prior: HyperPrior) -> None:
         )
 
 
-def check_alpha_init(alpha_init, n_basis: int, method: str) -> np.ndarray | None:
+def check_alpha_init(alpha_init, n_basis: int) -> np.ndarray | None:
     """Validate a warm start: shape (M,), > 0, ``inf`` allowed, one finite at least."""
     if alpha_init is None:
         return None
-    if method == "fast":
-        raise ValueError("alpha_init is not used by method='fast'; it starts from one basis")
     alpha_init = np.asarray(alpha_init, dtype=float)
     if alpha_init.shape != (n_basis,):
         raise ValueError(

@@ -151,10 +151,23 @@ class SequentialState:
         """Posterior mean (mode) of the active weights."""
         return self.mu
 
-    def start(self, j: int, alpha: float) -> None:
-        """Make basis ``j`` with precision ``alpha`` the whole model and solve it."""
-        self.active, self.alpha = [j], np.array([alpha])
-        self.G = self.gram_column(j)[:, None]
+    def start(self, j, alpha) -> None:
+        """Make basis ``j`` (or the bases ``j``) with precision(s) ``alpha`` the model; solve it.
+
+        Several bases are a warm start (e.g. the relevance vectors of a fit at a
+        neighbouring kernel width).  Raises :class:`numpy.linalg.LinAlgError`
+        when their posterior precision is not numerically positive definite.
+        """
+        idx = np.atleast_1d(np.asarray(j, dtype=np.intp))
+        self.active = [int(i) for i in idx]
+        self.alpha = np.atleast_1d(np.asarray(alpha, dtype=float)).copy()
+        G = self.Phin.T @ self.columns(idx)  # (M, k): rows of the design as given
+        if self.scale is not None:
+            G /= self.scale[:, None]
+        if not self.all_usable:
+            G[~self.usable] = 0.0
+        self.G = G
+        self.fresh, self.freshness = None, 0
         self.resolve()
 
     # -- the exact evidence -------------------------------------------------

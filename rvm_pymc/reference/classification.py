@@ -210,11 +210,14 @@ def fit_classification(
         Gamma hyperprior; only ``a`` and ``b`` (on ``alpha``) are used.
         Default the ``"evidence"`` preset (type-II maximum likelihood).
     alpha_init : array_like of shape (M,), optional
-        ``"mackay"``/``"em"`` only: initial precisions of the columns as given,
-        ``inf`` for a column left out from the start (a warm start, e.g. from
-        another fit's :meth:`~ClassificationResult.alpha_full`).  Default:
-        every usable column, with a prior variance of the latent function of
-        about one.
+        Initial precisions of the columns as given, ``inf`` for a column left
+        out from the start (a warm start, e.g. from another fit's
+        :meth:`~ClassificationResult.alpha_full`, at a neighbouring kernel
+        width).  Default: ``"mackay"``/``"em"`` start from every usable
+        column, with a prior variance of the latent function of about one,
+        ``"fast"`` from the one column best aligned with the classes.  A warm
+        start of ``"fast"`` whose mode cannot be found is replaced by that
+        cold start.
     max_iter : int, optional
         Iteration cap; default ``10 * M + 100`` for ``"fast"``, 5000 otherwise.
         A :class:`~rvm_pymc.ConvergenceWarning` is issued when reached.
@@ -286,7 +289,7 @@ def fit_classification(
     tol = check_float(tol, "tol")
     prune_threshold = check_float(prune_threshold, "prune_threshold")
     align_tol = check_float(align_tol, "align_tol", strict=False)
-    alpha_init = check_alpha_init(alpha_init, m, method)
+    alpha_init = check_alpha_init(alpha_init, m)
     if max_iter is None:
         max_iter = 10 * m + 100 if method == "fast" else 5000
     max_iter = check_int(max_iter, "max_iter", 1)
@@ -298,7 +301,10 @@ def fit_classification(
 
     with single_blas_thread():  # loops of small products: one BLAS thread (see _threads)
         if method == "fast":
-            out = fast_classification(Phin, T, usable, max_iter, tol, align_tol, deletion_tries)
+            start = None if alpha_init is None else alpha_init / scale**2
+            out = fast_classification(
+                Phin, T, usable, max_iter, tol, align_tol, deletion_tries, start
+            )
         else:
             out = _full_reestimation(
                 Phin, T, usable, scale, prior, max_iter, tol, prune_threshold, method, alpha_init

@@ -112,8 +112,10 @@ def select_move(st: Any, align_tol: float) -> Selection:
     return Selection(delta, new_alpha, in_model, relevant, deletions, j)
 
 
-def fast_sequential(Phin, t, usable, beta, options: FastOptions, scale=None) -> FastResult:
-    """Run the sequential algorithm from the column best aligned with ``t``.
+def fast_sequential(
+    Phin, t, usable, beta, options: FastOptions, scale=None, alpha_start=None
+) -> FastResult:
+    """Run the sequential algorithm from the column best aligned with ``t`` (or a warm start).
 
     The start is that column with a free weight (precision ``1e-6 s``, a prior
     sd a thousand times the data's): with a wide kernel the columns explain
@@ -137,21 +139,29 @@ def fast_sequential(Phin, t, usable, beta, options: FastOptions, scale=None) -> 
         Initial noise precision.
     options : FastOptions
     scale : ndarray of shape (M,), optional
+    alpha_start : ndarray of shape (M,), optional
+        A warm start: the precisions of the unit-norm columns, ``inf`` for a
+        column out of the model (e.g. a fit at a neighbouring kernel width).
+        The fit runs once, from those bases; if their posterior precision is
+        not numerically positive definite, from the cold start above.
 
     Returns
     -------
     FastResult
     """
     st = SequentialState(Phin, t, usable, beta, scale, options.beta_max)
+    warm = np.flatnonzero(np.isfinite(alpha_start) & usable) if alpha_start is not None else []
+    if len(warm):
+        try:
+            st.start(warm, alpha_start[warm])
+        except np.linalg.LinAlgError:
+            st = SequentialState(Phin, t, usable, beta, scale, options.beta_max)  # cold
+        else:
+            return _FastSolver(st, _aligned(st, usable, options)).run()
     j0 = int(np.argmax(np.where(usable, np.abs(st.PhiT_t), -np.inf)))
     s0, q0 = beta, beta * st.PhiT_t[j0]  # S, Q of a column with nothing in the model
     st.start(j0, 1e-6 * s0)
-    # nearly parallel on the scale of the design's own angles (see fit_regression)
-    others = usable.copy()
-    others[j0] = False
-    if options.align_tol > 0 and others.any():
-        spread = float(np.median(1.0 - np.abs(st.G[others, 0])))
-        options = options._replace(align_tol=options.align_tol * spread)
+    options = _aligned(st, usable, options)
     fit = _FastSolver(st, options).run()
     if q0**2 >= 2 * s0:
         return fit
@@ -161,6 +171,20 @@ def fast_sequential(Phin, t, usable, beta, options: FastOptions, scale=None) -> 
     n_iter = fit.n_iter + other.n_iter
     best = other if _objective(other) > _objective(fit) else fit
     return best._replace(n_iter=n_iter)
+
+
+def _aligned(st: SequentialState, usable, options: FastOptions) -> FastOptions:
+    """``align_tol`` on the scale of the design's own angles (see ``fit_regression``).
+
+    The spread is the median of ``1 - |cos|`` between the first active column
+    and the other usable columns.
+    """
+    others = usable.copy()
+    others[st.active[0]] = False
+    if options.align_tol > 0 and others.any():
+        spread = float(np.median(1.0 - np.abs(st.G[others, 0])))
+        options = options._replace(align_tol=options.align_tol * spread)
+    return options
 
 
 def _objective(fit: FastResult) -> float:

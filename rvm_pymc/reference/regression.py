@@ -85,10 +85,13 @@ def fit_regression(
         Initial noise precision; default ``100 / var(t)`` (noise sd 10% of the
         target sd).
     alpha_init : array_like of shape (M,), optional
-        ``"mackay"``/``"em"`` only: initial precisions of the columns as given,
-        ``inf`` for a column left out from the start (a warm start, e.g. from
-        another fit's :meth:`~RegressionResult.alpha_full`).  Default: every
-        normalised weight starts with prior variance ``||t||^2 / M``.
+        Initial precisions of the columns as given, ``inf`` for a column left
+        out from the start (a warm start, e.g. from another fit's
+        :meth:`~RegressionResult.alpha_full`, at a neighbouring kernel width).
+        Default: ``"mackay"``/``"em"`` start every normalised weight with prior
+        variance ``||t||^2 / M``, ``"fast"`` from the one column best aligned
+        with ``t``.  A warm start of ``"fast"`` whose posterior precision is not
+        numerically positive definite is replaced by that cold start.
     fixed_noise : bool
         Keep ``beta`` at ``beta_init`` (which is then required).
     max_iter : int, optional
@@ -212,7 +215,7 @@ def fit_regression(
     if fixed_noise and beta_init is None:
         raise ValueError("fixed_noise=True requires beta_init (the fixed noise precision)")
     beta0 = 100.0 / var_t if beta_init is None else check_float(beta_init, "beta_init")
-    alpha_init = check_alpha_init(alpha_init, m, method)
+    alpha_init = check_alpha_init(alpha_init, m)
     if max_iter is None:
         max_iter = 20 * m + 1000 if method == "fast" else 5000
     max_iter = check_int(max_iter, "max_iter", 1)
@@ -228,7 +231,8 @@ def fit_regression(
                 prior, fixed_noise, max_iter, tol, noise_update_every, align_tol, beta_max,
                 noise_update_start,
             )  # fmt: skip
-            out = fast_sequential(Phin, t, usable, beta0, options, scale if raw else None)
+            start = None if alpha_init is None else alpha_init / scale**2
+            out = fast_sequential(Phin, t, usable, beta0, options, scale if raw else None, start)
         else:
             out = _full_reestimation(
                 Phin, t, usable, scale, beta0, prior, fixed_noise, max_iter, tol,
