@@ -19,6 +19,7 @@ from rvm_pymc.inference._nuts import (
     run_nuts,
 )
 from rvm_pymc.inference._options import NutsRun, compile_options, takes_nuts_run
+from rvm_pymc.inference._user_models import check_user_model
 from rvm_pymc.models import data as _idata
 from rvm_pymc.models.data import class_labels, model_coords, result_kind, target_data
 from rvm_pymc.models.spec import model_spec
@@ -159,6 +160,7 @@ def optimise_map(
             "type-II MAP integrates the weights out: build the model with "
             "regression_marginal (got a joint regression model)"
         )
+    check_user_model(model, spec, "map", kw["mode_kw"])
     with single_blas_thread():  # small dense products: more threads only contend
         if spec.kind == "regression_marginal":
             return map_regression(model, spec, **kw)
@@ -257,8 +259,11 @@ compile_kwargs, cores, rhat_threshold, min_ess, initvals
     spec = model_spec(model)
     if spec.kind == "regression_marginal":
         raise ValueError("the marginal regression model has no weights; use sample_collapsed")
+    check_user_model(model, spec, "nuts")
     res = run_nuts(model, spec, collapsed=False, run=run)
-    return nuts_datatree(model, spec, res, random_seed=run.random_seed)
+    return nuts_datatree(
+        model, spec, res, random_seed=run.random_seed, compile_kwargs=run.compile_kwargs
+    )
 
 
 @takes_nuts_run
@@ -309,6 +314,7 @@ compile_kwargs, cores, rhat_threshold, min_ess, initvals
             "sample_collapsed needs a marginal regression model (regression_marginal)"
         )
     _idata.check_gram(model, spec)
+    check_user_model(model, spec, "collapsed", run.compile_kwargs)
     res = run_nuts(model, spec, collapsed=True, run=run)
     return nuts_datatree(model, spec, res, random_seed=run.random_seed)
 
@@ -327,4 +333,5 @@ def nuts_posterior(model: pm.Model, run: NutsRun) -> NutsResult:
     collapsed = spec.kind == "regression_marginal"
     if collapsed:
         _idata.check_gram(model, spec)
+    check_user_model(model, spec, "collapsed" if collapsed else "nuts", run.compile_kwargs)
     return run_nuts(model, spec, collapsed=collapsed, run=run)
