@@ -4,8 +4,8 @@ The estimators fit on a scaled problem; ``model_`` is the fit's RVM written in
 the units of the data (:func:`rvm_pymc.models.data_unit_model`), so that
 ``pm.sample_posterior_predictive(est.idata_, model=est.model_)`` replicates the
 data and ``pm.set_data({"Phi": est.design_matrix(X)})`` predicts at new inputs.
-Before, the replicates had sd 225 (collapsed) and 161 (joint) for data of sd
-48.6, and a MAP fit raised NotImplementedError.
+Before, the replicates of a 40-point kernel fit had sd 225 (collapsed) and 161
+(joint) for data of sd 48.6, and a MAP fit raised NotImplementedError.
 
 The checks are exact Monte Carlo tests.  A replicate of draw ``d`` is
 ``F_d + e_d`` with ``F_d`` the latent mean of that draw (from ``idata_``) and

@@ -74,7 +74,7 @@ def test_student_t_model_is_scored_by_its_own_likelihood(problem):
     assert np.sum(np.abs(z) > 4.0) >= 10
     assert stats.kstest(z, stats.t(NU).cdf).pvalue > 1e-3
     # predictions from the tree alone would use the RVM's Normal: refused, naming the way
-    with pytest.raises(ValueError, match="pm.sample_posterior_predictive"):
+    with pytest.raises(ValueError, match=r"pm\.sample_posterior_predictive"):
         predictions(tree, Phi)
 
 
