@@ -35,7 +35,7 @@ from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc.exceptions import PriorWarning, SamplingWarning
 from rvm_pymc.inference._map import gaussian_weights
 from rvm_pymc.inference._options import NutsRun
-from rvm_pymc.inference._user_models import model_pointwise, observed_name, uses_model_likelihood
+from rvm_pymc.inference._user_models import uses_model_likelihood, with_model_likelihood
 from rvm_pymc.models import data as _idata
 from rvm_pymc.models.data import (
     class_labels,
@@ -365,7 +365,8 @@ def nuts_datatree(
         attrs=res.attrs,
     )
     if uses_model_likelihood(model, spec) and "pymc_posterior" in res.extra:
-        ll, rep = model_pointwise(
+        with_model_likelihood(
+            tree,
             model,
             spec,
             res.extra["pymc_posterior"],
@@ -373,11 +374,6 @@ def nuts_datatree(
             random_seed=int(rng.integers(2**31 - 1)),
             compile_kwargs=compile_kwargs,
         )
-        obs = observed_name(spec)
-        for group, values in (("log_likelihood", ll), ("posterior_predictive", rep)):
-            ds = tree[group].to_dataset()
-            tree[group] = xr.DataTree(ds.assign({obs: (ds[obs].dims, values)}))
-        tree.attrs["likelihood"] = "model"
     return tree
 
 

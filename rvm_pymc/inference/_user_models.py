@@ -29,6 +29,7 @@ __all__ = [
     "model_pointwise",
     "observed_name",
     "uses_model_likelihood",
+    "with_model_likelihood",
 ]
 
 MARGINAL_RTOL = 1e-8
@@ -162,6 +163,15 @@ def model_pointwise(
     post = posterior.drop_vars(wname, errors="ignore").assign(
         {wname: (("chain", "draw", *dims), weights)}
     )
+    # the model's own coordinates (the result's are strings): no coordinate counts as changed
+    post = post.assign_coords(
+        {
+            d: list(model.coords[d])
+            for d in post.dims
+            if len(model.coords.get(d) or ()) == post.sizes[d]
+        }
+    )
+    drawn = [v for v in post.data_vars if v in model.named_vars]
     source = xr.DataTree.from_dict({"posterior": post, "constant_data": _constant_data(model)})
     ck = dict(compile_kwargs or {})
     ll = pm.compute_log_likelihood(
@@ -176,6 +186,7 @@ def model_pointwise(
         source,
         model=model,
         var_names=[obs],
+        freeze_vars=drawn,  # the draws are the posterior's: reused, never resampled
         random_seed=random_seed,
         progressbar=False,
         compile_kwargs=ck or None,
@@ -198,3 +209,25 @@ def _constant_data(model) -> xr.Dataset:
         ]
         out[var.name] = (tuple(dims), value)
     return xr.Dataset(out)
+
+
+def with_model_likelihood(tree: xr.DataTree, model, spec: ModelSpec, posterior, weights, **kw):
+    """Put the model's own pointwise log likelihood and replicates into the result ``tree``.
+
+    :func:`model_pointwise` (same arguments, ``kw``: ``random_seed``,
+    ``compile_kwargs``) replaces ``log_likelihood`` and ``posterior_predictive``;
+    a type-II tree's ``sample_stats.lp`` (log likelihood plus the log prior of the
+    weights) follows; root attribute ``likelihood = "model"``.  In place; returns ``tree``.
+    """
+    ll, rep = model_pointwise(model, spec, posterior, weights, **kw)
+    obs = observed_name(spec)
+    old = tree["log_likelihood"][obs].values
+    stats = tree["sample_stats"].to_dataset()
+    if "lp" in stats and "diverging" not in stats:  # a type-II tree's own lp
+        lp = stats["lp"].values - old.sum(-1) + ll.sum(-1)
+        tree["sample_stats"] = xr.DataTree(stats.assign(lp=(stats["lp"].dims, lp)))
+    for group, values in (("log_likelihood", ll), ("posterior_predictive", rep)):
+        ds = tree[group].to_dataset()
+        tree[group] = xr.DataTree(ds.assign({obs: (ds[obs].dims, values)}))
+    tree.attrs["likelihood"] = "model"
+    return tree
