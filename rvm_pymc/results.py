@@ -8,19 +8,15 @@ nowhere else:
 ``posterior``
     ``w`` (``chain, draw, basis``), or ``W`` (``chain, draw, basis, class``)
     for the softmax model.  A sampled fit (NUTS) adds its hyperparameter draws
-    ``log_alpha`` (``basis``) and ``log_beta`` (regression).  A type-II fit
-    (reference, map) holds its hyperparameters fixed, so they are not draws:
-    they are in ``constant_data`` (the rule: what a fit samples is in
-    ``posterior``, what it holds fixed is in ``constant_data``).  The draws of a
-    type-II fit are exact draws from its Gaussian (Laplace) weight posterior,
-    antithetic across chain pairs (chain ``2i + 1`` mirrors chain ``2i`` about
-    the mean), so that with an even number of chains the mean of the draws is
-    the posterior mean to rounding.
-``posterior_predictive``
+    ``log_alpha`` (``basis``) and ``log_beta`` (regression); a type-II fit
+    (reference, map) holds them fixed, in ``constant_data`` (what a fit samples
+    is in ``posterior``, what it holds fixed in ``constant_data``).  Its draws
+    are exact draws from its Gaussian (Laplace) weight posterior, antithetic
+    across chain pairs (chain ``2i + 1`` mirrors chain ``2i`` about the mean).
+``posterior_predictive``, ``log_likelihood``
     ``t_obs`` or ``y_obs`` (``chain, draw, obs``): one replicate of the
-    training targets per draw.
-``log_likelihood``
-    ``t_obs`` or ``y_obs`` (``chain, draw, obs``), pointwise, for LOO.
+    training targets per draw; the pointwise log likelihood, for LOO.  From the
+    model itself for a user's model (root attribute ``likelihood = "model"``).
 ``observed_data``
     ``t_obs`` (data units) or ``y_obs`` (class codes ``0..K-1``; the labels are
     the ``class`` coordinate).
@@ -34,11 +30,9 @@ nowhere else:
     weight draw (log likelihood plus the log prior of the weights).
 
 The estimators and :func:`rvm_pymc.inference.fit_map` default to two chains
-for every method, so multi-model ArviZ plots keep every fit (``sample_nuts``
-and ``sample_collapsed`` called directly keep PyMC's four).  Everything is in
-the units of the data.  :func:`predictions` adds the ArviZ ``predictions`` /
-``predictions_constant_data`` groups for new inputs from the posterior draws of
-a tree, so predictions can be rebuilt from a saved tree alone.
+(``sample_nuts`` and ``sample_collapsed`` called directly keep PyMC's four).
+Everything is in the units of the data.  :func:`predictions` adds the ArviZ
+``predictions`` groups for new inputs from the draws of a tree.
 """
 
 from __future__ import annotations
@@ -439,6 +433,8 @@ def _kind_of(tree: xr.DataTree) -> str:
 def predictions(tree: xr.DataTree, Phi_new: np.ndarray, *, random_state=None) -> xr.DataTree:
     """The ArviZ ``predictions`` groups for new inputs, from the draws of a result tree.
 
+    ValueError for a tree whose likelihood is its model's own (``likelihood = "model"``).
+
     Parameters
     ----------
     tree : xarray.DataTree
@@ -456,6 +452,11 @@ def predictions(tree: xr.DataTree, Phi_new: np.ndarray, *, random_state=None) ->
         (classification; ``p`` has a ``class`` dimension for softmax) of every
         draw; ``predictions_constant_data``: ``Phi``.
     """
+    if tree.attrs.get("likelihood") == "model":  # a model of one's own (rvm_pymc.inference)
+        raise ValueError(
+            "the tree's likelihood is that of its own PyMC model, not the RVM's: predict with "
+            "that model (pm.set_data, then pm.sample_posterior_predictive)"
+        )
     rng = np.random.default_rng(random_state)
     kind = _kind_of(tree)
     post, const = tree["posterior"], tree["constant_data"]

@@ -293,7 +293,9 @@ def test_estimator_exposes_its_model(sinc):
     X, t, _ = sinc
     est = _fit("map", X, t)
     assert isinstance(est.model_, pm.Model)
-    assert {"log_alpha", "log_beta"} <= {v.name for v in est.model_.free_RVs}
+    # in data units, over the bases of idata_; the type-II hyperparameters are data
+    assert [v.name for v in est.model_.free_RVs] == ["w"]
+    assert est.model_["Phi"].get_value().shape == est.idata_["constant_data"]["Phi"].shape
     assert _fit("reference", X, t).model_ is None
 
 

@@ -32,6 +32,7 @@ from rvm_pymc.estimators._params import (
     validate_params,
 )
 from rvm_pymc.estimators._scaling import column_rms, scale_columns, scale_gamma, target_scale
+from rvm_pymc.estimators._views import ResultViews
 from rvm_pymc.estimators._widths import select_width
 from rvm_pymc.kernels import Kernel
 from rvm_pymc.priors import resolve_prior
@@ -39,7 +40,7 @@ from rvm_pymc.priors import resolve_prior
 __all__ = ["INITS", "METHODS", "SOLVERS"]
 
 
-class _BaseRVM(BaseEstimator):
+class _BaseRVM(ResultViews, BaseEstimator):
     """Parameters, validation, basis and fitting shared by :class:`RVR` and :class:`RVC`."""
 
     _kind = ""
@@ -255,16 +256,18 @@ class _BaseRVM(BaseEstimator):
         self.kernel_ = basis.kernel_ if hasattr(basis, "kernel_") else None
         self.basis_scale_ = scale
         self.y_scale_ = t_sd
-        self.model_ = info.model
         self._set_active(active, X)
         # the one map back to the units of the data
         self._set_result(post.to_data_units(scale[active], t_mean, t_sd))
+        Phi_data = Phi[:, active] * scale[active]  # the active columns in data units
+        self.model_ = None
+        if self.method != "reference":  # PyMC is imported already
+            self.model_ = self._data_unit_model(Phi_data, target, scale[active], prior)
         self.n_iter_ = int(info.n_iter)
         self.converged_ = bool(info.converged)
         self.log_evidence_ = float(info.log_evidence - log_t_sd)
         self._tree_inputs = {
-            # the active columns in the units of the basis (Phi holds them scaled)
-            "Phi": Phi[:, active] * scale[active],
+            "Phi": Phi_data,
             "target": target,
             "classes": getattr(self, "classes_", None),
             "seed": seed,
@@ -343,57 +346,6 @@ class _BaseRVM(BaseEstimator):
     def _set_intercept(self) -> None:
         zero = np.zeros(self.coef_.shape[1:]) if self.coef_.ndim > 1 else 0.0
         self.intercept_ = self.coef_[0] if self.bias_active_ else zero
-
-    @property
-    def idata_(self):
-        """The fit as an ArviZ DataTree of the result schema (:mod:`rvm_pymc.results`).
-
-        Built on first access from the estimator's one posterior (a grid search
-        that never looks at it does not pay for the draws) and kept.
-        """
-        check_is_fitted(self, "coef_")
-        if getattr(self, "_idata", None) is None:
-            from rvm_pymc.results import to_datatree
-
-            inp = self._tree_inputs
-            self._idata = to_datatree(
-                self.posterior_,
-                Phi=inp["Phi"],
-                target=inp["target"],
-                classes=inp["classes"],
-                draws=inp["draws"],
-                chains=inp["chains"],
-                random_state=inp["seed"],
-                sample_stats=inp["sample_stats"],
-                attrs=inp["attrs"],
-            )
-        return self._idata
-
-    @idata_.setter
-    def idata_(self, tree) -> None:
-        self._idata = tree
-
-    def sample_predictions(self, X, *, random_state=None):
-        """Posterior predictive draws at new inputs, as the ArviZ ``predictions`` groups.
-
-        Parameters
-        ----------
-        X : array_like of shape (n_samples, n_features)
-        random_state : int, Generator or None
-            Seeds the replicates (the weight draws are those of ``idata_``).
-
-        Returns
-        -------
-        xarray.DataTree
-            ``predictions`` (replicates ``t_obs``/``y_obs`` and the latent
-            mean ``mu`` or probabilities ``p`` of every draw) and
-            ``predictions_constant_data`` (``Phi`` at ``X``); see
-            :func:`rvm_pymc.results.predictions`.
-        """
-        from rvm_pymc.results import predictions
-
-        Phi = self._active_design(X)  # X checked before the draws of idata_ are made
-        return predictions(self.idata_, Phi, random_state=random_state)
 
     def _set_active(self, active: np.ndarray, X: np.ndarray) -> None:
         """Active bases, relevance indices and vectors from column indices of ``Phi``."""

@@ -84,7 +84,8 @@ class RVR(RegressorMixin, _BaseRVM):
     sampler_kwargs : dict, optional
         Extra keyword arguments for the PyMC fit (map/nuts); checked at
         ``fit`` before any work.  ``initvals`` there replaces the start of
-        ``init`` and is on the scaled problem (see ``model_``).  NUTS runs
+        ``init`` and is on the scaled problem (``Phi / basis_scale_``,
+        ``(y - y_offset_) / y_scale_``).  NUTS runs
         with ``target_accept=0.95`` unless given here.
     init : {"auto", "reference", "default"}, default "auto"
         Where MAP and NUTS start: ``"reference"`` at the reference solution
@@ -182,9 +183,14 @@ class RVR(RegressorMixin, _BaseRVM):
     posterior_ : rvm_pymc.results.WeightPosterior
         The estimator's one posterior, in the units of the data.
     model_ : pymc.Model or None
-        The fitted PyMC model (map/nuts), on the scaled problem
-        (``Phi / basis_scale_``, ``(y - y_offset_) / y_scale_``); None for
-        reference and after unpickling.
+        The fit's RVM as a PyMC model in the units of the data, over the bases
+        of ``idata_`` (:func:`rvm_pymc.models.data_unit_model`; map/nuts):
+        ``pm.sample_posterior_predictive(est.idata_, model=est.model_)``
+        replicates the data, and ``pm.set_data({"Phi": est.design_matrix(X)})``
+        gives predictions at new inputs.  The scaling of the fit is inside it
+        as data (``basis_scale``, ``y_offset``, ``y_scale``); map's
+        hyperparameters are data (point values), nuts's free variables.
+        None for reference, after unpickling and after :meth:`load`.
     X_train_, y_train_ : ndarray
         Only with ``predictive="rvm*"``: the training data, for the new basis
         of each test input.

@@ -244,6 +244,7 @@ def _fit_nuts(opts, Phi, target, names, prior, seed, start):
         attrs={
             **{k: res.attrs[k] for k in diag_keys if k in res.attrs},
             "started_from": started_from,
+            **({"parametrization": parametrization} if joint else {}),
         },
         sample_stats=res.sample_stats,
         model=model,

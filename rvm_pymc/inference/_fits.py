@@ -19,6 +19,11 @@ from rvm_pymc.inference._nuts import (
     run_nuts,
 )
 from rvm_pymc.inference._options import NutsRun, compile_options, takes_nuts_run
+from rvm_pymc.inference._user_models import (
+    check_user_model,
+    uses_model_likelihood,
+    with_model_likelihood,
+)
 from rvm_pymc.models import data as _idata
 from rvm_pymc.models.data import class_labels, model_coords, result_kind, target_data
 from rvm_pymc.models.spec import model_spec
@@ -159,6 +164,7 @@ def optimise_map(
             "type-II MAP integrates the weights out: build the model with "
             "regression_marginal (got a joint regression model)"
         )
+    check_user_model(model, spec, "map", kw["mode_kw"])
     with single_blas_thread():  # small dense products: more threads only contend
         if spec.kind == "regression_marginal":
             return map_regression(model, spec, **kw)
@@ -189,16 +195,32 @@ def map_datatree(model: pm.Model, res: MapResult, *, draws=500, chains=2, random
         **res.attrs,
         **res.extra,
     }
-    return to_datatree(
+    rng = np.random.default_rng(random_seed)
+    tree = to_datatree(
         post,
         Phi=res.Phi,
         target=target_data(model, spec),
         classes=class_labels(model, spec),
         draws=draws,
         chains=chains,
-        random_state=random_seed,
+        random_state=rng,
         attrs=attrs,
     )
+    if uses_model_likelihood(model, spec):  # a classifier of one's own likelihood
+        draws_ = tree["posterior"]["W" if spec.kind == "softmax" else "w"].values
+        # the optimum's log_alpha held at every draw (the model's logp takes every free variable)
+        la = np.broadcast_to(res.log_alpha, (*draws_.shape[:2], res.log_alpha.size))
+        dims = ("chain", "draw", *(model.named_vars_to_dims.get("log_alpha") or ["basis"]))
+        with_model_likelihood(
+            tree,
+            model,
+            spec,
+            xr.Dataset({"log_alpha": (dims, la)}),
+            draws_,
+            random_seed=int(rng.integers(2**31 - 1)),
+            compile_kwargs={"mode": "FAST_COMPILE"},
+        )
+    return tree
 
 
 # ------------------------------------------------------------------------ NUTS
@@ -257,8 +279,11 @@ compile_kwargs, cores, rhat_threshold, min_ess, initvals
     spec = model_spec(model)
     if spec.kind == "regression_marginal":
         raise ValueError("the marginal regression model has no weights; use sample_collapsed")
+    check_user_model(model, spec, "nuts")
     res = run_nuts(model, spec, collapsed=False, run=run)
-    return nuts_datatree(model, spec, res, random_seed=run.random_seed)
+    return nuts_datatree(
+        model, spec, res, random_seed=run.random_seed, compile_kwargs=run.compile_kwargs
+    )
 
 
 @takes_nuts_run
@@ -309,6 +334,7 @@ compile_kwargs, cores, rhat_threshold, min_ess, initvals
             "sample_collapsed needs a marginal regression model (regression_marginal)"
         )
     _idata.check_gram(model, spec)
+    check_user_model(model, spec, "collapsed", run.compile_kwargs)
     res = run_nuts(model, spec, collapsed=True, run=run)
     return nuts_datatree(model, spec, res, random_seed=run.random_seed)
 
@@ -327,4 +353,5 @@ def nuts_posterior(model: pm.Model, run: NutsRun) -> NutsResult:
     collapsed = spec.kind == "regression_marginal"
     if collapsed:
         _idata.check_gram(model, spec)
+    check_user_model(model, spec, "collapsed" if collapsed else "nuts", run.compile_kwargs)
     return run_nuts(model, spec, collapsed=collapsed, run=run)

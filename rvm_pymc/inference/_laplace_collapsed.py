@@ -80,6 +80,7 @@ from rvm_pymc.inference._laplace import compile_laplace
 from rvm_pymc.inference._laplace_evidence import LaplaceModeError, evidence_of, solve_mode
 from rvm_pymc.inference._nuts import nuts_datatree, nuts_result, pymc_sample, seed_of
 from rvm_pymc.inference._options import NutsRun, takes_nuts_run
+from rvm_pymc.inference._user_models import check_user_model
 from rvm_pymc.models.data import model_coords
 from rvm_pymc.models.spec import ModelSpec, model_spec
 
@@ -296,6 +297,7 @@ compile_kwargs, cores, rhat_threshold, min_ess, initvals
     Computation 4:720-736; Hoffman & Gelman (2014), JMLR 15:1593-1623.
     """
     spec, wname = _check_classifier(model)
+    check_user_model(model, spec, "laplace_collapsed")
     if run.nuts_sampler not in (None, "pymc"):
         raise ValueError(
             "the Laplace-collapsed sampler evaluates J in a Python Op, which only PyMC's own "
@@ -315,4 +317,6 @@ compile_kwargs, cores, rhat_threshold, min_ess, initvals
         model, spec, pm_tree, w, run=run, sampler="pymc", inference="laplace_collapsed_nuts"
     )
     res.attrs["laplace_evaluator"] = evidence.name
-    return nuts_datatree(model, spec, res, random_seed=run.random_seed)
+    return nuts_datatree(
+        model, spec, res, random_seed=run.random_seed, compile_kwargs=run.compile_kwargs
+    )

@@ -35,6 +35,7 @@ from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc.exceptions import PriorWarning, SamplingWarning
 from rvm_pymc.inference._map import gaussian_weights
 from rvm_pymc.inference._options import NutsRun
+from rvm_pymc.inference._user_models import uses_model_likelihood, with_model_likelihood
 from rvm_pymc.models import data as _idata
 from rvm_pymc.models.data import (
     class_labels,
@@ -326,11 +327,20 @@ def nuts_result(
         sample_stats=sample_stats,
         attrs={"rvm_inference": inference, "rvm_kind": spec.kind, "sampler": sampler, **diag},
         log_length_scale=lls,
+        extra={"pymc_posterior": post.to_dataset()},
     )
 
 
-def nuts_datatree(model, spec: ModelSpec, res: NutsResult, *, random_seed=None) -> xr.DataTree:
-    """The result-schema DataTree of a :class:`NutsResult` on ``model``'s data."""
+def nuts_datatree(
+    model, spec: ModelSpec, res: NutsResult, *, random_seed=None, compile_kwargs=None
+) -> xr.DataTree:
+    """The result-schema DataTree of a :class:`NutsResult` on ``model``'s data.
+
+    For a model of one's own (not built by :mod:`rvm_pymc.models`) with weights,
+    ``log_likelihood`` and ``posterior_predictive`` are the model's own
+    (:func:`rvm_pymc.inference._user_models.model_pointwise`; root attribute
+    ``likelihood = "model"``); ``compile_kwargs`` compiles them.
+    """
     extra, latent, constant = {}, None, None
     Phi = None if spec.rbf_width else design_matrix(model, spec)
     if spec.rbf_width:
@@ -341,18 +351,30 @@ def nuts_datatree(model, spec: ModelSpec, res: NutsResult, *, random_seed=None) 
         for idx in np.ndindex(lls.shape):
             latent[idx] = design_matrix(model, spec, float(lls[idx])) @ w[idx]
         constant = {"X": (("obs", "feature"), X), "centres": (("centre", "feature"), C)}
-    return to_datatree(
+    rng = seed_of(random_seed, 7907)
+    tree = to_datatree(
         res.posterior,
         Phi=Phi,
         target=target_data(model, spec),
         classes=class_labels(model, spec),
-        random_state=seed_of(random_seed, 7907),
+        random_state=rng,
         sample_stats=res.sample_stats,
         extra_posterior=extra,
         latent=latent,
         constant_data=constant,
         attrs=res.attrs,
     )
+    if uses_model_likelihood(model, spec) and "pymc_posterior" in res.extra:
+        with_model_likelihood(
+            tree,
+            model,
+            spec,
+            res.extra["pymc_posterior"],
+            res.posterior.draws,
+            random_seed=int(rng.integers(2**31 - 1)),
+            compile_kwargs=compile_kwargs,
+        )
+    return tree
 
 
 def seed_of(random_seed, salt: int) -> np.random.Generator:

@@ -41,6 +41,7 @@ __all__ = [
     "RVMModel",
     "classification_binary",
     "classification_softmax",
+    "data_unit_model",
     "log_gamma_normaliser",
     "marginal_logp",
     "marginal_logp_fast",
@@ -60,6 +61,7 @@ __getattr__, __dir__ = attach(
         "marginal_logp": "._likelihoods",
         "marginal_logp_fast": "._likelihoods",
         "ModelSpec": ".spec",
+        "data_unit_model": "._data_units",
         "model_spec": ".spec",
     },
 )

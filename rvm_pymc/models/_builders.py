@@ -53,7 +53,9 @@ def log_gamma_normaliser(shape: float, rate: float) -> float:
     return 0.0
 
 
-def _log_precision(name: str, shape: float, rate: float, dims=None) -> pt.TensorVariable:
+def _log_precision(
+    name: str, shape: float, rate: float, dims=None, shift=None
+) -> pt.TensorVariable:
     """A free log precision whose exponential has a Gamma(shape, rate) prior.
 
     The density of ``y = log x`` is ``shape y - rate e^y`` plus the Gamma
@@ -62,6 +64,11 @@ def _log_precision(name: str, shape: float, rate: float, dims=None) -> pt.Tensor
     ``<name without log_>_shape`` and ``..._rate`` (``alpha_shape``, ``beta_rate``,
     ...; see :data:`~rvm_pymc.models.spec.PRIOR_DATA`): the prior travels with the
     model, and with ``model.copy()``, as values that :func:`model_spec` reads.
+
+    ``shift`` (a tensor, optional) states the prior on another scale: the
+    variable is ``log x + shift`` (the log precision in the units of the data
+    when ``x`` is that of the scaled problem), whose density is the one above
+    at ``value - shift`` (a shift: no Jacobian).
     """
     stem = name.removeprefix("log_")
     a = pm.Data(f"{stem}_shape", float(shape))
@@ -85,6 +92,29 @@ def _log_precision(name: str, shape: float, rate: float, dims=None) -> pt.Tensor
             return pt.as_tensor(start)
         return pt.full(size, start)
 
+    class_name = "LogGamma" if proper else "Flat"  # how print(model) names the prior
+    if shift is not None:
+
+        def shifted_logp(value, a, b, s):
+            return logp(value - s, a, b)
+
+        def shifted_random(a, b, s, rng=None, size=None):
+            return random(a, b, rng=rng, size=size) + s
+
+        def shifted_support(rv, size, a, b, s):
+            return support_point(rv, size, a, b) + s
+
+        return pm.CustomDist(
+            name,
+            a,
+            b,
+            shift,
+            logp=shifted_logp,
+            random=shifted_random if proper else None,
+            support_point=shifted_support,
+            dims=dims,
+            class_name=f"Shifted{class_name}",
+        )
     return pm.CustomDist(
         name,
         a,
@@ -93,7 +123,7 @@ def _log_precision(name: str, shape: float, rate: float, dims=None) -> pt.Tensor
         random=random if proper else None,
         support_point=support_point,
         dims=dims,
-        class_name="LogGamma" if proper else "Flat",  # how print(model) names the prior
+        class_name=class_name,
     )
 
 

@@ -1,0 +1,233 @@
+"""Users' own models: what the fits accept, refused before any work, and their likelihood.
+
+A model written by a user with the package's names (:func:`rvm_pymc.models.model_spec`)
+may have a likelihood of its own (Student-t noise, a probit link) or a noise
+precision that is a function of other variables.  The result tree then takes
+its pointwise ``log_likelihood`` and its ``posterior_predictive`` from the
+model itself (``pm.compute_log_likelihood``, ``pm.sample_posterior_predictive``),
+not from the package's Normal / Bernoulli-logit / softmax formulas, which hold
+only for the builders' models (:class:`rvm_pymc.models.RVMModel`; the two agree
+on those, ``tests/test_user_models.py``).  What the result schema or a fit
+cannot hold is refused by :func:`check_user_model` before sampling or
+optimising, with a message naming what is missing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import xarray as xr
+
+from rvm_pymc._core.evidence import log_marginal_likelihood
+from rvm_pymc.models import RVMModel
+from rvm_pymc.models.data import design_matrix, model_data
+from rvm_pymc.models.spec import ModelSpec
+
+__all__ = [
+    "MARGINAL_RTOL",
+    "check_user_model",
+    "model_pointwise",
+    "observed_name",
+    "uses_model_likelihood",
+    "with_model_likelihood",
+]
+
+MARGINAL_RTOL = 1e-8
+"""Relative tolerance of the check that a marginal model's ``t_obs`` is the RVM's
+Gaussian marginal likelihood (at a test point, against the NumPy evaluation)."""
+
+
+def observed_name(spec: ModelSpec) -> str:
+    """``t_obs`` (regression) or ``y_obs`` (classification)."""
+    return "t_obs" if spec.kind.startswith("regression") else "y_obs"
+
+
+def _names(variables) -> set[str]:
+    return {v.name for v in variables}
+
+
+def check_user_model(model, spec: ModelSpec, fit: str, compile_kwargs=None) -> None:
+    """Refuse, before any sampling or optimising, what ``fit`` cannot do with ``model``.
+
+    Parameters
+    ----------
+    model : pymc.Model
+    spec : ModelSpec
+        ``model_spec(model)``.
+    fit : {"nuts", "collapsed", "map", "laplace_collapsed"}
+    compile_kwargs : mapping, optional
+        PyTensor options of the test-point evaluation (marginal models of one's own).
+
+    Raises
+    ------
+    ValueError
+        - ``log_beta`` is not a scalar (one noise precision per observation:
+          heteroscedastic noise; the result holds one per draw);
+        - the observed variable is not one value per observation;
+        - type-II MAP of a model whose ``log_beta`` is not a free variable
+          (a Deterministic of other variables: MAP optimises ``log_alpha`` and
+          ``log_beta`` themselves);
+        - a marginal regression model (MAP, collapsed sampler) whose ``t_obs``
+          is not the Gaussian marginal likelihood of the RVM (its weights are
+          drawn from that Gaussian).
+    """
+    obs = observed_name(spec)
+    free = _names(model.free_RVs)
+    if spec.kind.startswith("regression"):
+        ndim = model["log_beta"].type.ndim
+        if ndim != 0:
+            dims = model.named_vars_to_dims.get("log_beta")
+            raise ValueError(
+                f"log_beta has {ndim} dimension(s){f' {dims}' if dims else ''}: a noise "
+                "precision per observation (heteroscedastic noise) is not supported: the "
+                "result holds one noise precision per draw. Write the noise as one scalar "
+                "log_beta, or sample the model with pm.sample directly"
+            )
+        if fit == "map" and "log_beta" not in free:
+            raise ValueError(
+                "type-II MAP optimises the free variables log_alpha and log_beta, but the "
+                f"model's log_beta is a Deterministic of {sorted(free - {'log_alpha'})}: make "
+                "log_beta a free variable (e.g. with a Gamma prior on exp(log_beta)), or "
+                "sample the model (sample_collapsed or sample_nuts)"
+            )
+    if spec.kind != "regression_marginal" and model[obs].type.ndim != 1:
+        raise ValueError(
+            f"the observed {obs} must hold one value per observation (1-D); got "
+            f"{model[obs].type.ndim} dimensions"
+        )
+    if spec.kind == "regression_marginal" and not isinstance(model, RVMModel):
+        _check_marginal(model, spec, compile_kwargs)
+
+
+def _check_marginal(model, spec: ModelSpec, compile_kwargs) -> None:
+    """ValueError unless ``t_obs``'s log density is the RVM's marginal at a test point."""
+    rng = np.random.default_rng(0)
+    point = {
+        k: np.asarray(v) + 0.1 * rng.standard_normal(np.shape(v))
+        for k, v in model.initial_point(random_seed=0).items()
+    }
+    names = ["log_alpha", "log_beta"] + (["log_length_scale"] if spec.rbf_width else [])
+    outs = [model.logp(vars=[model["t_obs"]])]
+    outs += model.replace_rvs_by_values([model[n] for n in names])
+    ck = {"mode": "FAST_COMPILE", **dict(compile_kwargs or {})}
+    fn = model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore", **ck)
+    got, la, lb, *lls = fn(point)
+    Phi = design_matrix(model, spec, float(lls[0]) if lls else None)
+    want = log_marginal_likelihood(Phi, model_data(model, "t"), np.exp(la), float(np.exp(lb)))
+    if not np.isclose(float(got), want, rtol=MARGINAL_RTOL, atol=MARGINAL_RTOL):
+        raise ValueError(
+            "the model's t_obs is not the Gaussian marginal likelihood of the RVM (log density "
+            f"{float(got):.6g} at a test point where the marginal is {want:.6g}), so its "
+            "weights cannot be drawn from the Gaussian posterior that type-II MAP and the "
+            "collapsed sampler use: write the likelihood over explicit weights w and sample "
+            "it with sample_nuts"
+        )
+
+
+def uses_model_likelihood(model, spec: ModelSpec) -> bool:
+    """Whether the result takes its likelihood from the model (a model of one's own)."""
+    return spec.kind != "regression_marginal" and not isinstance(model, RVMModel)
+
+
+def model_pointwise(
+    model,
+    spec: ModelSpec,
+    posterior: xr.Dataset,
+    weights: np.ndarray,
+    *,
+    random_seed: int,
+    compile_kwargs=None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The model's own pointwise log likelihood and replicates at the posterior draws.
+
+    Parameters
+    ----------
+    posterior : xarray.Dataset
+        The sampler's posterior (``pm.sample``'s: every free variable).
+    weights : ndarray
+        The weight draws ``(chain, draw, M[, K])`` of the result (for a
+        collapsed sampler, drawn after ``pm.sample``): they replace or add
+        ``w`` (``W``).
+    random_seed : int
+        Seeds the replicates.
+
+    Returns
+    -------
+    (log_likelihood, replicates) : ndarray, each of shape (chain, draw, N)
+    """
+    obs = observed_name(spec)
+    wname = "W" if spec.kind == "softmax" else "w"
+    dims = model.named_vars_to_dims.get(wname) or [
+        f"{wname}_dim_{i}" for i in range(weights.ndim - 2)
+    ]
+    post = posterior.drop_vars(wname, errors="ignore").assign(
+        {wname: (("chain", "draw", *dims), weights)}
+    )
+    # the model's own coordinates (the result's are strings): no coordinate counts as changed
+    post = post.assign_coords(
+        {
+            d: list(model.coords[d])
+            for d in post.dims
+            if len(model.coords.get(d) or ()) == post.sizes[d]
+        }
+    )
+    drawn = [v for v in post.data_vars if v in model.named_vars]
+    source = xr.DataTree.from_dict({"posterior": post, "constant_data": _constant_data(model)})
+    ck = dict(compile_kwargs or {})
+    ll = pm.compute_log_likelihood(
+        source,
+        var_names=[obs],
+        model=model,
+        extend_inferencedata=False,
+        progressbar=False,
+        compile_kwargs=ck or None,
+    )
+    pp = pm.sample_posterior_predictive(
+        source,
+        model=model,
+        var_names=[obs],
+        freeze_vars=drawn,  # the draws are the posterior's: reused, never resampled
+        random_seed=random_seed,
+        progressbar=False,
+        compile_kwargs=ck or None,
+    )
+    shape = (*weights.shape[:2], -1)
+    out = np.asarray(ll[obs].values, dtype=float).reshape(shape)
+    rep = np.asarray(pp["posterior_predictive"][obs].values).reshape(shape)
+    return out, rep
+
+
+def _constant_data(model) -> xr.Dataset:
+    """The model's data as PyMC's ``constant_data`` group (so that none counts as changed)."""
+    out = {}
+    for var in model.data_vars:
+        if not hasattr(var, "get_value"):
+            continue
+        value = np.asarray(var.get_value())
+        dims = model.named_vars_to_dims.get(var.name) or [
+            f"{var.name}_dim_{i}" for i in range(value.ndim)
+        ]
+        out[var.name] = (tuple(dims), value)
+    return xr.Dataset(out)
+
+
+def with_model_likelihood(tree: xr.DataTree, model, spec: ModelSpec, posterior, weights, **kw):
+    """Put the model's own pointwise log likelihood and replicates into the result ``tree``.
+
+    :func:`model_pointwise` (same arguments, ``kw``: ``random_seed``,
+    ``compile_kwargs``) replaces ``log_likelihood`` and ``posterior_predictive``;
+    a type-II tree's ``sample_stats.lp`` (log likelihood plus the log prior of the
+    weights) follows; root attribute ``likelihood = "model"``.  In place; returns ``tree``.
+    """
+    ll, rep = model_pointwise(model, spec, posterior, weights, **kw)
+    obs = observed_name(spec)
+    old = tree["log_likelihood"][obs].values
+    stats = tree["sample_stats"].to_dataset()
+    if "lp" in stats and "diverging" not in stats:  # a type-II tree's own lp
+        lp = stats["lp"].values - old.sum(-1) + ll.sum(-1)
+        tree["sample_stats"] = xr.DataTree(stats.assign(lp=(stats["lp"].dims, lp)))
+    for group, values in (("log_likelihood", ll), ("posterior_predictive", rep)):
+        ds = tree[group].to_dataset()
+        tree[group] = xr.DataTree(ds.assign({obs: (ds[obs].dims, values)}))
+    tree.attrs["likelihood"] = "model"
+    return tree

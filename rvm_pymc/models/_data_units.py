@@ -1,0 +1,131 @@
+"""The PyMC model of an estimator's fit in the units of the data (:func:`data_unit_model`).
+
+The estimators fit every method on a scaled problem (unit-RMS basis columns,
+standardised regression targets; docs/design.md section 3) and map the
+posterior back to the units of the data, where ``idata_`` lives.  The model
+built here is the same RVM written in those units, with the scaling inside it
+as named data, so that ``pm.sample_posterior_predictive(est.idata_,
+model=est.model_)`` and ``pm.set_data({"Phi": est.design_matrix(X)})`` work
+on one scale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+
+from rvm_pymc.models._builders import RVMModel, _log_precision
+from rvm_pymc.models._checks import basis_coords
+from rvm_pymc.models._likelihoods import bernoulli_logit, categorical_logit
+from rvm_pymc.priors import HyperPrior, resolve_prior
+
+__all__ = ["data_unit_model"]
+
+KINDS = ("regression", "binary", "softmax")
+
+
+def data_unit_model(
+    kind: str,
+    Phi,
+    target,
+    *,
+    basis_scale,
+    y_offset: float = 0.0,
+    y_scale: float = 1.0,
+    prior: HyperPrior | str | Mapping | None = None,
+    fixed: Mapping[str, np.ndarray | float] | None = None,
+    basis_names: Sequence | None = None,
+    class_names: Sequence | None = None,
+) -> pm.Model:
+    """The RVM of a fit on the scaled problem, written in the units of the data.
+
+    The fit saw the columns ``Phi / basis_scale`` and (regression) the targets
+    ``(t - y_offset) / y_scale``; its posterior in data units is
+    ``w = w_s y_scale / basis_scale``, ``log alpha = log alpha_s + 2 log(basis_scale /
+    y_scale)``, ``log beta = log beta_s - 2 log y_scale``
+    (:meth:`rvm_pymc.results.WeightPosterior.to_data_units`).  This model holds
+    those variables under the names of the result schema, with the Gamma
+    prior of the scaled precisions (:data:`rvm_pymc.models.spec.PRIOR_DATA`)
+    shifted accordingly:
+
+    - data ``Phi`` (``obs, basis``, data units), ``t`` or ``y`` (the observed
+      values, without dims, so that ``pm.set_data`` of ``Phi`` with new ``obs``
+      coordinates needs no new targets), ``basis_scale`` (``basis``), and
+      for regression ``y_offset`` and ``y_scale``;
+    - ``log_alpha`` (``basis``) and ``log_beta``: free variables (a sampled
+      fit), or data holding their point values when given in ``fixed`` (a
+      type-II fit holds them fixed, as its tree's ``constant_data`` does);
+    - centred weights ``w`` (``basis``) or ``W`` (``basis, class``);
+    - observed ``t_obs ~ Normal(y_offset + Phi w, 1/beta)``, or ``y_obs``
+      (Bernoulli-logit, Categorical-softmax), with dims ``obs``.
+
+    Parameters
+    ----------
+    kind : {"regression", "binary", "softmax"}
+    Phi : array_like of shape (N, M)
+        Design matrix in data units.
+    target : array_like of shape (N,)
+        Targets in data units, or class codes ``0..K-1``.
+    basis_scale : array_like of shape (M,)
+        The column scales of the fit.
+    y_offset, y_scale : float
+        The centring and scale of the regression targets.
+    prior : HyperPrior, str or mapping, optional
+        The prior of the fit (stated on the scaled problem); default ``"weakly_informative"``.
+    fixed : mapping, optional
+        ``{"log_alpha": ..., "log_beta": ...}`` in data units: held as data.
+    basis_names, class_names : sequence, optional
+        Coordinates ``basis`` and (softmax) ``class``.
+
+    Returns
+    -------
+    pymc.Model
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
+    Phi = np.asarray(Phi, dtype=float)
+    target = np.asarray(target)
+    scale = np.asarray(basis_scale, dtype=float)
+    if Phi.ndim != 2 or Phi.shape != (target.shape[0], scale.shape[0]):
+        raise ValueError(
+            f"Phi has shape {Phi.shape}; expected ({target.shape[0]}, {scale.shape[0]})"
+        )
+    hp = resolve_prior(prior, default="weakly_informative")
+    coords = {"basis": basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(target))}
+    if kind == "softmax":
+        n_classes = int(np.max(target)) + 1 if class_names is None else len(class_names)
+        coords["class"] = list(range(n_classes) if class_names is None else class_names)
+    fixed = dict(fixed or {})
+    regression = kind == "regression"
+    with RVMModel(coords=coords) as model:
+        Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
+        obs_data = pm.Data("t" if regression else "y", target)
+        scale_d = pm.Data("basis_scale", scale, dims="basis")
+        log_y_scale = 0.0
+        if regression:
+            offset_d = pm.Data("y_offset", float(y_offset))
+            log_y_scale = pt.log(pm.Data("y_scale", float(y_scale)))
+        if "log_alpha" in fixed:
+            log_alpha = pm.Data("log_alpha", np.asarray(fixed["log_alpha"], float), dims="basis")
+        else:
+            shift = 2.0 * (pt.log(scale_d) - log_y_scale)
+            log_alpha = _log_precision("log_alpha", hp.a, hp.b, dims="basis", shift=shift)
+        if regression and "log_beta" in fixed:
+            log_beta = pm.Data("log_beta", float(fixed["log_beta"]))
+        elif regression:
+            log_beta = _log_precision("log_beta", hp.c, hp.d, shift=-2.0 * log_y_scale)
+        sd = pt.exp(-0.5 * log_alpha)
+        if kind == "softmax":
+            W = pm.Normal("W", 0.0, sd[:, None], dims=("basis", "class"))
+            categorical_logit("y_obs", Phi_d @ W, obs_data)
+        else:
+            w = pm.Normal("w", 0.0, sd, dims="basis")
+            if regression:
+                mu = offset_d + Phi_d @ w
+                pm.Normal("t_obs", mu, pt.exp(-0.5 * log_beta), observed=obs_data, dims="obs")
+            else:
+                bernoulli_logit("y_obs", Phi_d @ w, obs_data)
+    return model
