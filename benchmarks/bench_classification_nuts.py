@@ -267,7 +267,9 @@ def main() -> None:
             print("  ".join(map(str, row)), file=sys.stderr, flush=True)
             if args.rows:
                 with open(args.rows, "a") as fh:
-                    label = f"{row[3]} (gamma={gamma}" + (f", a,b={args.prior})" if args.prior else ")")
+                    label = f"{row[3]} (gamma={gamma}" + (
+                        f", a,b={args.prior})" if args.prior else ")"
+                    )
                     fh.write(json.dumps([*row[:3], label, *row[4:]]) + "\n")
     if args.rows:
         with open(args.rows) as fh:

@@ -278,9 +278,7 @@ class _BaseRVM(ResultViews, BaseEstimator):
         }
         self._idata = None
 
-    def _reference_fit(
-        self, Phi, t, prior, solver: str, names, start=None, cap=None, tol=None
-    ):
+    def _reference_fit(self, Phi, t, prior, solver: str, names, start=None, cap=None, tol=None):
         """The reference backend on the scaled problem: ``(WeightPosterior, FitInfo)``.
 
         ``start``: a warm start (a ``WeightPosterior`` on some of the same bases);
@@ -453,3 +451,23 @@ def _fit_attrs(est: _BaseRVM, library: str) -> dict[str, Any]:
         "n_iter": int(getattr(est, "n_iter_", 0)),
         "converged": int(bool(getattr(est, "converged_", False))),
     }
+
+
+def regression_data(est: _BaseRVM, X, y) -> tuple[np.ndarray, np.ndarray]:
+    """``(X, y)`` of a regressor's ``fit``, checked: numbers only, ``y`` finite."""
+    check_numeric(X, "X")
+    try:
+        check_numeric(y, "y")
+    except ValueError as exc:
+        if "numeric" not in str(exc):
+            raise
+        raise ValueError(f"{exc} (RVR fits numbers; for class labels use RVC)") from None
+    X, y = validate_data(est, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=2)
+    y = np.asarray(y, dtype=float)
+    n_bad = int(y.size - np.count_nonzero(np.isfinite(y)))
+    if n_bad:  # None in an object array becomes NaN after scikit-learn's check
+        raise ValueError(
+            f"y has {n_bad} missing or non-finite value(s) (None, NaN or inf); "
+            "remove or impute them before fitting"
+        )
+    return X, y

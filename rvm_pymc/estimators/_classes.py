@@ -12,7 +12,7 @@ from sklearn.utils.validation import validate_data
 
 from rvm_pymc._core.validation import check_numeric
 from rvm_pymc.basis import Basis
-from rvm_pymc.estimators._base import METHODS, SOLVERS, _BaseRVM
+from rvm_pymc.estimators._base import METHODS, SOLVERS, _BaseRVM, regression_data
 from rvm_pymc.estimators._params import REGRESSOR_CONSTRAINTS
 from rvm_pymc.estimators._rvm_star import keep_training_data, rvm_star_predict
 from rvm_pymc.kernels import Kernel
@@ -286,23 +286,7 @@ class RVR(RegressorMixin, _BaseRVM):
             interrupted) leaves the estimator as it was before.
         """
         with self._unchanged_on_failure():
-            check_numeric(X, "X")
-            try:
-                check_numeric(y, "y")
-            except ValueError as exc:
-                if "numeric" not in str(exc):
-                    raise
-                raise ValueError(f"{exc} (RVR fits numbers; for class labels use RVC)") from None
-            X, y = validate_data(
-                self, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=2
-            )
-            y = np.asarray(y, dtype=float)
-            n_bad = int(y.size - np.count_nonzero(np.isfinite(y)))
-            if n_bad:  # None in an object array becomes NaN after scikit-learn's check
-                raise ValueError(
-                    f"y has {n_bad} missing or non-finite value(s) (None, NaN or inf); "
-                    "remove or impute them before fitting"
-                )
+            X, y = regression_data(self, X, y)
             self._fit(X, y)
             keep_training_data(self, X, y)
         return self

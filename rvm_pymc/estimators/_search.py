@@ -181,7 +181,9 @@ def _best_width_of_bases(est, X, t, prior, solver, fit, xs) -> tuple[float, Any]
     neighbours, kept if higher.  None when no width could be fitted.
     """
     xs = np.asarray(xs, dtype=float)
-    found = dict(zip(xs.tolist(), _evidence_of_bases(est, X, t, prior, solver, fit, xs)))
+    found = dict(
+        zip(xs.tolist(), _evidence_of_bases(est, X, t, prior, solver, fit, xs), strict=True)
+    )
     values = np.array([found[x][0] for x in xs])
     k = int(np.argmax(values))
     if not np.isfinite(values[k]):

@@ -111,7 +111,9 @@ def select_width(est, X, t, prior, solver: str, seed, *, need_reference: bool) -
     recorded = run_recorded(
         _fit_width, [(spec, X, g, t, prior, solver, seed) for g in candidates], est.n_jobs
     )
-    fits = [grid_fit(g, ref, caught) for g, (ref, caught) in zip(candidates, recorded, strict=True)]
+    fits = [
+        grid_fit(g, ref, caught) for g, (ref, caught) in zip(candidates, recorded, strict=True)
+    ]
     ordered = sorted(fits, key=lambda f: f["x"])  # the grid as given may be in any order
     le = np.array([f["log_evidence"] for f in ordered])
     best, made = refine_width(est, X, t, prior, solver, seed, ordered, int(np.nanargmax(le)))
