@@ -208,7 +208,7 @@ def test_compare_reference_with_kfold(tmp_path, capsys):
     assert main([*argv, "--gamma", "0.3", "--out", str(full)]) == 0
     text = capsys.readouterr().out
     assert "36 training, 12 held-out rows, features standardised" in text
-    table = pd.read_csv(full, index_col=0)
+    table = pd.read_csv(full, index_col="method")
     assert list(table.index) == ["reference"]
     row = table.loc["reference"]
     assert np.isfinite(row["elpd_kfold"]) and np.isfinite(row["rmse"])

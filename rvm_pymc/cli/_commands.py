@@ -201,13 +201,23 @@ def check_compare_arguments(args: argparse.Namespace) -> None:
 # ------------------------------------------------------------------ fit
 
 
-def _predictions_table(est, task: str, X: np.ndarray, target: str | None, y=None):
+def _with_predictions(table, est, task: str, X: np.ndarray):
+    """The rows of ``table`` as read (every column) with the prediction columns appended.
+
+    A prediction column whose name the table already uses gets the suffix ``_rvm``.
+    """
+    import pandas as pd
+
+    preds = _predictions_table(est, task, X)
+    preds.columns = [f"{c}_rvm" if c in table.columns else c for c in preds.columns]
+    return pd.concat([table.reset_index(drop=True), preds], axis=1)
+
+
+def _predictions_table(est, task: str, X: np.ndarray):
     """Prediction columns (pandas DataFrame): mean and sd, or label and class probabilities."""
     import pandas as pd
 
     cols: dict[str, Any] = {}
-    if y is not None:
-        cols[target] = y
     if task == "regression":
         mean, sd = est.predict(X, return_std=True)
         cols["prediction"] = mean
@@ -320,7 +330,7 @@ def _fit_figure(path, est, pre: Preprocess, X_raw, Xs, y, task) -> None:
 
 def fit_command(args: argparse.Namespace) -> int:
     """``rvm-pymc fit``: fit, then write model, preprocessing, predictions, summary and plot."""
-    _, X_raw, names, y, task, index = load_data(args)
+    table, X_raw, names, y, task, index = load_data(args)
     left_out = [*index, *args.drop]
     pre = Preprocess.fit(X_raw, names, args.target, task, args.standardise)
     Xs = pre.transform(X_raw)
@@ -343,7 +353,7 @@ def fit_command(args: argparse.Namespace) -> int:
     summary = _summary(args, est, pre, Xs, y, task, elapsed, left_out)
     pre.details = {k: summary[k] for k in ("method", "kernel", "gamma", "relevance_vectors")}
     atomic_write(os.path.join(args.out, PREPROCESS_FILE), _text_writer(pre.to_json() + "\n"))
-    preds = _predictions_table(est, task, Xs, args.target, y)
+    preds = _with_predictions(table, est, task, Xs)  # the rows as read, then the predictions
     atomic_write(os.path.join(args.out, PREDICTIONS), lambda tmp: preds.to_csv(tmp, index=False))
     text = _summary_text(summary)
     atomic_write(os.path.join(args.out, SUMMARY_TXT), _text_writer(text))
@@ -385,12 +395,7 @@ def predict_command(args: argparse.Namespace) -> int:
         est = load(nc)
     except (ValueError, OSError) as exc:
         raise DataError(f"{nc}: cannot load the model: {exc}") from None
-    preds = _predictions_table(est, pre.task, pre.transform(X_raw), None)
-    clash = [c for c in preds.columns if c in table.columns]
-    preds.columns = [f"{c}_rvm" if c in clash else c for c in preds.columns]
-    import pandas as pd
-
-    out = pd.concat([table.reset_index(drop=True), preds], axis=1)
+    out = _with_predictions(table, est, pre.task, pre.transform(X_raw))
     if args.out in (None, "-"):
         out.to_csv(sys.stdout, index=False)
     else:
@@ -417,7 +422,7 @@ COMPARE_COLUMNS = {
 def compare_table(table, task: str) -> str:
     """The comparison columns that matter most, formatted for a terminal."""
     cols = [c for c in COMPARE_COLUMNS[task] if c in table.columns]
-    return table[cols].to_string(float_format=lambda v: f"{v:.4g}")
+    return table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}")
 
 
 def compare_command(args: argparse.Namespace) -> int:
@@ -463,6 +468,7 @@ def compare_command(args: argparse.Namespace) -> int:
     if args.out:
         from rvm_pymc._core.files import atomic_write
 
-        atomic_write(args.out, lambda tmp: result.to_csv(tmp))
+        # one row per method, named by its 'method' column (the index repeats it)
+        atomic_write(args.out, lambda tmp: result.to_csv(tmp, index=False))
         print(f"  wrote the full table to {args.out}")
     return 0
