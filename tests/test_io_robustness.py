@@ -245,8 +245,8 @@ LOAD_FAILURES = [
                  "only: the file was saved by an older rvm_pymc; re-fit and save the model",
                  id="old-format-version"),
     pytest.param(_edited("h5netcdf", _set_attr("rvm_pymc_format_version", NEWER)), load,
-                 ValueError, f"format version {NEWER}; rvm_pymc {__version__} reads versions 2 and 3 "
-                 "only: the file was saved by a newer rvm_pymc; upgrade rvm_pymc to load it",
+                 ValueError, f"format version {NEWER}; rvm_pymc {__version__} reads versions 2 "
+                 "and 3 only: the file was saved by a newer rvm_pymc; upgrade rvm_pymc to load it",
                  id="newer-format-version"),
     pytest.param(_edited("scipy", _set_attr("rvm_pymc_format_version", "2")), load,
                  ValueError, f"format version '2'; rvm_pymc {__version__} reads versions 2 and 3 "

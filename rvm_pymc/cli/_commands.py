@@ -30,6 +30,7 @@ from rvm_pymc.cli._data import (
     split_features,
 )
 from rvm_pymc.cli._paths import check_output_dir, check_output_file
+from rvm_pymc.cli._progress import bars_on_stderr, nuts_progress
 from rvm_pymc.comparison import n_relevant
 
 __all__ = [
@@ -177,7 +178,10 @@ def make_estimator(args: argparse.Namespace, task: str, method: str | None = Non
     if method == "nuts":
         # PyMC's own NUTS: a fit sampled by nutpie does not load back yet (its
         # sample_stats fail the checksum of load), and predict needs it to.
-        params["sampler_kwargs"] = {"progressbar": sys.stderr.isatty(), "nuts_sampler": "pymc"}
+        params["sampler_kwargs"] = {
+            "progressbar": nuts_progress(args.jobs),  # a live bar on a terminal, else lines
+            "nuts_sampler": "pymc",
+        }
     return (RVR if task == "regression" else RVC)(**params)
 
 
@@ -343,9 +347,14 @@ def fit_command(args: argparse.Namespace) -> int:
     )
     announce_compilation(args.method)
     t0 = time.perf_counter()
-    est.fit(Xs, y)
+    with bars_on_stderr():
+        est.fit(Xs, y)
     elapsed = time.perf_counter() - t0
-    progress(f"fitted in {elapsed:.1f} s; writing {args.out}{os.sep}")
+    diag = ""
+    if est.method == "nuts":
+        attrs = est.idata_.attrs
+        diag = f" (max R-hat {attrs['max_rhat']:.3f}, {attrs['n_divergent']} divergences)"
+    progress(f"fitted in {elapsed:.1f} s{diag}; writing {args.out}{os.sep}")
     os.makedirs(args.out, exist_ok=True)
     from rvm_pymc._core.files import atomic_write
 
@@ -453,13 +462,15 @@ def compare_command(args: argparse.Namespace) -> int:
         progress(f"fitting {method} to {len(y_tr)} training rows")
         announce_compilation(method)
         t0 = time.perf_counter()
-        fits[method] = make_estimator(args, task, method).fit(X_tr, y_tr)
+        with bars_on_stderr():
+            fits[method] = make_estimator(args, task, method).fit(X_tr, y_tr)
         times[method] = time.perf_counter() - t0
     cv = args.cv if args.cv > 1 else None
     if cv:
         progress(f"{cv}-fold cross-validation: every method refitted {cv} times")
-    result = compare(FitSet(fits, X=X_tr, y=y_tr, fit_times=times), X_te, y_te, cv=cv,
-                     random_state=args.seed, n_jobs=args.jobs)  # fmt: skip
+    with bars_on_stderr():  # the refits of the folds
+        result = compare(FitSet(fits, X=X_tr, y=y_tr, fit_times=times), X_te, y_te, cv=cv,
+                         random_state=args.seed, n_jobs=args.jobs)  # fmt: skip
     print(
         f"rvm-pymc compare: {task} of {args.target!r} on {args.data}: {len(y_tr)} training, "
         f"{len(y_te)} held-out rows{', features standardised' if args.standardise else ''}"
