@@ -208,12 +208,16 @@ def test_output_files_are_complete_and_helps_state_the_defaults(tmp_path):
                 "--out", "run", cwd=tmp_path)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     preds = pd.read_csv(tmp_path / "run" / "predictions.csv")
-    # the training rows as read (index, features, target) beside the predictions
+    # the training rows as read (index, features, target) beside the predictions, the
+    # index under its empty header as pandas wrote it
+    header = (tmp_path / "run" / "predictions.csv").read_text().splitlines()[0]
+    assert header == ",a,b,y,prediction,predictive_sd"
     assert list(preds.columns) == ["Unnamed: 0", "a", "b", "y", "prediction", "predictive_sd"]
     np.testing.assert_array_equal(preds["Unnamed: 0"], np.arange(len(table)))
     np.testing.assert_allclose(preds[["a", "b", "y"]], table[["a", "b", "y"]], rtol=1e-12)
     proc = _run("predict", "run", "new.csv", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(",a,b,prediction,predictive_sd\n")
     new = pd.read_csv(pd.io.common.StringIO(proc.stdout))
     np.testing.assert_allclose(new["prediction"], preds["prediction"][:5], rtol=1e-10)
 

@@ -165,7 +165,11 @@ class _Stop(Exception):
 
 @pytest.mark.parametrize("given", [None, False])
 def test_nuts_shows_progress_by_default_and_notes_the_compile(given, monkeypatch, caplog):
-    """Progress bars on unless progressbar=False; an INFO note precedes the compile."""
+    """Progress bars on unless progressbar=False; an INFO note precedes the first compile
+    of a process, and only the first (a cross-validation's refits do not repeat it)."""
+    from rvm_pymc._core import progress
+
+    monkeypatch.setattr(progress, "_NOTED", set())  # as in a fresh process
     seen = {}
 
     def fake_sample(**kwargs):
@@ -181,6 +185,10 @@ def test_nuts_shows_progress_by_default_and_notes_the_compile(given, monkeypatch
     assert seen["progressbar"] is (given is None)
     notes = [r.getMessage() for r in caplog.records if r.name == "rvm_pymc"]
     assert len(notes) == 1 and "Compiling" in notes[0] and "FAST_COMPILE" in notes[0]
+    caplog.clear()
+    with caplog.at_level("INFO", logger="rvm_pymc"), pytest.raises(_Stop):
+        inference.sample_collapsed(model, draws=5, tune=5, chains=1, **RUN, **kw)
+    assert not [r for r in caplog.records if r.name == "rvm_pymc"]
 
 
 def test_one_chain_warns_that_r_hat_is_undefined_and_one_draw_is_refused(monkeypatch):

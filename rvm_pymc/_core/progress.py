@@ -10,19 +10,52 @@ with ``logging.getLogger("rvm_pymc").setLevel(logging.WARNING)``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["PLAIN_PROGRESS", "DrawLines", "log"]
+__all__ = ["PLAIN_PROGRESS", "DrawLines", "log", "note_once", "quiet_pymc"]
 
 log = logging.getLogger("rvm_pymc")
 if not logging.root.handlers:
     log.setLevel(logging.INFO)
     if not log.handlers:
         log.addHandler(logging.StreamHandler())
+
+_NOTED: set = set()
+
+
+def note_once(message: str, *args: Any) -> None:
+    """``log.info(message, *args)`` the first time in this process, and never again.
+
+    For notes that matter once (a compile on a cold cache): a cross-validation
+    refitting the same model five times shows the note once, not five times.
+    """
+    key = (message, args)
+    if key not in _NOTED:
+        _NOTED.add(key)
+        log.info(message, *args)
+
+
+@contextlib.contextmanager
+def quiet_pymc() -> Iterator[None]:
+    """PyMC's INFO notes ("Initializing NUTS...", "Sampling 2 chains...") held back in the block.
+
+    For refits the user did not ask to watch one by one (the folds of a
+    cross-validation); PyMC's warnings and errors still show.
+    """
+    logger = logging.getLogger("pymc")
+    level = logger.level
+    if logger.getEffectiveLevel() < logging.WARNING:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
 
 PLAIN_PROGRESS = "lines"
 """The ``progressbar`` value asking for :class:`DrawLines` instead of a live bar."""

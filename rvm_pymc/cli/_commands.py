@@ -214,7 +214,9 @@ def _with_predictions(table, est, task: str, X: np.ndarray):
 
     preds = _predictions_table(est, task, X)
     preds.columns = [f"{c}_rvm" if c in table.columns else c for c in preds.columns]
-    return pd.concat([table.reset_index(drop=True), preds], axis=1)
+    out = pd.concat([table.reset_index(drop=True), preds], axis=1)
+    # pandas' index came under an empty header (read as 'Unnamed: 0'): written back so
+    return out.rename(columns={"Unnamed: 0": ""}) if out.columns[0] == "Unnamed: 0" else out
 
 
 def _predictions_table(est, task: str, X: np.ndarray):

@@ -30,7 +30,7 @@ import pymc as pm
 import xarray as xr
 
 from rvm_pymc._core.gaussian import factor_draw
-from rvm_pymc._core.progress import PLAIN_PROGRESS, DrawLines, log
+from rvm_pymc._core.progress import PLAIN_PROGRESS, DrawLines, note_once
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc.exceptions import PriorWarning, SamplingWarning
 from rvm_pymc.inference._map import gaussian_weights
@@ -263,7 +263,7 @@ def pymc_sample(
             stacklevel=5,
         )
     ck = run.compile_kwargs
-    log.info(
+    note_once(  # once per process: a cross-validation's refits reuse the cache
         "Compiling the %s model for %s NUTS (%s); a first compile on a cold cache can take "
         "a minute or more, later fits of the same shapes reuse the cache",
         spec.kind.replace("_", " "),
