@@ -174,7 +174,7 @@ display(pd.DataFrame(rows))
 # cross-validation stays at much wider kernels at the highest noise (4.6). On
 # Friedman #3 the two disagree the same way: the evidence prefers a very
 # narrow kernel (`gamma` 32 on standardised inputs), cross-validation a wide
-# one (0.19). With 60 to 100 points the curves are flat near their maxima,
+# one (0.021). With 60 to 100 points the curves are flat near their maxima,
 # so neighbouring widths are nearly as good.
 #
 # The evidence is a statement about the model class given the data;
