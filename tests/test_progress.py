@@ -117,3 +117,12 @@ def test_nuts_progress_on_a_terminal_is_a_bar_on_stderr_not_stdout(tmp_path):
     assert "Progress" in terminal and "Divergences" in terminal  # 150 columns: with stats
     assert "NUTS chain 1/2" not in terminal  # a live bar, not the lines of a log
     assert re.search(r"fitted in [\d.]+ s \(max R-hat [\d.]+, \d+ divergences\)", terminal)
+
+
+def test_plain_lines_need_pymc_s_own_sampler():
+    from rvm_pymc.inference._nuts import _resolve_sampler
+
+    assert _resolve_sampler(None, {}, 0, lines=True) == "pymc"  # chosen for the lines
+    for other in ("nutpie", "numpyro"):
+        with pytest.raises(ValueError, match="progressbar='lines' needs PyMC's own sampler"):
+            _resolve_sampler(other, {}, 0, lines=True)

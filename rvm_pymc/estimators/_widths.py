@@ -113,9 +113,9 @@ def select_width(est, X, t, prior, solver: str, seed, *, need_reference: bool) -
     if len(candidates) > 2 and g in (min(candidates), max(candidates)):
         warnings.warn(
             "gamma='evidence': the largest evidence is at the "
-            f"{'smallest' if g == min(candidates) else 'largest'} width of gamma_grid "
-            f"(gamma={g:.4g}); the best width may lie outside the grid: "
-            "extend gamma_grid past that edge",
+            f"{'smallest' if g == min(candidates) else 'largest'} gamma of gamma_grid "
+            f"(gamma={g:.4g}, its {'widest' if g == min(candidates) else 'narrowest'} kernel); "
+            "the best width may lie outside the grid: extend gamma_grid past that edge",
             ConvergenceWarning,
             stacklevel=4,
         )
