@@ -143,7 +143,7 @@ def test_classification_with_text_labels(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "classification of 'kind'" in text
     pred = pd.read_csv(out / "predictions.csv")
-    assert list(pred.columns) == ["kind", "prediction", "p_ham", "p_spam"]
+    assert list(pred.columns) == ["x1", "x2", "kind", "prediction", "p_ham", "p_spam"]
     np.testing.assert_allclose(pred["p_ham"] + pred["p_spam"], 1.0, rtol=1e-12)
     argmax = np.where(pred["p_spam"] > pred["p_ham"], "spam", "ham")
     assert (pred["prediction"] == argmax).all()

@@ -216,6 +216,9 @@ _NO_FIT = {
 _COMMON = {"gamma": 1.0, "draws": 20}
 
 
+# scikit-learn's checks fit a few random points, which the reference start fits exactly and
+# says so (noise at its bound): right for such data, and not what the checks test
+@pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.ConvergenceWarning")
 @parametrize_with_checks(
     [
         RVR(method="map", sampler_kwargs=FAST, **_COMMON),
