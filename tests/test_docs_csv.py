@@ -27,7 +27,15 @@ TIMED = ("fit seconds", "fitted in")
 
 
 def _blocks() -> list[tuple[str, str]]:
-    return [(lang, body.rstrip("\n")) for lang, body in BLOCK.findall(PAGE.read_text())]
+    """``(language, text)`` of the page's code blocks; a block that directly follows the one
+    before it (nothing but blank lines between) is joined to it as ``"+text"``/``"+output"``."""
+    page = PAGE.read_text()
+    out, end = [], None
+    for m in BLOCK.finditer(page):
+        joined = end is not None and not page[end : m.start()].strip()
+        out.append(("+" * joined + m.group(1), m.group(2).rstrip("\n")))
+        end = m.end()
+    return out
 
 
 def _run(command: str, cwd: Path) -> str:
@@ -58,14 +66,17 @@ def _untimed(text: str) -> list[str]:
 @pytest.mark.pymc
 def test_the_page_shows_what_its_commands_print(tmp_path):
     blocks = _blocks()
-    code = [body for lang, body in blocks if lang == "python"]
+    code = [body for lang, body in blocks if lang.lstrip("+") == "python"]
     assert len(code) == 1
     subprocess.run([sys.executable, "-c", code[0]], cwd=tmp_path, check=True, timeout=300)
     assert (tmp_path / "diabetes.csv").read_text().startswith(",age,sex,bmi")  # an index
     checked = []
-    for (lang, body), (next_lang, shown) in itertools.pairwise(blocks):
-        if lang != "bash" or next_lang not in ("text", "output"):  # output: a table
+    for k, (lang, body) in enumerate(blocks):
+        if lang != "bash":
             continue
+        # what it prints: the text (wrapped) and output (tables) blocks right after it
+        after = itertools.takewhile(lambda b: b[0] in ("+text", "+output"), blocks[k + 1 :])
+        shown = "\n".join(text for _, text in after)
         got = _run(body, tmp_path)
         assert _untimed(got) == _untimed(shown), f"{body}\n--- printed now:\n{got}"
         checked.append(body.split()[1])
@@ -76,9 +87,9 @@ def test_the_page_shows_what_its_commands_print(tmp_path):
 def test_the_page_quotes_the_default_fit_s_warnings(tmp_path):
     """The excerpt of the default fit (gamma 'evidence'): its warnings and summary lines."""
     blocks = _blocks()
-    code = next(body for lang, body in blocks if lang == "python")
+    code = next(body for lang, body in blocks if lang.lstrip("+") == "python")
     subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True, timeout=300)
-    excerpt = next(body for lang, body in blocks if lang == "text" and "warning" in body)
+    excerpt = next(body for lang, body in blocks if lang.endswith("text") and "warning" in body)
     got = _run("rvm-pymc fit diabetes.csv --target target --out default --no-plot", tmp_path)
     for line in excerpt.splitlines():
         assert line in got.splitlines(), line
