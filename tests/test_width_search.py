@@ -78,3 +78,31 @@ def test_the_classifier_shares_the_search():
     assert path["gamma"].size > len(grid)
     assert est.log_evidence_ >= path["log_evidence"][: len(grid)].max()
     assert est.log_evidence_ == pytest.approx(path["log_evidence"].max(), rel=1e-12)
+
+
+def test_a_width_that_interpolates_is_never_chosen(tmp_path):
+    """Diabetes: the narrowest widths fit every target (noise precision at its bound).
+
+    There the evidence grows without bound as the noise vanishes, and on this data it
+    is higher than at every width that estimates the noise; the search must pass over
+    such widths (recorded in ``evidence_path_["noise_at_bound"]``), not pick them.
+    """
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+    X = (X[:200] - X[:200].mean(0)) / X[:200].std(0)
+    y = y[:200]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the edge of the grid is among the degenerate widths
+        est = RVR(gamma="evidence").fit(X, y)
+    path = est.evidence_path_
+    at_bound = path["noise_at_bound"]
+    assert at_bound.any() and not at_bound.all()
+    chosen = int(np.flatnonzero(path["gamma"] == est.gamma_)[0])
+    assert not at_bound[chosen]
+    assert path["log_evidence"][at_bound].max() > est.log_evidence_  # the trap was there
+    assert est.log_evidence_ == pytest.approx(path["log_evidence"][~at_bound].max(), rel=1e-12)
+    assert np.sqrt(est.noise_var_) > 0.05 * y.std()  # the noise is estimated, not ~0
+    est.save(tmp_path / "m.nc")
+    back = RVR.load(tmp_path / "m.nc").evidence_path_["noise_at_bound"]
+    np.testing.assert_array_equal(back, at_bound)

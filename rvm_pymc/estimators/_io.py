@@ -69,7 +69,7 @@ from rvm_pymc._core.files import (
 from rvm_pymc._core.version import VERSION
 from rvm_pymc.basis import Basis, PrecomputedBasis
 from rvm_pymc.estimators._checksum import digest
-from rvm_pymc.priors import HyperPrior
+from rvm_pymc.estimators._json import params_from_json, params_to_json
 from rvm_pymc.results import WeightPosterior
 
 __all__ = [
@@ -108,72 +108,6 @@ _STATE_ARRAYS = ("active_", "relevance_indices_", "relevance_vectors_", "basis_s
 _OPTIONAL_ARRAYS = ("X_train_", "y_train_")  # predictive="rvm*" only; in the same group
 _FITTED = ("y_scale_", "gamma_", "n_features_in_")
 """Fitted scalars that are in no group of the tree (the ``rvm_fitted`` JSON holds them)."""
-
-# ------------------------------------------------------------------ parameters
-
-
-def _kernel_to_json(k: Any) -> Any:
-    if isinstance(k, str):
-        return k
-    name = type(k).__name__
-    if name in ("Sum", "Product") and type(k) is kernels.kernel_class(name):
-        return {"kernel": name, "k1": _kernel_to_json(k.k1), "k2": _kernel_to_json(k.k2)}
-    if _is_builtin(k):
-        return {"kernel": name, "params": k.get_params()}
-    raise ValueError(
-        f"kernel={k!r} cannot be saved without pickle (only kernel names and the built-in "
-        "Kernel classes can); use joblib.dump / pickle for this estimator"
-    )
-
-
-def _is_builtin(k: Any) -> bool:
-    """Whether ``k`` is an instance of a built-in kernel class itself (not of a subclass)."""
-    try:
-        return type(k) is kernels.kernel_class(type(k).__name__)
-    except ValueError:
-        return False
-
-
-def _kernel_from_json(spec: Any) -> Any:
-    if isinstance(spec, str):
-        return spec
-    cls = kernels.kernel_class(spec["kernel"])
-    if "k1" in spec:
-        return cls(_kernel_from_json(spec["k1"]), _kernel_from_json(spec["k2"]))
-    return cls(**spec["params"])
-
-
-def _params_to_json(params: dict[str, Any]) -> str:
-    out = dict(params)
-    out["kernel"] = _kernel_to_json(params["kernel"])
-    prior = params["prior"]
-    if isinstance(prior, HyperPrior):
-        out["prior"] = {"HyperPrior": prior.as_dict()}
-    elif isinstance(prior, Mapping):
-        out["prior"] = {"mapping": {k: float(v) for k, v in prior.items()}}
-    if params["gamma_grid"] is not None:
-        out["gamma_grid"] = np.asarray(params["gamma_grid"], dtype=float).tolist()
-    rs = params["random_state"]
-    if not (rs is None or isinstance(rs, int | np.integer)):
-        out["random_state"] = None  # a Generator/RandomState: its draws are in the file
-    elif rs is not None:
-        out["random_state"] = int(rs)
-    try:
-        return json.dumps(out, sort_keys=True)
-    except TypeError as exc:
-        raise ValueError(f"the parameters cannot be saved as JSON ({exc}); use joblib") from exc
-
-
-def _params_from_json(text: str) -> dict[str, Any]:
-    params = json.loads(text)
-    params["kernel"] = _kernel_from_json(params["kernel"])
-    prior = params["prior"]
-    if isinstance(prior, dict):
-        params["prior"] = (
-            HyperPrior(**prior["HyperPrior"]) if "HyperPrior" in prior else prior["mapping"]
-        )
-    return params
-
 
 # ----------------------------------------------------------------------- state
 
@@ -249,7 +183,7 @@ def save_estimator(est, path, engine: str | None = None) -> None:
             f"an estimator with a user basis ({type(est.kernel).__name__}) cannot be saved "
             "without pickle; use joblib.dump"
         )
-    params = _params_to_json(est.get_params(deep=False))
+    params = params_to_json(est.get_params(deep=False))
     state, fitted = _state(est)
     fitted_json = json.dumps(fitted, sort_keys=True)
     tree = est.idata_.copy()
@@ -364,7 +298,7 @@ def load_estimator(path, classes: Mapping[str, type], expected: type | None = No
         raise _mismatch(path, f"unknown estimator class {name!r}")
     cls = classes[name]
     try:
-        est = cls(**_params_from_json(params_json))
+        est = cls(**params_from_json(params_json))
         _restore(est, tree, json.loads(fitted_json), path, version)
     except Exception as exc:
         if isinstance(exc, ValueError) and shown in str(exc):
@@ -439,13 +373,12 @@ def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path, version: int)
         est.classes_ = np.asarray(state["classes_"]).astype(
             object if dtype == "object" else np.dtype(dtype)
         )
-    if "evidence_path_gamma" in state:
+    if "evidence_path_gamma" in state:  # "converged" since format 3, then "noise_at_bound"
         est.evidence_path_ = {
-            "gamma": state["evidence_path_gamma"],
-            "log_evidence": state["evidence_path_log_evidence"],
+            k[14:]: v if k[14:] in ("gamma", "log_evidence") else v.astype(bool)
+            for k, v in state.items()
+            if k.startswith("evidence_path_")
         }
-        if "evidence_path_converged" in state:  # written since format 3
-            est.evidence_path_["converged"] = state["evidence_path_converged"].astype(bool)
     basis = est._make_basis(est.gamma_)
     if isinstance(basis, PrecomputedBasis):
         est.kernel_ = None

@@ -37,7 +37,7 @@ import numpy as np
 from rvm_pymc._core.parallel import record_warnings
 from rvm_pymc.estimators._scaling import column_rms
 
-__all__ = ["EXTRA", "MAX_ROUNDS", "SCAN", "STEP", "refine_width"]
+__all__ = ["EXTRA", "MAX_ROUNDS", "SCAN", "STEP", "choice_key", "refine_width"]
 
 STEP = float(np.log(1.1))
 """The local maximum is checked at ``gamma * 1.1`` and ``gamma / 1.1``."""
@@ -104,7 +104,7 @@ def refine_width(est, X, t, prior, solver: str, seed, fits: list[dict], k: int):
 
 def _better(best: dict, new: dict) -> dict:
     """The fit of higher evidence; the other's design matrix is dropped (one N x M at a time)."""
-    keep, drop = (new, best) if new["log_evidence"] > best["log_evidence"] else (best, new)
+    keep, drop = (new, best) if choice_key(new) > choice_key(best) else (best, new)
     drop["Phi"] = None
     return keep
 
@@ -119,7 +119,22 @@ def grid_fit(gamma: float, reference: tuple, caught: list) -> dict[str, Any]:
         "warnings": caught,
         "log_evidence": float(info.log_evidence),
         "converged": bool(info.converged),
+        "noise_at_bound": bool(info.attrs.get("noise_at_bound", False)),
     }
+
+
+def choice_key(fit: dict) -> float:
+    """What the width search maximises: the log evidence, ``-inf`` for a degenerate fit.
+
+    A fit whose noise precision ended at its upper bound interpolates the
+    targets; there the evidence grows without bound as the noise vanishes
+    (with a basis per point as narrow as a point, each target gets its own
+    variance), so its value is not a maximum and is never chosen over a fit
+    that estimates the noise (on scikit-learn's diabetes data the narrowest
+    widths "win" by 100 nats this way, with 439 relevance vectors and noise sd
+    0.008).
+    """
+    return -np.inf if fit["noise_at_bound"] else fit["log_evidence"]
 
 
 def _warm(solver: str, post):
@@ -170,7 +185,8 @@ def _evidence_of_bases(est, X, t, prior, solver, fit, xs) -> list[tuple[float, A
         except np.linalg.LinAlgError:
             out.append((-np.inf, None))
             continue
-        out.append((float(ref[1].log_evidence), ref[0]))
+        degenerate = ref[1].attrs.get("noise_at_bound", False)
+        out.append((-np.inf if degenerate else float(ref[1].log_evidence), ref[0]))
     return out
 
 

@@ -23,7 +23,7 @@ from rvm_pymc._core.parallel import raise_again, run_recorded
 from rvm_pymc.basis import Basis
 from rvm_pymc.estimators._params import GAMMA_KERNELS
 from rvm_pymc.estimators._scaling import scale_gamma
-from rvm_pymc.estimators._search import STEP, grid_fit, refine_width
+from rvm_pymc.estimators._search import STEP, choice_key, grid_fit, refine_width
 from rvm_pymc.exceptions import ConvergenceWarning
 
 __all__ = ["DEFAULT_GRID", "Width", "gamma_candidates", "select_width"]
@@ -115,8 +115,10 @@ def select_width(est, X, t, prior, solver: str, seed, *, need_reference: bool) -
         grid_fit(g, ref, caught) for g, (ref, caught) in zip(candidates, recorded, strict=True)
     ]
     ordered = sorted(fits, key=lambda f: f["x"])  # the grid as given may be in any order
-    le = np.array([f["log_evidence"] for f in ordered])
-    best, made = refine_width(est, X, t, prior, solver, seed, ordered, int(np.nanargmax(le)))
+    key = np.array([choice_key(f) for f in ordered])
+    if not np.any(np.isfinite(key)):  # every width interpolates: the evidence decides alone
+        key = np.array([f["log_evidence"] for f in ordered])
+    best, made = refine_width(est, X, t, prior, solver, seed, ordered, int(np.nanargmax(key)))
     g = best["gamma"]
     raise_again(f"gamma={g:.4g}", best["warnings"], stacklevel=4)
     ends = (ordered[0]["x"], ordered[-1]["x"])
@@ -133,6 +135,7 @@ def select_width(est, X, t, prior, solver: str, seed, *, need_reference: bool) -
         "gamma": np.array([f["gamma"] for f in fits + made]),
         "log_evidence": np.array([f["log_evidence"] for f in fits + made]),
         "converged": np.array([f["converged"] for f in fits + made]),
+        "noise_at_bound": np.array([f["noise_at_bound"] for f in fits + made]),
     }
     return Width(g, best["basis"], best["Phi"], best["scale"], best["reference"], path)
 

@@ -154,6 +154,7 @@ def fit_posterior(
         n_iter=max(int(res.n_iter), 1),
         converged=bool(res.converged),
         library="rvm_pymc.reference",
+        attrs={"noise_at_bound": True} if getattr(res, "noise_at_bound", False) else {},
     )
     return post, info
 

@@ -70,6 +70,10 @@ class RegressionResult(SparseFitMixin):
         Per iteration: ``"log_evidence"``, ``"n_active"``, ``"beta"``; the fast
         method also records ``"action"`` (0 re-estimate, 1 add, 2 delete,
         3 noise update).
+    noise_at_bound : bool
+        Whether the noise precision ended at its upper bound: the basis fits
+        the targets (almost) exactly, and the evidence grows without bound as
+        the noise vanishes, so its value is not that of a maximum.
     """
 
     method: str
@@ -86,6 +90,7 @@ class RegressionResult(SparseFitMixin):
     n_iter: int
     converged: bool
     trace: dict[str, np.ndarray] = field(repr=False)
+    noise_at_bound: bool = False
 
     def predict(
         self, Phi_new, return_std: bool = False, include_noise: bool = True

@@ -260,20 +260,12 @@ def fit_regression(
             ConvergenceWarning,
             stacklevel=2,
         )
-    return _finalise(
-        Phin,
-        scale if raw else None,
-        scale,
-        t,
-        active,
-        alpha_n,
-        beta,
-        prior,
-        method,
-        trace,
-        n_iter,
-        converged,
-    )
+    res = _finalise(
+        Phin, scale if raw else None, scale, t, active, alpha_n, beta, prior, method, trace,
+        n_iter, converged,
+    )  # fmt: skip
+    res.noise_at_bound = bool(at_bound)
+    return res
 
 
 def _normalised(Phi, method, norms=None):
