@@ -161,3 +161,25 @@ def test_probit_classifier_map_is_scored_by_its_own_likelihood():
     # the probabilities within 4.5 standard errors (sd of a Bernoulli at most 0.5)
     rep = tree["posterior_predictive"]["y_obs"].values
     assert abs(rep.mean() - stats.norm.cdf(F).mean()) < 4.5 * 0.5 / np.sqrt(rep.size)
+
+
+@pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")
+def test_a_model_in_data_units_is_scored_with_its_offset(problem):
+    """``data_unit_model`` (an estimator's ``model_``) is not a builder's model as built.
+
+    Its mean holds ``y_offset``, which the package's regression formulas leave out;
+    sampled by ``sample_nuts``, its log likelihood must come from the model itself.
+    """
+    Phi, t = problem
+    m = models.data_unit_model(
+        "regression", Phi, t + 10.0, basis_scale=np.ones(2), y_offset=10.0, y_scale=1.0,
+        prior="weakly_informative",
+    )  # fmt: skip
+    assert not models.builder_made(m)
+    assert models.builder_made(models.regression_joint(Phi, t))
+    tree = inference.sample_nuts(m, draws=30, tune=30, chains=1, **RUN)
+    post = tree["posterior"]
+    w, lb = post["w"].values, post["log_beta"].values
+    mu = 10.0 + w @ Phi.T
+    want = stats.norm.logpdf(t + 10.0, mu, np.exp(-0.5 * lb)[..., None])
+    np.testing.assert_allclose(tree["log_likelihood"]["t_obs"].values, want, atol=1e-7)

@@ -6,7 +6,7 @@ precision that is a function of other variables.  The result tree then takes
 its pointwise ``log_likelihood`` and its ``posterior_predictive`` from the
 model itself (``pm.compute_log_likelihood``, ``pm.sample_posterior_predictive``),
 not from the package's Normal / Bernoulli-logit / softmax formulas, which hold
-only for the builders' models (:class:`rvm_pymc.models.RVMModel`; the two agree
+only for the builders' models as built (:func:`rvm_pymc.models.builder_made`; the two agree
 on those, ``tests/test_user_models.py``).  What the result schema or a fit
 cannot hold is refused by :func:`check_user_model` before sampling or
 optimising, with a message naming what is missing.
@@ -19,7 +19,7 @@ import pymc as pm
 import xarray as xr
 
 from rvm_pymc._core.evidence import log_marginal_likelihood
-from rvm_pymc.models import RVMModel
+from rvm_pymc.models import builder_made
 from rvm_pymc.models.data import design_matrix, model_data
 from rvm_pymc.models.spec import ModelSpec
 
@@ -95,7 +95,7 @@ def check_user_model(model, spec: ModelSpec, fit: str, compile_kwargs=None) -> N
             f"the observed {obs} must hold one value per observation (1-D); got "
             f"{model[obs].type.ndim} dimensions"
         )
-    if spec.kind == "regression_marginal" and not isinstance(model, RVMModel):
+    if spec.kind == "regression_marginal" and not builder_made(model):
         _check_marginal(model, spec, compile_kwargs)
 
 
@@ -126,7 +126,7 @@ def _check_marginal(model, spec: ModelSpec, compile_kwargs) -> None:
 
 def uses_model_likelihood(model, spec: ModelSpec) -> bool:
     """Whether the result takes its likelihood from the model (a model of one's own)."""
-    return spec.kind != "regression_marginal" and not isinstance(model, RVMModel)
+    return spec.kind != "regression_marginal" and not builder_made(model)
 
 
 def model_pointwise(

@@ -39,6 +39,7 @@ __all__ = [
     "PARAMETRIZATIONS",
     "ModelSpec",
     "RVMModel",
+    "builder_made",
     "classification_binary",
     "classification_softmax",
     "data_unit_model",

@@ -43,6 +43,25 @@ class RVMModel(pm.Model):
         return self.str_repr()
 
 
+_BUILDER_MADE = "_rvm_pymc_builder"
+
+
+def _builder_made(model: RVMModel) -> RVMModel:
+    """Mark ``model`` as made by a builder of this module (its likelihood is the package's)."""
+    setattr(model, _BUILDER_MADE, True)
+    return model
+
+
+def builder_made(model) -> bool:
+    """Whether a builder of :mod:`rvm_pymc.models` made ``model`` as it stands.
+
+    Its likelihood is then one the package computes by its own formulas; any
+    other model (one's own, even inside ``RVMModel``, a copy, or
+    :func:`~rvm_pymc.models.data_unit_model`'s) is scored from the model itself.
+    """
+    return bool(getattr(model, _BUILDER_MADE, False))
+
+
 # ------------------------------------------------------------------ hyperpriors
 
 
@@ -209,7 +228,7 @@ def regression_joint(
         log_beta = _noise_precision(hp)
         w = _weights("w", log_alpha, parametrization, dims=("basis",))
         pm.Normal("t_obs", mu=Phi_d @ w, sigma=pt.exp(-0.5 * log_beta), observed=t_d, dims="obs")
-    return model
+    return _builder_made(model)
 
 
 def regression_marginal(Phi, t, *, prior=None, basis_names: Sequence | None = None) -> pm.Model:
@@ -261,7 +280,7 @@ def regression_marginal(Phi, t, *, prior=None, basis_names: Sequence | None = No
         log_beta = _noise_precision(hp)
         PtP_d = pm.Data("PhiTPhi", Phi.T @ Phi)
         marginal_likelihood(log_alpha, log_beta, Phi_d, PtP_d)
-    return model
+    return _builder_made(model)
 
 
 def rbf_design(X, centres, log_length_scale, *, bias: bool = True):
@@ -364,7 +383,7 @@ def regression_marginal_rbf(
         log_beta = _noise_precision(hp)
         Phi = rbf_design(X_d, C_d, log_ls, bias=bias)
         marginal_likelihood(log_alpha, log_beta, Phi, Phi.T @ Phi)
-    return model
+    return _builder_made(model)
 
 
 def classification_binary(
@@ -409,7 +428,7 @@ def classification_binary(
         log_alpha = _ard_precisions(hp)
         w = _weights("w", log_alpha, parametrization, dims=("basis",))
         bernoulli_logit("y_obs", Phi_d @ w, y_d)
-    return model
+    return _builder_made(model)
 
 
 def classification_softmax(
@@ -471,4 +490,4 @@ def classification_softmax(
         log_alpha = _ard_precisions(hp)
         W = _weights("W", log_alpha, parametrization, dims=("basis", "class"))
         categorical_logit("y_obs", Phi_d @ W, y_d)
-    return model
+    return _builder_made(model)
