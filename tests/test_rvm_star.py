@@ -199,6 +199,16 @@ def test_plain_fit_keeps_no_training_data_and_refuses_a_late_switch(fits, sinc, 
     est.set_params(predictive="rvm*")
     with pytest.raises(ValueError, match=r"set after the fit.*refit"):
         est.predict([[0.0]])
+    with pytest.raises(ValueError, match=r"set after the fit: refit before saving"):
+        est.save(tmp_path / "late.nc")
+    assert not (tmp_path / "late.nc").exists()
+
+
+def test_sample_predictions_refuses_rvm_star(fits):
+    """Its draws are the plain RVM posterior's: with RVM* they would disagree with predict."""
+    _, star = fits
+    with pytest.raises(ValueError, match=r"predictive='rvm\*'.*predict\(X, return_std=True\)"):
+        star.sample_predictions([[12.0]])
 
 
 @pytest.mark.parametrize(

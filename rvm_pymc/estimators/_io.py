@@ -169,6 +169,8 @@ def save_estimator(est, path, engine: str | None = None) -> None:
     """
     check_is_fitted(est, "coef_")
     _check_path(path)
+    if getattr(est, "predictive", "rvm") == "rvm*" and not hasattr(est, "X_train_"):
+        raise ValueError("predictive='rvm*' was set after the fit: refit before saving")
     if engine is None:
         engine = netcdf_engine()
     elif engine not in ENGINES:

@@ -182,7 +182,7 @@ def _evidence_of_bases(est, X, t, prior, solver, fit, xs) -> list[tuple[float, A
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 ref = est._reference_fit(Phi, t, prior, solver, names, post, tol=BASES_TOL)
-        except np.linalg.LinAlgError:
+        except (np.linalg.LinAlgError, ValueError, FloatingPointError):
             out.append((-np.inf, None))
             continue
         degenerate = ref[1].attrs.get("noise_at_bound", False)

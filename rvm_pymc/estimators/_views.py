@@ -119,5 +119,10 @@ class ResultViews:
         """
         from rvm_pymc.results import predictions
 
+        if getattr(self, "predictive", "rvm") == "rvm*":
+            raise ValueError(
+                "sample_predictions draws from the RVM posterior over the relevance vectors, "
+                "not from RVM*'s (predictive='rvm*'); use predict(X, return_std=True)"
+            )
         Phi = self._active_design(X)  # X checked before the draws of idata_ are made
         return predictions(self.idata_, Phi, random_state=random_state)
