@@ -183,3 +183,23 @@ def test_a_model_in_data_units_is_scored_with_its_offset(problem):
     mu = 10.0 + w @ Phi.T
     want = stats.norm.logpdf(t + 10.0, mu, np.exp(-0.5 * lb)[..., None])
     np.testing.assert_allclose(tree["log_likelihood"]["t_obs"].values, want, atol=1e-7)
+
+
+def test_map_of_a_model_with_another_free_variable_is_refused_before_compiling(monkeypatch):
+    """A classifier with a free scale ``s`` beside log_alpha and w: MAP has no place for it.
+
+    Before, MAP compiled for seconds and then failed with PyTensor's MissingInputError.
+    """
+    rng = np.random.default_rng(0)
+    x = np.linspace(-1.0, 1.0, N)
+    y = (x + 0.3 * rng.standard_normal(N) > 0).astype(int)
+    with pm.Model(coords=_coords()) as m:
+        Phi_d = pm.Data("Phi", np.column_stack([np.ones(N), x]), dims=("obs", "basis"))
+        y_d = pm.Data("y", y, dims="obs")
+        log_alpha = pm.Normal("log_alpha", 0.0, 3.0, dims="basis")
+        w = pm.Normal("w", 0.0, pt.exp(-0.5 * log_alpha), dims="basis")
+        s = pm.HalfNormal("s", 1.0)
+        pm.Bernoulli("y_obs", logit_p=s * (Phi_d @ w), observed=y_d, dims="obs")
+    monkeypatch.setattr(pm.Model, "compile_fn", lambda *a, **k: pytest.fail("compiled"))
+    with pytest.raises(ValueError, match=r"other free variables \['s'\]"):
+        inference.fit_map(m, random_seed=0, **FAST)

@@ -42,6 +42,11 @@ def observed_name(spec: ModelSpec) -> str:
     return "t_obs" if spec.kind.startswith("regression") else "y_obs"
 
 
+MAP_FREE = frozenset({"log_alpha", "log_beta", "log_length_scale", "w", "W", "w_raw", "W_raw"})
+"""The free variables type-II MAP knows: the precisions (and RBF width) it optimises, the
+weights it integrates out."""
+
+
 def _names(variables) -> set[str]:
     return {v.name for v in variables}
 
@@ -64,6 +69,7 @@ def check_user_model(model, spec: ModelSpec, fit: str, compile_kwargs=None) -> N
         - ``log_beta`` is not a scalar (one noise precision per observation:
           heteroscedastic noise; the result holds one per draw);
         - the observed variable is not one value per observation;
+        - type-II MAP of a model with a free variable outside :data:`MAP_FREE`;
         - type-II MAP of a model whose ``log_beta`` is not a free variable
           (a Deterministic of other variables: MAP optimises ``log_alpha`` and
           ``log_beta`` themselves);
@@ -90,6 +96,13 @@ def check_user_model(model, spec: ModelSpec, fit: str, compile_kwargs=None) -> N
                 "log_beta a free variable (e.g. with a Gamma prior on exp(log_beta)), or "
                 "sample the model (sample_collapsed or sample_nuts)"
             )
+    extra = free - MAP_FREE
+    if fit == "map" and extra:
+        raise ValueError(
+            f"type-II MAP optimises log_alpha (and log_beta) with the weights integrated out, "
+            f"but the model has other free variables {sorted(extra)}: fix them as data, or "
+            "sample the model (sample_nuts)"
+        )
     if spec.kind != "regression_marginal" and model[obs].type.ndim != 1:
         raise ValueError(
             f"the observed {obs} must hold one value per observation (1-D); got "
