@@ -29,6 +29,15 @@ noisy: every cell is the median over ``--repeats`` runs, run in alternation).
     against the issue's goal for a cold cache (sinc N = 100: 10 s; diabetes
     N = 300: 45 s).  ``--draws`` / ``--tune`` set the estimator's lengths
     (default its own, 500 / 500) to find defaults that reach R-hat <= 1.01.
+``--part cores``
+    ``RVR(method="nuts", random_state=0)`` with PyMC's NUTS and
+    ``sampler_kwargs={"cores": c}`` for each ``c`` of ``--cores`` (default
+    ``1,2``; ``default``: no ``cores``, the package's choice), each in a fresh
+    subprocess on an empty compile cache: ``cold`` is its first fit, ``warm``
+    a second fit in the same process; the configurations alternate.  Columns:
+    both wall times (median over ``--repeats``), the worst R-hat, the smallest
+    bulk / tail ESS, divergences, whether the warm fit repeated the cold fit's
+    draws, and the load average at the start of each fit.
 ``--part gradient``
     The cost of one evaluation of the collapsed model's log density, and of
     its value and gradient, at M = 101 and 301 bases (N = M - 1 rows, a dense
@@ -42,6 +51,8 @@ Usage::
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_pymc_speed.py --part backends
         [--backends pymc,nutpie,numpyro] [--problems sinc100,diabetes300] [--repeats 1]
         [--draws 1000 --tune 1000]
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_pymc_speed.py --part cores
+        [--problems sinc100] [--cores 1,2] [--repeats 2]
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_pymc_speed.py --part gradient
 """
 
@@ -133,7 +144,9 @@ def _fit(problem: str, sampler_kwargs: dict, seed: int = 0, lengths: dict | None
         "n_divergent": int(attrs.get("n_divergent", -1)),
         "max_rhat": float(attrs.get("max_rhat", np.nan)),
         "min_ess_bulk": float(attrs.get("min_ess_bulk", np.nan)),
+        "min_ess_tail": float(attrs.get("min_ess_tail", np.nan)),
         "sampler": str(attrs.get("sampler", "?")),
+        "draws_sum": float(np.sum(est.idata_["posterior"]["w"].values)),
     }
 
 
@@ -192,12 +205,15 @@ def _backends() -> list[tuple[str, dict, dict]]:
     return out
 
 
-def _run_child(problem: str, sampler_kwargs: dict, cache: str, lengths: dict) -> dict:
+def _run_child(
+    problem: str, sampler_kwargs: dict, cache: str, lengths: dict, mode: str = "once"
+) -> dict:
     env = dict(os.environ)
     env["PYTENSOR_FLAGS"] = f"base_compiledir={cache}"
     env["NUMBA_CACHE_DIR"] = os.path.join(cache, "numba")
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
-    cmd = [sys.executable, __file__, "--child", json.dumps([problem, sampler_kwargs, lengths])]
+    payload = json.dumps([problem, sampler_kwargs, lengths, mode])
+    cmd = [sys.executable, __file__, "--child", payload]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
     if not lines:
@@ -257,6 +273,67 @@ def _usable(r: dict) -> bool:
     return r["n_divergent"] == 0 and r["max_rhat"] <= 1.01
 
 
+# ---------------------------------------------------------------------- cores
+
+
+def _fit_twice(problem: str, sampler_kwargs: dict) -> dict:
+    """Two PyMC NUTS fits in this process: ``cold`` (first) and ``warm`` (second)."""
+    kw = {"nuts_sampler": "pymc", **sampler_kwargs}
+    out = {}
+    for which in ("cold", "warm"):
+        load = _common.load_average()
+        out[which] = {**_fit(problem, kw), "load": load}
+    return out
+
+
+def part_cores(repeats: int, problems: list[str], cores: list[str]) -> None:
+    """PyMC's NUTS with chains in sequence (``cores=1``) or in parallel processes.
+
+    Each configuration runs in a fresh subprocess on an empty compile cache
+    (``PYTENSOR_FLAGS=base_compiledir=<new dir>``): ``cold`` is its first fit,
+    ``warm`` a second fit in the same process.  The configurations alternate,
+    so the load of the shared machine falls on each alike.
+    """
+    configs = [(p, c) for p in problems for c in cores]
+    runs: dict = {c: [] for c in configs}
+    for _ in range(repeats):
+        for problem, c in configs:  # in alternation
+            kw = {} if c == "default" else {"cores": int(c)}
+            cache = tempfile.mkdtemp(prefix="rvm_bench_cache_")
+            try:
+                res = _run_child(problem, kw, cache, {}, mode="twice")
+            finally:
+                shutil.rmtree(cache, ignore_errors=True)
+            runs[(problem, c)].append(res)
+            print(f"  {problem} cores={c}: {res}", flush=True)
+    rows = []
+    for (problem, c), rs in runs.items():
+        ok = [r for r in rs if "error" not in r]
+        if not ok:
+            rows.append([problem, c, rs[0]["error"][:60], *[""] * 7])
+            continue
+        both = [r[w] for r in ok for w in ("cold", "warm")]
+        rows.append(
+            [
+                problem,
+                c,
+                f"{np.median([r['cold']['total'] for r in ok]):.1f}",
+                f"{np.median([r['warm']['total'] for r in ok]):.1f}",
+                f"{max(r['max_rhat'] for r in both):.3f}",
+                f"{min(r['min_ess_bulk'] for r in both):.0f}"
+                f" / {min(r['min_ess_tail'] for r in both):.0f}",
+                max(r["n_divergent"] for r in both),
+                "yes"
+                if all(r["cold"]["draws_sum"] == r["warm"]["draws_sum"] for r in ok)
+                else "no",
+                " ".join(f"{r['cold']['load']}/{r['warm']['load']}" for r in ok),
+            ]
+        )
+    heads = ["problem", "cores", "cold s", "warm s", "max R-hat", "min ESS bulk / tail"]
+    print(_common.format_table([*heads, "div", "same draws", "load (cold/warm)"], rows))
+    print("median over repeats; 'same draws': the warm fit repeats the cold fit's draws")
+
+
 # ------------------------------------------------------------------- gradient
 
 
@@ -304,18 +381,26 @@ def part_gradient(repeats: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("params", "backends", "gradient"), default="backends")
+    ap.add_argument(
+        "--part", choices=("params", "backends", "cores", "gradient"), default="backends"
+    )
     ap.add_argument("--draws", type=int, help="draws per chain of --part backends")
     ap.add_argument("--tune", type=int, help="tuning steps of --part backends")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--problems", default="sinc100,diabetes300")
     ap.add_argument("--backends", help="comma-separated subset of pymc,nutpie,numpyro")
+    ap.add_argument(
+        "--cores",
+        default="1,2",
+        help="comma-separated cores of --part cores ('default': the package's own choice)",
+    )
     ap.add_argument("--sampler", default="pymc", help="NUTS backend of --part params")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        problem, kw, lengths = json.loads(args.child)
-        print("RESULT " + json.dumps(_fit(problem, kw, lengths=lengths)), flush=True)
+        problem, kw, lengths, mode = json.loads(args.child)
+        res = _fit_twice(problem, kw) if mode == "twice" else _fit(problem, kw, lengths=lengths)
+        print("RESULT " + json.dumps(res), flush=True)
         return
     print(_common.header(f"PyMC speed: {args.part}"))
     lengths = {k: v for k, v in (("draws", args.draws), ("tune", args.tune)) if v is not None}
@@ -323,6 +408,8 @@ def main() -> None:
         part_params(args.repeats, args.sampler)
     elif args.part == "gradient":
         part_gradient(args.repeats)
+    elif args.part == "cores":
+        part_cores(args.repeats, args.problems.split(","), args.cores.split(","))
     else:
         part_backends(args.repeats, args.problems.split(","), args.backends, lengths)
 

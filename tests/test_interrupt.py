@@ -294,3 +294,64 @@ def test_nuts_draws_differ_between_seeds(data):
     a, b = (f.idata_["posterior"] for f in _nuts_fits(X, t, (11, 12)))
     for var in ("w", "log_alpha", "log_beta"):
         assert not np.array_equal(a[var].values, b[var].values)
+
+
+# ------------------------------------------------- chains in parallel processes
+
+
+@pytest.mark.pymc
+def test_ctrl_c_during_parallel_nuts_is_never_swallowed(data, monkeypatch):
+    """Ctrl-C with the chains in two processes (``cores=2``): SIGINT reaches the
+    fit's process and its chain processes (as a terminal sends it to the whole
+    foreground group); fit raises KeyboardInterrupt, the estimator is as it was,
+    and no chain process is left behind."""
+    import multiprocessing
+    import os
+    import signal
+
+    pytest.importorskip("pymc")
+    import pymc as pm
+
+    X, t, _, X_new = data
+    est = RVR(gamma=0.5, random_state=0, draws=40, tune=40, method="nuts")
+    est.set_params(sampler_kwargs={**NUTS, "cores": 2, "progressbar": False})
+    saved = dict(est.__dict__)
+    real, sent = pm.sample, []
+
+    def sample(*args, callback=None, **kwargs):
+        def at_draw(trace, draw):
+            if draw.chain == 0 and draw.draw_idx == 20 and not sent:
+                sent.append(len(multiprocessing.active_children()))
+                for child in multiprocessing.active_children():
+                    os.kill(child.pid, signal.SIGINT)
+                os.kill(os.getpid(), signal.SIGINT)
+            if callback is not None:
+                callback(trace=trace, draw=draw)
+
+        return real(*args, callback=at_draw, **kwargs)
+
+    monkeypatch.setattr(pm, "sample", sample)
+    with pytest.raises(KeyboardInterrupt):
+        est.fit(X, t)
+    assert sent == [2]  # both chains were running in processes of their own
+    _assert_unchanged(est, saved)
+    with pytest.raises(NotFittedError):
+        est.predict(X_new)
+    assert multiprocessing.active_children() == []
+
+
+@pytest.mark.pymc
+@pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")  # 15 draws
+def test_nuts_draws_reproducible_with_parallel_chains(data):
+    """cores=2 gives the same draws for the same random_state, and the same draws as cores=1."""
+    pytest.importorskip("pymc")
+    X, t, _, _ = data
+    kw = dict(gamma=0.5, method="nuts", draws=15, tune=15, chains=2)
+    fits = [
+        RVR(random_state=11, sampler_kwargs={**NUTS, "cores": c}, **kw).fit(X, t)
+        for c in (2, 2, 1)
+    ]
+    post = [f.idata_["posterior"] for f in fits]
+    for var in ("w", "log_alpha", "log_beta"):
+        np.testing.assert_array_equal(post[1][var].values, post[0][var].values)
+        np.testing.assert_array_equal(post[2][var].values, post[0][var].values)
