@@ -205,7 +205,7 @@ def _best_width_of_bases(est, X, t, prior, solver, fit, xs) -> tuple[float, Any]
     if not np.isfinite(values[k]):
         return None
     x = float(xs[k])
-    if 0 < k < xs.size - 1:
+    if 0 < k < xs.size - 1 and np.all(np.isfinite(values[k - 1 : k + 2])):
         vertex = _vertex(xs[k - 1 : k + 2], values[k - 1 : k + 2])
         if abs(vertex - x) > STEP / 2:
             found[vertex] = _evidence_of_bases(est, X, t, prior, solver, fit, [vertex])[0]
