@@ -148,8 +148,14 @@ html_theme_options = {
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version", "theme-version"],
 }
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]  # a wider article column; text blocks wrap
 html_show_sourcelink = False
+# The left sidebar lists the pages of the current section.  A page of the top level
+# (index, getting_started, cli, ...) has none: the sidebar would show an empty "Section
+# Navigation", so those pages have none ('*' does not match a '/'); the sections
+# (api/, notebooks/, benchmarks/) keep theirs.
+html_sidebars = {"*": []}
 
 
 class OptionalAutomodule(SphinxDirective):

@@ -143,7 +143,7 @@ def test_classification_with_text_labels(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "classification of 'kind'" in text
     pred = pd.read_csv(out / "predictions.csv")
-    assert list(pred.columns) == ["kind", "prediction", "p_ham", "p_spam"]
+    assert list(pred.columns) == ["x1", "x2", "kind", "prediction", "p_ham", "p_spam"]
     np.testing.assert_allclose(pred["p_ham"] + pred["p_spam"], 1.0, rtol=1e-12)
     argmax = np.where(pred["p_spam"] > pred["p_ham"], "spam", "ham")
     assert (pred["prediction"] == argmax).all()
@@ -208,7 +208,7 @@ def test_compare_reference_with_kfold(tmp_path, capsys):
     assert main([*argv, "--gamma", "0.3", "--out", str(full)]) == 0
     text = capsys.readouterr().out
     assert "36 training, 12 held-out rows, features standardised" in text
-    table = pd.read_csv(full, index_col=0)
+    table = pd.read_csv(full, index_col="method")
     assert list(table.index) == ["reference"]
     row = table.loc["reference"]
     assert np.isfinite(row["elpd_kfold"]) and np.isfinite(row["rmse"])

@@ -190,3 +190,69 @@ def test_messages_name_the_target(tmp_path, text, argv, phrase, not_said):
     line = _error(_run("fit", "d.csv", "--target", "y", *argv, cwd=tmp_path))
     assert phrase in line
     assert not_said not in line
+
+
+def _help(command: str, cwd: Path) -> str:
+    proc = _run(command, "--help", cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    return " ".join(proc.stdout.split())  # argparse wraps at the terminal's width
+
+
+def test_output_files_are_complete_and_helps_state_the_defaults(tmp_path):
+    from rvm_pymc.estimators import RVR
+
+    table = _table()
+    table.to_csv(tmp_path / "train.csv")  # with pandas' index
+    table.drop(columns="y").head(5).to_csv(tmp_path / "new.csv")
+    proc = _run("fit", "train.csv", "--target", "y", "--gamma", "0.3", "--no-plot",
+                "--out", "run", cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    preds = pd.read_csv(tmp_path / "run" / "predictions.csv")
+    # the training rows as read (index, features, target) beside the predictions, the
+    # index under its empty header as pandas wrote it
+    header = (tmp_path / "run" / "predictions.csv").read_text().splitlines()[0]
+    assert header == ",a,b,y,prediction,predictive_sd"
+    assert list(preds.columns) == ["Unnamed: 0", "a", "b", "y", "prediction", "predictive_sd"]
+    np.testing.assert_array_equal(preds["Unnamed: 0"], np.arange(len(table)))
+    np.testing.assert_allclose(preds[["a", "b", "y"]], table[["a", "b", "y"]], rtol=1e-12)
+    proc = _run("predict", "run", "new.csv", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(",a,b,prediction,predictive_sd\n")
+    new = pd.read_csv(pd.io.common.StringIO(proc.stdout))
+    np.testing.assert_allclose(new["prediction"], preds["prediction"][:5], rtol=1e-10)
+
+    proc = _run("compare", "train.csv", "--target", "y", "--gamma", "0.3", "--methods",
+                "reference", "--cv", "0", "--out", "cmp.csv", cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    header = (tmp_path / "cmp.csv").read_text().splitlines()[0]
+    assert header.startswith("method,") and header.count("method") == 1  # no unnamed index
+    assert pd.read_csv(tmp_path / "cmp.csv")["method"].tolist() == ["reference"]
+    shown = proc.stdout.splitlines()
+    head = next(i for i, line in enumerate(shown) if line.split()[:1] == ["method"])
+    assert shown[head + 1].split()[0] == "reference"  # the table's rows start with the method
+
+    fit_help, compare_help = _help("fit", tmp_path), _help("compare", tmp_path)
+    for text in (fit_help, compare_help):  # the CLI's defaults beside the estimators'
+        assert "where RVR and RVC default to 'auto': 'evidence' up to 2000 rows" in text
+        assert "use the features as they are, as RVR and RVC do" in text
+    assert "saved with the model" in fit_help and "saved with the model" not in compare_help
+    assert "Saves no model (that is 'fit'); --out writes the table" in compare_help
+    doc = " ".join(RVR.__doc__.split())
+    assert "The command line (``rvm-pymc fit`` and ``compare``) differs in two defaults" in doc
+
+
+def test_a_model_from_a_newer_format_is_refused_with_upgrade_advice(tmp_path):
+    from rvm_pymc._core import files
+    from rvm_pymc.estimators import _io
+
+    _table().to_csv(tmp_path / "t.csv", index=False)
+    argv = ["fit", "t.csv", "--target", "y", "--gamma", "0.3", "--no-plot", "--out", "run"]
+    assert _run(*argv, cwd=tmp_path).returncode == 0
+    nc = tmp_path / "run" / "model.nc"
+    tree = files.read_tree(nc)
+    tree.attrs["rvm_pymc_format_version"] = _io.FORMAT_VERSION + 1
+    files.write_tree(tree, str(nc), files.netcdf_engine())
+    line = _error(_run("predict", "run", "t.csv", cwd=tmp_path))
+    assert f"has format version {_io.FORMAT_VERSION + 1}" in line
+    assert "saved by a newer rvm_pymc; upgrade rvm_pymc to load it" in line
+    assert "re-fit" not in line

@@ -309,7 +309,7 @@ def test_bad_input():
         compare({"a": fit}, X)
     Xc, yc, _, _ = make_ripley(n_train=40, random_state=0)
     with pytest.raises(ValueError, match="all regressors"):
-        compare({"a": fit, "b": RVC().fit(Xc, yc)})
+        compare({"a": fit, "b": RVC(gamma=2.0).fit(Xc, yc)})
     with pytest.raises(TypeError, match="not an RVR/RVC"):
         compare({"a": object()})
     with pytest.raises(NotFittedError):
@@ -329,7 +329,7 @@ def test_bad_input():
 
 def test_gamma_evidence_warns_on_the_edge_of_its_grid():
     X, t, _, _ = make_sinc(n_train=40, noise_sd=0.1, random_state=0)
-    with pytest.warns(ConvergenceWarning, match="largest width of gamma_grid"):
+    with pytest.warns(ConvergenceWarning, match="largest gamma of gamma_grid"):
         RVR(gamma="evidence", gamma_grid=[0.05, 0.2, 0.1]).fit(X, t)  # order does not matter
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
@@ -581,6 +581,9 @@ def test_unreliable_psis_loo_is_nan_with_the_reason():
     np.testing.assert_allclose(table.attrs["pointwise"]["elpd_loo"]["reference"], res.elpd_i)
 
 
+# ArviZ's PSIS on 100 NUTS draws finds a Pareto k above 0.57 for a point or two and says so;
+# the comparison reports pareto_k_bad itself
+@pytest.mark.filterwarnings("ignore:Estimated shape parameter of Pareto:UserWarning")
 def test_arviz_trees_share_draws_and_loo_compare_refuses_type_ii_against_sampled(type_ii, nuts):
     from rvm_pymc.comparison import arviz_trees, is_type_ii_tree, loo_compare
 

@@ -81,6 +81,7 @@ def test_docs_build_strict(site):
     "page",
     [
         "getting_started",
+        "csv_in_five_minutes",
         "model",
         "fits",
         "jacobian",

@@ -25,6 +25,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from rvm_pymc.basis import KernelBasis, polynomial_basis
 from rvm_pymc.datasets import make_ripley
 from rvm_pymc.estimators import RVC, RVR
+from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.kernels import RBF
 from rvm_pymc.model_selection import evidence_vs_cv
 from rvm_pymc.reference import fit_classification, fit_regression
@@ -50,6 +51,10 @@ def blobs():
 # ------------------------------------------------------------ scikit-learn checks
 
 
+# scikit-learn's checks fit 10-50 random points (random targets, or integers); the default
+# width search keeps a narrow kernel that fits them exactly and says so (noise at its bound,
+# the best width at the grid's edge): right for such data, and not what the checks test
+@pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.ConvergenceWarning")
 @parametrize_with_checks([RVR(), RVC()])
 def test_sklearn_compatible(estimator, check):
     """Every scikit-learn estimator check passes; none is expected to fail."""
@@ -174,7 +179,8 @@ def test_gamma_auto_is_evidence_up_to_2000_points_and_scale_above(sinc, monkeypa
 def test_gamma_evidence_refines_the_grid_maximum(sinc):
     X, y = sinc
     grid = [0.01, 0.03, 0.1, 0.3, 1.0]
-    est = RVR(gamma="evidence", gamma_grid=grid).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="largest gamma of gamma_grid"):
+        est = RVR(gamma="evidence", gamma_grid=grid).fit(X, y)  # the best is at the edge, 1
     path = est.evidence_path_
     np.testing.assert_array_equal(path["gamma"][: len(grid)], grid)  # the grid, then refined
     best = int(np.argmax(path["log_evidence"]))

@@ -19,9 +19,12 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from rvm_pymc import __version__
 from rvm_pymc._core import files as _files
 from rvm_pymc.estimators import RVC, RVR, load
 from rvm_pymc.estimators import _io as io
+
+NEWER = io.FORMAT_VERSION + 1
 
 ENGINES = ("scipy", "h5netcdf")
 
@@ -238,9 +241,16 @@ LOAD_FAILURES = [
     pytest.param(_edited("scipy", _del_attr("rvm_params")), load, ValueError,
                  "header lacks rvm_params", id="no-params"),
     pytest.param(_edited("h5netcdf", _set_attr("rvm_pymc_format_version", 1)), load,
-                 ValueError, "format version 1", id="old-format-version"),
+                 ValueError, f"format version 1; rvm_pymc {__version__} reads versions 2 and 3 "
+                 "only: the file was saved by an older rvm_pymc; re-fit and save the model",
+                 id="old-format-version"),
+    pytest.param(_edited("h5netcdf", _set_attr("rvm_pymc_format_version", NEWER)), load,
+                 ValueError, f"format version {NEWER}; rvm_pymc {__version__} reads versions 2 "
+                 "and 3 only: the file was saved by a newer rvm_pymc; upgrade rvm_pymc to load it",
+                 id="newer-format-version"),
     pytest.param(_edited("scipy", _set_attr("rvm_pymc_format_version", "2")), load,
-                 ValueError, "format version '2'", id="format-version-text"),
+                 ValueError, f"format version '2'; rvm_pymc {__version__} reads versions 2 and 3 "
+                 "only, as an integer: the header is damaged", id="format-version-text"),
     pytest.param(_edited("h5netcdf", _set_attr("rvm_pymc_format", "other")), load,
                  ValueError, "not written by RVR/RVC.save", id="other-format"),
     pytest.param(_foreign_nc3, load, ValueError, "not written by RVR/RVC.save",

@@ -21,7 +21,12 @@ from rvm_pymc.estimators import RVC, RVR
 pm = pytest.importorskip("pymc")
 az = pytest.importorskip("arviz")
 
-pytestmark = pytest.mark.pymc
+# the fits here run NUTS for a few draws, on FAST_COMPILE, to check layouts and equivariance,
+# not mixing: their R-hat and ESS warnings are expected
+pytestmark = [
+    pytest.mark.pymc,
+    pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning"),
+]
 
 FAST = {"compile_kwargs": {"mode": "FAST_COMPILE"}}
 NUTS = {**FAST, "nuts_sampler": "pymc", "cores": 1}
@@ -246,6 +251,7 @@ def test_map_started_from_the_reference_returns_it(sinc, prior, solver):
 # ------------------------------------------------ models without a side registry
 
 
+@pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.PriorWarning")  # flat priors, on purpose
 def test_copied_and_user_built_models_fit(sinc):
     from rvm_pymc import inference, models
 
@@ -363,6 +369,9 @@ def test_constant_target_is_refused_whatever_its_value(sinc, value):
         RVR(method="map", init="default").fit(X, np.full(X.shape[0], value))
 
 
+# the weight covariance and noise variance in data units scale by t_sd ** 2 = 1e320, past
+# the largest float: they overflow to inf (numpy says so), while the predictions scale
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
 def test_targets_near_the_float_limit(sinc):
     """|y| ~ 1e160: the scale is computed without overflow; predictions scale with y."""
     X, t, X_new = sinc

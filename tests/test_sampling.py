@@ -139,6 +139,9 @@ def test_nuts_posterior_matches_quadrature(line, sampler):
     assert {"posterior", "sample_stats", "log_likelihood", "observed_data"} <= set(idata.children)
 
 
+# five draws under a (nearly) improper prior: the sampler's own warnings are certain and
+# beside the point (the test is about the PriorWarning)
+@pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")
 @pytest.mark.parametrize(
     ("preset", "joint", "says"),
     [
@@ -163,9 +166,14 @@ class _Stop(Exception):
     pass
 
 
+@pytest.mark.filterwarnings("ignore:with one chain R-hat:rvm_pymc.exceptions.SamplingWarning")
 @pytest.mark.parametrize("given", [None, False])
 def test_nuts_shows_progress_by_default_and_notes_the_compile(given, monkeypatch, caplog):
-    """Progress bars on unless progressbar=False; an INFO note precedes the compile."""
+    """Progress bars on unless progressbar=False; an INFO note precedes the first compile
+    of a process, and only the first (a cross-validation's refits do not repeat it)."""
+    from rvm_pymc._core import progress
+
+    monkeypatch.setattr(progress, "_NOTED", set())  # as in a fresh process
     seen = {}
 
     def fake_sample(**kwargs):
@@ -181,6 +189,10 @@ def test_nuts_shows_progress_by_default_and_notes_the_compile(given, monkeypatch
     assert seen["progressbar"] is (given is None)
     notes = [r.getMessage() for r in caplog.records if r.name == "rvm_pymc"]
     assert len(notes) == 1 and "Compiling" in notes[0] and "FAST_COMPILE" in notes[0]
+    caplog.clear()
+    with caplog.at_level("INFO", logger="rvm_pymc"), pytest.raises(_Stop):
+        inference.sample_collapsed(model, draws=5, tune=5, chains=1, **RUN, **kw)
+    assert not [r for r in caplog.records if r.name == "rvm_pymc"]
 
 
 def test_one_chain_warns_that_r_hat_is_undefined_and_one_draw_is_refused(monkeypatch):
@@ -234,8 +246,10 @@ def test_binary_nuts_log_likelihood_and_warnings():
     Phi = np.column_stack([np.ones(30), X])
     y = (X + 0.5 * rng.standard_normal(30) > 0).astype(int)
     model = models.classification_binary(Phi, y, parametrization="non_centred")
-    with pytest.warns(SamplingWarning, match="R-hat"):  # 50 draws are too few to mix
+    # 50 draws are too few to mix: R-hat, and with it the effective sample size, say so
+    with pytest.warns(SamplingWarning, match="R-hat|effective sample size") as seen:
         idata = inference.sample_nuts(model, draws=50, tune=50, chains=2, random_seed=1, **RUN)
+    assert any("R-hat" in str(w.message) for w in seen)
     w = idata["posterior"]["w"].values
     assert w.shape == (2, 50, 2)
     f = Phi @ w[0, 3]

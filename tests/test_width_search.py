@@ -62,7 +62,7 @@ def test_the_search_is_reproducible(sinc3):
 def test_edge_of_the_grid_still_warns():
     d = make_sinc(n_train=100, noise_sd=0.1, random_state=0)
     grid = [1e-4, 3e-4, 1e-3]  # kernels far too wide: the narrowest is best
-    with pytest.warns(ConvergenceWarning, match="largest width of gamma_grid"):
+    with pytest.warns(ConvergenceWarning, match="largest gamma of gamma_grid"):
         est = RVR(gamma="evidence", gamma_grid=grid).fit(d.X_train, d.t_train)
     assert est.gamma_ == pytest.approx(1e-3)
 

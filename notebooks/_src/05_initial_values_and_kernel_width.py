@@ -169,12 +169,12 @@ display(pd.DataFrame(rows))
 
 # %% [markdown]
 # In this run the evidence picks ever narrower kernels as the noise grows
-# (`gamma` 0.22, then 46, then the largest width of the grid, 1000), so at
+# (`gamma` 0.22, then 46, then the largest `gamma` of the grid, 1000), so at
 # noise sd 0.5 it explains the line by a few narrow bumps plus noise;
 # cross-validation stays at much wider kernels at the highest noise (4.6). On
 # Friedman #3 the two disagree the same way: the evidence prefers a very
 # narrow kernel (`gamma` 32 on standardised inputs), cross-validation a wide
-# one (0.19). With 60 to 100 points the curves are flat near their maxima,
+# one (0.021). With 60 to 100 points the curves are flat near their maxima,
 # so neighbouring widths are nearly as good.
 #
 # The evidence is a statement about the model class given the data;

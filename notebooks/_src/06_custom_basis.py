@@ -134,10 +134,11 @@ display(pd.DataFrame(rows).T.round(3))
 
 # %% [markdown]
 # What to read from it (this seeded run): with eight points and a noise sd
-# of about 6, the evidence does not support a cubic. After centring, reference
-# keeps only a tiny `x^3` weight and MAP no basis at all: both predict the mean,
-# about 7.6, with a 95% half-width of about 12. Without centring the solver
-# keeps `x` alone. NUTS averages over the precisions and keeps a small upward
-# trend (mean 7.5 at x = 0, 9.4 at x = 10); its band widens beyond the data
-# (half-width 13.4 at x = 10 against 12.3 for reference). The noise dominates
-# every band: eight points cannot pin down a cubic.
+# of about 6, the evidence does not support a cubic. After centring, MAP keeps
+# no basis at all and predicts the mean, 7.6, with a 95% half-width of 12.3
+# everywhere; reference keeps one `x^3` weight, and it and NUTS (which
+# averages over the precisions) rise a little towards x = 10: reference from
+# 7.6 at x = 0 to 9.3, NUTS from 7.4 to 9.25, their bands widening beyond the
+# data (half-width 13.5 at x = 10 for both, against 12.3 for MAP). Without
+# centring the solver keeps `x` alone. The noise dominates every band: eight
+# points cannot pin down a cubic.

@@ -5,7 +5,8 @@
   prints the comparison table of :func:`rvm_pymc.comparison.compare` and
   writes a PNG of the three predictive bands.
 - ``rvm-pymc fit DATA.csv --target COL``: one RVM fitted to a CSV table;
-  writes the saved model, the predictions, a summary and a plot to ``--out``.
+  writes the saved model, the predictions (the rows as read, with the
+  prediction beside them), a summary and a plot to ``--out``.
 - ``rvm-pymc predict MODEL DATA.csv``: predictions of a saved fit (predictive
   sd, or class probabilities).
 - ``rvm-pymc compare DATA.csv --target COL``: the methods side by side on a
@@ -37,6 +38,13 @@ status says what went wrong:
 
 Every argument, output paths included, is checked before the fit starts.  ``--debug`` adds the
 Python traceback of a failed run.
+
+Two defaults differ from the estimators': ``--gamma evidence`` at any number of
+rows (:class:`~rvm_pymc.estimators.RVR` and :class:`~rvm_pymc.estimators.RVC`
+default to ``"auto"``, which is ``"scale"`` above 2000 rows), and standardised
+features.  NUTS shows a live bar when standard error is a terminal and plain
+progress lines otherwise (every 10% of each chain, then one line with the
+time, max R-hat and divergences); standard output holds the results only.
 """
 
 from rvm_pymc._core.validation import MEMORY_FRACTION

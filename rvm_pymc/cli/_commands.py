@@ -30,6 +30,7 @@ from rvm_pymc.cli._data import (
     split_features,
 )
 from rvm_pymc.cli._paths import check_output_dir, check_output_file
+from rvm_pymc.cli._progress import bars_on_stderr, nuts_progress
 from rvm_pymc.comparison import n_relevant
 
 __all__ = [
@@ -177,7 +178,10 @@ def make_estimator(args: argparse.Namespace, task: str, method: str | None = Non
     if method == "nuts":
         # PyMC's own NUTS: a fit sampled by nutpie does not load back yet (its
         # sample_stats fail the checksum of load), and predict needs it to.
-        params["sampler_kwargs"] = {"progressbar": sys.stderr.isatty(), "nuts_sampler": "pymc"}
+        params["sampler_kwargs"] = {
+            "progressbar": nuts_progress(args.jobs),  # a live bar on a terminal, else lines
+            "nuts_sampler": "pymc",
+        }
     return (RVR if task == "regression" else RVC)(**params)
 
 
@@ -201,13 +205,25 @@ def check_compare_arguments(args: argparse.Namespace) -> None:
 # ------------------------------------------------------------------ fit
 
 
-def _predictions_table(est, task: str, X: np.ndarray, target: str | None, y=None):
+def _with_predictions(table, est, task: str, X: np.ndarray):
+    """The rows of ``table`` as read (every column) with the prediction columns appended.
+
+    A prediction column whose name the table already uses gets the suffix ``_rvm``.
+    """
+    import pandas as pd
+
+    preds = _predictions_table(est, task, X)
+    preds.columns = [f"{c}_rvm" if c in table.columns else c for c in preds.columns]
+    out = pd.concat([table.reset_index(drop=True), preds], axis=1)
+    # pandas' index came under an empty header (read as 'Unnamed: 0'): written back so
+    return out.rename(columns={"Unnamed: 0": ""}) if out.columns[0] == "Unnamed: 0" else out
+
+
+def _predictions_table(est, task: str, X: np.ndarray):
     """Prediction columns (pandas DataFrame): mean and sd, or label and class probabilities."""
     import pandas as pd
 
     cols: dict[str, Any] = {}
-    if y is not None:
-        cols[target] = y
     if task == "regression":
         mean, sd = est.predict(X, return_std=True)
         cols["prediction"] = mean
@@ -320,7 +336,7 @@ def _fit_figure(path, est, pre: Preprocess, X_raw, Xs, y, task) -> None:
 
 def fit_command(args: argparse.Namespace) -> int:
     """``rvm-pymc fit``: fit, then write model, preprocessing, predictions, summary and plot."""
-    _, X_raw, names, y, task, index = load_data(args)
+    table, X_raw, names, y, task, index = load_data(args)
     left_out = [*index, *args.drop]
     pre = Preprocess.fit(X_raw, names, args.target, task, args.standardise)
     Xs = pre.transform(X_raw)
@@ -333,9 +349,14 @@ def fit_command(args: argparse.Namespace) -> int:
     )
     announce_compilation(args.method)
     t0 = time.perf_counter()
-    est.fit(Xs, y)
+    with bars_on_stderr():
+        est.fit(Xs, y)
     elapsed = time.perf_counter() - t0
-    progress(f"fitted in {elapsed:.1f} s; writing {args.out}{os.sep}")
+    diag = ""
+    if est.method == "nuts":
+        attrs = est.idata_.attrs
+        diag = f" (max R-hat {attrs['max_rhat']:.3f}, {attrs['n_divergent']} divergences)"
+    progress(f"fitted in {elapsed:.1f} s{diag}; writing {args.out}{os.sep}")
     os.makedirs(args.out, exist_ok=True)
     from rvm_pymc._core.files import atomic_write
 
@@ -343,7 +364,7 @@ def fit_command(args: argparse.Namespace) -> int:
     summary = _summary(args, est, pre, Xs, y, task, elapsed, left_out)
     pre.details = {k: summary[k] for k in ("method", "kernel", "gamma", "relevance_vectors")}
     atomic_write(os.path.join(args.out, PREPROCESS_FILE), _text_writer(pre.to_json() + "\n"))
-    preds = _predictions_table(est, task, Xs, args.target, y)
+    preds = _with_predictions(table, est, task, Xs)  # the rows as read, then the predictions
     atomic_write(os.path.join(args.out, PREDICTIONS), lambda tmp: preds.to_csv(tmp, index=False))
     text = _summary_text(summary)
     atomic_write(os.path.join(args.out, SUMMARY_TXT), _text_writer(text))
@@ -385,12 +406,7 @@ def predict_command(args: argparse.Namespace) -> int:
         est = load(nc)
     except (ValueError, OSError) as exc:
         raise DataError(f"{nc}: cannot load the model: {exc}") from None
-    preds = _predictions_table(est, pre.task, pre.transform(X_raw), None)
-    clash = [c for c in preds.columns if c in table.columns]
-    preds.columns = [f"{c}_rvm" if c in clash else c for c in preds.columns]
-    import pandas as pd
-
-    out = pd.concat([table.reset_index(drop=True), preds], axis=1)
+    out = _with_predictions(table, est, pre.task, pre.transform(X_raw))
     if args.out in (None, "-"):
         out.to_csv(sys.stdout, index=False)
     else:
@@ -417,7 +433,7 @@ COMPARE_COLUMNS = {
 def compare_table(table, task: str) -> str:
     """The comparison columns that matter most, formatted for a terminal."""
     cols = [c for c in COMPARE_COLUMNS[task] if c in table.columns]
-    return table[cols].to_string(float_format=lambda v: f"{v:.4g}")
+    return table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}")
 
 
 def compare_command(args: argparse.Namespace) -> int:
@@ -448,13 +464,15 @@ def compare_command(args: argparse.Namespace) -> int:
         progress(f"fitting {method} to {len(y_tr)} training rows")
         announce_compilation(method)
         t0 = time.perf_counter()
-        fits[method] = make_estimator(args, task, method).fit(X_tr, y_tr)
+        with bars_on_stderr():
+            fits[method] = make_estimator(args, task, method).fit(X_tr, y_tr)
         times[method] = time.perf_counter() - t0
     cv = args.cv if args.cv > 1 else None
     if cv:
         progress(f"{cv}-fold cross-validation: every method refitted {cv} times")
-    result = compare(FitSet(fits, X=X_tr, y=y_tr, fit_times=times), X_te, y_te, cv=cv,
-                     random_state=args.seed, n_jobs=args.jobs)  # fmt: skip
+    with bars_on_stderr():  # the refits of the folds
+        result = compare(FitSet(fits, X=X_tr, y=y_tr, fit_times=times), X_te, y_te, cv=cv,
+                         random_state=args.seed, n_jobs=args.jobs)  # fmt: skip
     print(
         f"rvm-pymc compare: {task} of {args.target!r} on {args.data}: {len(y_tr)} training, "
         f"{len(y_te)} held-out rows{', features standardised' if args.standardise else ''}"
@@ -463,6 +481,7 @@ def compare_command(args: argparse.Namespace) -> int:
     if args.out:
         from rvm_pymc._core.files import atomic_write
 
-        atomic_write(args.out, lambda tmp: result.to_csv(tmp))
+        # one row per method, named by its 'method' column (the index repeats it)
+        atomic_write(args.out, lambda tmp: result.to_csv(tmp, index=False))
         print(f"  wrote the full table to {args.out}")
     return 0

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import sys
 
 import numpy as np
 
@@ -75,13 +74,14 @@ def fit_demo(args: argparse.Namespace):
         If a fit returned non-finite numbers.
     """
     from rvm_pymc.cli._commands import progress
+    from rvm_pymc.cli._progress import bars_on_stderr, nuts_progress
     from rvm_pymc.comparison import fit_all
     from rvm_pymc.datasets import make_sinc
 
     data = make_sinc(n_train=args.n_train, noise_sd=args.noise_sd, random_state=args.seed)
     nuts = {
         "sampler_kwargs": {
-            "progressbar": sys.stderr.isatty(),
+            "progressbar": nuts_progress(),
             # PyMC's own NUTS on PyTensor's default backend (Numba): at the estimators'
             # 1000 + 1000 draws FAST_COMPILE sampled for 116 s where Numba compiles and
             # samples in well under a minute
@@ -95,12 +95,13 @@ def fit_demo(args: argparse.Namespace):
         about.append(f"nuts: 2 chains of {args.draws} tuning + {args.draws} draws")
     if about:  # a reference fit takes milliseconds: nothing to announce
         progress(f"fitting {', '.join(args.methods)} ({'; '.join(about)})")
-    fits = fit_all(
-        data.X_train, data.t_train, methods=args.methods, task="regression",
-        kernel="rbf", gamma="evidence", gamma_grid=args.gammas, solver=args.method,
-        random_state=args.seed, draws=args.draws, tune=args.draws,
-        method_params={"nuts": nuts} if "nuts" in args.methods else None,
-    )  # fmt: skip
+    with bars_on_stderr():
+        fits = fit_all(
+            data.X_train, data.t_train, methods=args.methods, task="regression",
+            kernel="rbf", gamma="evidence", gamma_grid=args.gammas, solver=args.method,
+            random_state=args.seed, draws=args.draws, tune=args.draws,
+            method_params={"nuts": nuts} if "nuts" in args.methods else None,
+        )  # fmt: skip
     for name, fit in fits.items():
         mean, std = fit.predict(data.X_test, return_std=True)
         finite = np.isfinite(mean).all() and np.isfinite(std).all()

@@ -109,8 +109,8 @@ def _add_demo(sub, common: argparse.ArgumentParser) -> None:
 # ------------------------------------------------------------------ fit, predict, compare
 
 
-def _model_options(p: argparse.ArgumentParser) -> None:
-    """The data, the columns and the model of ``fit`` and ``compare``."""
+def _model_options(p: argparse.ArgumentParser, saved: bool) -> None:
+    """The data, the columns and the model of ``fit`` and ``compare`` (``saved``: fit saves)."""
     p.add_argument(
         "data", metavar="DATA.csv",
         help="CSV table with a header row; every column but the target is a feature "
@@ -136,12 +136,17 @@ def _model_options(p: argparse.ArgumentParser) -> None:
         "--gamma", type=types.kernel_gamma, default="evidence", metavar="G|scale|evidence",
         help="kernel width: a number, 'scale' (1 / (n_features * var X)) or 'evidence' "
         "(the width of largest evidence: a grid around 'scale', its best width refined on a "
-        "continuous scale, by the reference solver; the default)",
+        "continuous scale, by the reference solver; the default here at any number of rows, "
+        "where RVR and RVC default to 'auto': 'evidence' up to 2000 rows, 'scale' above)",
     )  # fmt: skip
+    if saved:
+        where = "the rows, and the means and sds are saved with the model"
+    else:
+        where = "the training split, the held-out rows by the same means and sds"
     p.add_argument(
         "--no-standardise", dest="standardise", action="store_false",
-        help="use the features as they are (default: each is standardised to mean 0, sd 1 "
-        "over the training rows, and the means and sds are saved with the model)",
+        help="use the features as they are, as RVR and RVC do (default: each is "
+        f"standardised to mean 0, sd 1 over {where})",
     )  # fmt: skip
     _add_seed(p, "the draws, NUTS and splits")
     p.add_argument(
@@ -178,7 +183,7 @@ def _add_data_commands(sub, common: argparse.ArgumentParser) -> None:
         "predictions on the training rows (predictions.csv), a summary (summary.txt, "
         "summary.json) and a plot (fit.png). Features are standardised by default.",
     )
-    _model_options(fit)
+    _model_options(fit, saved=True)
     fit.add_argument(
         "--method", choices=METHODS, default="reference",
         help="reference (closed form, no compilation; default), map "
@@ -217,13 +222,15 @@ def _add_data_commands(sub, common: argparse.ArgumentParser) -> None:
         "compare",
         parents=[common],
         help="compare reference, MAP and NUTS on a CSV table",
-        description="Fit the RVM by several methods on a training split and compare them "
+        description="Split the rows into a training and a held-out part (--test-size), fit "
+        "the RVM by each method on the training part and print one row per method "
         "(rvm_pymc.comparison.compare): sparsity, held-out accuracy and log predictive "
         "density, k-fold cross-validation with refitting (every method is refitted on every "
         "fold: NUTS makes this slow), PSIS-LOO and sampler diagnostics. Features are "
-        "standardised on the training split.",
+        "standardised on the training split. Saves no model (that is 'fit'); --out writes "
+        "the table.",
     )
-    _model_options(compare)
+    _model_options(compare, saved=False)
     compare.add_argument(
         "--methods", nargs="+", choices=METHODS, default=list(METHODS), metavar="METHOD",
         help="methods to compare (default all three)",
@@ -241,7 +248,7 @@ def _add_data_commands(sub, common: argparse.ArgumentParser) -> None:
         "--out",
         default=None,
         metavar="FILE",
-        help="also write the full table (every column) as CSV",
+        help="also write the full table as CSV: one row per method, every column",
     )
     compare.set_defaults(func=compare_command, check=check_compare_arguments)
 

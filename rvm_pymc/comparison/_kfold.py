@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rvm_pymc._core.progress import quiet_pymc
 from rvm_pymc.comparison._measures import diagnostics
 from rvm_pymc.comparison.predictive import predictive
 
@@ -22,7 +23,7 @@ def _fold_fit(est, X, y, train, test) -> tuple[np.ndarray, float, dict[str, Any]
 
     model = clone(est)
     t0 = time.perf_counter()
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), quiet_pymc():  # PyMC's notes: shown by the first fit
         warnings.simplefilter("ignore")  # reported as columns and in one warning of compare
         model.fit(X[train], y[train])
     elapsed = time.perf_counter() - t0

@@ -52,6 +52,10 @@ class RVR(RegressorMixin, _BaseRVM):
         above: on raw 1-D inputs ``"scale"`` is often far too wide (sinc,
         N = 100: a 10 times smaller gamma than the evidence's, test RMSE up to
         4 times larger, and NUTS that does not mix, R-hat 1.8).
+        The command line (``rvm-pymc fit`` and ``compare``) differs in two
+        defaults: ``"evidence"`` at any number of rows, and the features
+        standardised to mean 0, sd 1 before the fit; an estimator uses
+        ``X`` as given.
     gamma_grid : array_like, optional
         Widths that bracket ``gamma="evidence"`` (each fitted; the width
         chosen lies between the smallest and the largest); default

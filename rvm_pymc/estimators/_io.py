@@ -66,6 +66,7 @@ from rvm_pymc._core.files import (
     read_tree,
     write_tree,
 )
+from rvm_pymc._core.version import VERSION
 from rvm_pymc.basis import Basis, PrecomputedBasis
 from rvm_pymc.estimators._checksum import digest
 from rvm_pymc.priors import HyperPrior
@@ -334,11 +335,7 @@ def load_estimator(path, classes: Mapping[str, type], expected: type | None = No
     if isinstance(version, np.generic):
         version = version.item()
     if not (isinstance(version, int | np.integer) and int(version) in READABLE_VERSIONS):
-        raise ValueError(
-            f"{shown} has format version {version!r}; this rvm_pymc reads versions "
-            f"{' and '.join(map(str, READABLE_VERSIONS))} only (re-fit and save the model "
-            "with this version)"
-        )
+        raise ValueError(_version_message(shown, version))
     version = int(version)
     header = {
         key: _header_text(attrs, key)
@@ -378,6 +375,17 @@ def load_estimator(path, classes: Mapping[str, type], expected: type | None = No
             "version of rvm_pymc?",
         ) from exc
     return est
+
+
+def _version_message(shown: str, version: Any) -> str:
+    """Why a file of format ``version`` is refused, and what to do: upgrade or re-fit."""
+    readable = " and ".join(map(str, READABLE_VERSIONS))
+    said = f"{shown} has format version {version!r}; rvm_pymc {VERSION} reads versions {readable}"
+    if not isinstance(version, int | np.integer):
+        return f"{said} only, as an integer: the header is damaged"
+    if int(version) > FORMAT_VERSION:
+        return f"{said} only: the file was saved by a newer rvm_pymc; upgrade rvm_pymc to load it"
+    return f"{said} only: the file was saved by an older rvm_pymc; re-fit and save the model"
 
 
 def _from_version_2(state: dict, fitted: dict, method: str) -> tuple[dict, dict]:

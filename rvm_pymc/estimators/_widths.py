@@ -123,9 +123,9 @@ def select_width(est, X, t, prior, solver: str, seed, *, need_reference: bool) -
     if len(candidates) > 2 and min(abs(best["x"] - e) for e in ends) < STEP / 2:
         edge = "smallest" if abs(best["x"] - ends[0]) < STEP / 2 else "largest"
         warnings.warn(
-            f"gamma='evidence': the largest evidence is at the {edge} width of gamma_grid "
-            f"(gamma={g:.4g}); the best width may lie outside the grid: "
-            "extend gamma_grid past that edge",
+            f"gamma='evidence': the largest evidence is at the {edge} gamma of gamma_grid "
+            f"(gamma={g:.4g}, its {'widest' if edge == 'smallest' else 'narrowest'} kernel); "
+            "the best width may lie outside the grid: extend gamma_grid past that edge",
             ConvergenceWarning,
             stacklevel=4,
         )

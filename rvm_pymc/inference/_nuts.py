@@ -30,7 +30,7 @@ import pymc as pm
 import xarray as xr
 
 from rvm_pymc._core.gaussian import factor_draw
-from rvm_pymc._core.progress import log
+from rvm_pymc._core.progress import PLAIN_PROGRESS, DrawLines, note_once
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc.exceptions import PriorWarning, SamplingWarning
 from rvm_pymc.inference._map import gaussian_weights
@@ -115,17 +115,25 @@ compile once M passes about 200 (diabetes, M = 301: nutpie 146 s from a cold
 cache, numpyro 411-448 s)."""
 
 
-def _resolve_sampler(nuts_sampler: str | None, compile_kwargs: dict, n_bases: int = 0) -> str:
+def _resolve_sampler(
+    nuts_sampler: str | None, compile_kwargs: dict, n_bases: int = 0, lines: bool = False
+) -> str:
     """The NUTS backend to use: ``nuts_sampler``, or the default for a collapsed
-    model of ``n_bases`` bases (0 for other models) when it is None."""
+    model of ``n_bases`` bases (0 for other models) when it is None; ``lines``:
+    plain progress lines were asked for, which only PyMC's sampler reports."""
     if nuts_sampler is None:  # by the numbers of benchmarks/bench_pymc_speed.py
         order = DEFAULT_SAMPLERS
         if n_bases > JAX_COLLAPSED_MAX_BASES:
             order = ("nutpie", "numpyro")
         installed = [n for n in order if importlib.util.find_spec(n)]
-        nuts_sampler = "pymc" if compile_kwargs or not installed else installed[0]
+        nuts_sampler = "pymc" if compile_kwargs or lines or not installed else installed[0]
     if nuts_sampler not in SAMPLERS:
         raise ValueError(f"nuts_sampler must be one of {SAMPLERS} or None; got {nuts_sampler!r}")
+    if nuts_sampler != "pymc" and lines:
+        raise ValueError(
+            f"progressbar={PLAIN_PROGRESS!r} needs PyMC's own sampler (it calls back after "
+            f"every draw); got nuts_sampler={nuts_sampler!r}"
+        )
     if nuts_sampler != "pymc":
         if importlib.util.find_spec(nuts_sampler) is None:
             raise ImportError(
@@ -222,7 +230,8 @@ def run_nuts(model, spec: ModelSpec, *, collapsed: bool, run: NutsRun) -> NutsRe
     and raises KeyboardInterrupt on SIGINT (:func:`_interruptible`).
     """
     n_bases = len(model_coords(model, "basis")) if collapsed else 0
-    sampler = _resolve_sampler(run.nuts_sampler, run.compile_kwargs, n_bases)
+    lines = run.progressbar == PLAIN_PROGRESS
+    sampler = _resolve_sampler(run.nuts_sampler, run.compile_kwargs, n_bases, lines)
     pm_tree = pymc_sample(model, spec, run, sampler, collapsed=collapsed)
     post = pm_tree["posterior"]
     if collapsed:
@@ -255,7 +264,7 @@ def pymc_sample(
             stacklevel=5,
         )
     ck = run.compile_kwargs
-    log.info(
+    note_once(  # once per process: a cross-validation's refits reuse the cache
         "Compiling the %s model for %s NUTS (%s); a first compile on a cold cache can take "
         "a minute or more, later fits of the same shapes reuse the cache",
         spec.kind.replace("_", " "),
@@ -263,7 +272,11 @@ def pymc_sample(
         _backend(sampler, ck),
     )
     interruptible = _interruptible(active=sampler == "pymc")
-    with single_blas_thread(), interruptible as callback, sample_model:
+    plain = run.progressbar == PLAIN_PROGRESS
+    with single_blas_thread(), interruptible as on_draw, sample_model:
+        callback = _callbacks(
+            on_draw, DrawLines(run.draws, run.tune, run.chains) if plain else None
+        )
         return pm.sample(
             draws=run.draws,
             tune=run.tune,
@@ -272,12 +285,25 @@ def pymc_sample(
             random_seed=run.random_seed,
             nuts_sampler=sampler,
             target_accept=run.target_accept,
-            progressbar=run.progressbar,
+            progressbar=False if plain else run.progressbar,
             compute_convergence_checks=False,
             compile_kwargs=ck or None,
             initvals=None if run.initvals is None else dict(run.initvals),
             **({} if callback is None else {"callback": callback}),
         )
+
+
+def _callbacks(*callbacks):
+    """One ``pm.sample`` callback calling each of ``callbacks`` that is not None (or None)."""
+    given = [c for c in callbacks if c is not None]
+    if len(given) < 2:
+        return given[0] if given else None
+
+    def callback(trace, draw) -> None:
+        for c in given:
+            c(trace=trace, draw=draw)
+
+    return callback
 
 
 def nuts_result(
@@ -316,6 +342,10 @@ def nuts_result(
     )
     # the sampler's own clock (tuning and draws; compilation before it is not counted)
     diag["sampling_time"] = float(post.attrs.get("sampling_time", np.nan))
+    if run.progressbar == PLAIN_PROGRESS:  # the last of the plain progress lines
+        DrawLines(run.draws, run.tune, run.chains).summary(
+            diag["sampling_time"], diag["max_rhat"], diag["n_divergent"]
+        )
     return NutsResult(
         posterior=WeightPosterior(
             kind=result_kind(spec),

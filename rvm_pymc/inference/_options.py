@@ -68,8 +68,13 @@ class NutsRun:
     target_accept : float
         Target acceptance rate of the step-size adaptation, in (0, 1).
     random_seed : int, sequence or None
-    progressbar : bool
-        The sampler's progress bars.
+    progressbar : bool or str
+        The sampler's progress bars (a string: one of PyMC's bar layouts), or
+        ``"lines"``: plain lines through the ``rvm_pymc`` logger (standard
+        error by default) for a log, every 10 s and every 10% of each chain's
+        iterations (chain, iterations done, divergences, seconds), and one
+        line at the end (time, max R-hat, divergences); PyMC's sampler only
+        (chosen for ``nuts_sampler=None``).
     compile_kwargs : mapping or None
         PyTensor compile options (PyMC's sampler only).
     cores : int or None
@@ -88,7 +93,7 @@ class NutsRun:
     nuts_sampler: str | None = None
     target_accept: float = 0.9
     random_seed: Any = None
-    progressbar: bool = True
+    progressbar: bool | str = True
     compile_kwargs: Mapping | None = None
     cores: int | None = None
     rhat_threshold: float = 1.01

@@ -1,0 +1,95 @@
+"""The page "A CSV in five minutes" shows what its commands print.
+
+The page's Python block writes the CSV files; each ``rvm-pymc`` command (and
+the ``head`` of the predictions) runs again through ``python -m rvm_pymc``, and
+its output must be the text block that follows it on the page, but for the
+seconds a run took (the ``fit seconds`` line, the ``fitted in`` note and
+compare's ``fit_time`` column).  The excerpt of the default fit's warnings
+must be lines of what that fit prints (a slow test).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "csv_in_five_minutes.md"
+BLOCK = re.compile(r"^```(\w+)\n(.*?)^```$", re.S | re.M)
+TIMED = ("fit seconds", "fitted in")
+
+
+def _blocks() -> list[tuple[str, str]]:
+    """``(language, text)`` of the page's code blocks; a block that directly follows the one
+    before it (nothing but blank lines between) is joined to it as ``"+text"``/``"+output"``."""
+    page = PAGE.read_text()
+    out, end = [], None
+    for m in BLOCK.finditer(page):
+        joined = end is not None and not page[end : m.start()].strip()
+        out.append(("+" * joined + m.group(1), m.group(2).rstrip("\n")))
+        end = m.end()
+    return out
+
+
+def _run(command: str, cwd: Path) -> str:
+    argv = shlex.split(command)
+    if argv[0] == "head":  # head -3 FILE
+        lines = (cwd / argv[2]).read_text().splitlines()
+        return "\n".join(lines[: int(argv[1].lstrip("-"))])
+    assert argv[0] == "rvm-pymc", command
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-m", "rvm_pymc", *argv[1:]], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return (proc.stderr + proc.stdout).rstrip("\n")  # as a terminal shows them: notes first
+
+
+def _untimed(text: str) -> list[str]:
+    """The lines without the seconds of a run (compare's fit_time column dropped)."""
+    lines = [ln for ln in text.splitlines() if not any(t in ln for t in TIMED)]
+    header = next((ln.split() for ln in lines if ln.split()[:2] == ["method", "prior"]), None)
+    if header is None:
+        return lines
+    at = header.index("fit_time")
+    table = [ln for ln in lines if ln.split()[:1] == ["method"] or " evidence " in ln]
+    return [" ".join(w for i, w in enumerate(ln.split()) if i != at) if ln in table else ln
+            for ln in lines]  # fmt: skip
+
+
+@pytest.mark.pymc
+def test_the_page_shows_what_its_commands_print(tmp_path):
+    blocks = _blocks()
+    code = [body for lang, body in blocks if lang.lstrip("+") == "python"]
+    assert len(code) == 1
+    subprocess.run([sys.executable, "-c", code[0]], cwd=tmp_path, check=True, timeout=300)
+    assert (tmp_path / "diabetes.csv").read_text().startswith(",age,sex,bmi")  # an index
+    checked = []
+    for k, (lang, body) in enumerate(blocks):
+        if lang != "bash":
+            continue
+        # what it prints: the text (wrapped) and output (tables) blocks right after it
+        after = itertools.takewhile(lambda b: b[0] in ("+text", "+output"), blocks[k + 1 :])
+        shown = "\n".join(text for _, text in after)
+        got = _run(body, tmp_path)
+        assert _untimed(got) == _untimed(shown), f"{body}\n--- printed now:\n{got}"
+        checked.append(body.split()[1])
+    assert checked == ["fit", "-3", "predict", "compare"]
+
+
+@pytest.mark.slow  # the width search at gamma 10 fits slowly: 15-30 s
+def test_the_page_quotes_the_default_fit_s_warnings(tmp_path):
+    """The excerpt of the default fit (gamma 'evidence'): its warnings and summary lines."""
+    blocks = _blocks()
+    code = next(body for lang, body in blocks if lang.lstrip("+") == "python")
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True, timeout=300)
+    excerpt = next(body for lang, body in blocks if lang.endswith("text") and "warning" in body)
+    got = _run("rvm-pymc fit diabetes.csv --target target --out default --no-plot", tmp_path)
+    for line in excerpt.splitlines():
+        assert line in got.splitlines(), line
