@@ -159,6 +159,7 @@ def run(
         table["loo_gap"] = table["elpd_loo"] / len(y) - table["lpd"]
         table["ep_rule"] = "data-space"  # effective_parameters of sampled fits (see summarise)
         table["split"] = seed
+        table.attrs = {}  # pointwise values (DataFrames), which pandas' concat cannot compare
         rows.append(table.rename_axis("fit").reset_index())
         print(f"  {name} split {seed}: {time.perf_counter() - t0:.0f} s", flush=True)
         if save is not None:
