@@ -314,7 +314,11 @@ def main(argv=None) -> None:
             + "\n\n`effective_parameters` of a NUTS fit is shown only for splits run with"
             " the data-space rule of `rvm_pymc.comparison.effective_parameters` (nan"
             " otherwise); `p_loo` (PSIS-LOO) is the count measured the same way for every"
-            " fit.\n"
+            " fit. A mean is over the splits where the value is defined (PSIS-LOO columns"
+            " are NaN where a Pareto k is too large). `same_basis` and `converged` are the"
+            " share of splits; `lpd_diff_se` is the mean within-split standard error of the"
+            " paired held-out difference (`compare`'s); `d_<col>` and `dwi_<col>` are"
+            " split-by-split differences to `reference` and to `reference_wi`.\n"
         )
         print(text, flush=True)
         with open(os.path.join(args.out, f"compare_{name}.md"), "w") as fh:
