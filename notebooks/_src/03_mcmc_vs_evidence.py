@@ -181,13 +181,15 @@ plt.show()
 # * **Over random splits, at the defaults** (the benchmark of the page
 #   "Comparison and diagnostics"), sinc says the same: the type-II fit under
 #   the weakly informative prior and NUTS predict alike, both ahead of
-#   Tipping's RVM, whose 95% band covers less than it should. Two things this
-#   seeded run cannot show: on breast cancer the classification sampler does
-#   not converge at the defaults (its numbers there are from unconverged
-#   chains), and on the standardised diabetes data `gamma="auto"` gives the
-#   fits under the evidence prior a width at which the kernels fit the
-#   targets exactly, a degenerate fit (it warns) that the fixed width here
-#   avoids.
+#   Tipping's RVM, whose 95% band covers less than it should. Three things
+#   this seeded run at one width cannot show: on Friedman #2 the fits under
+#   the evidence prior, at the width they choose, predict better than those
+#   under the weakly informative prior at theirs; on breast cancer the
+#   classification sampler does not converge at the defaults (its numbers
+#   there are from unconverged chains); and on the standardised diabetes data
+#   `gamma="auto"` gives the fits under the evidence prior a width at which
+#   the kernels fit the targets exactly, a degenerate fit (it warns) that the
+#   fixed width here avoids.
 # * **Cost**: the reference fit takes a fraction of a second, MAP a few
 #   seconds, NUTS tens of seconds plus compilation, and five times that again
 #   inside cross-validation. For prediction on data like these, the evidence
