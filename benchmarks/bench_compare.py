@@ -175,11 +175,8 @@ def summarise(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
     column) cancels; ``dwi_<col>`` the same to ``reference_wi``.
     """
     cols = [c for c in cols if c in df] + [c for c in ("elpd_kfold",) if c in df]
-    paired = [
-        c
-        for c in ("lpd", "rmse", "error_rate", "coverage_50", "coverage_90", "coverage_95", "brier")
-        if c in df
-    ]
+    scores = ("lpd", "rmse", "error_rate", "coverage_50", "coverage_90", "coverage_95", "brier")
+    paired = [c for c in scores if c in df]
     base = df[df["fit"] == "reference"].set_index("split")
     df = df.copy()
     for c in ("same_basis", "converged"):  # booleans (NaN for fits without): share of splits
