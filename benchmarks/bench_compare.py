@@ -21,6 +21,14 @@ like the training data.
     python benchmarks/bench_compare.py                       # all, 10 splits
     python benchmarks/bench_compare.py --data sinc --splits 3 --cv 5
 
+Every fit runs at the estimators' defaults unless told otherwise: the width
+``gamma="auto"`` (the evidence's width under each fit's own prior, so NUTS and
+``reference_wi`` may get a width other than the type-II fits': the
+``gamma_`` and ``same_basis`` rows say), and for NUTS 1000 + 1000 draws per
+chain from the reference fit with ``target_accept=0.95``.  ``--gamma data``
+restores the fixed per-data-set widths of earlier runs (sinc 0.5, the others
+``"scale"``); ``--draws``/``--tune`` override the estimators' lengths.
+
 ``--cv K`` adds k-fold elpd with refitting (K refits per method and split:
 slow for NUTS).  Columns: see ``rvm_pymc.compare``; ``loo_gap`` is
 ``elpd_loo / N_train - lpd``, how much PSIS-LOO on the training data
@@ -54,9 +62,13 @@ REG_COLS = [
     "loo_gap",
     "pareto_k_bad",
     "fit_time",
+    "gamma_",
+    "same_basis",
+    "converged",
     "divergences",
     "max_rhat",
     "min_ess_bulk",
+    "lpd_diff_se",
 ]
 CLS_COLS = [
     "n_relevant",
@@ -68,9 +80,13 @@ CLS_COLS = [
     "loo_gap",
     "pareto_k_bad",
     "fit_time",
+    "gamma_",
+    "same_basis",
+    "converged",
     "divergences",
     "max_rhat",
     "min_ess_bulk",
+    "lpd_diff_se",
 ]
 
 
@@ -103,26 +119,51 @@ def load(name: str, seed: int):
     return sc.transform(X), y, sc.transform(Xt), yt, "scale"
 
 
-def run(name: str, seeds, draws: int, tune: int, cv: int) -> pd.DataFrame:
+def run(
+    name: str,
+    seeds,
+    draws: int | None,
+    tune: int | None,
+    cv: int,
+    gamma: str | float | None = None,
+    save=None,
+) -> pd.DataFrame:
+    """Fit and score every split; ``save(df)`` (optional) after each split, for a partial run.
+
+    ``gamma=None``, ``draws=None`` and ``tune=None`` leave the estimators' defaults;
+    ``gamma="data"`` takes the data set's fixed width of :func:`load`.
+    """
     rows = []
     for seed in seeds:
-        X, y, Xt, yt, gamma = load(name, seed)
+        X, y, Xt, yt, data_gamma = load(name, seed)
+        params = {"random_state": seed}
+        if gamma is not None:
+            params["gamma"] = data_gamma if gamma == "data" else gamma
+        if draws is not None:
+            params["draws"] = draws
+        if tune is not None:
+            params["tune"] = tune
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # counted in the table (R-hat, divergences)
-            fits = fit_all(X, y, gamma=gamma, draws=draws, tune=tune, random_state=seed)
+            fits = fit_all(X, y, **params)
             # type-II under the prior NUTS uses: separates the prior from the integration
             cls = type(fits["reference"])
-            wi = cls(gamma=gamma, solver="mackay", prior="weakly_informative", random_state=seed)
+            wi_params = {k: v for k, v in params.items() if k not in ("draws", "tune")}
+            wi = cls(solver="mackay", prior="weakly_informative", **wi_params)
             t1 = time.perf_counter()
             fits["reference_wi"] = wi.fit(X, y)
             fits.fit_times["reference_wi"] = time.perf_counter() - t1
             table = compare(fits, Xt, yt, cv=cv or None, random_state=seed)
+        table["gamma_"] = [float(fits[f].gamma_) for f in table.index]
         table["loo_gap"] = table["elpd_loo"] / len(y) - table["lpd"]
         table["ep_rule"] = "data-space"  # effective_parameters of sampled fits (see summarise)
         table["split"] = seed
+        table.attrs = {}  # pointwise values (DataFrames), which pandas' concat cannot compare
         rows.append(table.rename_axis("fit").reset_index())
         print(f"  {name} split {seed}: {time.perf_counter() - t0:.0f} s", flush=True)
+        if save is not None:
+            save(pd.concat(rows, ignore_index=True))
     return pd.concat(rows, ignore_index=True)
 
 
@@ -131,12 +172,16 @@ def summarise(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
 
     ``d_<col>`` rows: the split-by-split difference of a fit's column minus the
     reference fit's, so that the spread between splits (most of the se of a
-    column) cancels.
+    column) cancels; ``dwi_<col>`` the same to ``reference_wi``.
     """
     cols = [c for c in cols if c in df] + [c for c in ("elpd_kfold",) if c in df]
-    paired = [c for c in ("lpd", "rmse", "error_rate", "coverage_95", "brier") if c in df]
+    scores = ("lpd", "rmse", "error_rate", "coverage_50", "coverage_90", "coverage_95", "brier")
+    paired = [c for c in scores if c in df]
     base = df[df["fit"] == "reference"].set_index("split")
     df = df.copy()
+    for c in ("same_basis", "converged"):  # booleans (NaN for fits without): share of splits
+        if c in df:
+            df[c] = df[c].map({True: 1.0, False: 0.0, "True": 1.0, "False": 0.0})
     if "ep_rule" not in df:
         rule = pd.Series("weight-space", index=df.index)
     else:
@@ -147,6 +192,14 @@ def summarise(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
     for c in paired:
         df[f"d_{c}"] = df[c].to_numpy() - base.loc[df["split"], c].to_numpy()
     cols += [f"d_{c}" for c in paired]
+    if "reference_wi" in set(df["fit"]):
+        # to the type-II fit under NUTS's prior (and, with gamma="auto", NUTS's width):
+        # nuts - reference_wi is the effect of integrating over the precisions alone
+        wi = df[df["fit"] == "reference_wi"].set_index("split")
+        for c in ("lpd", "coverage_95"):
+            if c in df:
+                df[f"dwi_{c}"] = df[c].to_numpy() - wi.loc[df["split"], c].to_numpy()
+                cols.append(f"dwi_{c}")
     g = df.groupby("fit", sort=False)[cols]
     mean, se = g.mean(), g.std(ddof=1) / np.sqrt(g.count())
     out = mean.map(lambda v: f"{v:.4g}").astype(str)
@@ -184,8 +237,14 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", nargs="+", choices=DATA, default=list(DATA))
     p.add_argument("--splits", type=int, default=10)
-    p.add_argument("--draws", type=int, default=500)
-    p.add_argument("--tune", type=int, default=500)
+    p.add_argument("--draws", type=int, default=None, help="NUTS draws (default: the estimators')")
+    p.add_argument("--tune", type=int, default=None, help="NUTS tuning steps (default: theirs)")
+    p.add_argument(
+        "--gamma",
+        default=None,
+        help="kernel width for every fit: a number, 'auto', 'scale', 'evidence', or 'data' "
+        "(the data set's fixed width of earlier runs); default: the estimators' ('auto')",
+    )
     p.add_argument("--cv", type=int, default=0, help="k-fold elpd with K refits (0: off)")
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     p.add_argument(
@@ -201,6 +260,9 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     shown = {**vars(args), "out": os.path.relpath(args.out, os.path.dirname(__file__))}
+    gamma = args.gamma
+    if gamma not in (None, "auto", "scale", "evidence", "data"):
+        gamma = float(gamma)
     head = _common.header("bench_compare", [f"arguments: {shown}"])
     print(head)
     for name in args.data:
@@ -220,14 +282,25 @@ def main(argv=None) -> None:
             todo = [k for k in range(args.splits) if k not in done]
             old_heads = _header_blocks(os.path.join(args.out, f"compare_{name}.md"))
             if todo:  # run() of no split would concatenate nothing (pandas raises)
-                new_df = run(name, todo, args.draws, args.tune, args.cv)
+                new_df = run(name, todo, args.draws, args.tune, args.cv, gamma)
                 df = pd.concat([old_df, new_df], ignore_index=True)
                 splits = ", ".join(str(k) for k in todo)
                 head = _join_headers([*old_heads, f"{head}\n# splits run: {splits}"])
             else:
                 df, head = old_df, _join_headers(old_heads) or head
         else:
-            df = run(name, range(args.splits), args.draws, args.tune, args.cv)
+            partial = os.path.join(args.out, f"compare_{name}.partial.csv")
+            df = run(
+                name,
+                range(args.splits),
+                args.draws,
+                args.tune,
+                args.cv,
+                gamma,
+                save=lambda d, path=partial: d.to_csv(path, index=False),
+            )
+            df.to_csv(csv, index=False)  # before the summary: a run is never lost to it
+            os.remove(partial)
         cols = CLS_COLS if name == "breast_cancer" else REG_COLS
         table = summarise(df, cols)
         n_splits = df["split"].nunique()
@@ -238,12 +311,16 @@ def main(argv=None) -> None:
             + "\n\n`effective_parameters` of a NUTS fit is shown only for splits run with"
             " the data-space rule of `rvm_pymc.comparison.effective_parameters` (nan"
             " otherwise); `p_loo` (PSIS-LOO) is the count measured the same way for every"
-            " fit.\n"
+            " fit. A mean is over the splits where the value is defined (PSIS-LOO columns"
+            " are NaN where a Pareto k is too large). `same_basis` and `converged` are the"
+            " share of splits; `lpd_diff_se` is the mean within-split standard error of the"
+            " paired held-out difference (`compare`'s); `d_<col>` and `dwi_<col>` are"
+            " split-by-split differences to `reference` and to `reference_wi`.\n"
         )
         print(text, flush=True)
         with open(os.path.join(args.out, f"compare_{name}.md"), "w") as fh:
             fh.write(text)
-        if not args.from_csv:
+        if args.append:
             df.to_csv(csv, index=False)
 
 
