@@ -249,3 +249,17 @@ def test_compare_scores_the_rvm_star_predictive(fits):
     assert table.loc["rvm*", "lpd"] == pytest.approx(np.mean(norm.logpdf(y, mean, sd)))
     inside = np.abs((y - mean) / sd) <= norm.ppf(0.95)
     assert table.loc["rvm*", "coverage_90"] == pytest.approx(np.mean(inside))
+
+
+def test_rvr_repeats_every_parameter_of_the_shared_signature():
+    """RVR spells out the shared parameters (scikit-learn reads __init__'s signature) to add
+    ``predictive``; a parameter added to the shared one but not to RVR would not clone."""
+    import inspect
+
+    from rvm_pymc.estimators import RVC, RVR
+
+    rvr = dict(inspect.signature(RVR.__init__).parameters)
+    assert rvr.pop("predictive").default == "rvm"
+    shared = inspect.signature(RVC.__init__).parameters
+    assert list(rvr) == list(shared)
+    assert all(rvr[k].default == shared[k].default for k in shared)
