@@ -154,10 +154,9 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=[], help="data sets to run (substrings)")
     parser.add_argument("--n-jobs", type=int, default=1, help="joblib jobs of the CV fits")
     args = parser.parse_args()
-    print(_common.header(
-        "Kernel width by CV or by the evidence (bench_seed_experiment.py)",
-        ["cells: ours (coursework's); split 80/20, 5-fold CV, grid logspace(-2, 2, 9) x scale"],
-    ))  # fmt: skip
+    title = "Kernel width by CV or by the evidence (bench_seed_experiment.py)"
+    note = "cells: ours (coursework's); split 80/20, 5-fold CV, grid logspace(-2, 2, 9) x scale"
+    print(_common.header(title, [note]))
     folds = KFold(5, shuffle=True, random_state=0)
     table = {"CV": [], "evidence": []}
     detail = []
@@ -168,37 +167,71 @@ def main() -> None:
         for kern in ("poly", "rbf"):
             t0 = time.process_time()
             if kern == "rbf":
-                got = {None: choose(Xtr, ytr, Xte, yte, {"kernel": "rbf"}, grid, folds,
-                                    args.n_jobs)}  # fmt: skip
+                got = {
+                    None: choose(Xtr, ytr, Xte, yte, {"kernel": "rbf"}, grid, folds, args.n_jobs)
+                }
             else:
-                got = {d: choose(Xtr, ytr, Xte, yte, {"kernel": "poly", "degree": d}, grid,
-                                 folds, args.n_jobs) for d in DEGREES}  # fmt: skip
+                got = {
+                    d: choose(
+                        Xtr,
+                        ytr,
+                        Xte,
+                        yte,
+                        {"kernel": "poly", "degree": d},
+                        grid,
+                        folds,
+                        args.n_jobs,
+                    )
+                    for d in DEGREES
+                }
             cpu = time.process_time() - t0
             for by, key in (("CV", "cv"), ("evidence", "logev")):
                 deg = max(got, key=lambda d, by=by, key=key: got[d][by][key])
                 r = got[deg][by]
                 ref = COURSEWORK.get((name, kern, by), (None, None, None))
-                cells[by] += [cell(r["cv"], ref[0], 3), cell(r["test"], ref[1], 3),
-                              cell(r["logev"], ref[2], 0)]  # fmt: skip
-                detail.append([
-                    name, kern + (f" d={deg}" if deg else ""), by, f"{r['gamma']:.4g}",
-                    f"{r['gamma'] * Xtr.shape[1]:.3g}", str(r["nrv"]),
-                    "yes" if r["edge"] else "no", str(got[deg]["warnings"]), f"{cpu:.1f}",
-                ])  # fmt: skip
+                cells[by] += [
+                    cell(r["cv"], ref[0], 3),
+                    cell(r["test"], ref[1], 3),
+                    cell(r["logev"], ref[2], 0),
+                ]
+                detail.append(
+                    [
+                        name,
+                        kern + (f" d={deg}" if deg else ""),
+                        by,
+                        f"{r['gamma']:.4g}",
+                        f"{r['gamma'] * Xtr.shape[1]:.3g}",
+                        str(r["nrv"]),
+                        "yes" if r["edge"] else "no",
+                        str(got[deg]["warnings"]),
+                        f"{cpu:.1f}",
+                    ]
+                )
                 print(" | ".join(detail[-1]), flush=True)
         table["CV"].append(cells["CV"])
         table["evidence"].append(cells["evidence"])
-    head = ["data set", "poly CV R^2", "poly test R^2", "poly log ev.",
-            "RBF CV R^2", "RBF test R^2", "RBF log ev."]  # fmt: skip
+    head = [
+        "data set",
+        "poly CV R^2",
+        "poly test R^2",
+        "poly log ev.",
+        "RBF CV R^2",
+        "RBF test R^2",
+        "RBF log ev.",
+    ]
     for by in ("CV", "evidence"):
         print(f"\nWidth by {'cross-validation' if by == 'CV' else 'maximum evidence'}\n")
         print(_common.format_table(head, table[by]))
-    print("\nChoices (gamma / scale: the width in units of 1 / n_features; edge: at the grid's"
-          " end; warn: ConvergenceWarnings of the grid and CV fits; CPU s of the kernel's row)\n")  # fmt: skip
-    print(_common.format_table(
-        ["data set", "kernel", "by", "gamma", "gamma / scale", "RVs", "edge", "warn", "CPU s"],
-        detail,
-    ))  # fmt: skip
+    print(
+        "\nChoices (gamma / scale: the width in units of 1 / n_features; edge: at the grid's"
+        " end; warn: ConvergenceWarnings of the grid and CV fits; CPU s of the kernel's row)\n"
+    )
+    print(
+        _common.format_table(
+            ["data set", "kernel", "by", "gamma", "gamma / scale", "RVs", "edge", "warn", "CPU s"],
+            detail,
+        )
+    )
 
 
 if __name__ == "__main__":
