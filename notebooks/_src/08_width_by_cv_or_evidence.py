@@ -87,7 +87,8 @@ grid_units = np.logspace(-2, 2, 7)  # times "scale"
 
 
 def compare(X, y, **params):
-    """Both choices of the width for one kernel: a dict of each, and the evidence_vs_cv table."""
+    """Both choices of the width for one kernel: a dict of each, the evidence_vs_cv table,
+    the number of convergence warnings and the evidence's fit."""
     Xtr, Xte, ytr, yte = split(X, y)
     grid = grid_units / Xtr.shape[1]
     with warnings.catch_warnings(record=True) as caught:
@@ -109,14 +110,34 @@ def compare(X, y, **params):
             "RVs": fit.n_relevance_,
         }
     n_warn = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
-    return rows, res, n_warn
+    return rows, res, n_warn, search
 
 
-rows, res3, n_warn = compare(*data["Friedman #3"], kernel="rbf")
+rows, res3, n_warn, search3 = compare(*data["Friedman #3"], kernel="rbf")
 display(pd.DataFrame(rows).T.round(3))
 print("convergence warnings of the fits:", n_warn)
 ax, _ = plot_evidence_vs_cv(res3)
 ax.set_title("Friedman #3, RBF: log evidence and 3-fold CV R^2 over the width")
+
+# %% [markdown]
+# Every width the evidence search fitted on all the training points
+# (`evidence_path_`, sorted by width): the log evidence keeps growing towards
+# the narrowest kernels, but there the fit interpolates the targets (the
+# noise precision ends at its upper bound, `noise_at_bound`), where the
+# evidence grows without limit as the noise vanishes. The search refuses
+# such widths; an arg-max over the grid would take the narrowest one, at the
+# grid's edge, as the coursework's search did.
+#
+# In this run the refinement climbs from the grid's 4.6 in steps of 10 %
+# and stops after its last round (`MAX_ROUNDS`, 8) at 14.4 times `"scale"`
+# with the evidence still rising (-82.7 at 13.1, -81.1 at 14.4) and no
+# warning: on Friedman #3 the evidence has no maximum short of
+# interpolation, and the width returned is where the search stopped.
+
+# %%
+path = pd.DataFrame(search3.evidence_path_).sort_values("gamma")
+path.insert(1, "gamma / scale", path.pop("gamma") * data["Friedman #3"][0].shape[1])
+display(path.round(3).reset_index(drop=True))
 
 # %% [markdown]
 # ## Every data set, both kernels
@@ -134,7 +155,7 @@ for name, (X, y) in data.items():
         if name == "Friedman #3" and label == "RBF":
             got = rows  # fitted above
         else:
-            got, _, _ = compare(X, y, **params)
+            got = compare(X, y, **params)[0]
         for by, r in got.items():
             table.append({"data": name, "kernel": label, "width by": by, **r})
 summary = pd.DataFrame(table).set_index(["data", "kernel", "width by"])
