@@ -3,7 +3,7 @@
 The coursework this package grew from compared, per data set, the kernel
 parameters of an RVM chosen by cross-validation with those chosen by the
 evidence, for polynomial and RBF kernels (its numbers are printed beside ours,
-in parentheses; ``/work/shared/SEED_TABLES.md``).  Here, per data set:
+in parentheses; ``SEED_TABLES.md`` of the project's shared notes).  Here, per data set:
 
 * a random 80 / 20 train / test split (``random_state=0``); inputs and targets
   standardised with the training part's mean and sd (so the log evidence is
