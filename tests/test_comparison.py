@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import arviz as az
@@ -592,14 +593,15 @@ def test_arviz_trees_share_draws_and_loo_compare_refuses_type_ii_against_sampled
     from rvm_pymc.comparison import arviz_trees, is_type_ii_tree, loo_compare
 
     fits = {"reference": type_ii["reference"], "nuts": nuts}
-    assert fits["reference"].idata_["posterior"].sizes["draw"] == 1000  # the estimators' default
+    default = inspect.signature(type(type_ii["reference"])).parameters["draws"].default
+    assert fits["reference"].idata_["posterior"].sizes["draw"] == default
     trees = arviz_trees(fits)
     for name, tree in trees.items():
         assert dict(tree["posterior"].sizes)["draw"] == 100 == nuts.draws
         assert tree["log_likelihood"].sizes["draw"] == 100
         assert tree.attrs["rvm_type_ii"] == int(name == "reference")
         assert is_type_ii_tree(tree) == is_type_ii_tree(fits[name].idata_) == (name != "nuts")
-    assert fits["reference"].idata_["posterior"].sizes["draw"] == 1000  # the fit is not changed
+    assert fits["reference"].idata_["posterior"].sizes["draw"] == default  # the fit is not changed
     with pytest.raises(ValueError, match=r"type-II fits \['reference'\] against sampled"):
         loo_compare(fits)
     with pytest.warns(UserWarning, match="optimistic"):

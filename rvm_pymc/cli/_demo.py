@@ -82,8 +82,8 @@ def fit_demo(args: argparse.Namespace):
     nuts = {
         "sampler_kwargs": {
             "progressbar": nuts_progress(),
-            # PyMC's own NUTS on PyTensor's default backend (Numba): at the estimators'
-            # 1000 + 1000 draws FAST_COMPILE sampled for 116 s where Numba compiles and
+            # PyMC's own NUTS on PyTensor's default backend (Numba): at 1000 + 1000
+            # draws FAST_COMPILE sampled for 116 s where Numba compiles and
             # samples in well under a minute
             "nuts_sampler": "pymc",
         }
@@ -92,14 +92,14 @@ def fit_demo(args: argparse.Namespace):
     about = [f"{' and '.join(pymc)} compile PyMC models, up to a few minutes on a machine's "
              "first run"] if pymc else []  # fmt: skip
     if "nuts" in args.methods:
-        about.append(f"nuts: 2 chains of {args.draws} tuning + {args.draws} draws")
+        about.append(f"nuts: 2 chains of {min(args.draws, 1000)} tuning + {args.draws} draws")
     if about:  # a reference fit takes milliseconds: nothing to announce
         progress(f"fitting {', '.join(args.methods)} ({'; '.join(about)})")
     with bars_on_stderr():
         fits = fit_all(
             data.X_train, data.t_train, methods=args.methods, task="regression",
             kernel="rbf", gamma="evidence", gamma_grid=args.gammas, solver=args.method,
-            random_state=args.seed, draws=args.draws, tune=args.draws,
+            random_state=args.seed, draws=args.draws, tune=min(args.draws, 1000),
             method_params={"nuts": nuts} if "nuts" in args.methods else None,
         )  # fmt: skip
     for name, fit in fits.items():

@@ -95,9 +95,9 @@ def _add_demo(sub, common: argparse.ArgumentParser) -> None:
         "PyMC's own sampler on PyTensor's default backend)",
     )  # fmt: skip
     demo.add_argument(
-        "--draws", type=types.draws, default=1000,
-        help=_draws_help(1000, "NUTS tuning steps and draws per chain, 2 chains (the "
-                         "estimator's defaults, at which its NUTS converges)"),
+        "--draws", type=types.draws, default=2000,
+        help=_draws_help(2000, "NUTS draws per chain, 2 chains, after min(draws, 1000) "
+                         "tuning steps (the estimator's defaults, at which its NUTS converges)"),
     )  # fmt: skip
     demo.add_argument(
         "--output", default="rvm_demo.png",
@@ -152,8 +152,8 @@ def _model_options(p: argparse.ArgumentParser, saved: bool) -> None:
     p.add_argument(
         "--draws",
         type=types.draws,
-        default=1000,
-        help=_draws_help(1000, "draws per chain kept (and NUTS draws), 2 chains"),
+        default=2000,
+        help=_draws_help(2000, "draws per chain kept (and NUTS draws), 2 chains"),
     )
     p.add_argument("--tune", type=types.tune, default=1000,
                    help=_draws_help(1000, "NUTS tuning steps per chain"))  # fmt: skip

@@ -61,7 +61,7 @@ class _BaseRVM(ResultViews, BaseEstimator):
         prior: Any = None,
         max_iter: int | None = None,
         tol: float = 1e-6,
-        draws: int = 1000,
+        draws: int = 2000,
         tune: int = 1000,
         chains: int | None = None,
         sampler_kwargs: dict | None = None,

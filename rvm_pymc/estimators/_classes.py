@@ -76,7 +76,7 @@ class RVR(RegressorMixin, _BaseRVM):
         Iteration cap of the reference solver (its default when None).
     tol : float, default 1e-6
         Convergence tolerance on ``|d log alpha|`` of the reference solver.
-    draws : int, default 1000
+    draws : int, default 2000
         Posterior draws per chain kept in ``idata_`` (Gaussian draws for
         reference/map, antithetic across chain pairs; NUTS draws for nuts):
         the same number for every method, so that ArviZ plots keep every fit.
@@ -238,7 +238,7 @@ class RVR(RegressorMixin, _BaseRVM):
         prior: Any = None,
         max_iter: int | None = None,
         tol: float = 1e-6,
-        draws: int = 1000,
+        draws: int = 2000,
         tune: int = 1000,
         chains: int | None = None,
         sampler_kwargs: dict | None = None,
