@@ -15,7 +15,7 @@
 # 6. a posterior predictive check;
 # 7. predictive bands of the three fits and their relevance vectors.
 #
-# NUTS runs the estimator's defaults: 2 chains of 1000 draws after 1000
+# NUTS runs the estimator's defaults: 2 chains of 2000 draws after 1000
 # tuning steps, started at the reference fit (sampling takes seconds; a first
 # run on a fresh machine spends a minute or more compiling the model with
 # Numba, later runs reuse the cache). All seeds are fixed.
