@@ -172,11 +172,7 @@ def model_spec(model) -> ModelSpec:
     return ModelSpec(kind, prior, parametrization, n_classes, rbf_width, rbf_bias)
 
 
-Constants = dict[str, tuple[tuple[str, ...], np.ndarray]]
-"""Named data values with their dims: ``{name: (dims, value)}``."""
-
-
-def model_constants(model, *, observed: bool = True) -> Constants:
+def model_constants(model, *, observed: bool = True) -> dict:
     """Every named data value of ``model``, as ``{name: (dims, value)}``.
 
     What a result tree's ``constant_data`` must hold for PyMC to see the model's
@@ -208,11 +204,11 @@ def model_constants(model, *, observed: bool = True) -> Constants:
     return out
 
 
-def data_unit_constants(kind: str, basis_scale, *, y_scale: float = 1.0, prior=None) -> Constants:
+def data_unit_constants(kind: str, basis_scale, *, y_scale: float = 1.0, prior=None) -> dict:
     """The scaling and prior data of :func:`~rvm_pymc.models.data_unit_model`, by name.
 
     ``basis_scale`` (``basis``), the Gamma prior's named data of
-    :data:`PRIOR_DATA` (``alpha_shape``, ``alpha_rate``; regression also
+    :data:`~rvm_pymc.models.spec.PRIOR_DATA` (``alpha_shape``, ``alpha_rate``; regression also
     ``y_scale``, ``beta_shape`` and ``beta_rate``).  An estimator's tree holds
     them in ``constant_data`` for every method, so that its layout is one and
     PyMC sees the data of ``model_`` as those of the draws (besides them
