@@ -1,10 +1,10 @@
-"""The width search of ``gamma="evidence"``: cheap fits on a few centres, one exact fit.
+"""The width search of ``gamma="evidence"``: cheap fits on a few centres, exact fits last.
 
 A fit over all N bases costs 8-180 iterations of the reference solver; most of
 a search's time went into fitting every width that way.  The search here
-fits the widths on :data:`SEARCH_CENTRES` fixed centres only (evenly spread
-over the training points, plus the bias: an N x 101 design), and fits the
-chosen width once over all bases:
+fits the widths on fixed centres (:func:`search_centres`: at N = 1000 in one
+dimension, 100 of them evenly spread, plus the bias), and only its result
+over all bases:
 
 1. *Grid.*  Every width of the grid (``gamma_grid``, or 9 widths over 4
    decades around ``"scale"``) on those centres, from the solver's own start
@@ -17,17 +17,21 @@ chosen width once over all bases:
    best grid width: Brent's parabolic step through the best width and its two
    nearest fitted neighbours, a golden-section step into the wider side when
    the parabola's vertex is unusable; every fit warm-started from the nearest
-   width fitted; until both neighbours of the best width are within a factor
-   ``exp(STEP)`` (10 %), or after :data:`MAX_FITS` fits.
-3. *Exact fit.*  The chosen width over all bases, from the solver's own
-   start: the fit returned is the fit of ``gamma=<that width>``, number for
-   number.  If it interpolates (:func:`choice_key`), the next best widths of
+   width fitted (at most :data:`REFINE_CAP` iterations); until both
+   neighbours of the best width are within a factor ``exp(STEP)`` (10 %), or
+   after :data:`MAX_FITS` fits.
+3. *Exact fits* (:func:`exact_fit`, in the caller
+   :func:`rvm_pymc.estimators._widths.select_width`): the best width of the
+   search and the best width of the grid, over all bases from the solver's
+   own start; the better is returned, the fit of ``gamma=<that width>``
+   number for number, and no lower than the grid's exact fit at its best
+   width.  If both interpolate (:func:`choice_key`), the next best widths of
    the search are fitted the same way (at most :data:`FALLBACK` more).
 
 ``evidence_path_`` records every fit in the order made, ``"all_bases"``
 telling the exact fits (step 3) from those on the centres (steps 1-2, whose
-evidence is that of the smaller model, a lower bound of the width's evidence
-when the solver finds the global optimum).
+evidence is that of the smaller model).  The cost and what was measured and
+not kept: ``benchmarks/README.md`` (``bench_width_search.py``).
 """
 
 from __future__ import annotations
@@ -67,7 +71,7 @@ REFINE_CAP = 100
 neighbouring width); one stopped there is not chosen (on scikit-learn's regression
 check data a warm start 4 % away from a fit of 33 iterations took 920)."""
 FALLBACK = 2
-"""At most this many more exact fits when the chosen width's interpolates."""
+"""At most this many more exact fits when the first two interpolate."""
 _GOLDEN = 0.5 * (3.0 - np.sqrt(5.0))
 
 

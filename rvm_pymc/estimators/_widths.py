@@ -133,9 +133,10 @@ def select_width(est, X, t, prior, solver: str, seed, *, need_reference: bool) -
     first = [searched[_best(searched)], ordered[_best(ordered)]]
     rest = sorted(searched, key=choice_key, reverse=True)
     for f in first + rest:
-        if any(abs(f["x"] - e["x"]) < STEP / 2 for e in exact):
-            continue  # as near as the refinement's resolution to a width fitted exactly
-        if f not in first and (np.isfinite(_key(exact)) or len(exact) >= 2 + FALLBACK):
+        if any(f["x"] == e["x"] for e in exact):
+            continue  # the search's best is the grid's
+        later = all(f is not g for g in first)
+        if later and (np.isfinite(_key(exact)) or len(exact) >= 2 + FALLBACK):
             break
         exact.append(exact_fit(est, X, t, prior, solver, seed, f["gamma"]))
     best = exact[_best(exact)]
