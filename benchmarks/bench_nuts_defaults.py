@@ -29,6 +29,7 @@ Usage::
     python benchmarks/bench_nuts_defaults.py --config today
     python benchmarks/bench_nuts_defaults.py --config candidate --problems sinc100,mcycle133
     python benchmarks/bench_nuts_defaults.py --params '{"draws": 1000, "tune": 1000}'
+    python benchmarks/bench_nuts_defaults.py --params '{"draws": 2000}' --seeds 1,2,3
 """
 
 from __future__ import annotations
@@ -153,12 +154,12 @@ def diagnose(est) -> dict:
     }
 
 
-def run(name: str, make, params: dict) -> dict:
+def run(name: str, make, params: dict, seed: int = 0) -> dict:
     from rvm_pymc import RVC, RVR
 
     task, X, target = make()
     cls = RVR if task == "regression" else RVC
-    est = cls(method="nuts", random_state=0, **params)
+    est = cls(method="nuts", random_state=seed, **params)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0 = time.perf_counter()
@@ -168,6 +169,7 @@ def run(name: str, make, params: dict) -> dict:
     d["ok"] = d["rhat"] <= 1.01 and min(d["ess_bulk"], d["ess_tail"]) >= 400 and not d["divergent"]
     return {
         "problem": name,
+        "seed": seed,
         "N": len(target),
         "M": int(est.idata_["posterior"].sizes["basis"]),
         "gamma": float(est.gamma_) if est.gamma_ is not None else float("nan"),
@@ -183,17 +185,20 @@ def main(argv=None) -> None:
     parser.add_argument("--params", help="JSON constructor parameters (replace --config)")
     parser.add_argument("--problems", help="comma-separated subset of the problems")
     parser.add_argument("--json", help="append one JSON line per fit to this file")
+    parser.add_argument(
+        "--seeds", default="0", help="comma-separated random_state values of the fits (chains' seeds)"
+    )
     args = parser.parse_args(argv)
     params = json.loads(args.params) if args.params else CONFIGS[args.config]
     makers = problems()
     names = args.problems.split(",") if args.problems else list(makers)
     print(header("NUTS at the estimators' defaults", [f"parameters: {params}"]))
-    cols = "problem N M gamma wall rhat ess_bulk ess_tail divergent converged_ ok".split()
+    cols = "problem seed N M gamma wall rhat ess_bulk ess_tail divergent converged_ ok".split()
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
-    for name in names:
+    for name, seed in ((n, int(s)) for n in names for s in args.seeds.split(",")):
         try:
-            row = run(name, makers[name], params)
+            row = run(name, makers[name], params, seed)
         except ImportError as exc:
             print(f"| {name} | skipped: {exc} |", flush=True)
             continue

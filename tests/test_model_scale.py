@@ -87,8 +87,11 @@ FITS = {
 
 
 @pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")
+@pytest.mark.filterwarnings("error::pymc.exceptions.ImplicitFreezeWarning")
 @pytest.mark.parametrize("fit", list(FITS))
 def test_model_replicates_the_data_in_its_units(data, fit):
+    """model_ replicates idata_'s draws in data units, and PyMC sees model_'s data as
+    idata_'s (no ImplicitFreezeWarning: constant_data holds every data container of model_)."""
     X, t, X_new = data
     est = RVR(random_state=0, **FITS[fit]).fit(X, t)
     tree = est.idata_

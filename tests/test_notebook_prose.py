@@ -24,6 +24,13 @@ NOT_FROM_OUTPUTS = {
     "02_classification": {"0.5": "Tipping's (2001) kernel width", "9.3%": "Tipping's error"},
     "03_mcmc_vs_evidence": {"0.95": "the nominal coverage of a 95% band"},
     "06_custom_basis": {"1.96": "the normal quantile of a 95% band"},
+    "08_width_by_cv_or_evidence": {
+        "0.049": "the coursework's CV R^2 at the evidence's RBF width on Friedman #3",
+        "0.765": "the coursework's CV R^2 at CV's RBF width on Friedman #3",
+        "0.095": "the coursework's test R^2 at the evidence's RBF width on Friedman #3",
+        "0.478": "the coursework's CV R^2 at the evidence's RBF width on Boston",
+        "0.862": "the coursework's CV R^2 at CV's RBF width on Boston",
+    },
 }
 
 

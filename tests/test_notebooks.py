@@ -1,6 +1,6 @@
 """Every notebook in notebooks/ runs top to bottom without error, and is stored with its outputs.
 
-All six run in the default suite (the NUTS notebooks 01, 03 and 06 with small
+All of them run in the default suite (the NUTS notebooks 01, 03 and 06 with small
 draws: about two minutes together on a warm PyTensor cache on 2 cores).
 """
 

@@ -35,6 +35,7 @@ from rvm_pymc.estimators._scaling import column_rms, scale_columns, scale_gamma,
 from rvm_pymc.estimators._views import ResultViews
 from rvm_pymc.estimators._widths import select_width
 from rvm_pymc.kernels import Kernel
+from rvm_pymc.models.spec import data_unit_constants
 from rvm_pymc.priors import resolve_prior
 
 __all__ = ["INITS", "METHODS", "SOLVERS"]
@@ -275,6 +276,10 @@ class _BaseRVM(ResultViews, BaseEstimator):
             "attrs": {**info.attrs, **_fit_attrs(self, info.library)},
             "draws": self.draws,
             "chains": self._chains(),
+            # model_'s scaling and prior data, kept in constant_data by every method
+            "constants": data_unit_constants(
+                self._kind_of_fit(), scale[active], y_scale=t_sd, prior=prior
+            ),
         }
         self._idata = None
 

@@ -93,6 +93,7 @@ class ResultViews:
                 random_state=inp["seed"],
                 sample_stats=inp["sample_stats"],
                 attrs=inp["attrs"],
+                constant_data=inp["constants"],
             )
         return self._idata
 

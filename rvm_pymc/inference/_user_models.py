@@ -21,7 +21,7 @@ import xarray as xr
 from rvm_pymc._core.evidence import log_marginal_likelihood
 from rvm_pymc.models import builder_made
 from rvm_pymc.models.data import design_matrix, model_data
-from rvm_pymc.models.spec import ModelSpec
+from rvm_pymc.models.spec import ModelSpec, model_constants
 
 __all__ = [
     "MARGINAL_RTOL",
@@ -212,16 +212,7 @@ def model_pointwise(
 
 def _constant_data(model) -> xr.Dataset:
     """The model's data as PyMC's ``constant_data`` group (so that none counts as changed)."""
-    out = {}
-    for var in model.data_vars:
-        if not hasattr(var, "get_value"):
-            continue
-        value = np.asarray(var.get_value())
-        dims = model.named_vars_to_dims.get(var.name) or [
-            f"{var.name}_dim_{i}" for i in range(value.ndim)
-        ]
-        out[var.name] = (tuple(dims), value)
-    return xr.Dataset(out)
+    return xr.Dataset(model_constants(model))
 
 
 def with_model_likelihood(tree: xr.DataTree, model, spec: ModelSpec, posterior, weights, **kw):

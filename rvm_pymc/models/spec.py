@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rvm_pymc.priors import HyperPrior
+from rvm_pymc.priors import HyperPrior, resolve_prior
 
-__all__ = ["PRIOR_DATA", "ModelSpec", "model_spec"]
+__all__ = ["PRIOR_DATA", "ModelSpec", "data_unit_constants", "model_constants", "model_spec"]
 
 _NAMES = (
     "regression_joint: free log_alpha (basis), log_beta, w or w_raw (basis), observed t_obs, "
@@ -170,3 +170,61 @@ def model_spec(model) -> ModelSpec:
     if ab is not None and cd is not None:
         prior = HyperPrior(a=ab[0], b=ab[1], c=cd[0], d=cd[1])
     return ModelSpec(kind, prior, parametrization, n_classes, rbf_width, rbf_bias)
+
+
+Constants = dict[str, tuple[tuple[str, ...], np.ndarray]]
+"""Named data values with their dims: ``{name: (dims, value)}``."""
+
+
+def model_constants(model, *, observed: bool = True) -> Constants:
+    """Every named data value of ``model``, as ``{name: (dims, value)}``.
+
+    What a result tree's ``constant_data`` must hold for PyMC to see the model's
+    data as unchanged since the draws (``pm.sample_posterior_predictive`` and
+    ``pm.compute_log_likelihood`` compare each data container of the model with
+    the group's value of the same name, and flag every draw downstream of one
+    that is missing or differs).  Dims are the model's; a data container without
+    them gets ``<name>_dim_<i>``.
+
+    Parameters
+    ----------
+    model : pymc.Model
+    observed : bool
+        Include the data that are the observed values of an observed variable
+        (the targets, which a tree holds in ``observed_data``).
+    """
+    skip = set()
+    if not observed:
+        skip = {model.rvs_to_values.get(rv) for rv in model.observed_RVs}
+    out = {}
+    for var in model.data_vars:
+        if not hasattr(var, "get_value") or var in skip:
+            continue
+        value = np.asarray(var.get_value())
+        dims = model.named_vars_to_dims.get(var.name) or [
+            f"{var.name}_dim_{i}" for i in range(value.ndim)
+        ]
+        out[var.name] = (tuple(dims), value)
+    return out
+
+
+def data_unit_constants(kind: str, basis_scale, *, y_scale: float = 1.0, prior=None) -> Constants:
+    """The scaling and prior data of :func:`~rvm_pymc.models.data_unit_model`, by name.
+
+    ``basis_scale`` (``basis``), the Gamma prior's named data of
+    :data:`PRIOR_DATA` (``alpha_shape``, ``alpha_rate``; regression also
+    ``y_scale``, ``beta_shape`` and ``beta_rate``).  An estimator's tree holds
+    them in ``constant_data`` for every method, so that its layout is one and
+    PyMC sees the data of ``model_`` as those of the draws (besides them
+    ``model_`` holds ``Phi``, the targets, ``y_offset`` and a type-II fit's
+    hyperparameters, which the tree holds already).  Needs no PyMC.
+    """
+    hp = resolve_prior(prior, default="weakly_informative")
+    out = {"basis_scale": (("basis",), np.asarray(basis_scale, dtype=float))}
+    shape, rate = PRIOR_DATA["log_alpha"]
+    out[shape], out[rate] = ((), np.asarray(float(hp.a))), ((), np.asarray(float(hp.b)))
+    if kind == "regression":
+        out["y_scale"] = ((), np.asarray(float(y_scale)))
+        shape, rate = PRIOR_DATA["log_beta"]
+        out[shape], out[rate] = ((), np.asarray(float(hp.c))), ((), np.asarray(float(hp.d)))
+    return out
