@@ -37,7 +37,7 @@ def test_demo_prints_the_comparison_table_and_writes_png(tmp_path, capsys):
     data = make_sinc(n_train=60, noise_sd=0.1, random_state=0)
     direct = RVR(gamma="evidence", gamma_grid=[0.2, 0.5], random_state=0)
     direct.fit(data.X_train, data.t_train)
-    assert float(values["gamma"]) == direct.gamma_
+    assert float(values["gamma"]) == pytest.approx(direct.gamma_, rel=5e-4)  # 4 digits printed
     # the relevance vectors, the bias not counted
     assert int(values["n_relevant"]) == n_relevant(direct) == direct.n_relevance_
 

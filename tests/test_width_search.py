@@ -1,8 +1,9 @@
-"""gamma="evidence": the grid brackets the width, refined on a continuous log gamma.
+"""gamma="evidence": a search on a few centres, then the chosen width fitted exactly.
 
-The refinement (rvm_pymc.estimators._search) starts from the best grid width,
-warm-starts every fit from the nearest width fitted, and stops at a local
-maximum of the evidence (no higher at gamma * 1.1 and gamma / 1.1).
+The search (rvm_pymc.estimators._search) fits the grid and a Brent-style
+refinement on a continuous log gamma on at most 100 centres per feature, then
+fits the best width it found, and the best width of the grid, over all bases
+from the solver's own start; the fit returned is the better of those.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ import pytest
 
 from rvm_pymc.datasets import make_ripley, make_sinc
 from rvm_pymc.estimators import RVC, RVR
+from rvm_pymc.estimators._scaling import scale_gamma
+from rvm_pymc.estimators._search import STEP
+from rvm_pymc.estimators._widths import DEFAULT_GRID
 from rvm_pymc.exceptions import ConvergenceWarning
 
 GRID = 9  # the default grid: 9 widths, "scale" times logspace(-2, 2, 9)
@@ -29,31 +33,62 @@ def sinc3():
     return d, est
 
 
+def _grid_best(cls, X, y, grid) -> float:
+    """The former search's answer: the best fresh fit of the grid (no interpolating fit)."""
+    best = -np.inf
+    for g in grid:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = cls(gamma=float(g)).fit(X, y)
+        if not est._tree_inputs["attrs"].get("noise_at_bound", False):
+            best = max(best, est.log_evidence_)
+    return best
+
+
 def test_search_beats_the_grid_on_sinc_seed_3(sinc3):
-    _, est = sinc3
+    d, est = sinc3
     path = est.evidence_path_
-    grid_best = path["log_evidence"][:GRID].max()
     assert path["gamma"].size > GRID  # the refinement fitted more widths
-    assert est.log_evidence_ > grid_best + 0.5
-    assert est.log_evidence_ == pytest.approx(path["log_evidence"].max(), rel=1e-12)
-    assert est.gamma_ not in path["gamma"][:GRID]
+    grid = scale_gamma(d.X_train) * DEFAULT_GRID
+    np.testing.assert_allclose(path["gamma"][:GRID], grid, rtol=1e-12)
+    assert est.log_evidence_ > _grid_best(RVR, d.X_train, d.t_train, grid) + 0.5
+    assert est.gamma_ not in grid
     assert est.converged_ and path["converged"].all()
 
 
-def test_the_width_is_a_local_maximum(sinc3):
-    """The evidence at gamma * 1.1 and gamma / 1.1, fitted from the chosen fit, is not higher."""
+def test_the_chosen_fit_is_a_fresh_fit_at_its_width(sinc3):
+    d, est = sinc3
+    fresh = RVR(gamma=est.gamma_).fit(d.X_train, d.t_train)
+    assert fresh.log_evidence_ == est.log_evidence_
+    np.testing.assert_array_equal(fresh.relevance_indices_, est.relevance_indices_)
+    np.testing.assert_array_equal(fresh.coef_, est.coef_)
+    path = est.evidence_path_
+    exact = np.flatnonzero(path["all_bases"])  # the chosen width's fit is the last exact one
+    assert 1 <= exact.size <= 2 and not path["all_bases"][: exact[0]].any()
+    chosen = exact[np.argmax(path["log_evidence"][exact])]
+    assert path["gamma"][chosen] == est.gamma_
+    assert path["log_evidence"][chosen] == pytest.approx(est.log_evidence_, rel=1e-12)
+
+
+def test_the_search_ends_at_a_local_maximum(sinc3):
+    """The fits of the search next to its best width are within 10 % of it and lower."""
     _, est = sinc3
     path = est.evidence_path_
-    for factor in (1.1, 1 / 1.1):
-        near = np.flatnonzero(np.isclose(path["gamma"], est.gamma_ * factor, rtol=1e-9))
-        assert near.size == 1, factor
-        assert path["log_evidence"][near[0]] <= est.log_evidence_
+    searched = ~path["all_bases"]
+    x, key = np.log(path["gamma"][searched]), path["log_evidence"][searched]
+    k = int(np.argmax(key))
+    left, right = x[x < x[k]], x[x > x[k]]
+    assert left.size and right.size  # not at an edge of the grid
+    for side in (left[np.argmax(left)], right[np.argmin(right)]):
+        assert abs(side - x[k]) <= STEP + 1e-12
+        assert key[x == side].max() <= key[k]
+    assert np.exp(x[k]) == est.gamma_  # and it is the width chosen
 
 
 def test_the_search_is_reproducible(sinc3):
     d, est = sinc3
     again = RVR(gamma="evidence").fit(d.X_train, d.t_train)
-    for key in ("gamma", "log_evidence", "converged"):
+    for key in est.evidence_path_:
         np.testing.assert_array_equal(again.evidence_path_[key], est.evidence_path_[key])
     assert again.gamma_ == est.gamma_
     np.testing.assert_array_equal(again.coef_, est.coef_)
@@ -61,10 +96,11 @@ def test_the_search_is_reproducible(sinc3):
 
 def test_edge_of_the_grid_still_warns():
     d = make_sinc(n_train=100, noise_sd=0.1, random_state=0)
-    grid = [1e-4, 3e-4, 1e-3]  # kernels far too wide: the narrowest is best
+    grid = [0.01, 0.02, 0.04]  # kernels too wide: the narrowest is best
     with pytest.warns(ConvergenceWarning, match="largest gamma of gamma_grid"):
         est = RVR(gamma="evidence", gamma_grid=grid).fit(d.X_train, d.t_train)
-    assert est.gamma_ == pytest.approx(1e-3)
+    assert est.gamma_ == pytest.approx(0.04)
+    assert est.log_evidence_ == RVR(gamma=0.04).fit(d.X_train, d.t_train).log_evidence_
 
 
 def test_the_classifier_shares_the_search():
@@ -75,9 +111,12 @@ def test_the_classifier_shares_the_search():
         est = RVC(gamma="evidence", gamma_grid=grid).fit(d.X_train, d.t_train)
     path = est.evidence_path_
     np.testing.assert_array_equal(path["gamma"][: len(grid)], grid)
-    assert path["gamma"].size > len(grid)
-    assert est.log_evidence_ >= path["log_evidence"][: len(grid)].max()
-    assert est.log_evidence_ == pytest.approx(path["log_evidence"].max(), rel=1e-12)
+    assert path["gamma"].size > len(grid) + 1
+    exact = path["all_bases"]
+    assert est.log_evidence_ == pytest.approx(path["log_evidence"][exact].max(), rel=1e-12)
+    fresh = RVC(gamma=est.gamma_).fit(d.X_train, d.t_train)
+    assert fresh.log_evidence_ == est.log_evidence_
+    np.testing.assert_array_equal(fresh.coef_, est.coef_)
 
 
 def test_a_width_that_interpolates_is_never_chosen(tmp_path):
@@ -98,11 +137,51 @@ def test_a_width_that_interpolates_is_never_chosen(tmp_path):
     path = est.evidence_path_
     at_bound = path["noise_at_bound"]
     assert at_bound.any() and not at_bound.all()
-    chosen = int(np.flatnonzero(path["gamma"] == est.gamma_)[0])
+    chosen = int(np.flatnonzero((path["gamma"] == est.gamma_) & path["all_bases"])[0])
     assert not at_bound[chosen]
     assert path["log_evidence"][at_bound].max() > est.log_evidence_  # the trap was there
-    assert est.log_evidence_ == pytest.approx(path["log_evidence"][~at_bound].max(), rel=1e-12)
+    exact = path["all_bases"] & ~at_bound
+    assert est.log_evidence_ == pytest.approx(path["log_evidence"][exact].max(), rel=1e-12)
     assert np.sqrt(est.noise_var_) > 0.05 * y.std()  # the noise is estimated, not ~0
     est.save(tmp_path / "m.nc")
-    back = RVR.load(tmp_path / "m.nc").evidence_path_["noise_at_bound"]
-    np.testing.assert_array_equal(back, at_bound)
+    back = RVR.load(tmp_path / "m.nc").evidence_path_
+    np.testing.assert_array_equal(back["noise_at_bound"], at_bound)
+    np.testing.assert_array_equal(back["all_bases"], path["all_bases"])
+
+
+def _benchmark_problems():
+    """The problems of benchmarks/bench_width_search.py (the same data, the same order)."""
+    from sklearn.datasets import load_breast_cancer, load_diabetes
+    from sklearn.preprocessing import StandardScaler
+
+    from rvm_pymc.datasets import make_friedman2
+
+    out = []
+    for seed in range(4):
+        d = make_sinc(n_train=1000, noise_sd=0.1, random_state=seed)
+        out.append((f"sinc {seed}", RVR, d.X_train, d.t_train))
+    d = make_friedman2(n_train=240, random_state=0)
+    out.append(("friedman2", RVR, StandardScaler().fit_transform(d.X_train), d.t_train))
+    X, y = load_diabetes(return_X_y=True)
+    rng = np.random.default_rng(0)
+    idx = rng.choice(len(y), 300, replace=False)
+    out.append(("diabetes", RVR, StandardScaler().fit_transform(X[idx]), y[idx]))
+    d = make_ripley(n_train=250, random_state=0)
+    out.append(("ripley", RVC, d.X_train, d.t_train))
+    X, y = load_breast_cancer(return_X_y=True)
+    idx = rng.choice(len(y), 300, replace=False)
+    out.append(("breast cancer", RVC, StandardScaler().fit_transform(X[idx]), y[idx]))
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", range(8))
+def test_search_at_least_the_grid_on_the_benchmark_problems(k):
+    """The evidence of the search's fit is no lower than the best fresh fit of the grid."""
+    name, cls, X, y = _benchmark_problems()[k]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = cls(gamma="evidence").fit(X, y)
+    grid = scale_gamma(X) * DEFAULT_GRID
+    assert est.log_evidence_ >= _grid_best(cls, X, y, grid) - 1e-9, name
+    assert not est._tree_inputs["attrs"].get("noise_at_bound", False), name

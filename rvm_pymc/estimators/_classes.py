@@ -41,13 +41,12 @@ class RVR(RegressorMixin, _BaseRVM):
         Inverse squared width of rbf/cauchy (``exp(-gamma |x-y|^2)``), inverse
         width of laplacian, scale of poly; ignored by other kernels.
         ``"scale"`` is ``1 / (n_features * X.var())`` as in scikit-learn's SVR.
-        ``"evidence"`` fits the reference solver for every width in
-        ``gamma_grid``, then refines the one of largest log evidence on a
-        continuous ``log gamma`` between its neighbours in the grid, every fit
-        warm-started from the nearest width fitted, to a local maximum (no
-        higher evidence at ``gamma * 1.1`` and ``gamma / 1.1``);
-        ``evidence_path_`` records every width fitted.  Map/nuts are then
-        fitted at that width.
+        ``"evidence"`` searches the widths on a few centres (every width in
+        ``gamma_grid``, then a refinement of the best on a continuous
+        ``log gamma`` to 10 %), fits the best width found and the grid's best
+        over all bases and keeps the better: the fit of ``gamma=<that width>``
+        itself; ``evidence_path_`` records every fit of the search.
+        Map/nuts are then fitted at that width.
         ``"auto"`` is ``"evidence"`` up to 2000 training points and ``"scale"``
         above: on raw 1-D inputs ``"scale"`` is often far too wide (sinc,
         N = 100: a 10 times smaller gamma than the evidence's, test RMSE up to
@@ -176,9 +175,10 @@ class RVR(RegressorMixin, _BaseRVM):
         Log evidence (plus hyperprior terms) at the optimum, of the targets in
         their own units; NaN for nuts.
     evidence_path_ : dict
-        Only with ``gamma="evidence"``: ``{"gamma", "log_evidence", "converged"}``
-        arrays, one entry per width fitted over all bases: the grid as given,
-        then the refinement in the order made.
+        Only with ``gamma="evidence"``: ``{"gamma", "log_evidence", "converged",
+        "noise_at_bound", "all_bases"}`` arrays, one entry per fit of the search:
+        the grid as given, the refinement in the order made (on the search's
+        centres), then the fits over all bases (``all_bases``).
     idata_ : xarray.DataTree
         The fit in the result schema of :mod:`rvm_pymc.results` (the same
         groups for every method: posterior, posterior_predictive,

@@ -1,35 +1,41 @@
-"""The continuous refinement of ``gamma="evidence"`` between the widths of its grid.
+"""The width search of ``gamma="evidence"``: cheap fits on a few centres, exact fits last.
 
-The grid (``gamma_grid``, or 9 widths over 4 decades around ``"scale"``) brackets
-the width of largest log evidence; it is refined on a continuous ``log gamma``
-in two steps, every fit warm-started from the nearest width fitted
-(:func:`rvm_pymc.reference.fit_posterior`, ``start``):
+A fit over all N bases costs 8-180 iterations of the reference solver; most of
+a search's time went into fitting every width that way.  The search here
+fits the widths on fixed centres (:func:`search_centres`: at N = 1000 in one
+dimension, 100 of them evenly spread, plus the bias), and only its result
+over all bases:
 
-1. *Width, at nearly fixed bases.*  The relevance vectors of the best grid
-   width, plus :data:`EXTRA` candidate centres spread over the training
-   points, are re-fitted at :data:`SCAN` widths evenly spaced between the two
-   neighbouring grid widths, from its precisions and noise (their kernel
-   columns only: N x ~30, not N x N), then at the vertex of the parabola
-   through the best of them and its neighbours (the interpolation step of
-   Brent's method).  This evidence is a lower bound of the evidence at each
-   width; the best width found is fitted over all bases.
-2. *Local maximum.*  Full fits at ``gamma * 1.1`` and ``gamma / 1.1`` of the
-   best fit so far, each warm-started from it, until neither is higher: the
-   width returned is a local maximum of the evidence on that scale (at most
-   :data:`MAX_ROUNDS` rounds).
+1. *Grid.*  Every width of the grid (``gamma_grid``, or 9 widths over 4
+   decades around ``"scale"``) on those centres, from the solver's own start
+   (through joblib, as independent tasks).  The grid brackets the width of
+   largest evidence: the evidence can jump between distant widths in ways no
+   local search sees (on 300 points of scikit-learn's diabetes data it is
+   flat within 9 nats from 0.01 to 1 times ``"scale"`` and 92 nats higher at
+   10 times).
+2. *Refinement* on a continuous ``log gamma`` between the neighbours of the
+   best grid width: Brent's parabolic step through the best width and its two
+   nearest fitted neighbours, a golden-section step into the wider side when
+   the parabola's vertex is unusable; every fit warm-started from the nearest
+   width fitted (at most :data:`REFINE_CAP` iterations); until both
+   neighbours of the best width are within a factor ``exp(STEP)`` (10 %), or
+   after :data:`MAX_FITS` fits.
+3. *Exact fits* (:func:`exact_fit`, in the caller
+   :func:`rvm_pymc.estimators._widths.select_width`): the best width of the
+   search and the best width of the grid, over all bases from the solver's
+   own start; the better is returned, the fit of ``gamma=<that width>``
+   number for number, and no lower than the grid's exact fit at its best
+   width.  If both interpolate (:func:`choice_key`), the next best widths of
+   the search are fitted the same way (at most :data:`FALLBACK` more).
 
-Every full fit is recorded in ``evidence_path_`` (the grid first, then the
-refinement in the order made); the fixed-basis fits of step 1 are not (their
-evidence is a lower bound, not the evidence at their width).  The grid is
-kept as the bracket because the evidence can jump between distant widths in
-ways no local search sees (on 300 points of scikit-learn's diabetes data, in
-``benchmarks/bench_width_search.py``, it is flat within 9 nats from 0.01 to 1
-times ``"scale"`` and 92 nats higher at 10 times).
+``evidence_path_`` records every fit in the order made, ``"all_bases"``
+telling the exact fits (step 3) from those on the centres (steps 1-2, whose
+evidence is that of the smaller model).  The cost and what was measured and
+not kept: ``benchmarks/README.md`` (``bench_width_search.py``).
 """
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -37,181 +43,150 @@ import numpy as np
 from rvm_pymc._core.parallel import record_warnings
 from rvm_pymc.estimators._scaling import column_rms
 
-__all__ = ["EXTRA", "MAX_ROUNDS", "SCAN", "STEP", "choice_key", "refine_width"]
+__all__ = [
+    "FALLBACK",
+    "MAX_FITS",
+    "REFINE_CAP",
+    "SEARCH_CENTRES",
+    "SEARCH_TOL",
+    "STEP",
+    "choice_key",
+    "exact_fit",
+    "grid_fit",
+    "refine_width",
+    "search_centres",
+    "search_fit",
+]
 
 STEP = float(np.log(1.1))
-"""The local maximum is checked at ``gamma * 1.1`` and ``gamma / 1.1``."""
-SCAN = 5
-"""Step 1 fits the bases at this many widths between the neighbours of the best grid width."""
-EXTRA = 20
-"""Step 1 adds about this many candidate centres, evenly spread, to the relevance vectors."""
-MAX_ROUNDS = 8
-"""At most this many rounds of step 2 (each moves the width by a factor 1.1)."""
-BASES_TOL = 1e-4
-"""Tolerance (on ``log alpha``) of the fixed-basis fits of step 1."""
+"""The refinement stops when the best width's fitted neighbours are this close (10 %)."""
+SEARCH_CENTRES = 100
+"""The search fits every width on at most this many centres per input feature (and bias)."""
+SEARCH_TOL = 1e-3
+"""Tolerance (on ``log alpha``, ``log beta``) of the search's fits (the exact ones: ``tol``)."""
+MAX_FITS = 8
+"""At most this many fits in the refinement."""
+REFINE_CAP = 100
+"""At most this many iterations per fit of the refinement (typically 5-60 from the
+neighbouring width); one stopped there is not chosen (on scikit-learn's regression
+check data a warm start 4 % away from a fit of 33 iterations took 920)."""
+FALLBACK = 2
+"""At most this many more exact fits when the first two interpolate."""
+_GOLDEN = 0.5 * (3.0 - np.sqrt(5.0))
 
 
-def refine_width(est, X, t, prior, solver: str, seed, fits: list[dict], k: int):
-    """Refine the best grid width ``fits[k]``; return the best fit and the new fits made.
+def search_centres(X: np.ndarray) -> np.ndarray:
+    """The indices of the training points the search uses as centres, evenly spread.
+
+    :data:`SEARCH_CENTRES` per input feature, or all N points when that is more
+    than half of them: the more features, the more centres a kernel fit needs
+    to cover its inputs (on 300 points of breast cancer, 30 features, 100
+    centres end 10 nats below all the points at the best width), and on few
+    points a subset saves little.
+    """
+    n = X.shape[0]
+    k = SEARCH_CENTRES * X.shape[1]
+    return np.unique(np.linspace(0, n - 1, k if 2 * k <= n else n).round().astype(np.intp))
+
+
+def search_fit(
+    est, X, t, prior, solver: str, gamma: float, start=None, cap: int | None = None
+) -> dict[str, Any]:
+    """The fit of the search at ``gamma`` on :func:`search_centres` (see the module).
+
+    Warm-started from ``start`` (a fit at another width on the same centres),
+    at most ``cap`` iterations (a fit stopped there is never chosen:
+    :func:`choice_key`); a failed fit has evidence ``-inf``.  Its warnings
+    are recorded, not raised.
+    """
+    idx = search_centres(X)
+    bias = bool(est.bias)
+    names = ["bias"] * bias + [f"x{i}" for i in idx]
+    Phi = est._make_basis(gamma).kernel(X, X[idx])
+    if bias:
+        Phi = np.hstack([np.ones((X.shape[0], 1)), Phi])
+    Phi /= column_rms(Phi)
+    try:
+        ref, caught = record_warnings(
+            est._reference_fit, (Phi, t, prior, solver, names, start, cap, SEARCH_TOL)
+        )
+    except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+        return _failed(gamma)
+    fit = grid_fit(gamma, ref, caught)
+    stopped = cap is not None and not fit["converged"] and ref[1].n_iter >= cap
+    return {**fit, "all_bases": False, "stopped": stopped}
+
+
+def exact_fit(est, X, t, prior, solver: str, seed, gamma: float) -> dict[str, Any]:
+    """The fit of ``gamma=<gamma>`` over all bases, from the solver's own start.
+
+    With its ``basis``, design matrix ``Phi`` and column ``scale``
+    (:meth:`_BaseRVM._design`): what :func:`select_width` returns.
+    """
+    basis, Phi, scale = est._design(gamma, X, seed)
+    ref, caught = record_warnings(est._reference_fit, (Phi, t, prior, solver, basis.basis_names_))
+    fit = grid_fit(gamma, ref, caught)
+    return {**fit, "all_bases": True, "basis": basis, "Phi": Phi, "scale": scale}
+
+
+def refine_width(est, X, t, prior, solver: str, fits: list[dict], k: int) -> list[dict]:
+    """Step 2: the fits of the refinement around the best grid width ``fits[k]``, in order.
 
     Parameters
     ----------
     est : RVR or RVC
-        Its ``_design``, ``_make_basis`` and ``_reference_fit`` build and fit.
     X : ndarray
         Training inputs.
     t : ndarray
         Targets on the fitted scale (class codes for a classifier).
     prior : HyperPrior
     solver : str
-        Of the reference solver; the full fits of ``"mackay"`` and ``"em"``
-        start from every basis (those solvers cannot add a basis to a warm start).
-    seed : int or None
-        Of the basis's choice of centres at large N.
+        Of the reference solver (``"mackay"`` and ``"em"`` cannot add a basis
+        to a warm start: theirs start from every centre).
     fits : list of dict
-        The grid fits, in increasing width (:func:`grid_fit`).
+        The fits of the grid (:func:`search_fit`), in increasing width.
     k : int
-        The best of them.
+        The best of them by :func:`choice_key`.
 
     Returns
     -------
-    (dict, list of dict)
-        The best fit (with its ``basis``, ``Phi`` and ``scale``) and the fits
-        made here, in order.
+    list of dict
     """
-    bounds = (fits[0]["x"], fits[-1]["x"])
+    done = list(fits)
     best = fits[k]
-    best.update(_design(est, X, seed, best["x"]))
     made: list[dict] = []
-    lo, hi = fits[max(k - 1, 0)]["x"], fits[min(k + 1, len(fits) - 1)]["x"]
-    step = _best_width_of_bases(est, X, t, prior, solver, best, np.linspace(lo, hi, SCAN))
-    if step is not None and abs(step[0] - best["x"]) > 1e-9:
-        made.append(_full_fit(est, X, t, prior, solver, seed, step[0], _warm(solver, step[1])))
-        best = _better(best, made[-1])
-    for _ in range(MAX_ROUNDS):
-        tried = fits + made
-        around = [float(np.clip(best["x"] + d, *bounds)) for d in (-STEP, STEP)]
-        before = best
-        for x in around:
-            if min(abs(x - f["x"]) for f in tried) > 1e-9:
-                start = _warm(solver, before["reference"][0])
-                made.append(_full_fit(est, X, t, prior, solver, seed, x, start))
-                best = _better(best, made[-1])
-        if best is before:
+    for _ in range(MAX_FITS):
+        x = _next_width(done, best)
+        if x is None:
             break
-    return best, made
+        near = min(done, key=lambda f: abs(f["x"] - x))
+        start = near["reference"][0] if solver == "fast" and near["reference"] else None
+        made.append(search_fit(est, X, t, prior, solver, float(np.exp(x)), start, REFINE_CAP))
+        done.append(made[-1])
+        if choice_key(made[-1]) > choice_key(best):
+            best = made[-1]
+    return made
 
 
-def _better(best: dict, new: dict) -> dict:
-    """The fit of higher evidence; the other's design matrix is dropped (one N x M at a time)."""
-    keep, drop = (new, best) if choice_key(new) > choice_key(best) else (best, new)
-    drop["Phi"] = None
-    return keep
-
-
-def grid_fit(gamma: float, reference: tuple, caught: list) -> dict[str, Any]:
-    """A fit of the grid as the refinement records it (no design matrix kept)."""
-    info = reference[1]
-    return {
-        "x": float(np.log(gamma)),
-        "gamma": float(gamma),
-        "reference": reference,
-        "warnings": caught,
-        "log_evidence": float(info.log_evidence),
-        "converged": bool(info.converged),
-        "noise_at_bound": bool(info.attrs.get("noise_at_bound", False)),
-    }
-
-
-def choice_key(fit: dict) -> float:
-    """What the width search maximises: the log evidence, ``-inf`` for a degenerate fit.
-
-    A fit whose noise precision ended at its upper bound interpolates the
-    targets; there the evidence grows without bound as the noise vanishes
-    (with a basis per point as narrow as a point, each target gets its own
-    variance), so its value is not a maximum and is never chosen over a fit
-    that estimates the noise (on scikit-learn's diabetes data the narrowest
-    widths "win" by 100 nats this way, with 439 relevance vectors and noise sd
-    0.008).
-    """
-    return -np.inf if fit["noise_at_bound"] else fit["log_evidence"]
-
-
-def _warm(solver: str, post):
-    """The warm start of a full fit: ``post`` for the fast solver (the others cannot add)."""
-    return post if solver == "fast" else None
-
-
-def _design(est, X, seed, x: float) -> dict[str, Any]:
-    basis, Phi, scale = est._design(float(np.exp(x)), X, seed)
-    return {"basis": basis, "Phi": Phi, "scale": scale}
-
-
-def _full_fit(est, X, t, prior, solver, seed, x: float, start) -> dict[str, Any]:
-    """The reference fit at width ``exp(x)`` over every basis, warm-started from ``start``.
-
-    Its design matrix is kept only while it is the best (the caller drops it).
-    """
-    design = _design(est, X, seed, x)
-    ref, caught = record_warnings(
-        est._reference_fit,
-        (design["Phi"], t, prior, solver, design["basis"].basis_names_, start),
-    )
-    return {**grid_fit(float(np.exp(x)), ref, caught), **design}
-
-
-def _evidence_of_bases(est, X, t, prior, solver, fit, xs) -> list[tuple[float, Any]]:
-    """``(log evidence, posterior)`` of ``fit``'s bases (and ``EXTRA``) at each ``exp(x)``.
-
-    Every fit is warm-started from ``fit``; ``-inf`` where it fails.
-    """
-    post = fit["reference"][0]
-    basis = fit["basis"]
-    where = {str(n): i for i, n in enumerate(basis.basis_names_)}
-    cols = np.array([where[n] for n in post.basis_names], dtype=np.intp)
-    off = int(getattr(basis, "bias", False))
-    n_c = basis.centres_.shape[0]
-    cols = np.union1d(cols, np.arange(0, n_c, max(1, n_c // EXTRA)) + off)
-    names = [str(basis.basis_names_[i]) for i in cols]
-    bias = bool(off) and cols[0] == 0
-    centres = basis.centres_[cols[int(bias) :] - off]
-    out = []
-    for x in xs:
-        Phi = _columns(est, X, float(np.exp(x)), centres, bias)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                ref = est._reference_fit(Phi, t, prior, solver, names, post, tol=BASES_TOL)
-        except (np.linalg.LinAlgError, ValueError, FloatingPointError):
-            out.append((-np.inf, None))
-            continue
-        degenerate = ref[1].attrs.get("noise_at_bound", False)
-        out.append((-np.inf if degenerate else float(ref[1].log_evidence), ref[0]))
-    return out
-
-
-def _best_width_of_bases(est, X, t, prior, solver, fit, xs) -> tuple[float, Any] | None:
-    """Step 1: ``(log gamma, posterior there)`` of the best fixed-basis fit at ``xs``.
-
-    Then at the vertex of the parabola through the best and its two
-    neighbours, kept if higher.  None when no width could be fitted.
-    """
-    xs = np.asarray(xs, dtype=float)
-    found = dict(
-        zip(xs.tolist(), _evidence_of_bases(est, X, t, prior, solver, fit, xs), strict=True)
-    )
-    values = np.array([found[x][0] for x in xs])
-    k = int(np.argmax(values))
-    if not np.isfinite(values[k]):
-        return None
-    x = float(xs[k])
-    if 0 < k < xs.size - 1 and np.all(np.isfinite(values[k - 1 : k + 2])):
-        vertex = _vertex(xs[k - 1 : k + 2], values[k - 1 : k + 2])
-        if abs(vertex - x) > STEP / 2:
-            found[vertex] = _evidence_of_bases(est, X, t, prior, solver, fit, [vertex])[0]
-            if found[vertex][0] > values[k]:
-                x = vertex
-    return x, found[x][1]
+def _next_width(done: list[dict], best: dict) -> float | None:
+    """The next ``log gamma`` to fit (Brent: parabola, else golden section), None when done."""
+    xs = np.array(sorted({f["x"] for f in done}))
+    i = int(np.flatnonzero(xs == best["x"])[0])
+    left = xs[i - 1] if i > 0 else None
+    right = xs[i + 1] if i + 1 < xs.size else None
+    gaps = [best["x"] - left if left is not None else 0.0]
+    gaps.append(right - best["x"] if right is not None else 0.0)
+    if max(gaps) <= STEP:
+        return None  # a local maximum on the scale of STEP (or an edge of the grid)
+    if left is not None and right is not None:
+        value = {f["x"]: choice_key(f) for f in done}
+        f3 = np.array([value[left], value[best["x"]], value[right]])
+        if np.all(np.isfinite(f3)):
+            v = _vertex(np.array([left, best["x"], right]), f3)
+            if min(abs(v - xs)) > STEP / 2:
+                return v
+    far = left if gaps[0] > gaps[1] else right
+    return float(best["x"] + _GOLDEN * (far - best["x"]))
 
 
 def _vertex(x: np.ndarray, f: np.ndarray) -> float:
@@ -224,10 +199,47 @@ def _vertex(x: np.ndarray, f: np.ndarray) -> float:
     return float(np.clip(x[1] - 0.5 * (a * a * fb - b * b * fa) / den, x[0], x[2]))
 
 
-def _columns(est, X, gamma: float, centres: np.ndarray, bias: bool) -> np.ndarray:
-    """The kernel columns of ``centres`` at ``gamma`` (bias first), each scaled to unit RMS."""
-    kernel = est._make_basis(gamma).kernel
-    Phi = kernel(X, centres)
-    if bias:
-        Phi = np.hstack([np.ones((X.shape[0], 1)), Phi])
-    return Phi / column_rms(Phi)
+def grid_fit(gamma: float, reference: tuple, caught: list) -> dict[str, Any]:
+    """One fit of the search as it is recorded (no design matrix kept)."""
+    info = reference[1]
+    return {
+        "x": float(np.log(gamma)),
+        "gamma": float(gamma),
+        "reference": reference,
+        "warnings": caught,
+        "log_evidence": float(info.log_evidence),
+        "converged": bool(info.converged),
+        "noise_at_bound": bool(info.attrs.get("noise_at_bound", False)),
+    }
+
+
+def _failed(gamma: float) -> dict[str, Any]:
+    """A search fit that raised: never chosen."""
+    return {
+        "x": float(np.log(gamma)),
+        "gamma": float(gamma),
+        "reference": None,
+        "warnings": [],
+        "log_evidence": -np.inf,
+        "converged": False,
+        "noise_at_bound": False,
+        "all_bases": False,
+        "stopped": False,
+    }
+
+
+def choice_key(fit: dict) -> float:
+    """What the width search maximises: the log evidence, ``-inf`` for a degenerate fit.
+
+    A fit whose noise precision ended at its upper bound interpolates the
+    targets; there the evidence grows without bound as the noise vanishes
+    (with a basis per point as narrow as a point, each target gets its own
+    variance), so its value is not a maximum and is never chosen over a fit
+    that estimates the noise (on scikit-learn's diabetes data the narrowest
+    widths "win" by 100 nats this way, with 439 relevance vectors and noise sd
+    0.008).  A fit of the refinement stopped at :data:`REFINE_CAP` iterations
+    is not chosen either.
+    """
+    if fit["noise_at_bound"] or fit.get("stopped", False):
+        return -np.inf
+    return fit["log_evidence"]

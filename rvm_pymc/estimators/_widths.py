@@ -1,11 +1,13 @@
 """The kernel width of a fit: one given width, or ``gamma="evidence"``.
 
-For ``gamma="evidence"`` the reference solver fits every width of the grid
-(``gamma_grid``, default 9 widths over 4 decades around ``"scale"``; through
-joblib: :func:`rvm_pymc._core.parallel.run_recorded`); the grid brackets the
-width of largest log evidence, which is then refined on a continuous
-``log gamma`` around the best grid width (:mod:`._search`, every fit
-warm-started from the nearest one).  Map/nuts are then fitted at the chosen
+For ``gamma="evidence"`` the reference solver searches the widths
+(:mod:`._search`): every width of the grid (``gamma_grid``, default 9 widths
+over 4 decades around ``"scale"``; through joblib:
+:func:`rvm_pymc._core.parallel.run_recorded`) and a refinement on a
+continuous ``log gamma`` around the best, all fitted on a few fixed centres;
+then the best width found, and the best width of the grid, are fitted over
+all bases from the solver's own start and the better is kept: the fit of
+that width, number for number.  Map/nuts are then fitted at the chosen
 width.  Every fit here is on the scaled problem of the one scaling boundary
 (:meth:`_BaseRVM._design`).
 """
@@ -23,10 +25,20 @@ from rvm_pymc._core.parallel import raise_again, run_recorded
 from rvm_pymc.basis import Basis
 from rvm_pymc.estimators._params import GAMMA_KERNELS
 from rvm_pymc.estimators._scaling import scale_gamma
-from rvm_pymc.estimators._search import STEP, choice_key, grid_fit, refine_width
+from rvm_pymc.estimators._search import (
+    FALLBACK,
+    STEP,
+    choice_key,
+    exact_fit,
+    refine_width,
+    search_fit,
+)
 from rvm_pymc.exceptions import ConvergenceWarning
 
-__all__ = ["DEFAULT_GRID", "Width", "gamma_candidates", "select_width"]
+__all__ = ["DEFAULT_GRID", "PATH_KEYS", "Width", "gamma_candidates", "select_width"]
+
+PATH_KEYS = ("gamma", "log_evidence", "converged", "noise_at_bound", "all_bases")
+"""The arrays of ``evidence_path_``, one value per fit of the search (in the order made)."""
 
 DEFAULT_GRID = np.logspace(-2.0, 2.0, 9)
 """The default grid of ``gamma="evidence"`` (the bracket of the refinement), in units of
@@ -47,8 +59,8 @@ class Width(NamedTuple):
     reference: tuple | None
     """``(WeightPosterior, FitInfo)`` of the reference solver at this width, if it ran."""
     evidence_path: dict[str, np.ndarray] | None
-    """``{"gamma", "log_evidence", "converged"}`` of every width fitted over all bases:
-    the grid as given, then the refinement in the order made."""
+    """:data:`PATH_KEYS` of every fit of the search: the grid as given, the refinement
+    in the order made (both on the search's centres), then the exact fits."""
 
 
 def gamma_candidates(est: Any, X: np.ndarray) -> list[float | None]:
@@ -102,23 +114,32 @@ def select_width(est, X, t, prior, solver: str, seed, *, need_reference: bool) -
             else None
         )
         return Width(g, basis, Phi, scale, ref, None)
-    # each task gets a clone of the estimator (parameters only) and builds its own design
-    # matrix, so no N x M matrix is sent to or kept from a worker; n_jobs and any
-    # joblib.parallel_config in effect (e.g. backend="dask") decide where they run; the
-    # warnings of the chosen width's fit are raised here, naming the width; those of the
-    # widths not kept stay quiet (evidence_path_["converged"] records every width's)
+    # each task gets a clone of the estimator (parameters only) and builds its own (small)
+    # design matrix; n_jobs and any joblib.parallel_config in effect (e.g. backend="dask")
+    # decide where the grid's fits run; the warnings of the chosen width's exact fit are
+    # raised here, naming the width; those of the search stay quiet
+    # (evidence_path_["converged"] records every fit's)
     spec = clone(est)
     recorded = run_recorded(
-        _fit_width, [(spec, X, g, t, prior, solver, seed) for g in candidates], est.n_jobs
+        search_fit, [(spec, X, t, prior, solver, g) for g in candidates], est.n_jobs
     )
-    fits = [
-        grid_fit(g, ref, caught) for g, (ref, caught) in zip(candidates, recorded, strict=True)
-    ]
-    ordered = sorted(fits, key=lambda f: f["x"])  # the grid as given may be in any order
-    key = np.array([choice_key(f) for f in ordered])
-    if not np.any(np.isfinite(key)):  # every width interpolates: the evidence decides alone
-        key = np.array([f["log_evidence"] for f in ordered])
-    best, made = refine_width(est, X, t, prior, solver, seed, ordered, int(np.nanargmax(key)))
+    grid = [fit for fit, _caught in recorded]
+    ordered = sorted(grid, key=lambda f: f["x"])  # the grid as given may be in any order
+    made = refine_width(est, X, t, prior, solver, ordered, _best(ordered))
+    searched = grid + made
+    # exactly: the best width of the search and that of the grid (then no lower than the
+    # grid's exact fit there); if both interpolate, the next best of the search
+    exact: list[dict] = []
+    first = [searched[_best(searched)], ordered[_best(ordered)]]
+    rest = sorted(searched, key=choice_key, reverse=True)
+    for f in first + rest:
+        if any(f["x"] == e["x"] for e in exact):
+            continue  # the search's best is the grid's
+        later = all(f is not g for g in first)
+        if later and (np.isfinite(_key(exact)) or len(exact) >= 2 + FALLBACK):
+            break
+        exact.append(exact_fit(est, X, t, prior, solver, seed, f["gamma"]))
+    best = exact[_best(exact)]
     g = best["gamma"]
     raise_again(f"gamma={g:.4g}", best["warnings"], stacklevel=4)
     ends = (ordered[0]["x"], ordered[-1]["x"])
@@ -131,16 +152,19 @@ def select_width(est, X, t, prior, solver: str, seed, *, need_reference: bool) -
             ConvergenceWarning,
             stacklevel=4,
         )
-    path = {
-        "gamma": np.array([f["gamma"] for f in fits + made]),
-        "log_evidence": np.array([f["log_evidence"] for f in fits + made]),
-        "converged": np.array([f["converged"] for f in fits + made]),
-        "noise_at_bound": np.array([f["noise_at_bound"] for f in fits + made]),
-    }
+    fits = searched + exact
+    path = {k: np.array([f[k] for f in fits]) for k in PATH_KEYS}
     return Width(g, best["basis"], best["Phi"], best["scale"], best["reference"], path)
 
 
-def _fit_width(est: Any, X: np.ndarray, gamma: float, t, prior, solver, seed):
-    """One task of :func:`select_width`: the reference fit at one width."""
-    basis, Phi, _scale = est._design(gamma, X, seed)
-    return est._reference_fit(Phi, t, prior, solver, basis.basis_names_)
+def _key(fits: list[dict]) -> float:
+    """The highest :func:`choice_key` of ``fits``."""
+    return max(choice_key(f) for f in fits)
+
+
+def _best(fits: list[dict]) -> int:
+    """The index of the fit of highest :func:`choice_key` (evidence, if every one interpolates)."""
+    key = np.array([choice_key(f) for f in fits])
+    if not np.any(np.isfinite(key)):  # every width interpolates: the evidence decides alone
+        key = np.array([f["log_evidence"] for f in fits])
+    return int(np.argmax(key))
