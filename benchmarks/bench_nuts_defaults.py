@@ -186,7 +186,7 @@ def main(argv=None) -> None:
     parser.add_argument("--problems", help="comma-separated subset of the problems")
     parser.add_argument("--json", help="append one JSON line per fit to this file")
     parser.add_argument(
-        "--seeds", default="0", help="comma-separated random_state values of the fits (chains' seeds)"
+        "--seeds", default="0", help="comma-separated random_state values of the fits (chains)"
     )
     args = parser.parse_args(argv)
     params = json.loads(args.params) if args.params else CONFIGS[args.config]

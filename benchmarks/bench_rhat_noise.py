@@ -33,9 +33,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import format_table, header  # noqa: E402
-
-import numpy as np  # noqa: E402
+import numpy as np
+from _common import format_table, header
 
 LAYOUTS = ((2, 1000), (2, 2000), (4, 1000), (2, 3000), (4, 2000))
 """(chains, draws) rows of the table: today's default first."""
