@@ -159,14 +159,14 @@ plt.show()
 #
 # * **The prior matters more than the integration.** Under the same
 #   `"weakly_informative"` prior, type-II MAP and NUTS predict alike: held-out
-#   lpd 0.823 nats per point for both, 5-fold elpd 81.0 against 80.4
-#   (standard errors 7.5 and 7.2), predictive means within 0.0097 of each
-#   other and NUTS's predictive sd at most 1.037 times MAP's. Integrating over
+#   lpd 0.823 and 0.824 nats per point, 5-fold elpd 81.0 against 80.5
+#   (standard errors 7.5 and 7.2), predictive means within 0.0105 of each
+#   other and NUTS's predictive sd at most 1.034 times MAP's. Integrating over
 #   the precisions adds almost nothing here.
 # * **The flat prior of type-II ML costs a little.** Tipping's RVM (8
 #   relevance vectors) has held-out lpd 0.798, 95% coverage 0.928 (nominal
 #   0.95) and 5-fold elpd 75.8 ± 9.0; the paired differences put the
-#   proper-prior fits ahead by 5.1 ± 2.5 (type-II MAP) and 4.6 ± 2.7 (NUTS),
+#   proper-prior fits ahead by 5.1 ± 2.5 (type-II MAP) and 4.7 ± 2.7 (NUTS),
 #   about two standard errors: suggestive rather than conclusive on 100
 #   points. It is by far the sparsest: under the proper prior every precision
 #   is finite and no basis is pruned (the MacKay fit keeps all 100 kernel
