@@ -51,13 +51,56 @@ def blobs():
 # ------------------------------------------------------------ scikit-learn checks
 
 
+# The checks that fit a 200-300 point set several times (check_regressors_train fits it
+# three times, check_regressor_data_not_an_array four): at the default gamma="auto" every
+# fit runs the width search, about two minutes of the default suite together.  The default
+# estimators run them in the slow suite; the default suite runs the same checks on the
+# estimators at a fixed width (what they check, the API on that input and a score above
+# 0.5 on the regression set, does not depend on how the width was chosen).
+HEAVY_CHECKS = {
+    "RVR": {
+        "check_regressors_train",
+        "check_regressor_data_not_an_array",
+        "check_estimators_dtypes",
+        "check_dtype_object",
+        "check_regressors_int",
+    },
+    "RVC": {"check_classifiers_train"},
+}
+FIXED_WIDTH = [RVR(gamma=0.1), RVC(gamma=0.5)]  # 10 and 2 standardised features
+
+
+def _checks(estimators, *, heavy: bool | None):
+    """``parametrize_with_checks(estimators)`` with the heavy checks marked slow
+    (``heavy=None``), or only the heavy checks (``heavy=True``)."""
+    mark = parametrize_with_checks(estimators)
+    idfn = mark.kwargs["ids"]
+    params = []
+    for est, check in mark.args[1]:  # no check is expected to fail: plain pairs
+        check_id = idfn(check)
+        is_heavy = check_id.split("(")[0] in HEAVY_CHECKS[type(est).__name__]
+        if heavy and not is_heavy:
+            continue
+        marks = [pytest.mark.slow] if is_heavy and heavy is None else []
+        params.append(pytest.param(est, check, marks=marks, id=f"{idfn(est)}-{check_id}"))
+    assert params
+    return pytest.mark.parametrize(mark.args[0], params)
+
+
 # scikit-learn's checks fit 10-50 random points (random targets, or integers); the default
 # width search keeps a narrow kernel that fits them exactly and says so (noise at its bound,
 # the best width at the grid's edge): right for such data, and not what the checks test
 @pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.ConvergenceWarning")
-@parametrize_with_checks([RVR(), RVC()])
+@_checks([RVR(), RVC()], heavy=None)
 def test_sklearn_compatible(estimator, check):
     """Every scikit-learn estimator check passes; none is expected to fail."""
+    check(estimator)
+
+
+@pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.ConvergenceWarning")
+@_checks(FIXED_WIDTH, heavy=True)
+def test_sklearn_compatible_at_a_fixed_width(estimator, check):
+    """The heavy checks of ``test_sklearn_compatible`` pass at a fixed width (default suite)."""
     check(estimator)
 
 
