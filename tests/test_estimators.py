@@ -48,6 +48,13 @@ def blobs():
     return X, y
 
 
+@pytest.fixture(scope="module")
+def blobs_rvc(blobs):
+    """``RVC(random_state=0)`` fitted to the blobs (default width search), shared read-only."""
+    X, y = blobs
+    return RVC(random_state=0).fit(X, y)
+
+
 # ------------------------------------------------------------ scikit-learn checks
 
 
@@ -282,9 +289,9 @@ def test_rvc_binary_matches_reference_and_moderates(ripley):
     assert est.score(X_test, y_test) > 0.85
 
 
-def test_rvc_multiclass_is_one_softmax_model(blobs):
+def test_rvc_multiclass_is_one_softmax_model(blobs, blobs_rvc):
     X, y = blobs
-    est = RVC().fit(X, y)
+    est = blobs_rvc
     m = est.active_.size
     assert est.coef_.shape == (m, 3) and est.sigma_.shape == (3 * m, 3 * m)
     assert est.alpha_.shape == (m,)  # one precision per basis, shared by the 3 classes
@@ -311,12 +318,12 @@ def test_rvc_labels_round_trip(ripley, labels):
     np.testing.assert_array_equal(pred == labels[1], RVC(gamma=2.0).fit(X, y).predict(X_test) == 1)
 
 
-def test_rvc_string_multiclass(blobs):
+def test_rvc_string_multiclass(blobs, blobs_rvc):
     X, y = blobs
     names = np.array(["cat", "dog", "emu"], dtype=object)
-    est = RVC().fit(X, names[y])
+    est = RVC(random_state=0).fit(X, names[y])
     assert list(est.classes_) == ["cat", "dog", "emu"]
-    np.testing.assert_array_equal(est.predict(X), names[RVC().fit(X, y).predict(X)])
+    np.testing.assert_array_equal(est.predict(X), names[blobs_rvc.predict(X)])
 
 
 # ------------------------------------------------------------------ inputs
@@ -426,9 +433,9 @@ def test_idata_classification_loglik(ripley):
 # ------------------------------------------------------- pickling and sklearn tools
 
 
-def test_pickle_and_joblib(tmp_path, blobs):
-    X, y = blobs
-    est = RVC(random_state=0).fit(X, y)
+def test_pickle_and_joblib(tmp_path, blobs, blobs_rvc):
+    X, _ = blobs
+    est = blobs_rvc
     again = pickle.loads(pickle.dumps(est))
     np.testing.assert_array_equal(again.predict_proba(X), est.predict_proba(X))
     joblib.dump(est, tmp_path / "rvc.joblib")
