@@ -51,26 +51,41 @@ def _table(n=30, seed=0) -> pd.DataFrame:
     return pd.DataFrame({"a": a, "b": b, "y": np.sin(a) + 0.002 * b + 0.1 * rng.normal(size=n)})
 
 
-def test_index_column_is_left_out_and_predict_keeps_it(tmp_path):
+@pytest.fixture(scope="module")
+def indexed_fit(tmp_path_factory):
+    """``rvm-pymc fit`` of ``_table()`` written with pandas' index (``train.csv``) into
+    ``run``, with ``new.csv`` (the first 5 rows, no target): ``(directory, process)``.
+
+    Shared read-only by the tests that read a fit of this table (one fit subprocess
+    instead of three); a test that changes the fit copies ``run`` first.
+    """
+    cwd = tmp_path_factory.mktemp("indexed")
     table = _table()
-    table.to_csv(tmp_path / "train.csv")  # pandas' index: a first column 'Unnamed: 0'
-    table.drop(columns="y").head(4).to_csv(tmp_path / "new.csv")
+    table.to_csv(cwd / "train.csv")  # pandas' index: a first column 'Unnamed: 0'
+    table.drop(columns="y").head(5).to_csv(cwd / "new.csv")
     proc = _run("fit", "train.csv", "--target", "y", "--gamma", "0.3", "--out", "run",
-                cwd=tmp_path)  # fmt: skip
+                cwd=cwd)  # fmt: skip
+    return cwd, proc
+
+
+def test_index_column_is_left_out_and_predict_keeps_it(indexed_fit, tmp_path):
+    cwd, proc = indexed_fit
+    table = _table()
     assert proc.returncode == 0, proc.stderr
     notes = [ln for ln in proc.stderr.splitlines() if "note:" in ln]
     assert len(notes) == 1 and "column 'Unnamed: 0' is a row index" in notes[0]
     assert "  features               a, b\n" in proc.stdout
     assert "  left out               Unnamed: 0\n" in proc.stdout
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    summary = json.loads((cwd / "run" / "summary.json").read_text())
     assert summary["features"] == ["a", "b"] and summary["left_out"] == ["Unnamed: 0"]
+    assert (cwd / "run" / "fit.png").exists()
 
-    proc = _run("predict", "run", "new.csv", cwd=tmp_path)
+    proc = _run("predict", "run", "new.csv", cwd=cwd)
     assert proc.returncode == 0, proc.stderr
     got = pd.read_csv(pd.io.common.StringIO(proc.stdout))
     assert list(got.columns) == ["Unnamed: 0", "a", "b", "prediction", "predictive_sd"]
-    train = pd.read_csv(tmp_path / "run" / "predictions.csv")
-    np.testing.assert_allclose(got["prediction"], train["prediction"][:4], rtol=1e-10)
+    train = pd.read_csv(cwd / "run" / "predictions.csv")
+    np.testing.assert_allclose(got["prediction"], train["prediction"][:5], rtol=1e-10)
 
     # R's rownames column (Rdatasets) is recognised the same way
     table.rename_axis("rownames").to_csv(tmp_path / "r.csv")
@@ -198,31 +213,28 @@ def _help(command: str, cwd: Path) -> str:
     return " ".join(proc.stdout.split())  # argparse wraps at the terminal's width
 
 
-def test_output_files_are_complete_and_helps_state_the_defaults(tmp_path):
+def test_output_files_are_complete_and_helps_state_the_defaults(indexed_fit, tmp_path):
     from rvm_pymc.estimators import RVR
 
+    cwd, proc = indexed_fit  # the fit of the table written with pandas' index
     table = _table()
-    table.to_csv(tmp_path / "train.csv")  # with pandas' index
-    table.drop(columns="y").head(5).to_csv(tmp_path / "new.csv")
-    proc = _run("fit", "train.csv", "--target", "y", "--gamma", "0.3", "--no-plot",
-                "--out", "run", cwd=tmp_path)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    preds = pd.read_csv(tmp_path / "run" / "predictions.csv")
+    preds = pd.read_csv(cwd / "run" / "predictions.csv")
     # the training rows as read (index, features, target) beside the predictions, the
     # index under its empty header as pandas wrote it
-    header = (tmp_path / "run" / "predictions.csv").read_text().splitlines()[0]
+    header = (cwd / "run" / "predictions.csv").read_text().splitlines()[0]
     assert header == ",a,b,y,prediction,predictive_sd"
     assert list(preds.columns) == ["Unnamed: 0", "a", "b", "y", "prediction", "predictive_sd"]
     np.testing.assert_array_equal(preds["Unnamed: 0"], np.arange(len(table)))
     np.testing.assert_allclose(preds[["a", "b", "y"]], table[["a", "b", "y"]], rtol=1e-12)
-    proc = _run("predict", "run", "new.csv", cwd=tmp_path)
+    proc = _run("predict", "run", "new.csv", cwd=cwd)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(",a,b,prediction,predictive_sd\n")
     new = pd.read_csv(pd.io.common.StringIO(proc.stdout))
     np.testing.assert_allclose(new["prediction"], preds["prediction"][:5], rtol=1e-10)
 
     proc = _run("compare", "train.csv", "--target", "y", "--gamma", "0.3", "--methods",
-                "reference", "--cv", "0", "--out", "cmp.csv", cwd=tmp_path)  # fmt: skip
+                "reference", "--cv", "0", "--out", str(tmp_path / "cmp.csv"), cwd=cwd)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     header = (tmp_path / "cmp.csv").read_text().splitlines()[0]
     assert header.startswith("method,") and header.count("method") == 1  # no unnamed index
@@ -231,7 +243,7 @@ def test_output_files_are_complete_and_helps_state_the_defaults(tmp_path):
     head = next(i for i, line in enumerate(shown) if line.split()[:1] == ["method"])
     assert shown[head + 1].split()[0] == "reference"  # the table's rows start with the method
 
-    fit_help, compare_help = _help("fit", tmp_path), _help("compare", tmp_path)
+    fit_help, compare_help = _help("fit", cwd), _help("compare", cwd)
     for text in (fit_help, compare_help):  # the CLI's defaults beside the estimators'
         assert "where RVR and RVC default to 'auto': 'evidence' up to 2000 rows" in text
         assert "use the features as they are, as RVR and RVC do" in text
@@ -241,13 +253,16 @@ def test_output_files_are_complete_and_helps_state_the_defaults(tmp_path):
     assert "The command line (``rvm-pymc fit`` and ``compare``) differs in two defaults" in doc
 
 
-def test_a_model_from_a_newer_format_is_refused_with_upgrade_advice(tmp_path):
+def test_a_model_from_a_newer_format_is_refused_with_upgrade_advice(indexed_fit, tmp_path):
+    import shutil
+
     from rvm_pymc._core import files
     from rvm_pymc.estimators import _io
 
+    cwd, proc = indexed_fit
+    assert proc.returncode == 0, proc.stderr
+    shutil.copytree(cwd / "run", tmp_path / "run")  # the shared fit stays as it was
     _table().to_csv(tmp_path / "t.csv", index=False)
-    argv = ["fit", "t.csv", "--target", "y", "--gamma", "0.3", "--no-plot", "--out", "run"]
-    assert _run(*argv, cwd=tmp_path).returncode == 0
     nc = tmp_path / "run" / "model.nc"
     tree = files.read_tree(nc)
     tree.attrs["rvm_pymc_format_version"] = _io.FORMAT_VERSION + 1

@@ -48,16 +48,66 @@ def blobs():
     return X, y
 
 
+@pytest.fixture(scope="module")
+def blobs_rvc(blobs):
+    """``RVC(random_state=0)`` fitted to the blobs (default width search), shared read-only."""
+    X, y = blobs
+    return RVC(random_state=0).fit(X, y)
+
+
 # ------------------------------------------------------------ scikit-learn checks
+
+
+# The checks that fit a 200-300 point set several times (check_regressors_train fits it
+# three times, check_regressor_data_not_an_array four): at the default gamma="auto" every
+# fit runs the width search, about two minutes of the default suite together.  The default
+# estimators run them in the slow suite; the default suite runs the same checks on the
+# estimators at a fixed width (what they check, the API on that input and a score above
+# 0.5 on the regression set, does not depend on how the width was chosen).
+HEAVY_CHECKS = {
+    "RVR": {
+        "check_regressors_train",
+        "check_regressor_data_not_an_array",
+        "check_estimators_dtypes",
+        "check_dtype_object",
+        "check_regressors_int",
+    },
+    "RVC": {"check_classifiers_train"},
+}
+FIXED_WIDTH = [RVR(gamma=0.1), RVC(gamma=0.5)]  # 10 and 2 standardised features
+
+
+def _checks(estimators, *, heavy: bool | None):
+    """``parametrize_with_checks(estimators)`` with the heavy checks marked slow
+    (``heavy=None``), or only the heavy checks (``heavy=True``)."""
+    mark = parametrize_with_checks(estimators)
+    idfn = mark.kwargs["ids"]
+    params = []
+    for est, check in mark.args[1]:  # no check is expected to fail: plain pairs
+        check_id = idfn(check)
+        is_heavy = check_id.split("(")[0] in HEAVY_CHECKS[type(est).__name__]
+        if heavy and not is_heavy:
+            continue
+        marks = [pytest.mark.slow] if is_heavy and heavy is None else []
+        params.append(pytest.param(est, check, marks=marks, id=f"{idfn(est)}-{check_id}"))
+    assert params
+    return pytest.mark.parametrize(mark.args[0], params)
 
 
 # scikit-learn's checks fit 10-50 random points (random targets, or integers); the default
 # width search keeps a narrow kernel that fits them exactly and says so (noise at its bound,
 # the best width at the grid's edge): right for such data, and not what the checks test
 @pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.ConvergenceWarning")
-@parametrize_with_checks([RVR(), RVC()])
+@_checks([RVR(), RVC()], heavy=None)
 def test_sklearn_compatible(estimator, check):
     """Every scikit-learn estimator check passes; none is expected to fail."""
+    check(estimator)
+
+
+@pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.ConvergenceWarning")
+@_checks(FIXED_WIDTH, heavy=True)
+def test_sklearn_compatible_at_a_fixed_width(estimator, check):
+    """The heavy checks of ``test_sklearn_compatible`` pass at a fixed width (default suite)."""
     check(estimator)
 
 
@@ -238,9 +288,9 @@ def test_rvc_binary_matches_reference_and_moderates(ripley):
     assert est.score(X_test, y_test) > 0.85
 
 
-def test_rvc_multiclass_is_one_softmax_model(blobs):
+def test_rvc_multiclass_is_one_softmax_model(blobs, blobs_rvc):
     X, y = blobs
-    est = RVC().fit(X, y)
+    est = blobs_rvc
     m = est.active_.size
     assert est.coef_.shape == (m, 3) and est.sigma_.shape == (3 * m, 3 * m)
     assert est.alpha_.shape == (m,)  # one precision per basis, shared by the 3 classes
@@ -267,12 +317,12 @@ def test_rvc_labels_round_trip(ripley, labels):
     np.testing.assert_array_equal(pred == labels[1], RVC(gamma=2.0).fit(X, y).predict(X_test) == 1)
 
 
-def test_rvc_string_multiclass(blobs):
+def test_rvc_string_multiclass(blobs, blobs_rvc):
     X, y = blobs
     names = np.array(["cat", "dog", "emu"], dtype=object)
-    est = RVC().fit(X, names[y])
+    est = RVC(random_state=0).fit(X, names[y])
     assert list(est.classes_) == ["cat", "dog", "emu"]
-    np.testing.assert_array_equal(est.predict(X), names[RVC().fit(X, y).predict(X)])
+    np.testing.assert_array_equal(est.predict(X), names[blobs_rvc.predict(X)])
 
 
 # ------------------------------------------------------------------ inputs
@@ -382,9 +432,9 @@ def test_idata_classification_loglik(ripley):
 # ------------------------------------------------------- pickling and sklearn tools
 
 
-def test_pickle_and_joblib(tmp_path, blobs):
-    X, y = blobs
-    est = RVC(random_state=0).fit(X, y)
+def test_pickle_and_joblib(tmp_path, blobs, blobs_rvc):
+    X, _ = blobs
+    est = blobs_rvc
     again = pickle.loads(pickle.dumps(est))
     np.testing.assert_array_equal(again.predict_proba(X), est.predict_proba(X))
     joblib.dump(est, tmp_path / "rvc.joblib")
