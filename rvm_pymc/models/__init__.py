@@ -63,6 +63,7 @@ __getattr__, __dir__ = attach(
         "marginal_logp_fast": "._likelihoods",
         "ModelSpec": ".spec",
         "data_unit_model": "._data_units",
+        "log_gamma_normaliser": "._priors",
         "model_spec": ".spec",
     },
 )

@@ -17,9 +17,10 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from rvm_pymc.models._builders import RVMModel, _log_precision
+from rvm_pymc.models._builders import RVMModel
 from rvm_pymc.models._checks import basis_coords
 from rvm_pymc.models._likelihoods import bernoulli_logit, categorical_logit
+from rvm_pymc.models._priors import _log_precision
 from rvm_pymc.priors import HyperPrior, resolve_prior
 
 __all__ = ["data_unit_model"]
