@@ -26,7 +26,7 @@ from rvm_pymc.models._priors import (
     _noise_precision,
     _weights,
 )
-from rvm_pymc.priors import resolve_prior
+from rvm_pymc.priors import HyperPrior, resolve_prior
 
 
 class RVMModel(pm.Model):
@@ -68,6 +68,17 @@ def builder_made(model) -> bool:
 # --------------------------------------------------------------------- builders
 
 
+def _no_slab(hp: HyperPrior, builder: str) -> HyperPrior:
+    """``hp``, or ValueError if it has a slab (the marginal models' weights are integrated out)."""
+    if hp.slab is not None:
+        raise ValueError(
+            f"{builder} has no slab (prior slab={hp.slab}): its marginal likelihood "
+            "integrates out weights of prior precision alpha. Use regression_joint for a "
+            "slab (RVR: sampler_kwargs={'model': 'joint'})"
+        )
+    return hp
+
+
 def regression_joint(
     Phi,
     t,
@@ -89,6 +100,8 @@ def regression_joint(
         Targets.
     prior : str, mapping or HyperPrior, optional
         Gamma hyperprior (a, b, c, d); default the ``"weakly_informative"`` preset.
+        With a ``slab`` the weights' prior precision is ``alpha + 1/slab^2``
+        (:func:`rvm_pymc.priors.slab_variance`; data ``slab_scale``).
     parametrization : {"centred", "non_centred"}
         ``"non_centred"`` samples ``w_raw ~ N(0, 1)`` and sets
         ``w = w_raw / sqrt(alpha)`` (a Deterministic).
@@ -122,7 +135,7 @@ def regression_joint(
         t_d = pm.Data("t", t, dims="obs")
         log_alpha = _ard_precisions(hp)
         log_beta = _noise_precision(hp)
-        w = _weights("w", log_alpha, parametrization, dims=("basis",))
+        w = _weights("w", log_alpha, parametrization, dims=("basis",), slab=hp.slab)
         pm.Normal("t_obs", mu=Phi_d @ w, sigma=pt.exp(-0.5 * log_beta), observed=t_d, dims="obs")
     return _builder_made(model)
 
@@ -167,7 +180,7 @@ def regression_marginal(Phi, t, *, prior=None, basis_names: Sequence | None = No
     ['log_alpha', 'log_beta']
     """
     Phi, t = check_design(Phi, t, "t")
-    hp = resolve_prior(prior, default="weakly_informative")
+    hp = _no_slab(resolve_prior(prior, default="weakly_informative"), "regression_marginal")
     coords = {"basis": basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(t))}
     with RVMModel(coords=coords) as model:
         Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
@@ -266,7 +279,7 @@ def regression_marginal_rbf(
         raise ValueError(
             f"length_scale_prior must be finite with sd > 0; got {length_scale_prior}"
         )
-    hp = resolve_prior(prior, default="weakly_informative")
+    hp = _no_slab(resolve_prior(prior, default="weakly_informative"), "regression_marginal_rbf")
     names = (["bias"] if bias else []) + [f"x{i}" for i in range(len(C))]
     coords = {"basis": names, "obs": np.arange(len(t)), "feature": np.arange(X.shape[1])}
     with RVMModel(coords=coords) as model:
@@ -298,7 +311,9 @@ def classification_binary(
     y : array_like of shape (N,)
         Labels in {0, 1}.
     prior : str, mapping or HyperPrior, optional
-        Only ``a, b`` are used; default ``"weakly_informative"``.
+        Only ``a, b`` (and ``slab``) are used; default ``"weakly_informative"``.
+        With a ``slab`` the weights' prior precision is ``alpha + 1/slab^2``
+        (:func:`rvm_pymc.priors.slab_variance`; data ``slab_scale``).
     parametrization : {"centred", "non_centred"}
         As for :func:`regression_joint`.  Type-II MAP (Laplace) needs ``"centred"``.
     basis_names : sequence, optional
@@ -322,7 +337,7 @@ def classification_binary(
         Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
         y_d = pm.Data("y", y, dims="obs")
         log_alpha = _ard_precisions(hp)
-        w = _weights("w", log_alpha, parametrization, dims=("basis",))
+        w = _weights("w", log_alpha, parametrization, dims=("basis",), slab=hp.slab)
         bernoulli_logit("y_obs", Phi_d @ w, y_d)
     return _builder_made(model)
 
@@ -351,7 +366,9 @@ def classification_softmax(
     n_classes : int, optional
         ``K``; default ``max(y) + 1``.
     prior : str, mapping or HyperPrior, optional
-        Only ``a, b`` are used; default ``"weakly_informative"``.
+        Only ``a, b`` (and ``slab``) are used; default ``"weakly_informative"``.
+        With a ``slab`` the weights' prior precision is ``alpha + 1/slab^2``
+        (:func:`rvm_pymc.priors.slab_variance`; data ``slab_scale``).
     parametrization : {"centred", "non_centred"}
     basis_names, class_names : sequence, optional
         Coordinate values of ``basis`` and ``class``.
@@ -384,6 +401,6 @@ def classification_softmax(
         Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
         y_d = pm.Data("y", y, dims="obs")
         log_alpha = _ard_precisions(hp)
-        W = _weights("W", log_alpha, parametrization, dims=("basis", "class"))
+        W = _weights("W", log_alpha, parametrization, dims=("basis", "class"), slab=hp.slab)
         categorical_logit("y_obs", Phi_d @ W, y_d)
     return _builder_made(model)

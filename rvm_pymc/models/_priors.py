@@ -14,6 +14,7 @@ import pytensor.tensor as pt
 from pymc.distributions.shape_utils import rv_size_is_none
 from scipy.special import gammaln
 
+from rvm_pymc.models.spec import SLAB_DATA
 from rvm_pymc.priors import HyperPrior
 
 
@@ -110,9 +111,44 @@ def _noise_precision(prior: HyperPrior) -> pt.TensorVariable:
     return log_beta
 
 
-def _weights(name: str, log_alpha, parametrization: str, dims) -> pt.TensorVariable:
-    """ARD weights ``w ~ N(0, 1/alpha)``, centred or as ``w = z / sqrt(alpha)``."""
-    scale = pt.exp(-0.5 * log_alpha)
+def weight_log_precision(log_alpha, log_slab_precision=None):
+    """A weight's log prior precision: ``log(alpha + 1/s^2)``, or ``log alpha`` without a slab.
+
+    Parameters
+    ----------
+    log_alpha : tensor
+        The log ARD precisions.
+    log_slab_precision : tensor, optional
+        ``log(1/s^2) = -2 log s`` (plus the shift of another scale, e.g. the data
+        units of :func:`~rvm_pymc.models.data_unit_model`); None: no slab.
+
+    Returns
+    -------
+    tensor
+        ``logaddexp(log_alpha, log_slab_precision)``: the variance
+        ``s^2 / (1 + alpha s^2)`` of :func:`rvm_pymc.priors.slab_variance`, stable
+        for large and small ``alpha`` alike.
+    """
+    if log_slab_precision is None:
+        return log_alpha
+    return pt.logaddexp(log_alpha, log_slab_precision)
+
+
+def _slab_log_precision(slab: float | None):
+    """``-2 log s`` as the named data ``slab_scale`` (written here), or None."""
+    if slab is None:
+        return None
+    return -2.0 * pt.log(pm.Data(SLAB_DATA, float(slab)))
+
+
+def _weights(
+    name: str, log_alpha, parametrization: str, dims, slab: float | None = None
+) -> pt.TensorVariable:
+    """ARD weights ``w ~ N(0, 1/alpha)``, centred or as ``w = z / sqrt(alpha)``.
+
+    With a slab ``s`` the precision is ``alpha + 1/s^2`` (:func:`weight_log_precision`).
+    """
+    scale = pt.exp(-0.5 * weight_log_precision(log_alpha, _slab_log_precision(slab)))
     if len(dims) == 2:
         scale = scale[:, None]
     if parametrization == "centred":

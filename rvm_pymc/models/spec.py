@@ -16,7 +16,7 @@ import numpy as np
 
 from rvm_pymc.priors import HyperPrior
 
-__all__ = ["PRIOR_DATA", "ModelSpec", "model_spec"]
+__all__ = ["PRIOR_DATA", "SLAB_DATA", "ModelSpec", "model_spec"]
 
 _NAMES = (
     "regression_joint: free log_alpha (basis), log_beta, w or w_raw (basis), observed t_obs, "
@@ -68,6 +68,10 @@ PRIOR_DATA = {
 builders write them; a model of one's own declares its Gamma prior the same way."""
 
 
+SLAB_DATA = "slab_scale"
+"""The named data that holds a model's slab scale (``HyperPrior.slab``; absent: no slab)."""
+
+
 def _gamma_prior(model, name: str) -> tuple[float, float] | None:
     """``(shape, rate)`` of the Gamma prior of ``exp(name)``, or None for a prior of one's own.
 
@@ -98,7 +102,8 @@ def model_spec(model) -> ModelSpec:
     The Gamma hyperprior ``(a, b, c, d)`` is read from the named data of
     :data:`~rvm_pymc.models.spec.PRIOR_DATA` (``alpha_shape``, ``alpha_rate``, ``beta_shape``,
     ``beta_rate``), which the builders of :mod:`rvm_pymc.models` write; a
-    ``pm.Flat`` log precision counts as ``a = b = 0``.  Otherwise
+    ``pm.Flat`` log precision counts as ``a = b = 0``.  Its ``slab`` is the
+    named data :data:`SLAB_DATA` (``slab_scale``) when the model has it.  Otherwise
     ``ModelSpec.prior`` is None and only the fits that need no Gamma
     parameters accept the model.
 
@@ -168,5 +173,8 @@ def model_spec(model) -> ModelSpec:
         cd = _gamma_prior(model, "log_beta")
     prior = None
     if ab is not None and cd is not None:
-        prior = HyperPrior(a=ab[0], b=ab[1], c=cd[0], d=cd[1])
+        slab = None
+        if SLAB_DATA in model.named_vars:
+            slab = float(np.asarray(model[SLAB_DATA].get_value()))
+        prior = HyperPrior(a=ab[0], b=ab[1], c=cd[0], d=cd[1], slab=slab)
     return ModelSpec(kind, prior, parametrization, n_classes, rbf_width, rbf_bias)
