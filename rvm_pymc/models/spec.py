@@ -103,8 +103,8 @@ def model_spec(model) -> ModelSpec:
     :data:`~rvm_pymc.models.spec.PRIOR_DATA` (``alpha_shape``, ``alpha_rate``, ``beta_shape``,
     ``beta_rate``), which the builders of :mod:`rvm_pymc.models` write; a
     ``pm.Flat`` log precision counts as ``a = b = 0``.  Its ``slab`` is the
-    named data :data:`SLAB_DATA` (``slab_scale``) when the model has it.  Otherwise
-    ``ModelSpec.prior`` is None and only the fits that need no Gamma
+    named data :data:`~rvm_pymc.models.spec.SLAB_DATA` (``slab_scale``) when
+    the model has it.  Otherwise ``ModelSpec.prior`` is None and only the fits that need no Gamma
     parameters accept the model.
 
     Parameters
