@@ -33,11 +33,21 @@ smallest bulk ESS per second of wall time; held-out log loss of the
 posterior predictive probabilities (the mean over draws of the
 sigmoid/softmax).
 
+Priors of the joint configurations: ``--prior A,B`` puts Gamma(A, B) on every
+``alpha`` (default the weakly informative A = 1, B = 0.01); ``--slab S`` adds
+the slab ``HyperPrior(slab=S)`` (weights' prior precision ``alpha + 1/S^2``).
+``--parametrization centred`` samples centred weights (the estimator's default
+for classifiers is non-centred).  ``--chains`` sets the number of chains
+(default 2; a gold-standard run uses more and longer ones); ``--proba DIR``
+saves each row's held-out predictive probabilities to
+``DIR/<problem>__<label>.npy`` (to compare runs).
+
 Usage::
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_classification_nuts.py
         [--problems pima,ripley,wine,breast_cancer] [--configs joint,joint_ref95,laplace]
-        [--gamma scale] [--draws 1000 --tune 1000] [--rows FILE]
+        [--gamma scale] [--draws 1000 --tune 1000] [--chains 2] [--prior A,B]
+        [--slab S] [--rows FILE] [--proba DIR]
 
 ``--problems ""`` with ``--rows FILE`` runs nothing and prints the table of FILE.
 
@@ -121,27 +131,48 @@ def diagnostics(tree) -> tuple[float, float, float]:
     return worst(rh, np.nanmax), worst(bulk, np.nanmin), worst(tail, np.nanmin)
 
 
+def worst_rhat(tree) -> str:
+    """Where the worst rank R-hat is: ``name[index] = value`` (and that element's mean)."""
+    import arviz as az
+
+    names = [v for v in ("w", "W", "log_alpha") if v in tree["posterior"]]
+    rh = az.rhat(tree, var_names=names, method="rank")
+    best = max(names, key=lambda v: float(np.nanmax(rh[v].values)))
+    vals = rh[best].values
+    idx = np.unravel_index(int(np.nanargmax(vals)), vals.shape)
+    draws = tree["posterior"][best].values[(slice(None), slice(None), *idx)]
+    means = ", ".join(f"{m:.2f}" for m in draws.mean(1))
+    return f"{best}{list(map(int, idx))} = {vals[idx]:.3f} (chain means {means})"
+
+
 def log_loss(p: np.ndarray, y: np.ndarray) -> float:
     """Mean negative log probability of the true classes (``p`` of shape (n, K))."""
     return float(-np.mean(np.log(np.clip(p[np.arange(len(y)), y], 1e-300, None))))
 
 
-def run_joint(Xtr, ytr, Xte, yte, gamma, draws, tune, ref95: bool, prior=None):
+def run_joint(
+    Xtr, ytr, Xte, yte, gamma, draws, tune, ref95: bool, prior=None, chains=2, param=None
+):
     from rvm_pymc import RVC
 
     kw = {"init": "reference", "sampler_kwargs": {"target_accept": 0.95}} if ref95 else {}
+    if param is not None:
+        kw.setdefault("sampler_kwargs", {})["parametrization"] = param
     if prior is not None:
         kw["prior"] = prior
-    est = RVC(method="nuts", gamma=gamma, draws=draws, tune=tune, chains=2, random_state=0, **kw)
+    est = RVC(
+        method="nuts", gamma=gamma, draws=draws, tune=tune, chains=chains, random_state=0, **kw
+    )
     t0 = time.perf_counter()
     est.fit(Xtr, ytr)
     wall = time.perf_counter() - t0
     tree = est.idata_
     n_div = int(tree["sample_stats"]["diverging"].values.sum())
-    return wall, tree, n_div, log_loss(est.predict_proba(Xte), yte)
+    p = est.predict_proba(Xte)
+    return wall, tree, n_div, log_loss(p, yte), p
 
 
-def run_laplace(Xtr, ytr, Xte, yte, gamma, draws, tune):
+def run_laplace(Xtr, ytr, Xte, yte, gamma, draws, tune, chains=2):
     from rvm_pymc import RVC
     from rvm_pymc.inference import sample_laplace_collapsed
     from rvm_pymc.models import classification_binary, classification_softmax
@@ -173,7 +204,7 @@ def run_laplace(Xtr, ytr, Xte, yte, gamma, draws, tune):
             class_names=[str(c) for c in ref.classes_],
         )
     tree = sample_laplace_collapsed(
-        model, draws=draws, tune=tune, chains=2, random_seed=0, progressbar=False
+        model, draws=draws, tune=tune, chains=chains, random_seed=0, progressbar=False
     )
     wall = time.perf_counter() - t0
     post = tree["posterior"]
@@ -185,7 +216,7 @@ def run_laplace(Xtr, ytr, Xte, yte, gamma, draws, tune):
         p1 = expit(Phi_te @ w.T).mean(1)
         p = np.column_stack([1 - p1, p1])
     n_div = int(tree["sample_stats"]["diverging"].values.sum())
-    return wall, tree, n_div, log_loss(p, np.searchsorted(ref.classes_, yte))
+    return wall, tree, n_div, log_loss(p, np.searchsorted(ref.classes_, yte)), p
 
 
 def main() -> None:
@@ -195,7 +226,21 @@ def main() -> None:
     ap.add_argument("--gamma", default="scale")
     ap.add_argument("--draws", type=int, default=1000)
     ap.add_argument("--tune", type=int, default=1000)
+    ap.add_argument("--chains", type=int, default=2)
+    ap.add_argument(
+        "--parametrization",
+        default=None,
+        choices=["centred", "non_centred"],
+        help="weights of the joint configurations (default: the estimator's, non-centred)",
+    )
     ap.add_argument("--rows", default=None, help="JSON-lines file of rows to append to")
+    ap.add_argument("--proba", default=None, help="directory for the held-out probabilities")
+    ap.add_argument(
+        "--slab",
+        type=float,
+        default=None,
+        help="slab scale S of the joint configurations' prior (precision alpha + 1/S^2)",
+    )
     ap.add_argument(
         "--prior",
         default=None,
@@ -208,17 +253,24 @@ def main() -> None:
     warnings.simplefilter("ignore")  # the table reports divergences and R-hat itself
     gamma = args.gamma if args.gamma in ("scale", "evidence", "auto") else float(args.gamma)
     prior = None
-    if args.prior:
+    if args.prior or args.slab is not None:
         from rvm_pymc.priors import HyperPrior
 
-        a, b = (float(v) for v in args.prior.split(","))
-        prior = HyperPrior(a, b, 1.0, 1e-2)
+        a, b = (float(v) for v in (args.prior or "1,0.01").split(","))
+        prior = HyperPrior(a, b, 1.0, 1e-2, slab=args.slab)
+    prior_label = "".join(
+        [
+            f", a,b={args.prior}" if args.prior else "",
+            f", slab={args.slab:g}" if prior and prior.slab else "",
+        ]
+    )
     print(
         header(
             "Classification NUTS: joint vs Laplace-collapsed",
             [
-                f"2 chains x {args.draws} draws after {args.tune} tuning steps; gamma={gamma}; "
-                f"prior {args.prior or 'weakly_informative'}; random_state 0"
+                f"{args.chains} chains x {args.draws} draws after {args.tune} tuning steps; "
+                f"gamma={gamma}; prior {args.prior or 'weakly_informative'}"
+                f"{f' with slab {args.slab:g}' if args.slab is not None else ''}; random_state 0"
             ],
         ),
         flush=True,
@@ -241,14 +293,25 @@ def main() -> None:
         Xtr, ytr, Xte, yte = load(prob)
         for cfg in args.configs.split(","):
             if cfg == "laplace":
-                wall, tree, n_div, ll = run_laplace(
-                    Xtr, ytr, Xte, yte, gamma, args.draws, args.tune
+                wall, tree, n_div, ll, p = run_laplace(
+                    Xtr, ytr, Xte, yte, gamma, args.draws, args.tune, args.chains
                 )
             else:
-                wall, tree, n_div, ll = run_joint(
-                    Xtr, ytr, Xte, yte, gamma, args.draws, args.tune, cfg == "joint_ref95", prior
+                wall, tree, n_div, ll, p = run_joint(
+                    Xtr,
+                    ytr,
+                    Xte,
+                    yte,
+                    gamma,
+                    args.draws,
+                    args.tune,
+                    cfg == "joint_ref95",
+                    prior,
+                    args.chains,
+                    args.parametrization,
                 )
             rh, eb, et = diagnostics(tree)
+            print(f"# {prob} {cfg}: worst R-hat at {worst_rhat(tree)}", file=sys.stderr)
             m = tree["posterior"]["log_alpha"].shape[-1]
             row = [
                 prob,
@@ -265,11 +328,19 @@ def main() -> None:
             ]
             rows.append(row)
             print("  ".join(map(str, row)), file=sys.stderr, flush=True)
+            label = f"{row[3]} (gamma={gamma}{prior_label})"
+            if args.parametrization:
+                label = label[:-1] + f", {args.parametrization})"
+            if args.chains != 2 or args.draws != 1000:
+                label += f" {args.chains}x{args.draws}"
+            if args.proba:
+                import os
+
+                os.makedirs(args.proba, exist_ok=True)
+                name = label.replace(" ", "_").replace("/", "-")
+                np.save(os.path.join(args.proba, f"{prob}__{name}.npy"), p)
             if args.rows:
                 with open(args.rows, "a") as fh:
-                    label = f"{row[3]} (gamma={gamma}" + (
-                        f", a,b={args.prior})" if args.prior else ")"
-                    )
                     fh.write(json.dumps([*row[:3], label, *row[4:]]) + "\n")
     if args.rows:
         with open(args.rows) as fh:

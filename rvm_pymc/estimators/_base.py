@@ -236,7 +236,12 @@ class _BaseRVM(ResultViews, BaseEstimator):
         # give a worker's fit and the rebuild of the chosen width different centres)
         basis_seed = None if self.random_state is None else seed
         need_ref = self.method == "reference" or self._starts_from_reference()
-        width = select_width(self, X, t_s, prior, ref_solver, basis_seed, need_reference=need_ref)
+        # the reference solver has no slab: the start (and an evidence width) of a NUTS fit
+        # with a slab are those of the same Gamma prior without it
+        ref_prior = prior.without_slab()
+        width = select_width(
+            self, X, t_s, ref_prior, ref_solver, basis_seed, need_reference=need_ref
+        )
         if width.evidence_path is not None:
             path = width.evidence_path
             self.evidence_path_ = {**path, "log_evidence": path["log_evidence"] - log_t_sd}

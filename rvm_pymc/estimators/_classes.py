@@ -68,7 +68,7 @@ class RVR(RegressorMixin, _BaseRVM):
     solver : {"fast", "mackay", "em"}, default "fast"
         Algorithm of the reference solver; ``"fast"`` needs ``a = b = 0``.
     prior : str, mapping or HyperPrior, optional
-        Gamma hyperpriors (:func:`rvm_pymc.priors.resolve_prior`); default
+        Gamma hyperpriors, a ``slab`` for NUTS (:mod:`rvm_pymc.priors`); default
         ``"evidence"`` (type-II maximum likelihood), or ``"weakly_informative"``
         for ``method="nuts"``.
     max_iter : int, optional

@@ -111,7 +111,7 @@ MESSAGES: dict[str, str] = {
     "bias": "True or False",
     "method": f"one of {METHODS}",
     "solver": f"one of {SOLVERS}",
-    "prior": "None, a preset name, a mapping of a, b, c, d or a HyperPrior",
+    "prior": "None, a preset name, a mapping of a, b, c, d, slab or a HyperPrior",
     "max_iter": "None or an integer >= 1",
     "tol": "a finite float > 0",
     "draws": "an integer >= 1",
@@ -224,7 +224,26 @@ def check_params(est: Any, X: np.ndarray) -> Checked:
         kind = "classifier" if est._kind == "classification" else None
         kwargs = check_sampler_kwargs(est.method, est.sampler_kwargs, kind)
     default = "weakly_informative" if est.method == "nuts" else "evidence"
-    return Checked(resolve_prior(est.prior, default=default), kwargs)
+    prior = resolve_prior(est.prior, default=default)
+    if prior.slab is not None:
+        _check_slab(est, prior, kwargs)
+    return Checked(prior, kwargs)
+
+
+def _check_slab(est: Any, prior: HyperPrior, kwargs: dict[str, Any]) -> None:
+    """A slab is for NUTS over the weights: not the reference solver, MAP or collapsed NUTS."""
+    if est.method != "nuts":
+        raise ValueError(
+            f"prior has slab={prior.slab}, which only method='nuts' takes: the reference "
+            f"solver and type-II MAP integrate out weights of prior precision alpha alone "
+            f"(got method={est.method!r}). Drop the slab, or use method='nuts'"
+        )
+    if est._kind == "regression" and kwargs.get("model", "collapsed") != "joint":
+        raise ValueError(
+            f"prior has slab={prior.slab}, but RVR's NUTS samples the collapsed model by "
+            "default, whose weights are integrated out with prior precision alpha: use "
+            "sampler_kwargs={'model': 'joint'} with a slab"
+        )
 
 
 def _check_rvm_star(est: Any) -> None:

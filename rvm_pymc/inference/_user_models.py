@@ -66,6 +66,7 @@ def check_user_model(model, spec: ModelSpec, fit: str, compile_kwargs=None) -> N
     Raises
     ------
     ValueError
+        - a model with a slab (``slab_scale``) for any fit but ``"nuts"``;
         - ``log_beta`` is not a scalar (one noise precision per observation:
           heteroscedastic noise; the result holds one per draw);
         - the observed variable is not one value per observation;
@@ -79,6 +80,14 @@ def check_user_model(model, spec: ModelSpec, fit: str, compile_kwargs=None) -> N
     """
     obs = observed_name(spec)
     free = _names(model.free_RVs)
+    slab = None if spec.prior is None else spec.prior.slab
+    if slab is not None and fit != "nuts":
+        raise ValueError(
+            f"the model has a slab (data slab_scale = {slab}), which only NUTS over the "
+            f"weights (sample_nuts) takes into account; the {fit.replace('_', '-')} fit "
+            "integrates out weights of prior precision alpha alone. Build the model "
+            "without the slab for it"
+        )
     if spec.kind.startswith("regression"):
         ndim = model["log_beta"].type.ndim
         if ndim != 0:

@@ -67,6 +67,7 @@ __getattr__, __dir__ = attach(
         "data_unit_model": "._data_units",
         "data_unit_constants": ".spec",
         "model_constants": ".spec",
+        "log_gamma_normaliser": "._priors",
         "model_spec": ".spec",
     },
 )

@@ -7,9 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from pymc.distributions.shape_utils import rv_size_is_none
 from pytensor.graph.basic import Variable
-from scipy.special import gammaln
 
 from rvm_pymc._core.validation import as_2d_float, as_target_float, check_consistent_length
 from rvm_pymc.models._checks import (
@@ -22,6 +20,11 @@ from rvm_pymc.models._likelihoods import (
     bernoulli_logit,
     categorical_logit,
     marginal_likelihood,
+)
+from rvm_pymc.models._priors import (
+    _ard_precisions,
+    _noise_precision,
+    _weights,
 )
 from rvm_pymc.priors import HyperPrior, resolve_prior
 
@@ -62,114 +65,18 @@ def builder_made(model) -> bool:
     return bool(getattr(model, _BUILDER_MADE, False))
 
 
-# ------------------------------------------------------------------ hyperpriors
-
-
-def log_gamma_normaliser(shape: float, rate: float) -> float:
-    """``shape log(rate) - lgamma(shape)``, or 0 for an improper prior."""
-    if shape > 0 and rate > 0:
-        return float(shape * np.log(rate) - gammaln(shape))
-    return 0.0
-
-
-def _log_precision(
-    name: str, shape: float, rate: float, dims=None, shift=None
-) -> pt.TensorVariable:
-    """A free log precision whose exponential has a Gamma(shape, rate) prior.
-
-    The density of ``y = log x`` is ``shape y - rate e^y`` plus the Gamma
-    normalising constant when the prior is proper; with ``shape = rate = 0`` it
-    is flat.  ``shape`` and ``rate`` go into the model as the named data
-    ``<name without log_>_shape`` and ``..._rate`` (``alpha_shape``, ``beta_rate``,
-    ...; see :data:`~rvm_pymc.models.spec.PRIOR_DATA`): the prior travels with the
-    model, and with ``model.copy()``, as values that :func:`model_spec` reads.
-
-    ``shift`` (a tensor, optional) states the prior on another scale: the
-    variable is ``log x + shift`` (the log precision in the units of the data
-    when ``x`` is that of the scaled problem), whose density is the one above
-    at ``value - shift`` (a shift: no Jacobian).
-    """
-    stem = name.removeprefix("log_")
-    a = pm.Data(f"{stem}_shape", float(shape))
-    b = pm.Data(f"{stem}_rate", float(rate))
-    proper = shape > 0 and rate > 0
-
-    def logp(value, a, b):
-        # the Gamma normaliser where the prior is proper (both branches are evaluated;
-        # the improper one's log(0) is not selected)
-        norm = pt.switch(pt.and_(pt.gt(a, 0), pt.gt(b, 0)), a * pt.log(b) - pt.gammaln(a), 0.0)
-        return a * value - b * pt.exp(value) + norm
-
-    def random(a, b, rng=None, size=None):
-        return np.log(rng.gamma(a, 1.0 / b, size=size))
-
-    start = float(np.log(shape / rate)) if proper else 0.0
-
-    def support_point(rv, size, a, b):
-        # from ``size``, not ``rv``: the shape of ``rv`` would evaluate the (absent) random
-        if rv_size_is_none(size):
-            return pt.as_tensor(start)
-        return pt.full(size, start)
-
-    class_name = "LogGamma" if proper else "Flat"  # how print(model) names the prior
-    if shift is not None:
-
-        def shifted_logp(value, a, b, s):
-            return logp(value - s, a, b)
-
-        def shifted_random(a, b, s, rng=None, size=None):
-            return random(a, b, rng=rng, size=size) + s
-
-        def shifted_support(rv, size, a, b, s):
-            return support_point(rv, size, a, b) + s
-
-        return pm.CustomDist(
-            name,
-            a,
-            b,
-            shift,
-            logp=shifted_logp,
-            random=shifted_random if proper else None,
-            support_point=shifted_support,
-            dims=dims,
-            class_name=f"Shifted{class_name}",
-        )
-    return pm.CustomDist(
-        name,
-        a,
-        b,
-        logp=logp,
-        random=random if proper else None,
-        support_point=support_point,
-        dims=dims,
-        class_name=class_name,
-    )
-
-
-def _ard_precisions(prior: HyperPrior) -> pt.TensorVariable:
-    log_alpha = _log_precision("log_alpha", prior.a, prior.b, dims="basis")
-    pm.Deterministic("alpha", pt.exp(log_alpha), dims="basis")
-    return log_alpha
-
-
-def _noise_precision(prior: HyperPrior) -> pt.TensorVariable:
-    log_beta = _log_precision("log_beta", prior.c, prior.d)
-    pm.Deterministic("beta", pt.exp(log_beta))
-    return log_beta
-
-
-def _weights(name: str, log_alpha, parametrization: str, dims) -> pt.TensorVariable:
-    """ARD weights ``w ~ N(0, 1/alpha)``, centred or as ``w = z / sqrt(alpha)``."""
-    scale = pt.exp(-0.5 * log_alpha)
-    if len(dims) == 2:
-        scale = scale[:, None]
-    if parametrization == "centred":
-        return pm.Normal(name, mu=0.0, sigma=scale, dims=dims)
-    z = pm.Normal(f"{name}_raw", mu=0.0, sigma=1.0, dims=dims)
-    return pm.Deterministic(name, z * scale, dims=dims)
-
-
 # --------------------------------------------------------------------- builders
+
+
+def _no_slab(hp: HyperPrior, builder: str) -> HyperPrior:
+    """``hp``, or ValueError if it has a slab (the marginal models' weights are integrated out)."""
+    if hp.slab is not None:
+        raise ValueError(
+            f"{builder} has no slab (prior slab={hp.slab}): its marginal likelihood "
+            "integrates out weights of prior precision alpha. Use regression_joint for a "
+            "slab (RVR: sampler_kwargs={'model': 'joint'})"
+        )
+    return hp
 
 
 def regression_joint(
@@ -193,6 +100,8 @@ def regression_joint(
         Targets.
     prior : str, mapping or HyperPrior, optional
         Gamma hyperprior (a, b, c, d); default the ``"weakly_informative"`` preset.
+        With a ``slab`` the weights' prior precision is ``alpha + 1/slab^2``
+        (:func:`rvm_pymc.priors.slab_variance`; data ``slab_scale``).
     parametrization : {"centred", "non_centred"}
         ``"non_centred"`` samples ``w_raw ~ N(0, 1)`` and sets
         ``w = w_raw / sqrt(alpha)`` (a Deterministic).
@@ -226,7 +135,7 @@ def regression_joint(
         t_d = pm.Data("t", t, dims="obs")
         log_alpha = _ard_precisions(hp)
         log_beta = _noise_precision(hp)
-        w = _weights("w", log_alpha, parametrization, dims=("basis",))
+        w = _weights("w", log_alpha, parametrization, dims=("basis",), slab=hp.slab)
         pm.Normal("t_obs", mu=Phi_d @ w, sigma=pt.exp(-0.5 * log_beta), observed=t_d, dims="obs")
     return _builder_made(model)
 
@@ -271,7 +180,7 @@ def regression_marginal(Phi, t, *, prior=None, basis_names: Sequence | None = No
     ['log_alpha', 'log_beta']
     """
     Phi, t = check_design(Phi, t, "t")
-    hp = resolve_prior(prior, default="weakly_informative")
+    hp = _no_slab(resolve_prior(prior, default="weakly_informative"), "regression_marginal")
     coords = {"basis": basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(t))}
     with RVMModel(coords=coords) as model:
         Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
@@ -370,7 +279,7 @@ def regression_marginal_rbf(
         raise ValueError(
             f"length_scale_prior must be finite with sd > 0; got {length_scale_prior}"
         )
-    hp = resolve_prior(prior, default="weakly_informative")
+    hp = _no_slab(resolve_prior(prior, default="weakly_informative"), "regression_marginal_rbf")
     names = (["bias"] if bias else []) + [f"x{i}" for i in range(len(C))]
     coords = {"basis": names, "obs": np.arange(len(t)), "feature": np.arange(X.shape[1])}
     with RVMModel(coords=coords) as model:
@@ -402,7 +311,9 @@ def classification_binary(
     y : array_like of shape (N,)
         Labels in {0, 1}.
     prior : str, mapping or HyperPrior, optional
-        Only ``a, b`` are used; default ``"weakly_informative"``.
+        Only ``a, b`` (and ``slab``) are used; default ``"weakly_informative"``.
+        With a ``slab`` the weights' prior precision is ``alpha + 1/slab^2``
+        (:func:`rvm_pymc.priors.slab_variance`; data ``slab_scale``).
     parametrization : {"centred", "non_centred"}
         As for :func:`regression_joint`.  Type-II MAP (Laplace) needs ``"centred"``.
     basis_names : sequence, optional
@@ -426,7 +337,7 @@ def classification_binary(
         Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
         y_d = pm.Data("y", y, dims="obs")
         log_alpha = _ard_precisions(hp)
-        w = _weights("w", log_alpha, parametrization, dims=("basis",))
+        w = _weights("w", log_alpha, parametrization, dims=("basis",), slab=hp.slab)
         bernoulli_logit("y_obs", Phi_d @ w, y_d)
     return _builder_made(model)
 
@@ -455,7 +366,9 @@ def classification_softmax(
     n_classes : int, optional
         ``K``; default ``max(y) + 1``.
     prior : str, mapping or HyperPrior, optional
-        Only ``a, b`` are used; default ``"weakly_informative"``.
+        Only ``a, b`` (and ``slab``) are used; default ``"weakly_informative"``.
+        With a ``slab`` the weights' prior precision is ``alpha + 1/slab^2``
+        (:func:`rvm_pymc.priors.slab_variance`; data ``slab_scale``).
     parametrization : {"centred", "non_centred"}
     basis_names, class_names : sequence, optional
         Coordinate values of ``basis`` and ``class``.
@@ -488,6 +401,6 @@ def classification_softmax(
         Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
         y_d = pm.Data("y", y, dims="obs")
         log_alpha = _ard_precisions(hp)
-        W = _weights("W", log_alpha, parametrization, dims=("basis", "class"))
+        W = _weights("W", log_alpha, parametrization, dims=("basis", "class"), slab=hp.slab)
         categorical_logit("y_obs", Phi_d @ W, y_d)
     return _builder_made(model)

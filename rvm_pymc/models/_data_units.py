@@ -17,9 +17,11 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from rvm_pymc.models._builders import RVMModel, _log_precision
+from rvm_pymc.models._builders import RVMModel
 from rvm_pymc.models._checks import basis_coords
 from rvm_pymc.models._likelihoods import bernoulli_logit, categorical_logit
+from rvm_pymc.models._priors import _log_precision, weight_log_precision
+from rvm_pymc.models.spec import SLAB_DATA
 from rvm_pymc.priors import HyperPrior, resolve_prior
 
 __all__ = ["data_unit_model"]
@@ -58,7 +60,9 @@ def data_unit_model(
     - ``log_alpha`` (``basis``) and ``log_beta``: free variables (a sampled
       fit), or data holding their point values when given in ``fixed`` (a
       type-II fit holds them fixed, as its tree's ``constant_data`` does);
-    - centred weights ``w`` (``basis``) or ``W`` (``basis, class``);
+    - centred weights ``w`` (``basis``) or ``W`` (``basis, class``), of prior
+      precision ``alpha`` (with a slab ``s``: ``alpha + (basis_scale / y_scale)^2 / s^2``,
+      the scaled problem's ``alpha_s + 1/s^2`` in data units; data ``slab_scale``);
     - observed ``t_obs ~ Normal(y_offset + Phi w, 1/beta)``, or ``y_obs``
       (Bernoulli-logit, Categorical-softmax), with dims ``obs``.
 
@@ -108,16 +112,19 @@ def data_unit_model(
         if regression:
             offset_d = pm.Data("y_offset", float(y_offset))
             log_y_scale = pt.log(pm.Data("y_scale", float(y_scale)))
+        shift = 2.0 * (pt.log(scale_d) - log_y_scale)
         if "log_alpha" in fixed:
             log_alpha = pm.Data("log_alpha", np.asarray(fixed["log_alpha"], float), dims="basis")
         else:
-            shift = 2.0 * (pt.log(scale_d) - log_y_scale)
             log_alpha = _log_precision("log_alpha", hp.a, hp.b, dims="basis", shift=shift)
         if regression and "log_beta" in fixed:
             log_beta = pm.Data("log_beta", float(fixed["log_beta"]))
         elif regression:
             log_beta = _log_precision("log_beta", hp.c, hp.d, shift=-2.0 * log_y_scale)
-        sd = pt.exp(-0.5 * log_alpha)
+        log_slab = None  # the slab's precision 1/s^2 of the scaled weights, in data units
+        if hp.slab is not None:
+            log_slab = shift - 2.0 * pt.log(pm.Data(SLAB_DATA, hp.slab))
+        sd = pt.exp(-0.5 * weight_log_precision(log_alpha, log_slab))
         if kind == "softmax":
             W = pm.Normal("W", 0.0, sd[:, None], dims=("basis", "class"))
             categorical_logit("y_obs", Phi_d @ W, obs_data)

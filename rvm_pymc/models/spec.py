@@ -16,7 +16,14 @@ import numpy as np
 
 from rvm_pymc.priors import HyperPrior, resolve_prior
 
-__all__ = ["PRIOR_DATA", "ModelSpec", "data_unit_constants", "model_constants", "model_spec"]
+__all__ = [
+    "PRIOR_DATA",
+    "SLAB_DATA",
+    "ModelSpec",
+    "data_unit_constants",
+    "model_constants",
+    "model_spec",
+]
 
 _NAMES = (
     "regression_joint: free log_alpha (basis), log_beta, w or w_raw (basis), observed t_obs, "
@@ -68,6 +75,10 @@ PRIOR_DATA = {
 builders write them; a model of one's own declares its Gamma prior the same way."""
 
 
+SLAB_DATA = "slab_scale"
+"""The named data that holds a model's slab scale (``HyperPrior.slab``; absent: no slab)."""
+
+
 def _gamma_prior(model, name: str) -> tuple[float, float] | None:
     """``(shape, rate)`` of the Gamma prior of ``exp(name)``, or None for a prior of one's own.
 
@@ -98,8 +109,9 @@ def model_spec(model) -> ModelSpec:
     The Gamma hyperprior ``(a, b, c, d)`` is read from the named data of
     :data:`~rvm_pymc.models.spec.PRIOR_DATA` (``alpha_shape``, ``alpha_rate``, ``beta_shape``,
     ``beta_rate``), which the builders of :mod:`rvm_pymc.models` write; a
-    ``pm.Flat`` log precision counts as ``a = b = 0``.  Otherwise
-    ``ModelSpec.prior`` is None and only the fits that need no Gamma
+    ``pm.Flat`` log precision counts as ``a = b = 0``.  Its ``slab`` is the
+    named data :data:`~rvm_pymc.models.spec.SLAB_DATA` (``slab_scale``) when
+    the model has it.  Otherwise ``ModelSpec.prior`` is None and only the fits that need no Gamma
     parameters accept the model.
 
     Parameters
@@ -168,7 +180,10 @@ def model_spec(model) -> ModelSpec:
         cd = _gamma_prior(model, "log_beta")
     prior = None
     if ab is not None and cd is not None:
-        prior = HyperPrior(a=ab[0], b=ab[1], c=cd[0], d=cd[1])
+        slab = None
+        if SLAB_DATA in model.named_vars:
+            slab = float(np.asarray(model[SLAB_DATA].get_value()))
+        prior = HyperPrior(a=ab[0], b=ab[1], c=cd[0], d=cd[1], slab=slab)
     return ModelSpec(kind, prior, parametrization, n_classes, rbf_width, rbf_bias)
 
 
@@ -208,8 +223,9 @@ def data_unit_constants(kind: str, basis_scale, *, y_scale: float = 1.0, prior=N
     """The scaling and prior data of :func:`~rvm_pymc.models.data_unit_model`, by name.
 
     ``basis_scale`` (``basis``), the Gamma prior's named data of
-    :data:`~rvm_pymc.models.spec.PRIOR_DATA` (``alpha_shape``, ``alpha_rate``; regression also
-    ``y_scale``, ``beta_shape`` and ``beta_rate``).  An estimator's tree holds
+    :data:`~rvm_pymc.models.spec.PRIOR_DATA` (``alpha_shape``, ``alpha_rate``;
+    regression also ``y_scale``, ``beta_shape`` and ``beta_rate``) and, with a
+    slab, ``slab_scale``.  An estimator's tree holds
     them in ``constant_data`` for every method, so that its layout is one and
     PyMC sees the data of ``model_`` as those of the draws (besides them
     ``model_`` holds ``Phi``, the targets, ``y_offset`` and a type-II fit's
@@ -223,4 +239,6 @@ def data_unit_constants(kind: str, basis_scale, *, y_scale: float = 1.0, prior=N
         out["y_scale"] = ((), np.asarray(float(y_scale)))
         shape, rate = PRIOR_DATA["log_beta"]
         out[shape], out[rate] = ((), np.asarray(float(hp.c))), ((), np.asarray(float(hp.d)))
+    if hp.slab is not None:
+        out[SLAB_DATA] = ((), np.asarray(float(hp.slab)))
     return out

@@ -30,9 +30,16 @@ def check_float(value, name: str, *, strict: bool = True) -> float:
 
 
 def check_method_and_prior(method: str, prior: HyperPrior) -> None:
-    """Reject an unknown method, and ``"fast"`` with a Gamma prior on alpha."""
+    """Reject an unknown method, ``"fast"`` with a Gamma prior on alpha, and a slab."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    if prior.slab is not None:
+        raise ValueError(
+            f"the reference solver has no slab (prior slab={prior.slab}): its evidence "
+            "updates take a weight's prior precision to be alpha alone. A slab is for "
+            "NUTS (method='nuts' of the estimators, or the PyMC models); use "
+            "prior.without_slab() here"
+        )
     if method == "fast" and (prior.a != 0 or prior.b != 0):
         raise ValueError(
             "method='fast' maximises the evidence with a = b = 0 (it relies on "

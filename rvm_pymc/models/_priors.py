@@ -1,0 +1,157 @@
+"""The priors of the builders' variables: log precisions and ARD weights.
+
+The free hyperparameters are the *log* precisions, with the Gamma prior of the
+precision written as a density of its logarithm (see :mod:`rvm_pymc.models`);
+the weights are ``N(0, 1/alpha_m)``, or with a slab (``HyperPrior.slab``)
+``N(0, 1/(alpha_m + 1/slab^2))``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+from pymc.distributions.shape_utils import rv_size_is_none
+from scipy.special import gammaln
+
+from rvm_pymc.models.spec import SLAB_DATA
+from rvm_pymc.priors import HyperPrior
+
+
+def log_gamma_normaliser(shape: float, rate: float) -> float:
+    """``shape log(rate) - lgamma(shape)``, or 0 for an improper prior."""
+    if shape > 0 and rate > 0:
+        return float(shape * np.log(rate) - gammaln(shape))
+    return 0.0
+
+
+def _log_precision(
+    name: str, shape: float, rate: float, dims=None, shift=None
+) -> pt.TensorVariable:
+    """A free log precision whose exponential has a Gamma(shape, rate) prior.
+
+    The density of ``y = log x`` is ``shape y - rate e^y`` plus the Gamma
+    normalising constant when the prior is proper; with ``shape = rate = 0`` it
+    is flat.  ``shape`` and ``rate`` go into the model as the named data
+    ``<name without log_>_shape`` and ``..._rate`` (``alpha_shape``, ``beta_rate``,
+    ...; see :data:`~rvm_pymc.models.spec.PRIOR_DATA`): the prior travels with the
+    model, and with ``model.copy()``, as values that :func:`model_spec` reads.
+
+    ``shift`` (a tensor, optional) states the prior on another scale: the
+    variable is ``log x + shift`` (the log precision in the units of the data
+    when ``x`` is that of the scaled problem), whose density is the one above
+    at ``value - shift`` (a shift: no Jacobian).
+    """
+    stem = name.removeprefix("log_")
+    a = pm.Data(f"{stem}_shape", float(shape))
+    b = pm.Data(f"{stem}_rate", float(rate))
+    proper = shape > 0 and rate > 0
+
+    def logp(value, a, b):
+        # the Gamma normaliser where the prior is proper (both branches are evaluated;
+        # the improper one's log(0) is not selected)
+        norm = pt.switch(pt.and_(pt.gt(a, 0), pt.gt(b, 0)), a * pt.log(b) - pt.gammaln(a), 0.0)
+        return a * value - b * pt.exp(value) + norm
+
+    def random(a, b, rng=None, size=None):
+        return np.log(rng.gamma(a, 1.0 / b, size=size))
+
+    start = float(np.log(shape / rate)) if proper else 0.0
+
+    def support_point(rv, size, a, b):
+        # from ``size``, not ``rv``: the shape of ``rv`` would evaluate the (absent) random
+        if rv_size_is_none(size):
+            return pt.as_tensor(start)
+        return pt.full(size, start)
+
+    class_name = "LogGamma" if proper else "Flat"  # how print(model) names the prior
+    if shift is not None:
+
+        def shifted_logp(value, a, b, s):
+            return logp(value - s, a, b)
+
+        def shifted_random(a, b, s, rng=None, size=None):
+            return random(a, b, rng=rng, size=size) + s
+
+        def shifted_support(rv, size, a, b, s):
+            return support_point(rv, size, a, b) + s
+
+        return pm.CustomDist(
+            name,
+            a,
+            b,
+            shift,
+            logp=shifted_logp,
+            random=shifted_random if proper else None,
+            support_point=shifted_support,
+            dims=dims,
+            class_name=f"Shifted{class_name}",
+        )
+    return pm.CustomDist(
+        name,
+        a,
+        b,
+        logp=logp,
+        random=random if proper else None,
+        support_point=support_point,
+        dims=dims,
+        class_name=class_name,
+    )
+
+
+def _ard_precisions(prior: HyperPrior) -> pt.TensorVariable:
+    log_alpha = _log_precision("log_alpha", prior.a, prior.b, dims="basis")
+    pm.Deterministic("alpha", pt.exp(log_alpha), dims="basis")
+    return log_alpha
+
+
+def _noise_precision(prior: HyperPrior) -> pt.TensorVariable:
+    log_beta = _log_precision("log_beta", prior.c, prior.d)
+    pm.Deterministic("beta", pt.exp(log_beta))
+    return log_beta
+
+
+def weight_log_precision(log_alpha, log_slab_precision=None):
+    """A weight's log prior precision: ``log(alpha + 1/s^2)``, or ``log alpha`` without a slab.
+
+    Parameters
+    ----------
+    log_alpha : tensor
+        The log ARD precisions.
+    log_slab_precision : tensor, optional
+        ``log(1/s^2) = -2 log s`` (plus the shift of another scale, e.g. the data
+        units of :func:`~rvm_pymc.models.data_unit_model`); None: no slab.
+
+    Returns
+    -------
+    tensor
+        ``logaddexp(log_alpha, log_slab_precision)``: the variance
+        ``s^2 / (1 + alpha s^2)`` of :func:`rvm_pymc.priors.slab_variance`, stable
+        for large and small ``alpha`` alike.
+    """
+    if log_slab_precision is None:
+        return log_alpha
+    return pt.logaddexp(log_alpha, log_slab_precision)
+
+
+def _slab_log_precision(slab: float | None):
+    """``-2 log s`` as the named data ``slab_scale`` (written here), or None."""
+    if slab is None:
+        return None
+    return -2.0 * pt.log(pm.Data(SLAB_DATA, float(slab)))
+
+
+def _weights(
+    name: str, log_alpha, parametrization: str, dims, slab: float | None = None
+) -> pt.TensorVariable:
+    """ARD weights ``w ~ N(0, 1/alpha)``, centred or as ``w = z / sqrt(alpha)``.
+
+    With a slab ``s`` the precision is ``alpha + 1/s^2`` (:func:`weight_log_precision`).
+    """
+    scale = pt.exp(-0.5 * weight_log_precision(log_alpha, _slab_log_precision(slab)))
+    if len(dims) == 2:
+        scale = scale[:, None]
+    if parametrization == "centred":
+        return pm.Normal(name, mu=0.0, sigma=scale, dims=dims)
+    z = pm.Normal(f"{name}_raw", mu=0.0, sigma=1.0, dims=dims)
+    return pm.Deterministic(name, z * scale, dims=dims)
