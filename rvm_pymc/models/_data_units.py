@@ -19,12 +19,12 @@ import pytensor.tensor as pt
 
 from rvm_pymc.models._builders import RVMModel, _log_precision
 from rvm_pymc.models._checks import basis_coords
-from rvm_pymc.models._likelihoods import bernoulli_logit, categorical_logit
+from rvm_pymc.models._likelihoods import bernoulli_logit, categorical_logit, poisson_log
 from rvm_pymc.priors import HyperPrior, resolve_prior
 
 __all__ = ["data_unit_model"]
 
-KINDS = ("regression", "binary", "softmax")
+KINDS = ("regression", "binary", "softmax", "poisson")
 
 
 def data_unit_model(
@@ -60,11 +60,12 @@ def data_unit_model(
       type-II fit holds them fixed, as its tree's ``constant_data`` does);
     - centred weights ``w`` (``basis``) or ``W`` (``basis, class``);
     - observed ``t_obs ~ Normal(y_offset + Phi w, 1/beta)``, or ``y_obs``
-      (Bernoulli-logit, Categorical-softmax), with dims ``obs``.
+      (Bernoulli-logit, Categorical-softmax) or ``counts_obs`` (Poisson, log
+      link), with dims ``obs``.
 
     Parameters
     ----------
-    kind : {"regression", "binary", "softmax"}
+    kind : {"regression", "binary", "softmax", "poisson"}
     Phi : array_like of shape (N, M)
         Design matrix in data units.
     target : array_like of shape (N,)
@@ -126,6 +127,8 @@ def data_unit_model(
             if regression:
                 mu = offset_d + Phi_d @ w
                 pm.Normal("t_obs", mu, pt.exp(-0.5 * log_beta), observed=obs_data, dims="obs")
+            elif kind == "poisson":
+                poisson_log("counts_obs", Phi_d @ w, obs_data)
             else:
                 bernoulli_logit("y_obs", Phi_d @ w, obs_data)
     return model

@@ -1,0 +1,76 @@
+"""Counts in PyMC: the Poisson model, its type-II MAP (Laplace) and NUTS, through RVP."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pymc")
+
+from rvm_pymc import RVP, models
+
+FAST = {"compile_kwargs": {"mode": "FAST_COMPILE"}}
+NUTS = {"compile_kwargs": {"mode": "FAST_COMPILE"}, "nuts_sampler": "pymc", "cores": 1}
+
+
+def _counts(n=30, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, size=(n, 1))
+    return X, rng.poisson(np.exp(1 + np.sin(2 * X[:, 0])))
+
+
+def test_poisson_model_is_recognised_and_checks_its_counts():
+    X, y = _counts()
+    Phi = np.column_stack([np.ones(len(y)), X[:, 0]])
+    model = models.counts_poisson(Phi, y, prior="evidence")
+    spec = models.model_spec(model)
+    assert (spec.kind, spec.parametrization) == ("poisson", "centred")
+    assert (spec.prior.a, spec.prior.b) == (0.0, 0.0)
+    # the model's log density at w is the Poisson log likelihood at exp(Phi w)
+    w = np.array([0.3, -0.2])
+    point = {"log_alpha": np.zeros(2), "w": w}
+    logp = model.compile_logp(vars=[model["counts_obs"]], jacobian=False)(point)
+    from scipy.stats import poisson
+
+    assert logp == pytest.approx(poisson.logpmf(y, np.exp(Phi @ w)).sum(), rel=1e-12)
+    with pytest.raises(ValueError, match="y has 1 negative"):
+        models.counts_poisson(Phi, np.r_[y[:-1], -1])
+
+
+def test_map_from_the_reference_start_returns_it(tmp_path):
+    """Tipping's fixed point (laplace='tipping') started at the reference solution stays
+    there: the same relevance vectors, precisions, weights and Laplace evidence."""
+    X, y = _counts()
+    kw = {"gamma": 1.0, "tol": 1e-10, "random_state": 0}
+    ref = RVP(**kw).fit(X, y)
+    mp = RVP(method="map", sampler_kwargs={**FAST, "laplace": "tipping"}, **kw).fit(X, y)
+    assert mp.idata_.attrs["started_from"] == "reference"
+    assert mp.converged_
+    assert mp.active_names_ == ref.active_names_
+    np.testing.assert_allclose(mp.alpha_, ref.alpha_, rtol=1e-6)
+    np.testing.assert_allclose(mp.coef_, ref.coef_, rtol=1e-6)
+    np.testing.assert_allclose(mp.sigma_, ref.sigma_, rtol=1e-6)
+    assert mp.log_evidence_ == pytest.approx(ref.log_evidence_, abs=1e-8)
+    assert "counts_obs" in mp.model_.named_vars  # the fit's model in data units
+    mp.save(tmp_path / "map.nc")
+    np.testing.assert_array_equal(RVP.load(tmp_path / "map.nc").predict(X), mp.predict(X))
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")
+def test_nuts_agrees_with_a_long_run():
+    """A default-length NUTS fit against one ten times longer: the same predictive means
+    and intervals within Monte Carlo error."""
+    X, y = _counts(n=40)
+    Xt = np.linspace(-2, 2, 9)[:, None]
+    kw = {"gamma": 1.0, "method": "nuts", "sampler_kwargs": NUTS}
+    short = RVP(draws=500, tune=500, chains=2, random_state=1, **kw).fit(X, y)
+    long = RVP(draws=2500, tune=1000, chains=4, random_state=2, **kw).fit(X, y)
+    assert long.idata_.attrs["n_divergent"] < 0.01 * 4 * 2500
+    np.testing.assert_allclose(short.predict(Xt), long.predict(Xt), rtol=0.05)
+    lo_s, hi_s = short.predict_interval(Xt, 0.9)
+    lo_l, hi_l = long.predict_interval(Xt, 0.9)
+    assert np.all(np.abs(lo_s - lo_l) <= 1) and np.all(np.abs(hi_s - hi_l) <= 1)
+    assert short.log_predictive_density(X, y).sum() == pytest.approx(
+        long.log_predictive_density(X, y).sum(), abs=0.5
+    )
