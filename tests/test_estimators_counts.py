@@ -95,3 +95,27 @@ def test_clone_and_tags():
     assert clone(est).get_params() == est.get_params()
     assert est.__sklearn_tags__().target_tags.positive_only
     assert RVP.__module__ == "rvm_pymc.estimators"
+
+
+def test_compare_counts_reports_poisson_lpd_d2_and_coverage(counts):
+    from rvm_pymc import compare, fit_all
+
+    X, y, rate = counts
+    rng = np.random.default_rng(7)
+    X_test = rng.uniform(-2, 2, size=(100, 1))
+    y_test = rng.poisson(rate(X_test))
+    fits = fit_all(X, y, methods=("reference",), task="counts", random_state=0)
+    table = compare(fits, X_test, y_test, cv=3, random_state=0)
+    row = table.loc["reference"]
+    est = fits["reference"]
+    assert row["lpd"] == pytest.approx(np.mean(est.log_predictive_density(X_test, y_test)))
+    assert row["d2"] == pytest.approx(est.score(X_test, y_test))
+    lo, hi = est.predict_interval(X_test, 0.9)
+    assert row["coverage_90"] == pytest.approx(np.mean((y_test >= lo) & (y_test <= hi)))
+    assert 0.8 < row["coverage_90"] <= 1.0
+    assert np.isfinite(row["elpd_kfold"]) and np.isfinite(row["log_evidence"])
+    assert row["log_evidence"] == pytest.approx(est.log_evidence_, abs=1e-6)
+    with pytest.raises(ValueError, match="RVP"):
+        from rvm_pymc import RVR
+
+        compare({"a": est, "b": RVR(gamma=1.0).fit(X, y.astype(float))})

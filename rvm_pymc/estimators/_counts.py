@@ -110,8 +110,15 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
             return Phi @ self.coef_, var
         return Phi @ draws.reshape(-1, Phi.shape[1]).T
 
-    def _predictive(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """The predictive mixture of Poissons: rates ``(n, S)`` and weights ``(S,)``."""
+    def predictive_mixture(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """The posterior predictive at ``X`` as a mixture of Poissons.
+
+        Returns rates ``(n_samples, S)`` and weights ``(S,)`` summing to one:
+        Gauss-Hermite nodes of the Gaussian (Laplace) posterior of the log
+        rate for reference/map, the posterior draws with equal weights for
+        nuts.  :meth:`predict_interval`, :meth:`log_predictive_density` and
+        :func:`rvm_pymc.compare` read it.
+        """
         lat = self._latent(X)
         if isinstance(lat, tuple):
             return gaussian_rates(*lat)
@@ -150,13 +157,13 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
         """
         if not 0.0 < float(level) < 1.0:
             raise ValueError(f"level must be in (0, 1); got {level!r}")
-        rates, weights = self._predictive(X)
+        rates, weights = self.predictive_mixture(X)
         lo = mixture_quantiles(0.5 * (1.0 - level), rates, weights)
         return lo, mixture_quantiles(0.5 * (1.0 + level), rates, weights)
 
     def log_predictive_density(self, X, y) -> np.ndarray:
         """Pointwise log posterior predictive probability of the counts ``y`` at ``X``."""
-        rates, weights = self._predictive(X)
+        rates, weights = self.predictive_mixture(X)
         return mixture_logpmf(check_counts(y, fitting=False), rates, weights)
 
     def score(self, X, y, sample_weight=None) -> float:
