@@ -59,14 +59,19 @@ def test_map_from_the_reference_start_returns_it(tmp_path):
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")
 def test_nuts_agrees_with_a_long_run():
-    """A default-length NUTS fit against one ten times longer: the same predictive means
-    and intervals within Monte Carlo error."""
-    X, y = _counts(n=40)
-    Xt = np.linspace(-2, 2, 9)[:, None]
-    kw = {"gamma": 1.0, "method": "nuts", "sampler_kwargs": NUTS}
-    short = RVP(draws=500, tune=500, chains=2, random_state=1, **kw).fit(X, y)
-    long = RVP(draws=2500, tune=1000, chains=4, random_state=2, **kw).fit(X, y)
-    assert long.idata_.attrs["n_divergent"] < 0.01 * 4 * 2500
+    """A default-length NUTS fit against one five times longer, on a basis of a bias and two
+    features (a Poisson regression with ARD): the same predictive means, intervals and
+    log predictive density within Monte Carlo error."""
+    from rvm_pymc.basis import PrecomputedBasis
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((40, 2))
+    y = rng.poisson(np.exp(1.0 + 0.6 * X[:, 0]))  # the second feature is irrelevant
+    Xt = np.column_stack([np.linspace(-2, 2, 9), np.zeros(9)])
+    kw = {"kernel": PrecomputedBasis(bias=True), "method": "nuts", "sampler_kwargs": NUTS}
+    short = RVP(draws=1000, tune=1000, chains=2, random_state=1, **kw).fit(X, y)
+    long = RVP(draws=5000, tune=1000, chains=4, random_state=2, **kw).fit(X, y)
+    assert long.idata_.attrs["n_divergent"] < 0.01 * 4 * 5000
     np.testing.assert_allclose(short.predict(Xt), long.predict(Xt), rtol=0.05)
     lo_s, hi_s = short.predict_interval(Xt, 0.9)
     lo_l, hi_l = long.predict_interval(Xt, 0.9)
@@ -74,3 +79,7 @@ def test_nuts_agrees_with_a_long_run():
     assert short.log_predictive_density(X, y).sum() == pytest.approx(
         long.log_predictive_density(X, y).sum(), abs=0.5
     )
+    # both find the irrelevant feature: its weight's posterior sits on zero
+    for f in (short, long):
+        mean, sd = f.coef_[2], np.sqrt(f.sigma_[2, 2])
+        assert abs(mean) < 2 * sd
