@@ -14,6 +14,7 @@ __version__ = VERSION
 __all__ = [
     "PRESETS",
     "RVC",
+    "RVP",
     "RVR",
     "ConvergenceWarning",
     "HyperPrior",
@@ -32,6 +33,7 @@ __getattr__, __dir__ = attach(
     {
         "RVR": "rvm_pymc.estimators",
         "RVC": "rvm_pymc.estimators",
+        "RVP": "rvm_pymc.estimators",
         "compare": "rvm_pymc.comparison",
         "compare_weights": "rvm_pymc.comparison",
         "fit_all": "rvm_pymc.comparison",

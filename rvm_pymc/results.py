@@ -14,12 +14,12 @@ nowhere else:
     are exact draws from its Gaussian (Laplace) weight posterior, antithetic
     across chain pairs (chain ``2i + 1`` mirrors chain ``2i`` about the mean).
 ``posterior_predictive``, ``log_likelihood``
-    ``t_obs`` or ``y_obs`` (``chain, draw, obs``): one replicate of the
+    ``t_obs``, ``y_obs`` or ``counts_obs`` (``chain, draw, obs``): one replicate of the
     training targets per draw; the pointwise log likelihood, for LOO.  From the
     model itself for a user's model (root attribute ``likelihood = "model"``).
 ``observed_data``
-    ``t_obs`` (data units) or ``y_obs`` (class codes ``0..K-1``; the labels are
-    the ``class`` coordinate).
+    ``t_obs`` (data units), ``counts_obs`` (Poisson counts) or ``y_obs``
+    (class codes ``0..K-1``; the labels are the ``class`` coordinate).
 ``constant_data``
     ``Phi`` (``obs, basis``): the design matrix of the bases in ``posterior``,
     in data units; ``y_offset`` (regression), so that ``Phi @ w + y_offset``
@@ -43,14 +43,27 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import xarray as xr
-from scipy.special import expit, log_expit, log_softmax, softmax
+from scipy.special import expit, softmax
 
 from rvm_pymc._core.gaussian import covariance_draws
+from rvm_pymc._core.likelihoods import latent as _latent
+from rvm_pymc._core.likelihoods import log_likelihood as _log_likelihood
+from rvm_pymc._core.likelihoods import log_weight_prior as _log_weight_prior
+from rvm_pymc._core.likelihoods import replicate as _replicate
 
-__all__ = ["KINDS", "FitInfo", "PointEstimates", "WeightPosterior", "predictions", "to_datatree"]
+__all__ = [
+    "KINDS",
+    "OBS_NAMES",
+    "FitInfo",
+    "PointEstimates",
+    "WeightPosterior",
+    "predictions",
+    "to_datatree",
+]
 
-KINDS = ("regression", "binary", "softmax")
-LOG_2PI = float(np.log(2.0 * np.pi))
+KINDS = ("regression", "binary", "softmax", "poisson")
+OBS_NAMES = {"regression": "t_obs", "binary": "y_obs", "softmax": "y_obs", "poisson": "counts_obs"}
+"""The observed variable of each kind (the name of the PyMC model's likelihood)."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +114,8 @@ class WeightPosterior:
 
     Attributes
     ----------
-    kind : {"regression", "binary", "softmax"}
+    kind : {"regression", "binary", "softmax", "poisson"}
+        ``"poisson"``: counts, the weights those of the log rate.
     basis_names : tuple of str
         The bases (columns of the design matrix) it covers.
     log_alpha : ndarray
@@ -234,46 +248,6 @@ class WeightPosterior:
         return replace(self, basis_names=names, log_alpha=la, draws=self.draws[:, :, idx])
 
 
-# ------------------------------------------------------------------ likelihoods
-
-
-def _latent(kind: str, Phi: np.ndarray, w: np.ndarray, y_offset: float) -> np.ndarray:
-    """``Phi w`` for draws ``(C, D, M[, K])``: ``(C, D, N[, K])``."""
-    if kind == "softmax":
-        return np.einsum("nm,cdmk->cdnk", Phi, w)
-    return w @ Phi.T + y_offset
-
-
-def _log_likelihood(kind, F, target, log_beta) -> np.ndarray:
-    if kind == "regression":
-        lb = np.asarray(log_beta, dtype=float)
-        lb = np.broadcast_to(lb, F.shape[:2])[..., None]
-        return 0.5 * (lb - LOG_2PI) - 0.5 * np.exp(lb) * (target - F) ** 2
-    if kind == "binary":
-        return np.where(target == 1, log_expit(F), log_expit(-F))
-    lp = log_softmax(F, axis=-1)
-    idx = np.broadcast_to(target[:, None], (*lp.shape[:-1], 1))
-    return np.take_along_axis(lp, idx, -1)[..., 0]
-
-
-def _replicate(kind, F, log_beta, rng: np.random.Generator) -> np.ndarray:
-    if kind == "regression":
-        lb = np.broadcast_to(np.asarray(log_beta, dtype=float), F.shape[:2])[..., None]
-        return F + np.exp(-0.5 * lb) * rng.standard_normal(F.shape)
-    if kind == "binary":
-        return (rng.random(F.shape) < expit(F)).astype(np.int64)
-    return np.argmax(F + rng.gumbel(size=F.shape), axis=-1).astype(np.int64)
-
-
-def _log_weight_prior(w: np.ndarray, log_alpha: np.ndarray) -> np.ndarray:
-    """``sum log N(w | 0, 1/alpha)`` over the basis (and class) axes of draws ``w``."""
-    la = np.asarray(log_alpha)
-    if w.ndim == 4:
-        la = la[..., None]
-    val = 0.5 * (la - LOG_2PI) - 0.5 * np.exp(la) * w**2
-    return val.reshape(*w.shape[:2], -1).sum(-1)
-
-
 # -------------------------------------------------------------------- the tree
 
 
@@ -367,7 +341,7 @@ def to_datatree(
     n_chain, n_draw = w.shape[:2]
     F = _latent(kind, Phi, w, post.y_offset) if latent is None else np.asarray(latent)
     ll = _log_likelihood(kind, F, target, post.log_beta)
-    obs_name = "t_obs" if kind == "regression" else "y_obs"
+    obs_name = OBS_NAMES[kind]
     wname = "W" if kind == "softmax" else "w"
     cd = ("chain", "draw")
     coords: dict[str, Any] = {
@@ -427,6 +401,8 @@ def _kind_of(tree: xr.DataTree) -> str:
     post = tree["posterior"]
     if "W" in post:
         return "softmax"
+    if "counts_obs" in tree["observed_data"]:
+        return "poisson"
     return "regression" if "t_obs" in tree["observed_data"] else "binary"
 
 
@@ -447,8 +423,9 @@ def predictions(tree: xr.DataTree, Phi_new: np.ndarray, *, random_state=None) ->
     Returns
     -------
     xarray.DataTree
-        ``predictions``: ``t_obs`` / ``y_obs`` replicates (``chain, draw, obs``)
-        and the latent mean ``mu`` (regression) or probabilities ``p``
+        ``predictions``: ``t_obs`` / ``y_obs`` / ``counts_obs`` replicates
+        (``chain, draw, obs``) and the latent mean ``mu`` (regression; the
+        rate ``exp(Phi w)`` for counts) or probabilities ``p``
         (classification; ``p`` has a ``class`` dimension for softmax) of every
         draw; ``predictions_constant_data``: ``Phi``.
     """
@@ -475,7 +452,7 @@ def predictions(tree: xr.DataTree, Phi_new: np.ndarray, *, random_state=None) ->
     if kind == "regression":
         log_beta = (post if "log_beta" in post else const)["log_beta"].values
     F = _latent(kind, Phi_new, w, y_offset)
-    obs_name = "t_obs" if kind == "regression" else "y_obs"
+    obs_name = OBS_NAMES[kind]
     cd = ("chain", "draw")
     coords: dict[str, Any] = {
         "chain": post["chain"].values,
@@ -486,6 +463,8 @@ def predictions(tree: xr.DataTree, Phi_new: np.ndarray, *, random_state=None) ->
     pred = {obs_name: ((*cd, "obs"), _replicate(kind, F, log_beta, rng))}
     if kind == "regression":
         pred["mu"] = ((*cd, "obs"), F)
+    elif kind == "poisson":
+        pred["mu"] = ((*cd, "obs"), np.exp(F))
     elif kind == "binary":
         pred["p"] = ((*cd, "obs"), expit(F))
     else:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_info
 
-import rvm_pymc.reference.classification as classification
+import rvm_pymc.reference._laplace_fit as _laplace_fit
 import rvm_pymc.reference.regression as regression
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc.reference import fit_classification, fit_regression
@@ -33,7 +33,7 @@ def test_solver_loops_run_with_one_blas_thread(monkeypatch, method):
     if not _blas_threads():
         pytest.skip("no controllable BLAS library loaded")
     seen = []
-    for module in (regression, classification):
+    for module in (regression, _laplace_fit):
         inner = module.fast_sequential if module is regression else module.fast_classification
         name = "fast_sequential" if module is regression else "fast_classification"
 
@@ -42,7 +42,7 @@ def test_solver_loops_run_with_one_blas_thread(monkeypatch, method):
             return _inner(*args, **kwargs)
 
         monkeypatch.setattr(module, name, spy)
-    full = [regression._full_reestimation, classification._full_reestimation]
+    full = [regression._full_reestimation, _laplace_fit.full_reestimation]
 
     def spy_full(*args, _inner, **kwargs):
         seen.append(_blas_threads())
@@ -52,7 +52,7 @@ def test_solver_loops_run_with_one_blas_thread(monkeypatch, method):
         regression, "_full_reestimation", lambda *a, **k: spy_full(*a, _inner=full[0], **k)
     )
     monkeypatch.setattr(
-        classification, "_full_reestimation", lambda *a, **k: spy_full(*a, _inner=full[1], **k)
+        _laplace_fit, "full_reestimation", lambda *a, **k: spy_full(*a, _inner=full[1], **k)
     )
     rng = np.random.default_rng(0)
     Phi = rng.standard_normal((40, 5))

@@ -22,15 +22,13 @@ from rvm_pymc.cli._data import (
     PREPROCESS_FILE,
     DataError,
     Preprocess,
-    bad_rows,
     model_paths,
     read_table,
-    select_features,
-    shown_value,
     split_features,
 )
 from rvm_pymc.cli._paths import check_output_dir, check_output_file
-from rvm_pymc.cli._progress import bars_on_stderr, nuts_progress
+from rvm_pymc.cli._progress import bars_on_stderr, nuts_progress, progress
+from rvm_pymc.cli._target import load_data
 from rvm_pymc.comparison import n_relevant
 
 __all__ = [
@@ -50,11 +48,6 @@ SUMMARY_TXT = "summary.txt"
 SUMMARY_JSON = "summary.json"
 
 
-def progress(message: str) -> None:
-    """One progress line on standard error (standard output keeps the results)."""
-    print(f"rvm-pymc: {message}", file=sys.stderr, flush=True)
-
-
 def announce_compilation(method: str) -> None:
     """A progress line before a fit that compiles a PyMC model (map, nuts)."""
     if method in ("map", "nuts"):
@@ -64,106 +57,9 @@ def announce_compilation(method: str) -> None:
         )
 
 
-# ------------------------------------------------------------------ data
-
-
-MAX_GUESSED_CLASSES = 10
-"""A numeric target is taken for class codes only with at most this many distinct integers."""
-NUMERIC_SHARE = 0.8
-"""A target whose values are numbers but for less than this share is text labels; from
-this share on, its few non-numeric values ('?', 'n/a?') are taken for mistakes."""
-
-
-def _non_numeric(y) -> np.ndarray:
-    """Rows of ``y`` with a value that is present but not a finite number."""
-    import pandas as pd
-
-    values = pd.to_numeric(y, errors="coerce").to_numpy(dtype=float)
-    return np.flatnonzero(~np.isfinite(values) & ~y.isna().to_numpy())
-
-
-def _task(table, target: str, requested: str | None, path: str) -> str:
-    """The task asked for, or the one the target column implies (text or few integers: classes).
-
-    Missing values say nothing about the task.  A column of numbers with a few
-    text values (less than ``1 - NUMERIC_SHARE`` of them) is refused unless
-    the task is given: they are more likely mistakes than class labels.
-    """
-    import pandas as pd
-
-    if requested is not None:
-        return requested
-    y = table[target]
-    present = y.dropna()
-    text = _non_numeric(y)
-    if present.size and text.size:
-        if text.size > (1.0 - NUMERIC_SHARE) * present.size:
-            return "classification"  # labels given as text
-        raise DataError(
-            f"{path}: the target column {target!r} holds numbers but also the non-numeric "
-            f"value {shown_value(y.iloc[int(text[0])])} on {bad_rows(table, text)}; fix or "
-            "remove those rows, or give --task classification if the column holds class labels"
-        )
-    values = pd.to_numeric(present, errors="coerce").to_numpy(dtype=float)
-    # integer codes with few distinct values are classes; counts and scores (scikit-learn's
-    # diabetes target: 214 distinct integers) are a quantity to regress
-    few = np.unique(values).size <= MAX_GUESSED_CLASSES
-    return "classification" if few and np.all(values == np.round(values)) else "regression"
-
-
-def _target(table, target: str, task: str, path: str) -> np.ndarray:
-    """The target column: floats for regression, labels for classification."""
-    import pandas as pd
-
-    y = table[target]
-    missing = np.flatnonzero(y.isna().to_numpy())
-    if task == "regression":
-        text = _non_numeric(y)
-        if text.size:
-            raise DataError(
-                f"{path}: the target column {target!r} has the non-numeric value "
-                f"{shown_value(y.iloc[int(text[0])])} on {bad_rows(table, text)}; regression "
-                "needs a number in every row (give --task classification for class labels)"
-            )
-        if missing.size:
-            raise DataError(
-                f"{path}: the target column {target!r} has a missing value on "
-                f"{bad_rows(table, missing)}; remove or fill those rows"
-            )
-        return pd.to_numeric(y).to_numpy(dtype=float)
-    if missing.size:
-        raise DataError(
-            f"{path}: the target column {target!r} has a missing label on "
-            f"{bad_rows(table, missing)}; remove or label those rows"
-        )
-    values = y.to_numpy()
-    if len(np.unique(values.astype(str))) < 2:
-        raise DataError(f"{path}: column {target!r} has one class only; classification needs two")
-    return values
-
-
-def load_data(args: argparse.Namespace):
-    """Read DATA; its features (array), their names, the target, the task and the index columns.
-
-    A first column of row names (:data:`rvm_pymc.cli._data.INDEX_COLUMNS`) is
-    left out of the features with a note, unless ``--features`` names it.
-    """
-    table = read_table(args.data)
-    chosen = select_features(table, args.target, args.data, args.features, args.drop)
-    for name in chosen.index:
-        progress(
-            f"note: column {name!r} is a row index (an unnamed first column or 'rownames'); "
-            "left out of the features (name it in --features to use it)"
-        )
-    task = _task(table, args.target, args.task, args.data)
-    y = _target(table, args.target, task, args.data)
-    X, _ = split_features(table, None, args.data, chosen.features)
-    return table, X, chosen.features, y, task, chosen.index
-
-
 def make_estimator(args: argparse.Namespace, task: str, method: str | None = None):
-    """RVR or RVC with the command line's kernel, width, seed and draws."""
-    from rvm_pymc.estimators import RVC, RVR
+    """RVR, RVC or RVP with the command line's kernel, width, seed and draws."""
+    from rvm_pymc.estimators import RVC, RVP, RVR
 
     method = method or args.method
     params: dict[str, Any] = {
@@ -182,7 +78,7 @@ def make_estimator(args: argparse.Namespace, task: str, method: str | None = Non
             "progressbar": nuts_progress(args.jobs),  # a live bar on a terminal, else lines
             "nuts_sampler": "pymc",
         }
-    return (RVR if task == "regression" else RVC)(**params)
+    return {"regression": RVR, "classification": RVC, "counts": RVP}[task](**params)
 
 
 def check_fit_arguments(args: argparse.Namespace) -> None:
@@ -220,11 +116,15 @@ def _with_predictions(table, est, task: str, X: np.ndarray):
 
 
 def _predictions_table(est, task: str, X: np.ndarray):
-    """Prediction columns (pandas DataFrame): mean and sd, or label and class probabilities."""
+    """Prediction columns (pandas DataFrame): mean and sd, label and class probabilities, or
+    the mean count and its central 90% predictive interval."""
     import pandas as pd
 
     cols: dict[str, Any] = {}
-    if task == "regression":
+    if task == "counts":
+        cols["prediction"] = est.predict(X)  # the mean count
+        cols["lower_90"], cols["upper_90"] = est.predict_interval(X, 0.9)
+    elif task == "regression":
         mean, sd = est.predict(X, return_std=True)
         cols["prediction"] = mean
         cols["predictive_sd"] = sd
@@ -261,6 +161,9 @@ def _summary(args, est, pre: Preprocess, X, y, task, elapsed, left_out) -> dict[
         mean = est.predict(X)
         s["noise_sd"] = float(np.sqrt(est.noise_var_))
         s["training_rmse"] = float(np.sqrt(np.mean((mean - y) ** 2)))
+    elif task == "counts":
+        s["training_rmse"] = float(np.sqrt(np.mean((est.predict(X) - y) ** 2)))
+        s["training_d2"] = float(est.score(X, y))  # Poisson deviance explained
     else:
         s["classes"] = [str(c) for c in est.classes_]
         s["training_error_rate"] = float(np.mean(est.predict(X) != y))
@@ -305,10 +208,16 @@ def _fit_figure(path, est, pre: Preprocess, X_raw, Xs, y, task) -> None:
                                 title=f"RVM ({est.method}) fit of {pre.target}")  # fmt: skip
         ax.set_xlabel(pre.features[0])
         ax.set_ylabel(pre.target)
-    elif task == "regression":
-        mean, sd = est.predict(Xs, return_std=True)
+    elif task in ("regression", "counts"):
+        if task == "counts":
+            mean = est.predict(Xs)
+            lo, hi = est.predict_interval(Xs, 0.9)
+            yerr, label = np.vstack([mean - lo, hi - mean]).clip(0), "mean, 90% interval"
+        else:
+            mean, sd = est.predict(Xs, return_std=True)
+            yerr, label = 2 * sd, "prediction ± 2 sd"
         fig, ax = plt.subplots(figsize=(5.5, 5))
-        ax.errorbar(y, mean, yerr=2 * sd, fmt=".", ms=4, alpha=0.6, label="prediction ± 2 sd")
+        ax.errorbar(y, mean, yerr=yerr, fmt=".", ms=4, alpha=0.6, label=label)
         lo, hi = float(min(y.min(), mean.min())), float(max(y.max(), mean.max()))
         ax.plot([lo, hi], [lo, hi], "k--", lw=1, label="y = x")
         ax.set_xlabel(f"observed {pre.target}")
@@ -341,7 +250,7 @@ def fit_command(args: argparse.Namespace) -> int:
     pre = Preprocess.fit(X_raw, names, args.target, task, args.standardise)
     Xs = pre.transform(X_raw)
     est = make_estimator(args, task)
-    what = "RVR" if task == "regression" else "RVC"
+    what = {"regression": "RVR", "classification": "RVC", "counts": "RVP"}[task]
     progress(
         f"fitting {what} (method={args.method}, kernel={args.kernel}, gamma={args.gamma}) "
         f"to {X_raw.shape[0]} rows, {X_raw.shape[1]} feature(s)"
@@ -427,6 +336,9 @@ COMPARE_COLUMNS = {
     "classification": ["method", "prior", "n_relevant", "log_evidence", "error_rate",
                        "brier", "log_loss", "elpd_kfold", "elpd_kfold_se", "elpd_loo",
                        "fit_time", "divergences", "max_rhat"],
+    "counts": ["method", "prior", "n_relevant", "log_evidence", "rmse", "d2", "lpd",
+               "coverage_90", "elpd_kfold", "elpd_kfold_se", "elpd_loo", "fit_time",
+               "divergences", "max_rhat"],
 }  # fmt: skip
 
 

@@ -283,7 +283,7 @@ class Preprocess:
         Feature column names, in the model's order.
     target : str
         Name of the target column at fit time.
-    task : {"regression", "classification"}
+    task : {"regression", "classification", "counts"}
     mean, scale : list of float
         Feature means and standard deviations of the training rows (0 and 1
         when not standardised; a constant column keeps scale 1).
@@ -342,7 +342,11 @@ class Preprocess:
         n = len(pre.features)
         ok = len(pre.mean) == n and len(pre.scale) == n and n > 0
         ok = ok and all(math.isfinite(v) for v in pre.mean + pre.scale)
-        ok = ok and all(v > 0 for v in pre.scale) and pre.task in ("regression", "classification")
+        ok = (
+            ok
+            and all(v > 0 for v in pre.scale)
+            and pre.task in ("regression", "classification", "counts")
+        )
         if not ok:
             raise DataError(f"{path} is damaged: features, means and scales do not fit together")
         return pre

@@ -20,7 +20,7 @@ PROG = "rvm-pymc"
 KERNELS = ("rbf", "laplacian", "cauchy", "linear", "poly", "linear_spline")
 METHODS = ("reference", "map", "nuts")
 DEMO_METHODS = METHODS
-TASKS = ("regression", "classification")
+TASKS = ("regression", "classification", "counts")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -128,8 +128,9 @@ def _model_options(p: argparse.ArgumentParser, saved: bool) -> None:
     )  # fmt: skip
     p.add_argument(
         "--task", choices=TASKS, default=None,
-        help="regression or classification (default: classification for text labels or at "
-        "most 10 distinct integers, regression otherwise)",
+        help="regression, classification or counts (a Poisson RVM; default: classification "
+        "for text labels or at most 10 distinct integers, counts for more non-negative "
+        "integers with a zero among them, with a note, regression otherwise)",
     )  # fmt: skip
     p.add_argument("--kernel", choices=KERNELS, default="rbf", help="kernel (default rbf)")
     p.add_argument(

@@ -18,7 +18,12 @@ from collections.abc import Iterator
 
 from rvm_pymc._core.progress import PLAIN_PROGRESS
 
-__all__ = ["STATS_COLUMNS", "bars_on_stderr", "nuts_progress"]
+__all__ = ["STATS_COLUMNS", "bars_on_stderr", "nuts_progress", "progress"]
+
+
+def progress(message: str) -> None:
+    """One progress line on standard error (standard output keeps the results)."""
+    print(f"rvm-pymc: {message}", file=sys.stderr, flush=True)
 
 
 STATS_COLUMNS = 120

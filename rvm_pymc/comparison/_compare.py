@@ -62,12 +62,13 @@ def fit_all(
     y : array_like of shape (n_samples,)
     methods : sequence of {"reference", "map", "nuts"}
         One fit per method, named by it.
-    task : {"regression", "classification"}, optional
+    task : {"regression", "classification", "counts"}, optional
         Default: regression for a ``y`` of floating-point dtype,
         classification for integers, booleans and labels (strings,
         objects).  Integer-valued floats (counts, scores: scikit-learn's
         diabetes target) are regression; give ``task="classification"`` for
-        float class codes.
+        float class codes and ``task="counts"`` for a Poisson model
+        (:class:`~rvm_pymc.estimators.RVP`).
     **params
         Parameters of :class:`~rvm_pymc.RVR` / :class:`~rvm_pymc.RVC`, the
         same for every fit (kernel, gamma, prior, draws, random_state, ...).
@@ -97,7 +98,7 @@ def fit_all(
     >>> list(fits), fits["reference"].n_relevance_ < 15
     (['reference'], True)
     """
-    from rvm_pymc.estimators import RVC, RVR
+    from rvm_pymc.estimators import RVC, RVP, RVR
 
     methods = tuple(methods)
     if not methods:
@@ -115,9 +116,10 @@ def fit_all(
         raise ValueError("method_params must not set `method`: its key names the method")
     if task is None:
         task = "regression" if np.asarray(y).dtype.kind == "f" else "classification"
-    if task not in ("regression", "classification"):
-        raise ValueError(f"task must be 'regression' or 'classification'; got {task!r}")
-    cls = RVR if task == "regression" else RVC
+    classes = {"regression": RVR, "classification": RVC, "counts": RVP}
+    if task not in classes:
+        raise ValueError(f"task must be one of {tuple(classes)}; got {task!r}")
+    cls = classes[task]
     fits, times = {}, {}
     for m in methods:
         est = cls(method=m, **{**params, **own.get(m, {})})
@@ -140,6 +142,15 @@ def _held_out(fit, X_test, y_test, seed) -> tuple[dict[str, float], np.ndarray]:
     pred = predictive(fit, X_test, random_state=seed)
     lpd_i = pred.log_density(y_test)
     out: dict[str, float] = {"lpd": float(np.mean(lpd_i))}
+    if pred.is_counts:
+        from sklearn.metrics import d2_tweedie_score
+
+        y = np.asarray(y_test, float)
+        out["rmse"] = float(np.sqrt(np.mean((pred.mean() - y) ** 2)))
+        out["d2"] = float(d2_tweedie_score(y, pred.mean(), power=1))
+        for p in COVERAGE:
+            out[f"coverage_{round(p * 100)}"] = pred.coverage(y, p)
+        return out, lpd_i
     if pred.is_regression:
         out["rmse"] = float(np.sqrt(np.mean((pred.mean() - np.asarray(y_test, float)) ** 2)))
         for p in COVERAGE:
@@ -201,7 +212,7 @@ def compare(
 
     Parameters
     ----------
-    fits : mapping of str to fitted RVR or RVC
+    fits : mapping of str to fitted RVR, RVC or RVP
         Any methods, all regressors or all classifiers (a :class:`FitSet`
         from :func:`fit_all` carries its training data).
     X_test, y_test : array_like, optional
@@ -248,8 +259,10 @@ def compare(
           ``log_hyperprior`` (:func:`log_hyperprior`: the Gamma terms of the
           fit's prior, 0 under ``"evidence"``);
         - held out: ``lpd`` (mean log predictive density, nats per point),
-          ``rmse`` and ``coverage_50/90/95`` (regression) or ``error_rate``,
-          ``brier`` and ``log_loss`` (classification);
+          ``rmse`` and ``coverage_50/90/95`` (regression; for counts also
+          ``d2``, the Poisson deviance explained, and the coverage of the
+          central intervals of the discrete predictive, ends included) or
+          ``error_rate``, ``brier`` and ``log_loss`` (classification);
         - k-fold with refitting: ``elpd_kfold``, ``elpd_kfold_se``,
           ``kfold_fit_time`` (mean seconds per fold fit), and the refits'
           diagnostics ``kfold_folds``, ``kfold_converged`` (folds whose refit

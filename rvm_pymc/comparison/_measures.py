@@ -132,8 +132,8 @@ def effective_parameters(fit) -> float:
     points: ``sum_m gamma_m = sum_m (1 - alpha_m Sigma_mm) = trace(B Phi Sigma Phi^T)``
     with ``Sigma = (Phi^T B Phi + A)^-1``, ``B = beta I`` (regression) or
     ``diag(p_i (1 - p_i))`` (binary; softmax sums the rule over the classes,
-    each with its own ``p_ik (1 - p_ik)``).  Each ``gamma_m`` lies in [0, 1],
-    so the sum lies in ``[0, min(N, M)]`` (per class for softmax).
+    each with its own ``p_ik (1 - p_ik)``) or ``diag(lambda_i)`` (counts).
+    Each ``gamma_m`` lies in [0, 1], so the sum lies in ``[0, min(N, M)]`` (per class for softmax).
 
     A type-II fit (reference, map): at its hyperparameters, with its own
     posterior covariance.  A sampled fit (nuts): the posterior mean of the
@@ -164,8 +164,11 @@ def effective_parameters(fit) -> float:
     vals = []
     for s in pick:
         f = Phi @ w[s]
-        p = softmax(f, axis=-1) if post.kind == "softmax" else expit(f)[:, None]
-        b = p * (1.0 - p)
+        if post.kind == "poisson":  # B = diag(lambda)
+            b = np.exp(f)[:, None]
+        else:
+            p = softmax(f, axis=-1) if post.kind == "softmax" else expit(f)[:, None]
+            b = p * (1.0 - p)
         alpha = np.exp(la[s])
         vals.append(sum(_gamma_sum((Phi * b[:, [k]]).T @ Phi, alpha) for k in range(b.shape[1])))
     return float(np.mean(vals))
@@ -177,7 +180,7 @@ def log_evidence(fit) -> float:
     Computed from the fit's tree, in the units of the data, the same quantity
     for every type-II fit whatever its prior and optimiser: regression, the
     exact Gaussian marginal likelihood ``log N(t - y_offset | 0, I/beta + Phi
-    A^-1 Phi^T)``; classification, its Laplace approximation at the posterior
+    A^-1 Phi^T)``; classification and counts, its Laplace approximation at the posterior
     mode ``w*`` with covariance ``Sigma``, ``log p(y | w*) + log N(w* | 0,
     A^-1) + 1/2 log|2 pi Sigma|``.  No hyperprior term: that is
     :func:`log_hyperprior`.
@@ -198,12 +201,18 @@ def log_evidence(fit) -> float:
         if alpha.size == 0:  # every basis pruned: t ~ N(0, I / beta)
             return -0.5 * (t.size * np.log(2 * np.pi / beta) + beta * float(t @ t))
         return log_marginal_likelihood(Phi, t, alpha, beta)
-    y = np.asarray(tree["observed_data"]["y_obs"].values).astype(int)
     w = np.asarray(post.mean, dtype=float).reshape(Phi.shape[1], -1)  # (M, K or 1)
     f = Phi @ w
+    if post.kind == "poisson":
+        from rvm_pymc._core.counts import poisson_logpmf
+
+        counts = np.asarray(tree["observed_data"]["counts_obs"].values, dtype=float)
+        loglik = float(np.sum(poisson_logpmf(counts, f[:, 0])))
+    else:
+        y = np.asarray(tree["observed_data"]["y_obs"].values).astype(int)
     if post.kind == "binary":
         loglik = float(np.sum(log_expit(np.where(y == 1, 1.0, -1.0) * f[:, 0])))
-    else:
+    elif post.kind == "softmax":
         loglik = float(np.sum(log_softmax(f, axis=1)[np.arange(y.size), y]))
     a = np.repeat(alpha[:, None], w.shape[1], axis=1)
     logprior = 0.5 * float(np.sum(np.log(a) - a * w**2)) - 0.5 * w.size * np.log(2 * np.pi)
@@ -340,28 +349,30 @@ def basis_label(fit) -> str:
 
 
 def check_fits(fits: Mapping) -> None:
-    """A non-empty mapping of fitted estimators, all RVR or all RVC.
+    """A non-empty mapping of fitted estimators, all RVR, all RVC or all RVP.
 
     Raises
     ------
     ValueError
-        For an empty mapping or a mixture of regressors and classifiers.
+        For an empty mapping or a mixture of kinds (regressors, classifiers, counts).
     TypeError
-        For a value that is not an RVR/RVC.
+        For a value that is not an RVR/RVC/RVP.
     sklearn.exceptions.NotFittedError
         For an estimator not fitted yet.
     """
     from sklearn.utils.validation import check_is_fitted
 
     if not isinstance(fits, Mapping) or not fits:
-        raise ValueError("fits must be a non-empty mapping of name -> fitted RVR/RVC")
-    from rvm_pymc.estimators import RVC, RVR
+        raise ValueError("fits must be a non-empty mapping of name -> fitted RVR/RVC/RVP")
+    from rvm_pymc.estimators import RVC, RVP, RVR
 
     kinds = set()
     for name, f in fits.items():
-        if not isinstance(f, RVR | RVC):
-            raise TypeError(f"fits[{name!r}] is not an RVR/RVC; got {type(f).__name__}")
+        if not isinstance(f, RVR | RVC | RVP):
+            raise TypeError(f"fits[{name!r}] is not an RVR/RVC/RVP; got {type(f).__name__}")
         check_is_fitted(f, "coef_")  # NotFittedError naming the estimator
-        kinds.add(isinstance(f, RVC))
+        kinds.add(type(f).__name__)
     if len(kinds) > 1:
-        raise ValueError("fits must be all regressors (RVR) or all classifiers (RVC)")
+        raise ValueError(
+            "fits must be all regressors (RVR), all classifiers (RVC) or all count models (RVP)"
+        )

@@ -8,7 +8,9 @@ One implementation for every fit, read through the estimators' public API:
   ``N(phi(x) w_s + y_offset, 1 / beta_s)``, from ``sample_predictions`` and
   the ``log_beta`` draws of ``idata_``;
 - classification: ``predict_proba`` (moderated for type-II fits, the average
-  over the draws for nuts), the probability of the observed class.
+  over the draws for nuts), the probability of the observed class;
+- counts (RVP): a mixture of Poissons over the posterior of the rate (the
+  Poisson-lognormal by quadrature for a type-II fit, the draws for nuts).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import logsumexp, ndtr, ndtri
+
+from rvm_pymc._core.counts import mixture_logpmf, mixture_mean, mixture_quantiles
 
 __all__ = ["Predictive", "predictive"]
 
@@ -30,24 +34,35 @@ class Predictive:
     Regression: an equal-weight mixture of ``S`` Gaussians per input (``S = 1``
     for a type-II fit), ``loc`` and ``scale`` of shape ``(S, n)``.
     Classification: ``proba`` of shape ``(n, K)``, columns in the order of
-    ``classes``.
+    ``classes``.  Counts: a mixture of Poissons per input, ``rates`` of shape
+    ``(n, S)`` with ``weights`` ``(S,)`` summing to one.
     """
 
     loc: np.ndarray | None = None
     scale: np.ndarray | None = None
     proba: np.ndarray | None = None
     classes: np.ndarray | None = None
+    rates: np.ndarray | None = None
+    weights: np.ndarray | None = None
 
     @property
     def is_regression(self) -> bool:
         return self.loc is not None
 
+    @property
+    def is_counts(self) -> bool:
+        return self.rates is not None
+
     def mean(self) -> np.ndarray:
-        """Predictive mean (regression)."""
+        """Predictive mean (regression, counts)."""
+        if self.is_counts:
+            return mixture_mean(self.rates, self.weights)
         return self.loc.mean(axis=0)
 
     def log_density(self, y) -> np.ndarray:
         """``log p(y_i | x_i, data)`` for every new point, shape ``(n,)``."""
+        if self.is_counts:
+            return mixture_logpmf(np.asarray(y, dtype=float), self.rates, self.weights)
         if self.is_regression:
             y = np.asarray(y, dtype=float)
             z = (y[None, :] - self.loc) / self.scale
@@ -105,7 +120,15 @@ class Predictive:
         ``y_i`` lies in the central interval of probability ``prob`` exactly
         when ``|F_i(y_i) - 1/2| <= prob / 2``, with ``F_i`` the predictive CDF:
         no quantile needs to be computed, for a Gaussian or a mixture alike.
+        Counts (discrete): ``y_i`` lies between the ``(1 -+ prob) / 2``
+        quantiles of its predictive, ends included (at least ``prob`` of the
+        predictive mass, more by the step of the CDF).
         """
+        if self.is_counts:
+            y = np.asarray(y, dtype=float)
+            lo = mixture_quantiles(0.5 * (1.0 - prob), self.rates, self.weights)
+            hi = mixture_quantiles(0.5 * (1.0 + prob), self.rates, self.weights)
+            return float(np.mean((y >= lo) & (y <= hi)))
         return float(np.mean(np.abs(self.cdf(y) - 0.5) <= prob / 2.0))
 
 
@@ -127,6 +150,9 @@ def predictive(fit, X, *, random_state=None) -> Predictive:
     """
     if hasattr(fit, "predict_proba"):
         return Predictive(proba=np.asarray(fit.predict_proba(X)), classes=fit.classes_)
+    if fit.posterior_.kind == "poisson":
+        rates, weights = fit.predictive_mixture(X)
+        return Predictive(rates=rates, weights=weights)
     post = fit.posterior_
     if post.is_type_ii:
         mean, sd = fit.predict(X, return_std=True)

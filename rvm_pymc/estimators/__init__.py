@@ -1,6 +1,6 @@
-r"""scikit-learn estimators: relevance vector regression (RVR) and classification (RVC).
+r"""scikit-learn estimators: relevance vector regression (RVR), classification (RVC), counts (RVP).
 
-Both fit the one RVM model of docs/design.md three ways, chosen by ``method``:
+All three fit the one RVM model of docs/design.md three ways, chosen by ``method``:
 
 ``"reference"``
     The closed-form solver of :mod:`rvm_pymc.reference` (NumPy/SciPy only):
@@ -43,11 +43,13 @@ from rvm_pymc.estimators._classes import (
     RVC,
     RVR,
     SOLVERS,
-    load,
 )
+from rvm_pymc.estimators._counts import RVP
+from rvm_pymc.estimators._load import load
 
-__all__ = ["METHODS", "RVC", "RVR", "SOLVERS", "load"]
+__all__ = ["METHODS", "RVC", "RVP", "RVR", "SOLVERS", "load"]
 
 # pickles and the documentation name the public module, not the private one that defines them
 RVR.__module__ = __name__
 RVC.__module__ = __name__
+RVP.__module__ = __name__

@@ -314,8 +314,8 @@ class _BaseRVM(ResultViews, BaseEstimator):
         )
 
     def _kind_of_fit(self) -> str:
-        if self._kind == "regression":
-            return "regression"
+        if self._kind in ("regression", "counts"):
+            return "regression" if self._kind == "regression" else "poisson"
         return "binary" if self.classes_.size == 2 else "softmax"
 
     def _starts_from_reference(self) -> bool:

@@ -1,4 +1,4 @@
-"""RVR, RVC and load: the estimators' public classes (see :mod:`rvm_pymc.estimators`)."""
+"""RVR and RVC: the estimators' public classes (see :mod:`rvm_pymc.estimators`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from rvm_pymc.estimators._params import REGRESSOR_CONSTRAINTS
 from rvm_pymc.estimators._rvm_star import keep_training_data, rvm_star_predict
 from rvm_pymc.kernels import Kernel
 
-__all__ = ["METHODS", "RVC", "RVR", "SOLVERS", "load"]
+__all__ = ["METHODS", "RVC", "RVR", "SOLVERS"]
 
 
 class RVR(RegressorMixin, _BaseRVM):
@@ -475,26 +475,3 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
         """Most probable class, as the labels given to ``fit``."""
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
-
-
-def load(path):
-    """Read an :class:`RVR` or :class:`RVC` written by its ``save`` method.
-
-    Parameters
-    ----------
-    path : str or path-like
-
-    Returns
-    -------
-    RVR or RVC
-        Whichever the file holds.
-
-    Raises
-    ------
-    ValueError
-        If the file was not written by ``save``, fails its checksum (modified
-        or corrupted) or holds an inconsistent model.
-    """
-    from rvm_pymc.estimators._io import load_estimator
-
-    return load_estimator(path, {"RVR": RVR, "RVC": RVC})

@@ -226,7 +226,7 @@ def _header_text(attrs: Mapping, key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-ESTIMATOR_NAMES = ("RVR", "RVC")
+ESTIMATOR_NAMES = ("RVR", "RVC", "RVP")
 """The classes a file written by :func:`save_estimator` can hold."""
 
 
@@ -405,7 +405,7 @@ def _posterior(est, tree: xr.DataTree, state: dict):
     """The estimator's one posterior, read from its tree (and the Gaussian of a type-II fit)."""
     post, const = tree["posterior"], tree["constant_data"]
     regression = est._kind == "regression"
-    kind = "regression" if regression else ("softmax" if "W" in post else "binary")
+    kind = est._kind_of_fit()
     common = {
         "kind": kind,
         "basis_names": tuple(str(b) for b in post["basis"].values),

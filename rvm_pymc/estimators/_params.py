@@ -221,7 +221,7 @@ def check_params(est: Any, X: np.ndarray) -> Checked:
     if est.method != "reference":
         from rvm_pymc.inference import check_sampler_kwargs
 
-        kind = "classifier" if est._kind == "classification" else None
+        kind = {"classification": "classifier", "counts": "poisson"}.get(est._kind)
         kwargs = check_sampler_kwargs(est.method, est.sampler_kwargs, kind)
     default = "weakly_informative" if est.method == "nuts" else "evidence"
     prior = resolve_prior(est.prior, default=default)

@@ -56,6 +56,10 @@ def _model(opts, Phi, target, names, prior, *, joint, parametrization="centred")
                 Phi, target, prior=prior, parametrization=parametrization, basis_names=names
             )
         return models.regression_marginal(Phi, target, prior=prior, basis_names=names)
+    if kind == "poisson":
+        return models.counts_poisson(
+            Phi, target, prior=prior, parametrization=parametrization, basis_names=names
+        )
     if kind == "binary":
         return models.classification_binary(
             Phi, target, prior=prior, parametrization=parametrization, basis_names=names

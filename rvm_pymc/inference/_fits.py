@@ -159,7 +159,7 @@ def optimise_map(
     _idata.check_gram(model, spec)
     if spec.kind == "regression_marginal" and laplace != "exact":
         raise ValueError("laplace applies to classifiers only (regression MAP is exact)")
-    if spec.kind not in ("regression_marginal", "binary", "softmax"):
+    if spec.kind not in ("regression_marginal", "binary", "softmax", "poisson"):
         raise ValueError(
             "type-II MAP integrates the weights out: build the model with "
             "regression_marginal (got a joint regression model)"

@@ -283,9 +283,9 @@ def map_classification(model, spec, *, initvals, max_iter, gtol, mode_kw, laplac
             "type-II MAP of a classifier uses the Laplace approximation in the weights; "
             "build the model with parametrization='centred'"
         )
-    wname = "w" if spec.kind == "binary" else "W"
+    wname = "W" if spec.kind == "softmax" else "w"
     log.info(
-        "Compiling the Laplace evidence of the %s classifier and its exact gradient (%s; "
+        "Compiling the Laplace evidence of the %s model and its exact gradient (%s; "
         "typically 5-10 s)",
         spec.kind,
         mode_kw.get("mode") or "PyTensor's default backend",
@@ -361,7 +361,7 @@ def map_classification(model, spec, *, initvals, max_iter, gtol, mode_kw, laplac
         )
     attrs["axis_check"] = check
     L, p = spd_factor(H, "negative Hessian of the Laplace approximation")
-    k = 1 if spec.kind == "binary" else fns.shape[1]
+    k = fns.shape[1] if spec.kind == "softmax" else 1
     cov = factor_inverse(L, p)  # flat weights in (basis, class) order
     cov = cov.reshape(m, k, m, k).transpose(1, 0, 3, 2).reshape(m * k, m * k)  # class-major
     norm = m * log_gamma_normaliser(spec.prior.a, spec.prior.b) if spec.prior is not None else 0.0

@@ -150,11 +150,13 @@ DEFAULT_PARAMETRIZATION = {
     "regression": "centred",
     "binary": "non_centred",
     "softmax": "non_centred",
+    "poisson": "non_centred",
 }
 """Weights of NUTS by default (``sampler_kwargs["parametrization"]``), chosen by
 ``benchmarks/bench_pymc_speed.py --part params`` (docs/pymc.md): the centred
 classifiers mixed badly (R-hat 1.25-1.65, bulk ESS 3-7 of 1000 draws), the
-non-centred ones far better."""
+non-centred ones far better.  Counts follow the classifiers (the same weakly identified
+weights of pruned bases); not benchmarked separately."""
 
 
 _FIT_KEYS = {
@@ -166,9 +168,10 @@ _FIT_KEYS = {
 }
 """Keys the fit sets itself, and where it takes them from."""
 _NUTS_MODELS = ("collapsed", "joint")
-_CLASSIFIER_KINDS = ("binary", "softmax", "classifier")
+_CLASSIFIER_KINDS = ("binary", "softmax", "classifier", "poisson")
 """``kind`` values of :func:`check_sampler_kwargs` that refuse the collapsed sampler
-(``"classifier"``: an RVC before its classes are known)."""
+(``"classifier"``: an RVC before its classes are known; ``"poisson"``: counts, whose
+weights have no closed-form marginal either)."""
 
 
 def check_sampler_kwargs(
@@ -209,7 +212,7 @@ def check_sampler_kwargs(
         raise ValueError(
             "sampler_kwargs['model']='collapsed' applies to RVR only: the collapsed sampler "
             "integrates out the weights of the Gaussian regression likelihood; a classifier "
-            "samples its weights jointly (model='joint', the default)"
+            "or RVP samples its weights jointly (model='joint', the default)"
         )
     if method == "nuts" and kw.get("parametrization", "centred") not in PARAMETRIZATIONS:
         raise ValueError(

@@ -38,7 +38,9 @@ Gaussian marginal likelihood (at a test point, against the NumPy evaluation)."""
 
 
 def observed_name(spec: ModelSpec) -> str:
-    """``t_obs`` (regression) or ``y_obs`` (classification)."""
+    """``t_obs`` (regression), ``counts_obs`` (Poisson) or ``y_obs`` (classification)."""
+    if spec.kind == "poisson":
+        return "counts_obs"
     return "t_obs" if spec.kind.startswith("regression") else "y_obs"
 
 

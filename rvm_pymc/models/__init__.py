@@ -22,7 +22,8 @@ Proper priors include the Gamma normalising constants.
 
 Coordinates: ``basis`` (columns of ``Phi``), ``obs`` (rows) and ``class``
 (softmax only).  Data containers: ``Phi``, ``t`` (regression) or ``y``
-(classification), and ``X``, ``centres`` for the RBF-width model.
+(classification, counts), and ``X``, ``centres`` for the RBF-width model.
+Counts (:func:`counts_poisson`) have the observed variable ``counts_obs``.
 
 References
 ----------
@@ -42,6 +43,7 @@ __all__ = [
     "builder_made",
     "classification_binary",
     "classification_softmax",
+    "counts_poisson",
     "data_unit_constants",
     "data_unit_model",
     "log_gamma_normaliser",
@@ -61,6 +63,9 @@ __getattr__, __dir__ = attach(
         **dict.fromkeys(__all__, "._builders"),
         # each name from the module that defines it (PARAMETRIZATIONS without PyMC)
         "PARAMETRIZATIONS": "._checks",
+        "classification_binary": "._glm_builders",
+        "classification_softmax": "._glm_builders",
+        "counts_poisson": "._glm_builders",
         "marginal_logp": "._likelihoods",
         "marginal_logp_fast": "._likelihoods",
         "ModelSpec": ".spec",

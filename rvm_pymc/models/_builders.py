@@ -13,14 +13,9 @@ from rvm_pymc._core.validation import as_2d_float, as_target_float, check_consis
 from rvm_pymc.models._checks import (
     basis_coords,
     check_design,
-    check_labels,
     check_parametrization,
 )
-from rvm_pymc.models._likelihoods import (
-    bernoulli_logit,
-    categorical_logit,
-    marginal_likelihood,
-)
+from rvm_pymc.models._likelihoods import marginal_likelihood
 from rvm_pymc.models._priors import (
     _ard_precisions,
     _noise_precision,
@@ -292,115 +287,4 @@ def regression_marginal_rbf(
         log_beta = _noise_precision(hp)
         Phi = rbf_design(X_d, C_d, log_ls, bias=bias)
         marginal_likelihood(log_alpha, log_beta, Phi, Phi.T @ Phi)
-    return _builder_made(model)
-
-
-def classification_binary(
-    Phi,
-    y,
-    *,
-    prior=None,
-    parametrization: str = "centred",
-    basis_names: Sequence | None = None,
-) -> pm.Model:
-    """Binary RVM classification: ``y ~ Bernoulli(sigmoid(Phi w))``.
-
-    Parameters
-    ----------
-    Phi : array_like of shape (N, M)
-    y : array_like of shape (N,)
-        Labels in {0, 1}.
-    prior : str, mapping or HyperPrior, optional
-        Only ``a, b`` (and ``slab``) are used; default ``"weakly_informative"``.
-        With a ``slab`` the weights' prior precision is ``alpha + 1/slab^2``
-        (:func:`rvm_pymc.priors.slab_variance`; data ``slab_scale``).
-    parametrization : {"centred", "non_centred"}
-        As for :func:`regression_joint`.  Type-II MAP (Laplace) needs ``"centred"``.
-    basis_names : sequence, optional
-
-    Returns
-    -------
-    pymc.Model
-        Free variables ``log_alpha`` and ``w`` (or ``w_raw``); observed ``y_obs``.
-
-    References
-    ----------
-    Tipping (2001), JMLR 1:211-244, section 4.
-    """
-    Phi = as_2d_float(Phi, "Phi", min_samples=2)
-    y, _ = check_labels(y, 2, binary=True)
-    check_consistent_length(Phi=Phi, y=y)
-    check_parametrization(parametrization)
-    hp = resolve_prior(prior, default="weakly_informative")
-    coords = {"basis": basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(y))}
-    with RVMModel(coords=coords) as model:
-        Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
-        y_d = pm.Data("y", y, dims="obs")
-        log_alpha = _ard_precisions(hp)
-        w = _weights("w", log_alpha, parametrization, dims=("basis",), slab=hp.slab)
-        bernoulli_logit("y_obs", Phi_d @ w, y_d)
-    return _builder_made(model)
-
-
-def classification_softmax(
-    Phi,
-    y,
-    *,
-    n_classes: int | None = None,
-    prior=None,
-    parametrization: str = "centred",
-    basis_names: Sequence | None = None,
-    class_names: Sequence | None = None,
-) -> pm.Model:
-    """K-class RVM classification: ``y ~ Categorical(softmax(Phi W))``.
-
-    One precision ``alpha_m`` per basis, shared by the K columns of ``W``
-    (``W[m, k] ~ N(0, 1/alpha_m)``), so a basis is relevant to all classes or
-    to none.
-
-    Parameters
-    ----------
-    Phi : array_like of shape (N, M)
-    y : array_like of shape (N,)
-        Class codes in ``0..K-1``.
-    n_classes : int, optional
-        ``K``; default ``max(y) + 1``.
-    prior : str, mapping or HyperPrior, optional
-        Only ``a, b`` (and ``slab``) are used; default ``"weakly_informative"``.
-        With a ``slab`` the weights' prior precision is ``alpha + 1/slab^2``
-        (:func:`rvm_pymc.priors.slab_variance`; data ``slab_scale``).
-    parametrization : {"centred", "non_centred"}
-    basis_names, class_names : sequence, optional
-        Coordinate values of ``basis`` and ``class``.
-
-    Returns
-    -------
-    pymc.Model
-        Free variables ``log_alpha`` (basis) and ``W`` or ``W_raw`` (basis, class);
-        observed ``y_obs``.
-
-    References
-    ----------
-    Tipping (2001), JMLR 1:211-244, section 4 (multi-class extension).
-    """
-    Phi = as_2d_float(Phi, "Phi", min_samples=2)
-    y, k = check_labels(y, n_classes, binary=False)
-    check_consistent_length(Phi=Phi, y=y)
-    check_parametrization(parametrization)
-    hp = resolve_prior(prior, default="weakly_informative")
-    if class_names is None:
-        class_names = list(range(k))
-    elif len(class_names) != k:
-        raise ValueError(f"class_names has {len(class_names)} entries; expected {k}")
-    coords = {
-        "basis": basis_coords(basis_names, Phi.shape[1]),
-        "obs": np.arange(len(y)),
-        "class": list(class_names),
-    }
-    with RVMModel(coords=coords) as model:
-        Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
-        y_d = pm.Data("y", y, dims="obs")
-        log_alpha = _ard_precisions(hp)
-        W = _weights("W", log_alpha, parametrization, dims=("basis", "class"), slab=hp.slab)
-        categorical_logit("y_obs", Phi_d @ W, y_d)
     return _builder_made(model)

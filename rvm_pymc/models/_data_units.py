@@ -19,14 +19,14 @@ import pytensor.tensor as pt
 
 from rvm_pymc.models._builders import RVMModel
 from rvm_pymc.models._checks import basis_coords
-from rvm_pymc.models._likelihoods import bernoulli_logit, categorical_logit
+from rvm_pymc.models._likelihoods import bernoulli_logit, categorical_logit, poisson_log
 from rvm_pymc.models._priors import _log_precision, weight_log_precision
 from rvm_pymc.models.spec import SLAB_DATA
 from rvm_pymc.priors import HyperPrior, resolve_prior
 
 __all__ = ["data_unit_model"]
 
-KINDS = ("regression", "binary", "softmax")
+KINDS = ("regression", "binary", "softmax", "poisson")
 
 
 def data_unit_model(
@@ -64,11 +64,12 @@ def data_unit_model(
       precision ``alpha`` (with a slab ``s``: ``alpha + (basis_scale / y_scale)^2 / s^2``,
       the scaled problem's ``alpha_s + 1/s^2`` in data units; data ``slab_scale``);
     - observed ``t_obs ~ Normal(y_offset + Phi w, 1/beta)``, or ``y_obs``
-      (Bernoulli-logit, Categorical-softmax), with dims ``obs``.
+      (Bernoulli-logit, Categorical-softmax) or ``counts_obs`` (Poisson, log
+      link), with dims ``obs``.
 
     Parameters
     ----------
-    kind : {"regression", "binary", "softmax"}
+    kind : {"regression", "binary", "softmax", "poisson"}
     Phi : array_like of shape (N, M)
         Design matrix in data units.
     target : array_like of shape (N,)
@@ -133,6 +134,8 @@ def data_unit_model(
             if regression:
                 mu = offset_d + Phi_d @ w
                 pm.Normal("t_obs", mu, pt.exp(-0.5 * log_beta), observed=obs_data, dims="obs")
+            elif kind == "poisson":
+                poisson_log("counts_obs", Phi_d @ w, obs_data)
             else:
                 bernoulli_logit("y_obs", Phi_d @ w, obs_data)
     return model

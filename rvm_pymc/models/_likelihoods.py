@@ -3,7 +3,7 @@
 The marginal regression likelihood is evaluated in O(N M^2) through the M x M
 posterior precision; the classification likelihoods are written with
 softplus / log_softmax so that they are stable for any logit in every
-PyTensor compile mode.
+PyTensor compile mode, and the Poisson likelihood in the log rate.
 
 References
 ----------
@@ -288,5 +288,33 @@ def categorical_logit(name: str, logits, observed) -> pt.TensorVariable:
         dtype="int64",
         observed=observed,
         class_name="CategoricalLogit",
+        dims="obs",
+    )
+
+
+def _poisson_log_logp(value, log_rate):
+    return value * log_rate - pt.exp(log_rate) - pt.gammaln(value + 1.0)
+
+
+def _poisson_log_random(log_rate, rng=None, size=None):
+    log_rate = np.asarray(log_rate)
+    shape = log_rate.shape if size is None else tuple(size)
+    return rng.poisson(np.broadcast_to(np.exp(log_rate), shape)).astype(np.int64)
+
+
+def poisson_log(name: str, log_rate, observed) -> pt.TensorVariable:
+    """``y ~ Poisson(exp(log_rate))`` (the log link) with the log density written in ``log_rate``.
+
+    ``y log_rate - exp(log_rate) - log y!``: no ``log(exp(.))`` round trip, and
+    non-integer counts have a density as in scikit-learn's Poisson deviance.
+    """
+    return pm.CustomDist(
+        name,
+        log_rate,
+        logp=_poisson_log_logp,
+        random=_poisson_log_random,
+        dtype="float64",
+        observed=observed,
+        class_name="PoissonLog",
         dims="obs",
     )

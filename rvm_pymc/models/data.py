@@ -63,9 +63,11 @@ def class_labels(model, spec: ModelSpec) -> list | None:
 
 
 def target_data(model, spec: ModelSpec) -> np.ndarray:
-    """The observed targets: ``t`` (regression) or the class codes ``y``."""
+    """The observed targets: ``t`` (regression), the counts ``y`` or the class codes ``y``."""
     if spec.kind.startswith("regression"):
         return model_data(model, "t")
+    if spec.kind == "poisson":
+        return model_data(model, "y")
     return model_data(model, "y").astype(np.int64)
 
 

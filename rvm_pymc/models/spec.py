@@ -30,7 +30,7 @@ _NAMES = (
     "data Phi and t; regression_marginal: free log_alpha, log_beta, observed t_obs, data Phi, "
     "t and PhiTPhi (or X and centres with a free log_length_scale); binary: free log_alpha, "
     "w or w_raw, observed y_obs, data Phi and y; softmax: as binary with W or W_raw "
-    "(basis, class)"
+    "(basis, class); poisson: as binary with observed counts_obs"
 )
 
 
@@ -41,8 +41,8 @@ class ModelSpec:
     Attributes
     ----------
     kind : str
-        ``"regression_joint"``, ``"regression_marginal"``, ``"binary"`` or
-        ``"softmax"``.
+        ``"regression_joint"``, ``"regression_marginal"``, ``"binary"``,
+        ``"softmax"`` or ``"poisson"``.
     prior : HyperPrior or None
         The Gamma hyperprior of the precisions, or None when the prior of
         ``log_alpha`` (or ``log_beta``) is not of the log-Gamma form
@@ -103,8 +103,9 @@ def model_spec(model) -> ModelSpec:
     """Read what kind of RVM model ``model`` is from its variables and data.
 
     The kind follows from the observed variable (``t_obs``: regression,
-    ``y_obs``: classification) and the weights (``w``/``w_raw``: joint or
-    binary, ``W``/``W_raw``: softmax, none: the marginal regression model);
+    ``y_obs``: classification, ``counts_obs``: Poisson counts) and the weights
+    (``w``/``w_raw``: joint, binary or Poisson, ``W``/``W_raw``: softmax, none:
+    the marginal regression model);
     the weights are non-centred when ``w_raw`` (``W_raw``) is a free variable.
     The Gamma hyperprior ``(a, b, c, d)`` is read from the named data of
     :data:`~rvm_pymc.models.spec.PRIOR_DATA` (``alpha_shape``, ``alpha_rate``, ``beta_shape``,
@@ -144,6 +145,11 @@ def model_spec(model) -> ModelSpec:
         need("log_alpha", "log_beta", "t")
         weights = "w" if ("w" in free or "w_raw" in free) else None
         kind = "regression_joint" if weights else "regression_marginal"
+    elif "counts_obs" in observed:
+        need("log_alpha", "Phi", "y")
+        weights, kind = "w", "poisson"
+        if "w" not in free and "w_raw" not in free:
+            raise ValueError("a Poisson model needs a free w or w_raw")
     elif "y_obs" in observed:
         need("log_alpha", "Phi", "y")
         weights = "W" if ("W" in free or "W_raw" in free) else "w"

@@ -3,7 +3,8 @@
 Regression: :func:`fit_regression` with ``method="fast"`` (Tipping & Faul
 2003), ``"mackay"`` or ``"em"`` (Tipping 2001).  Classification (binary
 logistic and K-class softmax, Laplace approximation): :func:`fit_classification`
-with the same three methods.  The evidence helpers compute
+with the same three methods; counts (Poisson, log link, Laplace approximation):
+:func:`fit_counts`.  The evidence helpers compute
 the log marginal likelihood in O(N M^2) and serve as the yardstick for the
 PyMC fits.  :func:`fit_posterior` is the estimators' entry: one fit, returned
 as the package's one result (:class:`~rvm_pymc.results.WeightPosterior`,
@@ -23,22 +24,26 @@ from rvm_pymc._core.validation import plain_value
 from rvm_pymc.reference._classification_result import ClassificationResult
 from rvm_pymc.reference._result import RegressionResult
 from rvm_pymc.reference.classification import fit_classification
+from rvm_pymc.reference.counts import CountsResult, fit_counts, poisson_laplace_posterior
 from rvm_pymc.reference.regression import fit_regression
 from rvm_pymc.results import FitInfo, WeightPosterior
 
 __all__ = [
     "LEAVING_SETTLED",
     "ClassificationResult",
+    "CountsResult",
     "GaussianPosterior",
     "RegressionResult",
     "dense_log_marginal_likelihood",
     "fit_classification",
+    "fit_counts",
     "fit_posterior",
     "fit_regression",
     "leaving_active",
     "log_evidence",
     "log_hyperprior",
     "log_marginal_likelihood",
+    "poisson_laplace_posterior",
     "regression_posterior",
 ]
 
@@ -99,10 +104,11 @@ def fit_posterior(
     Phi : ndarray of shape (N, M)
         Design matrix (the estimators give it scaled: the one scaling boundary).
     target : ndarray of shape (N,)
-        Regression targets, or class codes ``0..K-1``.
-    kind : {"regression", "classification"}
-        Which fit: :func:`fit_regression` or :func:`fit_classification` (binary
-        or softmax by the number of classes in ``target``).
+        Regression targets, class codes ``0..K-1``, or counts.
+    kind : {"regression", "classification", "counts"}
+        Which fit: :func:`fit_regression`, :func:`fit_classification` (binary
+        or softmax by the number of classes in ``target``) or :func:`fit_counts`
+        (a ``"poisson"`` posterior).
     basis_names : sequence of str
         The names of the M columns of ``Phi``.
     solver : {"fast", "mackay", "em"}
@@ -123,9 +129,14 @@ def fit_posterior(
         The Gaussian (Laplace) posterior over the bases the solver kept, on
         the problem it was given; its log evidence, iterations and convergence.
     """
-    if kind not in ("regression", "classification"):
-        raise ValueError(f"kind must be 'regression' or 'classification'; got {kind!r}")
-    fit = fit_regression if kind == "regression" else fit_classification
+    fits = {
+        "regression": fit_regression,
+        "classification": fit_classification,
+        "counts": fit_counts,
+    }
+    if kind not in fits:
+        raise ValueError(f"kind must be one of {tuple(fits)}; got {kind!r}")
+    fit = fits[kind]
     res = fit(
         Phi,
         target,
@@ -140,6 +151,8 @@ def fit_posterior(
         kind = "binary" if len(res.classes) == 2 else "softmax"
         if kind == "binary" and mean.ndim == 2:
             mean = mean[:, 0]
+    elif kind == "counts":
+        kind = "poisson"
     beta = getattr(res, "beta", None)
     post = WeightPosterior(
         kind=kind,

@@ -280,7 +280,15 @@ def _copy_state(st: _LinearisedState) -> _LinearisedState:
 
 
 def fast_classification(
-    Phin, T, usable, max_iter, tol, align_tol, deletion_tries=0, alpha_start=None
+    Phin,
+    T,
+    usable,
+    max_iter,
+    tol,
+    align_tol,
+    deletion_tries=0,
+    alpha_start=None,
+    likelihood="bernoulli",
 ):
     """Run the sequential algorithm on normalised columns.
 
@@ -313,10 +321,10 @@ def fast_classification(
     outcome with a higher Laplace evidence is kept and the search repeats
     from it (with the bar lifted).
     """
-    st = _warm_state(Phin, T, usable, alpha_start)
+    st = _warm_state(Phin, T, usable, alpha_start, likelihood)
     if st is None:
-        st = _LinearisedState(Phin, T, usable)
-        j0, alpha0 = initial_basis(Phin, T, usable)
+        st = _LinearisedState(Phin, T, usable, likelihood)
+        j0, alpha0 = initial_basis(Phin, T, usable, likelihood)
         st.add(j0, alpha0)
     trace = {"log_evidence": [st.lml], "n_active": [len(st.active)], "action": [ADD]}
     n_iter, converged = _sequential(st, trace, max_iter, tol, align_tol)
@@ -358,14 +366,14 @@ def fast_classification(
     return np.asarray(st.active), st.alpha.copy(), st.W.copy(), trace, n_iter, converged
 
 
-def _warm_state(Phin, T, usable, alpha_start) -> _LinearisedState | None:
+def _warm_state(Phin, T, usable, alpha_start, likelihood) -> _LinearisedState | None:
     """The state with the bases of ``alpha_start`` at its precisions; None if none or singular."""
     if alpha_start is None:
         return None
     warm = np.flatnonzero(np.isfinite(alpha_start) & usable)
     if warm.size == 0:
         return None
-    st = _LinearisedState(Phin, T, usable)
+    st = _LinearisedState(Phin, T, usable, likelihood)
     st.active, st.alpha = [int(j) for j in warm], alpha_start[warm].astype(float)
     G = Phin.T @ Phin[:, warm]
     G[~usable] = 0.0

@@ -1,4 +1,4 @@
-"""Posterior mode and Laplace approximation for Bernoulli-logit and softmax RVMs.
+"""Posterior mode and Laplace approximation for Bernoulli-logit, softmax and Poisson RVMs.
 
 Targets are a matrix ``T`` of shape (N, C): one column of 0/1 labels for the
 binary model (``C = 1``, ``y = sigmoid(f)``), or one-hot rows for the softmax
@@ -22,6 +22,12 @@ The Laplace approximation to the log evidence at the mode ``W*`` is
         - \\tfrac12 \\sum_{m,k} \\alpha_m W^{*2}_{mk}
         + \\tfrac{C}{2} \\sum_m \\log \\alpha_m - \\tfrac12 \\log |H|.
 
+The Poisson model with the log link (``likelihood="poisson"``, counts ``t``
+in one column, ``lambda = exp(f)``) goes through the same one-column Newton
+iteration as the binary model, with ``B = diag(lambda)`` in place of
+``diag(y (1 - y))``; its log likelihood keeps the ``-log t!`` terms, so that
+its Laplace evidence approximates ``log p(t | alpha)`` itself.
+
 References
 ----------
 Tipping, M. E. (2001). Sparse Bayesian learning and the relevance vector
@@ -36,11 +42,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, log_expit
+from scipy.special import expit, gammaln, log_expit
 
 from rvm_pymc._core.gaussian import factor_inverse, factor_logdet, factor_solve, spd_factor
 
-__all__ = ["LaplacePosterior", "find_mode", "hessian", "log_likelihood"]
+__all__ = ["LIKELIHOODS", "LaplacePosterior", "find_mode", "hessian", "log_likelihood"]
+
+LIKELIHOODS = ("bernoulli", "poisson")
+"""The likelihoods of :func:`find_mode`: ``"bernoulli"`` (with softmax for K > 2
+columns) and ``"poisson"`` (log link, one column of counts)."""
 
 
 def diagonal_view(A: np.ndarray) -> np.ndarray:
@@ -145,11 +155,16 @@ class LaplacePosterior:
     log_evidence : float
         Laplace approximation to ``log p(T | alpha)`` (no hyperprior terms).
     probs : ndarray of shape (N, C)
-        Fitted probabilities at the mode (``sigmoid`` or ``softmax`` of ``Phi W*``).
+        Fitted means at the mode: probabilities (``sigmoid`` or ``softmax`` of
+        ``Phi W*``), or Poisson rates ``exp(Phi w*)``.
     n_newton : int
         Newton iterations used.
     converged : bool
         Whether the Newton step fell below the tolerance.
+    curvature : ndarray of shape (N,) or None
+        One-column models: the diagonal of ``B`` (minus the second derivative
+        of the log likelihood in ``f``) at the mode, ``y (1 - y)`` or
+        ``lambda``; None for softmax.
     """
 
     mean: np.ndarray
@@ -160,6 +175,7 @@ class LaplacePosterior:
     probs: np.ndarray
     n_newton: int
     converged: bool
+    curvature: np.ndarray | None = None
 
 
 def log_likelihood(F: np.ndarray, T: np.ndarray) -> tuple[float, np.ndarray]:
@@ -182,13 +198,53 @@ def hessian(Phi: np.ndarray, Y: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     """Hessian of the negative log posterior, class-major, of shape (M C, M C)."""
     m, c = Phi.shape[1], Y.shape[1]
     if c == 1:
-        H = Phi.T @ ((Y[:, 0] * (1.0 - Y[:, 0]))[:, None] * Phi)
-        diagonal_view(H)[...] += alpha
-        return H
+        return weighted_hessian(Phi, Y[:, 0] * (1.0 - Y[:, 0]), alpha)
     # the c (c + 1) / 2 distinct blocks in one product
     H = assemble_blocks(pair_grams(Phi, pair_weights(Y), Phi), c)
     diagonal_view(H).reshape(c, m)[...] += alpha
     return H
+
+
+def weighted_hessian(Phi: np.ndarray, d: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """``Phi^T diag(d) Phi + diag(alpha)``: the Hessian of a one-column model."""
+    H = Phi.T @ (d[:, None] * Phi)
+    diagonal_view(H)[...] += alpha
+    return H
+
+
+class OneColumn:
+    """Log likelihood, mean and curvature of a one-column model in its latent ``f``.
+
+    ``"bernoulli"``: 0/1 targets, ``y = sigmoid(f)``, curvature ``y (1 - y)``;
+    ``"poisson"``: counts, ``lambda = exp(f)``, curvature ``lambda``, log
+    likelihood ``sum(t f - lambda - log t!)``.
+    """
+
+    def __init__(self, likelihood: str, t: np.ndarray):
+        if likelihood not in LIKELIHOODS:
+            raise ValueError(f"likelihood must be one of {LIKELIHOODS}; got {likelihood!r}")
+        self.likelihood, self.t = likelihood, t
+        if likelihood == "bernoulli":
+            self._sign = 2.0 * t - 1.0
+        else:
+            self._const = -float(np.sum(gammaln(t + 1.0)))
+
+    def log_lik(self, f: np.ndarray) -> float:
+        """``log p(t | f)`` (``-inf`` where a Poisson rate overflows)."""
+        if self.likelihood == "bernoulli":
+            return float(np.sum(log_expit(f * self._sign)))
+        with np.errstate(over="ignore"):
+            lam = np.exp(f)
+        val = float(self.t @ f - np.sum(lam)) + self._const
+        return val if np.isfinite(val) else -np.inf
+
+    def mean(self, f: np.ndarray) -> np.ndarray:
+        """``sigmoid(f)`` or ``exp(f)``."""
+        return expit(f) if self.likelihood == "bernoulli" else np.exp(f)
+
+    def curvature(self, mean: np.ndarray) -> np.ndarray:
+        """``-d^2 log p / df^2`` from the mean: ``y (1 - y)`` or ``lambda``."""
+        return mean * (1.0 - mean) if self.likelihood == "bernoulli" else mean
 
 
 def _objective(
@@ -207,6 +263,7 @@ def find_mode(
     *,
     tol: float = 1e-10,
     max_newton: int = 100,
+    likelihood: str = "bernoulli",
 ) -> LaplacePosterior:
     """Newton's method with step halving for the posterior mode, then Laplace.
 
@@ -226,6 +283,8 @@ def find_mode(
         at the returned mode.
     max_newton : int
         Iteration cap; ``converged`` is False when reached.
+    likelihood : {"bernoulli", "poisson"}
+        ``"poisson"``: ``T`` is one column of non-negative counts, log link.
 
     Returns
     -------
@@ -239,13 +298,15 @@ def find_mode(
     """
     m, c = Phi.shape[1], T.shape[1]
     W = np.zeros((m, c)) if W0 is None else np.array(W0, dtype=float)
-    if c == 1 and np.all((T == 0.0) | (T == 1.0)):
-        sign = 2.0 * T[:, 0] - 1.0
-        w, obj, ll, y, L, p, it, converged = _newton_binary(
-            Phi, T[:, 0], sign, alpha, W[:, 0].copy(), tol, max_newton
+    if likelihood == "poisson" and c != 1:
+        raise ValueError(f"a Poisson model has one column of counts; T has {c} columns")
+    if likelihood == "poisson" or (c == 1 and np.all((T == 0.0) | (T == 1.0))):
+        lik = OneColumn(likelihood, T[:, 0])
+        w, obj, ll, y, L, p, it, converged = _newton_one_column(
+            Phi, lik, alpha, W[:, 0].copy(), tol, max_newton
         )
         W, Y = w[:, None], y[:, None]
-        return _laplace(W, Y, obj, ll, alpha, c, L, p, it, converged)
+        return _laplace(W, Y, obj, ll, alpha, c, L, p, it, converged, lik.curvature(y))
     obj, ll, Y = _objective(Phi, T, alpha, W)
     converged = False
     it = 0
@@ -271,32 +332,37 @@ def find_mode(
     return _laplace(W, Y, obj, ll, alpha, c, L, p, it, converged)
 
 
-def _newton_binary(
+def _newton_one_column(
     Phi: np.ndarray,
-    t: np.ndarray,
-    sign: np.ndarray,
+    lik: OneColumn,
     alpha: np.ndarray,
     w: np.ndarray,
     tol: float,
     max_newton: int,
 ) -> tuple:
-    """:func:`find_mode` for two classes with 0/1 targets, on vectors.
+    """:func:`find_mode` for a one-column model (two classes, or Poisson), on vectors.
 
     The same iteration (step from the Jacobi-scaled Cholesky factor, step
     halving, the same stopping rule) without the (M, C) bookkeeping, and the
-    probabilities formed only at accepted points.  Returns ``(w, objective,
-    log likelihood, probabilities, L, p, iterations, converged)`` with
+    means formed only at accepted points.  Returns ``(w, objective,
+    log likelihood, means, L, p, iterations, converged)`` with
     ``(L, p)`` the factor of the Hessian at ``w``.
     """
+    t = lik.t
     f = Phi @ w
-    ll = float(np.sum(log_expit(f * sign)))
-    y = expit(f)
+    ll = lik.log_lik(f)
+    y = lik.mean(f)
     obj = ll - 0.5 * float((alpha * w**2).sum())
+    if not np.isfinite(obj):  # a warm start whose rates overflow: start from zero
+        w = np.zeros_like(w)
+        f = Phi @ w
+        ll, y = lik.log_lik(f), lik.mean(f)
+        obj = ll
     converged = False
     it = 0
     for it in range(1, max_newton + 1):  # noqa: B007
         grad = Phi.T @ (t - y) - alpha * w
-        L, p = spd_factor(hessian(Phi, y[:, None], alpha), "Laplace Hessian")
+        L, p = spd_factor(weighted_hessian(Phi, lik.curvature(y), alpha), "Laplace Hessian")
         step = factor_solve(L, p, grad)
         if np.abs(step).max() <= tol * (1.0 + np.abs(w).max(initial=0.0)):
             converged = True
@@ -305,15 +371,15 @@ def _newton_binary(
         def trial(eta: float, w=w, step=step) -> tuple:
             w_new = w + eta * step
             f = Phi @ w_new
-            ll_new = float(np.sum(log_expit(f * sign)))
+            ll_new = lik.log_lik(f)
             return ll_new - 0.5 * float((alpha * w_new**2).sum()), ll_new, f, w_new
 
         ok, (obj_new, ll_new, f, w_new) = _step_halving(obj, trial)
         if not ok:  # no ascent along the Newton direction
             break
-        w, obj, ll, y = w_new, obj_new, ll_new, expit(f)
+        w, obj, ll, y = w_new, obj_new, ll_new, lik.mean(f)
     else:
-        L, p = spd_factor(hessian(Phi, y[:, None], alpha), "Laplace Hessian")
+        L, p = spd_factor(weighted_hessian(Phi, lik.curvature(y), alpha), "Laplace Hessian")
     return w, obj, ll, y, L, p, it, converged
 
 
@@ -337,7 +403,7 @@ def _step_halving(obj: float, trial) -> tuple[bool, tuple]:
         eta *= 0.5
 
 
-def _laplace(W, Y, obj, ll, alpha, c, L, p, it, converged) -> LaplacePosterior:
+def _laplace(W, Y, obj, ll, alpha, c, L, p, it, converged, curvature=None) -> LaplacePosterior:
     """The Laplace posterior at the mode ``W`` from the factor ``(L, p)`` of its Hessian."""
     cov, logdet = factor_inverse(L, p), factor_logdet(L, p)
     log_ev = obj + 0.5 * c * float(np.sum(np.log(alpha))) - 0.5 * logdet
@@ -350,4 +416,5 @@ def _laplace(W, Y, obj, ll, alpha, c, L, p, it, converged) -> LaplacePosterior:
         probs=Y,
         n_newton=it,
         converged=converged,
+        curvature=curvature,
     )

@@ -55,8 +55,11 @@ class _LinearisedState(SequentialState):
     instead of applying the Gaussian rank-one formulas.
     """
 
-    def __init__(self, Phin: np.ndarray, T: np.ndarray, usable: np.ndarray):
+    def __init__(
+        self, Phin: np.ndarray, T: np.ndarray, usable: np.ndarray, likelihood: str = "bernoulli"
+    ):
         self.Phin, self.T = Phin, T
+        self.likelihood = likelihood  # "bernoulli" (softmax for K > 2) or "poisson"
         self.n, self.m = Phin.shape
         self.c = T.shape[1]
         self.usable = usable
@@ -90,7 +93,9 @@ class _LinearisedState(SequentialState):
         """
         idx = np.asarray(self.active)
         Pa = self.Phin[:, idx]
-        post = find_mode(Pa, self.T, self.alpha, self.W, tol=self.mode_tol)
+        post = find_mode(
+            Pa, self.T, self.alpha, self.W, tol=self.mode_tol, likelihood=self.likelihood
+        )
         self.n_newton_failures += not post.converged
         self.post = post
         self.W, self.Sigma, self.lml = post.mean, post.cov, post.log_evidence
@@ -103,10 +108,10 @@ class _LinearisedState(SequentialState):
         if Pa is None:
             Pa = self.Phin[:, idx]
         Y, ma, c = self.post.probs, idx.size, self.c
-        if c == 1:  # two classes: one weighting, plain matrix products
-            y = Y[:, 0]
-            Xm = self.Phin.T @ ((y * (1.0 - y))[:, None] * Pa)  # Phi^T B Phi_a, (M, ma)
-            Dg = self.Phin2.T @ (y * (1.0 - y))
+        if c == 1:  # two classes or counts: one weighting, plain matrix products
+            y, d = Y[:, 0], self.post.curvature  # B = diag(d): y (1 - y), or the rates
+            Xm = self.Phin.T @ (d[:, None] * Pa)  # Phi^T B Phi_a, (M, ma)
+            Dg = self.Phin2.T @ d
             self.S = Dg - np.einsum("ij,ij->i", Xm @ self.Sigma, Xm)
             self.Q = self.Phin.T @ (self.T[:, 0] - y)
             self.H_lik = Xm[idx]
@@ -228,14 +233,23 @@ class _LinearisedState(SequentialState):
         return delta, new_alpha, in_model, relevant
 
 
-def initial_basis(Phin: np.ndarray, T: np.ndarray, usable: np.ndarray) -> tuple[int, float]:
+def initial_basis(
+    Phin: np.ndarray, T: np.ndarray, usable: np.ndarray, likelihood: str = "bernoulli"
+) -> tuple[int, float]:
     """The basis best aligned with centred pseudo-targets and a starting precision.
 
     As in Tipping's SparseBayes: project ``t - mean`` onto the normalised
     columns, and set ``alpha`` from the least-squares fit of the column to
-    logits of 0.9 / 0.1 pseudo-probabilities.
+    logits of 0.9 / 0.1 pseudo-probabilities.  For counts the pseudo-targets
+    are the log rates ``log(t + 1/2)``, not centred (their level is what the
+    first basis, usually the bias, has to carry).
     """
     c = T.shape[1]
+    if likelihood == "poisson":
+        pseudo = np.log(T[:, 0] + 0.5)
+        proj = Phin.T @ pseudo
+        j0 = int(np.argmax(np.where(usable, np.abs(proj), -np.inf)))
+        return j0, 1.0 / max(float(proj[j0]) ** 2, 1e-6)
     centred = T - (0.5 if c == 1 else 1.0 / c)
     score = np.sum((Phin.T @ centred) ** 2, axis=1)
     j0 = int(np.argmax(np.where(usable, score, -np.inf)))

@@ -27,26 +27,16 @@ import warnings
 
 import numpy as np
 
-from rvm_pymc._core.sparsity import LEAVING_SETTLED, leaving_active
-from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc._core.validation import (
     as_2d_float,
     check_consistent_length,
-    check_int,
     check_memory,
     plain_value,
 )
 from rvm_pymc.exceptions import ConvergenceWarning
-from rvm_pymc.priors import HyperPrior, resolve_prior
 from rvm_pymc.reference._classification_result import ClassificationResult
-from rvm_pymc.reference._fast_classification import fast_classification
 from rvm_pymc.reference._laplace import LaplacePosterior, find_mode
-from rvm_pymc.reference._options import (
-    check_alpha_init,
-    check_float,
-    check_method_and_prior,
-    normalise_columns,
-)
+from rvm_pymc.reference._laplace_fit import laplace_fit
 
 __all__ = ["ClassificationResult", "fit_classification", "laplace_posterior"]
 
@@ -124,13 +114,6 @@ def _check_softmax_memory(Phi: np.ndarray, T: np.ndarray) -> None:
         "if y is a numeric quantity rather than class labels, fit a regression instead "
         "(RVR, or rvm_pymc.reference.fit_regression); else merge classes or use fewer bases",
     )
-
-
-def _alpha_hyperprior(alpha: np.ndarray, prior: HyperPrior) -> float:
-    """``sum(a log alpha - b alpha)``: the Gamma hyperprior on the log precisions."""
-    # A zero a or b contributes nothing (not 0 * inf = nan when alpha under- or overflows).
-    shape = prior.a * float(np.sum(np.log(alpha))) if prior.a else 0.0
-    return shape - (prior.b * float(np.sum(alpha)) if prior.b else 0.0)
 
 
 def laplace_posterior(Phi, y, alpha) -> LaplacePosterior:
@@ -283,61 +266,37 @@ def fit_classification(
     classes, T = encode_labels(y)
     check_consistent_length(Phi=Phi, y=T)
     _check_softmax_memory(Phi, T)
-    prior = resolve_prior(prior)
-    check_method_and_prior(method, prior)
-    m = Phi.shape[1]
-    tol = check_float(tol, "tol")
-    prune_threshold = check_float(prune_threshold, "prune_threshold")
-    align_tol = check_float(align_tol, "align_tol", strict=False)
-    alpha_init = check_alpha_init(alpha_init, m)
-    if max_iter is None:
-        max_iter = 10 * m + 100 if method == "fast" else 5000
-    max_iter = check_int(max_iter, "max_iter", 1)
-    deletion_tries = check_int(deletion_tries, "deletion_tries", 0)
-    if deletion_tries and method != "fast":
-        raise ValueError(f"deletion_tries is used by method='fast' only; got method={method!r}")
-
-    Phin, scale, usable = normalise_columns(Phi.copy(), "separate the classes")
-
-    with single_blas_thread():  # loops of small products: one BLAS thread (see _threads)
-        if method == "fast":
-            start = None if alpha_init is None else alpha_init / scale**2
-            out = fast_classification(
-                Phin, T, usable, max_iter, tol, align_tol, deletion_tries, start
-            )
-        else:
-            out = _full_reestimation(
-                Phin, T, usable, scale, prior, max_iter, tol, prune_threshold, method, alpha_init
-            )
-    active, alpha_n, W_n, trace, n_iter, converged = out
-    if not converged:
-        warnings.warn(
-            f"RVM classification (method={method!r}) did not converge in {max_iter} "
-            "iterations; increase max_iter or loosen tol",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
-    s = scale[active]
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
-        alpha, W0 = alpha_n * s**2, W_n / s[:, None]
-    if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0) and np.all(np.isfinite(W0))):
-        raise ValueError(
-            "the posterior on the scale of Phi is not representable in float64 (column "
-            f"norms span {s.min():.3g} to {s.max():.3g}); rescale the columns of Phi (for a "
-            "kernel estimator: rescale X, e.g. with sklearn's StandardScaler)"
-        )
-    result = _finalise(
+    fit = laplace_fit(
         Phi,
         T,
-        classes,
-        active,
-        alpha,
-        W0,
-        prior,
-        method,
-        trace,
-        n_iter,
-        converged,
+        method=method,
+        prior=prior,
+        alpha_init=alpha_init,
+        max_iter=max_iter,
+        tol=tol,
+        prune_threshold=prune_threshold,
+        align_tol=align_tol,
+        deletion_tries=deletion_tries,
+        likelihood="bernoulli",
+        task="separate the classes",
+        what="RVM classification",
+    )
+    prior, post = fit.prior, fit.post
+    binary = T.shape[1] == 1
+    result = ClassificationResult(
+        method=method,
+        prior=prior,
+        classes=classes,
+        n_basis=Phi.shape[1],
+        active=fit.active,
+        alpha=fit.alpha,
+        mean=post.mean[:, 0] if binary else post.mean,
+        cov=post.cov,
+        log_likelihood=post.log_likelihood,
+        log_evidence=fit.log_evidence,
+        n_iter=fit.n_iter,
+        converged=fit.converged,
+        trace=fit.trace,
     )
     # The model without any basis predicts 1/K everywhere: its evidence is N log(1/K).
     # One irrelevant basis that cannot be deleted (the last one) leaves the fit a little
@@ -354,104 +313,3 @@ def fit_classification(
             stacklevel=2,
         )
     return result
-
-
-def _finalise(Phi, T, classes, active, alpha, W0, prior, method, trace, n_iter, converged):
-    """Mode and Laplace covariance on the original column scale; the result object."""
-    order = np.argsort(active)
-    active = np.asarray(active)[order]
-    alpha = np.asarray(alpha, dtype=float)[order]
-    post = find_mode(Phi[:, active], T, alpha, W0[order])
-    if not post.converged:
-        warnings.warn(
-            "Newton's method did not reach the posterior mode of the final model; "
-            "the Laplace approximation may be inaccurate",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
-    binary = T.shape[1] == 1
-    return ClassificationResult(
-        method=method,
-        prior=prior,
-        classes=classes,
-        n_basis=Phi.shape[1],
-        active=active,
-        alpha=alpha,
-        mean=post.mean[:, 0] if binary else post.mean,
-        cov=post.cov,
-        log_likelihood=post.log_likelihood,
-        log_evidence=post.log_evidence + _alpha_hyperprior(alpha, prior),
-        n_iter=n_iter,
-        converged=converged,
-        trace={k: np.asarray(v) for k, v in trace.items()},
-    )
-
-
-def _full_reestimation(
-    Phin, T, usable, scale, prior: HyperPrior, max_iter, tol, prune_level, method, alpha_init
-):
-    """MacKay or EM re-estimation of all precisions on normalised columns.
-
-    The hyperprior acts on the precisions of the columns as given: on
-    normalised columns the rate ``b`` becomes ``b * ||phi_m||^2``.
-    """
-    n = Phin.shape[0]
-    c = T.shape[1]
-    b_n = prior.b * scale**2
-    flat = prior.a == 0.0 and prior.b == 0.0
-    if alpha_init is None:
-        active = np.flatnonzero(usable)
-        # Start with an average prior variance of one for the latent function.
-        alpha = np.full(active.size, active.size / n)
-    else:
-        active = np.flatnonzero(np.isfinite(alpha_init) & usable)
-        if active.size == 0:
-            raise ValueError("alpha_init is finite only on all-zero columns of Phi")
-        alpha = alpha_init[active] / scale[active] ** 2
-    W = np.zeros((active.size, c))
-    trace = {"log_evidence": [], "n_active": []}
-    converged = False
-    it = 0
-    for it in range(1, max_iter + 1):  # noqa: B007
-        post = find_mode(Phin[:, active], T, alpha, W)
-        W = post.mean
-        trace["log_evidence"].append(
-            post.log_evidence + _alpha_hyperprior(alpha * scale[active] ** 2, prior)
-        )
-        trace["n_active"].append(active.size)
-        w2 = np.sum(W**2, axis=1)
-        sdiag = np.diag(post.cov).reshape(c, active.size).sum(axis=0)
-        if method == "mackay":
-            new_alpha = (c - alpha * sdiag + 2 * prior.a) / (w2 + 2 * b_n[active])
-        else:
-            new_alpha = (c + 2 * prior.a) / (w2 + sdiag + 2 * b_n[active])
-        new_alpha = np.where(np.isfinite(new_alpha) & (new_alpha > 0), new_alpha, np.inf)
-        keep = new_alpha < prune_level
-        if not np.any(keep):  # never prune the last basis
-            keep[np.argmin(new_alpha)] = True
-            new_alpha = np.minimum(new_alpha, prune_level)
-        pruned = not np.all(keep)
-        # Under the flat prior a basis whose linearised optimum is alpha = inf
-        # (q^2 <= s) is on its way out: its alpha may grow by a constant factor per
-        # iteration for a long time, and the others keep moving (slightly) while it
-        # does; it is dropped once the rest has settled to LEAVING_SETTLED, and the
-        # iteration goes on to tol.  With b > 0 the hyperprior term -b alpha gives
-        # every basis a finite optimum: no basis is leaving, none is dropped (except
-        # by prune_level), and the iteration runs to the fixed point of all of them.
-        if flat:
-            leaving = leaving_active(alpha, W, post.cov)
-            if np.all(leaving):
-                leaving[:] = False
-        else:
-            leaving = np.zeros(active.size, dtype=bool)
-        dlog = np.abs(np.log(new_alpha) - np.log(alpha))[~leaving]
-        early = flat and np.any(leaving) and np.all(dlog < max(tol, LEAVING_SETTLED))
-        if not pruned and early:
-            keep = keep & ~leaving
-        elif not pruned and np.all(dlog < tol):
-            converged = True
-            keep = keep & ~leaving
-        active, alpha, W = active[keep], new_alpha[keep], W[keep]
-        if converged:
-            break
-    return active, alpha, W, trace, it, converged

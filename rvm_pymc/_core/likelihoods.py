@@ -1,0 +1,62 @@
+"""The NumPy likelihoods of the result schema, on the draws of a fit.
+
+Latent values, pointwise log likelihood and one replicate of the targets per
+draw for every kind of weight posterior (``"regression"``, ``"binary"``,
+``"softmax"``, ``"poisson"``), and the log prior of the weights.  Used by
+:mod:`rvm_pymc.results` to build and extend the result tree.  Their PyTensor
+twins are in :mod:`rvm_pymc.models`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit, log_expit, log_softmax
+
+from rvm_pymc._core.counts import poisson_logpmf
+
+__all__ = ["LOG_2PI", "latent", "log_likelihood", "log_weight_prior", "replicate"]
+
+LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+def latent(kind: str, Phi: np.ndarray, w: np.ndarray, y_offset: float) -> np.ndarray:
+    """``Phi w`` for draws ``(C, D, M[, K])``: ``(C, D, N[, K])`` (the log rate for poisson)."""
+    if kind == "softmax":
+        return np.einsum("nm,cdmk->cdnk", Phi, w)
+    return w @ Phi.T + y_offset
+
+
+def log_likelihood(kind, F, target, log_beta) -> np.ndarray:
+    """Pointwise log likelihood of ``target`` at latent values ``F`` (``C, D, N``)."""
+    if kind == "regression":
+        lb = np.asarray(log_beta, dtype=float)
+        lb = np.broadcast_to(lb, F.shape[:2])[..., None]
+        return 0.5 * (lb - LOG_2PI) - 0.5 * np.exp(lb) * (target - F) ** 2
+    if kind == "binary":
+        return np.where(target == 1, log_expit(F), log_expit(-F))
+    if kind == "poisson":
+        return poisson_logpmf(np.asarray(target, dtype=float), F)
+    lp = log_softmax(F, axis=-1)
+    idx = np.broadcast_to(target[:, None], (*lp.shape[:-1], 1))
+    return np.take_along_axis(lp, idx, -1)[..., 0]
+
+
+def replicate(kind, F, log_beta, rng: np.random.Generator) -> np.ndarray:
+    """One draw of the targets per latent draw."""
+    if kind == "regression":
+        lb = np.broadcast_to(np.asarray(log_beta, dtype=float), F.shape[:2])[..., None]
+        return F + np.exp(-0.5 * lb) * rng.standard_normal(F.shape)
+    if kind == "binary":
+        return (rng.random(F.shape) < expit(F)).astype(np.int64)
+    if kind == "poisson":
+        return rng.poisson(np.exp(F)).astype(np.int64)
+    return np.argmax(F + rng.gumbel(size=F.shape), axis=-1).astype(np.int64)
+
+
+def log_weight_prior(w: np.ndarray, log_alpha: np.ndarray) -> np.ndarray:
+    """``sum log N(w | 0, 1/alpha)`` over the basis (and class) axes of draws ``w``."""
+    la = np.asarray(log_alpha)
+    if w.ndim == 4:
+        la = la[..., None]
+    val = 0.5 * (la - LOG_2PI) - 0.5 * np.exp(la) * w**2
+    return val.reshape(*w.shape[:2], -1).sum(-1)
