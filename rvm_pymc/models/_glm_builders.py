@@ -25,6 +25,21 @@ from rvm_pymc.priors import resolve_prior
 __all__ = ["classification_binary", "classification_softmax", "counts_poisson"]
 
 
+def _one_output_glm(Phi, y, prior, parametrization, basis_names, observed, likelihood):
+    """The model of one latent output ``Phi @ w`` (ARD weights) observed through ``likelihood``."""
+    check_consistent_length(Phi=Phi, y=y)
+    check_parametrization(parametrization)
+    hp = resolve_prior(prior, default="weakly_informative")
+    coords = {"basis": basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(y))}
+    with RVMModel(coords=coords) as model:
+        Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
+        y_d = pm.Data("y", y, dims="obs")
+        log_alpha = _ard_precisions(hp)
+        w = _weights("w", log_alpha, parametrization, dims=("basis",), slab=hp.slab)
+        likelihood(observed, Phi_d @ w, y_d)
+    return _builder_made(model)
+
+
 def classification_binary(
     Phi,
     y,
@@ -59,17 +74,7 @@ def classification_binary(
     """
     Phi = as_2d_float(Phi, "Phi", min_samples=2)
     y, _ = check_labels(y, 2, binary=True)
-    check_consistent_length(Phi=Phi, y=y)
-    check_parametrization(parametrization)
-    hp = resolve_prior(prior, default="weakly_informative")
-    coords = {"basis": basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(y))}
-    with RVMModel(coords=coords) as model:
-        Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
-        y_d = pm.Data("y", y, dims="obs")
-        log_alpha = _ard_precisions(hp)
-        w = _weights("w", log_alpha, parametrization, dims=("basis",), slab=hp.slab)
-        bernoulli_logit("y_obs", Phi_d @ w, y_d)
-    return _builder_made(model)
+    return _one_output_glm(Phi, y, prior, parametrization, basis_names, "y_obs", bernoulli_logit)
 
 
 def classification_softmax(
@@ -167,14 +172,4 @@ def counts_poisson(
     """
     Phi = as_2d_float(Phi, "Phi", min_samples=2)
     y = check_counts(y)
-    check_consistent_length(Phi=Phi, y=y)
-    check_parametrization(parametrization)
-    hp = resolve_prior(prior, default="weakly_informative")
-    coords = {"basis": basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(y))}
-    with RVMModel(coords=coords) as model:
-        Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
-        y_d = pm.Data("y", y, dims="obs")
-        log_alpha = _ard_precisions(hp)
-        w = _weights("w", log_alpha, parametrization, dims=("basis",), slab=hp.slab)
-        poisson_log("counts_obs", Phi_d @ w, y_d)
-    return _builder_made(model)
+    return _one_output_glm(Phi, y, prior, parametrization, basis_names, "counts_obs", poisson_log)
