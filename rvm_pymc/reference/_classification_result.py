@@ -84,14 +84,6 @@ class ClassificationResult(SparseFitMixin):
         """Number of classes K."""
         return int(self.classes.size)
 
-    def _active_columns(self, Phi_new) -> np.ndarray:
-        Phi_new = np.asarray(Phi_new, dtype=float)
-        if Phi_new.ndim != 2 or Phi_new.shape[1] != self.n_basis:
-            raise ValueError(
-                f"Phi_new must have shape (n, {self.n_basis}); got {np.shape(Phi_new)}"
-            )
-        return Phi_new[:, self.active]
-
     def decision_function(self, Phi_new) -> np.ndarray:
         """Latent values at the mode: ``Phi_new w*``.
 

@@ -24,6 +24,15 @@ class SparseFitMixin:
         out[self.active] = self.alpha
         return out
 
+    def _active_columns(self, Phi_new) -> np.ndarray:
+        """The active columns of a design matrix ``Phi_new`` over all ``M`` bases, checked."""
+        Phi_new = np.asarray(Phi_new, dtype=float)
+        if Phi_new.ndim != 2 or Phi_new.shape[1] != self.n_basis:
+            raise ValueError(
+                f"Phi_new must have shape (n, {self.n_basis}); got {np.shape(Phi_new)}"
+            )
+        return Phi_new[:, self.active]
+
     def coef_full(self) -> np.ndarray:
         """Posterior mean (mode) of all weights, zero for pruned columns: (M,) or (M, K)."""
         out = np.zeros((self.n_basis, *np.shape(self.mean)[1:]))
@@ -115,10 +124,7 @@ class RegressionResult(SparseFitMixin):
             ``sqrt(1/beta + phi(x)^T Sigma phi(x))``, computed row by row
             without an n x n matrix.
         """
-        Phi_new = np.asarray(Phi_new, dtype=float)
-        if Phi_new.ndim != 2 or Phi_new.shape[1] != self.n_basis:
-            raise ValueError(f"Phi_new must have shape (n, {self.n_basis}); got {Phi_new.shape}")
-        Pa = Phi_new[:, self.active]
+        Pa = self._active_columns(Phi_new)
         mean = Pa @ self.mean
         if not return_std:
             return mean

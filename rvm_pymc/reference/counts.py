@@ -82,14 +82,6 @@ class CountsResult(SparseFitMixin):
     converged: bool
     trace: dict[str, np.ndarray] = field(repr=False)
 
-    def _active_columns(self, Phi_new) -> np.ndarray:
-        Phi_new = np.asarray(Phi_new, dtype=float)
-        if Phi_new.ndim != 2 or Phi_new.shape[1] != self.n_basis:
-            raise ValueError(
-                f"Phi_new must have shape (n, {self.n_basis}); got {np.shape(Phi_new)}"
-            )
-        return Phi_new[:, self.active]
-
     def latent(self, Phi_new) -> tuple[np.ndarray, np.ndarray]:
         """Mean and variance of the log rate ``f = phi^T w`` under the Laplace posterior."""
         Pa = self._active_columns(Phi_new)
