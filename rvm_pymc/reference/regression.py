@@ -28,6 +28,7 @@ from rvm_pymc._core.validation import (
 )
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import HyperPrior, resolve_prior
+from rvm_pymc.reference._ard import reestimate_alpha, slab_precision
 from rvm_pymc.reference._noise import mackay_beta
 from rvm_pymc.reference._options import (
     BETA_MAX_FACTOR,
@@ -74,13 +75,16 @@ def fit_regression(
     method : {"fast", "mackay", "em"}
         ``"fast"``: the sequential algorithm of Tipping & Faul (2003), which
         adds, deletes and re-estimates one basis at a time with rank-one
-        updates (requires ``a = b = 0``).  ``"mackay"``: full re-estimation
-        ``alpha = (gamma + 2a)/(mu^2 + 2b)``.  ``"em"``: full re-estimation
-        ``alpha = (1 + 2a)/(mu^2 + Sigma_mm + 2b)``.  All three have the same
-        fixed points (docs/design.md section 1).
+        updates (requires ``a = b = 0`` and no slab).  ``"mackay"``: full
+        re-estimation ``alpha = (gamma + 2a)/(mu^2 + 2b)``.  ``"em"``: full
+        re-estimation ``alpha = (1 + 2a)/(mu^2 + Sigma_mm + 2b)``.  All three
+        have the same fixed points (docs/design.md section 1).
     prior : str, mapping or HyperPrior, optional
         Gamma hyperpriors (see :func:`rvm_pymc.priors.resolve_prior`); default
-        the ``"evidence"`` preset (type-II maximum likelihood).
+        the ``"evidence"`` preset (type-II maximum likelihood).  With a slab
+        ``s`` (``"mackay"`` and ``"em"`` only) a weight's prior precision is
+        ``alpha_m + 1/s^2`` (docs/reference_solver.md); ``alpha_m`` may then
+        end at 0 when ``a = 0``.
     beta_init : float, optional
         Initial noise precision; default ``100 / var(t)`` (noise sd 10% of the
         target sd).
@@ -143,7 +147,7 @@ def fit_regression(
     ------
     ValueError
         For non-finite or mis-shaped input, a constant target, an unknown
-        method, or ``method="fast"`` with ``a`` or ``b`` nonzero.
+        method, or ``method="fast"`` with ``a`` or ``b`` nonzero or a slab.
     numpy.linalg.LinAlgError
         When the posterior precision is numerically singular (e.g. from an
         ``alpha_init`` many orders of magnitude too small); there is no
@@ -215,7 +219,7 @@ def fit_regression(
     if fixed_noise and beta_init is None:
         raise ValueError("fixed_noise=True requires beta_init (the fixed noise precision)")
     beta0 = 100.0 / var_t if beta_init is None else check_float(beta_init, "beta_init")
-    alpha_init = check_alpha_init(alpha_init, m)
+    alpha_init = check_alpha_init(alpha_init, m, zero_ok=prior.slab is not None)
     if max_iter is None:
         max_iter = 20 * m + 1000 if method == "fast" else 5000
     max_iter = check_int(max_iter, "max_iter", 1)
@@ -304,15 +308,16 @@ def _finalise(
     active = np.asarray(active)[order]
     alpha_n = np.asarray(alpha_n, dtype=float)[order]
     Pa = Phin[:, active] if raw_scale is None else Phin[:, active] / raw_scale[active]
-    post = regression_posterior(Pa, t, alpha_n, beta)
-    lml = log_marginal_likelihood(Pa, t, alpha_n, beta, post)
-    gamma = 1.0 - alpha_n * np.diag(post.cov)
+    prec = alpha_n + slab_precision(prior, scale[active])  # the weights' prior precision
+    post = regression_posterior(Pa, t, prec, beta)
+    lml = log_marginal_likelihood(Pa, t, prec, beta, post)
+    gamma = 1.0 - prec * np.diag(post.cov)
     s = scale[active]
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         alpha = alpha_n * s**2
         mean = post.mean / s
         cov = (post.cov / s[:, None]) / s[None, :]
-    if not (np.all(np.isfinite(alpha)) and np.all(np.isfinite(cov)) and np.all(alpha > 0)):
+    if not (np.all(np.isfinite(alpha)) and np.all(np.isfinite(cov)) and np.all(alpha >= 0)):
         raise ValueError(
             "the posterior on the scale of Phi is not representable in float64 (column "
             f"norms span {s.min():.3g} to {s.max():.3g}); rescale the columns of Phi (for a "
@@ -354,10 +359,12 @@ def _full_reestimation(
     """MacKay or EM re-estimation of all precisions on normalised columns.
 
     The hyperprior acts on the precisions of the columns as given: on
-    normalised columns the rate ``b`` becomes ``b * ||phi_m||^2``.
+    normalised columns the rate ``b`` becomes ``b * ||phi_m||^2``, and a slab's
+    precision ``1/s^2`` becomes ``1 / (s^2 ||phi_m||^2)`` (:mod:`._ard`).
     """
     n, _m = Phin.shape
     b_n = prior.b * scale**2
+    c_n = slab_precision(prior, scale)
     if alpha_init is None:
         active = np.flatnonzero(usable)
         # Start every weight with prior variance ||t||^2 / M on the normalised scale.
@@ -375,20 +382,19 @@ def _full_reestimation(
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007
         Pa = Phin[:, active]
+        c = c_n[active]
+        prec = alpha + c  # the weights' prior precision (alpha without a slab)
         post = regression_posterior(
-            Pa, t, alpha, beta, gram=gram[np.ix_(active, active)], PhiT_t=PhiT_t[active]
+            Pa, t, prec, beta, gram=gram[np.ix_(active, active)], PhiT_t=PhiT_t[active]
         )
-        lml = log_marginal_likelihood(Pa, t, alpha, beta, post)
+        lml = log_marginal_likelihood(Pa, t, prec, beta, post)
         trace["log_evidence"].append(lml + log_hyperprior(alpha * scale[active] ** 2, beta, prior))
         trace["n_active"].append(active.size)
         trace["beta"].append(beta)
-        mu2 = post.mean**2
         sdiag = np.diag(post.cov)
-        gamma = 1.0 - alpha * sdiag
-        if method == "mackay":
-            new_alpha = (gamma + 2 * prior.a) / (mu2 + 2 * b_n[active])
-        else:
-            new_alpha = (1 + 2 * prior.a) / (mu2 + sdiag + 2 * b_n[active])
+        gamma = 1.0 - prec * sdiag
+        mu2 = post.mean**2
+        new_alpha = reestimate_alpha(method, alpha, c, sdiag, mu2, 1, prior.a, b_n[active])
         new_beta = beta
         if not fixed_noise:
             resid = t - Pa @ post.mean
@@ -398,14 +404,14 @@ def _full_reestimation(
             else:
                 em_den = rss + float(np.sum(gamma)) / beta + 2 * prior.d
                 new_beta = min((n + 2 * prior.c) / em_den, beta_max)
-        new_alpha = np.where(np.isfinite(new_alpha) & (new_alpha > 0), new_alpha, np.inf)
         keep = new_alpha < prune_level
         if flat_alpha:
-            keep &= ~_negligible(gram, PhiT_t, active, alpha, beta, post, tol)
+            keep &= ~_negligible(gram, PhiT_t, active, prec, beta, post, tol)
         if not np.any(keep):  # never prune the last basis
             keep[np.argmin(new_alpha)] = True
             new_alpha = np.minimum(new_alpha, prune_level)
-        dlog = np.abs(np.log(new_alpha[keep]) - np.log(alpha[keep]))
+        # in the log of the prior precision (log alpha without a slab; alpha may reach 0)
+        dlog = np.abs(np.log(new_alpha[keep] + c[keep]) - np.log(prec[keep]))
         dbeta = abs(np.log(new_beta) - np.log(beta))
         pruned = not np.all(keep)
         active, alpha, beta = active[keep], new_alpha[keep], new_beta
@@ -417,6 +423,9 @@ def _full_reestimation(
 
 def _negligible(gram, PhiT_t, active, alpha, beta, post, tol):
     """Bases to prune: negligible now and at their own optimum.
+
+    ``alpha``: the weights' prior precisions (with a slab, ``alpha + c``; the
+    slab's floor ``c`` is far below the levels compared with here).
 
     With ``a = b = 0`` an irrelevant precision creeps to infinity under MacKay
     and (slowly: by about ``s_m`` per iteration, so linearly) under EM updates.
