@@ -124,7 +124,9 @@ def laplace_fit(
     s = scale[active]
     with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
         alpha, W0 = alpha_n * s**2, W_n / s[:, None]
-    if not (np.all(np.isfinite(alpha)) and np.all(alpha >= 0) and np.all(np.isfinite(W0))):
+    # (alpha = 0 stays 0: a slab's weight; a positive alpha_n must stay positive)
+    representable = np.all(np.isfinite(alpha)) and np.all((alpha > 0) | (alpha_n == 0))
+    if not (representable and np.all(np.isfinite(W0))):
         raise ValueError(
             "the posterior on the scale of Phi is not representable in float64 (column "
             f"norms span {s.min():.3g} to {s.max():.3g}); rescale the columns of Phi (for a "
@@ -172,7 +174,7 @@ def full_reestimation(
 
     The hyperprior acts on the precisions of the columns as given: on
     normalised columns the rate ``b`` becomes ``b * ||phi_m||^2``, and a slab's
-    precision ``1/s^2`` becomes ``1 / (s^2 ||phi_m||^2)`` (:mod:`._ard`).
+    precision ``1/s^2`` becomes ``1 / (s^2 ||phi_m||^2)`` (``_ard``).
     """
     n = Phin.shape[0]
     c = T.shape[1]
