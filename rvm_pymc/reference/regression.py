@@ -1,4 +1,7 @@
-"""Closed-form RVM regression: full re-estimation (MacKay, EM) and the entry point.
+"""Closed-form RVM regression: the entry point, and the result on the columns as given.
+
+The fits themselves: ``_full_regression`` (MacKay, EM) and ``fast``
+(Tipping & Faul).
 
 References
 ----------
@@ -17,7 +20,6 @@ import numpy as np
 
 from rvm_pymc._core.evidence import log_hyperprior, log_marginal_likelihood
 from rvm_pymc._core.gaussian import regression_posterior
-from rvm_pymc._core.sparsity import active_sq
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc._core.validation import (
     as_2d_float,
@@ -27,8 +29,9 @@ from rvm_pymc._core.validation import (
     check_int,
 )
 from rvm_pymc.exceptions import ConvergenceWarning
-from rvm_pymc.priors import HyperPrior, resolve_prior
-from rvm_pymc.reference._noise import mackay_beta
+from rvm_pymc.priors import resolve_prior
+from rvm_pymc.reference._ard import slab_precision
+from rvm_pymc.reference._full_regression import full_reestimation
 from rvm_pymc.reference._options import (
     BETA_MAX_FACTOR,
     check_alpha_init,
@@ -40,10 +43,6 @@ from rvm_pymc.reference._result import RegressionResult
 from rvm_pymc.reference.fast import FastOptions, fast_sequential
 
 __all__ = ["fit_regression"]
-
-#: Full re-estimation prunes a basis whose precision and optimal precision both
-#: exceed this multiple of the noise precision (on unit-norm columns); see _negligible.
-PRUNE_DATA_RATIO = 1e3
 
 
 def fit_regression(
@@ -74,13 +73,16 @@ def fit_regression(
     method : {"fast", "mackay", "em"}
         ``"fast"``: the sequential algorithm of Tipping & Faul (2003), which
         adds, deletes and re-estimates one basis at a time with rank-one
-        updates (requires ``a = b = 0``).  ``"mackay"``: full re-estimation
-        ``alpha = (gamma + 2a)/(mu^2 + 2b)``.  ``"em"``: full re-estimation
-        ``alpha = (1 + 2a)/(mu^2 + Sigma_mm + 2b)``.  All three have the same
-        fixed points (docs/design.md section 1).
+        updates (requires ``a = b = 0`` and no slab).  ``"mackay"``: full
+        re-estimation ``alpha = (gamma + 2a)/(mu^2 + 2b)``.  ``"em"``: full
+        re-estimation ``alpha = (1 + 2a)/(mu^2 + Sigma_mm + 2b)``.  All three
+        have the same fixed points (docs/design.md section 1).
     prior : str, mapping or HyperPrior, optional
         Gamma hyperpriors (see :func:`rvm_pymc.priors.resolve_prior`); default
-        the ``"evidence"`` preset (type-II maximum likelihood).
+        the ``"evidence"`` preset (type-II maximum likelihood).  With a slab
+        ``s`` (``"mackay"`` and ``"em"`` only) a weight's prior precision is
+        ``alpha_m + 1/s^2`` (docs/reference_solver.md); ``alpha_m`` may then
+        end at 0 when ``a = 0``.
     beta_init : float, optional
         Initial noise precision; default ``100 / var(t)`` (noise sd 10% of the
         target sd).
@@ -143,7 +145,7 @@ def fit_regression(
     ------
     ValueError
         For non-finite or mis-shaped input, a constant target, an unknown
-        method, or ``method="fast"`` with ``a`` or ``b`` nonzero.
+        method, or ``method="fast"`` with ``a`` or ``b`` nonzero or a slab.
     numpy.linalg.LinAlgError
         When the posterior precision is numerically singular (e.g. from an
         ``alpha_init`` many orders of magnitude too small); there is no
@@ -215,7 +217,7 @@ def fit_regression(
     if fixed_noise and beta_init is None:
         raise ValueError("fixed_noise=True requires beta_init (the fixed noise precision)")
     beta0 = 100.0 / var_t if beta_init is None else check_float(beta_init, "beta_init")
-    alpha_init = check_alpha_init(alpha_init, m)
+    alpha_init = check_alpha_init(alpha_init, m, zero_ok=prior.slab is not None)
     if max_iter is None:
         max_iter = 20 * m + 1000 if method == "fast" else 5000
     max_iter = check_int(max_iter, "max_iter", 1)
@@ -234,7 +236,7 @@ def fit_regression(
             start = None if alpha_init is None else alpha_init / scale**2
             out = fast_sequential(Phin, t, usable, beta0, options, scale if raw else None, start)
         else:
-            out = _full_reestimation(
+            out = full_reestimation(
                 Phin, t, usable, scale, beta0, prior, fixed_noise, max_iter, tol,
                 prune_threshold / var_t, method, alpha_init, beta_max,
             )  # fmt: skip
@@ -304,15 +306,18 @@ def _finalise(
     active = np.asarray(active)[order]
     alpha_n = np.asarray(alpha_n, dtype=float)[order]
     Pa = Phin[:, active] if raw_scale is None else Phin[:, active] / raw_scale[active]
-    post = regression_posterior(Pa, t, alpha_n, beta)
-    lml = log_marginal_likelihood(Pa, t, alpha_n, beta, post)
-    gamma = 1.0 - alpha_n * np.diag(post.cov)
+    prec = alpha_n + slab_precision(prior, scale[active])  # the weights' prior precision
+    post = regression_posterior(Pa, t, prec, beta)
+    lml = log_marginal_likelihood(Pa, t, prec, beta, post)
+    gamma = 1.0 - prec * np.diag(post.cov)
     s = scale[active]
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         alpha = alpha_n * s**2
         mean = post.mean / s
         cov = (post.cov / s[:, None]) / s[None, :]
-    if not (np.all(np.isfinite(alpha)) and np.all(np.isfinite(cov)) and np.all(alpha > 0)):
+    # (alpha = 0 stays 0: a slab's weight; a positive alpha_n must stay positive)
+    representable = np.all(np.isfinite(alpha)) and np.all((alpha > 0) | (alpha_n == 0))
+    if not (representable and np.all(np.isfinite(cov))):
         raise ValueError(
             "the posterior on the scale of Phi is not representable in float64 (column "
             f"norms span {s.min():.3g} to {s.max():.3g}); rescale the columns of Phi (for a "
@@ -334,119 +339,3 @@ def _finalise(
         converged=converged,
         trace={k: np.asarray(v) for k, v in trace.items()},
     )
-
-
-def _full_reestimation(
-    Phin,
-    t,
-    usable,
-    scale,
-    beta,
-    prior: HyperPrior,
-    fixed_noise,
-    max_iter,
-    tol,
-    prune_level,
-    method,
-    alpha_init,
-    beta_max,
-):
-    """MacKay or EM re-estimation of all precisions on normalised columns.
-
-    The hyperprior acts on the precisions of the columns as given: on
-    normalised columns the rate ``b`` becomes ``b * ||phi_m||^2``.
-    """
-    n, _m = Phin.shape
-    b_n = prior.b * scale**2
-    if alpha_init is None:
-        active = np.flatnonzero(usable)
-        # Start every weight with prior variance ||t||^2 / M on the normalised scale.
-        # (floored relative to the noise precision so that A + beta Phi^T Phi stays
-        # well conditioned when t has a large mean)
-        alpha = np.full(active.size, max(active.size / float(t @ t), 1e-8 * beta))
-    else:
-        active = np.flatnonzero(np.isfinite(alpha_init) & usable)
-        alpha = alpha_init[active] / scale[active] ** 2
-    gram = Phin.T @ Phin
-    PhiT_t = Phin.T @ t
-    flat_alpha = prior.a == 0 and prior.b == 0
-    trace = {"log_evidence": [], "n_active": [], "beta": []}
-    converged = False
-    it = 0
-    for it in range(1, max_iter + 1):  # noqa: B007
-        Pa = Phin[:, active]
-        post = regression_posterior(
-            Pa, t, alpha, beta, gram=gram[np.ix_(active, active)], PhiT_t=PhiT_t[active]
-        )
-        lml = log_marginal_likelihood(Pa, t, alpha, beta, post)
-        trace["log_evidence"].append(lml + log_hyperprior(alpha * scale[active] ** 2, beta, prior))
-        trace["n_active"].append(active.size)
-        trace["beta"].append(beta)
-        mu2 = post.mean**2
-        sdiag = np.diag(post.cov)
-        gamma = 1.0 - alpha * sdiag
-        if method == "mackay":
-            new_alpha = (gamma + 2 * prior.a) / (mu2 + 2 * b_n[active])
-        else:
-            new_alpha = (1 + 2 * prior.a) / (mu2 + sdiag + 2 * b_n[active])
-        new_beta = beta
-        if not fixed_noise:
-            resid = t - Pa @ post.mean
-            rss = float(resid @ resid)
-            if method == "mackay":
-                new_beta = mackay_beta(n, float(np.sum(gamma)), rss, prior, beta_max)
-            else:
-                em_den = rss + float(np.sum(gamma)) / beta + 2 * prior.d
-                new_beta = min((n + 2 * prior.c) / em_den, beta_max)
-        new_alpha = np.where(np.isfinite(new_alpha) & (new_alpha > 0), new_alpha, np.inf)
-        keep = new_alpha < prune_level
-        if flat_alpha:
-            keep &= ~_negligible(gram, PhiT_t, active, alpha, beta, post, tol)
-        if not np.any(keep):  # never prune the last basis
-            keep[np.argmin(new_alpha)] = True
-            new_alpha = np.minimum(new_alpha, prune_level)
-        dlog = np.abs(np.log(new_alpha[keep]) - np.log(alpha[keep]))
-        dbeta = abs(np.log(new_beta) - np.log(beta))
-        pruned = not np.all(keep)
-        active, alpha, beta = active[keep], new_alpha[keep], new_beta
-        if not pruned and dlog.max(initial=0.0) < tol and dbeta < tol:
-            converged = True
-            break
-    return active, alpha, beta, trace, it, converged
-
-
-def _negligible(gram, PhiT_t, active, alpha, beta, post, tol):
-    """Bases to prune: negligible now and at their own optimum.
-
-    With ``a = b = 0`` an irrelevant precision creeps to infinity under MacKay
-    and (slowly: by about ``s_m`` per iteration, so linearly) under EM updates.
-    For basis ``m`` with sparsity and quality factors ``s_m, q_m`` (Tipping &
-    Faul 2003) the log evidence as a function of ``alpha_m`` alone is
-    ``l_m(alpha)``, maximised at ``alpha*_m = s_m^2 / (q_m^2 - s_m)`` (``inf`` when
-    ``q_m^2 <= s_m``).  A basis is pruned when either
-
-    * ``q_m^2 <= s_m`` and its whole contribution ``|l_m(alpha_m)|`` (a
-      difference of log evidences, free of units) is below ``tol``; or
-    * both ``alpha_m`` and ``alpha*_m`` exceed ``PRUNE_DATA_RATIO = 1e3`` times the
-      data precision of its (unit-norm) column, ``beta``: the weight's prior sd
-      is then below 3% of the noise sd along its column, and since
-      ``s_m <= beta`` its share of the log evidence at any
-      ``alpha >= 1e3 beta`` is below ``(q_m^2 - s_m)^2 / (2 s_m^2) < 5e-7`` nats
-      when ``q_m^2 > s_m``.  This is the rule of thumb of Tipping (2001) and
-      SparseBayes (prune a precision beyond a large threshold), scaled by the
-      data; it makes EM sparse in a few hundred iterations instead of never.
-
-    Pruning a basis whose optimum is ``alpha = inf`` raises the evidence, so
-    EM stays monotone; the fixed points are unchanged to within the shares above.
-    """
-    G = gram[np.ix_(active, active)]
-    S = beta * np.diag(G) - beta**2 * np.sum((G @ post.cov) * G, axis=1)
-    Q = beta * (PhiT_t[active] - G @ post.mean)
-    s, q = active_sq(alpha, S, Q, np.diag(post.cov), post.mean)
-    q2 = q**2
-    contribution = 0.5 * (-np.log1p(s / alpha) + q2 / (alpha + s))
-    leaving = q2 <= s
-    with np.errstate(divide="ignore", over="ignore"):
-        alpha_opt = np.where(leaving, np.inf, s**2 / np.where(leaving, 1.0, q2 - s))
-    level = PRUNE_DATA_RATIO * s
-    return (leaving & (np.abs(contribution) < tol)) | ((alpha > level) & (alpha_opt > level))
