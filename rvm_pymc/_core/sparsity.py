@@ -370,6 +370,9 @@ def leaving_active(alpha: np.ndarray, W: np.ndarray, cov: np.ndarray) -> np.ndar
     inactive bases is needed.
     """
     ma, c = W.shape
+    if c == 1:  # 1 x 1 blocks: the same numbers without the batched inverse
+        prec = 1.0 / cov.diagonal()
+        return (prec * W[:, 0]) ** 2 <= prec - alpha
     blocks = cov.reshape(c, ma, c, ma)[:, np.arange(ma), :, np.arange(ma)]  # (ma, c, c)
     prec = np.linalg.inv(blocks)
     s = prec - alpha[:, None, None] * np.eye(c)
