@@ -47,7 +47,15 @@ from scipy.special import expit, gammaln, log_expit
 
 from rvm_pymc._core.gaussian import factor_inverse, factor_logdet, factor_solve, spd_factor
 
-__all__ = ["LIKELIHOODS", "LaplacePosterior", "find_mode", "hessian", "log_likelihood"]
+__all__ = [
+    "LIKELIHOODS",
+    "LaplacePosterior",
+    "OneColumn",
+    "find_mode",
+    "find_mode_one_column",
+    "hessian",
+    "log_likelihood",
+]
 
 LIKELIHOODS = ("bernoulli", "poisson")
 """The likelihoods of :func:`find_mode`: ``"bernoulli"`` (with softmax for K > 2
@@ -302,11 +310,7 @@ def find_mode(
     if likelihood == "poisson" and c != 1:
         raise ValueError(f"a Poisson model has one column of counts; T has {c} columns")
     if likelihood == "poisson" or (c == 1 and np.all((T == 0.0) | (T == 1.0))):
-        lik = OneColumn(likelihood, T[:, 0])
-        w, obj, ll, y, d, L, p, it, converged = _newton_one_column(
-            Phi, lik, alpha, W[:, 0].copy(), tol, max_newton
-        )
-        return _laplace(w[:, None], y[:, None], obj, ll, alpha, c, L, p, it, converged, d)
+        return find_mode_one_column(Phi, OneColumn(likelihood, T[:, 0]), alpha, W, tol, max_newton)
     obj, ll, Y = _objective(Phi, T, alpha, W)
     converged = False
     it = 0
@@ -330,6 +334,26 @@ def find_mode(
     else:
         L, p = spd_factor(hessian(Phi, Y, alpha), "Laplace Hessian")
     return _laplace(W, Y, obj, ll, alpha, c, L, p, it, converged)
+
+
+def find_mode_one_column(
+    Phi: np.ndarray,
+    lik: OneColumn,
+    alpha: np.ndarray,
+    W0: np.ndarray | None,
+    tol: float,
+    max_newton: int = 100,
+) -> LaplacePosterior:
+    """:func:`find_mode` of a one-column model whose likelihood ``lik`` is built already.
+
+    The fast classifier's state keeps ``lik`` for the whole fit (its targets
+    do not change); ``W0`` of shape (M, 1) or None (zeros).
+    """
+    w0 = np.zeros(Phi.shape[1]) if W0 is None else np.array(W0[:, 0], dtype=float)
+    w, obj, ll, y, d, L, p, it, converged = _newton_one_column(
+        Phi, lik, alpha, w0, tol, max_newton
+    )
+    return _laplace(w[:, None], y[:, None], obj, ll, alpha, 1, L, p, it, converged, d)
 
 
 def _newton_one_column(

@@ -33,6 +33,7 @@ maximised at ``alpha = s^2/(q^2 - s)`` when ``q^2 > s`` and at ``alpha = inf`` o
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -192,7 +193,7 @@ class SequentialState:
         """
         if j not in self.active:  # addition
             idx = np.append(np.asarray(self.active, dtype=int), j)
-            Gaa = np.column_stack([self.G, g])[idx, :]
+            Gaa = np.column_stack([self.G[idx], g[idx]])
             Pa = np.column_stack([self.active_columns(), self.columns(j)])
             return self._factorise(
                 Gaa, self.PhiT_t[idx], Pa, np.append(self.alpha, alpha_j), self.beta
@@ -247,7 +248,7 @@ class SequentialState:
             ]
         )
         lml = -0.5 * float(terms.sum())
-        resid_err = 2.0 * beta * np.sqrt(rss) * (np.sqrt(self.tt) + float(np.linalg.norm(fit)))
+        resid_err = 2.0 * beta * np.sqrt(rss) * (np.sqrt(self.tt) + math.sqrt(float(fit @ fit)))
         logdet_err = L.shape[0] * (np.sqrt(cond) if f.qr else cond)
         rounding = np.finfo(float).eps * (float(np.abs(terms).sum()) + resid_err + logdet_err)
         return Factor(L, p, mu, resid, lml, cond, rounding)
