@@ -84,13 +84,17 @@ def gain_rounding(alpha_old, alpha_new, s, q2):
     """
     if all(isinstance(x, float) for x in (alpha_old, alpha_new, s, q2)):
         try:  # one move's gain (the fast solver's every step): the same sums, without arrays
+            # (NumPy's log1p, not math's: they can differ in the last bit)
             size = sum(
-                abs(math.log1p(s / a)) + q2 / (a + s) if math.isfinite(a) else 0.0
+                abs(float(np.log1p(s / a))) + q2 / (a + s) if math.isfinite(a) else 0.0
                 for a in (alpha_old, alpha_new)
             )
             return _EPS * size
         except (ZeroDivisionError, ValueError):
-            pass  # a zero precision: the array form (inf or nan, as it gives them)
+            pass  # a zero precision: the array form gives inf or nan, Python floats raise
+    alpha_old, alpha_new, s, q2 = (
+        np.asarray(x, dtype=float) for x in (alpha_old, alpha_new, s, q2)
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         size = sum(
             np.where(np.isfinite(a), np.abs(np.log1p(s / a)) + q2 / (a + s), 0.0)
