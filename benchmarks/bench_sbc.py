@@ -130,16 +130,19 @@ def run_sbc(
     started = time.perf_counter()
     for r in range(reps):
         truth, data = draw(rng)
+        fit_started = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = fit(data, int(rng.integers(2**31)))
+        wall = time.perf_counter() - fit_started
         post = tree["posterior"]
         for name, value in truth.items():
             draws = np.asarray(post[name].values, dtype=float).reshape(n_draws, -1)[keep]
             for j, v in enumerate(np.ravel(value)):
                 key = name if name == "log_beta" else f"{name}_{j}"
                 out.setdefault(key, []).append(int(np.sum(draws[:, j] < v)))
-        diag.append({k: tree.attrs.get(k) for k in ("n_divergent", "max_rhat", "min_ess_bulk")})
+        attrs = ("n_divergent", "max_rhat", "min_ess_bulk", "sampling_time")
+        diag.append({**{k: tree.attrs.get(k) for k in attrs}, "wall": round(wall, 2)})
         if progress and (r + 1) % 10 == 0:
             n_div = sum(int(d["n_divergent"] or 0) > 0 for d in diag)
             print(
@@ -294,7 +297,10 @@ def divergence_report(diag: list[dict]) -> str:
     n_div = np.array([int(d["n_divergent"] or 0) for d in diag])
     rhat = np.array([float(d["max_rhat"]) for d in diag])
     ess = np.array([float(d["min_ess_bulk"]) for d in diag])
+    wall = np.array([d["wall"] for d in diag])
     return (
+        f"seconds per replication: first {wall[0]:.0f} (compile), then median "
+        f"{np.median(wall[1:]):.1f}, max {np.max(wall[1:]):.1f}; "
         f"divergences: {np.sum(n_div > 0)} of {len(diag)} replications had any "
         f"({n_div.sum()} in all, at most {n_div.max()} in one); worst R-hat: median "
         f"{np.median(rhat):.3f}, > 1.01 in {np.sum(rhat > 1.01)}; smallest bulk ESS: median "
