@@ -40,14 +40,27 @@ the slab ``HyperPrior(slab=S)`` (weights' prior precision ``alpha + 1/S^2``).
 for classifiers is non-centred).  ``--chains`` sets the number of chains
 (default 2; a gold-standard run uses more and longer ones); ``--proba DIR``
 saves each row's held-out predictive probabilities to
-``DIR/<problem>__<label>.npy`` (to compare runs).
+``DIR/<problem>__<label>.npy`` (to compare runs).  ``--target-accept T`` sets
+NUTS's target acceptance of the joint configurations (the estimator's default
+is 0.95); a tuning length other than 1000 or a target acceptance given appear
+in the label (``tune=1500``, ``ta=0.98``).
 
 Usage::
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_classification_nuts.py
         [--problems pima,ripley,wine,breast_cancer] [--configs joint,joint_ref95,laplace]
         [--gamma scale] [--draws 1000 --tune 1000] [--chains 2] [--prior A,B]
-        [--slab S] [--rows FILE] [--proba DIR]
+        [--slab S] [--target-accept T] [--seeds 0,1] [--rows FILE] [--proba DIR]
+
+``--seeds 0,1,2`` runs every problem and configuration once per seed (the
+estimator's ``random_state``, which seeds NUTS and so its draws; the data
+split stays that of seed 0 above); the label then ends in
+``seed=K`` for a seed other than 0 (seed 0's label is that of the rows before
+the option, so old rows still group with it).  The column ``conv`` is the fit's
+``converged_`` (the estimator's own test: no divergences, max rank R-hat <=
+1.01 and min bulk and tail ESS >= 400 over the weights and every sampled
+hyperparameter; ``-`` in rows written before the column); after the table, one
+line per problem and configuration says how many of its runs (seeds) converged.
 
 ``--problems ""`` with ``--rows FILE`` runs nothing and prints the table of FILE.
 
@@ -62,6 +75,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 import time
 import warnings
@@ -151,17 +165,32 @@ def log_loss(p: np.ndarray, y: np.ndarray) -> float:
 
 
 def run_joint(
-    Xtr, ytr, Xte, yte, gamma, draws, tune, ref95: bool, prior=None, chains=2, param=None
+    Xtr,
+    ytr,
+    Xte,
+    yte,
+    gamma,
+    draws,
+    tune,
+    ref95: bool,
+    prior=None,
+    chains=2,
+    param=None,
+    seed=0,
+    target_accept=None,
 ):
+    """One ``RVC(method="nuts")`` fit: ``(wall, tree, n_div, log loss, proba, converged_)``."""
     from rvm_pymc import RVC
 
     kw = {"init": "reference", "sampler_kwargs": {"target_accept": 0.95}} if ref95 else {}
     if param is not None:
         kw.setdefault("sampler_kwargs", {})["parametrization"] = param
+    if target_accept is not None:
+        kw.setdefault("sampler_kwargs", {})["target_accept"] = target_accept
     if prior is not None:
         kw["prior"] = prior
     est = RVC(
-        method="nuts", gamma=gamma, draws=draws, tune=tune, chains=chains, random_state=0, **kw
+        method="nuts", gamma=gamma, draws=draws, tune=tune, chains=chains, random_state=seed, **kw
     )
     t0 = time.perf_counter()
     est.fit(Xtr, ytr)
@@ -169,10 +198,11 @@ def run_joint(
     tree = est.idata_
     n_div = int(tree["sample_stats"]["diverging"].values.sum())
     p = est.predict_proba(Xte)
-    return wall, tree, n_div, log_loss(p, yte), p
+    return wall, tree, n_div, log_loss(p, yte), p, bool(est.converged_)
 
 
-def run_laplace(Xtr, ytr, Xte, yte, gamma, draws, tune, chains=2):
+def run_laplace(Xtr, ytr, Xte, yte, gamma, draws, tune, chains=2, seed=0):
+    """The Laplace-collapsed sampler: ``(wall, tree, n_div, log loss, proba, converged)``."""
     from rvm_pymc import RVC
     from rvm_pymc.inference import sample_laplace_collapsed
     from rvm_pymc.models import classification_binary, classification_softmax
@@ -183,7 +213,7 @@ def run_laplace(Xtr, ytr, Xte, yte, gamma, draws, tune, chains=2):
         prior="weakly_informative",
         solver="mackay",
         gamma=gamma,
-        random_state=0,
+        random_state=seed,
     ).fit(Xtr, ytr)
     # the estimator's design: bias, then the kernel on every training point (N < 2000),
     # columns divided by their root-mean-square over the training rows (basis_scale_)
@@ -204,7 +234,7 @@ def run_laplace(Xtr, ytr, Xte, yte, gamma, draws, tune, chains=2):
             class_names=[str(c) for c in ref.classes_],
         )
     tree = sample_laplace_collapsed(
-        model, draws=draws, tune=tune, chains=chains, random_seed=0, progressbar=False
+        model, draws=draws, tune=tune, chains=chains, random_seed=seed, progressbar=False
     )
     wall = time.perf_counter() - t0
     post = tree["posterior"]
@@ -216,7 +246,13 @@ def run_laplace(Xtr, ytr, Xte, yte, gamma, draws, tune, chains=2):
         p1 = expit(Phi_te @ w.T).mean(1)
         p = np.column_stack([1 - p1, p1])
     n_div = int(tree["sample_stats"]["diverging"].values.sum())
-    return wall, tree, n_div, log_loss(p, np.searchsorted(ref.classes_, yte)), p
+    a = tree.attrs  # the estimator's test (no fit_backend here): divergences, R-hat, ESS
+    conv = bool(
+        int(a.get("n_divergent", 1)) == 0
+        and float(a.get("max_rhat", np.inf)) <= 1.01
+        and min(float(a.get("min_ess_bulk", 0)), float(a.get("min_ess_tail", 0))) >= 400
+    )
+    return wall, tree, n_div, log_loss(p, np.searchsorted(ref.classes_, yte)), p, conv
 
 
 def main() -> None:
@@ -233,6 +269,15 @@ def main() -> None:
         choices=["centred", "non_centred"],
         help="weights of the joint configurations (default: the estimator's, non-centred)",
     )
+    ap.add_argument(
+        "--seeds", default="0", help="comma-separated random_state values, one run each"
+    )
+    ap.add_argument(
+        "--target-accept",
+        type=float,
+        default=None,
+        help="NUTS target acceptance of the joint configurations (default the estimator's)",
+    )
     ap.add_argument("--rows", default=None, help="JSON-lines file of rows to append to")
     ap.add_argument("--proba", default=None, help="directory for the held-out probabilities")
     ap.add_argument(
@@ -248,6 +293,7 @@ def main() -> None:
         "(default: the weakly informative a=1, b=0.01)",
     )
     args = ap.parse_args()
+    seeds = [int(v) for v in args.seeds.split(",")]
     logging.getLogger("rvm_pymc").setLevel(logging.WARNING)
     logging.getLogger("pymc").setLevel(logging.ERROR)
     warnings.simplefilter("ignore")  # the table reports divergences and R-hat itself
@@ -270,7 +316,9 @@ def main() -> None:
             [
                 f"{args.chains} chains x {args.draws} draws after {args.tune} tuning steps; "
                 f"gamma={gamma}; prior {args.prior or 'weakly_informative'}"
-                f"{f' with slab {args.slab:g}' if args.slab is not None else ''}; random_state 0"
+                f"{f' with slab {args.slab:g}' if args.slab is not None else ''}"
+                f"{f'; target_accept {args.target_accept:g}' if args.target_accept else ''}; "
+                f"random_state {args.seeds}"
             ],
         ),
         flush=True,
@@ -287,65 +335,112 @@ def main() -> None:
         "divergent",
         "ESS/s",
         "log loss",
+        "conv",
     ]
     rows = []
     for prob in filter(None, args.problems.split(",")):
         Xtr, ytr, Xte, yte = load(prob)
         for cfg in args.configs.split(","):
-            if cfg == "laplace":
-                wall, tree, n_div, ll, p = run_laplace(
-                    Xtr, ytr, Xte, yte, gamma, args.draws, args.tune, args.chains
-                )
-            else:
-                wall, tree, n_div, ll, p = run_joint(
-                    Xtr,
-                    ytr,
-                    Xte,
-                    yte,
-                    gamma,
-                    args.draws,
-                    args.tune,
-                    cfg == "joint_ref95",
-                    prior,
-                    args.chains,
-                    args.parametrization,
-                )
-            rh, eb, et = diagnostics(tree)
-            print(f"# {prob} {cfg}: worst R-hat at {worst_rhat(tree)}", file=sys.stderr)
-            m = tree["posterior"]["log_alpha"].shape[-1]
-            row = [
-                prob,
-                len(ytr),
-                m,
-                cfg,
-                f"{wall:.0f}",
-                f"{rh:.3f}",
-                f"{eb:.0f}",
-                f"{et:.0f}",
-                n_div,
-                f"{eb / wall:.2f}",
-                f"{ll:.4f}",
-            ]
-            rows.append(row)
-            print("  ".join(map(str, row)), file=sys.stderr, flush=True)
-            label = f"{row[3]} (gamma={gamma}{prior_label})"
-            if args.parametrization:
-                label = label[:-1] + f", {args.parametrization})"
-            if args.chains != 2 or args.draws != 1000:
-                label += f" {args.chains}x{args.draws}"
-            if args.proba:
-                import os
+            for seed in seeds:
+                if cfg == "laplace":
+                    wall, tree, n_div, ll, p, conv = run_laplace(
+                        Xtr, ytr, Xte, yte, gamma, args.draws, args.tune, args.chains, seed
+                    )
+                else:
+                    wall, tree, n_div, ll, p, conv = run_joint(
+                        Xtr,
+                        ytr,
+                        Xte,
+                        yte,
+                        gamma,
+                        args.draws,
+                        args.tune,
+                        cfg == "joint_ref95",
+                        prior,
+                        args.chains,
+                        args.parametrization,
+                        seed,
+                        args.target_accept,
+                    )
+                rh, eb, et = diagnostics(tree)
+                where = worst_rhat(tree)
+                print(f"# {prob} {cfg} seed {seed}: worst R-hat at {where}", file=sys.stderr)
+                m = tree["posterior"]["log_alpha"].shape[-1]
+                label = _label(cfg, args, gamma, prior_label, seed)
+                row = [
+                    prob,
+                    len(ytr),
+                    m,
+                    label,
+                    f"{wall:.0f}",
+                    f"{rh:.3f}",
+                    f"{eb:.0f}",
+                    f"{et:.0f}",
+                    n_div,
+                    f"{eb / wall:.2f}",
+                    f"{ll:.4f}",
+                    "yes" if conv else "no",
+                ]
+                rows.append(row)
+                print("  ".join(map(str, row)), file=sys.stderr, flush=True)
+                if args.proba:
+                    import os
 
-                os.makedirs(args.proba, exist_ok=True)
-                name = label.replace(" ", "_").replace("/", "-")
-                np.save(os.path.join(args.proba, f"{prob}__{name}.npy"), p)
-            if args.rows:
-                with open(args.rows, "a") as fh:
-                    fh.write(json.dumps([*row[:3], label, *row[4:]]) + "\n")
+                    os.makedirs(args.proba, exist_ok=True)
+                    name = label.replace(" ", "_").replace("/", "-")
+                    np.save(os.path.join(args.proba, f"{prob}__{name}.npy"), p)
+                if args.rows:
+                    with open(args.rows, "a") as fh:
+                        fh.write(json.dumps(row) + "\n")
     if args.rows:
         with open(args.rows) as fh:
             rows = [json.loads(line) for line in fh if line.strip()]
+        rows = [r if len(r) == len(heads) else [*r, "-"] for r in rows]  # rows before "conv"
     print(format_table(heads, rows))
+    print()
+    print("\n".join(summary(rows)))
+
+
+def _label(cfg: str, args, gamma, prior_label: str, seed: int) -> str:
+    """A row's configuration: the config, its gamma and prior, then what is not the default."""
+    label = f"{cfg} (gamma={gamma}{prior_label})"
+    if args.parametrization:
+        label = label[:-1] + f", {args.parametrization})"
+    if args.target_accept is not None and cfg != "laplace":
+        label = label[:-1] + f", ta={args.target_accept:g})"
+    if args.chains != 2 or args.draws != 1000:
+        label += f" {args.chains}x{args.draws}"
+    if args.tune != 1000:
+        label += f" tune={args.tune}"
+    if seed != 0:
+        label += f" seed={seed}"
+    return label
+
+
+def summary(rows) -> list[str]:
+    """One line per problem and configuration (over seeds): how many runs converged.
+
+    A run counts as converged when its ``conv`` column says ``yes`` (the fit's
+    ``converged_``); rows written before that column (``-``) are left out of
+    the count and said so.  Also the worst R-hat and smallest ESS over the runs.
+    """
+    groups: dict[tuple[str, str], list] = {}
+    for r in rows:
+        config = re.sub(r" seed=\d+$", "", r[3])
+        groups.setdefault((r[0], config), []).append(r)
+    out = []
+    for (prob, config), rs in groups.items():
+        known = [r for r in rs if r[11] in ("yes", "no")]
+        n_conv = sum(r[11] == "yes" for r in known)
+        worst = max(float(r[5]) for r in rs)
+        ess = min(min(float(r[6]), float(r[7])) for r in rs)
+        div = sum(int(r[8]) for r in rs)
+        unknown = f" ({len(rs) - len(known)} without conv)" if len(known) < len(rs) else ""
+        out.append(
+            f"{prob} {config}: {n_conv} of {len(known)} runs converged{unknown}; "
+            f"worst R-hat {worst:.3f}, smallest ESS {ess:.0f}, {div} divergent"
+        )
+    return out
 
 
 if __name__ == "__main__":
