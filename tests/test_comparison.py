@@ -624,11 +624,17 @@ def test_effective_parameters_of_a_nuts_classifier_is_bounded_by_construction():
     Phi = np.asarray(fit.idata_["constant_data"]["Phi"].values)
     w = post.draws.reshape(-1, post.n_basis)
     la = np.asarray(post.log_alpha).reshape(-1, post.n_basis)
+    slab = fit.prior_.slab  # the default prior of a classifier's NUTS has one
+    assert slab is not None
+    # 1/s^2 is the precision of a weight of the scaled design Phi / basis_scale: in the
+    # units of the tree's Phi it is basis_scale^2 / s^2
+    scale = np.asarray(fit.idata_["constant_data"]["basis_scale"].values, dtype=float)
+    slab_precision = scale**2 / slab**2
     traces = []
     for s in range(len(w)):  # 60 draws: every one is used
         p = 1.0 / (1.0 + np.exp(-Phi @ w[s]))
         Bh = np.diag(np.sqrt(p * (1 - p)))
-        S = np.linalg.inv(Phi.T @ Bh @ Bh @ Phi + np.diag(np.exp(la[s])))
+        S = np.linalg.inv(Phi.T @ Bh @ Bh @ Phi + np.diag(np.exp(la[s]) + slab_precision))
         traces.append(np.trace(Bh @ Phi @ S @ Phi.T @ Bh))
     p_eff = effective_parameters(fit)
     assert p_eff == pytest.approx(np.mean(traces), rel=1e-8)

@@ -51,6 +51,27 @@ def test_hyperprior_slab_is_checked_and_resolved():
         resolve_prior({"slab_scale": 5})
 
 
+def test_classifiers_default_to_the_slab_under_nuts_only():
+    """RVC(method="nuts")'s prior is the slab preset; the user's prior, other methods and
+    other estimators keep theirs (no fit: the prior is resolved from the parameters)."""
+    from rvm_pymc.estimators import RVC, RVP, RVR
+    from rvm_pymc.priors import PRESETS
+
+    slab = PRESETS["weakly_informative_slab"]
+    assert slab == HyperPrior(1.0, 0.01, 1.0, 0.01, slab=5.0)
+    assert slab.without_slab() == PRESETS["weakly_informative"]
+    assert RVC(method="nuts")._prior() == slab
+    assert RVC(method="nuts", prior="weakly_informative")._prior().slab is None
+    assert RVC(method="nuts", prior={"slab": None})._prior() == PRESETS["weakly_informative"]
+    assert RVC(method="nuts", prior={"slab": 3.0})._prior() == HyperPrior(1, 0.01, 1, 0.01, 3.0)
+    assert RVC(method="nuts", prior={"a": 2.0})._prior() == HyperPrior(2, 0.01, 1, 0.01, 5.0)
+    assert RVC(method="nuts", prior="evidence")._prior() == PRESETS["evidence"]
+    for method in ("reference", "map"):
+        assert RVC(method=method)._prior() == PRESETS["evidence"]
+    assert RVR(method="nuts")._prior() == PRESETS["weakly_informative"]
+    assert RVP(method="nuts")._prior() == PRESETS["weakly_informative"]
+
+
 # ----------------------------------------------------------- the models take it
 
 pm = pytest.importorskip("pymc")
@@ -144,8 +165,10 @@ class _Built(Exception):
 
 
 @pytest.mark.pymc
-def test_rvc_nuts_hands_the_slab_to_the_sampled_model(monkeypatch):
-    """No sampling: the model NUTS would sample has the slab, started at the reference fit."""
+@pytest.mark.parametrize("prior", [{"slab": 5.0}, None])
+def test_rvc_nuts_hands_the_slab_to_the_sampled_model(monkeypatch, prior):
+    """No sampling: the model NUTS would sample has the slab (given, or by default),
+    started at the reference fit."""
     from rvm_pymc.datasets import make_ripley
     from rvm_pymc.estimators import RVC
     from rvm_pymc.inference import _backend
@@ -156,7 +179,7 @@ def test_rvc_nuts_hands_the_slab_to_the_sampled_model(monkeypatch):
 
     monkeypatch.setattr(_backend, "nuts_posterior", capture)
     X, y, _, _ = make_ripley(n_train=30, n_test=10, random_state=0)
-    est = RVC(gamma=2.0, method="nuts", prior={"slab": 5.0}, random_state=0)
+    est = RVC(gamma=2.0, method="nuts", prior=prior, random_state=0)
     with pytest.raises(_Built) as built:
         est.fit(X, y)
     model, kwargs = built.value.args

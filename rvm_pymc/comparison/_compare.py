@@ -76,9 +76,11 @@ def fit_all(
         ``prior``, each method keeps its own default: the evidence prior
         (``a = b = c = d = 0``, type-II maximum likelihood, which prunes) for
         reference and map, ``"weakly_informative"`` for nuts, whose posterior
-        would otherwise be improper; the ``prior`` column of :func:`compare`
-        says which.  Give ``prior=`` to put every fit under one prior (then
-        ``solver="mackay"`` for the reference fit unless ``a = b = 0``).
+        would otherwise be improper (``"weakly_informative_slab"`` for a
+        classifier's nuts: with a slab on the weights); the ``prior`` column
+        of :func:`compare` says which.  Give ``prior=`` to put every fit
+        under one prior (then ``solver="mackay"`` for the reference fit unless
+        ``a = b = 0``).
     method_params : mapping of str to mapping, optional
         Parameters of one method's fit only, over ``params``: options that
         another method does not take, e.g.

@@ -29,6 +29,7 @@ from rvm_pymc.estimators._params import (
     WIDTH_KERNELS,
     Checked,
     check_params,
+    default_prior,
     validate_params,
 )
 from rvm_pymc.estimators._scaling import column_rms, scale_columns, scale_gamma, target_scale
@@ -138,9 +139,8 @@ class _BaseRVM(ResultViews, BaseEstimator):
         return check_params(self, X)
 
     def _prior(self):
-        """The hyperprior: default ``"evidence"``, ``"weakly_informative"`` for NUTS."""
-        default = "weakly_informative" if self.method == "nuts" else "evidence"
-        return resolve_prior(self.prior, default=default)
+        """The hyperprior, defaults resolved (the preset of ``default_prior``)."""
+        return resolve_prior(self.prior, default=default_prior(self))
 
     # ----------------------------------------------------------------------- basis
 

@@ -70,7 +70,9 @@ class RVR(RegressorMixin, _BaseRVM):
     prior : str, mapping or HyperPrior, optional
         Gamma hyperpriors and a ``slab`` (NUTS, ``solver="mackay"``/``"em"``;
         :mod:`rvm_pymc.priors`); default ``"evidence"`` (type-II maximum
-        likelihood), or ``"weakly_informative"`` for ``method="nuts"``.
+        likelihood), or ``"weakly_informative"`` for ``method="nuts"``
+        (``"weakly_informative_slab"`` for :class:`RVC`).  A mapping is merged
+        over that default.
     max_iter : int, optional
         Iteration cap of the reference solver (its default when None).
     tol : float, default 1e-6
@@ -339,7 +341,14 @@ class RVC(ClassifierMixin, _BaseRVM):
     ----------
     kernel, gamma, gamma_grid, degree, coef0, bias, method, solver, prior, \
 max_iter, tol, draws, tune, chains, sampler_kwargs, init, n_jobs, random_state
-        As for :class:`RVR`; the prior uses only ``a, b`` (there is no noise).
+        As for :class:`RVR`; the prior uses only ``a, b`` (there is no noise)
+        and ``slab``.  The default prior of ``method="nuts"`` is
+        ``"weakly_informative_slab"``: Gamma(1, 0.01) on every ``alpha`` and a
+        slab of scale 5 (every weight's prior precision ``alpha + 1/25`` on
+        the scaled design; :mod:`rvm_pymc.priors`).  Without the slab the
+        chains diverged and did not mix where the classes separate
+        (``docs/pymc.md``); ``prior="weakly_informative"`` drops it, a
+        mapping is merged over it (``{"slab": None}`` drops it too).
 
     Attributes
     ----------

@@ -38,6 +38,7 @@ __all__ = [
     "WIDTH_KERNELS",
     "Checked",
     "check_params",
+    "default_prior",
     "validate_params",
 ]
 
@@ -166,6 +167,19 @@ def validate_params(
         raise ValueError(f"{name} must be {MESSAGES[name]}; got {shown}")
 
 
+def default_prior(est: Any) -> str:
+    """The preset of ``prior=None`` (and under a partial mapping) for ``est``'s method and kind.
+
+    ``"evidence"`` for the reference solver and MAP; for NUTS,
+    ``"weakly_informative_slab"`` for classifiers (the slab bounds the weights
+    where the classes separate: without it their chains diverged and did not
+    mix) and ``"weakly_informative"`` otherwise.
+    """
+    if est.method != "nuts":
+        return "evidence"
+    return "weakly_informative_slab" if est._kind == "classification" else "weakly_informative"
+
+
 class Checked(NamedTuple):
     """What :func:`check_params` resolved, for the fit to use as is."""
 
@@ -223,8 +237,7 @@ def check_params(est: Any, X: np.ndarray) -> Checked:
 
         kind = {"classification": "classifier", "counts": "poisson"}.get(est._kind)
         kwargs = check_sampler_kwargs(est.method, est.sampler_kwargs, kind)
-    default = "weakly_informative" if est.method == "nuts" else "evidence"
-    prior = resolve_prior(est.prior, default=default)
+    prior = resolve_prior(est.prior, default=default_prior(est))
     if prior.slab is not None:
         _check_slab(est, prior, kwargs)
     return Checked(prior, kwargs)
