@@ -3,7 +3,7 @@
 For a smooth kernel (an RBF at ordinary widths on 1-3-D inputs) the
 eigenvalues of ``G = Phi^T Phi`` decay exponentially and its numerical rank
 ``r`` is far below the number of bases ``M``.  With ``G ~ W W^T``,
-``W = V S^(1/2)`` (M x r, the eigenvalues above ``GRAM_RTOL`` times the
+``W = V S^(1/2)`` (M x r, the eigenvalues above :data:`GRAM_RTOL` times the
 largest), the posterior precision ``H = A + beta W W^T`` is a diagonal plus a
 rank-``r`` term, and the matrix determinant lemma and the Woodbury identity
 give the marginal likelihood from the r x r matrix
@@ -56,13 +56,17 @@ __all__ = [
     "marginal_logp_low_rank",
 ]
 
-GRAM_RTOL = float(np.finfo(float).eps)
+GRAM_RTOL = 1e-18
 """Eigenvalues of ``Phi^T Phi`` at or below this times the largest are dropped.
 
-Forming ``Phi^T Phi`` in float64 already perturbs it by about this much (in
-the 2-norm, relative to its largest eigenvalue, and more: up to ``N`` times
-for a nonnegative design), so the dense path's matrix is no closer to the
-exact one than the truncated factor is."""
+That is, singular values of ``Phi`` below ``1e-9`` times the largest.  The
+value changes by far less than the rounding of the dense path; the gradient in
+``log alpha`` changes to first order in the dropped singular values (through
+the residual ``t - Phi mu``).  Against central differences of a long-double
+oracle on a sinc design (N = 60, M = 61, ``log alpha`` of sd 1-6) the largest
+error of the gradient in ``log alpha`` was 6-7e-9 for the dense form and for
+the low-rank form at this threshold (rank 43), 2e-8 to 2e-7 at ``eps`` (rank
+40) and 4e-7 to 1.4e-6 at ``1e-13`` (rank 37)."""
 
 GRAM_FACTOR_DATA = "PhiTPhi_factor"
 """Name of the data container of the factor in a model of the low-rank form."""
