@@ -171,7 +171,7 @@ def regression_marginal(
         ``Phi^T Phi`` (:func:`marginal_logp_low_rank`: an r x r factorisation
         instead of an M x M one, for a smooth kernel's design of numerical
         rank ``r << M``).  Default (None): when the rank of
-        :func:`gram_factor` is at most :data:`LOW_RANK_FRACTION` of ``M``.
+        :func:`gram_factor` is at most ``rvm_pymc.models.LOW_RANK_FRACTION`` of ``M``.
 
     Returns
     -------
