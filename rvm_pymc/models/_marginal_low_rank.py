@@ -77,8 +77,8 @@ LOW_RANK_FRACTION = 0.5
 this fraction of the number of bases.
 
 A value and gradient cost about ``M^3`` flops in the dense form and ``3 M r^2`` in
-the low-rank one (equal at ``r = 0.58 M``); measured on Numba (``benchmarks/bench_pymc_speed.py
---part gradient``, 1-D RBF designs of varied width) the low-rank form was 1.2 times faster
+the low-rank one (equal at ``r = 0.58 M``); measured on Numba (1-D RBF designs of varied
+width, load 1-5; benchmarks/README.md) the low-rank form was 1.2 times faster
 at ``r = 0.56 M`` (M = 101), 2.3 times at ``0.41 M`` and 3 times at ``0.37 M`` (M = 301),
 and 1.5 times slower at ``0.73 M``."""
 
