@@ -40,10 +40,13 @@ noisy: every cell is the median over ``--repeats`` runs, run in alternation).
     draws, and the load average at the start of each fit.
 ``--part gradient``
     The cost of one evaluation of the collapsed model's log density, and of
-    its value and gradient, at M = 101 and 301 bases (N = M - 1 rows, a dense
-    RBF design) in each PyTensor mode (Numba, C, FAST_COMPILE): the price of
-    one NUTS leapfrog step, dominated by the M x M Cholesky factorisation and
-    the triangular inverse behind ``diag(Sigma)``.
+    its value and gradient, at M = 101 and 301 bases (N = M - 1 rows; a 3-D
+    RBF design of nearly full numerical rank, and a smooth 1-D one, sinc's
+    inputs at gamma 0.5, of rank about 40) in each PyTensor mode (Numba, C,
+    FAST_COMPILE): the price of one NUTS leapfrog step, dominated by the
+    M x M Cholesky factorisation and the triangular inverse behind
+    ``diag(Sigma)`` (the dense form), or by the r x r factorisation and
+    O(M r^2) products of the low-rank form.
 
 Usage::
 
@@ -337,46 +340,69 @@ def part_cores(repeats: int, problems: list[str], cores: list[str]) -> None:
 # ------------------------------------------------------------------- gradient
 
 
+def _gradient_designs(m: int):
+    """``(label, Phi, t)``: the dense 3-D RBF design and a smooth 1-D one (rank ~40) of M bases."""
+    rng = np.random.default_rng(0)
+    n = m - 1
+    x = rng.standard_normal((n, 3))
+    d2 = ((x[:, None] - x[None]) ** 2).sum(-1)
+    Phi = np.column_stack([np.ones(n), np.exp(-d2 / 6.0)])
+    t = np.sin(x[:, 0]) + 0.1 * rng.standard_normal(n)
+    yield "3-D RBF", Phi, t
+    x1 = np.sort(rng.uniform(-10.0, 10.0, n))  # sinc's inputs, gamma 0.5
+    Phi = np.column_stack([np.ones(n), np.exp(-0.5 * (x1[:, None] - x1[None]) ** 2)])
+    yield "1-D RBF", Phi, np.sinc(x1 / np.pi) + 0.1 * rng.standard_normal(n)
+
+
 def part_gradient(repeats: int) -> None:
-    """Cost of one log density (and gradient) evaluation of the collapsed model."""
+    """Cost of one log density (and gradient) evaluation of the collapsed model.
+
+    For each design both forms of :func:`rvm_pymc.models.regression_marginal`:
+    ``dense`` (M x M Cholesky) and ``low-rank`` (through the factor of
+    ``Phi^T Phi``, r x r) when the factor's rank is below M.
+    """
     import pytensor
 
     from rvm_pymc import models
 
     rows = []
     for m in (101, 301):
-        rng = np.random.default_rng(0)
-        n = m - 1
-        x = rng.standard_normal((n, 3))
-        d2 = ((x[:, None] - x[None]) ** 2).sum(-1)
-        Phi = np.column_stack([np.ones(n), np.exp(-d2 / 6.0)])
-        Phi /= np.sqrt(np.mean(Phi**2, axis=0))
-        t = np.sin(x[:, 0]) + 0.1 * rng.standard_normal(n)
-        model = models.regression_marginal(Phi, (t - t.mean()) / t.std())
-        logp, vs = model.logp(), model.value_vars
-        point = [rng.normal(0.0, 1.0, m), np.asarray(1.0)]
-        for mode, label in (
-            ("NUMBA", "numba"),
-            ("FAST_RUN", "C"),
-            ("FAST_COMPILE", "fast_compile"),
-        ):
-            cells = [m, label]
-            for outs in ([logp], [logp, *pytensor.grad(logp, vs)]):
-                t0 = time.perf_counter()
-                fn = model.compile_fn(outs, inputs=vs, point_fn=False, mode=mode)
-                fn(*point)
-                compile_s = time.perf_counter() - t0
-                per = []
-                for _ in range(max(repeats, 5)):
-                    t0 = time.perf_counter()
-                    for _ in range(20):
+        for label, Phi, t in _gradient_designs(m):
+            Phi = Phi / np.sqrt(np.mean(Phi**2, axis=0))
+            rank = models.gram_factor(Phi).shape[1]
+            forms = [("dense", False)] + ([("low-rank", True)] if rank < m else [])
+            for form, low_rank in forms:
+                model = models.regression_marginal(
+                    Phi, (t - t.mean()) / t.std(), low_rank=low_rank
+                )
+                logp, vs = model.logp(), model.value_vars
+                rng = np.random.default_rng(1)
+                point = [rng.normal(0.0, 1.0, m), np.asarray(1.0)]
+                for mode, mode_label in (
+                    ("NUMBA", "numba"),
+                    ("FAST_RUN", "C"),
+                    ("FAST_COMPILE", "fast_compile"),
+                ):
+                    cells = [label, m, rank, form, mode_label]
+                    for outs in ([logp], [logp, *pytensor.grad(logp, vs)]):
+                        t0 = time.perf_counter()
+                        fn = model.compile_fn(outs, inputs=vs, point_fn=False, mode=mode)
                         fn(*point)
-                    per.append((time.perf_counter() - t0) / 20)
-                cells += [f"{1e3 * np.median(per):.2f}", f"{compile_s:.1f}"]
-            rows.append(cells)
-    heads = ["M", "mode", "logp ms", "compile s", "logp+grad ms", "compile s"]
-    print(_common.format_table(heads, rows))
-    print("compile s: this process, the compile cache as found (not cold)")
+                        compile_s = time.perf_counter() - t0
+                        per = []
+                        for _ in range(max(repeats, 5)):
+                            t0 = time.perf_counter()
+                            for _ in range(20):
+                                fn(*point)
+                            per.append((time.perf_counter() - t0) / 20)
+                        cells += [f"{1e3 * np.median(per):.2f}", f"{compile_s:.1f}"]
+                    rows.append(cells)
+    heads = ["design", "M", "rank", "form", "mode", "logp ms", "compile s", "logp+grad ms"]
+    print(_common.format_table([*heads, "compile s"], rows))
+    print(
+        "rank: of Phi^T Phi at models.GRAM_RTOL; compile s: this process, the compile "
+        f"cache as found (not cold); load average {_common.load_average()}"
+    )
 
 
 def main() -> None:

@@ -22,7 +22,9 @@ Proper priors include the Gamma normalising constants.
 
 Coordinates: ``basis`` (columns of ``Phi``), ``obs`` (rows) and ``class``
 (softmax only).  Data containers: ``Phi``, ``t`` (regression) or ``y``
-(classification, counts), and ``X``, ``centres`` for the RBF-width model.
+(classification, counts), and ``X``, ``centres`` for the RBF-width model;
+the marginal regression model also ``PhiTPhi`` and, when it evaluates its
+likelihood through a low-rank factor of it, ``PhiTPhi_factor``.
 Counts (:func:`counts_poisson`) have the observed variable ``counts_obs``.
 
 References
@@ -37,6 +39,8 @@ for sparse Bayesian models. *Proceedings of AISTATS 2003*.
 from rvm_pymc._core.lazy import attach
 
 __all__ = [
+    "GRAM_RTOL",
+    "LOW_RANK_FRACTION",
     "PARAMETRIZATIONS",
     "ModelSpec",
     "RVMModel",
@@ -46,9 +50,11 @@ __all__ = [
     "counts_poisson",
     "data_unit_constants",
     "data_unit_model",
+    "gram_factor",
     "log_gamma_normaliser",
     "marginal_logp",
     "marginal_logp_fast",
+    "marginal_logp_low_rank",
     "model_constants",
     "model_spec",
     "rbf_design",
@@ -68,6 +74,10 @@ __getattr__, __dir__ = attach(
         "counts_poisson": "._glm_builders",
         "marginal_logp": "._likelihoods",
         "marginal_logp_fast": "._likelihoods",
+        "GRAM_RTOL": "._marginal_low_rank",
+        "LOW_RANK_FRACTION": "._marginal_low_rank",
+        "gram_factor": "._marginal_low_rank",
+        "marginal_logp_low_rank": "._marginal_low_rank",
         "ModelSpec": ".spec",
         "data_unit_model": "._data_units",
         "data_unit_constants": ".spec",

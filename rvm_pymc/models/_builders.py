@@ -16,6 +16,12 @@ from rvm_pymc.models._checks import (
     check_parametrization,
 )
 from rvm_pymc.models._likelihoods import marginal_likelihood
+from rvm_pymc.models._marginal_low_rank import (
+    GRAM_FACTOR_DATA,
+    LOW_RANK_FRACTION,
+    gram_factor,
+    marginal_likelihood_low_rank,
+)
 from rvm_pymc.models._priors import (
     _ard_precisions,
     _noise_precision,
@@ -135,7 +141,14 @@ def regression_joint(
     return _builder_made(model)
 
 
-def regression_marginal(Phi, t, *, prior=None, basis_names: Sequence | None = None) -> pm.Model:
+def regression_marginal(
+    Phi,
+    t,
+    *,
+    prior=None,
+    basis_names: Sequence | None = None,
+    low_rank: bool | None = None,
+) -> pm.Model:
     """RVM regression with the weights integrated out (type-II MAP, collapsed NUTS).
 
     ``t ~ N(0, I/beta + Phi A^-1 Phi^T)``, evaluated by :func:`marginal_logp_fast`
@@ -153,6 +166,12 @@ def regression_marginal(Phi, t, *, prior=None, basis_names: Sequence | None = No
         ``"near_improper"`` for Tipping's type-II maximum likelihood.
     basis_names : sequence, optional
         Coordinate values of the ``basis`` dimension.
+    low_rank : bool, optional
+        Evaluate the likelihood through a low-rank factor ``W`` of
+        ``Phi^T Phi`` (:func:`marginal_logp_low_rank`: an r x r factorisation
+        instead of an M x M one, for a smooth kernel's design of numerical
+        rank ``r << M``).  Default (None): when the rank of
+        :func:`gram_factor` is at most ``rvm_pymc.models.LOW_RANK_FRACTION`` of ``M``.
 
     Returns
     -------
@@ -161,6 +180,9 @@ def regression_marginal(Phi, t, *, prior=None, basis_names: Sequence | None = No
         Data containers ``Phi``, ``t`` and ``PhiTPhi`` (``Phi^T Phi``, kept
         so that a gradient evaluation costs O(N M + M^3)); after
         ``pm.set_data({"Phi": ...})`` set ``PhiTPhi`` too, the fits check it.
+        With the low-rank form also ``PhiTPhi_factor`` (``W``, M x r), which
+        a new ``Phi`` does not update: the fits refuse a model whose factor
+        disagrees with ``PhiTPhi`` (build it again).
 
     References
     ----------
@@ -176,6 +198,11 @@ def regression_marginal(Phi, t, *, prior=None, basis_names: Sequence | None = No
     """
     Phi, t = check_design(Phi, t, "t")
     hp = _no_slab(resolve_prior(prior, default="weakly_informative"), "regression_marginal")
+    if low_rank not in (None, True, False):
+        raise ValueError(f"low_rank must be None, True or False; got {low_rank!r}")
+    W = None if low_rank is False else gram_factor(Phi)
+    if low_rank is None and W.shape[1] > LOW_RANK_FRACTION * Phi.shape[1]:
+        W = None
     coords = {"basis": basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(t))}
     with RVMModel(coords=coords) as model:
         Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
@@ -183,7 +210,11 @@ def regression_marginal(Phi, t, *, prior=None, basis_names: Sequence | None = No
         log_alpha = _ard_precisions(hp)
         log_beta = _noise_precision(hp)
         PtP_d = pm.Data("PhiTPhi", Phi.T @ Phi)
-        marginal_likelihood(log_alpha, log_beta, Phi_d, PtP_d)
+        if W is None:
+            marginal_likelihood(log_alpha, log_beta, Phi_d, PtP_d)
+        else:
+            W_d = pm.Data(GRAM_FACTOR_DATA, W)
+            marginal_likelihood_low_rank(log_alpha, log_beta, Phi_d, W_d)
     return _builder_made(model)
 
 

@@ -23,6 +23,7 @@ import xarray as xr
 
 from rvm_pymc.exceptions import SamplingWarning
 from rvm_pymc.models import rbf_design
+from rvm_pymc.models._marginal_low_rank import GRAM_FACTOR_DATA
 from rvm_pymc.models.spec import ModelSpec
 
 LOG_2PI = float(np.log(2.0 * np.pi))
@@ -72,7 +73,11 @@ def target_data(model, spec: ModelSpec) -> np.ndarray:
 
 
 def check_gram(model, spec: ModelSpec) -> None:
-    """Raise ValueError if a marginal model's ``PhiTPhi`` is not ``Phi^T Phi``."""
+    """Raise ValueError if a marginal model's ``PhiTPhi`` is not ``Phi^T Phi``.
+
+    Or if its low-rank factor ``PhiTPhi_factor`` (when it has one) is not one of
+    ``PhiTPhi``.
+    """
     if spec.kind != "regression_marginal" or spec.rbf_width:
         return
     Phi, PtP = model_data(model, "Phi"), model_data(model, "PhiTPhi")
@@ -82,6 +87,16 @@ def check_gram(model, spec: ModelSpec) -> None:
             "the data containers Phi and PhiTPhi disagree: after pm.set_data({'Phi': ...}) "
             "also set 'PhiTPhi' to Phi.T @ Phi"
         )
+    if GRAM_FACTOR_DATA in model.named_vars:
+        W = model_data(model, GRAM_FACTOR_DATA)
+        # W W^T is PhiTPhi but for eigenvalues below GRAM_RTOL times the largest
+        tol = 1e-10 * float(np.abs(PtP).max())
+        if W.shape[0] != PtP.shape[0] or not np.allclose(W @ W.T, PtP, rtol=0.0, atol=tol):
+            raise ValueError(
+                f"the data containers PhiTPhi and {GRAM_FACTOR_DATA} (its low-rank factor) "
+                "disagree: after pm.set_data({'Phi': ...}) build the model again with "
+                "regression_marginal"
+            )
 
 
 # ------------------------------------------------------------- diagnostics
