@@ -17,7 +17,7 @@ import numpy as np
 
 from rvm_pymc._core.evidence import log_hyperprior, log_marginal_likelihood
 from rvm_pymc._core.gaussian import regression_posterior
-from rvm_pymc._core.sparsity import active_sq
+from rvm_pymc._core.rowqr import RowQR
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc._core.validation import (
     as_2d_float,
@@ -27,8 +27,7 @@ from rvm_pymc._core.validation import (
     check_int,
 )
 from rvm_pymc.exceptions import ConvergenceWarning
-from rvm_pymc.priors import HyperPrior, resolve_prior
-from rvm_pymc.reference._noise import mackay_beta
+from rvm_pymc.priors import resolve_prior
 from rvm_pymc.reference._options import (
     BETA_MAX_FACTOR,
     check_alpha_init,
@@ -36,14 +35,11 @@ from rvm_pymc.reference._options import (
     check_method_and_prior,
     normalise_columns,
 )
+from rvm_pymc.reference._regression_full import full_reestimation as _full_reestimation
 from rvm_pymc.reference._result import RegressionResult
 from rvm_pymc.reference.fast import FastOptions, fast_sequential
 
 __all__ = ["fit_regression"]
-
-#: Full re-estimation prunes a basis whose precision and optimal precision both
-#: exceed this multiple of the noise precision (on unit-norm columns); see _negligible.
-PRUNE_DATA_RATIO = 1e3
 
 
 def fit_regression(
@@ -66,11 +62,15 @@ def fit_regression(
 
     Parameters
     ----------
-    Phi : array_like of shape (N, M)
+    Phi : array_like of shape (N, M), or RowQR
         Design matrix: one column per basis function (for a kernel RVM, a
-        kernel column per training point plus a bias column).
+        kernel column per training point plus a bias column).  With
+        ``method="fast"`` also the row compression of ``[Phi | t]``
+        (:class:`rvm_pymc._core.rowqr.RowQR`, built in row blocks when the
+        design would not fit in memory): the fit is then the same, to
+        rounding, at O(M^2) memory.
     t : array_like of shape (N,)
-        Targets.
+        Targets (with a RowQR: the ones compressed into it).
     method : {"fast", "mackay", "em"}
         ``"fast"``: the sequential algorithm of Tipping & Faul (2003), which
         adds, deletes and re-estimates one basis at a time with rank-one
@@ -168,6 +168,14 @@ def fit_regression(
     """
     # The fast method only reads columns and products of Phi: a float64 array is used
     # as given (no N x M copy; it matters at N = 1e5); the others normalise a copy.
+    rows = Phi if isinstance(Phi, RowQR) else None
+    if rows is not None:  # a row compression: its triangle stands for the design
+        if method != "fast":
+            raise ValueError(
+                f"Phi as a RowQR (a row compression of the design) needs method='fast'; "
+                f"got method={method!r}"
+            )
+        Phi = rows.R
     norms = None
     if (
         method == "fast"
@@ -187,13 +195,16 @@ def fit_regression(
             check_finite(Phi, "Phi")
     else:
         Phi = as_2d_float(Phi, "Phi")
-    if np.ndim(t) == 1:  # the lengths first: a short t may also look constant
+    if rows is not None:
+        t = _compressed_targets(rows, t)
+    else:
+        if np.ndim(t) == 1:  # the lengths first: a short t may also look constant
+            check_consistent_length(Phi=Phi, t=t)
+        t = as_target_float(t, "t")
         check_consistent_length(Phi=Phi, t=t)
-    t = as_target_float(t, "t")
-    check_consistent_length(Phi=Phi, t=t)
     prior = resolve_prior(prior)
     check_method_and_prior(method, prior)
-    _n, m = Phi.shape
+    _n, m = (Phi.shape[0] if rows is None else rows.n), Phi.shape[1]
     if np.ptp(t) == 0:
         raise ValueError(
             f"t is constant (all values equal {t[0].item()!r}); the noise precision is not "
@@ -232,7 +243,10 @@ def fit_regression(
                 noise_update_start,
             )  # fmt: skip
             start = None if alpha_init is None else alpha_init / scale**2
-            out = fast_sequential(Phin, t, usable, beta0, options, scale if raw else None, start)
+            out = fast_sequential(
+                Phin, t if rows is None else rows.z, usable, beta0, options,
+                scale if raw else None, start, None if rows is None else (_n, rows.remainder),
+            )  # fmt: skip
         else:
             out = _full_reestimation(
                 Phin, t, usable, scale, beta0, prior, fixed_noise, max_iter, tol,
@@ -261,8 +275,8 @@ def fit_regression(
             stacklevel=2,
         )
     res = _finalise(
-        Phin, scale if raw else None, scale, t, active, alpha_n, beta, prior, method, trace,
-        n_iter, converged,
+        Phin, scale if raw else None, scale, t if rows is None else rows, active, alpha_n, beta,
+        prior, method, trace, n_iter, converged,
     )  # fmt: skip
     res.noise_at_bound = bool(at_bound)
     return res
@@ -298,14 +312,19 @@ def _finalise(
     ``Sigma = D^-1 Sigman D^-1``; ``gamma`` and the marginal likelihood are
     unchanged (``C`` does not depend on the column scale).  ``raw_scale`` is
     given when ``Phin`` is the design as given (the fast method's unnormalised
-    view, :func:`_normalised`): its active columns are normalised here.
+    view, :func:`_normalised`): its active columns are normalised here.  ``t``
+    is the :class:`RowQR` when ``Phin`` is its triangle.
     """
+    rows = t if isinstance(t, RowQR) else None
+    if rows is not None:
+        t = rows.z
     order = np.argsort(active)
     active = np.asarray(active)[order]
     alpha_n = np.asarray(alpha_n, dtype=float)[order]
     Pa = Phin[:, active] if raw_scale is None else Phin[:, active] / raw_scale[active]
     post = regression_posterior(Pa, t, alpha_n, beta)
-    lml = log_marginal_likelihood(Pa, t, alpha_n, beta, post)
+    extra = {} if rows is None else {"n": rows.n, "rss_offset": rows.remainder}
+    lml = log_marginal_likelihood(Pa, t, alpha_n, beta, post, **extra)
     gamma = 1.0 - alpha_n * np.diag(post.cov)
     s = scale[active]
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
@@ -336,117 +355,19 @@ def _finalise(
     )
 
 
-def _full_reestimation(
-    Phin,
-    t,
-    usable,
-    scale,
-    beta,
-    prior: HyperPrior,
-    fixed_noise,
-    max_iter,
-    tol,
-    prune_level,
-    method,
-    alpha_init,
-    beta_max,
-):
-    """MacKay or EM re-estimation of all precisions on normalised columns.
+def _compressed_targets(rows: RowQR, t) -> np.ndarray:
+    """The targets ``t`` of a row compression ``rows``, checked against it.
 
-    The hyperprior acts on the precisions of the columns as given: on
-    normalised columns the rate ``b`` becomes ``b * ||phi_m||^2``.
+    ``t`` must have ``rows.n`` values and the squared norm that the compression
+    holds (``||z||^2 + remainder``): the targets compressed with the design.
     """
-    n, _m = Phin.shape
-    b_n = prior.b * scale**2
-    if alpha_init is None:
-        active = np.flatnonzero(usable)
-        # Start every weight with prior variance ||t||^2 / M on the normalised scale.
-        # (floored relative to the noise precision so that A + beta Phi^T Phi stays
-        # well conditioned when t has a large mean)
-        alpha = np.full(active.size, max(active.size / float(t @ t), 1e-8 * beta))
-    else:
-        active = np.flatnonzero(np.isfinite(alpha_init) & usable)
-        alpha = alpha_init[active] / scale[active] ** 2
-    gram = Phin.T @ Phin
-    PhiT_t = Phin.T @ t
-    flat_alpha = prior.a == 0 and prior.b == 0
-    trace = {"log_evidence": [], "n_active": [], "beta": []}
-    converged = False
-    it = 0
-    for it in range(1, max_iter + 1):  # noqa: B007
-        Pa = Phin[:, active]
-        post = regression_posterior(
-            Pa, t, alpha, beta, gram=gram[np.ix_(active, active)], PhiT_t=PhiT_t[active]
+    t = as_target_float(t, "t")
+    if t.shape != (rows.n,):
+        raise ValueError(f"t has shape {t.shape}, but Phi (a RowQR) compresses {rows.n} rows")
+    tt, held = float(t @ t), float(rows.z @ rows.z) + rows.remainder
+    if not abs(tt - held) <= 1e-8 * max(tt, held):
+        raise ValueError(
+            f"t (squared norm {tt:.6g}) is not the target compressed into Phi (a RowQR; "
+            f"squared norm {held:.6g}): compress the design with these targets"
         )
-        lml = log_marginal_likelihood(Pa, t, alpha, beta, post)
-        trace["log_evidence"].append(lml + log_hyperprior(alpha * scale[active] ** 2, beta, prior))
-        trace["n_active"].append(active.size)
-        trace["beta"].append(beta)
-        mu2 = post.mean**2
-        sdiag = np.diag(post.cov)
-        gamma = 1.0 - alpha * sdiag
-        if method == "mackay":
-            new_alpha = (gamma + 2 * prior.a) / (mu2 + 2 * b_n[active])
-        else:
-            new_alpha = (1 + 2 * prior.a) / (mu2 + sdiag + 2 * b_n[active])
-        new_beta = beta
-        if not fixed_noise:
-            resid = t - Pa @ post.mean
-            rss = float(resid @ resid)
-            if method == "mackay":
-                new_beta = mackay_beta(n, float(np.sum(gamma)), rss, prior, beta_max)
-            else:
-                em_den = rss + float(np.sum(gamma)) / beta + 2 * prior.d
-                new_beta = min((n + 2 * prior.c) / em_den, beta_max)
-        new_alpha = np.where(np.isfinite(new_alpha) & (new_alpha > 0), new_alpha, np.inf)
-        keep = new_alpha < prune_level
-        if flat_alpha:
-            keep &= ~_negligible(gram, PhiT_t, active, alpha, beta, post, tol)
-        if not np.any(keep):  # never prune the last basis
-            keep[np.argmin(new_alpha)] = True
-            new_alpha = np.minimum(new_alpha, prune_level)
-        dlog = np.abs(np.log(new_alpha[keep]) - np.log(alpha[keep]))
-        dbeta = abs(np.log(new_beta) - np.log(beta))
-        pruned = not np.all(keep)
-        active, alpha, beta = active[keep], new_alpha[keep], new_beta
-        if not pruned and dlog.max(initial=0.0) < tol and dbeta < tol:
-            converged = True
-            break
-    return active, alpha, beta, trace, it, converged
-
-
-def _negligible(gram, PhiT_t, active, alpha, beta, post, tol):
-    """Bases to prune: negligible now and at their own optimum.
-
-    With ``a = b = 0`` an irrelevant precision creeps to infinity under MacKay
-    and (slowly: by about ``s_m`` per iteration, so linearly) under EM updates.
-    For basis ``m`` with sparsity and quality factors ``s_m, q_m`` (Tipping &
-    Faul 2003) the log evidence as a function of ``alpha_m`` alone is
-    ``l_m(alpha)``, maximised at ``alpha*_m = s_m^2 / (q_m^2 - s_m)`` (``inf`` when
-    ``q_m^2 <= s_m``).  A basis is pruned when either
-
-    * ``q_m^2 <= s_m`` and its whole contribution ``|l_m(alpha_m)|`` (a
-      difference of log evidences, free of units) is below ``tol``; or
-    * both ``alpha_m`` and ``alpha*_m`` exceed ``PRUNE_DATA_RATIO = 1e3`` times the
-      data precision of its (unit-norm) column, ``beta``: the weight's prior sd
-      is then below 3% of the noise sd along its column, and since
-      ``s_m <= beta`` its share of the log evidence at any
-      ``alpha >= 1e3 beta`` is below ``(q_m^2 - s_m)^2 / (2 s_m^2) < 5e-7`` nats
-      when ``q_m^2 > s_m``.  This is the rule of thumb of Tipping (2001) and
-      SparseBayes (prune a precision beyond a large threshold), scaled by the
-      data; it makes EM sparse in a few hundred iterations instead of never.
-
-    Pruning a basis whose optimum is ``alpha = inf`` raises the evidence, so
-    EM stays monotone; the fixed points are unchanged to within the shares above.
-    """
-    G = gram[np.ix_(active, active)]
-    S = beta * np.diag(G) - beta**2 * np.sum((G @ post.cov) * G, axis=1)
-    Q = beta * (PhiT_t[active] - G @ post.mean)
-    s, q = active_sq(alpha, S, Q, np.diag(post.cov), post.mean)
-    q2 = q**2
-    contribution = 0.5 * (-np.log1p(s / alpha) + q2 / (alpha + s))
-    leaving = q2 <= s
-    with np.errstate(divide="ignore", over="ignore"):
-        alpha_opt = np.where(leaving, np.inf, s**2 / np.where(leaving, 1.0, q2 - s))
-    level = PRUNE_DATA_RATIO * s
-    return (leaving & (np.abs(contribution) < tol)) | ((alpha > level) & (alpha_opt > level))
+    return t
