@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import NamedTuple
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.linalg import lapack
@@ -46,10 +46,11 @@ BLOCK_ROWS = 2048
 _PANEL = 64
 
 
-class RowQR(NamedTuple):
+@dataclass(frozen=True)
+class RowQR:
     """The triangular factor of ``[Phi | t]``: a design of N rows as M rows.
 
-    Attributes
+    Parameters
     ----------
     R : ndarray of shape (M, M)
         Upper triangular, ``R^T R = Phi^T Phi`` (its columns have the norms of
@@ -61,6 +62,10 @@ class RowQR(NamedTuple):
     remainder : float
         ``rho^2 = ||t||^2 - ||z||^2``, computed without that difference: the
         residual sum of squares of the least-squares fit of ``t`` on all M columns.
+
+    See Also
+    --------
+    row_qr : builds it; ``fit_regression(rows, t)`` fits on it.
     """
 
     R: np.ndarray
@@ -75,7 +80,7 @@ class RowQR(NamedTuple):
 
     def scaled(self, scale: np.ndarray) -> RowQR:
         """The factor of ``[Phi / scale | t]`` (columns divided by ``scale``; a new ``R``)."""
-        return self._replace(R=self.R / scale)
+        return replace(self, R=self.R / scale)
 
 
 def default_workers() -> int:
@@ -109,8 +114,8 @@ def row_qr(
     block_rows : int
         Rows per block.
     workers : int, optional
-        Threads, each factoring a contiguous range of rows (default
-        :func:`default_workers`, at most one per block).  LAPACK releases the
+        Threads, each factoring a contiguous range of rows (default: one per
+        CPU this process may use, at most one per block).  LAPACK releases the
         GIL; each call runs on the BLAS threads the process allows (the
         estimators run their fits on one).
 

@@ -66,7 +66,7 @@ def fit_regression(
         Design matrix: one column per basis function (for a kernel RVM, a
         kernel column per training point plus a bias column).  With
         ``method="fast"`` also the row compression of ``[Phi | t]``
-        (:class:`rvm_pymc._core.rowqr.RowQR`, built in row blocks when the
+        (:class:`RowQR`, built in row blocks by :func:`row_qr` when the
         design would not fit in memory): the fit is then the same, to
         rounding, at O(M^2) memory.
     t : array_like of shape (N,)
