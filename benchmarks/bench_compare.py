@@ -4,10 +4,11 @@ For every data set and every random split: ``rvm_pymc.fit_all`` fits the same
 RVM by the reference solver, type-II MAP in PyMC and NUTS (each method under
 its default prior: the evidence prior for the type-II fits, the weakly
 informative Gamma prior for NUTS, whose posterior is otherwise improper), a
-fourth fit ``reference_wi`` is the type-II fit under NUTS's prior (MacKay's
-updates), so that the effect of the prior and that of integrating over the
-precisions can be told apart, and ``rvm_pymc.compare`` scores them on the
-held-out part.  The tables give the
+fourth fit ``reference_wi`` is the type-II fit under NUTS's prior (the NUTS
+fit's ``prior_``, its slab included if it has one; MacKay's updates), so that
+the effect of the prior and that of integrating over the precisions can be
+told apart, and ``rvm_pymc.compare`` scores them on the held-out part.  The
+tables give the
 mean and its standard error over the splits, per method, and are written as
 Markdown to ``benchmarks/results/compare_<data>.md``.
 
@@ -150,7 +151,8 @@ def run(
             # type-II under the prior NUTS uses: separates the prior from the integration
             cls = type(fits["reference"])
             wi_params = {k: v for k, v in params.items() if k not in ("draws", "tune")}
-            wi = cls(solver="mackay", prior="weakly_informative", **wi_params)
+            # NUTS's resolved prior, slab included (the reference solver's MacKay takes it)
+            wi = cls(method="reference", solver="mackay", prior=fits["nuts"].prior_, **wi_params)
             t1 = time.perf_counter()
             fits["reference_wi"] = wi.fit(X, y)
             fits.fit_times["reference_wi"] = time.perf_counter() - t1

@@ -44,8 +44,11 @@ weight's prior is wider than ``s`` on the scaled problem: under Gamma(1, b)
 on ``alpha`` a weight's marginal prior is otherwise a Student-t with 2
 degrees of freedom, whose infinite-variance tail the posterior keeps wherever
 the classes separate (the likelihood is flat along the weights' scale).
-Only the PyMC models take a slab (``method="nuts"``); the reference solver
-and type-II MAP refuse it.
+The PyMC models (``method="nuts"``) and the reference solver's MacKay and
+EM updates (``method="reference"`` with ``solver="mackay"`` or ``"em"``) take a
+slab; the fast sequential solver and type-II MAP refuse it.  In the
+reference solver ``alpha_m`` may end at 0 under ``a = 0`` (the weight's prior
+is then the slab alone; docs/reference_solver.md).
 
 References
 ----------

@@ -42,14 +42,14 @@ def test_solver_loops_run_with_one_blas_thread(monkeypatch, method):
             return _inner(*args, **kwargs)
 
         monkeypatch.setattr(module, name, spy)
-    full = [regression._full_reestimation, _laplace_fit.full_reestimation]
+    full = [regression.full_reestimation, _laplace_fit.full_reestimation]
 
     def spy_full(*args, _inner, **kwargs):
         seen.append(_blas_threads())
         return _inner(*args, **kwargs)
 
     monkeypatch.setattr(
-        regression, "_full_reestimation", lambda *a, **k: spy_full(*a, _inner=full[0], **k)
+        regression, "full_reestimation", lambda *a, **k: spy_full(*a, _inner=full[0], **k)
     )
     monkeypatch.setattr(
         _laplace_fit, "full_reestimation", lambda *a, **k: spy_full(*a, _inner=full[1], **k)

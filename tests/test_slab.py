@@ -117,8 +117,8 @@ def test_fits_without_a_slab_refuse_it():
     from rvm_pymc.reference import fit_classification
 
     Phi, y, _ = _problem()
-    with pytest.raises(ValueError, match="reference solver has no slab"):
-        fit_classification(Phi, y, method="mackay", prior=HyperPrior(1.0, 0.01, slab=5.0))
+    with pytest.raises(ValueError, match="method='fast' has no slab"):
+        fit_classification(Phi, y, method="fast", prior=HyperPrior(slab=5.0))
     with pytest.raises(ValueError, match="regression_marginal has no slab"):
         models.regression_marginal(Phi, Phi[:, 1], prior={"slab": 5.0})
     model = models.classification_binary(Phi, y, prior={"slab": 5.0})
@@ -128,8 +128,8 @@ def test_fits_without_a_slab_refuse_it():
         sample_laplace_collapsed(model, draws=10, tune=10, chains=1)
     X = np.random.default_rng(0).standard_normal((12, 2))
     for est, match in [
-        (RVC(prior={"slab": 5.0}), "only method='nuts'"),
-        (RVC(method="map", prior={"slab": 5.0}), "only method='nuts'"),
+        (RVC(prior={"slab": 5.0}), "solver='fast' does not take"),
+        (RVC(method="map", prior={"slab": 5.0}), "only method='nuts' and method='reference'"),
         (RVR(method="nuts", prior={"slab": 5.0}), "sampler_kwargs={'model': 'joint'}"),
     ]:
         with pytest.raises(ValueError, match=match):
@@ -163,7 +163,7 @@ def test_rvc_nuts_hands_the_slab_to_the_sampled_model(monkeypatch):
     spec = model_spec(model)
     assert spec.prior == HyperPrior(1.0, 0.01, 0.0, 0.0, slab=5.0)
     assert spec.parametrization == "non_centred"
-    # the start: the reference fit of the same Gamma prior (the solver has no slab)
+    # the start: the reference fit of the same Gamma prior without the slab
     assert set(kwargs["initvals"]) == {"log_alpha", "w_raw"}
     assert np.all(np.isfinite(kwargs["initvals"]["log_alpha"]))
 

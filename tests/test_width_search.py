@@ -103,6 +103,34 @@ def test_edge_of_the_grid_still_warns():
     assert est.log_evidence_ == RVR(gamma=0.04).fit(d.X_train, d.t_train).log_evidence_
 
 
+def test_a_search_stopped_by_interpolation_warns():
+    """Friedman #3: the evidence rises with the width's inverse until the fit interpolates.
+
+    The search's best width is the last that estimates the noise; the next one it
+    tried has its noise precision at the bound and more evidence.  The edge warning
+    cannot see this (the width is inside the grid), so a warning of its own says it.
+    """
+    from sklearn.datasets import make_friedman3
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = make_friedman3(n_samples=400, noise=1 / 8, random_state=0)  # notebook 08's data
+    X, _, y, _ = train_test_split(X, y, train_size=150, random_state=0)
+    X = StandardScaler().fit_transform(X)
+    grid = np.logspace(-2, 2, 7) / X.shape[1]
+    with pytest.warns(ConvergenceWarning, match="no maximum short of interpolation") as rec:
+        est = RVR(gamma="evidence", gamma_grid=grid).fit(X, (y - y.mean()) / y.std())
+    assert not any("gamma_grid" in str(w.message) for w in rec)  # not at the grid's edge
+    path = est.evidence_path_
+    searched = ~path["all_bases"]
+    x = np.log(path["gamma"][searched])
+    here = np.log(est.gamma_)
+    beside = [x[x < here].max(), x[x > here].min()]
+    at_bound = path["noise_at_bound"][searched]
+    higher = path["log_evidence"][searched] > est.log_evidence_
+    assert any((at_bound & higher)[x == b].any() for b in beside)
+
+
 def test_the_classifier_shares_the_search():
     d = make_ripley(n_train=150, n_test=10, random_state=0)
     grid = [0.3, 1.0, 3.0, 10.0, 30.0]

@@ -133,7 +133,9 @@ ax.set_title("Friedman #3, RBF: log evidence and 3-fold CV R^2 over the width")
 # `all_bases`); the next width it tried, 15.8, interpolates (its noise
 # precision at the bound), so the search returns 15.0 with the evidence
 # still rising: on Friedman #3 the evidence has no maximum short of
-# interpolation, and the width returned is the last one short of it.
+# interpolation, and the width returned is the last one short of it. The
+# search says so in a `ConvergenceWarning` (one of those counted above; the
+# others are the fixed-width fits of `evidence_vs_cv`).
 
 # %%
 path = pd.DataFrame(search3.evidence_path_).sort_values("gamma")

@@ -61,8 +61,12 @@ def log_hyperprior(alpha: np.ndarray, beta: float, prior) -> float:
     and Gamma(c, d) log densities of the *log* precisions (Jacobian included),
     without their normalising constants.  Zero for the ``"evidence"`` preset.
     ``prior`` is a :class:`~rvm_pymc.priors.HyperPrior` (anything with ``a, b, c, d``).
+    A zero ``a`` or ``b`` contributes nothing, also where ``alpha`` is 0 (a slab's
+    weight whose ARD precision vanished) or overflows (not ``0 * inf = nan``).
     """
-    val = prior.a * float(np.sum(np.log(alpha))) - prior.b * float(np.sum(alpha))
+    with np.errstate(divide="ignore"):
+        val = prior.a * float(np.sum(np.log(alpha))) if prior.a else 0.0
+    val -= prior.b * float(np.sum(alpha)) if prior.b else 0.0
     return val + prior.c * float(np.log(beta)) - prior.d * float(beta)
 
 

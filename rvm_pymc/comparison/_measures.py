@@ -116,8 +116,24 @@ EFFECTIVE_PARAMETER_DRAWS = 200
 """Draws (evenly spaced) over which :func:`effective_parameters` of a sampled fit averages."""
 
 
+def _slab_precision(fit) -> np.ndarray | float:
+    """The slab's precision of each basis of ``posterior_``, in data units; 0.0 without one.
+
+    ``(basis_scale_m / y_scale_)^2 / s^2``: the scaled problem's ``1/s^2`` (a
+    weight's prior precision is ``alpha_m + 1/s^2`` there) in the units of the data.
+    """
+    slab = fit.prior_.slab
+    if slab is None:
+        return 0.0
+    r = np.asarray(fit.basis_scale_, dtype=float)[np.asarray(fit.active_, dtype=np.intp)]
+    return (r / float(fit.y_scale_)) ** 2 / float(slab) ** 2
+
+
 def _gamma_sum(G: np.ndarray, alpha: np.ndarray) -> float:
-    """``sum_m gamma_m = trace((G + A)^-1 G)`` in [0, M], for the curvature ``G = Phi^T B Phi``."""
+    """``sum_m gamma_m = trace((G + A)^-1 G)`` in [0, M], for the curvature ``G = Phi^T B Phi``.
+
+    ``alpha``: the weights' prior precisions (with a slab ``alpha + 1/s^2``).
+    """
     if G.shape[0] == 0:
         return 0.0
     S = G + np.diag(alpha)
@@ -130,6 +146,7 @@ def effective_parameters(fit) -> float:
 
     One rule for every method, the trace of the hat matrix at the training
     points: ``sum_m gamma_m = sum_m (1 - alpha_m Sigma_mm) = trace(B Phi Sigma Phi^T)``
+    (with a slab, ``alpha_m + 1/s^2`` in place of ``alpha_m``)
     with ``Sigma = (Phi^T B Phi + A)^-1``, ``B = beta I`` (regression) or
     ``diag(p_i (1 - p_i))`` (binary; softmax sums the rule over the classes,
     each with its own ``p_ik (1 - p_ik)``) or ``diag(lambda_i)`` (counts).
@@ -147,7 +164,8 @@ def effective_parameters(fit) -> float:
     """
     post = fit.posterior_
     if post.is_type_ii:
-        alpha = np.exp(np.asarray(post.log_alpha, dtype=float))[:, None]
+        alpha = np.exp(np.asarray(post.log_alpha, dtype=float)) + _slab_precision(fit)
+        alpha = alpha[:, None]
         return float(np.sum(np.clip(1.0 - alpha * _weight_var(fit), 0.0, 1.0)))
     from scipy.special import expit, softmax
 
@@ -155,11 +173,12 @@ def effective_parameters(fit) -> float:
     c, d = post.draws.shape[:2]
     w = post.draws.reshape(c * d, *post.draws.shape[2:])
     la = np.asarray(post.log_alpha, dtype=float).reshape(c * d, -1)
+    slab = _slab_precision(fit)
     pick = np.unique(np.linspace(0, c * d - 1, min(EFFECTIVE_PARAMETER_DRAWS, c * d)).astype(int))
     if post.kind == "regression":
         lb = np.asarray(post.log_beta, dtype=float).reshape(-1)
         G0 = Phi.T @ Phi
-        vals = [_gamma_sum(np.exp(lb[s]) * G0, np.exp(la[s])) for s in pick]
+        vals = [_gamma_sum(np.exp(lb[s]) * G0, np.exp(la[s]) + slab) for s in pick]
         return float(np.mean(vals))
     vals = []
     for s in pick:
@@ -169,7 +188,7 @@ def effective_parameters(fit) -> float:
         else:
             p = softmax(f, axis=-1) if post.kind == "softmax" else expit(f)[:, None]
             b = p * (1.0 - p)
-        alpha = np.exp(la[s])
+        alpha = np.exp(la[s]) + slab
         vals.append(sum(_gamma_sum((Phi * b[:, [k]]).T @ Phi, alpha) for k in range(b.shape[1])))
     return float(np.mean(vals))
 
@@ -182,8 +201,10 @@ def log_evidence(fit) -> float:
     exact Gaussian marginal likelihood ``log N(t - y_offset | 0, I/beta + Phi
     A^-1 Phi^T)``; classification and counts, its Laplace approximation at the posterior
     mode ``w*`` with covariance ``Sigma``, ``log p(y | w*) + log N(w* | 0,
-    A^-1) + 1/2 log|2 pi Sigma|``.  No hyperprior term: that is
-    :func:`log_hyperprior`.
+    A^-1) + 1/2 log|2 pi Sigma|``.  With a slab ``s`` the weights' prior
+    precisions are ``alpha_m + 1/s^2`` on the scaled problem (in data units,
+    ``alpha_m + (basis_scale_m / y_scale)^2 / s^2``) in place of ``A``.  No
+    hyperprior term: that is :func:`log_hyperprior`.
     """
     from scipy.special import log_expit, log_softmax
 
@@ -194,7 +215,8 @@ def log_evidence(fit) -> float:
         return float("nan")
     tree = fit.idata_
     Phi = np.asarray(tree["constant_data"]["Phi"].values, dtype=float)
-    alpha = np.exp(np.asarray(post.log_alpha, dtype=float))
+    # the weights' prior precisions (alpha + 1/s^2 in data units with a slab)
+    alpha = np.exp(np.asarray(post.log_alpha, dtype=float)) + _slab_precision(fit)
     if post.kind == "regression":
         t = np.asarray(tree["observed_data"]["t_obs"].values, dtype=float) - post.y_offset
         beta = float(np.exp(post.log_beta))

@@ -241,9 +241,9 @@ class _BaseRVM(ResultViews, BaseEstimator):
         # give a worker's fit and the rebuild of the chosen width different centres)
         basis_seed = None if self.random_state is None else seed
         need_ref = self.method == "reference" or self._starts_from_reference()
-        # the reference solver has no slab: the start (and an evidence width) of a NUTS fit
-        # with a slab are those of the same Gamma prior without it
-        ref_prior = prior.without_slab()
+        # method="reference" fits the prior as given (a slab too); the start (and an evidence
+        # width) of a NUTS fit with a slab are those of the same Gamma prior without it
+        ref_prior = prior if self.method == "reference" else prior.without_slab()
         width = select_width(
             self, X, t_s, ref_prior, ref_solver, basis_seed, need_reference=need_ref
         )

@@ -68,9 +68,9 @@ class RVR(RegressorMixin, _BaseRVM):
     solver : {"fast", "mackay", "em"}, default "fast"
         Algorithm of the reference solver; ``"fast"`` needs ``a = b = 0``.
     prior : str, mapping or HyperPrior, optional
-        Gamma hyperpriors, a ``slab`` for NUTS (:mod:`rvm_pymc.priors`); default
-        ``"evidence"`` (type-II maximum likelihood), or ``"weakly_informative"``
-        for ``method="nuts"``.
+        Gamma hyperpriors and a ``slab`` (NUTS, ``solver="mackay"``/``"em"``;
+        :mod:`rvm_pymc.priors`); default ``"evidence"`` (type-II maximum
+        likelihood), or ``"weakly_informative"`` for ``method="nuts"``.
     max_iter : int, optional
         Iteration cap of the reference solver (its default when None).
     tol : float, default 1e-6

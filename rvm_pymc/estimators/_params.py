@@ -235,14 +235,25 @@ def check_params(est: Any, X: np.ndarray) -> Checked:
 
 
 def _check_slab(est: Any, prior: HyperPrior, kwargs: dict[str, Any]) -> None:
-    """A slab is for NUTS over the weights: not the reference solver, MAP or collapsed NUTS."""
-    if est.method != "nuts":
+    """A slab is for NUTS over the weights and the reference solver's full re-estimation."""
+    if est.method == "reference" and est.solver == "fast":
         raise ValueError(
-            f"prior has slab={prior.slab}, which only method='nuts' takes: the reference "
-            f"solver and type-II MAP integrate out weights of prior precision alpha alone "
-            f"(got method={est.method!r}). Drop the slab, or use method='nuts'"
+            f"prior has slab={prior.slab}, which solver='fast' does not take (its sequential "
+            "updates take a weight's prior precision to be alpha alone): use "
+            "solver='mackay' or 'em' with a slab"
         )
-    if est._kind == "regression" and kwargs.get("model", "collapsed") != "joint":
+    if est.method not in ("nuts", "reference"):
+        raise ValueError(
+            f"prior has slab={prior.slab}, which only method='nuts' and method='reference' "
+            f"(solver='mackay' or 'em') take: type-II MAP integrates out weights of prior "
+            f"precision alpha alone (got method={est.method!r}). Drop the slab, or use "
+            "method='nuts' or 'reference'"
+        )
+    if (
+        est.method == "nuts"
+        and est._kind == "regression"
+        and kwargs.get("model", "collapsed") != "joint"
+    ):
         raise ValueError(
             f"prior has slab={prior.slab}, but RVR's NUTS samples the collapsed model by "
             "default, whose weights are integrated out with prior precision alpha: use "

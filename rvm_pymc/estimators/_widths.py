@@ -154,9 +154,41 @@ def select_width(est, X, t, prior, solver: str, seed, *, need_reference: bool) -
             ConvergenceWarning,
             stacklevel=4,
         )
+    _warn_if_rising_into_interpolation(searched, best)
     fits = searched + exact
     path = {k: np.array([f[k] for f in fits]) for k in PATH_KEYS}
     return Width(g, best["basis"], best["Phi"], best["scale"], best["reference"], path)
+
+
+def _warn_if_rising_into_interpolation(searched: list[dict], best: dict) -> None:
+    """Warn when the chosen width's next width tried interpolates, at more evidence.
+
+    A fit whose noise precision ends at its bound interpolates the targets and
+    is never chosen (:func:`~._search.choice_key`).  When the nearest width
+    the search fitted beside the chosen one is such a fit, and has more
+    evidence, the evidence is still rising where the search stopped: it has
+    no maximum short of interpolation, and the width returned is only the
+    last one that still estimates the noise (on scikit-learn's Friedman #3,
+    150 points: 15.0 times ``"scale"``, with the evidence 32 nats higher at
+    15.8 times, where the noise precision is at its bound).
+    """
+    xs = sorted({f["x"] for f in searched} - {best["x"]})
+    below = [x for x in xs if x < best["x"]]
+    above = [x for x in xs if x > best["x"]]
+    beside = ([below[-1]] if below else []) + ([above[0]] if above else [])
+    for f in searched:
+        if f["x"] in beside and f["noise_at_bound"] and f["log_evidence"] > best["log_evidence"]:
+            warnings.warn(
+                f"gamma='evidence': the evidence still rises past the chosen "
+                f"gamma={best['gamma']:.4g}, toward gamma={f['gamma']:.4g}, where the fit "
+                "interpolates the targets (its noise precision at the bound): the evidence "
+                "has no maximum short of interpolation here, and the width returned is the "
+                "last that estimates the noise; compare widths by cross-validation "
+                "(rvm_pymc.model_selection.evidence_vs_cv) before trusting it",
+                ConvergenceWarning,
+                stacklevel=5,
+            )
+            return
 
 
 def _key(fits: list[dict]) -> float:

@@ -24,6 +24,7 @@ from rvm_pymc._core.gaussian import GaussianPosterior, regression_posterior
 from rvm_pymc._core.rowqr import RowQR, row_qr
 from rvm_pymc._core.sparsity import LEAVING_SETTLED, leaving_active
 from rvm_pymc._core.validation import plain_value
+from rvm_pymc.reference._ard import slab_precision
 from rvm_pymc.reference._classification_result import ClassificationResult
 from rvm_pymc.reference._result import RegressionResult
 from rvm_pymc.reference.classification import fit_classification
@@ -64,31 +65,36 @@ def log_evidence(Phi, t, alpha, beta, prior=None) -> float:
         Design matrix restricted to the bases with finite ``alpha``.
     t : array_like of shape (N,)
     alpha : array_like of shape (M,)
-        ARD precisions (finite, > 0).
+        ARD precisions (finite, > 0; >= 0 with a slab).
     beta : float
         Noise precision.
     prior : str, mapping or HyperPrior, optional
         Hyperprior (default ``"evidence"``: the plain log marginal likelihood).
+        With a slab ``s`` the weights' prior precisions are ``alpha + 1/s^2``.
 
     Returns
     -------
     float
-        ``log N(t | 0, I/beta + Phi A^-1 Phi^T)``
+        ``log N(t | 0, I/beta + Phi (A + I/s^2)^-1 Phi^T)`` (no ``1/s^2`` without a slab)
         ``+ sum(a log alpha - b alpha) + c log beta - d beta``.
     """
     from rvm_pymc.priors import resolve_prior
 
+    prior = resolve_prior(prior)
     Phi = np.asarray(Phi, dtype=float)
     t = np.asarray(t, dtype=float)
     alpha = np.asarray(alpha, dtype=float)
     if Phi.ndim != 2 or alpha.shape != (Phi.shape[1],) or t.shape != (Phi.shape[0],):
         raise ValueError(f"shapes do not match: Phi {Phi.shape}, t {t.shape}, alpha {alpha.shape}")
-    if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0)):
-        raise ValueError("alpha must be finite and > 0 (drop pruned bases from Phi)")
+    slab = prior.slab is not None
+    if not (np.all(np.isfinite(alpha)) and np.all(alpha >= 0 if slab else alpha > 0)):
+        bound = ">= 0" if slab else "> 0"
+        raise ValueError(f"alpha must be finite and {bound} (drop pruned bases from Phi)")
     if not (np.isfinite(beta) and beta > 0):
         raise ValueError(f"beta must be finite and > 0; got {plain_value(beta)!r}")
-    return log_marginal_likelihood(Phi, t, alpha, float(beta)) + log_hyperprior(
-        alpha, float(beta), resolve_prior(prior)
+    prec = alpha + slab_precision(prior, np.ones(alpha.size))
+    return log_marginal_likelihood(Phi, t, prec, float(beta)) + log_hyperprior(
+        alpha, float(beta), prior
     )
 
 
@@ -161,10 +167,12 @@ def fit_posterior(
     elif kind == "counts":
         kind = "poisson"
     beta = getattr(res, "beta", None)
+    with np.errstate(divide="ignore"):  # alpha = 0 (a slab's weight): log alpha = -inf
+        log_alpha = np.log(np.asarray(res.alpha, dtype=float))
     post = WeightPosterior(
         kind=kind,
         basis_names=tuple(str(basis_names[i]) for i in np.asarray(res.active, dtype=np.intp)),
-        log_alpha=np.log(np.asarray(res.alpha, dtype=float)),
+        log_alpha=log_alpha,
         log_beta=None if beta is None else float(np.log(beta)),
         mean=mean,
         cov=np.asarray(res.cov, dtype=float),

@@ -30,7 +30,8 @@ class ClassificationResult(SparseFitMixin):
     method : str
         ``"fast"``, ``"mackay"`` or ``"em"``.
     prior : HyperPrior
-        The Gamma hyperprior; only ``a`` and ``b`` (on ``alpha``) enter.
+        The Gamma hyperprior; only ``a`` and ``b`` (on ``alpha``) enter, and a
+        slab ``s``: the weights' prior precisions are then ``alpha + 1/s^2``.
     classes : ndarray of shape (K,)
         The distinct labels, sorted, with the dtype they were given in.
     n_basis : int

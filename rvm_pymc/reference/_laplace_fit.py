@@ -21,6 +21,7 @@ from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc._core.validation import check_int
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import HyperPrior, resolve_prior
+from rvm_pymc.reference._ard import reestimate_alpha, slab_precision
 from rvm_pymc.reference._fast_classification import fast_classification
 from rvm_pymc.reference._laplace import LaplacePosterior, find_mode
 from rvm_pymc.reference._options import (
@@ -48,8 +49,10 @@ class LaplaceFit(NamedTuple):
 
 def alpha_hyperprior(alpha: np.ndarray, prior: HyperPrior) -> float:
     """``sum(a log alpha - b alpha)``: the Gamma hyperprior on the log precisions."""
-    # A zero a or b contributes nothing (not 0 * inf = nan when alpha under- or overflows).
-    shape = prior.a * float(np.sum(np.log(alpha))) if prior.a else 0.0
+    # A zero a or b contributes nothing (not 0 * inf = nan when alpha under- or overflows,
+    # or is 0 under a slab).
+    with np.errstate(divide="ignore"):
+        shape = prior.a * float(np.sum(np.log(alpha))) if prior.a else 0.0
     return shape - (prior.b * float(np.sum(alpha)) if prior.b else 0.0)
 
 
@@ -80,7 +83,7 @@ def laplace_fit(
     tol = check_float(tol, "tol")
     prune_threshold = check_float(prune_threshold, "prune_threshold")
     align_tol = check_float(align_tol, "align_tol", strict=False)
-    alpha_init = check_alpha_init(alpha_init, m)
+    alpha_init = check_alpha_init(alpha_init, m, zero_ok=prior.slab is not None)
     if max_iter is None:
         max_iter = 10 * m + 100 if method == "fast" else 5000
     max_iter = check_int(max_iter, "max_iter", 1)
@@ -121,7 +124,9 @@ def laplace_fit(
     s = scale[active]
     with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
         alpha, W0 = alpha_n * s**2, W_n / s[:, None]
-    if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0) and np.all(np.isfinite(W0))):
+    # (alpha = 0 stays 0: a slab's weight; a positive alpha_n must stay positive)
+    representable = np.all(np.isfinite(alpha)) and np.all((alpha > 0) | (alpha_n == 0))
+    if not (representable and np.all(np.isfinite(W0))):
         raise ValueError(
             "the posterior on the scale of Phi is not representable in float64 (column "
             f"norms span {s.min():.3g} to {s.max():.3g}); rescale the columns of Phi (for a "
@@ -130,7 +135,9 @@ def laplace_fit(
     order = np.argsort(active)
     active = np.asarray(active)[order]
     alpha = np.asarray(alpha, dtype=float)[order]
-    post = find_mode(Phi[:, active], T, alpha, W0[order], likelihood=likelihood)
+    # the weights' prior precision: alpha, plus 1/s^2 with a slab (columns as given)
+    prec = alpha + slab_precision(prior, np.ones(active.size))
+    post = find_mode(Phi[:, active], T, prec, W0[order], likelihood=likelihood)
     if not post.converged:
         warnings.warn(
             "Newton's method did not reach the posterior mode of the final model; "
@@ -166,11 +173,13 @@ def full_reestimation(
     """MacKay or EM re-estimation of all precisions on normalised columns.
 
     The hyperprior acts on the precisions of the columns as given: on
-    normalised columns the rate ``b`` becomes ``b * ||phi_m||^2``.
+    normalised columns the rate ``b`` becomes ``b * ||phi_m||^2``, and a slab's
+    precision ``1/s^2`` becomes ``1 / (s^2 ||phi_m||^2)`` (``_ard``).
     """
     n = Phin.shape[0]
     c = T.shape[1]
     b_n = prior.b * scale**2
+    c_n = slab_precision(prior, scale)
     flat = prior.a == 0.0 and prior.b == 0.0
     if alpha_init is None:
         active = np.flatnonzero(usable)
@@ -186,7 +195,9 @@ def full_reestimation(
     converged = False
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007
-        post = find_mode(Phin[:, active], T, alpha, W, likelihood=likelihood)
+        slab = c_n[active]
+        prec = alpha + slab  # the weights' prior precision (alpha without a slab)
+        post = find_mode(Phin[:, active], T, prec, W, likelihood=likelihood)
         W = post.mean
         trace["log_evidence"].append(
             post.log_evidence + alpha_hyperprior(alpha * scale[active] ** 2, prior)
@@ -194,11 +205,7 @@ def full_reestimation(
         trace["n_active"].append(active.size)
         w2 = np.sum(W**2, axis=1)
         sdiag = np.diag(post.cov).reshape(c, active.size).sum(axis=0)
-        if method == "mackay":
-            new_alpha = (c - alpha * sdiag + 2 * prior.a) / (w2 + 2 * b_n[active])
-        else:
-            new_alpha = (c + 2 * prior.a) / (w2 + sdiag + 2 * b_n[active])
-        new_alpha = np.where(np.isfinite(new_alpha) & (new_alpha > 0), new_alpha, np.inf)
+        new_alpha = reestimate_alpha(method, alpha, slab, sdiag, w2, c, prior.a, b_n[active])
         keep = new_alpha < prune_level
         if not np.any(keep):  # never prune the last basis
             keep[np.argmin(new_alpha)] = True
@@ -212,12 +219,13 @@ def full_reestimation(
         # every basis a finite optimum: no basis is leaving, none is dropped (except
         # by prune_level), and the iteration runs to the fixed point of all of them.
         if flat:
-            leaving = leaving_active(alpha, W, post.cov)
+            leaving = leaving_active(prec, W, post.cov)
             if np.all(leaving):
                 leaving[:] = False
         else:
             leaving = np.zeros(active.size, dtype=bool)
-        dlog = np.abs(np.log(new_alpha) - np.log(alpha))[~leaving]
+        # in the log of the prior precision (log alpha without a slab; alpha may reach 0)
+        dlog = np.abs(np.log(new_alpha + slab) - np.log(prec))[~leaving]
         early = flat and np.any(leaving) and np.all(dlog < max(tol, LEAVING_SETTLED))
         if not pruned and early:
             keep = keep & ~leaving

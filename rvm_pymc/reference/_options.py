@@ -30,15 +30,15 @@ def check_float(value, name: str, *, strict: bool = True) -> float:
 
 
 def check_method_and_prior(method: str, prior: HyperPrior) -> None:
-    """Reject an unknown method, ``"fast"`` with a Gamma prior on alpha, and a slab."""
+    """Reject an unknown method, and ``"fast"`` with a Gamma prior on alpha or a slab."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
-    if prior.slab is not None:
+    if method == "fast" and prior.slab is not None:
         raise ValueError(
-            f"the reference solver has no slab (prior slab={prior.slab}): its evidence "
-            "updates take a weight's prior precision to be alpha alone. A slab is for "
-            "NUTS (method='nuts' of the estimators, or the PyMC models); use "
-            "prior.without_slab() here"
+            f"method='fast' has no slab (prior has slab={prior.slab}): its sequential "
+            "updates take a weight's prior precision to be alpha alone. Use "
+            "method='mackay' or 'em' (the estimators' solver='mackay' or 'em') for a "
+            "prior with a slab"
         )
     if method == "fast" and (prior.a != 0 or prior.b != 0):
         raise ValueError(
@@ -48,8 +48,11 @@ def check_method_and_prior(method: str, prior: HyperPrior) -> None:
         )
 
 
-def check_alpha_init(alpha_init, n_basis: int) -> np.ndarray | None:
-    """Validate a warm start: shape (M,), > 0, ``inf`` allowed, one finite at least."""
+def check_alpha_init(alpha_init, n_basis: int, zero_ok: bool = False) -> np.ndarray | None:
+    """Validate a warm start: shape (M,), > 0, ``inf`` allowed, one finite at least.
+
+    ``zero_ok``: 0 is allowed too (with a slab, whose precision bounds the weight's).
+    """
     if alpha_init is None:
         return None
     alpha_init = np.asarray(alpha_init, dtype=float)
@@ -60,10 +63,13 @@ def check_alpha_init(alpha_init, n_basis: int) -> np.ndarray | None:
         )
     if (
         np.any(np.isnan(alpha_init))
-        or np.any(alpha_init <= 0)
+        or np.any(alpha_init < 0 if zero_ok else alpha_init <= 0)
         or not np.any(np.isfinite(alpha_init))
     ):
-        raise ValueError("alpha_init must be > 0 (inf allowed) with at least one finite value")
+        bound = ">= 0" if zero_ok else "> 0"
+        raise ValueError(
+            f"alpha_init must be {bound} (inf allowed) with at least one finite value"
+        )
     return alpha_init
 
 

@@ -52,22 +52,25 @@ class RegressionResult(SparseFitMixin):
     method : str
         ``"fast"``, ``"mackay"`` or ``"em"``.
     prior : HyperPrior
-        The Gamma hyperprior (a, b, c, d) used.
+        The Gamma hyperprior (a, b, c, d) used, and its slab ``s`` if any (the
+        weights' prior precisions are then ``alpha + 1/s^2``).
     n_basis : int
         Number of columns ``M`` of the design matrix.
     active : ndarray of int, shape (M_active,)
         Indices of the relevant (unpruned) columns, increasing.
     alpha : ndarray, shape (M_active,)
-        ARD precisions of the active columns.
+        ARD precisions of the active columns (>= 0 with a slab, else > 0).
     beta : float
         Noise precision.
     mean, cov : ndarray
         Posterior mean (M_active,) and covariance (M_active, M_active) of the
         active weights.
     gamma : ndarray, shape (M_active,)
-        ``1 - alpha_m Sigma_mm``: how well determined each weight is.
+        ``1 - alpha_m Sigma_mm`` (``alpha_m + 1/s^2`` with a slab): how well
+        determined each weight is.
     log_marginal_likelihood : float
-        ``log N(t | 0, I/beta + Phi A^-1 Phi^T)`` at the optimum.
+        ``log N(t | 0, I/beta + Phi A^-1 Phi^T)`` at the optimum (``A + I/s^2``
+        with a slab).
     log_evidence : float
         The objective maximised: the log marginal likelihood plus the
         hyperprior terms of docs/design.md (equal to it for the ``"evidence"`` preset).

@@ -190,7 +190,9 @@ def fit_classification(
         holds the ``K_m`` weights of basis ``m`` (1 for two classes, K for
         softmax) and ``Sigma_mm`` their Laplace covariance.
     prior : str, mapping or HyperPrior, optional
-        Gamma hyperprior; only ``a`` and ``b`` (on ``alpha``) are used.
+        Gamma hyperprior; only ``a`` and ``b`` (on ``alpha``) are used, and a
+        slab ``s`` (``"mackay"``, ``"em"``): prior precision ``alpha_m + 1/s^2``,
+        ``alpha_m`` then possibly 0 (docs/reference_solver.md).
         Default the ``"evidence"`` preset (type-II maximum likelihood).
     alpha_init : array_like of shape (M,), optional
         Initial precisions of the columns as given, ``inf`` for a column left

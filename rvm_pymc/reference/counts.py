@@ -49,7 +49,8 @@ class CountsResult(SparseFitMixin):
     method : str
         ``"fast"``, ``"mackay"`` or ``"em"``.
     prior : HyperPrior
-        Only ``a`` and ``b`` (on ``alpha``) enter.
+        Only ``a`` and ``b`` (on ``alpha``) enter, and a slab ``s``: the
+        weights' prior precisions are then ``alpha + 1/s^2``.
     n_basis : int
         Number of columns ``M`` of the design matrix.
     active : ndarray of int, shape (M_active,)

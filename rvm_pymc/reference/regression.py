@@ -1,4 +1,7 @@
-"""Closed-form RVM regression: full re-estimation (MacKay, EM) and the entry point.
+"""Closed-form RVM regression: the entry point, and the result on the columns as given.
+
+The fits themselves: ``_full_regression`` (MacKay, EM) and ``fast``
+(Tipping & Faul).
 
 References
 ----------
@@ -28,6 +31,8 @@ from rvm_pymc._core.validation import (
 )
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import resolve_prior
+from rvm_pymc.reference._ard import slab_precision
+from rvm_pymc.reference._full_regression import full_reestimation
 from rvm_pymc.reference._options import (
     BETA_MAX_FACTOR,
     check_alpha_init,
@@ -35,7 +40,6 @@ from rvm_pymc.reference._options import (
     check_method_and_prior,
     normalise_columns,
 )
-from rvm_pymc.reference._regression_full import full_reestimation as _full_reestimation
 from rvm_pymc.reference._result import RegressionResult
 from rvm_pymc.reference.fast import FastOptions, fast_sequential
 
@@ -74,13 +78,16 @@ def fit_regression(
     method : {"fast", "mackay", "em"}
         ``"fast"``: the sequential algorithm of Tipping & Faul (2003), which
         adds, deletes and re-estimates one basis at a time with rank-one
-        updates (requires ``a = b = 0``).  ``"mackay"``: full re-estimation
-        ``alpha = (gamma + 2a)/(mu^2 + 2b)``.  ``"em"``: full re-estimation
-        ``alpha = (1 + 2a)/(mu^2 + Sigma_mm + 2b)``.  All three have the same
-        fixed points (docs/design.md section 1).
+        updates (requires ``a = b = 0`` and no slab).  ``"mackay"``: full
+        re-estimation ``alpha = (gamma + 2a)/(mu^2 + 2b)``.  ``"em"``: full
+        re-estimation ``alpha = (1 + 2a)/(mu^2 + Sigma_mm + 2b)``.  All three
+        have the same fixed points (docs/design.md section 1).
     prior : str, mapping or HyperPrior, optional
         Gamma hyperpriors (see :func:`rvm_pymc.priors.resolve_prior`); default
-        the ``"evidence"`` preset (type-II maximum likelihood).
+        the ``"evidence"`` preset (type-II maximum likelihood).  With a slab
+        ``s`` (``"mackay"`` and ``"em"`` only) a weight's prior precision is
+        ``alpha_m + 1/s^2`` (docs/reference_solver.md); ``alpha_m`` may then
+        end at 0 when ``a = 0``.
     beta_init : float, optional
         Initial noise precision; default ``100 / var(t)`` (noise sd 10% of the
         target sd).
@@ -143,7 +150,7 @@ def fit_regression(
     ------
     ValueError
         For non-finite or mis-shaped input, a constant target, an unknown
-        method, or ``method="fast"`` with ``a`` or ``b`` nonzero.
+        method, or ``method="fast"`` with ``a`` or ``b`` nonzero or a slab.
     numpy.linalg.LinAlgError
         When the posterior precision is numerically singular (e.g. from an
         ``alpha_init`` many orders of magnitude too small); there is no
@@ -226,7 +233,7 @@ def fit_regression(
     if fixed_noise and beta_init is None:
         raise ValueError("fixed_noise=True requires beta_init (the fixed noise precision)")
     beta0 = 100.0 / var_t if beta_init is None else check_float(beta_init, "beta_init")
-    alpha_init = check_alpha_init(alpha_init, m)
+    alpha_init = check_alpha_init(alpha_init, m, zero_ok=prior.slab is not None)
     if max_iter is None:
         max_iter = 20 * m + 1000 if method == "fast" else 5000
     max_iter = check_int(max_iter, "max_iter", 1)
@@ -248,7 +255,7 @@ def fit_regression(
                 scale if raw else None, start, None if rows is None else (_n, rows.remainder),
             )  # fmt: skip
         else:
-            out = _full_reestimation(
+            out = full_reestimation(
                 Phin, t, usable, scale, beta0, prior, fixed_noise, max_iter, tol,
                 prune_threshold / var_t, method, alpha_init, beta_max,
             )  # fmt: skip
@@ -322,16 +329,19 @@ def _finalise(
     active = np.asarray(active)[order]
     alpha_n = np.asarray(alpha_n, dtype=float)[order]
     Pa = Phin[:, active] if raw_scale is None else Phin[:, active] / raw_scale[active]
-    post = regression_posterior(Pa, t, alpha_n, beta)
+    prec = alpha_n + slab_precision(prior, scale[active])  # the weights' prior precision
+    post = regression_posterior(Pa, t, prec, beta)
     extra = {} if rows is None else {"n": rows.n, "rss_offset": rows.remainder}
-    lml = log_marginal_likelihood(Pa, t, alpha_n, beta, post, **extra)
-    gamma = 1.0 - alpha_n * np.diag(post.cov)
+    lml = log_marginal_likelihood(Pa, t, prec, beta, post, **extra)
+    gamma = 1.0 - prec * np.diag(post.cov)
     s = scale[active]
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         alpha = alpha_n * s**2
         mean = post.mean / s
         cov = (post.cov / s[:, None]) / s[None, :]
-    if not (np.all(np.isfinite(alpha)) and np.all(np.isfinite(cov)) and np.all(alpha > 0)):
+    # (alpha = 0 stays 0: a slab's weight; a positive alpha_n must stay positive)
+    representable = np.all(np.isfinite(alpha)) and np.all((alpha > 0) | (alpha_n == 0))
+    if not (representable and np.all(np.isfinite(cov))):
         raise ValueError(
             "the posterior on the scale of Phi is not representable in float64 (column "
             f"norms span {s.min():.3g} to {s.max():.3g}); rescale the columns of Phi (for a "

@@ -1,8 +1,9 @@
 """Full re-estimation of RVM regression (MacKay, EM) on normalised columns.
 
-:func:`full_reestimation` is the loop of ``fit_regression(method="mackay")``
-and ``method="em"`` (:mod:`rvm_pymc.reference.regression`, which checks the
-input and finalises the result); :func:`negligible` its pruning rule.
+Every precision and the noise precision updated at once per iteration
+(:func:`rvm_pymc.reference._ard.reestimate_alpha`, a slab included), with the
+pruning rules of docs/reference_solver.md.  The entry point is
+:func:`rvm_pymc.reference.fit_regression`.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from rvm_pymc._core.evidence import log_hyperprior, log_marginal_likelihood
 from rvm_pymc._core.gaussian import regression_posterior
 from rvm_pymc._core.sparsity import active_sq
 from rvm_pymc.priors import HyperPrior
+from rvm_pymc.reference._ard import reestimate_alpha, slab_precision
 from rvm_pymc.reference._noise import mackay_beta
 
-__all__ = ["PRUNE_DATA_RATIO", "full_reestimation", "negligible"]
+__all__ = ["PRUNE_DATA_RATIO", "full_reestimation"]
 
 #: Full re-estimation prunes a basis whose precision and optimal precision both
-#: exceed this multiple of the noise precision (on unit-norm columns); see negligible.
+#: exceed this multiple of the noise precision (on unit-norm columns); see _negligible.
 PRUNE_DATA_RATIO = 1e3
 
 
@@ -40,10 +42,12 @@ def full_reestimation(
     """MacKay or EM re-estimation of all precisions on normalised columns.
 
     The hyperprior acts on the precisions of the columns as given: on
-    normalised columns the rate ``b`` becomes ``b * ||phi_m||^2``.
+    normalised columns the rate ``b`` becomes ``b * ||phi_m||^2``, and a slab's
+    precision ``1/s^2`` becomes ``1 / (s^2 ||phi_m||^2)`` (``_ard``).
     """
     n, _m = Phin.shape
     b_n = prior.b * scale**2
+    c_n = slab_precision(prior, scale)
     if alpha_init is None:
         active = np.flatnonzero(usable)
         # Start every weight with prior variance ||t||^2 / M on the normalised scale.
@@ -61,20 +65,19 @@ def full_reestimation(
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007
         Pa = Phin[:, active]
+        c = c_n[active]
+        prec = alpha + c  # the weights' prior precision (alpha without a slab)
         post = regression_posterior(
-            Pa, t, alpha, beta, gram=gram[np.ix_(active, active)], PhiT_t=PhiT_t[active]
+            Pa, t, prec, beta, gram=gram[np.ix_(active, active)], PhiT_t=PhiT_t[active]
         )
-        lml = log_marginal_likelihood(Pa, t, alpha, beta, post)
+        lml = log_marginal_likelihood(Pa, t, prec, beta, post)
         trace["log_evidence"].append(lml + log_hyperprior(alpha * scale[active] ** 2, beta, prior))
         trace["n_active"].append(active.size)
         trace["beta"].append(beta)
-        mu2 = post.mean**2
         sdiag = np.diag(post.cov)
-        gamma = 1.0 - alpha * sdiag
-        if method == "mackay":
-            new_alpha = (gamma + 2 * prior.a) / (mu2 + 2 * b_n[active])
-        else:
-            new_alpha = (1 + 2 * prior.a) / (mu2 + sdiag + 2 * b_n[active])
+        gamma = 1.0 - prec * sdiag
+        mu2 = post.mean**2
+        new_alpha = reestimate_alpha(method, alpha, c, sdiag, mu2, 1, prior.a, b_n[active])
         new_beta = beta
         if not fixed_noise:
             resid = t - Pa @ post.mean
@@ -84,14 +87,14 @@ def full_reestimation(
             else:
                 em_den = rss + float(np.sum(gamma)) / beta + 2 * prior.d
                 new_beta = min((n + 2 * prior.c) / em_den, beta_max)
-        new_alpha = np.where(np.isfinite(new_alpha) & (new_alpha > 0), new_alpha, np.inf)
         keep = new_alpha < prune_level
         if flat_alpha:
-            keep &= ~negligible(gram, PhiT_t, active, alpha, beta, post, tol)
+            keep &= ~_negligible(gram, PhiT_t, active, prec, beta, post, tol)
         if not np.any(keep):  # never prune the last basis
             keep[np.argmin(new_alpha)] = True
             new_alpha = np.minimum(new_alpha, prune_level)
-        dlog = np.abs(np.log(new_alpha[keep]) - np.log(alpha[keep]))
+        # in the log of the prior precision (log alpha without a slab; alpha may reach 0)
+        dlog = np.abs(np.log(new_alpha[keep] + c[keep]) - np.log(prec[keep]))
         dbeta = abs(np.log(new_beta) - np.log(beta))
         pruned = not np.all(keep)
         active, alpha, beta = active[keep], new_alpha[keep], new_beta
@@ -101,8 +104,11 @@ def full_reestimation(
     return active, alpha, beta, trace, it, converged
 
 
-def negligible(gram, PhiT_t, active, alpha, beta, post, tol):
+def _negligible(gram, PhiT_t, active, alpha, beta, post, tol):
     """Bases to prune: negligible now and at their own optimum.
+
+    ``alpha``: the weights' prior precisions (with a slab, ``alpha + c``; the
+    slab's floor ``c`` is far below the levels compared with here).
 
     With ``a = b = 0`` an irrelevant precision creeps to infinity under MacKay
     and (slowly: by about ``s_m`` per iteration, so linearly) under EM updates.
