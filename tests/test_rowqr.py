@@ -183,3 +183,13 @@ def test_the_compression_only_for_the_fast_reference_regression(small_centres, m
     d = make_sinc(n_train=400, n_test=10, noise_sd=0.1, random_state=3)
     RVR(solver="mackay", gamma=3.0).fit(d.X_train, d.t_train)
     RVC(gamma=3.0).fit(d.X_train, d.t_train > 0)
+
+
+def test_no_compression_of_a_square_design(monkeypatch):
+    """At most N / 8 columns (bias included); never every training point a centre."""
+    monkeypatch.setattr(_rows, "ROW_BLOCKED_ENTRIES", 0)
+    X = np.linspace(-1, 1, 400)[:, None]
+    est = RVR()
+    assert _rows.row_blocked(est, KernelBasis(RBF(), centres=49).fit(X), 400)
+    assert not _rows.row_blocked(est, KernelBasis(RBF(), centres=50).fit(X), 400)
+    assert not _rows.row_blocked(est, KernelBasis(RBF(), centres="all").fit(X), 400)

@@ -24,18 +24,23 @@ from rvm_pymc._core.rowqr import BLOCK_ROWS, RowQR, row_qr
 from rvm_pymc.basis import Basis, KernelBasis
 from rvm_pymc.estimators._scaling import column_rms
 
-__all__ = ["ROW_BLOCKED_ENTRIES", "compressed_design", "row_blocked"]
+__all__ = ["ROW_BLOCKED_ENTRIES", "ROW_BLOCKED_RATIO", "compressed_design", "row_blocked"]
 
 #: Above this many entries (N x M: 512 MB of float64) RVR's fast reference fit
 #: never holds its kernel design: it fits the row compression.
 ROW_BLOCKED_ENTRIES = 2**26
+#: ... when it has at least this many rows per column: the triangle (M x M) then
+#: holds at most 1/8 of the design, and its 2 N M^2 flops stay a multiple of the
+#: fill's N M (an N x N design, ``centres="all"``, is never compressed).
+ROW_BLOCKED_RATIO = 8
 
 
 def row_blocked(est: Any, basis: Basis, n: int) -> bool:
     """Whether ``est`` fits the fitted ``basis`` on ``n`` points through the row compression.
 
     Regression by the reference solver's fast method on a kernel basis whose
-    N x M design would exceed :data:`ROW_BLOCKED_ENTRIES`.
+    N x M design would exceed :data:`ROW_BLOCKED_ENTRIES`, with N at least
+    :data:`ROW_BLOCKED_RATIO` times M.
     """
     return (
         est._kind == "regression"
@@ -43,6 +48,7 @@ def row_blocked(est: Any, basis: Basis, n: int) -> bool:
         and est.solver == "fast"
         and isinstance(basis, KernelBasis)
         and n * basis.n_basis_ > ROW_BLOCKED_ENTRIES
+        and n >= ROW_BLOCKED_RATIO * basis.n_basis_
     )
 
 
