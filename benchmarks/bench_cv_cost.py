@@ -1,6 +1,6 @@
 """What ``compare(..., cv=5)`` costs for a NUTS fit, against that fit's own sampling.
 
-Issue 23 goal 4: ``compare(..., cv=5)`` compiles NUTS once per model shape and
+The goal: ``compare(..., cv=5)`` compiles NUTS once per model shape and
 costs at most 5 times one fit's sampling.  In a fresh subprocess on an empty
 compile cache (``PYTENSOR_FLAGS=base_compiledir=<new dir>``,
 ``NUMBA_CACHE_DIR`` in it) the script fits ``RVR(method="nuts")`` at the

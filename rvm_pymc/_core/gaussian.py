@@ -61,10 +61,13 @@ __all__ = [
 ]
 
 
+_SQRT_EPS_INV = float(np.finfo(float).eps ** -0.5)
+
+
 def _mirror_lower(A: np.ndarray) -> np.ndarray:
     """The symmetric matrix whose lower triangle is that of ``A`` (strict upper zero)."""
     S = A + A.T
-    np.fill_diagonal(S, 0.5 * S.diagonal())  # exact: halving the doubled diagonal
+    S.flat[:: S.shape[0] + 1] *= 0.5  # exact: halving the doubled diagonal
     return S
 
 
@@ -440,12 +443,12 @@ def regression_factor(
         If ``H`` is not positive definite to working precision (as :func:`spd_factor`).
     """
     H = beta * (Phi.T @ Phi if gram is None else gram)
-    H[np.diag_indices_from(H)] += alpha
+    H.flat[:: H.shape[0] + 1] += alpha  # the diagonal (flat indexes in C order)
     L, p = spd_factor(H, what)
-    anorm = float(np.max(np.abs(H * np.outer(p, p)).sum(axis=0)))
+    anorm = float(np.abs(H * (p[:, None] * p)).sum(axis=0).max())
     rcond, info = lapack.dpocon(L, anorm, uplo="L")
     cond = 1.0 / rcond if info == 0 and rcond > 0 else np.inf
-    if cond <= np.finfo(float).eps ** -0.5:
+    if cond <= _SQRT_EPS_INV:
         mean = factor_solve(L, p, beta * (Phi.T @ t if PhiT_t is None else PhiT_t))
         return RegressionFactor(L, p, mean, cond, False)
     n = Phi.shape[0]

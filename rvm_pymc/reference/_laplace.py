@@ -39,6 +39,7 @@ networks. *Neural Computation* 4(5), 720-736.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,7 +47,15 @@ from scipy.special import expit, gammaln, log_expit
 
 from rvm_pymc._core.gaussian import factor_inverse, factor_logdet, factor_solve, spd_factor
 
-__all__ = ["LIKELIHOODS", "LaplacePosterior", "find_mode", "hessian", "log_likelihood"]
+__all__ = [
+    "LIKELIHOODS",
+    "LaplacePosterior",
+    "OneColumn",
+    "find_mode",
+    "find_mode_one_column",
+    "hessian",
+    "log_likelihood",
+]
 
 LIKELIHOODS = ("bernoulli", "poisson")
 """The likelihoods of :func:`find_mode`: ``"bernoulli"`` (with softmax for K > 2
@@ -208,7 +217,7 @@ def hessian(Phi: np.ndarray, Y: np.ndarray, alpha: np.ndarray) -> np.ndarray:
 def weighted_hessian(Phi: np.ndarray, d: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     """``Phi^T diag(d) Phi + diag(alpha)``: the Hessian of a one-column model."""
     H = Phi.T @ (d[:, None] * Phi)
-    diagonal_view(H)[...] += alpha
+    H.flat[:: H.shape[0] + 1] += alpha  # the product is C-contiguous: its diagonal
     return H
 
 
@@ -301,12 +310,7 @@ def find_mode(
     if likelihood == "poisson" and c != 1:
         raise ValueError(f"a Poisson model has one column of counts; T has {c} columns")
     if likelihood == "poisson" or (c == 1 and np.all((T == 0.0) | (T == 1.0))):
-        lik = OneColumn(likelihood, T[:, 0])
-        w, obj, ll, y, L, p, it, converged = _newton_one_column(
-            Phi, lik, alpha, W[:, 0].copy(), tol, max_newton
-        )
-        W, Y = w[:, None], y[:, None]
-        return _laplace(W, Y, obj, ll, alpha, c, L, p, it, converged, lik.curvature(y))
+        return find_mode_one_column(Phi, OneColumn(likelihood, T[:, 0]), alpha, W, tol, max_newton)
     obj, ll, Y = _objective(Phi, T, alpha, W)
     converged = False
     it = 0
@@ -332,6 +336,26 @@ def find_mode(
     return _laplace(W, Y, obj, ll, alpha, c, L, p, it, converged)
 
 
+def find_mode_one_column(
+    Phi: np.ndarray,
+    lik: OneColumn,
+    alpha: np.ndarray,
+    W0: np.ndarray | None,
+    tol: float,
+    max_newton: int = 100,
+) -> LaplacePosterior:
+    """:func:`find_mode` of a one-column model whose likelihood ``lik`` is built already.
+
+    The fast classifier's state keeps ``lik`` for the whole fit (its targets
+    do not change); ``W0`` of shape (M, 1) or None (zeros).
+    """
+    w0 = np.zeros(Phi.shape[1]) if W0 is None else np.array(W0[:, 0], dtype=float)
+    w, obj, ll, y, d, L, p, it, converged = _newton_one_column(
+        Phi, lik, alpha, w0, tol, max_newton
+    )
+    return _laplace(w[:, None], y[:, None], obj, ll, alpha, 1, L, p, it, converged, d)
+
+
 def _newton_one_column(
     Phi: np.ndarray,
     lik: OneColumn,
@@ -345,15 +369,15 @@ def _newton_one_column(
     The same iteration (step from the Jacobi-scaled Cholesky factor, step
     halving, the same stopping rule) without the (M, C) bookkeeping, and the
     means formed only at accepted points.  Returns ``(w, objective,
-    log likelihood, means, L, p, iterations, converged)`` with
+    log likelihood, means, curvature, L, p, iterations, converged)`` with
     ``(L, p)`` the factor of the Hessian at ``w``.
     """
-    t = lik.t
+    t, PhiT = lik.t, Phi.T
     f = Phi @ w
     ll = lik.log_lik(f)
     y = lik.mean(f)
     obj = ll - 0.5 * float((alpha * w**2).sum())
-    if not np.isfinite(obj):  # a warm start whose rates overflow: start from zero
+    if not math.isfinite(obj):  # a warm start whose rates overflow: start from zero
         w = np.zeros_like(w)
         f = Phi @ w
         ll, y = lik.log_lik(f), lik.mean(f)
@@ -361,26 +385,32 @@ def _newton_one_column(
     converged = False
     it = 0
     for it in range(1, max_newton + 1):  # noqa: B007
-        grad = Phi.T @ (t - y) - alpha * w
-        L, p = spd_factor(weighted_hessian(Phi, lik.curvature(y), alpha), "Laplace Hessian")
+        grad = PhiT @ (t - y) - alpha * w
+        d = lik.curvature(y)
+        L, p = spd_factor(weighted_hessian(Phi, d, alpha), "Laplace Hessian")
         step = factor_solve(L, p, grad)
-        if np.abs(step).max() <= tol * (1.0 + np.abs(w).max(initial=0.0)):
+        if np.abs(step).max() <= tol * (1.0 + (np.abs(w).max() if w.size else 0.0)):
             converged = True
             break
-
-        def trial(eta: float, w=w, step=step) -> tuple:
-            w_new = w + eta * step
+        # step halving (as _step_halving, inline: this loop runs for every move of the
+        # fast classifier); a decrease within the rounding of the objective is no decrease
+        slack, eta = 1e-12 * (1.0 + abs(obj)), 1.0
+        while True:
+            w_new = w + step if eta == 1.0 else w + eta * step
             f = Phi @ w_new
             ll_new = lik.log_lik(f)
-            return ll_new - 0.5 * float((alpha * w_new**2).sum()), ll_new, f, w_new
-
-        ok, (obj_new, ll_new, f, w_new) = _step_halving(obj, trial)
-        if not ok:  # no ascent along the Newton direction
+            obj_new = ll_new - 0.5 * float((alpha * w_new**2).sum())
+            ascent = obj_new >= obj - slack  # False for a NaN
+            if ascent or eta < 1e-10:
+                break
+            eta *= 0.5
+        if not ascent:  # no ascent along the Newton direction
             break
         w, obj, ll, y = w_new, obj_new, ll_new, lik.mean(f)
     else:
-        L, p = spd_factor(weighted_hessian(Phi, lik.curvature(y), alpha), "Laplace Hessian")
-    return w, obj, ll, y, L, p, it, converged
+        d = lik.curvature(y)
+        L, p = spd_factor(weighted_hessian(Phi, d, alpha), "Laplace Hessian")
+    return w, obj, ll, y, d, L, p, it, converged
 
 
 def _step_halving(obj: float, trial) -> tuple[bool, tuple]:

@@ -33,10 +33,13 @@ def linearised_evidence(H_lik, b, u, c):
     up to terms free of ``alpha``; ``b = Phi^T B t_hat``.
     """
     H = H_lik.copy()
-    diagonal_view(H).reshape(c, -1)[...] += np.exp(u)
+    if c == 1:
+        H.flat[:: H.shape[0] + 1] += np.exp(u)
+    else:
+        diagonal_view(H).reshape(c, -1)[...] += np.exp(u)
     Sigma, logdet = spd_inverse(H, "linearised posterior precision")
     mu = Sigma @ b
-    return 0.5 * (c * float(np.sum(u)) - logdet + float(b @ mu)), Sigma, mu
+    return 0.5 * (c * float(u.sum()) - logdet + float(b @ mu)), Sigma, mu
 
 
 def linearised_gradient_hessian(Sigma, mu, u, c):
@@ -54,14 +57,16 @@ def linearised_gradient_hessian(Sigma, mu, u, c):
     ma = u.size
     alpha = np.exp(u)
     if c == 1:  # the same sums with one class, without the 4-index einsums
-        tr, r = Sigma.diagonal(), mu * mu
-        F = Sigma * (Sigma + 2.0 * np.outer(mu, mu))
-    else:
-        S4 = Sigma.reshape(c, ma, c, ma)
-        M = mu.reshape(c, ma)
-        tr = np.einsum("kmkm->m", S4)
-        r = np.sum(M**2, axis=0)
-        F = np.einsum("kmln,kmln->mn", S4, S4) + 2.0 * np.einsum("km,kmln,ln->mn", M, S4, M)
+        d = alpha * (Sigma.diagonal() + mu * mu)
+        H = Sigma * (Sigma + 2.0 * (mu[:, None] * mu))
+        H *= 0.5 * alpha[:, None] * alpha
+        H.flat[:: ma + 1] -= 0.5 * d
+        return 0.5 * (c - d), H
+    S4 = Sigma.reshape(c, ma, c, ma)
+    M = mu.reshape(c, ma)
+    tr = np.einsum("kmkm->m", S4)
+    r = np.sum(M**2, axis=0)
+    F = np.einsum("kmln,kmln->mn", S4, S4) + 2.0 * np.einsum("km,kmln,ln->mn", M, S4, M)
     g = 0.5 * (c - alpha * (tr + r))
     H = 0.5 * alpha[:, None] * alpha[None, :] * F
     diagonal_view(H)[...] -= 0.5 * alpha * (tr + r)
@@ -112,8 +117,8 @@ def maximise_linearised(H_lik, b, alpha, c, tol, max_iter=50):
                 out, u, L, Sigma, mu = _cap_leaving(H_lik, b, u, c, out, L, Sigma, mu)
                 free &= ~out
         g, H = linearised_gradient_hessian(Sigma, mu, u, c)
-        f = np.flatnonzero(free)
-        neg_H = -H if f.size == ma else -H[np.ix_(f, f)]
+        f = slice(None) if free.all() else np.flatnonzero(free)
+        neg_H = -H if isinstance(f, slice) else -H[np.ix_(f, f)]
         step = np.zeros(ma)
         try:  # -H is positive definite near a maximum
             step[f] = spd_solve(neg_H, g[f])

@@ -26,14 +26,18 @@ for sparse Bayesian models. *AISTATS 2003*.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from rvm_pymc._core.gaussian import spd_solve
 from rvm_pymc._core.sparsity import active_sq, ell, ell_shared, maximise_shared, rotate
 from rvm_pymc.reference._laplace import (
+    OneColumn,
     class_pairs,
     diagonal_view,
     find_mode,
+    find_mode_one_column,
     pair_grams,
     pair_weights,
 )
@@ -64,6 +68,9 @@ class _LinearisedState(SequentialState):
         self.c = T.shape[1]
         self.usable = usable
         self.all_usable = bool(usable.all())
+        # the likelihood of a one-column model (as find_mode chooses it), built once
+        one = likelihood == "poisson" or (self.c == 1 and np.all((T == 0.0) | (T == 1.0)))
+        self.one_column = OneColumn(likelihood, T[:, 0]) if one else None
         self.Phin2 = Phin**2
         self.active: list[int] = []
         self.alpha = np.empty(0)
@@ -93,9 +100,12 @@ class _LinearisedState(SequentialState):
         """
         idx = np.asarray(self.active)
         Pa = self.Phin[:, idx]
-        post = find_mode(
-            Pa, self.T, self.alpha, self.W, tol=self.mode_tol, likelihood=self.likelihood
-        )
+        if self.one_column is not None:
+            post = find_mode_one_column(Pa, self.one_column, self.alpha, self.W, self.mode_tol)
+        else:
+            post = find_mode(
+                Pa, self.T, self.alpha, self.W, tol=self.mode_tol, likelihood=self.likelihood
+            )
         self.n_newton_failures += not post.converged
         self.post = post
         self.W, self.Sigma, self.lml = post.mean, post.cov, post.log_evidence
@@ -267,6 +277,10 @@ def stationarity_residual(st: _LinearisedState) -> float:
     fast, MacKay and EM updates.
     """
     ma, c = st.W.shape
-    tr = np.einsum("kmkm->m", st.Sigma.reshape(c, ma, c, ma))
-    g = 0.5 * (c - st.alpha * (tr + np.sum(st.W**2, axis=1)))
-    return float(np.linalg.norm(g))
+    if c == 1:  # the same numbers without the 4-index einsum
+        w = st.W[:, 0]
+        g = 0.5 * (c - st.alpha * (st.Sigma.diagonal() + w * w))
+    else:
+        tr = np.einsum("kmkm->m", st.Sigma.reshape(c, ma, c, ma))
+        g = 0.5 * (c - st.alpha * (tr + np.sum(st.W**2, axis=1)))
+    return math.sqrt(float(g @ g))

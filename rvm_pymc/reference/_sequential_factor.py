@@ -10,6 +10,7 @@ and ``z`` in place of ``Phi`` and ``t``), with the number of data points
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -81,7 +82,7 @@ def factorise_active(
         ]
     )
     lml = -0.5 * float(terms.sum())
-    resid_err = 2.0 * beta * np.sqrt(rss) * (np.sqrt(tt) + float(np.linalg.norm(fit)))
+    resid_err = 2.0 * beta * np.sqrt(rss) * (np.sqrt(tt) + math.sqrt(float(fit @ fit)))
     logdet_err = L.shape[0] * (np.sqrt(cond) if f.qr else cond)
     rounding = np.finfo(float).eps * (float(np.abs(terms).sum()) + resid_err + logdet_err)
     return Factor(L, p, mu, resid, lml, cond, rounding, rss)

@@ -183,7 +183,7 @@ class SequentialState:
         """
         if j not in self.active:  # addition
             idx = np.append(np.asarray(self.active, dtype=int), j)
-            Gaa = np.column_stack([self.G, g])[idx, :]
+            Gaa = np.column_stack([self.G[idx], g[idx]])
             Pa = np.column_stack([self.active_columns(), self.columns(j)])
             return self._factorise(
                 Gaa, self.PhiT_t[idx], Pa, np.append(self.alpha, alpha_j), self.beta
@@ -418,18 +418,14 @@ class SequentialState:
         q2[idx] = q2_a
         theta = q2 - s
         relevant = theta > 0
-        new_alpha = s * s / theta
-        new_alpha[~relevant] = np.inf
+        new_alpha = np.where(relevant, s * s / theta, np.inf)
         in_model, addable = self._addable(align_tol)
-        delta = np.full(self.m, -np.inf)
+        best = ell(new_alpha, s, q2)  # at its best precision; 0 out of the model (alpha = inf)
         # additions (skip unusable and nearly parallel candidates)
-        cand = np.flatnonzero(relevant & addable)
-        delta[cand] = ell(new_alpha[cand], s[cand], q2[cand])
+        delta = np.where(relevant & addable, best, -np.inf)
         # re-estimation and deletion of active bases
-        old = ell(a, s_a, q2_a)
-        rel_a = relevant[idx]
-        d_act = np.where(rel_a, ell(np.where(rel_a, new_alpha[idx], 1.0), s_a, q2_a) - old, -old)
-        if idx.size == 1:  # never delete the last basis
-            d_act = np.where(rel_a, d_act, -np.inf)
+        d_act = best[idx] - ell(a, s_a, q2_a)
+        if idx.size == 1 and not relevant[idx[0]]:  # never delete the last basis
+            d_act[0] = -np.inf
         delta[idx] = d_act
         return delta, new_alpha, in_model, relevant

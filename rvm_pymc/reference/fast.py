@@ -259,15 +259,17 @@ class _FastSolver:
         sel = select_move(st, self.opt.align_tol)
         idx = np.asarray(st.active)
         kept_last = idx.size == 1 and not sel.relevant[idx[0]]
+        only_reestimates = (
+            not sel.deletions.any()
+            and not (~sel.in_model & (sel.delta > 0)).any()
+            and bool(kept_last or sel.relevant[idx].all())
+        )
+        if not only_reestimates:
+            return sel, False, False
         with np.errstate(divide="ignore"):  # a rounded s = 0 gives new alpha 0
             dlog = np.abs(np.log(sel.new_alpha[idx]) - np.log(st.alpha))
         dlog[~sel.relevant[idx]] = 0.0 if kept_last else np.inf
-        only_reestimates = (
-            not np.any(sel.deletions)
-            and not np.any(~sel.in_model & (sel.delta > 0))
-            and bool(np.all(sel.relevant[idx] | kept_last))
-        )
-        return sel, only_reestimates, only_reestimates and dlog.max() < self.opt.tol
+        return sel, True, dlog.max() < self.opt.tol
 
     def _settle(self) -> bool:
         """Nothing gains at this noise level: confirm it, then update the noise.
