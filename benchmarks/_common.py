@@ -1,26 +1,29 @@
 """Shared helpers of the benchmark scripts (not part of the package).
 
 Importing this module pins the BLAS thread pools to one thread *before* NumPy
-is loaded (unless the caller has set them already): on a 2-core machine
-multithreaded BLAS oversubscribes the cores and makes timings erratic.  The
-scripts therefore import ``_common`` before anything that imports NumPy.
+is loaded (unless the caller has set them already, or set ``RVM_BENCH_BLAS``
+to ``default``: a script that times fits as a user runs them): on a 2-core
+machine multithreaded BLAS oversubscribes the cores and makes timings
+erratic.  The scripts therefore import ``_common`` before anything that
+imports NumPy.
 """
 
 from __future__ import annotations
 
 import os
 
-for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+if os.environ.get("RVM_BENCH_BLAS") != "default":
+    for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 
-import datetime  # noqa: E402
-import platform  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable, Sequence  # noqa: E402
+import datetime
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
 
-import numpy as np  # noqa: E402
-from scipy import linalg  # noqa: E402
+import numpy as np
+from scipy import linalg
 
 __all__ = [
     "dense_log_marginal_likelihood",
@@ -122,7 +125,7 @@ def header(title: str, extra: Sequence[str] = ()) -> str:
     import sklearn
 
     threads = ",".join(
-        f"{v.split('_')[0]}={os.environ.get(v)}"
+        f"{v.split('_')[0]}={os.environ.get(v, 'default')}"
         for v in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")
     )
     try:

@@ -1,8 +1,12 @@
 """Large N: `RVR().fit` at N = 1e4 to 1e6, `RVC().fit` at 1e4 to 2e5: time and peak memory.
 
-Every fit runs in its own child process (a fresh interpreter), so that its
-peak resident memory (``ru_maxrss`` of the child, the interpreter and its
-imports included) is that fit's alone.  Each child reports wall-clock and
+Every fit runs as a user runs it: through the estimator, with the BLAS
+libraries' own default threads (``RVM_BENCH_BLAS=default``: ``_common`` pins
+nothing; the estimators themselves run their solver loops on one BLAS thread
+and the row-blocked QR of a large RVR design on one thread per CPU), in its
+own child process (a fresh interpreter), so that its peak resident memory
+(``ru_maxrss`` of the child, the interpreter and its imports included) is
+that fit's alone.  Each child reports wall-clock and
 CPU seconds of ``fit`` (data generation and imports not counted), the peak
 memory, the number of candidate centres (columns of the design matrix minus
 the bias), relevance vectors, and the test error:
@@ -19,7 +23,10 @@ dimensions (x uniform on [-5, 5]^3, same noise); the Ripley two-class mixture;
 for ``--accuracy`` also ``sinc(x0)`` on [-10, 10]^3 (two irrelevant features).
 Estimators with their defaults (``gamma="scale"``, ``solver="fast"``); above
 2000 training points ``KernelBasis`` keeps at most 1000 centres (the rule is
-printed in the header; ``rvm_pymc/_core/centres.py``).  The "exact" rows fit the
+printed in the header; ``rvm_pymc/_core/centres.py``).  Above 2^26 design
+entries (N > 67,000 at 1001 columns) ``RVR`` never holds its design: it
+fits the QR factor of ``[Phi | t]`` accumulated over row blocks
+(``rvm_pymc/estimators/_rows.py``); ``RVC`` holds the N x M design.  The "exact" rows fit the
 same data with every training point a centre (``KernelBasis(...,
 centres="all")`` passed as ``kernel``, the same width), where the N x N design
 fits in memory; they time out after ``--timeout`` seconds.  Run::
@@ -42,11 +49,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
 
-import _common  # first non-stdlib import: pins BLAS threads before NumPy loads
+# the fits as a user runs them: the BLAS libraries' default threads (before _common)
+os.environ.setdefault("RVM_BENCH_BLAS", "default")
+
+import _common  # first non-stdlib import (it would pin BLAS threads before NumPy loads)
 import numpy as np
 
 SEED = 1
@@ -277,6 +288,7 @@ def main() -> None:
         print(json.dumps(child(json.loads(args.child))))
         return
     from rvm_pymc._core import centres as _centres
+    from rvm_pymc.estimators import _rows
 
     if args.accuracy:
         sizes = tuple(int(n) for n in args.sizes.split(","))
@@ -288,6 +300,8 @@ def main() -> None:
             "Large N: RVR / RVC fit time and peak memory (each fit in its own process)",
             [
                 f"solver='fast'; auto = KernelBasis centres='auto': {_centres.describe_rule()}",
+                f"RVR above {_rows.ROW_BLOCKED_ENTRIES:,} design entries (N x M): the QR factor "
+                f"of [Phi | t] over blocks of {_rows.BLOCK_ROWS} rows, never the whole design",
                 "auto* = that rule forced below its threshold; exact = every training point "
                 "a centre (N x (N+1) design), the same width",
                 f"noise sd {NOISE}; data seed {SEED} (--accuracy: 0, 1, ...); s = wall seconds of "

@@ -31,17 +31,25 @@ def log_marginal_likelihood(
     alpha: np.ndarray,
     beta: float,
     post: GaussianPosterior | None = None,
+    *,
+    n: int | None = None,
+    rss_offset: float = 0.0,
 ) -> float:
     """``log N(t | 0, I/beta + Phi A^-1 Phi^T)`` evaluated in O(N M^2).
 
     Uses ``log|C| = log|Sigma^-1| - sum(log alpha) - N log beta`` and
-    ``t^T C^-1 t = beta ||t - Phi mu||^2 + mu^T A mu``.
+    ``t^T C^-1 t = beta ||t - Phi mu||^2 + mu^T A mu``.  ``Phi`` and ``t``
+    may be a row compression of the data (``R`` and ``z`` of
+    :class:`rvm_pymc._core.rowqr.RowQR`): then ``n`` is the number of data
+    points (default the rows given) and ``rss_offset`` the remainder, added
+    to ``||t - Phi mu||^2``.
     """
     if post is None:
         post = regression_posterior(Phi, t, alpha, beta)
-    n = t.shape[0]
+    n = t.shape[0] if n is None else int(n)
     resid = t - Phi @ post.mean
-    quad = beta * float(resid @ resid) + float(np.sum(alpha * post.mean**2))
+    rss = float(resid @ resid) + rss_offset
+    quad = beta * rss + float(np.sum(alpha * post.mean**2))
     logdet_c = post.logdet_precision - float(np.sum(np.log(alpha))) - n * np.log(beta)
     return -0.5 * (n * LOG_2PI + logdet_c + quad)
 

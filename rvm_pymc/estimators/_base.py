@@ -18,6 +18,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from rvm_pymc._core.rowqr import RowQR
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc._core.validation import check_numeric
 from rvm_pymc.basis import Basis, KernelBasis, PrecomputedBasis, make_basis
@@ -32,6 +33,7 @@ from rvm_pymc.estimators._params import (
     default_prior,
     validate_params,
 )
+from rvm_pymc.estimators._rows import compressed_design, row_blocked
 from rvm_pymc.estimators._scaling import column_rms, scale_columns, scale_gamma, target_scale
 from rvm_pymc.estimators._views import ResultViews
 from rvm_pymc.estimators._widths import select_width
@@ -166,8 +168,8 @@ class _BaseRVM(ResultViews, BaseEstimator):
         return basis
 
     def _design(
-        self, gamma: float | None, X: np.ndarray, seed: int | None
-    ) -> tuple[Basis, np.ndarray, np.ndarray]:
+        self, gamma: float | None, X: np.ndarray, seed: int | None, t: np.ndarray | None = None
+    ) -> tuple[Basis, np.ndarray | RowQR, np.ndarray]:
         """The fitted basis for one width, its scaled design matrix and the column scales.
 
         Returns ``(basis, Phi / scale, scale)`` with ``scale`` the root-mean-square
@@ -175,10 +177,13 @@ class _BaseRVM(ResultViews, BaseEstimator):
         (the one scaling boundary).  A kernel design matrix is built here and
         scaled in place (no second N x M array).  ``seed`` is drawn once per fit,
         so that every call for one width (a worker's and the rebuild of the
-        chosen width) picks the same centres.
+        chosen width) picks the same centres.  With the targets ``t``, a design
+        too large to hold is returned as its row compression (:mod:`._rows`).
         """
-        basis = self._make_basis(gamma, seed)
-        Phi = basis.fit_transform(X)
+        basis = self._make_basis(gamma, seed).fit(X)
+        if t is not None and row_blocked(self, basis, X.shape[0]):
+            return (basis, *compressed_design(basis, X, t))
+        Phi = basis.transform(X)
         scale = column_rms(Phi)
         # a KernelBasis fills a new array for every call: ours to overwrite
         return basis, scale_columns(Phi, scale, own=type(basis) is KernelBasis), scale
@@ -265,7 +270,8 @@ class _BaseRVM(ResultViews, BaseEstimator):
         self._set_active(active, X)
         # the one map back to the units of the data
         self._set_result(post.to_data_units(scale[active], t_mean, t_sd))
-        Phi_data = Phi[:, active] * scale[active]  # the active columns in data units
+        # the active columns in data units (of a row compression: built anew, N x active)
+        Phi_data = self._design_of(X) if isinstance(Phi, RowQR) else Phi[:, active] * scale[active]
         self.model_ = None
         if self.method != "reference":  # PyMC is imported already
             self.model_ = self._data_unit_model(Phi_data, target, scale[active], prior)
@@ -461,23 +467,3 @@ def _fit_attrs(est: _BaseRVM, library: str) -> dict[str, Any]:
         "n_iter": int(getattr(est, "n_iter_", 0)),
         "converged": int(bool(getattr(est, "converged_", False))),
     }
-
-
-def regression_data(est: _BaseRVM, X, y) -> tuple[np.ndarray, np.ndarray]:
-    """``(X, y)`` of a regressor's ``fit``, checked: numbers only, ``y`` finite."""
-    check_numeric(X, "X")
-    try:
-        check_numeric(y, "y")
-    except ValueError as exc:
-        if "numeric" not in str(exc):
-            raise
-        raise ValueError(f"{exc} (RVR fits numbers; for class labels use RVC)") from None
-    X, y = validate_data(est, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=2)
-    y = np.asarray(y, dtype=float)
-    n_bad = int(y.size - np.count_nonzero(np.isfinite(y)))
-    if n_bad:  # None in an object array becomes NaN after scikit-learn's check
-        raise ValueError(
-            f"y has {n_bad} missing or non-finite value(s) (None, NaN or inf); "
-            "remove or impute them before fitting"
-        )
-    return X, y

@@ -12,8 +12,8 @@ from sklearn.utils.validation import validate_data
 
 from rvm_pymc._core.validation import check_numeric
 from rvm_pymc.basis import Basis
-from rvm_pymc.estimators._base import METHODS, SOLVERS, _BaseRVM, regression_data
-from rvm_pymc.estimators._params import REGRESSOR_CONSTRAINTS
+from rvm_pymc.estimators._base import METHODS, SOLVERS, _BaseRVM
+from rvm_pymc.estimators._params import REGRESSOR_CONSTRAINTS, regression_data
 from rvm_pymc.estimators._rvm_star import keep_training_data, rvm_star_predict
 from rvm_pymc.kernels import Kernel
 

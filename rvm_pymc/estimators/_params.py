@@ -10,7 +10,8 @@ parameter or the data, and returns what they resolved (the prior, the
 ``sampler_kwargs`` of a PyMC fit), so that ``fit`` runs each check once,
 before any work.  Every invalid parameter is a ``ValueError`` naming it
 (not scikit-learn's ``InvalidParameterError``, whose message does not say
-what the value should be in these words).
+what the value should be in these words).  :func:`regression_data` checks
+the data of a regressor's ``fit``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions, make_constraint
+from sklearn.utils.validation import validate_data
 
+from rvm_pymc._core.validation import check_numeric
 from rvm_pymc.basis import Basis
 from rvm_pymc.kernels import KERNEL_NAMES, Kernel
 from rvm_pymc.priors import HyperPrior, resolve_prior
@@ -39,6 +42,7 @@ __all__ = [
     "Checked",
     "check_params",
     "default_prior",
+    "regression_data",
     "validate_params",
 ]
 
@@ -288,3 +292,23 @@ def _check_rvm_star(est: Any) -> None:
             "test input (and at the test input itself), so it needs a kernel given by "
             f"name, a Kernel or a callable; got kernel={shown}"
         )
+
+
+def regression_data(est: Any, X, y) -> tuple[np.ndarray, np.ndarray]:
+    """``(X, y)`` of a regressor's ``fit``, checked: numbers only, ``y`` finite."""
+    check_numeric(X, "X")
+    try:
+        check_numeric(y, "y")
+    except ValueError as exc:
+        if "numeric" not in str(exc):
+            raise
+        raise ValueError(f"{exc} (RVR fits numbers; for class labels use RVC)") from None
+    X, y = validate_data(est, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=2)
+    y = np.asarray(y, dtype=float)
+    n_bad = int(y.size - np.count_nonzero(np.isfinite(y)))
+    if n_bad:  # None in an object array becomes NaN after scikit-learn's check
+        raise ValueError(
+            f"y has {n_bad} missing or non-finite value(s) (None, NaN or inf); "
+            "remove or impute them before fitting"
+        )
+    return X, y

@@ -52,8 +52,12 @@ def target_scale(t: np.ndarray) -> tuple[float, float]:
     return float(np.mean(t)), float(np.std(u)) * top
 
 
-def column_rms(Phi: np.ndarray) -> np.ndarray:
+def column_rms(Phi: np.ndarray, n: int | None = None) -> np.ndarray:
     """Root-mean-square of every column (1 for an all-zero column).
+
+    ``n``: the number of data points when ``Phi`` is the triangle ``R`` of a
+    row compression (:class:`rvm_pymc._core.rowqr.RowQR`; its columns have
+    the norms of the design's); default the number of rows.
 
     ``ValueError`` when a column's squares overflow (finite entries beyond
     about 1e154, e.g. a linear kernel on inputs near 1e100): its scale would
@@ -62,7 +66,7 @@ def column_rms(Phi: np.ndarray) -> np.ndarray:
     representable in float64 either.
     """
     with np.errstate(over="ignore"):
-        rms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi) / Phi.shape[0])  # no N x M temporary
+        rms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi) / (n or Phi.shape[0]))  # no N x M copy
     if not np.all(np.isfinite(rms)):
         big = float(np.max(np.abs(Phi[:, ~np.isfinite(rms)])))
         raise ValueError(

@@ -123,7 +123,7 @@ def exact_fit(est, X, t, prior, solver: str, seed, gamma: float) -> dict[str, An
     With its ``basis``, design matrix ``Phi`` and column ``scale``
     (:meth:`_BaseRVM._design`): what :func:`select_width` returns.
     """
-    basis, Phi, scale = est._design(gamma, X, seed)
+    basis, Phi, scale = est._design(gamma, X, seed, t)
     ref, caught = record_warnings(est._reference_fit, (Phi, t, prior, solver, basis.basis_names_))
     fit = grid_fit(gamma, ref, caught)
     return {**fit, "all_bases": True, "basis": basis, "Phi": Phi, "scale": scale}

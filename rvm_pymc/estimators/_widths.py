@@ -22,6 +22,7 @@ from sklearn.base import clone
 
 from rvm_pymc._core.centres import AUTO_FULL_MAX
 from rvm_pymc._core.parallel import raise_again, run_recorded
+from rvm_pymc._core.rowqr import RowQR
 from rvm_pymc.basis import Basis
 from rvm_pymc.estimators._params import GAMMA_KERNELS
 from rvm_pymc.estimators._scaling import scale_gamma
@@ -53,8 +54,9 @@ class Width(NamedTuple):
 
     gamma: float | None
     basis: Basis
-    Phi: np.ndarray
-    """The design matrix, every column divided by its root-mean-square ``scale``."""
+    Phi: np.ndarray | RowQR
+    """The design matrix, every column divided by its root-mean-square ``scale`` (or its
+    row compression, :mod:`._rows`)."""
     scale: np.ndarray
     reference: tuple | None
     """``(WeightPosterior, FitInfo)`` of the reference solver at this width, if it ran."""
@@ -107,7 +109,7 @@ def select_width(est, X, t, prior, solver: str, seed, *, need_reference: bool) -
     candidates = gamma_candidates(est, X)
     if len(candidates) == 1:
         g = candidates[0]
-        basis, Phi, scale = est._design(g, X, seed)
+        basis, Phi, scale = est._design(g, X, seed, t if need_reference else None)
         ref = (
             est._reference_fit(Phi, t, prior, solver, basis.basis_names_)
             if need_reference

@@ -4,11 +4,13 @@ Regression: :func:`fit_regression` with ``method="fast"`` (Tipping & Faul
 2003), ``"mackay"`` or ``"em"`` (Tipping 2001).  Classification (binary
 logistic and K-class softmax, Laplace approximation): :func:`fit_classification`
 with the same three methods; counts (Poisson, log link, Laplace approximation):
-:func:`fit_counts`.  The evidence helpers compute
-the log marginal likelihood in O(N M^2) and serve as the yardstick for the
-PyMC fits.  :func:`fit_posterior` is the estimators' entry: one fit, returned
-as the package's one result (:class:`~rvm_pymc.results.WeightPosterior`,
-:class:`~rvm_pymc.results.FitInfo`).
+:func:`fit_counts`.  A regression design too large to hold is fitted through
+its row compression (:func:`row_qr`, :class:`RowQR`: the triangular factor
+of ``[Phi | t]`` accumulated over row blocks), the same fit to rounding.
+The evidence helpers compute the log marginal likelihood in O(N M^2) and
+serve as the yardstick for the PyMC fits.  :func:`fit_posterior` is the
+estimators' entry: one fit, returned as the package's one result
+(:class:`~rvm_pymc.results.WeightPosterior`, :class:`~rvm_pymc.results.FitInfo`).
 """
 
 import numpy as np
@@ -19,6 +21,7 @@ from rvm_pymc._core.evidence import (
     log_marginal_likelihood,
 )
 from rvm_pymc._core.gaussian import GaussianPosterior, regression_posterior
+from rvm_pymc._core.rowqr import RowQR, row_qr
 from rvm_pymc._core.sparsity import LEAVING_SETTLED, leaving_active
 from rvm_pymc._core.validation import plain_value
 from rvm_pymc.reference._ard import slab_precision
@@ -35,6 +38,7 @@ __all__ = [
     "CountsResult",
     "GaussianPosterior",
     "RegressionResult",
+    "RowQR",
     "dense_log_marginal_likelihood",
     "fit_classification",
     "fit_counts",
@@ -46,7 +50,10 @@ __all__ = [
     "log_marginal_likelihood",
     "poisson_laplace_posterior",
     "regression_posterior",
+    "row_qr",
 ]
+
+RowQR.__module__ = row_qr.__module__ = __name__  # documented here (defined in _core)
 
 
 def log_evidence(Phi, t, alpha, beta, prior=None) -> float:

@@ -37,7 +37,7 @@ def update_noise(st: Any, prior: HyperPrior, n: int) -> float:
         return lml + prior.c * np.log(beta) - prior.d * beta
 
     f = st.factor()  # rss and gamma from the fresh factor of this state
-    st.lml, st.rss = f.lml, float(f.resid @ f.resid)
+    st.lml, st.rss = f.lml, f.rss
     old_obj = objective(f.lml, st.beta)
     gamma = 1.0 - st.alpha * factor_inverse(f.L, f.p).diagonal()
     step = np.log(mackay_beta(n, float(np.sum(gamma)), st.rss, prior, st.beta_max)) - np.log(

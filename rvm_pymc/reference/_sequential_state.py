@@ -33,38 +33,18 @@ maximised at ``alpha = s^2/(q^2 - s)`` when ``q^2 > s`` and at ``alpha = inf`` o
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
 
-from rvm_pymc._core.evidence import LOG_2PI
-from rvm_pymc._core.gaussian import factor_inverse, factor_logdet, factor_solve, regression_factor
+from rvm_pymc._core.gaussian import factor_inverse, factor_solve
 from rvm_pymc._core.sparsity import active_sq, ell, gain_rounding
+from rvm_pymc.reference._sequential_factor import Factor, factorise_active
 
 __all__ = ["Candidate", "Factor", "SequentialState"]
 
 #: Entries per N x block temporary of the exact statistics (8 MB of float64).
 _BLOCK_ENTRIES = 2**20
-
-
-class Factor(NamedTuple):
-    """A fresh factorisation of ``H = A + beta Phi_A^T Phi_A`` and what follows from it.
-
-    ``L, p``: the Jacobi-scaled Cholesky factor (:func:`spd_factor`); ``mu``
-    the posterior mean; ``resid = t - Phi_A mu``; ``lml`` the log marginal
-    likelihood; ``cond`` the 1-norm condition number of the Jacobi-scaled
-    precision (LAPACK's estimate); ``rounding`` the rounding error of ``lml``
-    (:meth:`SequentialState._factorise`).
-    """
-
-    L: np.ndarray
-    p: np.ndarray
-    mu: np.ndarray
-    resid: np.ndarray
-    lml: float
-    cond: float
-    rounding: float
 
 
 class Candidate(NamedTuple):
@@ -96,17 +76,27 @@ class SequentialState:
         Column norms of ``Phin``.
     beta_max : float
         Upper bound of the noise updates (:func:`rvm_pymc.reference._noise.update_noise`).
+    n : int, optional
+        Number of data points, when the rows are a row compression
+        (:class:`rvm_pymc._core.rowqr.RowQR`: ``R`` and ``z`` as ``Phin`` and
+        ``t``); default the number of rows.
+    rss_offset : float
+        The compression's remainder, added to every residual sum of squares.
     """
 
-    def __init__(self, Phin, t, usable, beta, scale=None, beta_max: float = np.inf):
+    def __init__(
+        self, Phin, t, usable, beta, scale=None, beta_max: float = np.inf, n=None, rss_offset=0.0
+    ):
         self.Phin, self.t = Phin, t
-        self.n, self.m = Phin.shape
+        self.rows, self.m = Phin.shape
+        self.n = self.rows if n is None else int(n)
+        self.rss_offset = float(rss_offset)
         self.scale = None if scale is None else np.asarray(scale, dtype=float)
         self.usable = usable
         self.all_usable = bool(usable.all())
         self.PhiT_t = self._unscale(Phin.T @ t)
         self.diag = usable.astype(float)  # ||phi_m||^2 after normalisation
-        self.tt = float(t @ t)
+        self.tt = float(t @ t) + self.rss_offset
         self.beta = beta
         self.beta_max = beta_max
         self.active: list[int] = []
@@ -211,47 +201,10 @@ class SequentialState:
         )
 
     def _factorise(self, Gaa, PhiT_t_a, Pa, alpha, beta) -> Factor | None:
-        """Factor, mean, residual and log evidence of the active system ``(Gaa, Pa, alpha, beta)``.
-
-        The rounding of the log evidence is machine epsilon times the sizes of
-        its terms, of the residual ``t - Phi_A mu`` (each element rounded
-        relative to ``|t_n| + |(Phi_A mu)_n|``; large when the target has a
-        large mean) and of the log-determinant (a relative perturbation ``eps``
-        of ``H`` moves ``log|H|`` by up to ``M_active eps cond(H)``, and
-        ``M_active eps sqrt(cond(H))`` through the QR factorisation that
-        :func:`regression_factor` uses for an ill-conditioned ``H``).
-        """
-        try:
-            f = regression_factor(
-                Pa,
-                self.t,
-                alpha,
-                beta,
-                gram=Gaa,
-                PhiT_t=PhiT_t_a,
-                what="posterior precision (fast RVM)",
-            )
-        except np.linalg.LinAlgError:
-            return None
-        L, p, mu, cond = f.L, f.p, f.mean, f.cond
-        fit = Pa @ mu
-        resid = self.t - fit
-        rss = float(resid @ resid)
-        terms = np.array(
-            [
-                self.n * LOG_2PI,
-                factor_logdet(L, p),
-                -float(np.sum(np.log(alpha))),
-                -self.n * np.log(beta),
-                beta * rss,
-                float(np.sum(alpha * mu**2)),
-            ]
+        """:func:`factorise_active` of the active system ``(Gaa, Pa, alpha, beta)``."""
+        return factorise_active(
+            Gaa, PhiT_t_a, Pa, self.t, alpha, beta, self.n, self.rss_offset, self.tt
         )
-        lml = -0.5 * float(terms.sum())
-        resid_err = 2.0 * beta * np.sqrt(rss) * (np.sqrt(self.tt) + math.sqrt(float(fit @ fit)))
-        logdet_err = L.shape[0] * (np.sqrt(cond) if f.qr else cond)
-        rounding = np.finfo(float).eps * (float(np.abs(terms).sum()) + resid_err + logdet_err)
-        return Factor(L, p, mu, resid, lml, cond, rounding)
 
     def exact_lml(self) -> float:
         """Log marginal likelihood of the current state from a fresh factorisation.
@@ -297,7 +250,7 @@ class SequentialState:
         f = self.factor()
         self.Sigma = factor_inverse(f.L, f.p)
         self.mu = f.mu
-        self.rss = float(f.resid @ f.resid)
+        self.rss = f.rss
         self.lml, self.lml_rounding = f.lml, f.rounding
         b, G = self.beta, self.G
         # S = beta diag - beta^2 rowsum((G Sigma) * G), Q = beta (Phi^T t - G mu)
@@ -325,7 +278,7 @@ class SequentialState:
         Pa, b = self.active_columns(), self.beta
         U = factor_solve(f.L, f.p, b * self.G[cols, :].T)  # (M_active, len(cols))
         S, Q = np.empty(cols.size), np.empty(cols.size)
-        block = max(1, _BLOCK_ENTRIES // self.n)
+        block = max(1, _BLOCK_ENTRIES // self.rows)
         for k in range(0, cols.size, block):
             sl = slice(k, k + block)
             C, Us = self.columns(cols[sl]), U[:, sl]

@@ -113,7 +113,7 @@ def select_move(st: Any, align_tol: float) -> Selection:
 
 
 def fast_sequential(
-    Phin, t, usable, beta, options: FastOptions, scale=None, alpha_start=None
+    Phin, t, usable, beta, options: FastOptions, scale=None, alpha_start=None, rows=None
 ) -> FastResult:
     """Run the sequential algorithm from the column best aligned with ``t`` (or a warm start).
 
@@ -144,18 +144,28 @@ def fast_sequential(
         column out of the model (e.g. a fit at a neighbouring kernel width).
         The fit runs once, from those bases; if their posterior precision is
         not numerically positive definite, from the cold start above.
+    rows : (int, float), optional
+        When ``Phin`` and ``t`` are a row compression
+        (:class:`rvm_pymc._core.rowqr.RowQR`: ``R`` and ``z``): the number of
+        data points and the remainder (``n`` and ``rss_offset`` of
+        :class:`SequentialState`).
 
     Returns
     -------
     FastResult
     """
-    st = SequentialState(Phin, t, usable, beta, scale, options.beta_max)
+    n, rss_offset = (None, 0.0) if rows is None else rows
+
+    def state() -> SequentialState:
+        return SequentialState(Phin, t, usable, beta, scale, options.beta_max, n, rss_offset)
+
+    st = state()
     warm = np.flatnonzero(np.isfinite(alpha_start) & usable) if alpha_start is not None else []
     if len(warm):
         try:
             st.start(warm, alpha_start[warm])
         except np.linalg.LinAlgError:
-            st = SequentialState(Phin, t, usable, beta, scale, options.beta_max)  # cold
+            st = state()  # cold
         else:
             return _FastSolver(st, _aligned(st, usable, options)).run()
     j0 = int(np.argmax(np.where(usable, np.abs(st.PhiT_t), -np.inf)))
@@ -165,7 +175,7 @@ def fast_sequential(
     fit = _FastSolver(st, options).run()
     if q0**2 >= 2 * s0:
         return fit
-    shrunk = SequentialState(Phin, t, usable, beta, scale, options.beta_max)
+    shrunk = state()
     shrunk.start(j0, s0**2 / max(q0**2 - s0, 1e-3 * s0))
     other = _FastSolver(shrunk, options).run()
     n_iter = fit.n_iter + other.n_iter

@@ -20,6 +20,7 @@ import numpy as np
 
 from rvm_pymc._core.evidence import log_hyperprior, log_marginal_likelihood
 from rvm_pymc._core.gaussian import regression_posterior
+from rvm_pymc._core.rowqr import RowQR
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc._core.validation import (
     as_2d_float,
@@ -65,11 +66,15 @@ def fit_regression(
 
     Parameters
     ----------
-    Phi : array_like of shape (N, M)
+    Phi : array_like of shape (N, M), or RowQR
         Design matrix: one column per basis function (for a kernel RVM, a
-        kernel column per training point plus a bias column).
+        kernel column per training point plus a bias column).  With
+        ``method="fast"`` also the row compression of ``[Phi | t]``
+        (:class:`RowQR`, built in row blocks by :func:`row_qr` when the
+        design would not fit in memory): the fit is then the same, to
+        rounding, at O(M^2) memory.
     t : array_like of shape (N,)
-        Targets.
+        Targets (with a RowQR: the ones compressed into it).
     method : {"fast", "mackay", "em"}
         ``"fast"``: the sequential algorithm of Tipping & Faul (2003), which
         adds, deletes and re-estimates one basis at a time with rank-one
@@ -170,6 +175,14 @@ def fit_regression(
     """
     # The fast method only reads columns and products of Phi: a float64 array is used
     # as given (no N x M copy; it matters at N = 1e5); the others normalise a copy.
+    rows = Phi if isinstance(Phi, RowQR) else None
+    if rows is not None:  # a row compression: its triangle stands for the design
+        if method != "fast":
+            raise ValueError(
+                f"Phi as a RowQR (a row compression of the design) needs method='fast'; "
+                f"got method={method!r}"
+            )
+        Phi = rows.R
     norms = None
     if (
         method == "fast"
@@ -189,13 +202,16 @@ def fit_regression(
             check_finite(Phi, "Phi")
     else:
         Phi = as_2d_float(Phi, "Phi")
-    if np.ndim(t) == 1:  # the lengths first: a short t may also look constant
+    if rows is not None:
+        t = _compressed_targets(rows, t)
+    else:
+        if np.ndim(t) == 1:  # the lengths first: a short t may also look constant
+            check_consistent_length(Phi=Phi, t=t)
+        t = as_target_float(t, "t")
         check_consistent_length(Phi=Phi, t=t)
-    t = as_target_float(t, "t")
-    check_consistent_length(Phi=Phi, t=t)
     prior = resolve_prior(prior)
     check_method_and_prior(method, prior)
-    _n, m = Phi.shape
+    _n, m = (Phi.shape[0] if rows is None else rows.n), Phi.shape[1]
     if np.ptp(t) == 0:
         raise ValueError(
             f"t is constant (all values equal {t[0].item()!r}); the noise precision is not "
@@ -234,7 +250,10 @@ def fit_regression(
                 noise_update_start,
             )  # fmt: skip
             start = None if alpha_init is None else alpha_init / scale**2
-            out = fast_sequential(Phin, t, usable, beta0, options, scale if raw else None, start)
+            out = fast_sequential(
+                Phin, t if rows is None else rows.z, usable, beta0, options,
+                scale if raw else None, start, None if rows is None else (_n, rows.remainder),
+            )  # fmt: skip
         else:
             out = full_reestimation(
                 Phin, t, usable, scale, beta0, prior, fixed_noise, max_iter, tol,
@@ -263,8 +282,8 @@ def fit_regression(
             stacklevel=2,
         )
     res = _finalise(
-        Phin, scale if raw else None, scale, t, active, alpha_n, beta, prior, method, trace,
-        n_iter, converged,
+        Phin, scale if raw else None, scale, t if rows is None else rows, active, alpha_n, beta,
+        prior, method, trace, n_iter, converged,
     )  # fmt: skip
     res.noise_at_bound = bool(at_bound)
     return res
@@ -300,15 +319,20 @@ def _finalise(
     ``Sigma = D^-1 Sigman D^-1``; ``gamma`` and the marginal likelihood are
     unchanged (``C`` does not depend on the column scale).  ``raw_scale`` is
     given when ``Phin`` is the design as given (the fast method's unnormalised
-    view, :func:`_normalised`): its active columns are normalised here.
+    view, :func:`_normalised`): its active columns are normalised here.  ``t``
+    is the :class:`RowQR` when ``Phin`` is its triangle.
     """
+    rows = t if isinstance(t, RowQR) else None
+    if rows is not None:
+        t = rows.z
     order = np.argsort(active)
     active = np.asarray(active)[order]
     alpha_n = np.asarray(alpha_n, dtype=float)[order]
     Pa = Phin[:, active] if raw_scale is None else Phin[:, active] / raw_scale[active]
     prec = alpha_n + slab_precision(prior, scale[active])  # the weights' prior precision
     post = regression_posterior(Pa, t, prec, beta)
-    lml = log_marginal_likelihood(Pa, t, prec, beta, post)
+    extra = {} if rows is None else {"n": rows.n, "rss_offset": rows.remainder}
+    lml = log_marginal_likelihood(Pa, t, prec, beta, post, **extra)
     gamma = 1.0 - prec * np.diag(post.cov)
     s = scale[active]
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
@@ -339,3 +363,21 @@ def _finalise(
         converged=converged,
         trace={k: np.asarray(v) for k, v in trace.items()},
     )
+
+
+def _compressed_targets(rows: RowQR, t) -> np.ndarray:
+    """The targets ``t`` of a row compression ``rows``, checked against it.
+
+    ``t`` must have ``rows.n`` values and the squared norm that the compression
+    holds (``||z||^2 + remainder``): the targets compressed with the design.
+    """
+    t = as_target_float(t, "t")
+    if t.shape != (rows.n,):
+        raise ValueError(f"t has shape {t.shape}, but Phi (a RowQR) compresses {rows.n} rows")
+    tt, held = float(t @ t), float(rows.z @ rows.z) + rows.remainder
+    if not abs(tt - held) <= 1e-8 * max(tt, held):
+        raise ValueError(
+            f"t (squared norm {tt:.6g}) is not the target compressed into Phi (a RowQR; "
+            f"squared norm {held:.6g}): compress the design with these targets"
+        )
+    return t

@@ -1,0 +1,195 @@
+"""Regression at large N on the row compression of the design (rvm_pymc._core.rowqr).
+
+The triangle of ``[Phi | t]``, accumulated over row blocks, must carry the
+same sufficient statistics as the design itself; the fast solver on it must
+compute the same state, and the fits (solver and estimator) must be the same
+to rounding.  All on small problems: the N = 1e6 run is in
+``benchmarks/bench_scale.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rvm_pymc import RVC, RVR
+from rvm_pymc._core import centres as _centres
+from rvm_pymc._core.evidence import log_marginal_likelihood
+from rvm_pymc._core.rowqr import RowQR, row_qr
+from rvm_pymc.basis import KernelBasis
+from rvm_pymc.datasets import make_sinc
+from rvm_pymc.estimators import _rows
+from rvm_pymc.kernels import RBF
+from rvm_pymc.reference import fit_regression
+from rvm_pymc.reference._sequential_state import SequentialState
+
+
+def _problem(n=5000, gamma=10.0, centres=200, seed=0):
+    """A sinc design on ``centres`` RBF centres (columns at unit rms) and standardised targets."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-10, 10, n)
+    t = np.sinc(x / np.pi) + 0.1 * rng.standard_normal(n)
+    t = (t - t.mean()) / t.std()
+    basis = KernelBasis(RBF(gamma=gamma / x.var()), centres=centres).fit(x[:, None])
+    Phi = basis.transform(x[:, None])
+    return Phi / np.sqrt(np.mean(Phi**2, axis=0)), t
+
+
+def _compress(Phi, t, block_rows=97, workers=3) -> RowQR:
+    return row_qr(
+        lambda a, b: (Phi[a:b], t[a:b]),
+        Phi.shape[0],
+        Phi.shape[1],
+        block_rows=block_rows,
+        workers=workers,
+    )
+
+
+def test_blocked_statistics_equal_the_one_shot_ones():
+    Phi, t = _problem()
+    rows = _compress(Phi, t)  # 52 blocks of 97 rows (the last one short) on 3 threads
+    assert rows.shape == Phi.shape and rows.R.shape == (Phi.shape[1],) * 2
+    np.testing.assert_array_equal(rows.R, np.triu(rows.R))
+    norms = np.linalg.norm(Phi, axis=0)
+    scale = np.outer(norms, norms)
+    assert np.max(np.abs(rows.R.T @ rows.R - Phi.T @ Phi) / scale) < 1e-13
+    tn = np.linalg.norm(t)
+    assert np.max(np.abs(rows.R.T @ rows.z - Phi.T @ t) / (norms * tn)) < 1e-13
+    assert float(rows.z @ rows.z) + rows.remainder == pytest.approx(float(t @ t), rel=1e-13)
+    # the remainder is the least-squares residual (of a design of full numerical rank)
+    X = np.random.default_rng(1).standard_normal((Phi.shape[0], 30))
+    full_rank = _compress(X, t)
+    w = np.linalg.lstsq(X, t, rcond=None)[0]
+    assert full_rank.remainder == pytest.approx(float(np.sum((t - X @ w) ** 2)), rel=1e-10)
+    # one thread, one block: the same triangle up to the signs of its rows
+    one = _compress(Phi, t, block_rows=Phi.shape[0], workers=1)
+    sign = np.sign(np.diag(one.R)) * np.sign(np.diag(rows.R))
+    top = np.abs(np.diag(rows.R)) > 1e-6 * norms  # rows of R determined to working precision
+    np.testing.assert_allclose((sign[:, None] * rows.R)[top], one.R[top], atol=1e-9 * tn)
+
+
+def test_row_qr_checks_its_blocks():
+    with pytest.raises(ValueError, match="at least one row"):
+        row_qr(lambda a, b: (np.ones((b - a, 2)), np.ones(b - a)), 0, 2)
+    with pytest.raises(ValueError, match=r"block\(0, 4\) returned shapes \(4, 3\)"):
+        row_qr(lambda a, b: (np.ones((b - a, 3)), np.ones(b - a)), 4, 2)
+
+
+def test_sequential_state_on_the_compression_is_the_same_state():
+    """Same active set and precisions: the same evidence, S, Q and exact statistics."""
+    Phi, t = _problem(gamma=1.0)  # a wide kernel: the statistics are ill-conditioned
+    rows = _compress(Phi, t)
+    norms = np.linalg.norm(Phi, axis=0)
+    usable = np.ones(Phi.shape[1], dtype=bool)
+    full = SequentialState(Phi, t, usable, 50.0, norms)
+    comp = SequentialState(
+        rows.R, rows.z, usable, 50.0, norms, n=rows.n, rss_offset=rows.remainder
+    )
+    for st in (full, comp):
+        st.start([0, 40, 90, 150], np.array([1e-3, 2e-3, 5e-3, 1e-2]))
+        st.resolve(confirm=True)
+    assert comp.lml == pytest.approx(full.lml, abs=10 * (full.lml_rounding + comp.lml_rounding))
+    assert comp.rss == pytest.approx(full.rss, rel=1e-9)
+    np.testing.assert_allclose(comp.Q, full.Q, rtol=1e-7, atol=1e-9 * full.beta)
+    cols = np.arange(0, Phi.shape[1], 7)
+    S_full, Q_full = full.exact_statistics(cols)
+    S_comp, Q_comp = comp.exact_statistics(cols)
+    np.testing.assert_allclose(S_comp, S_full, rtol=1e-7)
+    np.testing.assert_allclose(Q_comp, Q_full, rtol=1e-7, atol=1e-9 * full.beta)
+    # the evidence of the final posterior, on the compression, is that of the data
+    idx = np.asarray(full.active)
+    Pa = Phi[:, idx] / norms[idx]
+    lml = log_marginal_likelihood(Pa, t, full.alpha, full.beta)
+    lml_c = log_marginal_likelihood(
+        rows.R[:, idx] / norms[idx], rows.z, full.alpha, full.beta, n=rows.n,
+        rss_offset=rows.remainder,
+    )  # fmt: skip
+    assert lml_c == pytest.approx(lml, rel=1e-12)
+
+
+def test_fit_regression_on_the_compression_is_the_same_fit():
+    Phi, t = _problem(n=3000)
+    full = fit_regression(Phi, t)
+    comp = fit_regression(_compress(Phi, t), t)
+    np.testing.assert_array_equal(comp.active, full.active)
+    assert comp.n_iter == full.n_iter and comp.converged and full.converged
+    np.testing.assert_allclose(comp.mean, full.mean, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(comp.alpha, full.alpha, rtol=1e-7)
+    assert comp.beta == pytest.approx(full.beta, rel=1e-10)
+    assert comp.log_evidence == pytest.approx(full.log_evidence, abs=1e-8)
+
+
+def test_fit_regression_checks_the_compression():
+    Phi, t = _problem(n=600, centres=40)
+    rows = _compress(Phi, t)
+    with pytest.raises(ValueError, match="needs method='fast'"):
+        fit_regression(rows, t, method="mackay")
+    with pytest.raises(ValueError, match="compresses 600 rows"):
+        fit_regression(rows, t[:-1])
+    with pytest.raises(ValueError, match="not the target compressed"):
+        fit_regression(rows, t[::-1] * 2.0)
+
+
+@pytest.fixture
+def small_centres(monkeypatch):
+    """``centres="auto"``: 150 centres above 300 training points."""
+    monkeypatch.setattr(_centres, "AUTO_FULL_MAX", 300)
+    monkeypatch.setattr(_centres, "AUTO_MAX_CENTRES", 150)
+    monkeypatch.setattr(_centres, "AUTO_FILL_CENTRES", 150)
+
+
+@pytest.mark.parametrize("gamma", ["scale", 3.0])
+def test_rvr_through_the_compression_is_the_same_fit(small_centres, monkeypatch, gamma):
+    """The same fit to rounding: no further from the full design's fit than a fit of the
+    inputs perturbed by one unit in the last place (the wide ``"scale"`` kernel makes
+    weights of opposite signs ~150 times the targets: differences of 1e-8)."""
+    d = make_sinc(n_train=4000, n_test=300, noise_sd=0.1, random_state=2)
+    full = RVR(gamma=gamma).fit(d.X_train, d.t_train)
+    ulp = np.random.default_rng(0).choice([-1.0, 1.0], size=d.X_train.shape)
+    nudged = RVR(gamma=gamma).fit(d.X_train * (1 + np.finfo(float).eps * ulp), d.t_train)
+    seen = []
+    real = _rows.compressed_design
+
+    def spy(basis, X, t, block_rows=_rows.BLOCK_ROWS):
+        seen.append(X.shape[0])
+        return real(basis, X, t, block_rows=333)  # 13 blocks
+
+    monkeypatch.setattr(_rows, "ROW_BLOCKED_ENTRIES", 0)
+    monkeypatch.setattr("rvm_pymc.estimators._base.compressed_design", spy)
+    comp = RVR(gamma=gamma).fit(d.X_train, d.t_train)
+    assert seen == [4000]  # the design was never built whole
+    np.testing.assert_array_equal(comp.relevance_indices_, full.relevance_indices_)
+    np.testing.assert_array_equal(nudged.relevance_indices_, full.relevance_indices_)
+    np.testing.assert_allclose(comp.basis_scale_, full.basis_scale_, rtol=1e-12)
+    mean_f, sd_f = full.predict(d.X_test, return_std=True)
+    rounding = 10 * np.max(np.abs(nudged.predict(d.X_test) - mean_f)) + 1e-12
+    mean, sd = comp.predict(d.X_test, return_std=True)
+    assert np.max(np.abs(mean - mean_f)) <= rounding
+    np.testing.assert_allclose(sd, sd_f, rtol=1e-8)
+    assert comp.log_evidence_ == pytest.approx(full.log_evidence_, abs=1e-7)
+    # the training design that idata_ is made from: the active columns, built anew
+    np.testing.assert_allclose(
+        comp._tree_inputs["Phi"], full._tree_inputs["Phi"], rtol=0, atol=1e-12
+    )
+
+
+def test_the_compression_only_for_the_fast_reference_regression(small_centres, monkeypatch):
+    monkeypatch.setattr(_rows, "ROW_BLOCKED_ENTRIES", 0)
+
+    def fail(*args, **kwargs):
+        raise AssertionError("the row compression was used")
+
+    monkeypatch.setattr("rvm_pymc.estimators._base.compressed_design", fail)
+    d = make_sinc(n_train=400, n_test=10, noise_sd=0.1, random_state=3)
+    RVR(solver="mackay", gamma=3.0).fit(d.X_train, d.t_train)
+    RVC(gamma=3.0).fit(d.X_train, d.t_train > 0)
+
+
+def test_no_compression_of_a_square_design(monkeypatch):
+    """At most N / 8 columns (bias included); never every training point a centre."""
+    monkeypatch.setattr(_rows, "ROW_BLOCKED_ENTRIES", 0)
+    X = np.linspace(-1, 1, 400)[:, None]
+    est = RVR()
+    assert _rows.row_blocked(est, KernelBasis(RBF(), centres=49).fit(X), 400)
+    assert not _rows.row_blocked(est, KernelBasis(RBF(), centres=50).fit(X), 400)
+    assert not _rows.row_blocked(est, KernelBasis(RBF(), centres="all").fit(X), 400)
