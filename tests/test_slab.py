@@ -51,9 +51,9 @@ def test_hyperprior_slab_is_checked_and_resolved():
         resolve_prior({"slab_scale": 5})
 
 
-def test_classifiers_default_to_the_slab_under_nuts_only():
-    """RVC(method="nuts")'s prior is the slab preset; the user's prior, other methods and
-    other estimators keep theirs (no fit: the prior is resolved from the parameters)."""
+def test_classifiers_and_counts_default_to_the_slab_under_nuts_only():
+    """RVC's and RVP's NUTS prior is the slab preset; the user's prior, other methods and
+    regression keep theirs (no fit: the prior is resolved from the parameters)."""
     from rvm_pymc.estimators import RVC, RVP, RVR
     from rvm_pymc.priors import PRESETS
 
@@ -69,7 +69,9 @@ def test_classifiers_default_to_the_slab_under_nuts_only():
     for method in ("reference", "map"):
         assert RVC(method=method)._prior() == PRESETS["evidence"]
     assert RVR(method="nuts")._prior() == PRESETS["weakly_informative"]
-    assert RVP(method="nuts")._prior() == PRESETS["weakly_informative"]
+    assert RVP(method="nuts")._prior() == slab
+    assert RVP(method="nuts", prior="weakly_informative")._prior().slab is None
+    assert RVP(method="map")._prior() == PRESETS["evidence"]
 
 
 # ----------------------------------------------------------- the models take it

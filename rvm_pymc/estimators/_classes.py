@@ -71,7 +71,7 @@ class RVR(RegressorMixin, _BaseRVM):
         Gamma hyperpriors and a ``slab`` (NUTS, ``solver="mackay"``/``"em"``;
         :mod:`rvm_pymc.priors`); default ``"evidence"`` (type-II maximum
         likelihood), or ``"weakly_informative"`` for ``method="nuts"``
-        (``"weakly_informative_slab"`` for :class:`RVC`).  A mapping is merged
+        (``"weakly_informative_slab"`` for :class:`RVC` and :class:`RVP`).  A mapping is merged
         over that default.
     max_iter : int, optional
         Iteration cap of the reference solver (its default when None).

@@ -175,13 +175,14 @@ def default_prior(est: Any) -> str:
     """The preset of ``prior=None`` (and under a partial mapping) for ``est``'s method and kind.
 
     ``"evidence"`` for the reference solver and MAP; for NUTS,
-    ``"weakly_informative_slab"`` for classifiers (the slab bounds the weights
-    where the classes separate: without it their chains diverged and did not
-    mix) and ``"weakly_informative"`` otherwise.
+    ``"weakly_informative_slab"`` for the generalised linear models,
+    classifiers and counts (the slab bounds the weights: without it their
+    chains diverged, where the classes separate and on Linnerud's counts),
+    and ``"weakly_informative"`` for regression.
     """
     if est.method != "nuts":
         return "evidence"
-    return "weakly_informative_slab" if est._kind == "classification" else "weakly_informative"
+    return "weakly_informative" if est._kind == "regression" else "weakly_informative_slab"
 
 
 class Checked(NamedTuple):
