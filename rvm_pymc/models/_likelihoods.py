@@ -183,19 +183,22 @@ def _marginal_pullback(inputs, outputs, cotangents):
     ]
 
 
-@functools.cache
-def _marginal_op() -> OpFromGraph:
+def marginal_op(parts, pullback, gram: str, name: str) -> OpFromGraph:
+    """The Op of a marginal log density ``parts(log_alpha, log_beta, G, Phi, t)``.
+
+    Its first output is the log density, the others what ``pullback`` reuses;
+    ``G`` (named ``gram``) is the form of ``Phi^T Phi`` the density takes.
+    """
     la, t = pt.dvector("log_alpha"), pt.dvector("t")
     lb = pt.dscalar("log_beta")
-    PtP, Phi = pt.dmatrix("PhiTPhi"), pt.dmatrix("Phi")
-    inputs = [la, lb, PtP, Phi, t]
-    return OpFromGraph(
-        inputs,
-        list(_marginal_parts(*inputs)),
-        pullback=_marginal_pullback,
-        inline=True,
-        name="rvm_marginal_logp",
-    )
+    G, Phi = pt.dmatrix(gram), pt.dmatrix("Phi")
+    inputs = [la, lb, G, Phi, t]
+    return OpFromGraph(inputs, list(parts(*inputs)), pullback=pullback, inline=True, name=name)
+
+
+@functools.cache
+def _marginal_op() -> OpFromGraph:
+    return marginal_op(_marginal_parts, _marginal_pullback, "PhiTPhi", "rvm_marginal_logp")
 
 
 def marginal_logp_fast(t, log_alpha, log_beta, Phi, PhiTPhi=None) -> pt.TensorVariable:
@@ -217,17 +220,24 @@ def marginal_logp_fast(t, log_alpha, log_beta, Phi, PhiTPhi=None) -> pt.TensorVa
     )[0]
 
 
-def marginal_likelihood(log_alpha, log_beta, Phi, PhiTPhi) -> None:
-    """Observed ``t_obs`` of the marginal model (:func:`marginal_logp_fast` on the data ``t``)."""
+def marginal_likelihood(
+    log_alpha, log_beta, Phi, PhiTPhi, logp=None, gram_shape: str = "(m,m)"
+) -> None:
+    """Observed ``t_obs`` of the marginal model (:func:`marginal_logp_fast` on the data ``t``).
+
+    ``logp(t, log_alpha, log_beta, Phi, G)`` replaces :func:`marginal_logp_fast`
+    for another form ``G`` of ``Phi^T Phi`` (of shape ``gram_shape``); the
+    draws are the same, through ``Phi`` (which may take new rows for predictions).
+    """
     pm.CustomDist(
         "t_obs",
         log_alpha,
         log_beta,
         Phi,
         PhiTPhi,
-        logp=marginal_logp_fast,
+        logp=marginal_logp_fast if logp is None else logp,
         random=_marginal_random,
-        signature="(m),(),(n,m),(m,m)->(n)",
+        signature=f"(m),(),(n,m),{gram_shape}->(n)",
         class_name="MarginalNormal",
         observed=pm.modelcontext(None)["t"],
         dims="obs",

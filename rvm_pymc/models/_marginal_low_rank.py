@@ -40,13 +40,12 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-import pymc as pm
 import pytensor.tensor as pt
 from pytensor.compile.builders import OpFromGraph
 from pytensor.gradient import grad_undefined
 from pytensor.tensor.linalg import cholesky, solve_triangular
 
-from rvm_pymc.models._likelihoods import LOG_2PI, _marginal_random
+from rvm_pymc.models._likelihoods import LOG_2PI, marginal_likelihood, marginal_op
 
 __all__ = [
     "GRAM_FACTOR_DATA",
@@ -155,17 +154,7 @@ def _low_rank_pullback(inputs, outputs, cotangents):
 
 @functools.cache
 def _low_rank_op() -> OpFromGraph:
-    la, t = pt.dvector("log_alpha"), pt.dvector("t")
-    lb = pt.dscalar("log_beta")
-    W, Phi = pt.dmatrix("W"), pt.dmatrix("Phi")
-    inputs = [la, lb, W, Phi, t]
-    return OpFromGraph(
-        inputs,
-        list(_low_rank_parts(*inputs)),
-        pullback=_low_rank_pullback,
-        inline=True,
-        name="rvm_marginal_logp_low_rank",
-    )
+    return marginal_op(_low_rank_parts, _low_rank_pullback, "W", "rvm_marginal_logp_low_rank")
 
 
 def marginal_logp_low_rank(t, log_alpha, log_beta, Phi, W) -> pt.TensorVariable:
@@ -206,16 +195,4 @@ def marginal_likelihood_low_rank(log_alpha, log_beta, Phi, W) -> None:
     same draws (through ``Phi``, which may take new rows for predictions), the
     log density through the factor ``W`` of ``Phi^T Phi``.
     """
-    pm.CustomDist(
-        "t_obs",
-        log_alpha,
-        log_beta,
-        Phi,
-        W,
-        logp=marginal_logp_low_rank,
-        random=_marginal_random,
-        signature="(m),(),(n,m),(m,r)->(n)",
-        class_name="MarginalNormal",
-        observed=pm.modelcontext(None)["t"],
-        dims="obs",
-    )
+    marginal_likelihood(log_alpha, log_beta, Phi, W, marginal_logp_low_rank, "(m,r)")
