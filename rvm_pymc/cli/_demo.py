@@ -185,7 +185,8 @@ def demo_command(args: argparse.Namespace) -> int:
         rows.append(("reference fit", f"solver {args.method!r}, "
                      f"{fits.fit_times['reference'] * 1e3:.1f} ms for all widths; at the chosen "
                      f"one {ref.n_iter_} iterations, converged {ref.converged_}"))  # fmt: skip
-    nuts = f" (NUTS: 2 chains, {args.draws} tuning + {args.draws} draws each)"
+    tune = fits["nuts"].tune if "nuts" in fits else 0
+    nuts = f" (NUTS: 2 chains, {tune} tuning + {args.draws} draws each)"
     rows.append(("methods", ", ".join(args.methods) + (nuts if "nuts" in args.methods else "")))
     width = max(len(k) for k, _ in rows)
     print("rvm-pymc demo: relevance vector regression on noisy sinc")
