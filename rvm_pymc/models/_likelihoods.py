@@ -196,6 +196,12 @@ def marginal_op(parts, pullback, gram: str, name: str) -> OpFromGraph:
     return OpFromGraph(inputs, list(parts(*inputs)), pullback=pullback, inline=True, name=name)
 
 
+def apply_marginal(op: OpFromGraph, log_alpha, log_beta, G, Phi, t) -> pt.TensorVariable:
+    """The log density of a :func:`marginal_op` on float64 tensors of its five inputs."""
+    args = (log_alpha, log_beta, G, Phi, t)
+    return op(*(pt.as_tensor(a, dtype="float64") for a in args))[0]
+
+
 @functools.cache
 def _marginal_op() -> OpFromGraph:
     return marginal_op(_marginal_parts, _marginal_pullback, "PhiTPhi", "rvm_marginal_logp")
@@ -211,13 +217,7 @@ def marginal_logp_fast(t, log_alpha, log_beta, Phi, PhiTPhi=None) -> pt.TensorVa
     """
     if PhiTPhi is None:
         PhiTPhi = Phi.T @ Phi
-    return _marginal_op()(
-        pt.as_tensor(log_alpha, dtype="float64"),
-        pt.as_tensor(log_beta, dtype="float64"),
-        pt.as_tensor(PhiTPhi, dtype="float64"),
-        pt.as_tensor(Phi, dtype="float64"),
-        pt.as_tensor(t, dtype="float64"),
-    )[0]
+    return apply_marginal(_marginal_op(), log_alpha, log_beta, PhiTPhi, Phi, t)
 
 
 def marginal_likelihood(

@@ -45,7 +45,12 @@ from pytensor.compile.builders import OpFromGraph
 from pytensor.gradient import grad_undefined
 from pytensor.tensor.linalg import cholesky, solve_triangular
 
-from rvm_pymc.models._likelihoods import LOG_2PI, marginal_likelihood, marginal_op
+from rvm_pymc.models._likelihoods import (
+    LOG_2PI,
+    apply_marginal,
+    marginal_likelihood,
+    marginal_op,
+)
 
 __all__ = [
     "GRAM_FACTOR_DATA",
@@ -179,13 +184,7 @@ def marginal_logp_low_rank(t, log_alpha, log_beta, Phi, W) -> pt.TensorVariable:
     TensorVariable
         Scalar log density.
     """
-    return _low_rank_op()(
-        pt.as_tensor(log_alpha, dtype="float64"),
-        pt.as_tensor(log_beta, dtype="float64"),
-        pt.as_tensor(W, dtype="float64"),
-        pt.as_tensor(Phi, dtype="float64"),
-        pt.as_tensor(t, dtype="float64"),
-    )[0]
+    return apply_marginal(_low_rank_op(), log_alpha, log_beta, W, Phi, t)
 
 
 def marginal_likelihood_low_rank(log_alpha, log_beta, Phi, W) -> None:
