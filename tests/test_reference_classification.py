@@ -674,6 +674,22 @@ def test_invariant_to_column_scaling(ripley):
     )
 
 
+@pytest.mark.parametrize("method", ["fast", "mackay"])
+def test_design_matrix_is_read_only_to_the_solver(ripley, method):
+    # fit_classification reads Phi without copying it: a read-only array must do, and
+    # the results equal those of a writable copy
+    P, t = ripley[:2]
+    frozen = P.copy()
+    frozen.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a = fit_classification(frozen, t, method=method, max_iter=20)
+        b = fit_classification(P.copy(), t, method=method, max_iter=20)
+    np.testing.assert_array_equal(frozen, P)
+    assert a.active.tolist() == b.active.tolist()
+    assert a.log_evidence == b.log_evidence
+
+
 def test_convergence_warning(ripley):
     P, t = ripley[:2]
     with pytest.warns(ConvergenceWarning, match="did not converge"):

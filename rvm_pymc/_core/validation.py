@@ -84,7 +84,7 @@ def check_memory(n_bytes: float, what: str, advice: str = "") -> None:
     )
 
 
-def _as_float_array(value, name: str) -> np.ndarray:
+def _as_float_array(value, name: str, copy: bool = True) -> np.ndarray:
     try:
         arr = np.asarray(value)
     except Exception as exc:  # pragma: no cover - exotic objects
@@ -101,7 +101,7 @@ def _as_float_array(value, name: str) -> np.ndarray:
             ) from exc
     if np.iscomplexobj(arr):
         raise ValueError(f"{name} must be real-valued; got a complex array")
-    return arr.astype(np.float64, copy=True)
+    return arr.astype(np.float64, copy=copy)
 
 
 def check_numeric(value, name: str) -> None:
@@ -149,7 +149,7 @@ def check_finite(arr: np.ndarray, name: str) -> None:
         )
 
 
-def as_2d_float(X, name: str = "X", *, min_samples: int = 1) -> np.ndarray:
+def as_2d_float(X, name: str = "X", *, min_samples: int = 1, copy: bool = True) -> np.ndarray:
     """Return ``X`` as a finite 2-D float64 copy; a 1-D input becomes one column.
 
     Parameters
@@ -160,8 +160,11 @@ def as_2d_float(X, name: str = "X", *, min_samples: int = 1) -> np.ndarray:
         Argument name used in error messages.
     min_samples : int
         Smallest acceptable number of rows.
+    copy : bool
+        False: a float64 array is returned as is, not copied (for a caller that
+        only reads it).
     """
-    arr = _as_float_array(X, name)
+    arr = _as_float_array(X, name, copy)
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2:

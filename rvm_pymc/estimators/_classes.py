@@ -7,13 +7,14 @@ from typing import Any
 import numpy as np
 from scipy.special import expit, softmax
 from sklearn.base import ClassifierMixin, RegressorMixin
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
 
-from rvm_pymc._core.validation import check_numeric
 from rvm_pymc.basis import Basis
 from rvm_pymc.estimators._base import METHODS, SOLVERS, _BaseRVM
-from rvm_pymc.estimators._params import REGRESSOR_CONSTRAINTS, regression_data
+from rvm_pymc.estimators._params import (
+    REGRESSOR_CONSTRAINTS,
+    classification_data,
+    regression_data,
+)
 from rvm_pymc.estimators._rvm_star import keep_training_data, rvm_star_predict
 from rvm_pymc.kernels import Kernel
 
@@ -403,17 +404,8 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
             interrupted) leaves the estimator as it was before.
         """
         with self._unchanged_on_failure():
-            check_numeric(X, "X")
-            X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
-            check_classification_targets(y)
-            classes, codes = np.unique(y, return_inverse=True)
-            if classes.size < 2:
-                label = classes[0].item() if isinstance(classes[0], np.generic) else classes[0]
-                raise ValueError(
-                    f"RVC needs samples of at least two classes; y has 1 class ({label!r})"
-                )
-            self.classes_ = classes
-            self._fit(X, codes.reshape(-1).astype(np.int64))
+            X, self.classes_, codes = classification_data(self, X, y)
+            self._fit(X, codes)
         return self
 
     def _laplace(self):

@@ -10,8 +10,8 @@ parameter or the data, and returns what they resolved (the prior, the
 ``sampler_kwargs`` of a PyMC fit), so that ``fit`` runs each check once,
 before any work.  Every invalid parameter is a ``ValueError`` naming it
 (not scikit-learn's ``InvalidParameterError``, whose message does not say
-what the value should be in these words).  :func:`regression_data` checks
-the data of a regressor's ``fit``.
+what the value should be in these words).  :func:`regression_data` and
+:func:`classification_data` check the data of a regressor's and a classifier's ``fit``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions, make_constraint
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from rvm_pymc._core.validation import check_numeric
@@ -41,6 +42,7 @@ __all__ = [
     "WIDTH_KERNELS",
     "Checked",
     "check_params",
+    "classification_data",
     "default_prior",
     "regression_data",
     "validate_params",
@@ -313,3 +315,22 @@ def regression_data(est: Any, X, y) -> tuple[np.ndarray, np.ndarray]:
             "remove or impute them before fitting"
         )
     return X, y
+
+
+def classification_data(est: Any, X, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(X, classes, codes)`` of a classifier's ``fit``: the labels checked and encoded.
+
+    ``codes`` (int64) index ``classes`` (the sorted distinct labels); at least two
+    classes, else a ``ValueError``.
+    """
+    check_numeric(X, "X")
+    X, y = validate_data(est, X, y, dtype=np.float64, ensure_min_samples=2)
+    # 1-D integer or boolean labels are classes (binary or multiclass) by construction:
+    # scikit-learn's check of the target type (70-80 us) is for the other dtypes
+    if y.dtype.kind not in "biu":
+        check_classification_targets(y)
+    classes, codes = np.unique(y, return_inverse=True)
+    if classes.size < 2:
+        label = classes[0].item() if isinstance(classes[0], np.generic) else classes[0]
+        raise ValueError(f"RVC needs samples of at least two classes; y has 1 class ({label!r})")
+    return X, classes, codes.reshape(-1).astype(np.int64)

@@ -201,7 +201,7 @@ def _sequential(
         dlog = np.where(relevant[idx], dlog, np.inf)
         if (
             st.mode_tol > _MODE_TOL_TIGHT
-            and not np.any(deletions)
+            and not deletions.any()
             and (not np.isfinite(best) or best <= 0 or dlog.max() < _NEAR_CONVERGED)
         ):
             # Near the end: statistics from a precise mode from now on, so that the
@@ -209,7 +209,7 @@ def _sequential(
             st.mode_tol = _MODE_TOL_TIGHT
             st.resolve()
             continue
-        if not np.any(deletions) and (
+        if not deletions.any() and (
             not np.isfinite(best)
             or best <= 0
             or (in_model[j] and relevant[j] and dlog.max() < tol)

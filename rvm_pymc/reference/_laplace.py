@@ -241,7 +241,7 @@ class OneColumn:
     def log_lik(self, f: np.ndarray) -> float:
         """``log p(t | f)`` (``-inf`` where a Poisson rate overflows)."""
         if self.likelihood == "bernoulli":
-            return float(np.sum(log_expit(f * self._sign)))
+            return float(log_expit(f * self._sign).sum())  # the method: np.sum costs 1.5 us more
         with np.errstate(over="ignore"):
             lam = np.exp(f)
         val = float(self.t @ f - np.sum(lam)) + self._const
@@ -436,7 +436,7 @@ def _step_halving(obj: float, trial) -> tuple[bool, tuple]:
 def _laplace(W, Y, obj, ll, alpha, c, L, p, it, converged, curvature=None) -> LaplacePosterior:
     """The Laplace posterior at the mode ``W`` from the factor ``(L, p)`` of its Hessian."""
     cov, logdet = factor_inverse(L, p), factor_logdet(L, p)
-    log_ev = obj + 0.5 * c * float(np.sum(np.log(alpha))) - 0.5 * logdet
+    log_ev = obj + 0.5 * c * float(np.log(alpha).sum()) - 0.5 * logdet
     return LaplacePosterior(
         mean=W,
         cov=cov,

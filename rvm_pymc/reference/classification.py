@@ -262,7 +262,7 @@ def fit_classification(
     >>> bool(np.mean(res.predict(design(X_test)) != t_test) < 0.15)
     True
     """
-    Phi = as_2d_float(Phi, "Phi")
+    Phi = as_2d_float(Phi, "Phi", copy=False)  # only read: the solver normalises its own copy
     if np.ndim(y) == 1:  # the lengths first: a short y may also hold a single class
         check_consistent_length(Phi=Phi, y=y)
     classes, T = encode_labels(y)

@@ -105,7 +105,7 @@ def select_move(st: Any, align_tol: float) -> Selection:
         delta, new_alpha, in_model, relevant = st.candidates(align_tol)
     delta[np.isnan(delta)] = -np.inf
     deletions = in_model & ~relevant & np.isfinite(delta)
-    if np.any(deletions):
+    if deletions.any():
         j = int(np.argmax(np.where(deletions, delta, -np.inf)))
     else:
         j = int(np.argmax(delta))
