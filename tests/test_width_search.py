@@ -1,6 +1,7 @@
 """gamma="evidence": a search on a few centres, then the chosen width fitted exactly.
 
-The search (rvm_pymc.estimators._search) fits the grid and a Brent-style
+The search (rvm_pymc.estimators._search) fits the grid from its middle outward
+(each side until the evidence has fallen well below the best) and a Brent-style
 refinement on a continuous log gamma on at most 100 centres per feature, then
 fits the best width it found, and the best width of the grid, over all bases
 from the solver's own start; the fit returned is the better of those.
@@ -16,7 +17,7 @@ import pytest
 from rvm_pymc.datasets import make_ripley, make_sinc
 from rvm_pymc.estimators import RVC, RVR
 from rvm_pymc.estimators._scaling import scale_gamma
-from rvm_pymc.estimators._search import STEP
+from rvm_pymc.estimators._search import DROP, STEP
 from rvm_pymc.estimators._widths import DEFAULT_GRID
 from rvm_pymc.exceptions import ConvergenceWarning
 
@@ -45,15 +46,44 @@ def _grid_best(cls, X, y, grid) -> float:
     return best
 
 
+def _grid_fits(path: dict, grid) -> int:
+    """How many fits of ``evidence_path_`` are the grid's (they come first)."""
+    on_grid = np.isclose(path["gamma"][:, None], np.asarray(grid)[None, :], rtol=1e-12).any(1)
+    return int(np.argmin(on_grid & ~path["all_bases"]))
+
+
 def test_search_beats_the_grid_on_sinc_seed_3(sinc3):
     d, est = sinc3
     path = est.evidence_path_
-    assert path["gamma"].size > GRID  # the refinement fitted more widths
     grid = scale_gamma(d.X_train) * DEFAULT_GRID
-    np.testing.assert_allclose(path["gamma"][:GRID], grid, rtol=1e-12)
+    k = _grid_fits(path, grid)
+    assert path["gamma"][0] == pytest.approx(grid[GRID // 2], rel=1e-12)  # "scale" first
+    assert path["gamma"][:k].size == np.unique(path["gamma"][:k]).size
+    assert (~path["all_bases"]).sum() > k  # the refinement fitted more widths
     assert est.log_evidence_ > _grid_best(RVR, d.X_train, d.t_train, grid) + 0.5
     assert est.gamma_ not in grid
     assert est.converged_ and path["converged"].all()
+
+
+def test_the_grid_stops_where_the_evidence_has_fallen(sinc3):
+    """The grid's widths left out lie past a fitted width DROP nats below the best, falling."""
+    d, est = sinc3
+    path = est.evidence_path_
+    grid = scale_gamma(d.X_train) * DEFAULT_GRID
+    k = _grid_fits(path, grid)
+    assert k < GRID  # sinc seed 3: 4 of the 9 widths (0.1 to 3 times "scale")
+    ev = dict(zip(np.round(np.log(path["gamma"][:k]), 9), path["log_evidence"][:k], strict=True))
+    x = np.round(np.log(grid), 9)
+    fitted = np.flatnonzero([xi in ev for xi in x])
+    lo, hi = fitted.min(), fitted.max()
+    assert fitted.size == k == hi - lo + 1  # one run of neighbouring widths
+    best = max(ev.values())
+    for end, inner in ((lo, lo + 1), (hi, hi - 1)):
+        if 0 < end < GRID - 1:  # a side cut short of the grid's edge
+            assert ev[x[end]] < best - DROP and ev[x[end]] < ev[x[inner]]
+    # and none of the widths left out is better: the fresh fits of the grid
+    out = [g for i, g in enumerate(grid) if not lo <= i <= hi]
+    assert _grid_best(RVR, d.X_train, d.t_train, out) < est.log_evidence_
 
 
 def test_the_chosen_fit_is_a_fresh_fit_at_its_width(sinc3):
@@ -138,8 +168,9 @@ def test_the_classifier_shares_the_search():
         warnings.simplefilter("ignore", ConvergenceWarning)  # an edge of this small grid
         est = RVC(gamma="evidence", gamma_grid=grid).fit(d.X_train, d.t_train)
     path = est.evidence_path_
-    np.testing.assert_array_equal(path["gamma"][: len(grid)], grid)
-    assert path["gamma"].size > len(grid) + 1
+    k = _grid_fits(path, grid)
+    assert path["gamma"][0] == 3.0 and set(path["gamma"][:k]) <= set(grid)  # the middle first
+    assert (~path["all_bases"]).sum() > k  # and a refinement
     exact = path["all_bases"]
     assert est.log_evidence_ == pytest.approx(path["log_evidence"][exact].max(), rel=1e-12)
     fresh = RVC(gamma=est.gamma_).fit(d.X_train, d.t_train)
