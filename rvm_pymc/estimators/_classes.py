@@ -102,8 +102,8 @@ class RVR(RegressorMixin, _BaseRVM):
         not; ``benchmarks/bench_nuts_defaults.py``).  Ignored by
         ``method="reference"``.
     n_jobs : int, optional
-        Parallel fits of the grid widths of ``gamma="evidence"`` through joblib
-        (the refinement that follows is sequential)
+        Parallel fits of the grid widths of ``gamma="evidence"`` through joblib,
+        two at a time (the refinement that follows is sequential)
         (``-1``: all cores).  None means 1 unless a
         :func:`joblib.parallel_config` context says otherwise, e.g.
         ``backend="dask"`` to run them on a ``dask.distributed`` cluster
