@@ -17,7 +17,7 @@ import pytest
 from rvm_pymc.datasets import make_ripley, make_sinc
 from rvm_pymc.estimators import RVC, RVR
 from rvm_pymc.estimators._scaling import scale_gamma
-from rvm_pymc.estimators._search import DROP, STEP
+from rvm_pymc.estimators._search import DROP, MARGIN, STEP
 from rvm_pymc.estimators._widths import DEFAULT_GRID
 from rvm_pymc.exceptions import ConvergenceWarning
 
@@ -84,6 +84,31 @@ def test_the_grid_stops_where_the_evidence_has_fallen(sinc3):
     # and none of the widths left out is better: the fresh fits of the grid
     out = [g for i, g in enumerate(grid) if not lo <= i <= hi]
     assert _grid_best(RVR, d.X_train, d.t_train, out) < est.log_evidence_
+
+
+def _assert_the_grid_best_is_covered(path: dict, k: int) -> None:
+    """The grid's best width was fitted exactly, or the exact fit is MARGIN nats above it."""
+    grid_ev = np.where(path["noise_at_bound"][:k], -np.inf, path["log_evidence"][:k])
+    g = int(np.argmax(grid_ev))
+    exact = path["all_bases"] & ~path["noise_at_bound"]
+    if not np.isclose(path["gamma"][exact], path["gamma"][g], rtol=1e-12).any():
+        assert path["log_evidence"][exact].max() > grid_ev[g] + MARGIN
+
+
+def test_the_grid_best_is_fitted_exactly_unless_far_below(sinc3):
+    """Sinc seed 3: the search's exact fit is 1.8 nats above the grid's best: both fitted."""
+    d, est = sinc3
+    path = est.evidence_path_
+    k = _grid_fits(path, scale_gamma(d.X_train) * DEFAULT_GRID)
+    assert path["all_bases"].sum() == 2
+    _assert_the_grid_best_is_covered(path, k)
+    # sinc seed 2: 7 nats above; the grid's best (0.96) is not fitted over all bases
+    d2 = make_sinc(n_train=1000, noise_sd=0.1, random_state=2)
+    path = RVR(gamma="evidence").fit(d2.X_train, d2.t_train).evidence_path_
+    assert path["all_bases"].sum() == 1
+    _assert_the_grid_best_is_covered(
+        path, _grid_fits(path, scale_gamma(d2.X_train) * DEFAULT_GRID)
+    )
 
 
 def test_the_chosen_fit_is_a_fresh_fit_at_its_width(sinc3):
@@ -201,6 +226,7 @@ def test_a_width_that_interpolates_is_never_chosen(tmp_path):
     assert path["log_evidence"][at_bound].max() > est.log_evidence_  # the trap was there
     exact = path["all_bases"] & ~at_bound
     assert est.log_evidence_ == pytest.approx(path["log_evidence"][exact].max(), rel=1e-12)
+    _assert_the_grid_best_is_covered(path, _grid_fits(path, scale_gamma(X) * DEFAULT_GRID))
     assert np.sqrt(est.noise_var_) > 0.05 * y.std()  # the noise is estimated, not ~0
     est.save(tmp_path / "m.nc")
     back = RVR.load(tmp_path / "m.nc").evidence_path_

@@ -28,6 +28,7 @@ from rvm_pymc.estimators._params import GAMMA_KERNELS
 from rvm_pymc.estimators._scaling import scale_gamma
 from rvm_pymc.estimators._search import (
     FALLBACK,
+    MARGIN,
     STEP,
     choice_key,
     exact_fit,
@@ -133,6 +134,8 @@ def select_width(est, X, t, prior, solver: str, seed, *, need_reference: bool) -
     for f in first + rest:
         if any(f["x"] == e["x"] for e in exact):
             continue  # the search's best is the grid's
+        if exact and f is first[1] and _key(exact) > choice_key(f) + MARGIN:
+            continue  # the search's exact fit is well above the grid's best
         later = all(f is not g for g in first)
         if later and (np.isfinite(_key(exact)) or len(exact) >= 2 + FALLBACK):
             break
