@@ -82,10 +82,10 @@ check data a warm start 4 % away from a fit of 33 iterations took 920)."""
 FALLBACK = 2
 """At most this many more exact fits when the first two interpolate."""
 MARGIN = 3.0
-"""The grid's best width is not fitted exactly when the search's exact fit is this many
-nats above its evidence on the centres (the two differ by at most 1.8 nats at a width
-on the benchmark problems: sinc, N = 1000, 100 centres; none where the centres are
-every point)."""
+"""Nats by which the evidence on the centres may misjudge a width's exact fit: the grid's
+widths within this of its best on the centres are all fitted exactly, unless an exact fit
+is this far above them (the two differ by up to 1.8 nats at a width on sinc, N = 1000,
+100 centres; not at all where the centres are every point)."""
 DROP = 10.0
 """The grid is not fitted past a width this many nats below the best and falling (step 1)."""
 _GOLDEN = 0.5 * (3.0 - np.sqrt(5.0))

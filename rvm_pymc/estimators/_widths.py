@@ -33,6 +33,7 @@ from rvm_pymc.estimators._search import (
     choice_key,
     exact_fit,
     refine_width,
+    search_centres,
     search_grid,
 )
 from rvm_pymc.exceptions import ConvergenceWarning
@@ -127,15 +128,20 @@ def select_width(est, X, t, prior, solver: str, seed, *, need_reference: bool) -
     made = refine_width(est, X, t, prior, solver, ordered, _best(ordered))
     searched = grid + made
     # exactly: the best width of the search and that of the grid (then no lower than the
-    # grid's exact fit there); if both interpolate, the next best of the search
+    # grid's exact fit there), and, when the centres are not every point, the grid's widths
+    # within MARGIN of its best on them (which the centres cannot rank); each unless an
+    # exact fit is MARGIN above it; if all interpolate, the next best of the search
     exact: list[dict] = []
     first = [searched[_best(searched)], ordered[_best(ordered)]]
+    if search_centres(X).size < X.shape[0] and np.isfinite(choice_key(first[1])):
+        near = [f for f in ordered if choice_key(f) >= choice_key(first[1]) - MARGIN]
+        first += sorted(near, key=choice_key, reverse=True)
     rest = sorted(searched, key=choice_key, reverse=True)
     for f in first + rest:
         if any(f["x"] == e["x"] for e in exact):
             continue  # the search's best is the grid's
-        if exact and f is first[1] and _key(exact) > choice_key(f) + MARGIN:
-            continue  # the search's exact fit is well above the grid's best
+        if exact and f is not first[0] and _key(exact) > choice_key(f) + MARGIN:
+            continue  # an exact fit is well above this width's evidence on the centres
         later = all(f is not g for g in first)
         if later and (np.isfinite(_key(exact)) or len(exact) >= 2 + FALLBACK):
             break
