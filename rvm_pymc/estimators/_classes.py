@@ -44,7 +44,7 @@ class RVR(RegressorMixin, _BaseRVM):
         ``"evidence"`` searches the widths on a few centres (``gamma_grid`` from
         its middle out, then a refinement of the best on a continuous
         ``log gamma`` to 10 %), fits the best width found and the grid's best
-        over all bases and keeps the better: the fit of ``gamma=<that width>``
+        (and near ties) over all bases, keeps the best: the fit of ``gamma=<that width>``
         itself; ``evidence_path_`` records every fit of the search.
         Map/nuts are then fitted at that width.
         ``"auto"`` is ``"evidence"`` up to 2000 training points and ``"scale"``
