@@ -6,9 +6,9 @@ over 4 decades around ``"scale"``; from its middle outward, each side until the
 evidence has fallen well below the best; through joblib:
 :func:`rvm_pymc._core.parallel.run_recorded`) and a refinement on a
 continuous ``log gamma`` around the best, all fitted on a few fixed centres;
-then the best width found, and the best width of the grid, are fitted over
-all bases from the solver's own start and the better is kept: the fit of
-that width, number for number.  Map/nuts are then fitted at the chosen
+then the best width found, and the best width of the grid (and its near ties),
+are fitted over all bases from the solver's own start and the best is kept: the
+fit of that width, number for number.  Map/nuts are then fitted at the chosen
 width.  Every fit here is on the scaled problem of the one scaling boundary
 (:meth:`_BaseRVM._design`).
 """
