@@ -11,7 +11,9 @@ brackets); ``gain`` is the evidence of the search minus the grid's (a grid
 width whose fit interpolates, noise precision at its bound, is not the
 grid's best); the last column is the CPU time of the search divided by that
 of one fit, ``gamma=<chosen width>``, at the width it chose (the script
-checks that this fit is the search's, number for number).
+checks that this fit is the search's, number for number), and ``iterations``
+the reference solver's iterations in the whole search against those of that
+one fit (counted, not timed: they do not depend on the load).
 
 CPU time (one BLAS thread) is the work of the fit; every time is the median
 of ``--repeats`` runs, after one warm-up fit.  The load average at the start
@@ -32,6 +34,7 @@ import numpy as np
 from sklearn.datasets import load_breast_cancer, load_diabetes
 from sklearn.preprocessing import StandardScaler
 
+import rvm_pymc.reference
 from rvm_pymc.datasets import make_friedman2, make_ripley, make_sinc
 from rvm_pymc.estimators import RVC, RVR
 from rvm_pymc.estimators._scaling import scale_gamma
@@ -66,6 +69,23 @@ def fit(cls, X, y, repeats: int, **params):
     return cpu, est
 
 
+def iterations(cls, X, y, **params) -> int:
+    """The reference solver's iterations in ``cls(**params).fit(X, y)`` (all its fits)."""
+    real, count = rvm_pymc.reference.fit_posterior, []
+
+    def counted(*args, **kwargs):
+        out = real(*args, **kwargs)
+        count.append(out[1].n_iter)
+        return out
+
+    rvm_pymc.reference.fit_posterior = counted
+    try:
+        fit(cls, X, y, 1, **params)
+    finally:
+        rvm_pymc.reference.fit_posterior = real
+    return sum(count)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="runs per fit (median)")
@@ -88,6 +108,7 @@ def main() -> None:
         assert one.log_evidence_ == new.log_evidence_  # the search's fit is that width's
         np.testing.assert_array_equal(one.coef_, new.coef_)
         path = new.evidence_path_
+        its = iterations(cls, X, y, gamma="evidence"), iterations(cls, X, y, gamma=new.gamma_)
         rows.append(
             [
                 name,
@@ -101,6 +122,7 @@ def main() -> None:
                 f"{path['gamma'].size} ({int(path['all_bases'].sum())})",
                 f"{new.log_evidence_ - old_ev[k]:+.2f}",
                 f"{s_cpu / one_cpu:.1f}",
+                f"{its[0]} / {its[1]}",
             ]
         )
         print(" | ".join(rows[-1]), flush=True)
@@ -116,6 +138,7 @@ def main() -> None:
         "search fits (exact)",
         "gain",
         "search / one fit",
+        "iterations",
     ]
     print()
     print(_common.format_table(head, rows))

@@ -232,7 +232,8 @@ def test_gamma_evidence_refines_the_grid_maximum(sinc):
     with pytest.warns(ConvergenceWarning, match="largest gamma of gamma_grid"):
         est = RVR(gamma="evidence", gamma_grid=grid).fit(X, y)  # the best is past the edge, 0.03
     path = est.evidence_path_
-    np.testing.assert_array_equal(path["gamma"][: len(grid)], grid)  # the grid, then refined
+    # the grid from its middle out (0.001 left out: 0.003 is far below), then refined
+    np.testing.assert_array_equal(path["gamma"][:3], [0.01, 0.003, 0.03])
     exact = np.flatnonzero(path["all_bases"])  # then the exact fits
     best = exact[int(np.argmax(path["log_evidence"][exact]))]
     assert est.gamma_ == path["gamma"][best]
@@ -241,7 +242,7 @@ def test_gamma_evidence_refines_the_grid_maximum(sinc):
     assert grid[0] <= est.gamma_ <= grid[-1]
     # the default grid: "scale" times logspace(-2, 2, 9)
     default = RVR(gamma="evidence").fit(X, y).evidence_path_["gamma"]
-    np.testing.assert_allclose(default[:9], np.logspace(-2, 2, 9) / X.var())
+    np.testing.assert_allclose(default[:3], np.logspace(-2, 2, 9)[[4, 3, 5]] / X.var())
 
 
 def test_precomputed_kernel_equals_rbf(sinc):

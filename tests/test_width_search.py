@@ -1,6 +1,7 @@
 """gamma="evidence": a search on a few centres, then the chosen width fitted exactly.
 
-The search (rvm_pymc.estimators._search) fits the grid and a Brent-style
+The search (rvm_pymc.estimators._search) fits the grid from its middle outward
+(each side until the evidence has fallen well below the best) and a Brent-style
 refinement on a continuous log gamma on at most 100 centres per feature, then
 fits the best width it found, and the best width of the grid, over all bases
 from the solver's own start; the fit returned is the better of those.
@@ -16,7 +17,7 @@ import pytest
 from rvm_pymc.datasets import make_ripley, make_sinc
 from rvm_pymc.estimators import RVC, RVR
 from rvm_pymc.estimators._scaling import scale_gamma
-from rvm_pymc.estimators._search import STEP
+from rvm_pymc.estimators._search import DROP, MARGIN, STEP
 from rvm_pymc.estimators._widths import DEFAULT_GRID
 from rvm_pymc.exceptions import ConvergenceWarning
 
@@ -45,15 +46,83 @@ def _grid_best(cls, X, y, grid) -> float:
     return best
 
 
+def _grid_fits(path: dict, grid) -> int:
+    """How many fits of ``evidence_path_`` are the grid's (they come first)."""
+    on_grid = np.isclose(path["gamma"][:, None], np.asarray(grid)[None, :], rtol=1e-12).any(1)
+    return int(np.argmin(on_grid & ~path["all_bases"]))
+
+
 def test_search_beats_the_grid_on_sinc_seed_3(sinc3):
     d, est = sinc3
     path = est.evidence_path_
-    assert path["gamma"].size > GRID  # the refinement fitted more widths
     grid = scale_gamma(d.X_train) * DEFAULT_GRID
-    np.testing.assert_allclose(path["gamma"][:GRID], grid, rtol=1e-12)
+    k = _grid_fits(path, grid)
+    assert path["gamma"][0] == pytest.approx(grid[GRID // 2], rel=1e-12)  # "scale" first
+    assert path["gamma"][:k].size == np.unique(path["gamma"][:k]).size
+    assert (~path["all_bases"]).sum() > k  # the refinement fitted more widths
     assert est.log_evidence_ > _grid_best(RVR, d.X_train, d.t_train, grid) + 0.5
     assert est.gamma_ not in grid
     assert est.converged_ and path["converged"].all()
+
+
+def test_the_grid_stops_where_the_evidence_has_fallen(sinc3):
+    """The grid's widths left out lie past a fitted width DROP nats below the best, falling."""
+    d, est = sinc3
+    path = est.evidence_path_
+    grid = scale_gamma(d.X_train) * DEFAULT_GRID
+    k = _grid_fits(path, grid)
+    assert k < GRID  # sinc seed 3: 4 of the 9 widths (0.1 to 3 times "scale")
+    ev = dict(zip(np.round(np.log(path["gamma"][:k]), 9), path["log_evidence"][:k], strict=True))
+    x = np.round(np.log(grid), 9)
+    fitted = np.flatnonzero([xi in ev for xi in x])
+    lo, hi = fitted.min(), fitted.max()
+    assert fitted.size == k == hi - lo + 1  # one run of neighbouring widths
+    best = max(ev.values())
+    for end, inner in ((lo, lo + 1), (hi, hi - 1)):
+        if 0 < end < GRID - 1:  # a side cut short of the grid's edge
+            assert ev[x[end]] < best - DROP and ev[x[end]] < ev[x[inner]]
+    # and none of the widths left out is better: the fresh fits of the grid
+    out = [g for i, g in enumerate(grid) if not lo <= i <= hi]
+    assert _grid_best(RVR, d.X_train, d.t_train, out) < est.log_evidence_
+
+
+def _assert_the_grid_best_is_covered(path: dict, k: int) -> None:
+    """The grid's best width was fitted exactly, or the exact fit is MARGIN nats above it."""
+    grid_ev = np.where(path["noise_at_bound"][:k], -np.inf, path["log_evidence"][:k])
+    g = int(np.argmax(grid_ev))
+    exact = path["all_bases"] & ~path["noise_at_bound"]
+    if not np.isclose(path["gamma"][exact], path["gamma"][g], rtol=1e-12).any():
+        assert path["log_evidence"][exact].max() > grid_ev[g] + MARGIN
+
+
+def test_the_grid_best_is_fitted_exactly_unless_far_below(sinc3):
+    """Sinc seed 3: the search's exact fit is 1.8 nats above the grid's best: both fitted."""
+    d, est = sinc3
+    path = est.evidence_path_
+    k = _grid_fits(path, scale_gamma(d.X_train) * DEFAULT_GRID)
+    assert path["all_bases"].sum() == 2
+    _assert_the_grid_best_is_covered(path, k)
+    # sinc seed 2: 7 nats above; the grid's best (0.96) is not fitted over all bases
+    d2 = make_sinc(n_train=1000, noise_sd=0.1, random_state=2)
+    path = RVR(gamma="evidence").fit(d2.X_train, d2.t_train).evidence_path_
+    assert path["all_bases"].sum() == 1
+    _assert_the_grid_best_is_covered(
+        path, _grid_fits(path, scale_gamma(d2.X_train) * DEFAULT_GRID)
+    )
+
+
+def test_widths_the_centres_cannot_rank_are_fitted_exactly():
+    """Sinc N = 300, noise sd 0.2, seed 0: on the 100 centres the grid's best is 0.28 by
+    0.35 nats over 2.8, whose exact fit is 1.8 nats higher (the search used to end there,
+    1.8 nats below the grid); both are within MARGIN of the best: both fitted exactly."""
+    d = make_sinc(n_train=300, noise_sd=0.2, random_state=0)
+    grid = scale_gamma(d.X_train) * DEFAULT_GRID
+    with pytest.warns(ConvergenceWarning, match="largest gamma of gamma_grid"):
+        est = RVR(gamma="evidence").fit(d.X_train, d.t_train)  # 2.8 is the grid's edge
+    path = est.evidence_path_
+    assert path["all_bases"].sum() >= 3
+    assert est.gamma_ == pytest.approx(grid[-1], rel=1e-12)
+    assert est.log_evidence_ >= _grid_best(RVR, d.X_train, d.t_train, grid) - 1e-9
 
 
 def test_the_chosen_fit_is_a_fresh_fit_at_its_width(sinc3):
@@ -138,8 +207,9 @@ def test_the_classifier_shares_the_search():
         warnings.simplefilter("ignore", ConvergenceWarning)  # an edge of this small grid
         est = RVC(gamma="evidence", gamma_grid=grid).fit(d.X_train, d.t_train)
     path = est.evidence_path_
-    np.testing.assert_array_equal(path["gamma"][: len(grid)], grid)
-    assert path["gamma"].size > len(grid) + 1
+    k = _grid_fits(path, grid)
+    assert path["gamma"][0] == 3.0 and set(path["gamma"][:k]) <= set(grid)  # the middle first
+    assert (~path["all_bases"]).sum() > k  # and a refinement
     exact = path["all_bases"]
     assert est.log_evidence_ == pytest.approx(path["log_evidence"][exact].max(), rel=1e-12)
     fresh = RVC(gamma=est.gamma_).fit(d.X_train, d.t_train)
@@ -170,6 +240,7 @@ def test_a_width_that_interpolates_is_never_chosen(tmp_path):
     assert path["log_evidence"][at_bound].max() > est.log_evidence_  # the trap was there
     exact = path["all_bases"] & ~at_bound
     assert est.log_evidence_ == pytest.approx(path["log_evidence"][exact].max(), rel=1e-12)
+    _assert_the_grid_best_is_covered(path, _grid_fits(path, scale_gamma(X) * DEFAULT_GRID))
     assert np.sqrt(est.noise_var_) > 0.05 * y.std()  # the noise is estimated, not ~0
     est.save(tmp_path / "m.nc")
     back = RVR.load(tmp_path / "m.nc").evidence_path_

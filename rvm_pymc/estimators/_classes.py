@@ -42,10 +42,10 @@ class RVR(RegressorMixin, _BaseRVM):
         Inverse squared width of rbf/cauchy (``exp(-gamma |x-y|^2)``), inverse
         width of laplacian, scale of poly; ignored by other kernels.
         ``"scale"`` is ``1 / (n_features * X.var())`` as in scikit-learn's SVR.
-        ``"evidence"`` searches the widths on a few centres (every width in
-        ``gamma_grid``, then a refinement of the best on a continuous
+        ``"evidence"`` searches the widths on a few centres (``gamma_grid`` from
+        its middle out, then a refinement of the best on a continuous
         ``log gamma`` to 10 %), fits the best width found and the grid's best
-        over all bases and keeps the better: the fit of ``gamma=<that width>``
+        (and near ties) over all bases, keeps the best: the fit of ``gamma=<that width>``
         itself; ``evidence_path_`` records every fit of the search.
         Map/nuts are then fitted at that width.
         ``"auto"`` is ``"evidence"`` up to 2000 training points and ``"scale"``
@@ -57,9 +57,9 @@ class RVR(RegressorMixin, _BaseRVM):
         standardised to mean 0, sd 1 before the fit; an estimator uses
         ``X`` as given.
     gamma_grid : array_like, optional
-        Widths that bracket ``gamma="evidence"`` (each fitted; the width
-        chosen lies between the smallest and the largest); default
-        ``"scale"`` times ``logspace(-2, 2, 9)``.
+        Widths that bracket ``gamma="evidence"`` (fitted from the middle out, each
+        side until 10 nats below the best; the width chosen lies between the
+        smallest and the largest); default ``"scale"`` x ``logspace(-2, 2, 9)``.
     degree, coef0 : int, float
         Degree and offset of the ``"poly"`` kernel.
     bias : bool, default True
@@ -103,8 +103,8 @@ class RVR(RegressorMixin, _BaseRVM):
         not; ``benchmarks/bench_nuts_defaults.py``).  Ignored by
         ``method="reference"``.
     n_jobs : int, optional
-        Parallel fits of the grid widths of ``gamma="evidence"`` through joblib
-        (the refinement that follows is sequential)
+        Parallel fits of the grid widths of ``gamma="evidence"`` through joblib,
+        two at a time (the refinement that follows is sequential)
         (``-1``: all cores).  None means 1 unless a
         :func:`joblib.parallel_config` context says otherwise, e.g.
         ``backend="dask"`` to run them on a ``dask.distributed`` cluster
@@ -180,7 +180,7 @@ class RVR(RegressorMixin, _BaseRVM):
     evidence_path_ : dict
         Only with ``gamma="evidence"``: ``{"gamma", "log_evidence", "converged",
         "noise_at_bound", "all_bases"}`` arrays, one entry per fit of the search:
-        the grid as given, the refinement in the order made (on the search's
+        the grid's and the refinement's in the order made (on the search's
         centres), then the fits over all bases (``all_bases``).
     idata_ : xarray.DataTree
         The fit in the result schema of :mod:`rvm_pymc.results` (the same

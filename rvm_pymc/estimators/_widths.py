@@ -1,13 +1,14 @@
 """The kernel width of a fit: one given width, or ``gamma="evidence"``.
 
 For ``gamma="evidence"`` the reference solver searches the widths
-(:mod:`._search`): every width of the grid (``gamma_grid``, default 9 widths
-over 4 decades around ``"scale"``; through joblib:
+(:mod:`._search`): the widths of the grid (``gamma_grid``, default 9 widths
+over 4 decades around ``"scale"``; from its middle outward, each side until the
+evidence has fallen well below the best; through joblib:
 :func:`rvm_pymc._core.parallel.run_recorded`) and a refinement on a
 continuous ``log gamma`` around the best, all fitted on a few fixed centres;
-then the best width found, and the best width of the grid, are fitted over
-all bases from the solver's own start and the better is kept: the fit of
-that width, number for number.  Map/nuts are then fitted at the chosen
+then the best width found, and the best width of the grid (and its near ties),
+are fitted over all bases from the solver's own start and the best is kept: the
+fit of that width, number for number.  Map/nuts are then fitted at the chosen
 width.  Every fit here is on the scaled problem of the one scaling boundary
 (:meth:`_BaseRVM._design`).
 """
@@ -18,21 +19,22 @@ import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
-from sklearn.base import clone
 
 from rvm_pymc._core.centres import AUTO_FULL_MAX
-from rvm_pymc._core.parallel import raise_again, run_recorded
+from rvm_pymc._core.parallel import raise_again
 from rvm_pymc._core.rowqr import RowQR
 from rvm_pymc.basis import Basis
 from rvm_pymc.estimators._params import GAMMA_KERNELS
 from rvm_pymc.estimators._scaling import scale_gamma
 from rvm_pymc.estimators._search import (
     FALLBACK,
+    MARGIN,
     STEP,
     choice_key,
     exact_fit,
     refine_width,
-    search_fit,
+    search_centres,
+    search_grid,
 )
 from rvm_pymc.exceptions import ConvergenceWarning
 
@@ -61,8 +63,8 @@ class Width(NamedTuple):
     reference: tuple | None
     """``(WeightPosterior, FitInfo)`` of the reference solver at this width, if it ran."""
     evidence_path: dict[str, np.ndarray] | None
-    """:data:`PATH_KEYS` of every fit of the search: the grid as given, the refinement
-    in the order made (both on the search's centres), then the exact fits."""
+    """:data:`PATH_KEYS` of every fit of the search: the grid's and the refinement's in
+    the order made (both on the search's centres), then the exact fits."""
 
 
 def gamma_candidates(est: Any, X: np.ndarray) -> list[float | None]:
@@ -118,25 +120,28 @@ def select_width(est, X, t, prior, solver: str, seed, *, need_reference: bool) -
         return Width(g, basis, Phi, scale, ref, None)
     # each task gets a clone of the estimator (parameters only) and builds its own (small)
     # design matrix; n_jobs and any joblib.parallel_config in effect (e.g. backend="dask")
-    # decide where the grid's fits run; the warnings of the chosen width's exact fit are
+    # decide where each round's fits run; the warnings of the chosen width's exact fit are
     # raised here, naming the width; those of the search stay quiet
     # (evidence_path_["converged"] records every fit's)
-    spec = clone(est)
-    recorded = run_recorded(
-        search_fit, [(spec, X, t, prior, solver, g) for g in candidates], est.n_jobs
-    )
-    grid = [fit for fit, _caught in recorded]
-    ordered = sorted(grid, key=lambda f: f["x"])  # the grid as given may be in any order
+    grid = search_grid(est, X, t, prior, solver, candidates, est.n_jobs)
+    ordered = sorted(grid, key=lambda f: f["x"])
     made = refine_width(est, X, t, prior, solver, ordered, _best(ordered))
     searched = grid + made
     # exactly: the best width of the search and that of the grid (then no lower than the
-    # grid's exact fit there); if both interpolate, the next best of the search
+    # grid's exact fit there), and, when the centres are not every point, the grid's widths
+    # within MARGIN of its best on them (which the centres cannot rank); each unless an
+    # exact fit is MARGIN above it; if all interpolate, the next best of the search
     exact: list[dict] = []
     first = [searched[_best(searched)], ordered[_best(ordered)]]
+    if search_centres(X).size < X.shape[0] and np.isfinite(choice_key(first[1])):
+        near = [f for f in ordered if choice_key(f) >= choice_key(first[1]) - MARGIN]
+        first += sorted(near, key=choice_key, reverse=True)
     rest = sorted(searched, key=choice_key, reverse=True)
     for f in first + rest:
         if any(f["x"] == e["x"] for e in exact):
             continue  # the search's best is the grid's
+        if exact and f is not first[0] and _key(exact) > choice_key(f) + MARGIN:
+            continue  # an exact fit is well above this width's evidence on the centres
         later = all(f is not g for g in first)
         if later and (np.isfinite(_key(exact)) or len(exact) >= 2 + FALLBACK):
             break
@@ -144,7 +149,7 @@ def select_width(est, X, t, prior, solver: str, seed, *, need_reference: bool) -
     best = exact[_best(exact)]
     g = best["gamma"]
     raise_again(f"gamma={g:.4g}", best["warnings"], stacklevel=4)
-    ends = (ordered[0]["x"], ordered[-1]["x"])
+    ends = (float(np.log(min(candidates))), float(np.log(max(candidates))))
     if len(candidates) > 2 and min(abs(best["x"] - e) for e in ends) < STEP / 2:
         edge = "smallest" if abs(best["x"] - ends[0]) < STEP / 2 else "largest"
         warnings.warn(
