@@ -33,10 +33,10 @@ Presets
     on Linnerud's counts 2 x 2000 draws had 20 divergent transitions without
     it, none with it).  Without the slab the classifiers'
     chains diverged where the classes separate (6-36 divergent draws on three
-    of four benchmark problems); with it no run diverged, and at the default
-    2 x 2000 draws Ripley, wine and Pima converged (R-hat <= 1.01, ESS >= 400)
-    over seeds, breast cancer not quite (R-hat 1.010-1.011, ESS 301-330; it
-    converged at 2 x 4000).  See ``benchmarks/README.md``.
+    of four benchmark problems); with it no run diverged.  At 2 x 2000 draws
+    Ripley, wine and Pima converged (R-hat <= 1.01, ESS >= 400) over seeds,
+    breast cancer not quite (R-hat 1.010-1.011, ESS 301-330); at ``RVC``'s
+    default 2 x 4000 every run converged.  See ``benchmarks/README.md``.
 
 A slab
 ------

@@ -192,7 +192,7 @@ FAILURES = [
     _row("rvr-degree-0", lambda c: RVR(kernel="poly", degree=0).fit(c.X, c.t), VE,
          "degree must be an integer >= 1"),
     _row("rvr-draws-0", lambda c: RVR(draws=0).fit(c.X, c.t), VE,
-         "draws must be an integer >= 1"),
+         "draws must be None or an integer >= 1"),
     _row("rvr-chains-0", lambda c: RVR(chains=0).fit(c.X, c.t), VE,
          "chains must be None or an integer >= 1"),
     _row("rvr-max-iter-float", lambda c: RVR(max_iter=10.5).fit(c.X, c.t), VE,

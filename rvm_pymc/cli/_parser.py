@@ -46,7 +46,7 @@ def _add_seed(p: argparse.ArgumentParser, what: str) -> None:
     )  # fmt: skip
 
 
-def _draws_help(default: int, extra: str) -> str:
+def _draws_help(default: int | str, extra: str) -> str:
     low, high = types.DRAWS_RANGE
     return f"{extra}, in [{low}, {high}] (default {default})"
 
@@ -153,8 +153,11 @@ def _model_options(p: argparse.ArgumentParser, saved: bool) -> None:
     p.add_argument(
         "--draws",
         type=types.draws,
-        default=2000,
-        help=_draws_help(2000, "draws per chain kept (and NUTS draws), 2 chains"),
+        default=None,
+        help=_draws_help(
+            "the estimator's: 4000 for classification, 2000 otherwise",
+            "draws per chain kept (and NUTS draws), 2 chains",
+        ),
     )
     p.add_argument("--tune", type=types.tune, default=1000,
                    help=_draws_help(1000, "NUTS tuning steps per chain"))  # fmt: skip

@@ -64,7 +64,7 @@ class _BaseRVM(ResultViews, BaseEstimator):
         prior: Any = None,
         max_iter: int | None = None,
         tol: float = 1e-6,
-        draws: int = 2000,
+        draws: int | None = None,
         tune: int = 1000,
         chains: int | None = None,
         sampler_kwargs: dict | None = None,
@@ -258,7 +258,7 @@ class _BaseRVM(ResultViews, BaseEstimator):
             from rvm_pymc.inference import fit_backend
 
             start = width.reference[0] if self._starts_from_reference() else None
-            opts = self._pymc_options(checked.sampler_kwargs)
+            opts = self._pymc_options(checked)
             post, info = fit_backend(opts, Phi, t_s, names, prior, seed, start)
         position = {n: i for i, n in enumerate(names)}
         active = np.array([position[n] for n in post.basis_names], dtype=np.intp)
@@ -285,7 +285,7 @@ class _BaseRVM(ResultViews, BaseEstimator):
             "seed": seed,
             "sample_stats": info.sample_stats,
             "attrs": {**info.attrs, **_fit_attrs(self, info.library)},
-            "draws": self.draws,
+            "draws": checked.draws,
             "chains": self._chains(),
             # model_'s scaling and prior data, kept in constant_data by every method
             "constants": data_unit_constants(
@@ -330,18 +330,18 @@ class _BaseRVM(ResultViews, BaseEstimator):
         init = "reference" if self.init == "auto" else self.init
         return self.method != "reference" and init == "reference"
 
-    def _pymc_options(self, sampler_kwargs: dict[str, Any]) -> dict[str, Any]:
-        """The options of :func:`rvm_pymc.inference.fit_backend` (``sampler_kwargs`` checked)."""
+    def _pymc_options(self, checked: Checked) -> dict[str, Any]:
+        """The options of :func:`rvm_pymc.inference.fit_backend` (parameters ``checked``)."""
         classes = getattr(self, "classes_", None)
         return {
             "method": self.method,
             "kind": self._kind_of_fit(),
             "class_names": None if classes is None else [str(c) for c in classes],
-            "draws": self.draws,
+            "draws": checked.draws,
             "tune": self.tune,
             "chains": self._chains(),
             "max_iter": self.max_iter,
-            "sampler_kwargs": sampler_kwargs,
+            "sampler_kwargs": checked.sampler_kwargs,
         }
 
     def _chains(self) -> int:

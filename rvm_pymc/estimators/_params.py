@@ -43,6 +43,7 @@ __all__ = [
     "Checked",
     "check_params",
     "classification_data",
+    "default_draws",
     "default_prior",
     "regression_data",
     "validate_params",
@@ -79,7 +80,7 @@ PARAMETER_CONSTRAINTS: dict[str, list] = {
     "degree": [_positive_int(1)],
     "coef0": [Interval(numbers.Real, None, None, closed="neither")],
     "bias": ["boolean"],
-    "draws": [_positive_int(1)],
+    "draws": [None, _positive_int(1)],
     "tune": [_positive_int(0)],
     "chains": [None, _positive_int(1)],
     "max_iter": [None, _positive_int(1)],
@@ -121,7 +122,7 @@ MESSAGES: dict[str, str] = {
     "prior": "None, a preset name, a mapping of a, b, c, d, slab or a HyperPrior",
     "max_iter": "None or an integer >= 1",
     "tol": "a finite float > 0",
-    "draws": "an integer >= 1",
+    "draws": "None or an integer >= 1",
     "tune": "an integer >= 0",
     "chains": "None or an integer >= 1",
     "sampler_kwargs": "None or a dict",
@@ -187,6 +188,20 @@ def default_prior(est: Any) -> str:
     return "weakly_informative" if est._kind == "regression" else "weakly_informative_slab"
 
 
+def default_draws(est: Any) -> int:
+    """The draws per chain of ``draws=None`` for ``est``'s kind: the same for every method.
+
+    4000 for classifiers (:class:`~rvm_pymc.estimators.RVC`): at 2 x 2000
+    NUTS draws the breast cancer benchmark (N = 300) ended below the ESS of
+    ``converged_`` (301-330 of 400, one basis's log precision mixing slowly),
+    at 2 x 4000 every benchmark run converged (``docs/pymc.md``, "Default
+    length").  2000 for regression and counts.  One number for every method
+    of a kind, so that a reference, map and nuts fit of the same estimator
+    keep as many draws and plot together.
+    """
+    return 4000 if est._kind == "classification" else 2000
+
+
 class Checked(NamedTuple):
     """What :func:`check_params` resolved, for the fit to use as is."""
 
@@ -194,6 +209,8 @@ class Checked(NamedTuple):
     """The hyperprior, defaults resolved."""
     sampler_kwargs: dict[str, Any]
     """The options of the PyMC fit (``{}`` for ``method="reference"``)."""
+    draws: int
+    """Posterior draws per chain (``draws``, or :func:`default_draws` for None)."""
 
 
 def check_params(est: Any, X: np.ndarray) -> Checked:
@@ -247,7 +264,8 @@ def check_params(est: Any, X: np.ndarray) -> Checked:
     prior = resolve_prior(est.prior, default=default_prior(est))
     if prior.slab is not None:
         _check_slab(est, prior, kwargs)
-    return Checked(prior, kwargs)
+    draws = default_draws(est) if est.draws is None else int(est.draws)
+    return Checked(prior, kwargs, draws)
 
 
 def _check_slab(est: Any, prior: HyperPrior, kwargs: dict[str, Any]) -> None:

@@ -1,0 +1,94 @@
+"""The default number of draws per chain (``draws=None``), resolved at ``fit`` per estimator.
+
+As the docstrings of RVR and RVC and docs/pymc.md ("Default length") say: 4000
+for RVC, 2000 for RVR and RVP, whatever the method (so that an estimator's
+reference, map and nuts trees keep as many draws); ``get_params`` and ``clone``
+keep the ``None`` of the signature.  No PyMC model is compiled: the map and nuts
+fits stop at the backend, whose options are recorded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+import rvm_pymc.inference
+from rvm_pymc.datasets import make_ripley
+from rvm_pymc.estimators import RVC, RVP, RVR
+
+DOCUMENTED = {RVR: 2000, RVC: 4000, RVP: 2000}
+
+
+class _Stop(Exception):
+    """Raised by the recording backend: the fit goes no further."""
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y, _, _ = make_ripley(n_train=40, n_test=2, random_state=0)
+    counts = np.random.default_rng(0).poisson(np.exp(X[:, 0]))
+    return {RVR: (X, X[:, 0] + 0.1 * X[:, 1]), RVC: (X, y), RVP: (X, counts)}
+
+
+@pytest.mark.parametrize("cls", [RVR, RVC, RVP], ids=lambda c: c.__name__)
+def test_reference_trees_keep_the_documented_draws_and_params_keep_none(cls, data):
+    X, y = data[cls]
+    est = cls(gamma=2.0, random_state=0)
+    assert est.get_params()["draws"] is None
+    fitted = est.fit(X, y)
+    assert fitted.get_params()["draws"] is None  # fit resolves, does not overwrite
+    assert dict(fitted.idata_["posterior"].sizes)["draw"] == DOCUMENTED[cls]
+    again = clone(fitted)
+    assert again.get_params() == est.get_params()
+    assert again.set_params(draws=30).fit(X, y).idata_["posterior"].sizes["draw"] == 30
+    assert clone(again).get_params()["draws"] == 30
+
+
+@pytest.mark.parametrize("method", ["map", "nuts"])
+@pytest.mark.parametrize("cls", [RVR, RVC, RVP], ids=lambda c: c.__name__)
+def test_pymc_fits_get_the_same_draws(cls, method, data, monkeypatch):
+    seen = {}
+
+    def record(opts, *args, **kwargs):
+        seen.update(opts)
+        raise _Stop
+
+    monkeypatch.setattr(rvm_pymc.inference, "fit_backend", record)
+    X, y = data[cls]
+    est = cls(method=method, gamma=2.0, random_state=0)
+    with pytest.raises(_Stop):
+        est.fit(X, y)
+    assert seen["draws"] == DOCUMENTED[cls]
+    assert est.get_params()["draws"] is None
+    with pytest.raises(_Stop):
+        clone(est).set_params(draws=123).fit(X, y)
+    assert seen["draws"] == 123
+
+
+def test_draws_below_one_is_refused_by_name(data):
+    X, y = data[RVC]
+    for bad in (0, -5, 2.5, True):
+        with pytest.raises(ValueError, match="draws must be None or an integer >= 1"):
+            RVC(draws=bad).fit(X, y)
+
+
+def test_cli_fit_follows_the_estimator_default(tmp_path, data):
+    """``rvm-pymc fit`` without ``--draws`` keeps the estimator's default (RVC: 4000)."""
+    import pandas as pd
+
+    from rvm_pymc.cli import main
+    from rvm_pymc.estimators import load
+
+    X, y = data[RVC]
+    csv = tmp_path / "d.csv"
+    pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "cls": np.array(["u", "v"])[y]}).to_csv(
+        csv, index=False
+    )
+    for extra, expected in (([], DOCUMENTED[RVC]), (["--draws", "60"], 60)):
+        out = tmp_path / f"out{expected}"
+        args = ["fit", str(csv), "--target", "cls", "--out", str(out), "--no-plot", *extra]
+        assert main(args) == 0
+        est = load(out / "model.nc")
+        assert isinstance(est, RVC)
+        assert est.idata_["posterior"].sizes["draw"] == expected
