@@ -208,9 +208,14 @@ def test_rvr_through_the_compression_is_the_same_fit(small_centres, monkeypatch,
     assert np.max(np.abs(mean - mean_f)) <= rounding
     np.testing.assert_allclose(sd, sd_f, rtol=1e-8)
     assert comp.log_evidence_ == pytest.approx(full.log_evidence_, abs=1e-7)
-    # the training design that idata_ is made from: the active columns, built anew
+    # the training design of idata_: the active columns, built anew when it is first read
+    assert comp._tree_inputs["Phi_of_X"] and not full._tree_inputs.get("Phi_of_X")
+    assert comp._tree_inputs["Phi"].shape == d.X_train.shape
     np.testing.assert_allclose(
-        comp._tree_inputs["Phi"], full._tree_inputs["Phi"], rtol=0, atol=1e-12
+        comp.idata_["constant_data"]["Phi"].values,
+        full.idata_["constant_data"]["Phi"].values,
+        rtol=0,
+        atol=1e-12,
     )
 
 
