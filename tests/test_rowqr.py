@@ -95,6 +95,23 @@ def test_row_qr_into_its_workspace_is_the_same_factor():
         row_qr(lambda a, b, out: np.ones(3), 4, 2, into=True)
 
 
+def test_row_qr_workers_run_on_one_blas_thread():
+    """Two workers under two BLAS threads each oversubscribe two CPUs: one BLAS thread."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    seen = []
+
+    def block(a, b):
+        seen.append({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
+        return np.ones((b - a, 2)), np.arange(a, b, dtype=float)
+
+    with threadpool_limits(2, user_api="blas"):
+        row_qr(block, 40, 2, block_rows=10, workers=2)
+        after = {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+    assert len(seen) == 4 and all(s == {1} for s in seen)
+    assert after == {2}  # restored
+
+
 @pytest.mark.parametrize("kernel", [RBF(gamma=0.3), lambda A, B: (A @ B.T + 1.0) ** 2])
 def test_transform_into_a_view_is_the_design(kernel):
     """``Basis.transform(X, out=...)`` writes the same numbers into a strided view (a
