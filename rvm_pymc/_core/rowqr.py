@@ -154,16 +154,20 @@ def row_qr(
     ranges = [(cuts[k], min(cuts[k + 1], n)) for k in range(workers)]
 
     def factor(rows: tuple[int, int]) -> np.ndarray:
-        # one workspace per worker, reused for every block: [R so far; next block],
-        # column-major so that dgeqrf factors it in place (R starts as zero rows)
+        # one workspace per worker, reused for every block: [R so far; next block] as a
+        # contiguous column-major array, which dgeqrf factors in place
         k1, height = m + 1, min(block_rows, rows[1] - rows[0])
-        S = np.zeros((k1 + height, k1), order="F")
-        lwork = _lwork(*S.shape)
+        work = np.empty((k1 + height) * k1)
+        lwork = _lwork(k1 + height, k1)
+        R = np.zeros((k1, k1), order="F")
         lower = np.tri(k1, k=-1, dtype=bool)  # below R's diagonal: dgeqrf's reflectors
+        top = 0  # rows of R stacked above the block (none before the first)
         for start in range(rows[0], rows[1], height):
             stop = min(start + height, rows[1])
             k = stop - start
-            B = S[k1 : k1 + k]
+            S = work[: (top + k) * k1].reshape((top + k, k1), order="F")
+            S[:top] = R[:top]
+            B = S[top:]
             if into:
                 y = block(start, stop, B[:, :m])
             else:
@@ -180,10 +184,12 @@ def row_qr(
                     f"expected ({k},)"
                 )
             B[:, m] = y
-            S[k1 + k :] = 0.0  # a short last block: zero rows change nothing
             _factor_in_place(S, lwork)
-            np.copyto(S[:k1], 0.0, where=lower)
-        return S[:k1].copy(order="F")
+            top = min(k1, S.shape[0])  # fewer rows than columns: a trapezoid
+            R[:top] = S[:top]
+            np.copyto(R, 0.0, where=lower)
+            top = k1
+        return R
 
     if workers == 1:
         parts = [factor(ranges[0])]
