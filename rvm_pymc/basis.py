@@ -65,9 +65,10 @@ class Basis:
         Parameters
         ----------
         X : array_like of shape (n_samples, n_features)
-        out : ndarray of shape (n_samples, n_basis_), optional
-            A float64 array (any strides, e.g. a view into a larger array) to
-            write ``Phi`` into instead of a new one; returned.  A
+        out : ndarray, optional
+            A float64 array of shape ``(n_samples, n_basis_)`` (any strides,
+            e.g. a view into a larger array) to write ``Phi`` into instead of
+            a new one; returned.  A
             :class:`KernelBasis` writes it without a temporary of its size
             when its columns have contiguous entries (``out.strides[0] == 8``,
             as in a column-major array).
