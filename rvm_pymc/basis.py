@@ -35,6 +35,8 @@ __all__ = [
 
 #: The kernel design matrix is filled this many entries (rows x centres) at a time.
 _BLOCK_ENTRIES = 1 << 20
+#: ... and through a buffer of this many (1 MB) when written into a strided view.
+_COPY_ENTRIES = 1 << 17
 
 
 class Basis:
@@ -57,8 +59,20 @@ class Basis:
         self.n_basis_ = len(self.basis_names_)
         return self
 
-    def transform(self, X: ArrayLike) -> np.ndarray:
-        """Return the design matrix ``Phi`` of shape ``(n_samples, n_basis_)``."""
+    def transform(self, X: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Return the design matrix ``Phi`` of shape ``(n_samples, n_basis_)``.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+        out : ndarray, optional
+            A float64 array of shape ``(n_samples, n_basis_)`` (any strides,
+            e.g. a view into a larger array) to write ``Phi`` into instead of
+            a new one; returned.  A
+            :class:`KernelBasis` writes it without a temporary of its size
+            when its columns have contiguous entries (``out.strides[0] == 8``,
+            as in a column-major array).
+        """
         if not hasattr(self, "n_basis_"):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(X)")
         X = as_2d_float(X, "X")
@@ -68,7 +82,16 @@ class Basis:
                 f"X has {X.shape[1]} {w}, but {type(self).__name__} was fitted with "
                 f"{self.n_features_in_} {w}"
             )
-        Phi = self._design(X)
+        if out is None:
+            Phi = self._design(X)
+        else:
+            shape = (X.shape[0], self.n_basis_)
+            if out.shape != shape or out.dtype != np.float64 or not out.flags.writeable:
+                raise ValueError(
+                    f"out must be a writeable float64 array of shape {shape}; got "
+                    f"{out.dtype} {out.shape}"
+                )
+            Phi = self._design_into(X, out)
         # A finite sum is the cheap check (an overflow of the sum of finite entries
         # only leads to the exact one, which then finds nothing).
         with np.errstate(over="ignore", invalid="ignore"):  # inf + -inf, or a sum past 1e308
@@ -99,6 +122,11 @@ class Basis:
         if self.bias:
             Phi = np.hstack([np.ones((X.shape[0], 1)), Phi])
         return Phi
+
+    def _design_into(self, X: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """:meth:`_design` written into ``out`` (of the right shape and dtype)."""
+        out[...] = self._design(X)
+        return out
 
     def _fit(self, X: np.ndarray) -> list[str]:
         raise NotImplementedError
@@ -219,14 +247,7 @@ class KernelBasis(Basis):
         """
         n, off = X.shape[0], int(self.bias)
         if getattr(self.kernel_, "symmetric", False):
-            PhiT = np.empty((self.n_basis_, n))
-            if off:
-                PhiT[0] = 1.0
-            rows = max(1, _BLOCK_ENTRIES // max(n, 1))
-            for s in range(0, self.X_fit_.shape[0], rows):
-                C = self.X_fit_[s : s + rows]
-                self.kernel_.fill(C, X, PhiT[off + s : off + s + C.shape[0]])
-            return PhiT.T  # transform checks that it is finite
+            return self._fill_columns(X, np.empty((self.n_basis_, n))).T
         Phi = np.empty((n, self.n_basis_), order="F")
         if off:
             Phi[:, 0] = 1.0
@@ -234,6 +255,34 @@ class KernelBasis(Basis):
         for s in range(0, n, rows):
             Phi[s : s + rows, off:] = self.kernel_(X[s : s + rows], self.X_fit_)
         return Phi
+
+    def _design_into(self, X: np.ndarray, out: np.ndarray) -> np.ndarray:
+        if getattr(self.kernel_, "symmetric", False) and out.strides[0] == out.itemsize:
+            self._fill_columns(X, out.T)
+            return out
+        return super()._design_into(X, out)
+
+    def _fill_columns(self, X: np.ndarray, PhiT: np.ndarray) -> np.ndarray:
+        """Fill ``PhiT`` (n_basis_, n), each row contiguous, with ``Phi.T`` of a symmetric kernel.
+
+        The blocks are ``k(centres, X)``: whole rows of ``PhiT``, filled in place
+        when ``PhiT`` is C-contiguous, else (a view into a larger array) through a
+        buffer of at most :data:`_COPY_ENTRIES` entries that stays in cache.
+        """
+        n, off = X.shape[0], int(self.bias)
+        if off:
+            PhiT[0] = 1.0
+        direct = PhiT.flags.c_contiguous
+        rows = max(1, (_BLOCK_ENTRIES if direct else _COPY_ENTRIES) // max(n, 1))
+        buf = None if direct else np.empty((min(rows, self.X_fit_.shape[0]), n))
+        for s in range(0, self.X_fit_.shape[0], rows):
+            C = self.X_fit_[s : s + rows]
+            target = PhiT[off + s : off + s + C.shape[0]]
+            if direct:
+                self.kernel_.fill(C, X, target)
+            else:
+                target[...] = self.kernel_.fill(C, X, buf[: C.shape[0]])
+        return PhiT  # transform checks that it is finite
 
     def get_params(self) -> dict[str, Any]:
         return {

@@ -75,6 +75,72 @@ def test_row_qr_checks_its_blocks():
         row_qr(lambda a, b: (np.ones((b - a, 3)), np.ones(b - a)), 4, 2)
 
 
+def test_row_qr_into_its_workspace_is_the_same_factor():
+    """``into=True`` (the block written into the workspace) factors the same rows."""
+    Phi, t = _problem(n=700, centres=60)
+    calls = []
+
+    def fill(a, b, out):
+        calls.append(out.strides[0])
+        out[...] = Phi[a:b]
+        return t[a:b]
+
+    given = _compress(Phi, t)
+    into = row_qr(fill, *Phi.shape, block_rows=97, workers=3, into=True)
+    assert set(calls) == {8} and len(calls) == 8  # column-major views, 8 blocks
+    np.testing.assert_array_equal(into.R, given.R)
+    np.testing.assert_array_equal(into.z, given.z)
+    assert into.remainder == given.remainder
+    with pytest.raises(ValueError, match=r"block\(0, 4\) returned targets of shape \(3,\)"):
+        row_qr(lambda a, b, out: np.ones(3), 4, 2, into=True)
+
+
+def test_row_qr_workers_run_on_one_blas_thread():
+    """Two workers under two BLAS threads each oversubscribe two CPUs: one BLAS thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads():
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    seen = []
+
+    def block(a, b):
+        seen.append(blas_threads())
+        return np.ones((b - a, 2)), np.arange(a, b, dtype=float)
+
+    with threadpool_limits(2, user_api="blas"):
+        control = ThreadPoolExecutor(1).submit(blas_threads).result()
+        row_qr(block, 40, 2, block_rows=10, workers=2)
+        after = blas_threads()
+    if control != {2}:  # e.g. OPENBLAS_NUM_THREADS=1 set: other threads keep one
+        pytest.skip(f"a thread under threadpool_limits(2) saw {control} BLAS threads")
+    assert len(seen) == 4 and all(s == {1} for s in seen)
+    assert after == {2}  # restored
+
+
+@pytest.mark.parametrize("kernel", [RBF(gamma=0.3), lambda A, B: (A @ B.T + 1.0) ** 2])
+def test_transform_into_a_view_is_the_design(kernel):
+    """``Basis.transform(X, out=...)`` writes the same numbers into a strided view (a
+    symmetric kernel through a small buffer, a user kernel through its whole design)."""
+    X = np.random.default_rng(3).uniform(-3, 3, size=(300, 2))
+    basis = KernelBasis(kernel, centres=40).fit(X)
+    Phi = basis.transform(X)
+    work = np.full((310, basis.n_basis_ + 1), np.nan, order="F")
+    out = work[5:305, : basis.n_basis_]  # columns contiguous, not the whole array
+    assert basis.transform(X, out=out) is out
+    np.testing.assert_array_equal(out, Phi)
+    assert np.isnan(work[:5]).all() and np.isnan(work[305:]).all() and np.isnan(work[:, -1]).all()
+    with pytest.raises(ValueError, match=r"out must be a writeable float64 array of shape"):
+        basis.transform(X, out=np.empty((300, basis.n_basis_), dtype=np.float32))
+    if isinstance(kernel, RBF):
+        return  # an RBF design is finite for every finite input
+    X[7, 1] = 1e200  # the user kernel overflows: reported as by transform(X)
+    with np.errstate(over="ignore"), pytest.raises(ValueError, match="non-finite"):
+        basis.transform(X, out=out)
+
+
 def test_sequential_state_on_the_compression_is_the_same_state():
     """Same active set and precisions: the same evidence, S, Q and exact statistics."""
     Phi, t = _problem(gamma=1.0)  # a wide kernel: the statistics are ill-conditioned
@@ -167,9 +233,14 @@ def test_rvr_through_the_compression_is_the_same_fit(small_centres, monkeypatch,
     assert np.max(np.abs(mean - mean_f)) <= rounding
     np.testing.assert_allclose(sd, sd_f, rtol=1e-8)
     assert comp.log_evidence_ == pytest.approx(full.log_evidence_, abs=1e-7)
-    # the training design that idata_ is made from: the active columns, built anew
+    # the training design of idata_: the active columns, built anew when it is first read
+    assert comp._tree_inputs["Phi_of_X"] and not full._tree_inputs.get("Phi_of_X")
+    assert comp._tree_inputs["Phi"].shape == d.X_train.shape
     np.testing.assert_allclose(
-        comp._tree_inputs["Phi"], full._tree_inputs["Phi"], rtol=0, atol=1e-12
+        comp.idata_["constant_data"]["Phi"].values,
+        full.idata_["constant_data"]["Phi"].values,
+        rtol=0,
+        atol=1e-12,
     )
 
 

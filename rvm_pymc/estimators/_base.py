@@ -270,8 +270,9 @@ class _BaseRVM(ResultViews, BaseEstimator):
         self._set_active(active, X)
         # the one map back to the units of the data
         self._set_result(post.to_data_units(scale[active], t_mean, t_sd))
-        # the active columns in data units (of a row compression: built anew, N x active)
-        Phi_data = self._design_of(X) if isinstance(Phi, RowQR) else Phi[:, active] * scale[active]
+        # the active columns in data units; of a row compression built anew from X (N x
+        # active) when idata_ is first read ("Phi_of_X"), not in every fit
+        Phi_data = X if isinstance(Phi, RowQR) else Phi[:, active] * scale[active]
         self.model_ = None
         if self.method != "reference":  # PyMC is imported already
             self.model_ = self._data_unit_model(Phi_data, target, scale[active], prior)
@@ -280,6 +281,7 @@ class _BaseRVM(ResultViews, BaseEstimator):
         self.log_evidence_ = float(info.log_evidence - log_t_sd)
         self._tree_inputs = {
             "Phi": Phi_data,
+            "Phi_of_X": isinstance(Phi, RowQR),
             "target": target,
             "classes": getattr(self, "classes_", None),
             "seed": seed,

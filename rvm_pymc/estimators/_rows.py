@@ -57,9 +57,10 @@ def compressed_design(
 ) -> tuple[RowQR, np.ndarray]:
     """The row compression of ``[Phi / scale | t]`` and the column scales, block by block.
 
-    ``Phi = basis.transform(X)`` is made ``block_rows`` rows at a time (each
-    checked finite by ``transform``); ``scale`` is the root-mean-square of
-    every column (the norms of the columns of ``R`` over ``sqrt(N)``), as
+    ``Phi = basis.transform(X)`` is made ``block_rows`` rows at a time, each
+    written into the factor's workspace (and checked finite by
+    ``transform``); ``scale`` is the root-mean-square of every column (the
+    norms of the columns of ``R`` over ``sqrt(N)``), as
     :meth:`_BaseRVM._design` scales the full design.
 
     Parameters
@@ -76,11 +77,11 @@ def compressed_design(
     (RowQR, ndarray of shape (M,))
     """
     n = X.shape[0]
-    rows = row_qr(
-        lambda a, b: (basis.transform(X[a:b]), t[a:b]),
-        n,
-        basis.n_basis_,
-        block_rows=block_rows,
-    )
+
+    def block(a: int, b: int, out: np.ndarray) -> np.ndarray:
+        basis.transform(X[a:b], out=out)  # into row_qr's workspace: no block allocated
+        return t[a:b]
+
+    rows = row_qr(block, n, basis.n_basis_, block_rows=block_rows, into=True)
     scale = column_rms(rows.R, n=n)
     return rows.scaled(scale), scale

@@ -83,9 +83,11 @@ class ResultViews:
             from rvm_pymc.results import to_datatree
 
             inp = self._tree_inputs
+            # a fit on the row compression kept X, not its N x active design
+            Phi = self._design_of(inp["Phi"]) if inp.get("Phi_of_X") else inp["Phi"]
             self._idata = to_datatree(
                 self.posterior_,
-                Phi=inp["Phi"],
+                Phi=Phi,
                 target=inp["target"],
                 classes=inp["classes"],
                 draws=inp["draws"],
