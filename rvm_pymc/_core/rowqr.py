@@ -213,7 +213,7 @@ def _factor_in_place(S: np.ndarray, lwork: int) -> None:
     qr, _, _, info = lapack.dgeqrf(S, lwork=lwork, overwrite_a=1)
     if info != 0:  # pragma: no cover - only for invalid arguments
         raise RuntimeError(f"LAPACK dgeqrf failed (info={info})")
-    if not np.shares_memory(qr, S):  # pragma: no cover - a contiguous float64 S is kept
+    if not np.shares_memory(qr, S):  # not column-major (the stacked parts): LAPACK had a copy
         S[...] = qr
 
 
@@ -225,10 +225,8 @@ def _triangle(S: np.ndarray, k: int, lwork: int) -> np.ndarray:
     that the workers of :func:`row_qr` run at once.  Fewer than ``k`` rows
     give a trapezoid, padded with zero rows.
     """
-    qr, _, _, info = lapack.dgeqrf(S, lwork=lwork, overwrite_a=1)
-    if info != 0:  # pragma: no cover - only for invalid arguments
-        raise RuntimeError(f"LAPACK dgeqrf failed (info={info})")
+    _factor_in_place(S, lwork)
     R = np.zeros((k, k), order="F")
-    rows = min(k, qr.shape[0])
-    R[:rows] = np.triu(qr[:rows])
+    rows = min(k, S.shape[0])
+    R[:rows] = np.triu(S[:rows])
     return R
