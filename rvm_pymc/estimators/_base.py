@@ -231,8 +231,9 @@ class _BaseRVM(ResultViews, BaseEstimator):
             t_mean, t_sd, t_s = 0.0, 1.0, target
         log_t_sd = target.size * np.log(t_sd) if regression else 0.0
         # MAP/NUTS start from (and gamma="evidence" chooses the width by) the reference
-        # solver under the same prior; "fast" needs a = b = 0, MacKay takes any prior
-        ref_solver = self.solver if (prior.a == 0 and prior.b == 0) else "mackay"
+        # solver under the same prior; "fast" needs a = b = 0 and no slab, MacKay takes any
+        plain = prior.a == 0 and prior.b == 0 and prior.slab is None
+        ref_solver = self.solver if plain else "mackay"
         if self.method == "reference":
             ref_solver = self.solver
         seed = _seed(self.random_state)  # one draw per fit: the posterior draws below
@@ -241,12 +242,9 @@ class _BaseRVM(ResultViews, BaseEstimator):
         # give a worker's fit and the rebuild of the chosen width different centres)
         basis_seed = None if self.random_state is None else seed
         need_ref = self.method == "reference" or self._starts_from_reference()
-        # method="reference" fits the prior as given (a slab too); the start (and an evidence
-        # width) of a NUTS fit with a slab are those of the same Gamma prior without it
-        ref_prior = prior if self.method == "reference" else prior.without_slab()
-        width = select_width(
-            self, X, t_s, ref_prior, ref_solver, basis_seed, need_reference=need_ref
-        )
+        # every method chooses its width (gamma="auto"/"evidence") and its start under the
+        # prior it fits, a slab included (MacKay takes one; MAP refuses a slab)
+        width = select_width(self, X, t_s, prior, ref_solver, basis_seed, need_reference=need_ref)
         if width.evidence_path is not None:
             path = width.evidence_path
             self.evidence_path_ = {**path, "log_evidence": path["log_evidence"] - log_t_sd}

@@ -47,7 +47,8 @@ class RVR(RegressorMixin, _BaseRVM):
         ``log gamma`` to 10 %), fits the best width found and the grid's best
         (and near ties) over all bases, keeps the best: the fit of ``gamma=<that width>``
         itself; ``evidence_path_`` records every fit of the search.
-        Map/nuts are then fitted at that width.
+        Map/nuts are then fitted at that width, searched under the prior they fit
+        (NUTS's slab included: MacKay's reference fit takes it).
         ``"auto"`` is ``"evidence"`` up to 2000 training points and ``"scale"``
         above: on raw 1-D inputs ``"scale"`` is often far too wide (sinc,
         N = 100: a 10 times smaller gamma than the evidence's, test RMSE up to

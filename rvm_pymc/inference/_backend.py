@@ -97,17 +97,21 @@ def _start(
     cap: float,
     weights: bool,
     parametrization: str = "centred",
+    slab: float | None = None,
 ):
     """Initial values at the reference posterior ``start`` (same prior, same scaled data).
 
     ``start`` covers the bases the reference kept (a subset of ``names``); a
     basis it pruned starts at ``log alpha = cap`` (the MAP's upper bound, where
-    a pruned precision sits; a finite, large precision for a sampler).
+    a pruned precision sits; a finite, large precision for a sampler), and one
+    the slab's reference fit set to ``alpha = 0`` at ``-cap``. Non-centred
+    weights are ``w * sqrt(alpha + 1/slab^2)`` (the model's prior precision).
     """
     position = {str(n): i for i, n in enumerate(names)}
     active = np.array([position[str(n)] for n in start.basis_names], dtype=np.intp)
     la = np.full(len(names), cap)
-    la[active] = np.minimum(np.asarray(start.log_alpha, dtype=float), cap)
+    with np.errstate(divide="ignore"):  # a slab's alpha = 0 is log alpha = -inf
+        la[active] = np.clip(np.asarray(start.log_alpha, dtype=float), -cap, cap)
     out: dict[str, np.ndarray] = {"log_alpha": la}
     if kind == "regression":
         out["log_beta"] = np.asarray(start.log_beta, dtype=float)
@@ -119,8 +123,9 @@ def _start(
         if kind != "softmax":
             full = full[:, 0]
         if parametrization == "non_centred":
-            root = np.exp(0.5 * la) if full.ndim == 1 else np.exp(0.5 * la)[:, None]
-            out[f"{name}_raw"] = full * root
+            log_prec = la if slab is None else np.logaddexp(la, -2.0 * np.log(slab))
+            root = np.exp(0.5 * log_prec)
+            out[f"{name}_raw"] = full * (root if full.ndim == 1 else root[:, None])
         else:
             out[name] = full
     return out
@@ -217,6 +222,7 @@ def _fit_nuts(opts, Phi, target, names, prior, seed, start):
         cap=_SAMPLER_START_CAP,
         weights=joint,
         parametrization=parametrization,
+        slab=prior.slab,
     )
     res = nuts_posterior(
         model,
