@@ -205,3 +205,23 @@ def test_unsavable_parameters(tmp_path, sinc):
 
     with pytest.raises(NotFittedError):
         RVR().save(tmp_path / "i.nc")
+
+
+def test_hdf5_files_compress_the_large_groups_losslessly(tmp_path, blobs):
+    """The draws groups (posterior predictive labels, log-likelihood) are zlib-compressed."""
+    h5py = pytest.importorskip("h5py")
+    X, y = blobs
+    est = RVC(random_state=0, draws=400).fit(X, y == 0)
+    tree = est.idata_
+    est.save(tmp_path / "rvc.nc", engine="h5netcdf")
+    _write(tree, tmp_path / "plain.nc", "h5netcdf")  # the same tree, uncompressed
+    with h5py.File(tmp_path / "rvc.nc", "r") as f:
+        for group in ("posterior_predictive", "log_likelihood"):
+            assert f[group]["y_obs"].compression == "gzip", group
+        assert f["posterior"]["draw"].compression is None  # a small coordinate stays plain
+    size, plain = (tmp_path / "rvc.nc").stat().st_size, (tmp_path / "plain.nc").stat().st_size
+    assert size < 0.75 * plain, (size, plain)
+    back = load(tmp_path / "rvc.nc")
+    _assert_same_fit(est, back, X)
+    for group in ("posterior_predictive", "log_likelihood"):
+        np.testing.assert_array_equal(back.idata_[group]["y_obs"], tree[group]["y_obs"])

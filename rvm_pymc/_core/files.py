@@ -106,12 +106,38 @@ def netcdf_engine() -> str:
     return "scipy"
 
 
+COMPRESS_MIN_SIZE = 1024
+"""A numeric variable of at least this many values is written zlib-compressed (HDF5
+engines): a classifier's posterior predictive labels shrink to almost nothing, its
+log-likelihood draws (random float64 bits) hardly; level 1 with the byte shuffle
+halved a breast-cancer RVC's file (39.0 to 18.3 MB; 4 gained 0.2 MB more)."""
+
+
+def _compression(tree: xr.DataTree) -> dict[str, dict[str, dict[str, Any]]]:
+    """Lossless zlib encodings of the large numeric variables of every group of ``tree``."""
+    encoding = {}
+    for node in tree.subtree:
+        ds = node.to_dataset(inherit=False)
+        large = {
+            name: {"zlib": True, "complevel": 1, "shuffle": True}
+            for name, var in ds.data_vars.items()
+            if var.dtype.kind in "biuf" and var.ndim and var.size >= COMPRESS_MIN_SIZE
+        }
+        if large:
+            encoding[node.path] = large
+    return encoding
+
+
 def write_tree(tree: xr.DataTree, path: str, engine: str) -> None:
-    """Write ``tree`` to ``path`` with ``engine`` (no atomicity: see :func:`atomic_write`)."""
+    """Write ``tree`` to ``path`` with ``engine`` (no atomicity: see :func:`atomic_write`).
+
+    The HDF5 engines (h5netcdf, netcdf4) compress the large numeric variables
+    losslessly (:func:`_compression`); netCDF-3 (scipy) has no compression.
+    """
     if engine == "scipy":
         flatten_tree(tree).to_netcdf(path, engine="scipy")
     else:
-        tree.to_netcdf(path, engine=engine)
+        tree.to_netcdf(path, engine=engine, encoding=_compression(tree) or None)
 
 
 def _with_path(exc: OSError, path: str) -> OSError:
