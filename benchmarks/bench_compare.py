@@ -27,7 +27,7 @@ Every fit runs at the estimators' defaults unless told otherwise: the width
 ``reference_wi`` may get a width other than the type-II fits': the
 ``gamma_`` and ``same_basis`` rows say), and for NUTS the estimators' lengths
 (1000 tuning steps, then 2000 draws per chain; the classifier's default may
-differ) from the reference fit with ``target_accept=0.95``.  ``--gamma data``
+differ) from the reference fit at the estimators' ``target_accept``.  ``--gamma data``
 restores the fixed per-data-set widths of earlier runs (sinc 0.5, the others
 ``"scale"``); ``--draws``/``--tune`` override the estimators' lengths.
 

@@ -92,3 +92,32 @@ def test_cli_fit_follows_the_estimator_default(tmp_path, data):
         est = load(out / "model.nc")
         assert isinstance(est, RVC)
         assert est.idata_["posterior"].sizes["draw"] == expected
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs", "expected"),
+    [
+        (RVR, {}, 0.8),  # the collapsed sampler
+        (RVR, {"sampler_kwargs": {"model": "joint"}}, 0.95),
+        (RVC, {}, 0.95),
+        (RVP, {}, 0.95),
+        (RVR, {"sampler_kwargs": {"target_accept": 0.9}}, 0.9),
+        (RVC, {"sampler_kwargs": {"target_accept": 0.85}}, 0.85),
+    ],
+    ids=["rvr", "rvr-joint", "rvc", "rvp", "rvr-given", "rvc-given"],
+)
+def test_nuts_target_accept_default_per_model(cls, kwargs, expected, data, monkeypatch):
+    """0.8 for the collapsed regression sampler, 0.95 with weights; a given value wins."""
+    import rvm_pymc.inference._backend as backend
+
+    seen = {}
+
+    def record(model, **kw):
+        seen.update(kw)
+        raise _Stop
+
+    monkeypatch.setattr(backend, "nuts_posterior", record)
+    X, y = data[cls]
+    with pytest.raises(_Stop):
+        cls(method="nuts", gamma=2.0, random_state=0, **kwargs).fit(X, y)
+    assert seen["target_accept"] == expected
