@@ -218,9 +218,10 @@ def classification_ranks(
     parametrised as ``RVC`` does, ``"weakly_informative"`` prior with ``slab``)
     is built once; each replication swaps its labels with ``pm.set_data`` and
     samples it by :func:`~rvm_pymc.inference.sample_nuts` with the estimator's
-    ``target_accept`` and its start of the time (the chains at the reference fit
-    of the labels under the prior without its slab, a pruned basis at the start's
-    cap; since 3d1cb75 the estimator starts under the prior with it).
+    ``target_accept`` and the start the estimator used when these runs were made
+    (the chains at the reference fit of the labels under the prior without its
+    slab, a pruned basis at the start's cap; since 3d1cb75 the estimator starts
+    under the prior with it).
     Returns ``(ranks, per-replication fit attrs, label draws redrawn)``.
     """
     import pymc as pm

@@ -90,5 +90,29 @@ def test_non_centred_start_uses_the_slabs_precision_and_stays_finite():
     np.testing.assert_array_equal(out["log_alpha"], [np.log(0.5), -10.0, 10.0])
     precision = np.exp(out["log_alpha"]) + 1 / 25  # the model's alpha + 1/slab^2
     np.testing.assert_allclose(out["w_raw"], np.array([2.0, -3.0, 0.0]) * np.sqrt(precision))
-    # back through the model's map w = w_raw / sqrt(alpha + 1/slab^2): the reference mean
-    np.testing.assert_allclose(out["w_raw"] / np.sqrt(precision), [2.0, -3.0, 0.0])
+
+
+def test_non_centred_softmax_start_scales_every_class_column_by_its_basis():
+    start = WeightPosterior(
+        kind="softmax",
+        basis_names=("b1",),
+        log_alpha=np.array([np.log(2.0)]),
+        mean=np.array([[1.0, -2.0, 0.5]]),
+        cov=np.eye(3),
+    )
+    out = _start(
+        start, ("b0", "b1"), "softmax", cap=10.0, weights=True,
+        parametrization="non_centred", slab=5.0,
+    )  # fmt: skip
+    precision = np.exp(out["log_alpha"]) + 1 / 25
+    assert out["W_raw"].shape == (2, 3)
+    np.testing.assert_allclose(out["W_raw"] / np.sqrt(precision)[:, None], [[0, 0, 0], [1, -2, 0.5]])
+
+
+def test_a_slab_sends_a_flat_gamma_prior_to_mackay(monkeypatch):
+    """``solver="fast"`` takes no slab: with a = b = 0 and a slab the start is MacKay's."""
+    X, y, _, _ = make_ripley(n_train=40, n_test=2, random_state=0)
+    prior = {"a": 0.0, "b": 0.0, "slab": 5.0}
+    seen = _recorded(RVC(method="nuts", prior=prior, random_state=0), X, y, monkeypatch)
+    assert seen["solver"] == "mackay" and seen["prior"].slab == 5.0
+    assert np.all(np.isfinite(seen["backend_start"].mean))

@@ -110,7 +110,7 @@ COMPRESS_MIN_SIZE = 1024
 """A numeric variable of at least this many values is written zlib-compressed (HDF5
 engines): a classifier's posterior predictive labels shrink to almost nothing, its
 log-likelihood draws (random float64 bits) hardly; level 1 with the byte shuffle
-halved a breast-cancer RVC's file (39.0 to 18.3 MB; 4 gained 0.2 MB more)."""
+halved a breast-cancer RVC's file (about 39 MB to 18.3 MB; level 4 saved 0.2 MB more)."""
 
 
 def _compression(tree: xr.DataTree) -> dict[str, dict[str, dict[str, Any]]]:

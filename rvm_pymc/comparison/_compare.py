@@ -80,7 +80,7 @@ def fit_all(
         classifier's nuts: with a slab on the weights); the ``prior`` column
         of :func:`compare` says which.  Give ``prior=`` to put every fit
         under one prior (then ``solver="mackay"`` for the reference fit unless
-        ``a = b = 0``).
+        ``a = b = 0`` and no slab).
     method_params : mapping of str to mapping, optional
         Parameters of one method's fit only, over ``params``: options that
         another method does not take, e.g.

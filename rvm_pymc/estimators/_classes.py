@@ -98,8 +98,8 @@ class RVR(RegressorMixin, _BaseRVM):
         weights (classifiers, counts, ``model="joint"``) unless given here.
     init : {"auto", "reference", "default"}, default "auto"
         Where MAP and NUTS start: ``"reference"`` at the reference solution
-        under the same prior (``solver`` for ``a = b = 0``, MacKay
-        otherwise), so that a comparison measures the approximation and not
+        under the same prior (``solver`` for ``a = b = 0`` without a slab,
+        MacKay otherwise), so that a comparison measures the approximation and not
         another local optimum of the evidence; ``"default"`` at the PyMC
         fit's own start; ``"auto"`` is ``"reference"`` (for nuts too: chains
         started at the evidence optimum mixed where PyMC's own start did

@@ -115,8 +115,8 @@ def _start(
     position = {str(n): i for i, n in enumerate(names)}
     active = np.array([position[str(n)] for n in start.basis_names], dtype=np.intp)
     la = np.full(len(names), cap)
-    with np.errstate(divide="ignore"):  # a slab's alpha = 0 is log alpha = -inf
-        la[active] = np.clip(np.asarray(start.log_alpha, dtype=float), -cap, cap)
+    # a slab's alpha = 0 arrives as log alpha = -inf
+    la[active] = np.clip(np.asarray(start.log_alpha, dtype=float), -cap, cap)
     out: dict[str, np.ndarray] = {"log_alpha": la}
     if kind == "regression":
         out["log_beta"] = np.asarray(start.log_beta, dtype=float)
