@@ -138,7 +138,7 @@ display(pd.DataFrame(rows).T.round(3))
 # no basis at all and predicts the mean, 7.6, with a 95% half-width of 12.3
 # everywhere; reference keeps one `x^3` weight, and it and NUTS (which
 # averages over the precisions) rise a little towards x = 10: reference from
-# 7.6 at x = 0 to 9.3, NUTS from 7.4 to 9.25, their bands widening beyond the
+# 7.6 at x = 0 to 9.3, NUTS from 7.5 to 9.3, their bands widening beyond the
 # data (half-width 13.5 at x = 10 for both, against 12.3 for MAP). Without
 # centring the solver keeps `x` alone. The noise dominates every band: eight
 # points cannot pin down a cubic.
