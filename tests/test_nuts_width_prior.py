@@ -20,7 +20,6 @@ from rvm_pymc.inference._backend import _start
 from rvm_pymc.priors import PRESETS
 from rvm_pymc.results import WeightPosterior
 
-
 _SELECT = base.select_width  # the width selection itself (each fit below wraps it anew)
 
 
@@ -106,7 +105,8 @@ def test_non_centred_softmax_start_scales_every_class_column_by_its_basis():
     )  # fmt: skip
     precision = np.exp(out["log_alpha"]) + 1 / 25
     assert out["W_raw"].shape == (2, 3)
-    np.testing.assert_allclose(out["W_raw"] / np.sqrt(precision)[:, None], [[0, 0, 0], [1, -2, 0.5]])
+    expected = [[0.0, 0.0, 0.0], [1.0, -2.0, 0.5]]
+    np.testing.assert_allclose(out["W_raw"] / np.sqrt(precision)[:, None], expected)
 
 
 def test_a_slab_sends_a_flat_gamma_prior_to_mackay(monkeypatch):

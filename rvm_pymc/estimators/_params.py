@@ -194,10 +194,11 @@ def default_draws(est: Any) -> int:
     4000 for classifiers (:class:`~rvm_pymc.estimators.RVC`): at 2 x 2000
     NUTS draws the breast cancer benchmark (N = 300) ended below the ESS of
     ``converged_`` (301-330 of 400, one basis's log precision mixing slowly),
-    at 2 x 4000 every benchmark run converged (``docs/pymc.md``, "Default
-    length").  2000 for regression and counts.  One number for every method
-    of a kind, so that a reference, map and nuts fit of the same estimator
-    keep as many draws and plot together.
+    at 2 x 4000 every benchmark run at ``gamma="scale"`` converged
+    (``docs/pymc.md``, "Default length"; at the evidence's width breast cancer
+    does not when that width is 0.012-0.014).  2000 for regression and counts.
+    One number for every method of a kind, so that a reference, map and nuts
+    fit of the same estimator keep as many draws and plot together.
     """
     return 4000 if est._kind == "classification" else 2000
 
