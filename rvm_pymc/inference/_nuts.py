@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 import signal
 import threading
 import warnings
@@ -35,6 +36,7 @@ from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc.exceptions import PriorWarning, SamplingWarning
 from rvm_pymc.inference._map import gaussian_weights
 from rvm_pymc.inference._options import NutsRun
+from rvm_pymc.inference._swap import SWAP_KINDS, SWAP_PROPOSALS, nuts_with_swaps
 from rvm_pymc.inference._user_models import uses_model_likelihood, with_model_likelihood
 from rvm_pymc.models import data as _idata
 from rvm_pymc.models.data import (
@@ -53,6 +55,7 @@ __all__ = [
     "NEAR_IMPROPER",
     "SAMPLERS",
     "NutsResult",
+    "default_cores",
     "nuts_datatree",
     "nuts_result",
     "pymc_sample",
@@ -273,24 +276,75 @@ def pymc_sample(
     )
     interruptible = _interruptible(active=sampler == "pymc")
     plain = run.progressbar == PLAIN_PROGRESS
+    swaps = run.basis_swaps
+    if swaps is None:
+        swaps = SWAP_PROPOSALS if spec.kind in SWAP_KINDS and not collapsed else 0
     with single_blas_thread(), interruptible as on_draw, sample_model:
         callback = _callbacks(
             on_draw, DrawLines(run.draws, run.tune, run.chains) if plain else None
         )
+        start = {
+            "random_seed": run.random_seed,
+            "target_accept": run.target_accept,
+            "initvals": None if run.initvals is None else dict(run.initvals),
+        }
+        built = None
+        if sampler == "pymc" and swaps > 0:
+            built = nuts_with_swaps(
+                sample_model,
+                n_proposals=swaps,
+                chains=run.chains,
+                tune=run.tune,
+                compile_kwargs=ck or None,
+                **start,
+            )
+        if built is not None:  # NUTS is built: PyMC takes no target_accept beside it
+            start = dict(zip(("initvals", "step", "random_seed"), built, strict=True))
         return pm.sample(
             draws=run.draws,
             tune=run.tune,
             chains=run.chains,
-            cores=run.cores,
-            random_seed=run.random_seed,
+            cores=default_cores(run.chains) if run.cores is None else run.cores,
             nuts_sampler=sampler,
-            target_accept=run.target_accept,
             progressbar=False if plain else run.progressbar,
             compute_convergence_checks=False,
             compile_kwargs=ck or None,
-            initvals=None if run.initvals is None else dict(run.initvals),
+            **start,
             **({} if callback is None else {"callback": callback}),
         )
+
+
+def default_cores(chains: int) -> int:
+    """Processes for ``chains`` chains of PyMC's NUTS when ``cores`` is None: one per chain,
+    up to the CPUs this process may use.
+
+    PyMC's own default, ``min(4, cpu_count() // 2)``, counts every second CPU
+    as a hardware thread and so runs the chains one after the other on two
+    CPUs.  Each chain here holds its BLAS libraries at one thread
+    (:func:`~rvm_pymc._core.threads.single_blas_thread` is entered before
+    PyMC forks), so a chain per CPU does not oversubscribe them.  Measured on
+    a quiet 2-CPU machine: ``benchmarks/README.md``, "Chains in parallel by
+    default".
+
+    Parameters
+    ----------
+    chains : int
+
+    Returns
+    -------
+    int
+        At least 1.
+
+    Examples
+    --------
+    >>> default_cores(1)
+    1
+    """
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(int(chains), cpus))
 
 
 def _callbacks(*callbacks):

@@ -78,13 +78,22 @@ class NutsRun:
     compile_kwargs : mapping or None
         PyTensor compile options (PyMC's sampler only).
     cores : int or None
-        Parallel chains (PyMC's sampler only).
+        Chains run in parallel processes (PyMC's sampler only).  None: one
+        process per chain, up to the CPUs this process may use
+        (:func:`~rvm_pymc.inference._nuts.default_cores`); 1 runs the chains
+        one after the other.  The draws do not depend on it.
     rhat_threshold : float
         Warn when the worst R-hat exceeds it.
     min_ess : float
         Warn when the smallest bulk or tail ESS is below it.
     initvals : mapping or None
         Starting values of free variables, as ``pm.sample``'s ``initvals``.
+    basis_swaps : int or None
+        Metropolis proposals per draw, beside PyMC's NUTS, to swap two
+        neighbouring bases (:mod:`rvm_pymc.inference._swap`); 0: NUTS alone.
+        None: :data:`~rvm_pymc.inference._swap.SWAP_PROPOSALS` for the
+        classifiers' models (``"binary"``, ``"softmax"``), 0 for the others.
+        Ignored by nutpie and numpyro.
     """
 
     draws: int = 1000
@@ -99,9 +108,12 @@ class NutsRun:
     rhat_threshold: float = 1.01
     min_ess: float = 400.0
     initvals: Mapping | None = None
+    basis_swaps: int | None = None
 
     def __post_init__(self) -> None:
         set_ = functools.partial(object.__setattr__, self)
+        if self.basis_swaps is not None:
+            set_("basis_swaps", check_int(self.basis_swaps, "basis_swaps", 0))
         set_("draws", check_int(self.draws, "draws", 1))
         set_("tune", check_int(self.tune, "tune", 0))
         set_("chains", check_int(self.chains, "chains", 1))

@@ -1,0 +1,125 @@
+"""The basis-swap Metropolis move beside NUTS (:mod:`rvm_pymc.inference._swap`).
+
+The move must leave the model's posterior invariant: run alone on three bases
+(whose values can only be permuted by it) its chain must visit the six
+permutations in proportion to their posterior density, the selection weights
+that favour relevant bases included.  The estimators add it to PyMC's NUTS for
+the classifiers only, unless ``basis_swaps`` asks (the collapsed regression sampler
+swaps its precisions then); that is checked at
+``pm.sample``, which is replaced by a recorder.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pymc as pm
+import pytest
+
+from rvm_pymc.datasets import make_ripley
+from rvm_pymc.estimators import RVC, RVR
+from rvm_pymc.inference import _swap
+
+
+def test_neighbour_pairs_are_each_column_and_its_nearest():
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(50, 3))
+    Phi = np.column_stack([base[:, 0], base[:, 1], base[:, 0] + 0.01 * base[:, 2], base[:, 1]])
+    pairs = _swap.neighbour_pairs(Phi, k=1)
+    assert {tuple(p) for p in pairs} == {(0, 2), (1, 3)}
+    assert pairs.dtype == np.intp
+    assert np.all(pairs[:, 0] < pairs[:, 1])
+    assert len(_swap.neighbour_pairs(Phi, k=3)) == 6  # every pair of 4 once
+    assert _swap.neighbour_pairs(Phi[:, :1]).shape == (0, 2)
+
+
+def _three_bases():
+    X = np.linspace(-1, 1, 20)[:, None]
+    Phi = np.hstack([np.exp(-((X - c) ** 2)) for c in (-0.5, 0.0, 0.5)])
+    y = (X[:, 0] > 0).astype(float)
+    with pm.Model(coords={"basis": ["a", "b", "c"], "obs": range(20)}) as model:
+        Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
+        # unequal priors: the three permutations' densities differ
+        log_alpha = pm.Normal("log_alpha", mu=[-1.0, 0.0, 1.0], sigma=2.0, dims="basis")
+        w = pm.Normal("w", 0.0, pm.math.exp(-0.5 * log_alpha), dims="basis")
+        pm.Bernoulli("y", logit_p=pm.math.dot(Phi_d, w), observed=y)
+    return model
+
+
+def test_swaps_alone_visit_the_permutations_in_proportion_to_the_posterior():
+    model = _three_bases()
+    start = {"log_alpha": np.array([-3.0, 0.0, 3.0]), "w": np.array([1.2, -0.4, 0.1])}
+    axes = _swap.swap_axes(model)
+    assert axes == {"log_alpha": 0, "w": 0}
+    step = _swap.BasisSwap(
+        model.value_vars,
+        axes=axes,
+        # a path, not all pairs: the selection weights' total then depends on
+        # which precision sits in the middle, and the move must correct for it
+        pairs=np.array([[0, 1], [1, 2]]),
+        n_proposals=1,
+        model=model,
+        rng=np.random.default_rng(3),
+    )
+    logp = model.compile_logp()
+    perms = list(itertools.permutations(range(3)))
+    dens = np.array([np.exp(logp({k: v[list(p)] for k, v in start.items()})) for p in perms])
+    expected = dens / dens.sum()
+    assert expected.max() / expected.min() > 5  # the check can tell the states apart
+    visits = np.zeros(len(perms))
+    point = dict(start)
+    order = {float(v): i for i, v in enumerate(start["log_alpha"])}
+    n = 30_000
+    for _ in range(n):
+        point, stats = step.step(point)
+        perm = tuple(order[float(v)] for v in point["log_alpha"])
+        visits[perms.index(perm)] += 1
+        # the weights travel with their precisions
+        assert point["w"][list(perm).index(0)] == start["w"][0]
+    freq = visits / n
+    # a 6-state Metropolis chain: its autocorrelation widens the binomial error
+    np.testing.assert_allclose(freq, expected, atol=0.02)
+    assert 0.0 <= stats[0]["swap_rate"] <= 1.0
+
+
+class _Stop(Exception):
+    """Raised by the recording ``pm.sample``."""
+
+
+@pytest.mark.parametrize(
+    ("cls", "given", "swaps"),
+    [(RVC, None, True), (RVC, 0, False), (RVR, None, False), (RVR, 8, True)],
+)
+def test_the_classifiers_sample_with_swaps_by_default_others_when_asked(
+    cls, given, swaps, monkeypatch
+):
+    seen = {}
+
+    def record(*args, **kwargs):
+        seen.update(kwargs)
+        raise _Stop
+
+    monkeypatch.setattr(pm, "sample", record)
+    X, y, _, _ = make_ripley(n_train=30, n_test=2, random_state=0)
+    target = y if cls is RVC else X[:, 0] + 0.1 * X[:, 1]
+    kw = {"nuts_sampler": "pymc", **({} if given is None else {"basis_swaps": given})}
+    with pytest.raises(_Stop):
+        cls(method="nuts", gamma=2.0, random_state=0, sampler_kwargs=kw).fit(X, target)
+    steps = seen.get("step") or []
+    assert any(isinstance(s, _swap.BasisSwap) for s in steps) is swaps
+    if swaps:
+        nuts, swap = steps
+        assert isinstance(nuts, pm.NUTS)
+        assert nuts.target_accept == (0.95 if cls is RVC else 0.8)  # the model's own
+        assert swap.n_proposals == (given or _swap.SWAP_PROPOSALS)
+        assert len(seen["initvals"]) == len(seen["random_seed"]) == seen["chains"] == 2
+        assert "target_accept" not in seen
+    else:
+        assert seen["target_accept"] in (0.8, 0.95)
+
+
+def test_basis_swaps_below_zero_is_refused_by_name():
+    X, y, _, _ = make_ripley(n_train=30, n_test=2, random_state=0)
+    with pytest.raises(ValueError, match="basis_swaps"):
+        RVC(method="nuts", gamma=2.0, sampler_kwargs={"basis_swaps": -1}).fit(X, y)

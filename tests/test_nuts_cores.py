@@ -1,0 +1,62 @@
+"""PyMC's NUTS runs one process per chain by default, up to the CPUs the process may use.
+
+PyMC's own default (``min(4, cpu_count() // 2)``) runs two chains one after
+the other on a 2-CPU machine; the package passes ``cores`` itself
+(:func:`rvm_pymc.inference._nuts.default_cores`) unless the user gives it.
+No model is sampled here: ``pm.sample`` is replaced by a recorder that stops
+the fit.  That the draws do not depend on ``cores`` is
+``tests/test_interrupt.py::test_nuts_draws_reproducible_with_parallel_chains``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pymc as pm
+import pytest
+
+from rvm_pymc.datasets import make_ripley
+from rvm_pymc.estimators import RVC, RVR
+from rvm_pymc.inference import _nuts
+
+
+class _Stop(Exception):
+    """Raised by the recording ``pm.sample``: the fit goes no further."""
+
+
+@pytest.mark.parametrize(
+    ("cpus", "chains", "expected"), [(1, 2, 1), (2, 2, 2), (8, 2, 2), (2, 4, 2)]
+)
+def test_default_cores_is_a_process_per_chain_up_to_the_usable_cpus(
+    cpus, chains, expected, monkeypatch
+):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cpus)), raising=False)
+    assert _nuts.default_cores(chains) == expected
+
+
+def test_default_cores_without_an_affinity_call_counts_the_cpus(monkeypatch):
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert _nuts.default_cores(2) == 1
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    assert _nuts.default_cores(4) == 3
+
+
+@pytest.mark.parametrize("cls", [RVR, RVC], ids=lambda c: c.__name__)
+@pytest.mark.parametrize(("given", "cpus", "expected"), [(None, 2, 2), (None, 1, 1), (1, 2, 1)])
+def test_pm_sample_receives_the_resolved_cores(cls, given, cpus, expected, monkeypatch):
+    seen = {}
+
+    def record(*args, **kwargs):
+        seen.update(kwargs)
+        raise _Stop
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cpus)), raising=False)
+    monkeypatch.setattr(pm, "sample", record)
+    X, y, _, _ = make_ripley(n_train=30, n_test=2, random_state=0)
+    target = y if cls is RVC else X[:, 0] + 0.1 * X[:, 1]
+    kw = {"nuts_sampler": "pymc", **({} if given is None else {"cores": given})}
+    with pytest.raises(_Stop):
+        cls(method="nuts", gamma=2.0, random_state=0, sampler_kwargs=kw).fit(X, target)
+    assert seen["cores"] == expected
+    assert seen["chains"] == 2
