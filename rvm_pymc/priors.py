@@ -36,10 +36,11 @@ Presets
     of four benchmark problems); with it no run diverged.  At 2 x 2000 draws
     Ripley, wine and Pima converged (R-hat <= 1.01, ESS >= 400) over seeds,
     breast cancer not quite (R-hat 1.010-1.011, ESS 301-330); at ``RVC``'s
-    default 2 x 4000 every run at ``gamma="scale"`` converged.  At the
-    estimator's own width (``gamma="auto"``) breast cancer converged where the
-    evidence picked a narrow kernel (0.037-0.044) and not at 0.012-0.014.  See
-    ``benchmarks/README.md``.
+    2 x 4000 every run at ``gamma="scale"`` converged.  At the estimator's own
+    width (``gamma="auto"``) breast cancer converged where the evidence picked
+    a narrow kernel (0.037-0.044) and not at 0.012-0.014, until NUTS was
+    joined by basis swaps (:mod:`rvm_pymc.inference._swap`) and ``RVC``'s
+    default length became 2 x 6000.  See ``benchmarks/README.md``.
 
 A slab
 ------

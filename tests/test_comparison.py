@@ -592,7 +592,7 @@ def test_arviz_trees_share_draws_and_loo_compare_refuses_type_ii_against_sampled
     from rvm_pymc.comparison import arviz_trees, is_type_ii_tree, loo_compare
 
     fits = {"reference": type_ii["reference"], "nuts": nuts}
-    default = 2000  # RVR's draws=None (RVC's is 4000: tests/test_default_draws.py)
+    default = 2000  # RVR's draws=None (RVC's is 6000: tests/test_default_draws.py)
     assert fits["reference"].idata_["posterior"].sizes["draw"] == default
     trees = arviz_trees(fits)
     for name, tree in trees.items():

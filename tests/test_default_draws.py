@@ -1,6 +1,6 @@
 """The default number of draws per chain (``draws=None``), resolved at ``fit`` per estimator.
 
-As the docstrings of RVR and RVC and docs/pymc.md ("Default length") say: 4000
+As the docstrings of RVR and RVC and docs/pymc.md ("Default length") say: 6000
 for RVC, 2000 for RVR and RVP, whatever the method (so that an estimator's
 reference, map and nuts trees keep as many draws); ``get_params`` and ``clone``
 keep the ``None`` of the signature.  No PyMC model is compiled: the map and nuts
@@ -17,7 +17,7 @@ import rvm_pymc.inference
 from rvm_pymc.datasets import make_ripley
 from rvm_pymc.estimators import RVC, RVP, RVR
 
-DOCUMENTED = {RVR: 2000, RVC: 4000, RVP: 2000}
+DOCUMENTED = {RVR: 2000, RVC: 6000, RVP: 2000}
 
 
 class _Stop(Exception):
@@ -74,7 +74,7 @@ def test_draws_below_one_is_refused_by_name(data):
 
 
 def test_cli_fit_follows_the_estimator_default(tmp_path, data):
-    """``rvm-pymc fit`` without ``--draws`` keeps the estimator's default (RVC: 4000)."""
+    """``rvm-pymc fit`` without ``--draws`` keeps the estimator's default (RVC: 6000)."""
     import pandas as pd
 
     from rvm_pymc.cli import main

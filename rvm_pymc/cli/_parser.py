@@ -155,7 +155,7 @@ def _model_options(p: argparse.ArgumentParser, saved: bool) -> None:
         type=types.draws,
         default=None,
         help=_draws_help(
-            "the estimator's: 4000 for classification, 2000 otherwise",
+            "the estimator's: 6000 for classification, 2000 otherwise",
             "draws per chain kept (and NUTS draws), 2 chains",
         ),
     )

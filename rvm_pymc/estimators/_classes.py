@@ -82,7 +82,7 @@ class RVR(RegressorMixin, _BaseRVM):
     draws : int, optional
         Posterior draws per chain kept in ``idata_`` (Gaussian draws for
         reference/map, antithetic across chain pairs; NUTS draws for nuts);
-        None: 2000 (4000 for :class:`RVC`), for every method alike, so that
+        None: 2000 (6000 for :class:`RVC`), for every method alike, so that
         ArviZ plots keep every fit.
     tune : int, default 1000
         NUTS tuning steps.
@@ -353,8 +353,9 @@ max_iter, tol, draws, tune, chains, sampler_kwargs, init, n_jobs, random_state
         chains diverged and did not mix where the classes separate
         (``docs/pymc.md``); ``prior="weakly_informative"`` drops it, a
         mapping is merged over it (``{"slab": None}`` drops it too).
-        Default ``draws`` 4000: NUTS's ESS on breast cancer fell short of
-        ``converged_``'s 400 at 2000 (``docs/pymc.md``, "Default length").
+        Default ``draws`` 6000: NUTS's ESS on breast cancer at the evidence's
+        width fell short of ``converged_``'s 400 at 4000 (``docs/pymc.md``,
+        "Default length").
 
     Attributes
     ----------

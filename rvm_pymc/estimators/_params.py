@@ -191,16 +191,18 @@ def default_prior(est: Any) -> str:
 def default_draws(est: Any) -> int:
     """The draws per chain of ``draws=None`` for ``est``'s kind: the same for every method.
 
-    4000 for classifiers (:class:`~rvm_pymc.estimators.RVC`): at 2 x 2000
+    6000 for classifiers (:class:`~rvm_pymc.estimators.RVC`): at 2 x 2000
     NUTS draws the breast cancer benchmark (N = 300) ended below the ESS of
-    ``converged_`` (301-330 of 400, one basis's log precision mixing slowly),
-    at 2 x 4000 every benchmark run at ``gamma="scale"`` converged
-    (``docs/pymc.md``, "Default length"; at the evidence's width breast cancer
-    does not when that width is 0.012-0.014).  2000 for regression and counts.
+    ``converged_`` (301-330 of 400, one basis's log precision mixing slowly)
+    and at 2 x 4000 every benchmark run at ``gamma="scale"`` converged; at the
+    estimator's own width (``gamma="auto"``, 0.0136 there) 2 x 4000 with the
+    basis swaps of :mod:`rvm_pymc.inference._swap` ended at smallest ESS
+    356-379, 2 x 6000 at 409-601 (``docs/pymc.md``, "Default length";
+    ``benchmarks/README.md``, "Basis swaps").  2000 for regression and counts.
     One number for every method of a kind, so that a reference, map and nuts
     fit of the same estimator keep as many draws and plot together.
     """
-    return 4000 if est._kind == "classification" else 2000
+    return 6000 if est._kind == "classification" else 2000
 
 
 class Checked(NamedTuple):

@@ -44,7 +44,7 @@ __all__ = [
     "swap_axes",
 ]
 
-SWAP_PROPOSALS = 32
+SWAP_PROPOSALS = 64
 """Proposals per draw by default (``basis_swaps=None``) for the models of :data:`SWAP_KINDS`."""
 SWAP_KINDS = ("binary", "softmax")
 """The models that swap by default: the classifiers, whose table is in ``benchmarks/README.md``
@@ -215,7 +215,7 @@ def nuts_with_swaps(
     axes = swap_axes(model)
     if n_proposals <= 0 or not axes or "Phi" not in model.named_vars:
         return None
-    pairs = neighbour_pairs(np.asarray(model["Phi"].get_value()))
+    pairs = neighbour_pairs(np.asarray(model["Phi"].get_value()), NEIGHBOURS)
     if len(pairs) == 0:
         return None
     seeds = [int(s) for s in _get_seeds_per_chain(random_seed, chains)]
