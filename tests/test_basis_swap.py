@@ -109,11 +109,14 @@ def test_the_classifiers_sample_with_swaps_by_default_others_when_asked(
     steps = seen.get("step") or []
     assert any(isinstance(s, _swap.BasisSwap) for s in steps) is swaps
     if swaps:
-        nuts, swap = steps
+        swap, nuts = steps  # NUTS last: its lp is the recorded point's
         assert isinstance(nuts, pm.NUTS)
         assert nuts.target_accept == (0.95 if cls is RVC else 0.8)  # the model's own
         assert swap.n_proposals == (given or _swap.SWAP_PROPOSALS)
-        assert len(seen["initvals"]) == len(seen["random_seed"]) == seen["chains"] == 2
+        assert swap.relevance == "log_alpha"
+        assert set(swap.axes) == ({"log_alpha", "w_raw"} if cls is RVC else {"log_alpha"})
+        assert len(seen["initvals"]) == seen["chains"] == 2
+        assert isinstance(seen["random_seed"], int)  # PyMC splits it as it would alone
         assert "target_accept" not in seen
     else:
         assert seen["target_accept"] in (0.8, 0.95)
@@ -123,3 +126,105 @@ def test_basis_swaps_below_zero_is_refused_by_name():
     X, y, _, _ = make_ripley(n_train=30, n_test=2, random_state=0)
     with pytest.raises(ValueError, match="basis_swaps"):
         RVC(method="nuts", gamma=2.0, sampler_kwargs={"basis_swaps": -1}).fit(X, y)
+
+
+def test_swaps_seed_the_chains_starts_as_pm_sample_seeds_nuts_alone(monkeypatch):
+    """``pm.init_nuts`` gets the per-chain seeds that ``pm.sample`` itself derives."""
+    import pymc.sampling.mcmc as mcmc
+
+    seen = []
+
+    def spy(**kwargs):
+        seen.append([int(s) for s in kwargs["random_seed"]])
+        raise _Stop
+
+    model = _three_bases()
+    monkeypatch.setattr(mcmc, "init_nuts", spy)
+    with model, pytest.raises(_Stop):
+        pm.sample(chains=2, random_seed=5, progressbar=False)
+    monkeypatch.setattr(pm, "init_nuts", spy)
+    with pytest.raises(_Stop):
+        _swap.nuts_with_swaps(
+            model,
+            n_proposals=4,
+            chains=2,
+            tune=10,
+            random_seed=5,
+            target_accept=0.9,
+            initvals=None,
+            compile_kwargs=None,
+        )
+    assert len(seen) == 2 and len(seen[0]) == 2
+    assert seen[0] == seen[1]
+
+
+def test_exchange_swaps_along_each_variables_basis_axis():
+    model = _three_bases()
+    step = _swap.BasisSwap(
+        model.value_vars,
+        axes={"log_alpha": 0, "w": 0},
+        pairs=np.array([[0, 2]]),
+        n_proposals=1,
+        model=model,
+    )
+    step.axes = {"a": 0, "b": 1}  # a (basis,) and a (class, basis) array
+    arrays = {"a": np.array([1.0, 2.0, 3.0]), "b": np.arange(6.0).reshape(2, 3)}
+    step._exchange(arrays, np.array([0, 2]))
+    np.testing.assert_array_equal(arrays["a"], [3.0, 2.0, 1.0])
+    np.testing.assert_array_equal(arrays["b"], [[2.0, 1.0, 0.0], [5.0, 4.0, 3.0]])
+
+
+def test_softmax_swaps_every_class_weight_of_a_basis(monkeypatch):
+    from sklearn.datasets import load_iris
+
+    seen = {}
+
+    def record(*args, **kwargs):
+        seen.update(kwargs)
+        raise _Stop
+
+    monkeypatch.setattr(pm, "sample", record)
+    X, y = load_iris(return_X_y=True)
+    with pytest.raises(_Stop):
+        RVC(method="nuts", gamma=0.5, sampler_kwargs={"nuts_sampler": "pymc"}).fit(X[::5], y[::5])
+    swap = seen["step"][0]
+    assert swap.axes == {"log_alpha": 0, "W_raw": 0}  # W_raw is (basis, class)
+
+
+@pytest.mark.parametrize(
+    ("given", "sampler", "warns"), [(None, None, False), (8, "numpyro", True)]
+)
+def test_swaps_choose_pymcs_nuts_and_other_samplers_warn(given, sampler, warns, monkeypatch):
+    """With numpyro installed, None still means PyMC's NUTS for a classifier (its swaps);
+    numpyro named with swaps asked for drops them, with a warning."""
+    import importlib.util
+
+    from rvm_pymc.exceptions import SamplingWarning
+    from rvm_pymc.inference import _nuts
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        _nuts.importlib.util,
+        "find_spec",
+        lambda name, *a: object() if name == "numpyro" else real(name, *a),
+    )
+    seen = {}
+
+    def record(*args, **kwargs):
+        seen.update(kwargs)
+        raise _Stop
+
+    monkeypatch.setattr(pm, "sample", record)
+    X, y, _, _ = make_ripley(n_train=30, n_test=2, random_state=0)
+    kw = {"nuts_sampler": sampler, **({} if given is None else {"basis_swaps": given})}
+    est = RVC(method="nuts", gamma=2.0, random_state=0, sampler_kwargs=kw)
+    if warns:
+        with pytest.warns(SamplingWarning, match="basis_swaps=8 is ignored"):
+            with pytest.raises(_Stop):
+                est.fit(X, y)
+        assert seen["nuts_sampler"] == "numpyro" and "step" not in seen
+    else:
+        with pytest.raises(_Stop):
+            est.fit(X, y)
+        assert seen["nuts_sampler"] == "pymc"
+        assert isinstance(seen["step"][0], _swap.BasisSwap)

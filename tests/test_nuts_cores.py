@@ -2,7 +2,7 @@
 
 PyMC's own default (``min(4, cpu_count() // 2)``) runs two chains one after
 the other on a 2-CPU machine; the package passes ``cores`` itself
-(:func:`rvm_pymc.inference._nuts.default_cores`) unless the user gives it.
+(:func:`rvm_pymc._core.parallel.default_cores`) unless the user gives it.
 No model is sampled here: ``pm.sample`` is replaced by a recorder that stops
 the fit.  That the draws do not depend on ``cores`` is
 ``tests/test_interrupt.py::test_nuts_draws_reproducible_with_parallel_chains``.
@@ -11,13 +11,14 @@ the fit.  That the draws do not depend on ``cores`` is
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
 import pymc as pm
 import pytest
 
+from rvm_pymc._core import parallel
 from rvm_pymc.datasets import make_ripley
 from rvm_pymc.estimators import RVC, RVR
-from rvm_pymc.inference import _nuts
 
 
 class _Stop(Exception):
@@ -31,15 +32,29 @@ def test_default_cores_is_a_process_per_chain_up_to_the_usable_cpus(
     cpus, chains, expected, monkeypatch
 ):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cpus)), raising=False)
-    assert _nuts.default_cores(chains) == expected
+    assert parallel.default_cores(chains) == expected
+
+
+def test_default_cores_is_one_in_a_daemonic_worker_or_off_the_main_thread(monkeypatch):
+    import multiprocessing
+    import threading
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(parallel.default_cores(2)))
+    worker.start()
+    worker.join()
+    assert seen == [1]
+    monkeypatch.setattr(multiprocessing, "current_process", lambda: SimpleNamespace(daemon=True))
+    assert parallel.default_cores(2) == 1
 
 
 def test_default_cores_without_an_affinity_call_counts_the_cpus(monkeypatch):
     monkeypatch.delattr(os, "sched_getaffinity", raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: None)
-    assert _nuts.default_cores(2) == 1
+    assert parallel.default_cores(2) == 1
     monkeypatch.setattr(os, "cpu_count", lambda: 3)
-    assert _nuts.default_cores(4) == 3
+    assert parallel.default_cores(4) == 3
 
 
 @pytest.mark.parametrize("cls", [RVR, RVC], ids=lambda c: c.__name__)

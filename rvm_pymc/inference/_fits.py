@@ -237,11 +237,12 @@ def sample_nuts(model: pm.Model, run: NutsRun) -> xr.DataTree:
         :func:`~rvm_pymc.models.classification_binary` or
         :func:`~rvm_pymc.models.classification_softmax`.
     draws, tune, chains, nuts_sampler, target_accept, random_seed, progressbar, \
-compile_kwargs, cores, rhat_threshold, min_ess, initvals
+compile_kwargs, cores, rhat_threshold, min_ess, initvals, basis_swaps
         Keyword-only: the run options of
         :class:`~rvm_pymc.inference._options.NutsRun` (defaults 1000 draws,
         1000 tuning steps, 4 chains, ``target_accept=0.9``; the backend
-        numpyro, else nutpie, else PyMC's NUTS; see there for each).  An
+        numpyro, else nutpie, else PyMC's NUTS, PyMC's for the classifiers, which
+        swap bases beside it; see there for each).  An
         unknown keyword is a TypeError.  Before compiling, a one-line note
         naming the backend goes to the ``rvm_pymc`` logger (INFO).  The run
         holds the process's BLAS libraries at one thread (restored after):
@@ -301,7 +302,7 @@ def sample_collapsed(model: pm.Model, run: NutsRun) -> xr.DataTree:
     model : pymc.Model
         A marginal regression model.
     draws, tune, chains, nuts_sampler, target_accept, random_seed, progressbar, \
-compile_kwargs, cores, rhat_threshold, min_ess, initvals
+compile_kwargs, cores, rhat_threshold, min_ess, initvals, basis_swaps
         Keyword-only, as in :func:`sample_nuts`.
 
     Returns

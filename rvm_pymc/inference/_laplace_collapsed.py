@@ -253,7 +253,7 @@ def sample_laplace_collapsed(model: pm.Model, run: NutsRun) -> xr.DataTree:
         A centred :func:`~rvm_pymc.models.classification_binary` or
         :func:`~rvm_pymc.models.classification_softmax` model.
     draws, tune, chains, nuts_sampler, target_accept, random_seed, progressbar, \
-compile_kwargs, cores, rhat_threshold, min_ess, initvals
+compile_kwargs, cores, rhat_threshold, min_ess, initvals, basis_swaps
         Keyword-only, as in :func:`~rvm_pymc.inference.sample_nuts`, except:
         only PyMC's own NUTS runs the Python Op (``nuts_sampler`` None or
         ``"pymc"``); ``compile_kwargs`` defaults to

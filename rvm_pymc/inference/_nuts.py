@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import os
 import signal
 import threading
 import warnings
@@ -31,6 +30,7 @@ import pymc as pm
 import xarray as xr
 
 from rvm_pymc._core.gaussian import factor_draw
+from rvm_pymc._core.parallel import default_cores
 from rvm_pymc._core.progress import PLAIN_PROGRESS, DrawLines, note_once
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc.exceptions import PriorWarning, SamplingWarning
@@ -55,7 +55,6 @@ __all__ = [
     "NEAR_IMPROPER",
     "SAMPLERS",
     "NutsResult",
-    "default_cores",
     "nuts_datatree",
     "nuts_result",
     "pymc_sample",
@@ -118,18 +117,32 @@ compile once M passes about 200 (diabetes, M = 301: nutpie 146 s from a cold
 cache, numpyro 411-448 s)."""
 
 
+def _swap_count(run: NutsRun, spec: ModelSpec, collapsed: bool) -> int:
+    """Basis-swap proposals per draw: ``run.basis_swaps``, or the default for ``spec.kind``."""
+    if run.basis_swaps is not None:
+        return run.basis_swaps
+    return SWAP_PROPOSALS if spec.kind in SWAP_KINDS and not collapsed else 0
+
+
 def _resolve_sampler(
-    nuts_sampler: str | None, compile_kwargs: dict, n_bases: int = 0, lines: bool = False
+    nuts_sampler: str | None,
+    compile_kwargs: dict,
+    n_bases: int = 0,
+    lines: bool = False,
+    swaps: bool = False,
 ) -> str:
     """The NUTS backend to use: ``nuts_sampler``, or the default for a collapsed
     model of ``n_bases`` bases (0 for other models) when it is None; ``lines``:
-    plain progress lines were asked for, which only PyMC's sampler reports."""
+    plain progress lines were asked for, which only PyMC's sampler reports;
+    ``swaps``: the run adds basis swaps, which only PyMC's sampler takes (so
+    None means PyMC's)."""
     if nuts_sampler is None:  # by the numbers of benchmarks/bench_pymc_speed.py
         order = DEFAULT_SAMPLERS
         if n_bases > JAX_COLLAPSED_MAX_BASES:
             order = ("nutpie", "numpyro")
         installed = [n for n in order if importlib.util.find_spec(n)]
-        nuts_sampler = "pymc" if compile_kwargs or lines or not installed else installed[0]
+        pymc_only = compile_kwargs or lines or swaps
+        nuts_sampler = "pymc" if pymc_only or not installed else installed[0]
     if nuts_sampler not in SAMPLERS:
         raise ValueError(f"nuts_sampler must be one of {SAMPLERS} or None; got {nuts_sampler!r}")
     if nuts_sampler != "pymc" and lines:
@@ -234,7 +247,15 @@ def run_nuts(model, spec: ModelSpec, *, collapsed: bool, run: NutsRun) -> NutsRe
     """
     n_bases = len(model_coords(model, "basis")) if collapsed else 0
     lines = run.progressbar == PLAIN_PROGRESS
-    sampler = _resolve_sampler(run.nuts_sampler, run.compile_kwargs, n_bases, lines)
+    swaps = _swap_count(run, spec, collapsed) > 0
+    sampler = _resolve_sampler(run.nuts_sampler, run.compile_kwargs, n_bases, lines, swaps)
+    if swaps and sampler != "pymc" and run.basis_swaps:
+        warnings.warn(
+            f"basis_swaps={run.basis_swaps} is ignored by nuts_sampler={sampler!r}: only "
+            "PyMC's NUTS takes the swap move beside it",
+            SamplingWarning,
+            stacklevel=4,
+        )
     pm_tree = pymc_sample(model, spec, run, sampler, collapsed=collapsed)
     post = pm_tree["posterior"]
     if collapsed:
@@ -276,9 +297,7 @@ def pymc_sample(
     )
     interruptible = _interruptible(active=sampler == "pymc")
     plain = run.progressbar == PLAIN_PROGRESS
-    swaps = run.basis_swaps
-    if swaps is None:
-        swaps = SWAP_PROPOSALS if spec.kind in SWAP_KINDS and not collapsed else 0
+    swaps = _swap_count(run, spec, collapsed)
     with single_blas_thread(), interruptible as on_draw, sample_model:
         callback = _callbacks(
             on_draw, DrawLines(run.draws, run.tune, run.chains) if plain else None
@@ -299,7 +318,7 @@ def pymc_sample(
                 **start,
             )
         if built is not None:  # NUTS is built: PyMC takes no target_accept beside it
-            start = dict(zip(("initvals", "step", "random_seed"), built, strict=True))
+            start = {"initvals": built[0], "step": built[1], "random_seed": run.random_seed}
         return pm.sample(
             draws=run.draws,
             tune=run.tune,
@@ -312,39 +331,6 @@ def pymc_sample(
             **start,
             **({} if callback is None else {"callback": callback}),
         )
-
-
-def default_cores(chains: int) -> int:
-    """Processes for ``chains`` chains of PyMC's NUTS when ``cores`` is None: one per chain,
-    up to the CPUs this process may use.
-
-    PyMC's own default, ``min(4, cpu_count() // 2)``, counts every second CPU
-    as a hardware thread and so runs the chains one after the other on two
-    CPUs.  Each chain here holds its BLAS libraries at one thread
-    (:func:`~rvm_pymc._core.threads.single_blas_thread` is entered before
-    PyMC forks), so a chain per CPU does not oversubscribe them.  Measured on
-    a quiet 2-CPU machine: ``benchmarks/README.md``, "Chains in parallel by
-    default".
-
-    Parameters
-    ----------
-    chains : int
-
-    Returns
-    -------
-    int
-        At least 1.
-
-    Examples
-    --------
-    >>> default_cores(1)
-    1
-    """
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(int(chains), cpus))
 
 
 def _callbacks(*callbacks):

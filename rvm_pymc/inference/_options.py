@@ -62,7 +62,8 @@ class NutsRun:
         As in ``pm.sample`` (draws and chains at least 1, and at least two draws in all).
     nuts_sampler : {"pymc", "nutpie", "numpyro"} or None
         None: numpyro when installed, else nutpie when installed, else PyMC's
-        NUTS (PyMC's always when ``compile_kwargs`` is given); for the collapsed
+        NUTS (PyMC's always when ``compile_kwargs`` is given or basis swaps
+        apply, as for the classifiers' models by default); for the collapsed
         sampler with more than 200 bases nutpie before numpyro.  An uninstalled
         choice raises ImportError.
     target_accept : float
@@ -80,7 +81,7 @@ class NutsRun:
     cores : int or None
         Chains run in parallel processes (PyMC's sampler only).  None: one
         process per chain, up to the CPUs this process may use
-        (:func:`~rvm_pymc.inference._nuts.default_cores`); 1 runs the chains
+        (:func:`~rvm_pymc._core.parallel.default_cores`); 1 runs the chains
         one after the other.  The draws do not depend on it.
     rhat_threshold : float
         Warn when the worst R-hat exceeds it.

@@ -4,9 +4,10 @@ With wide kernels neighbouring basis functions are almost the same column of
 the design matrix, and the ARD prior keeps one of them relevant and the other
 pruned: the joint posterior has a mode for each choice.  NUTS moves between
 them only through the region where both weights are small, which the prior
-makes narrow; on 300 rows of scikit-learn's breast-cancer data at an evidence
-width of 0.0112 each chain switched a few times in 4000 draws (R-hat 1.015,
-tail ESS 135; ``benchmarks/README.md``, "Basis swaps").
+makes narrow; on the first 300 rows of scikit-learn's breast-cancer data at
+the width 0.0112 (their evidence's without the slab) each chain switched a
+few times in 4000 draws (R-hat 1.015, tail ESS 135; ``benchmarks/README.md``,
+"Basis swaps").
 
 :class:`BasisSwap` proposes to exchange every per-basis value of the model
 (``log_alpha`` and the weights, or their non-centred form) between two bases
@@ -20,7 +21,9 @@ basis), so that the proposals go where a swap changes something; because the
 exchange changes the weights of other pairs, ``q`` enters the acceptance as
 the ratio of the two normalising sums.  NUTS then explores each mode as
 before.  :func:`nuts_with_swaps` builds the two steps as ``pm.sample`` would
-build NUTS alone.
+build NUTS alone.  PyMC's NUTS only: nutpie and numpyro take no second step,
+so the estimators sample the classifiers with PyMC's NUTS unless another
+sampler is named (and then warn if ``basis_swaps`` was asked for).
 """
 
 from __future__ import annotations
@@ -166,18 +169,15 @@ class BasisSwap(BlockedStep):
         arrays = {v.name: np.array(point[v.name], dtype=v.dtype, copy=True) for v in self._inputs}
         args = [arrays[n] for n in self._names]
         logp = float(self._logp(*args))
-        weight = self._weights(arrays)
-        total = weight.sum()
+        cum = np.cumsum(self._weights(arrays))
         accepted = 0
         for _ in range(self.n_proposals):
-            k = int(np.searchsorted(np.cumsum(weight), self.rng.random() * total, side="right"))
-            k = min(k, len(weight) - 1)
+            k = int(np.searchsorted(cum, self.rng.random() * cum[-1], side="right"))
             self._exchange(arrays, self.pairs[k])
-            new_weight = self._weights(arrays)
-            new_total = new_weight.sum()
+            new_cum = np.cumsum(self._weights(arrays))
             new = float(self._logp(*args))
-            if np.log(self.rng.random()) < new - logp + np.log(total) - np.log(new_total):
-                logp, weight, total = new, new_weight, new_total
+            if np.log(self.rng.random()) < new - logp + np.log(cum[-1]) - np.log(new_cum[-1]):
+                logp, cum = new, new_cum
                 accepted += 1
             else:
                 self._exchange(arrays, self.pairs[k])
@@ -201,24 +201,27 @@ def nuts_with_swaps(
     target_accept: float,
     initvals: Any,
     compile_kwargs: dict | None,
-) -> tuple[list[dict], list[BlockedStep], list[int]] | None:
-    """NUTS started as ``pm.sample`` starts it, and a :class:`BasisSwap`; None if none applies.
+) -> tuple[list[dict], list[BlockedStep]] | None:
+    """A :class:`BasisSwap` and NUTS started as ``pm.sample`` starts it; None if no swap applies.
 
-    None when ``n_proposals`` is 0 or the model has no ``"Phi"`` data with a
-    ``"basis"`` axis, or fewer than two bases.  Otherwise ``(initial points,
-    [nuts, swap], per-chain seeds)`` for ``pm.sample(step=..., initvals=...,
-    random_seed=...)``: the seeds are PyMC's own split of ``random_seed``, so
-    the chains start where PyMC's NUTS alone would start them.
+    None when ``n_proposals`` is 0, the model has no ``"Phi"`` data and no
+    value variable with a ``"basis"`` axis, or fewer than two bases.
+    Otherwise ``(initial points, [swap, nuts])`` for ``pm.sample(step=...,
+    initvals=..., random_seed=random_seed)``: the initial points come from
+    ``pm.init_nuts`` with the per-chain seeds that ``pm.sample`` derives
+    from ``random_seed`` (``get_random_generator(random_seed).spawn(chains)``,
+    one integer below 2^30 from each), so the chains start where PyMC's NUTS
+    alone would start them.  NUTS comes last, so that the ``lp`` PyMC records
+    is the log density of the point kept.
     """
-    from pymc.util import _get_seeds_per_chain
-
     axes = swap_axes(model)
     if n_proposals <= 0 or not axes or "Phi" not in model.named_vars:
         return None
     pairs = neighbour_pairs(np.asarray(model["Phi"].get_value()), NEIGHBOURS)
     if len(pairs) == 0:
         return None
-    seeds = [int(s) for s in _get_seeds_per_chain(random_seed, chains)]
+    rngs = get_random_generator(random_seed).spawn(chains)
+    seeds = [int(rng.integers(2**30)) for rng in rngs]
     initial, nuts = pm.init_nuts(
         init="auto",
         chains=chains,
@@ -240,4 +243,4 @@ def nuts_with_swaps(
         model=model,
         compile_kwargs=compile_kwargs,
     )
-    return list(initial), [nuts, swap], seeds
+    return list(initial), [swap, nuts]
