@@ -39,3 +39,28 @@ def noisy_sinc():
         return X.copy(), y.copy()
 
     return make
+
+
+class SamplingStopped(Exception):
+    """Raised by the recorder of :func:`pm_sample_kwargs`: the fit goes no further."""
+
+
+@pytest.fixture
+def pm_sample_kwargs(monkeypatch):
+    """``pm.sample`` replaced by a recorder that stops the fit; the dict gets its keywords.
+
+    ``pm_sample_kwargs.stop`` is the exception it raises (for ``pytest.raises``).
+    """
+    import pymc as pm
+
+    class Recorded(dict):
+        stop = SamplingStopped
+
+    seen = Recorded()
+
+    def record(*args, **kwargs):
+        seen.update(kwargs)
+        raise SamplingStopped
+
+    monkeypatch.setattr(pm, "sample", record)
+    return seen

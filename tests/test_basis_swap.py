@@ -92,19 +92,13 @@ class _Stop(Exception):
     [(RVC, None, True), (RVC, 0, False), (RVR, None, False), (RVR, 8, True)],
 )
 def test_the_classifiers_sample_with_swaps_by_default_others_when_asked(
-    cls, given, swaps, monkeypatch
+    cls, given, swaps, pm_sample_kwargs
 ):
-    seen = {}
-
-    def record(*args, **kwargs):
-        seen.update(kwargs)
-        raise _Stop
-
-    monkeypatch.setattr(pm, "sample", record)
+    seen = pm_sample_kwargs
     X, y, _, _ = make_ripley(n_train=30, n_test=2, random_state=0)
     target = y if cls is RVC else X[:, 0] + 0.1 * X[:, 1]
     kw = {"nuts_sampler": "pymc", **({} if given is None else {"basis_swaps": given})}
-    with pytest.raises(_Stop):
+    with pytest.raises(seen.stop):
         cls(method="nuts", gamma=2.0, random_state=0, sampler_kwargs=kw).fit(X, target)
     steps = seen.get("step") or []
     assert any(isinstance(s, _swap.BasisSwap) for s in steps) is swaps
@@ -174,18 +168,12 @@ def test_exchange_swaps_along_each_variables_basis_axis():
     np.testing.assert_array_equal(arrays["b"], [[2.0, 1.0, 0.0], [5.0, 4.0, 3.0]])
 
 
-def test_softmax_swaps_every_class_weight_of_a_basis(monkeypatch):
+def test_softmax_swaps_every_class_weight_of_a_basis(pm_sample_kwargs):
     from sklearn.datasets import load_iris
 
-    seen = {}
-
-    def record(*args, **kwargs):
-        seen.update(kwargs)
-        raise _Stop
-
-    monkeypatch.setattr(pm, "sample", record)
+    seen = pm_sample_kwargs
     X, y = load_iris(return_X_y=True)
-    with pytest.raises(_Stop):
+    with pytest.raises(seen.stop):
         RVC(method="nuts", gamma=0.5, sampler_kwargs={"nuts_sampler": "pymc"}).fit(X[::5], y[::5])
     swap = seen["step"][0]
     assert swap.axes == {"log_alpha": 0, "W_raw": 0}  # W_raw is (basis, class)
@@ -194,7 +182,9 @@ def test_softmax_swaps_every_class_weight_of_a_basis(monkeypatch):
 @pytest.mark.parametrize(
     ("given", "sampler", "warns"), [(None, None, False), (8, "numpyro", True)]
 )
-def test_swaps_choose_pymcs_nuts_and_other_samplers_warn(given, sampler, warns, monkeypatch):
+def test_swaps_choose_pymcs_nuts_and_other_samplers_warn(
+    given, sampler, warns, monkeypatch, pm_sample_kwargs
+):
     """With numpyro installed, None still means PyMC's NUTS for a classifier (its swaps);
     numpyro named with swaps asked for drops them, with a warning."""
     import importlib.util
@@ -208,23 +198,17 @@ def test_swaps_choose_pymcs_nuts_and_other_samplers_warn(given, sampler, warns, 
         "find_spec",
         lambda name, *a: object() if name == "numpyro" else real(name, *a),
     )
-    seen = {}
-
-    def record(*args, **kwargs):
-        seen.update(kwargs)
-        raise _Stop
-
-    monkeypatch.setattr(pm, "sample", record)
+    seen = pm_sample_kwargs
     X, y, _, _ = make_ripley(n_train=30, n_test=2, random_state=0)
     kw = {"nuts_sampler": sampler, **({} if given is None else {"basis_swaps": given})}
     est = RVC(method="nuts", gamma=2.0, random_state=0, sampler_kwargs=kw)
     if warns:
         with pytest.warns(SamplingWarning, match="basis_swaps=8 is ignored"):
-            with pytest.raises(_Stop):
+            with pytest.raises(seen.stop):
                 est.fit(X, y)
         assert seen["nuts_sampler"] == "numpyro" and "step" not in seen
     else:
-        with pytest.raises(_Stop):
+        with pytest.raises(seen.stop):
             est.fit(X, y)
         assert seen["nuts_sampler"] == "pymc"
         assert isinstance(seen["step"][0], _swap.BasisSwap)

@@ -13,16 +13,11 @@ from __future__ import annotations
 import os
 from types import SimpleNamespace
 
-import pymc as pm
 import pytest
 
 from rvm_pymc._core import parallel
 from rvm_pymc.datasets import make_ripley
 from rvm_pymc.estimators import RVC, RVR
-
-
-class _Stop(Exception):
-    """Raised by the recording ``pm.sample``: the fit goes no further."""
 
 
 @pytest.mark.parametrize(
@@ -59,19 +54,15 @@ def test_default_cores_without_an_affinity_call_counts_the_cpus(monkeypatch):
 
 @pytest.mark.parametrize("cls", [RVR, RVC], ids=lambda c: c.__name__)
 @pytest.mark.parametrize(("given", "cpus", "expected"), [(None, 2, 2), (None, 1, 1), (1, 2, 1)])
-def test_pm_sample_receives_the_resolved_cores(cls, given, cpus, expected, monkeypatch):
-    seen = {}
-
-    def record(*args, **kwargs):
-        seen.update(kwargs)
-        raise _Stop
-
+def test_pm_sample_receives_the_resolved_cores(
+    cls, given, cpus, expected, monkeypatch, pm_sample_kwargs
+):
+    seen = pm_sample_kwargs
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cpus)), raising=False)
-    monkeypatch.setattr(pm, "sample", record)
     X, y, _, _ = make_ripley(n_train=30, n_test=2, random_state=0)
     target = y if cls is RVC else X[:, 0] + 0.1 * X[:, 1]
     kw = {"nuts_sampler": "pymc", **({} if given is None else {"cores": given})}
-    with pytest.raises(_Stop):
+    with pytest.raises(seen.stop):
         cls(method="nuts", gamma=2.0, random_state=0, sampler_kwargs=kw).fit(X, target)
     assert seen["cores"] == expected
     assert seen["chains"] == 2
