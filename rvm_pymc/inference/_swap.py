@@ -204,8 +204,8 @@ def nuts_with_swaps(
 ) -> tuple[list[dict], list[BlockedStep]] | None:
     """A :class:`BasisSwap` and NUTS started as ``pm.sample`` starts it; None if no swap applies.
 
-    None when ``n_proposals`` is 0, the model has no ``"Phi"`` data and no
-    value variable with a ``"basis"`` axis, or fewer than two bases.
+    None when ``n_proposals`` is 0, the model has no ``"Phi"`` data or no
+    value variable with a ``"basis"`` axis, or it has fewer than two bases.
     Otherwise ``(initial points, [swap, nuts])`` for ``pm.sample(step=...,
     initvals=..., random_seed=random_seed)``: the initial points come from
     ``pm.init_nuts`` with the per-chain seeds that ``pm.sample`` derives
