@@ -212,3 +212,79 @@ def test_swaps_choose_pymcs_nuts_and_other_samplers_warn(
             est.fit(X, y)
         assert seen["nuts_sampler"] == "pymc"
         assert isinstance(seen["step"][0], _swap.BasisSwap)
+
+
+def _builder_model(kind: str, parametrization: str, slab: float | None):
+    from rvm_pymc.models import classification_binary, classification_softmax
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 2))
+    Phi = np.hstack(
+        [np.ones((40, 1)), np.exp(-np.square(X[:, None, :] - X[None, :12, :]).sum(-1))]
+    )
+    prior = {"a": 1e-4, "b": 1e-4, "slab": slab}
+    if kind == "binary":
+        return classification_binary(
+            Phi, (X[:, 0] > 0).astype(int), parametrization=parametrization, prior=prior
+        )
+    y = np.digitize(X[:, 0], [-0.5, 0.5])
+    return classification_softmax(Phi, y, parametrization=parametrization, prior=prior)
+
+
+@pytest.mark.parametrize(
+    ("kind", "parametrization", "slab"),
+    [("binary", "centred", None), ("binary", "non_centred", 5.0), ("softmax", "non_centred", 5.0)],
+)
+def test_the_classifiers_swaps_give_the_same_chain_through_the_linear_likelihood(
+    kind, parametrization, slab
+):
+    """The O(N) likelihood update takes every decision the whole log density takes."""
+    model = _builder_model(kind, parametrization, slab)
+    axes = _swap.swap_axes(model)
+    split = _swap.linear_likelihood(model, kind, axes)
+    assert isinstance(split, _swap.LinearLikelihood)
+    pairs = _swap.neighbour_pairs(np.asarray(model["Phi"].get_value()))
+    rng = np.random.default_rng(2)
+    start = {
+        k: v + rng.normal(size=np.shape(v)) - (2.0 if k == "log_alpha" else 0.0)
+        for k, v in model.initial_point().items()
+    }
+    runs = []
+    for density in (None, split):
+        step = _swap.BasisSwap(
+            [v for v in model.value_vars if v.name in axes],
+            axes=axes,
+            pairs=pairs,
+            n_proposals=16,
+            model=model,
+            rng=np.random.default_rng(4),
+            density=density,
+        )
+        point, rates = dict(start), []
+        for _ in range(20):
+            point, stats = step.step(point)
+            rates.append(stats[0]["swap_rate"])
+        runs.append((point, rates))
+    (p_full, r_full), (p_split, r_split) = runs
+    assert r_full == r_split
+    assert 0.0 < np.mean(r_full) < 1.0  # some swaps accepted, some refused
+    for name in axes:
+        np.testing.assert_array_equal(p_full[name], p_split[name])
+    assert not np.array_equal(p_full["log_alpha"], start["log_alpha"])
+
+
+def test_linear_likelihood_refuses_a_model_whose_likelihood_is_not_phi_w_alone():
+    model = _builder_model("binary", "centred", None)
+    axes = _swap.swap_axes(model)
+    Phi = np.asarray(model["Phi"].get_value())
+    y = np.asarray(model["y"].get_value())
+    from rvm_pymc.models._likelihoods import bernoulli_logit
+
+    with pm.Model(coords=model.coords) as other:
+        Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
+        y_d = pm.Data("y", y, dims="obs")
+        log_alpha = pm.Normal("log_alpha", 0.0, 2.0, dims="basis")
+        w = pm.Normal("w", 0.0, pm.math.exp(-0.5 * log_alpha), dims="basis")
+        bernoulli_logit("y_obs", Phi_d @ w + 0.3 * Phi_d[:, 0] * w[1], y_d)
+    assert _swap.linear_likelihood(other, "binary", axes) is None
+    assert _swap.linear_likelihood(model, "regression_joint", axes) is None

@@ -33,7 +33,7 @@ def log_likelihood(kind, F, target, log_beta) -> np.ndarray:
         lb = np.broadcast_to(lb, F.shape[:2])[..., None]
         return 0.5 * (lb - LOG_2PI) - 0.5 * np.exp(lb) * (target - F) ** 2
     if kind == "binary":
-        return np.where(target == 1, log_expit(F), log_expit(-F))
+        return log_expit(np.where(target == 1, F, -F))
     if kind == "poisson":
         return poisson_logpmf(np.asarray(target, dtype=float), F)
     lp = log_softmax(F, axis=-1)

@@ -312,6 +312,7 @@ def pymc_sample(
             built = nuts_with_swaps(
                 sample_model,
                 n_proposals=swaps,
+                kind=None if collapsed else spec.kind,
                 chains=run.chains,
                 tune=run.tune,
                 compile_kwargs=ck or None,
