@@ -169,7 +169,7 @@ display(pd.DataFrame(rows))
 
 # %% [markdown]
 # In this run the evidence picks ever narrower kernels as the noise grows
-# (`gamma` 0.22, then 46, then the largest `gamma` of the grid, 1000), so at
+# (`gamma` 0.20, then 50, then the largest `gamma` of the grid, 1000), so at
 # noise sd 0.5 it explains the line by a few narrow bumps plus noise;
 # cross-validation stays at much wider kernels at the highest noise (4.6). On
 # Friedman #3 the two disagree the same way: the evidence prefers a very

@@ -51,6 +51,9 @@ for method in ["reference", "map", "nuts"]:
     extra = {"sampler_kwargs": nuts_kw, "draws": 1000, "tune": 1000} if method == "nuts" else {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        # PyMC forks a process per chain; Python 3.12 warns about any fork of a
+        # process with threads (here the notebook kernel's own), not a problem of the fit
+        warnings.filterwarnings("ignore", "This process .* use of fork", DeprecationWarning)
         fits[method] = RVR(kernel=basis, bias=False, method=method, random_state=0, **extra).fit(
             X, t
         )

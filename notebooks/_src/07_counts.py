@@ -60,6 +60,9 @@ for method in ["reference", "map", "nuts"]:
         extra = {"sampler_kwargs": {"progressbar": False}}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        # PyMC forks a process per chain; Python 3.12 warns about any fork of a
+        # process with threads (here the notebook kernel's own), not a problem of the fit
+        warnings.filterwarnings("ignore", "This process .* use of fork", DeprecationWarning)
         fits[method] = RVP(
             kernel=PrecomputedBasis(bias=True), method=method, random_state=0, **extra
         ).fit(X, y)
