@@ -70,7 +70,8 @@ def execute(nb: nbformat.NotebookNode, timeout: int = 900) -> float:
     import nbclient
 
     t0 = time.perf_counter()
-    client = nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+    client = nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                                     record_timing=False,  # no per-cell timestamps stored
                                      resources={"metadata": {"path": str(HERE)}})  # fmt: skip
     client.execute()
     return time.perf_counter() - t0
