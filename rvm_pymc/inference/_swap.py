@@ -335,7 +335,8 @@ class BasisSwap(BlockedStep):
             new_w = self._weights(r, self.pairs[touched])
             new_total = total + (new_w.sum() - weights[touched].sum())
             new = self._density.propose(arrays, args, pair)
-            if math.log(u_accept) < new - logp + math.log(total) - math.log(new_total):
+            log_u = math.log(u_accept) if u_accept > 0.0 else -math.inf  # random() can be 0
+            if log_u < new - logp + math.log(total) - math.log(new_total):
                 self._density.accept(pair)
                 logp = new
                 weights[touched] = new_w
