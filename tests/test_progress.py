@@ -71,7 +71,9 @@ def _csv(tmp_path: Path) -> None:
 
 FIT = ["-m", "rvm_pymc", "fit", "t.csv", "--target", "y", "--method", "nuts", "--draws",
        "50", "--tune", "50", "--gamma", "0.5", "--no-plot", "--out", "run"]  # fmt: skip
-ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
+# COLUMNS / LINES (pytest-xdist sets 80 x 24) would override the width stty gives the terminal
+ENV = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+ENV |= {"PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
 
 
 @pytest.mark.pymc
