@@ -109,6 +109,9 @@ def test_the_classifiers_sample_with_swaps_by_default_others_when_asked(
         assert swap.n_proposals == (given or _swap.SWAP_PROPOSALS)
         assert swap.relevance == "log_alpha"
         assert set(swap.axes) == ({"log_alpha", "w_raw"} if cls is RVC else {"log_alpha"})
+        # the classifier's proposals: the O(N) likelihood; the collapsed model: its whole density
+        density = _swap.LinearLikelihood if cls is RVC else _swap.FullDensity
+        assert type(swap._density) is density
         assert len(seen["initvals"]) == seen["chains"] == 2
         assert isinstance(seen["random_seed"], int)  # PyMC splits it as it would alone
         assert "target_accept" not in seen
@@ -288,3 +291,72 @@ def test_linear_likelihood_refuses_a_model_whose_likelihood_is_not_phi_w_alone()
         bernoulli_logit("y_obs", Phi_d @ w + 0.3 * Phi_d[:, 0] * w[1], y_d)
     assert _swap.linear_likelihood(other, "binary", axes) is None
     assert _swap.linear_likelihood(model, "regression_joint", axes) is None
+
+
+def _reference_step(step, density, point, rng):
+    """``BasisSwap.step`` with every selection weight and total recomputed at each proposal."""
+    arrays = {k: np.array(v, dtype=float, copy=True) for k, v in point.items()}
+    args = [arrays[v.name] for v in step._inputs]
+
+    def weights():
+        r = 1.0 / (1.0 + np.exp(np.clip(arrays["log_alpha"], -50.0, 50.0)))
+        return _swap.EPS + np.maximum(r[step.pairs[:, 0]], r[step.pairs[:, 1]])
+
+    logp = density.start(arrays, args)
+    for u_pick, u_accept in rng.random((step.n_proposals, 2)):
+        w = weights()
+        k = int(np.searchsorted(np.cumsum(w), u_pick * w.sum(), side="right"))
+        _swap.exchange(arrays, step.axes, step.pairs[k])
+        new = density.propose(arrays, args, step.pairs[k])
+        if np.log(u_accept) < new - logp + np.log(w.sum()) - np.log(weights().sum()):
+            logp = new
+        else:
+            _swap.exchange(arrays, step.axes, step.pairs[k])
+    return arrays
+
+
+def test_the_incremental_selection_weights_give_the_chain_of_a_full_recomputation():
+    """Updating only the pairs a swap touches (and the total) changes no decision."""
+    model = _builder_model("binary", "non_centred", 5.0)
+    axes = _swap.swap_axes(model)
+    pairs = _swap.neighbour_pairs(np.asarray(model["Phi"].get_value()))
+    step = _swap.BasisSwap(
+        [v for v in model.value_vars if v.name in axes],
+        axes=axes,
+        pairs=pairs,
+        n_proposals=16,
+        model=model,
+        rng=np.random.default_rng(5),
+    )
+    density = _swap.FullDensity(model)
+    rng_ref = np.random.default_rng(5)
+    rng = np.random.default_rng(6)
+    point = {
+        k: v + rng.normal(size=np.shape(v)) - (2.0 if k == "log_alpha" else 0.0)
+        for k, v in model.initial_point().items()
+    }
+    moved = 0
+    for _ in range(25):
+        want = _reference_step(step, density, point, rng_ref)
+        got, _ = step.step(point)
+        for name in axes:
+            np.testing.assert_array_equal(got[name], want[name])
+        moved += not np.array_equal(got["log_alpha"], point["log_alpha"])
+        point = got
+    assert moved >= 10  # the chain moves: the test compares decisions, not a standstill
+
+
+def test_linear_likelihood_gives_none_for_a_layout_it_cannot_read():
+    """A softmax model of one's own with float labels: the whole log density, no error."""
+    model = _builder_model("softmax", "centred", None)
+    Phi = np.asarray(model["Phi"].get_value())
+    y = np.asarray(model["y"].get_value()).astype(float)
+    from rvm_pymc.models._likelihoods import categorical_logit
+
+    with pm.Model(coords=model.coords) as other:
+        Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
+        y_d = pm.Data("y", y, dims="obs")
+        log_alpha = pm.Normal("log_alpha", 0.0, 2.0, dims="basis")
+        W = pm.Normal("W", 0.0, pm.math.exp(-0.5 * log_alpha)[:, None], dims=("basis", "class"))
+        categorical_logit("y_obs", Phi_d @ W, y_d)
+    assert _swap.linear_likelihood(other, "softmax", _swap.swap_axes(other)) is None

@@ -62,6 +62,8 @@ NEIGHBOURS = 3
 """Each basis is paired with this many of its most similar columns (cosine of ``Phi``)."""
 EPS = 0.02
 """Floor of a pair's selection weight: pairs of two pruned bases are still proposed."""
+CHECK_SWAPS = 4
+"""Swaps at which :func:`linear_likelihood` checks its split against the whole log density."""
 
 
 def neighbour_pairs(Phi: np.ndarray, k: int = NEIGHBOURS) -> np.ndarray:
@@ -203,28 +205,41 @@ def linear_likelihood(
     None unless ``kind`` is ``"binary"`` or ``"softmax"`` and the model has
     the builders' names (``Phi``, ``y``, ``w`` or ``W``, ``y_obs``).  The split
     is then checked against the whole log density at a random point and after
-    one swap there (relative difference at most ``rtol``); a model whose
-    likelihood is not of ``Phi @ w`` alone fails the check and gets None.
+    each of :data:`CHECK_SWAPS` swaps there, the first and last basis first,
+    then random pairs (relative difference at most ``rtol``); a model whose
+    likelihood is not of ``Phi @ w`` alone, or whose split cannot be
+    evaluated (another layout of its arrays), gets None and its whole log
+    density.  The check is of those pairs only: a model of one's own whose
+    weights do not travel with the swapped values at other bases is not
+    caught by it.
     """
     weights = "W" if kind == "softmax" else "w"
     if kind not in SWAP_KINDS or any(n not in model.named_vars for n in ("Phi", "y", weights)):
         return None
     if [rv.name for rv in model.observed_RVs] != ["y_obs"]:
         return None
-    split = LinearLikelihood(model, kind, compile_kwargs)
-    full = FullDensity(model, compile_kwargs)
     rng = np.random.default_rng(0)
-    point = model.initial_point()
-    arrays = {
-        v.name: np.asarray(point[v.name] + rng.normal(size=np.shape(point[v.name])), dtype=v.dtype)
-        for v in model.value_vars
-    }
-    args = [arrays[v.name] for v in model.value_vars]
-    m = len(model.coords["basis"])
-    pair = np.array([0, m - 1], dtype=np.intp)
-    checks = [(full.start(arrays, args), split.start(arrays, args))]
-    exchange(arrays, axes, pair)
-    checks.append((full.propose(arrays, args, pair), split.propose(arrays, args, pair)))
+    try:
+        split = LinearLikelihood(model, kind, compile_kwargs)
+        full = FullDensity(model, compile_kwargs)
+        point = model.initial_point()
+        arrays = {
+            v.name: np.asarray(
+                point[v.name] + rng.normal(size=np.shape(point[v.name])), dtype=v.dtype
+            )
+            for v in model.value_vars
+        }
+        args = [arrays[v.name] for v in model.value_vars]
+        m = split.Phi.shape[1]
+        pairs = [np.array([0, m - 1], dtype=np.intp)]
+        pairs += [np.sort(rng.choice(m, 2, replace=False)) for _ in range(CHECK_SWAPS - 1)]
+        checks = [(full.start(arrays, args), split.start(arrays, args))]
+        for pair in pairs:
+            exchange(arrays, axes, pair)
+            checks.append((full.propose(arrays, args, pair), split.propose(arrays, args, pair)))
+            split.accept(pair)
+    except (ValueError, TypeError, IndexError):  # a layout the split does not read
+        return None
     if all(abs(a - b) <= rtol * max(1.0, abs(a)) for a, b in checks):
         return split
     return None
