@@ -234,6 +234,27 @@ def _builder_model(kind: str, parametrization: str, slab: float | None):
     return classification_softmax(Phi, y, parametrization=parametrization, prior=prior)
 
 
+def _random_start(model, seed: int) -> dict:
+    """The model's initial point moved at random, the precisions toward relevance."""
+    rng = np.random.default_rng(seed)
+    return {
+        k: v + rng.normal(size=np.shape(v)) - (2.0 if k == "log_alpha" else 0.0)
+        for k, v in model.initial_point().items()
+    }
+
+
+def _sixteen_swaps(model, axes, pairs, seed: int, density=None) -> _swap.BasisSwap:
+    return _swap.BasisSwap(
+        [v for v in model.value_vars if v.name in axes],
+        axes=axes,
+        pairs=pairs,
+        n_proposals=16,
+        model=model,
+        rng=np.random.default_rng(seed),
+        density=density,
+    )
+
+
 @pytest.mark.parametrize(
     ("kind", "parametrization", "slab"),
     [("binary", "centred", None), ("binary", "non_centred", 5.0), ("softmax", "non_centred", 5.0)],
@@ -247,22 +268,10 @@ def test_the_classifiers_swaps_give_the_same_chain_through_the_linear_likelihood
     split = _swap.linear_likelihood(model, kind, axes)
     assert isinstance(split, _swap.LinearLikelihood)
     pairs = _swap.neighbour_pairs(np.asarray(model["Phi"].get_value()))
-    rng = np.random.default_rng(2)
-    start = {
-        k: v + rng.normal(size=np.shape(v)) - (2.0 if k == "log_alpha" else 0.0)
-        for k, v in model.initial_point().items()
-    }
+    start = _random_start(model, seed=2)
     runs = []
     for density in (None, split):
-        step = _swap.BasisSwap(
-            [v for v in model.value_vars if v.name in axes],
-            axes=axes,
-            pairs=pairs,
-            n_proposals=16,
-            model=model,
-            rng=np.random.default_rng(4),
-            density=density,
-        )
+        step = _sixteen_swaps(model, axes, pairs, seed=4, density=density)
         point, rates = dict(start), []
         for _ in range(20):
             point, stats = step.step(point)
@@ -320,21 +329,10 @@ def test_the_incremental_selection_weights_give_the_chain_of_a_full_recomputatio
     model = _builder_model("binary", "non_centred", 5.0)
     axes = _swap.swap_axes(model)
     pairs = _swap.neighbour_pairs(np.asarray(model["Phi"].get_value()))
-    step = _swap.BasisSwap(
-        [v for v in model.value_vars if v.name in axes],
-        axes=axes,
-        pairs=pairs,
-        n_proposals=16,
-        model=model,
-        rng=np.random.default_rng(5),
-    )
+    step = _sixteen_swaps(model, axes, pairs, seed=5)
     density = _swap.FullDensity(model)
     rng_ref = np.random.default_rng(5)
-    rng = np.random.default_rng(6)
-    point = {
-        k: v + rng.normal(size=np.shape(v)) - (2.0 if k == "log_alpha" else 0.0)
-        for k, v in model.initial_point().items()
-    }
+    point = _random_start(model, seed=6)
     moved = 0
     for _ in range(25):
         want = _reference_step(step, density, point, rng_ref)
