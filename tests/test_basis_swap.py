@@ -311,12 +311,12 @@ def _reference_step(step, density, point, rng):
         r = 1.0 / (1.0 + np.exp(np.clip(arrays["log_alpha"], -50.0, 50.0)))
         return _swap.EPS + np.maximum(r[step.pairs[:, 0]], r[step.pairs[:, 1]])
 
-    logp = density.start(arrays, args)
+    logp = density.start(args)
     for u_pick, u_accept in rng.random((step.n_proposals, 2)):
         w = weights()
         k = int(np.searchsorted(np.cumsum(w), u_pick * w.sum(), side="right"))
         _swap.exchange(arrays, step.axes, step.pairs[k])
-        new = density.propose(arrays, args, step.pairs[k])
+        new = density.propose(args, step.pairs[k])
         if np.log(u_accept) < new - logp + np.log(w.sum()) - np.log(weights().sum()):
             logp = new
         else:

@@ -130,12 +130,12 @@ class FullDensity:
             model.logp(), inputs=model.value_vars, point_fn=False, **_trusted(compile_kwargs)
         )
 
-    def start(self, arrays: dict[str, np.ndarray], args: list[np.ndarray]) -> float:
+    def start(self, args: list[np.ndarray]) -> float:
         """The log density at the draw's point (``args``: the values in the model's order)."""
         return float(self._logp(*args))
 
-    def propose(self, arrays: dict[str, np.ndarray], args: list, pair: np.ndarray) -> float:
-        """The log density after ``pair`` was exchanged in ``arrays`` (and ``args``)."""
+    def propose(self, args: list[np.ndarray], pair: np.ndarray) -> float:
+        """The log density after ``pair`` was exchanged in ``args`` (in place)."""
         return float(self._logp(*args))
 
     def accept(self, pair: np.ndarray) -> None:
@@ -175,12 +175,12 @@ class LinearLikelihood(FullDensity):
     def _log_likelihood(self, F: np.ndarray) -> float:
         return float(log_likelihood(self.kind, F, self.target, None).sum())
 
-    def start(self, arrays: dict[str, np.ndarray], args: list[np.ndarray]) -> float:
+    def start(self, args: list[np.ndarray]) -> float:
         self.w = np.array(self._w(*args), dtype=float)
         self.F = self.Phi @ self.w
         return self._log_likelihood(self.F) + float(self._prior(*args))
 
-    def propose(self, arrays: dict[str, np.ndarray], args: list, pair: np.ndarray) -> float:
+    def propose(self, args: list[np.ndarray], pair: np.ndarray) -> float:
         i, j = pair
         step = self._columns[i] - self._columns[j]
         dw = self.w[j] - self.w[i]
@@ -233,10 +233,10 @@ def linear_likelihood(
         m = split.Phi.shape[1]
         pairs = [np.array([0, m - 1], dtype=np.intp)]
         pairs += [np.sort(rng.choice(m, 2, replace=False)) for _ in range(CHECK_SWAPS - 1)]
-        checks = [(full.start(arrays, args), split.start(arrays, args))]
+        checks = [(full.start(args), split.start(args))]
         for pair in pairs:
             exchange(arrays, axes, pair)
-            checks.append((full.propose(arrays, args, pair), split.propose(arrays, args, pair)))
+            checks.append((full.propose(args, pair), split.propose(args, pair)))
             split.accept(pair)
     except (ValueError, TypeError, IndexError):  # a layout the split does not read
         return None
@@ -333,7 +333,7 @@ class BasisSwap(BlockedStep):
         """
         arrays = {v.name: np.array(point[v.name], dtype=v.dtype, copy=True) for v in self._inputs}
         args = [arrays[n] for n in self._names]
-        logp = self._density.start(arrays, args)
+        logp = self._density.start(args)
         r = self._relevance(arrays)
         weights = self._weights(r, self.pairs)
         cum = np.cumsum(weights)
@@ -349,7 +349,7 @@ class BasisSwap(BlockedStep):
                 r[pair] = r[pair[::-1]]
             new_w = self._weights(r, self.pairs[touched])
             new_total = total + (new_w.sum() - weights[touched].sum())
-            new = self._density.propose(arrays, args, pair)
+            new = self._density.propose(args, pair)
             log_u = math.log(u_accept) if u_accept > 0.0 else -math.inf  # random() can be 0
             if log_u < new - logp + math.log(total) - math.log(new_total):
                 self._density.accept(pair)
