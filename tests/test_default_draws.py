@@ -60,10 +60,12 @@ def test_pymc_fits_get_the_same_draws(cls, method, data, monkeypatch):
     with pytest.raises(_Stop):
         est.fit(X, y)
     assert seen["draws"] == DOCUMENTED[cls]
+    assert seen["until_converged"] is True  # draws=None: NUTS stops once converged
     assert est.get_params()["draws"] is None
     with pytest.raises(_Stop):
         clone(est).set_params(draws=123).fit(X, y)
     assert seen["draws"] == 123
+    assert seen["until_converged"] is False  # a given length is kept
 
 
 def test_draws_below_one_is_refused_by_name(data):

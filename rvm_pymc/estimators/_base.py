@@ -338,6 +338,7 @@ class _BaseRVM(ResultViews, BaseEstimator):
             "kind": self._kind_of_fit(),
             "class_names": None if classes is None else [str(c) for c in classes],
             "draws": checked.draws,
+            "until_converged": self.draws is None,
             "tune": self.tune,
             "chains": self._chains(),
             "max_iter": self.max_iter,

@@ -82,8 +82,13 @@ class RVR(RegressorMixin, _BaseRVM):
     draws : int, optional
         Posterior draws per chain kept in ``idata_`` (Gaussian draws for
         reference/map, antithetic across chain pairs; NUTS draws for nuts);
-        None: 2000 (6000 for :class:`RVC`), for every method alike, so that
-        ArviZ plots keep every fit.
+        None: 2000 (6000 for :class:`RVC`) for reference and map, and for
+        nuts at most that many: NUTS then stops at the first checkpoint (500
+        draws a chain, then every 250) whose draws pass the ``converged_``
+        check and keeps them (``until_converged`` of
+        :func:`rvm_pymc.inference.sample_nuts`; ``sampler_kwargs={"until_converged":
+        False}`` runs the whole length).  An integer is the length of every
+        method.
     tune : int, default 1000
         NUTS tuning steps.
     chains : int, optional
@@ -353,9 +358,9 @@ max_iter, tol, draws, tune, chains, sampler_kwargs, init, n_jobs, random_state
         chains diverged and did not mix where the classes separate
         (``docs/pymc.md``); ``prior="weakly_informative"`` drops it, a
         mapping is merged over it (``{"slab": None}`` drops it too).
-        Default ``draws`` 6000: NUTS's ESS on breast cancer at the evidence's
-        width fell short of ``converged_``'s 400 at 4000 (``docs/pymc.md``,
-        "Default length").
+        Default ``draws`` 6000 (for nuts, at most 6000): NUTS's ESS on breast
+        cancer at the evidence's width fell short of ``converged_``'s 400 at
+        4000 (``docs/pymc.md``, "Default length").
 
     Attributes
     ----------

@@ -35,6 +35,7 @@ from rvm_pymc import models
 from rvm_pymc.inference._fits import nuts_posterior, optimise_map
 from rvm_pymc.inference._map import LOG_PRECISION_BOUND
 from rvm_pymc.inference._options import DEFAULT_PARAMETRIZATION
+from rvm_pymc.models.data import passes_checks
 from rvm_pymc.results import FitInfo, WeightPosterior
 
 __all__ = ["fit_backend"]
@@ -151,7 +152,9 @@ def fit_backend(
     ----------
     opts : dict
         ``method``, ``kind``, ``class_names``, ``draws``, ``tune``, ``chains``,
-        ``max_iter`` of the estimator, and ``sampler_kwargs`` as returned by
+        ``max_iter`` of the estimator, ``until_converged`` (NUTS: the
+        estimator's ``draws`` is None, so ``draws`` is the most a chain takes;
+        ``sampler_kwargs`` may override it), and ``sampler_kwargs`` as returned by
         :func:`~rvm_pymc.inference.check_sampler_kwargs` (the estimator's
         parameter check runs it once, before any fitting; it is not run again).
     Phi, target : ndarray
@@ -219,6 +222,7 @@ def _fit_nuts(opts, Phi, target, names, prior, seed, start):
     parametrization = kw.pop("parametrization", DEFAULT_PARAMETRIZATION[opts["kind"]])
     joint = not regression or which == "joint"
     kw.setdefault("target_accept", ESTIMATOR_TARGET_ACCEPT if joint else COLLAPSED_TARGET_ACCEPT)
+    kw.setdefault("until_converged", opts["until_converged"])
     model = _model(opts, Phi, target, names, prior, joint=joint, parametrization=parametrization)
     started_from = _set_start(
         kw,
@@ -246,15 +250,13 @@ def _fit_nuts(opts, Phi, target, names, prior, seed, start):
         "min_ess_tail",
         "sampling_time",
         "rvm_inference",
+        "max_draws",
     )
     info = FitInfo(
         log_evidence=float("nan"),
-        n_iter=opts["tune"] + opts["draws"],
-        converged=bool(
-            int(res.attrs.get("n_divergent", 0)) == 0
-            and float(res.attrs.get("max_rhat", np.inf)) <= kw.get("rhat_threshold", 1.01)
-            and min(res.attrs.get("min_ess_bulk", 0.0), res.attrs.get("min_ess_tail", 0.0))
-            >= kw.get("min_ess", 400.0)
+        n_iter=opts["tune"] + int(res.posterior.draws.shape[1]),
+        converged=passes_checks(
+            res.attrs, kw.get("rhat_threshold", 1.01), kw.get("min_ess", 400.0)
         ),
         library="rvm_pymc.inference",
         attrs={

@@ -237,7 +237,7 @@ def sample_nuts(model: pm.Model, run: NutsRun) -> xr.DataTree:
         :func:`~rvm_pymc.models.classification_binary` or
         :func:`~rvm_pymc.models.classification_softmax`.
     draws, tune, chains, nuts_sampler, target_accept, random_seed, progressbar, \
-compile_kwargs, cores, rhat_threshold, min_ess, initvals, basis_swaps
+compile_kwargs, cores, rhat_threshold, min_ess, initvals, basis_swaps, until_converged
         Keyword-only: the run options of
         :class:`~rvm_pymc.inference._options.NutsRun` (defaults 1000 draws,
         1000 tuning steps, 4 chains, ``target_accept=0.9``; the backend
@@ -302,7 +302,7 @@ def sample_collapsed(model: pm.Model, run: NutsRun) -> xr.DataTree:
     model : pymc.Model
         A marginal regression model.
     draws, tune, chains, nuts_sampler, target_accept, random_seed, progressbar, \
-compile_kwargs, cores, rhat_threshold, min_ess, initvals, basis_swaps
+compile_kwargs, cores, rhat_threshold, min_ess, initvals, basis_swaps, until_converged
         Keyword-only, as in :func:`sample_nuts`.
 
     Returns

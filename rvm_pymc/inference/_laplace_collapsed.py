@@ -78,9 +78,10 @@ from rvm_pymc._core.gaussian import (
 )
 from rvm_pymc.inference._laplace import compile_laplace
 from rvm_pymc.inference._laplace_evidence import LaplaceModeError, evidence_of, solve_mode
-from rvm_pymc.inference._nuts import nuts_datatree, nuts_result, pymc_sample, seed_of
+from rvm_pymc.inference._nuts import chain_seeds, nuts_datatree, nuts_result, pymc_sample
 from rvm_pymc.inference._options import NutsRun, takes_nuts_run
 from rvm_pymc.inference._user_models import check_user_model
+from rvm_pymc.inference._weights import ChainDraws
 from rvm_pymc.models.data import model_coords
 from rvm_pymc.models.spec import ModelSpec, model_spec
 
@@ -253,7 +254,7 @@ def sample_laplace_collapsed(model: pm.Model, run: NutsRun) -> xr.DataTree:
         A centred :func:`~rvm_pymc.models.classification_binary` or
         :func:`~rvm_pymc.models.classification_softmax` model.
     draws, tune, chains, nuts_sampler, target_accept, random_seed, progressbar, \
-compile_kwargs, cores, rhat_threshold, min_ess, initvals, basis_swaps
+compile_kwargs, cores, rhat_threshold, min_ess, initvals, basis_swaps, until_converged
         Keyword-only, as in :func:`~rvm_pymc.inference.sample_nuts`, except:
         only PyMC's own NUTS runs the Python Op (``nuts_sampler`` None or
         ``"pymc"``); ``compile_kwargs`` defaults to
@@ -310,9 +311,12 @@ compile_kwargs, cores, rhat_threshold, min_ess, initvals, basis_swaps
     collapsed = laplace_collapsed_model(model, evidence)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=OBJECT_MODE_NOTE, category=UserWarning)
-        pm_tree = pymc_sample(collapsed, spec, run, "pymc", collapsed=True)
-    la = np.asarray(pm_tree["posterior"]["log_alpha"].values, dtype=float)
-    w = laplace_weight_draws(evidence, la, seed_of(run.random_seed, 7919))
+        weights = ChainDraws(
+            lambda d, rng: laplace_weight_draws(evidence, d["log_alpha"][None], rng)[0],
+            chain_seeds(run.random_seed),
+        )
+        pm_tree = pymc_sample(collapsed, spec, run, "pymc", collapsed=True, weights=weights)
+    w = weights.upto({"log_alpha": pm_tree["posterior"]["log_alpha"].values})
     res = nuts_result(
         model, spec, pm_tree, w, run=run, sampler="pymc", inference="laplace_collapsed_nuts"
     )

@@ -29,15 +29,15 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from rvm_pymc._core.gaussian import factor_draw
 from rvm_pymc._core.parallel import default_cores
 from rvm_pymc._core.progress import PLAIN_PROGRESS, DrawLines, note_once
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc.exceptions import PriorWarning, SamplingWarning
-from rvm_pymc.inference._map import gaussian_weights
 from rvm_pymc.inference._options import NutsRun
+from rvm_pymc.inference._stop import CHECKED, stop_rule
 from rvm_pymc.inference._swap import SWAP_KINDS, SWAP_PROPOSALS, nuts_with_swaps
 from rvm_pymc.inference._user_models import uses_model_likelihood, with_model_likelihood
+from rvm_pymc.inference._weights import ChainDraws, chain_seeds, exact_weight_rows, seed_of
 from rvm_pymc.models import data as _idata
 from rvm_pymc.models.data import (
     class_labels,
@@ -256,10 +256,13 @@ def run_nuts(model, spec: ModelSpec, *, collapsed: bool, run: NutsRun) -> NutsRe
             SamplingWarning,
             stacklevel=4,
         )
-    pm_tree = pymc_sample(model, spec, run, sampler, collapsed=collapsed)
-    post = pm_tree["posterior"]
+    weights = None
     if collapsed:
-        w = _exact_weight_draws(model, spec, post, seed_of(run.random_seed, 7919))
+        weights = ChainDraws(exact_weight_rows(model, spec), chain_seeds(run.random_seed))
+    pm_tree = pymc_sample(model, spec, run, sampler, collapsed=collapsed, weights=weights)
+    post = pm_tree["posterior"]
+    if weights is not None:
+        w = weights.upto({k: post[k].values for k in CHECKED if k in post})
     else:
         w = np.asarray(post["W" if spec.kind == "softmax" else "w"].values, dtype=float)
     inference = "collapsed_nuts" if collapsed else "nuts"
@@ -267,14 +270,22 @@ def run_nuts(model, spec: ModelSpec, *, collapsed: bool, run: NutsRun) -> NutsRe
 
 
 def pymc_sample(
-    sample_model, spec: ModelSpec, run: NutsRun, sampler: str, *, collapsed: bool
+    sample_model,
+    spec: ModelSpec,
+    run: NutsRun,
+    sampler: str,
+    *,
+    collapsed: bool,
+    weights: ChainDraws | None = None,
 ) -> xr.DataTree:
     """``pm.sample`` of ``sample_model`` with the options of ``run``, as PyMC returns it.
 
     ``spec`` is that of the RVM model whose posterior is sampled (for a
     collapsed sampler, of the model before its weights were integrated out;
     ``collapsed`` says so): it selects the prior warning and names the model
-    in the note before the compile.  Warns :class:`~rvm_pymc.exceptions.PriorWarning`
+    in the note before the compile; ``weights``: a collapsed sampler's weight
+    draws, computed from the hyperparameter draws, which ``run.until_converged``
+    checks with them.  Warns :class:`~rvm_pymc.exceptions.PriorWarning`
     for a near-improper prior and :class:`~rvm_pymc.exceptions.SamplingWarning`
     for one chain; runs on one BLAS thread and raises KeyboardInterrupt on
     SIGINT (:func:`_interruptible`).
@@ -298,9 +309,10 @@ def pymc_sample(
     interruptible = _interruptible(active=sampler == "pymc")
     plain = run.progressbar == PLAIN_PROGRESS
     swaps = _swap_count(run, spec, collapsed)
+    stop = stop_rule(sample_model, spec, run, sampler, collapsed, weights)
     with single_blas_thread(), interruptible as on_draw, sample_model:
         callback = _callbacks(
-            on_draw, DrawLines(run.draws, run.tune, run.chains) if plain else None
+            on_draw, DrawLines(run.draws, run.tune, run.chains) if plain else None, stop
         )
         start = {
             "random_seed": run.random_seed,
@@ -320,7 +332,7 @@ def pymc_sample(
             )
         if built is not None:  # NUTS is built: PyMC takes no target_accept beside it
             start = {"initvals": built[0], "step": built[1], "random_seed": run.random_seed}
-        return pm.sample(
+        tree = pm.sample(
             draws=run.draws,
             tune=run.tune,
             chains=run.chains,
@@ -332,6 +344,9 @@ def pymc_sample(
             **start,
             **({} if callback is None else {"callback": callback}),
         )
+    if stop is not None:
+        stop.report(tree)
+    return tree
 
 
 def _callbacks(*callbacks):
@@ -384,7 +399,7 @@ def nuts_result(
     # the sampler's own clock (tuning and draws; compilation before it is not counted)
     diag["sampling_time"] = float(post.attrs.get("sampling_time", np.nan))
     if run.progressbar == PLAIN_PROGRESS:  # the last of the plain progress lines
-        DrawLines(run.draws, run.tune, run.chains).summary(
+        DrawLines(int(post.sizes["draw"]), run.tune, run.chains).summary(
             diag["sampling_time"], diag["max_rhat"], diag["n_divergent"]
         )
     return NutsResult(
@@ -396,7 +411,13 @@ def nuts_result(
             draws=w,
         ),
         sample_stats=sample_stats,
-        attrs={"rvm_inference": inference, "rvm_kind": spec.kind, "sampler": sampler, **diag},
+        attrs={
+            "rvm_inference": inference,
+            "rvm_kind": spec.kind,
+            "sampler": sampler,
+            **diag,
+            **{k: pm_tree.attrs[k] for k in ("max_draws",) if k in pm_tree.attrs},
+        },
         log_length_scale=lls,
         extra={"pymc_posterior": post.to_dataset()},
     )
@@ -446,32 +467,3 @@ def nuts_datatree(
             compile_kwargs=compile_kwargs,
         )
     return tree
-
-
-def seed_of(random_seed, salt: int) -> np.random.Generator:
-    """A generator seeded from ``random_seed`` and ``salt`` (fresh entropy for None)."""
-    seed = random_seed if isinstance(random_seed, int | np.integer) else None
-    return np.random.default_rng(None if seed is None else [int(seed), salt])
-
-
-def _exact_weight_draws(model, spec, post, rng) -> np.ndarray:
-    """One draw of ``w ~ N(mu, Sigma)`` per posterior draw of the hyperparameters."""
-    t = model_data(model, "t")
-    la = post["log_alpha"].values
-    n_chain, n_draw, m = la.shape
-    la = la.reshape(-1, m)
-    beta = np.exp(post["log_beta"].values.ravel())
-    lls = post["log_length_scale"].values.ravel() if spec.rbf_width else None
-    w = np.empty_like(la)
-    z = rng.standard_normal(la.shape)
-    fixed = None if spec.rbf_width else design_matrix(model, spec)
-    if fixed is not None:
-        PtP, Ptt = fixed.T @ fixed, fixed.T @ t
-    for i in range(la.shape[0]):
-        Phi = fixed
-        if Phi is None:
-            Phi = design_matrix(model, spec, float(lls[i]))
-            PtP, Ptt = Phi.T @ Phi, Phi.T @ t
-        L, p, mean = gaussian_weights(PtP, Ptt, np.exp(la[i]), float(beta[i]))
-        w[i] = factor_draw(L, p, mean, z[i : i + 1])[0]
-    return w.reshape(n_chain, n_draw, m)

@@ -102,6 +102,43 @@ def check_gram(model, spec: ModelSpec) -> None:
 # ------------------------------------------------------------- diagnostics
 
 
+def sampling_diagnostics(posterior: xr.Dataset, n_divergent: int = 0) -> dict[str, float]:
+    """The worst rank-normalised R-hat and the smallest bulk and tail ESS of ``posterior``.
+
+    ``posterior`` holds ``(chain, draw, ...)`` variables; R-hat is ArviZ's
+    rank-normalised split R-hat (the larger of the bulk and the folded, tail,
+    values), NaN for one chain.  Returns ``n_divergent``, ``max_rhat``,
+    ``min_ess_bulk`` and ``min_ess_tail``; no warning (:func:`check_sampling`
+    warns).
+    """
+    from arviz_stats import ess, rhat
+
+    max_rhat = float("nan")
+    if int(posterior.sizes["chain"]) > 1:
+        max_rhat = float(max(float(v.max()) for v in rhat(posterior).data_vars.values()))
+    ess_bulk, ess_tail = (
+        float(min(float(v.min()) for v in ess(posterior, method=m).data_vars.values()))
+        for m in ("bulk", "tail")
+    )
+    return {
+        "n_divergent": int(n_divergent),
+        "max_rhat": max_rhat,
+        "min_ess_bulk": ess_bulk,
+        "min_ess_tail": ess_tail,
+    }
+
+
+def passes_checks(diag: dict[str, float], rhat_threshold: float, min_ess: float) -> bool:
+    """Whether :func:`sampling_diagnostics` ``diag`` passes: no divergence, R-hat at most
+    ``rhat_threshold`` (a number, so at least two chains) and bulk and tail ESS at least
+    ``min_ess``."""
+    return (
+        diag["n_divergent"] == 0
+        and bool(diag["max_rhat"] <= rhat_threshold)
+        and min(diag["min_ess_bulk"], diag["min_ess_tail"]) >= min_ess
+    )
+
+
 def check_sampling(
     idata: xr.DataTree,
     var_names: Sequence[str],
@@ -111,25 +148,16 @@ def check_sampling(
 ) -> dict[str, float]:
     """Count divergences; the worst rank-normalised R-hat and the smallest bulk and tail ESS.
 
-    R-hat is ArviZ's rank-normalised split R-hat (the larger of the bulk and
-    the folded, tail, values).  Issues a :class:`SamplingWarning` for any
-    divergence, for ``max R-hat > rhat_threshold`` and for an ESS below
-    ``min_ess``; returns the numbers so that callers can record them.
+    The numbers of :func:`sampling_diagnostics` over ``var_names``.  Issues a
+    :class:`SamplingWarning` for any divergence, for ``max R-hat >
+    rhat_threshold`` and for an ESS below ``min_ess``; returns the numbers so
+    that callers can record them.
     """
-    from arviz_stats import ess, rhat
-
     stats = idata["sample_stats"]
     n_div = int(stats["diverging"].sum()) if "diverging" in stats else 0
     n_draws = int(stats.sizes["chain"] * stats.sizes["draw"])
-    post = idata["posterior"].to_dataset()[list(var_names)]
-    n_chains = int(post.sizes["chain"])
-    max_rhat = float("nan")
-    if n_chains > 1:
-        max_rhat = float(max(float(v.max()) for v in rhat(post).data_vars.values()))
-    ess_bulk, ess_tail = (
-        float(min(float(v.min()) for v in ess(post, method=m).data_vars.values()))
-        for m in ("bulk", "tail")
-    )
+    diag = sampling_diagnostics(idata["posterior"].to_dataset()[list(var_names)], n_div)
+    max_rhat, ess_bulk, ess_tail = diag["max_rhat"], diag["min_ess_bulk"], diag["min_ess_tail"]
     if n_div:
         warnings.warn(
             f"{n_div} of {n_draws} draws diverged; the posterior may be biased. Raise "
@@ -152,9 +180,4 @@ def check_sampling(
             SamplingWarning,
             stacklevel=3,
         )
-    return {
-        "n_divergent": n_div,
-        "max_rhat": max_rhat,
-        "min_ess_bulk": ess_bulk,
-        "min_ess_tail": ess_tail,
-    }
+    return diag

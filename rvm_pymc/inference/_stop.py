@@ -1,0 +1,221 @@
+"""Stop PyMC's NUTS once its draws pass the convergence check (``until_converged``).
+
+:class:`StopWhenConverged` is a ``pm.sample`` callback.  From
+:data:`FIRST_CHECK` draws a chain, and every :data:`CHECK_EVERY` after, once
+every chain has that many draws after tuning, it checks the first ``k`` draws
+of each chain with the package's standard for a converged fit
+(:func:`rvm_pymc.models.data.passes_checks`: no divergence, worst
+rank-normalised R-hat at most ``rhat_threshold``, smallest bulk and tail ESS
+at least ``min_ess``).  At the first checkpoint that passes it ends sampling:
+every chain is cut to its first ``k`` draws and the callback raises
+:class:`Converged`, a KeyboardInterrupt, on which PyMC ends every chain and
+returns the draws recorded.
+
+The checkpoints depend on the draws alone, and every chain is cut to the same
+``k``, so the result does not depend on how the chains were scheduled: in
+parallel processes or one after the other (then the chains before the last run
+to the end, and the check begins with the last), the same draws come back.
+
+Stopping on the diagnostics is a sequential rule, not a fixed length: the
+draws kept are those of the first checkpoint at which the chains agree and
+are long enough for ``min_ess``; the check is the one ``converged_`` reports,
+so a run that stops early is counted as converged by construction, and one
+that never passes runs to ``draws`` as before.  Gong and Flegal (2016) and
+Vats, Flegal and Jones (2019) study such ESS-based stopping rules.
+
+References
+----------
+Gong, L. and Flegal, J. M. (2016). A practical sequential stopping rule for
+high-dimensional Markov chain Monte Carlo. *Journal of Computational and
+Graphical Statistics* 25, 684-700.
+
+Vats, D., Flegal, J. M. and Jones, G. L. (2019). Multivariate output analysis
+for Markov chain Monte Carlo. *Biometrika* 106, 321-337.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from rvm_pymc._core.progress import log
+from rvm_pymc.inference._weights import ChainDraws
+from rvm_pymc.models.data import passes_checks, sampling_diagnostics
+
+__all__ = [
+    "CHECKED",
+    "CHECK_EVERY",
+    "FIRST_CHECK",
+    "Converged",
+    "StopWhenConverged",
+    "stop_rule",
+]
+
+FIRST_CHECK = 500
+"""Draws a chain (after tuning) at the first check of :class:`StopWhenConverged`."""
+CHECK_EVERY = 250
+"""Draws a chain between two checks."""
+
+
+class Converged(KeyboardInterrupt):
+    """Raised by :class:`StopWhenConverged` to end ``pm.sample``.
+
+    PyMC ends every chain when its callback raises a KeyboardInterrupt and
+    returns the draws recorded; nothing else raises this one, so a Ctrl-C is
+    never taken for it.
+    """
+
+
+class StopWhenConverged:
+    """A ``pm.sample`` callback ending sampling at the first checkpoint that passes.
+
+    Parameters
+    ----------
+    names : sequence of str
+        The recorded variables checked (every element of each).
+    draws, tune, chains : int
+        As given to ``pm.sample``: ``draws`` is the most a chain takes.
+    rhat_threshold, min_ess : float
+        The standard of :func:`rvm_pymc.models.data.passes_checks`.
+    first, every : int
+        The first checkpoint and the distance between checkpoints, in draws
+        a chain after tuning.
+    derived : (str, ChainDraws), optional
+        Draws computed from the recorded ``names`` and checked with them under
+        that name: the weights of a collapsed sampler, so that the check is
+        the one the fit reports.
+
+    Attributes
+    ----------
+    stopped_at : int or None
+        Draws a chain kept when sampling stopped at a checkpoint; None if it ran
+        to ``draws``.
+    checks : list of (int, dict)
+        Each checkpoint and its :func:`~rvm_pymc.models.data.sampling_diagnostics`.
+    """
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        *,
+        draws: int,
+        tune: int,
+        chains: int,
+        rhat_threshold: float,
+        min_ess: float,
+        first: int = FIRST_CHECK,
+        every: int = CHECK_EVERY,
+        derived: tuple[str, ChainDraws] | None = None,
+    ) -> None:
+        if not names:
+            raise ValueError("StopWhenConverged needs at least one variable to check")
+        self.names = tuple(names)
+        self.draws, self.tune, self.chains = int(draws), int(tune), int(chains)
+        self.rhat_threshold, self.min_ess = float(rhat_threshold), float(min_ess)
+        self.every = int(every)
+        self.derived = derived
+        self.next = int(first)
+        self.traces: dict[int, Any] = {}
+        self.stopped_at: int | None = None
+        self.checks: list[tuple[int, dict]] = []
+
+    def __call__(self, trace: Any, draw: Any) -> None:
+        self.traces[int(draw.chain)] = trace
+        if draw.tuning or len(self.traces) < self.chains or self.next >= self.draws:
+            return
+        if min(len(t) for t in self.traces.values()) - self.tune < self.next:
+            return
+        k, self.next = self.next, self.next + self.every
+        diag = self.diagnostics(k)
+        self.checks.append((k, diag))
+        if passes_checks(diag, self.rhat_threshold, self.min_ess):
+            self.stopped_at = k
+            for t in self.traces.values():
+                _cut(t, self.tune + k)
+            raise Converged
+
+    def report(self, tree) -> None:
+        """Record the most draws a chain (``max_draws``) in ``tree``'s attributes and, when
+        sampling stopped at a checkpoint, say so through the ``rvm_pymc`` logger."""
+        tree.attrs["max_draws"] = self.draws
+        if self.stopped_at is None:
+            return
+        k, diag = self.checks[-1]
+        log.info(
+            "NUTS stopped at %d of at most %d draws a chain: converged (max R-hat %.3f, "
+            "smallest ESS bulk %.0f / tail %.0f, no divergence)",
+            k,
+            self.draws,
+            diag["max_rhat"],
+            diag["min_ess_bulk"],
+            diag["min_ess_tail"],
+        )
+
+    def diagnostics(self, k: int) -> dict[str, float]:
+        """:func:`~rvm_pymc.models.data.sampling_diagnostics` of each chain's first ``k`` draws."""
+        chains = [self.traces[c] for c in sorted(self.traces)]
+        values = {
+            name: np.stack([t.get_values(name, burn=self.tune)[:k] for t in chains])
+            for name in self.names
+        }
+        if self.derived is not None:
+            name, draws = self.derived
+            values[name] = draws.upto(values)
+        post = xr.Dataset(
+            {
+                name: (("chain", "draw", *(f"{name}_dim{i}" for i in range(v.ndim - 2))), v)
+                for name, v in values.items()
+            }
+        )
+        n_div = sum(_divergent(t, self.tune, k) for t in chains)
+        return sampling_diagnostics(post, n_div)
+
+
+def _divergent(trace: Any, tune: int, k: int) -> int:
+    """Divergent draws among the first ``k`` after tuning of one chain's trace."""
+    if "diverging" not in trace.stat_names:
+        return 0
+    return int(np.sum(trace.get_sampler_stats("diverging", burn=tune)[:k]))
+
+
+def _cut(trace: Any, length: int) -> None:
+    """Keep the first ``length`` iterations of a PyMC NDArray chain (what it records next,
+    and what ``pm.sample`` returns, end there)."""
+    if not hasattr(trace, "draw_idx"):
+        raise RuntimeError(
+            f"until_converged needs PyMC's in-memory trace backend; got {type(trace).__name__}"
+        )
+    trace.draw_idx = min(int(trace.draw_idx), int(length))
+
+
+CHECKED = ("log_alpha", "log_beta", "log_length_scale")
+"""Variables whose draws the convergence check covers, beside the weights (``w``, or
+``W`` for softmax) of a model that samples them."""
+
+
+def stop_rule(model, spec, run, sampler: str, collapsed: bool, weights=None):
+    """The :class:`~rvm_pymc.inference._stop.StopWhenConverged` of ``run``, or None.
+
+    None unless ``run.until_converged`` and PyMC's sampler.  It checks the
+    weights (for ``collapsed``, the draws of ``weights``) and the
+    :data:`CHECKED` variables that ``model`` has, or its free variables for a
+    model without them.
+    """
+    if not run.until_converged or sampler != "pymc":
+        return None
+    names = [*(() if collapsed else ("W" if spec.kind == "softmax" else "w",)), *CHECKED]
+    names = [n for n in names if n in model.named_vars]
+    if not any(n in CHECKED for n in names):
+        names = [v.name for v in model.free_RVs]
+    return StopWhenConverged(
+        names,
+        draws=run.draws,
+        tune=run.tune,
+        chains=run.chains,
+        rhat_threshold=run.rhat_threshold,
+        min_ess=run.min_ess,
+        derived=None if weights is None else ("w", weights),
+    )

@@ -1,0 +1,98 @@
+"""The collapsed samplers' weight draws, drawn chain by chain as the hyperparameters are.
+
+The collapsed regression sampler and the Laplace-collapsed classifier sample
+the hyperparameters by NUTS and draw the weights afterwards, one draw per
+hyperparameter draw (:func:`exact_weight_rows`: ``w ~ N(mu, Sigma)`` exactly;
+:func:`rvm_pymc.inference._laplace_collapsed.laplace_weight_draws`: the
+Laplace Gaussian).  :class:`ChainDraws` holds them per chain, so that a
+convergence check during sampling (:mod:`rvm_pymc.inference._stop`) and the
+fit's result share one set of draws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from rvm_pymc._core.gaussian import factor_draw
+from rvm_pymc.inference._map import gaussian_weights
+from rvm_pymc.models.data import design_matrix, model_data
+from rvm_pymc.models.spec import ModelSpec
+
+__all__ = ["ChainDraws", "chain_seeds", "exact_weight_rows", "seed_of"]
+
+
+def seed_of(random_seed, *salt: int) -> np.random.Generator:
+    """A generator seeded from ``random_seed`` and ``salt`` (fresh entropy for None)."""
+    seed = random_seed if isinstance(random_seed, int | np.integer) else None
+    return np.random.default_rng(None if seed is None else [int(seed), *salt])
+
+
+class ChainDraws:
+    """Draws derived from each chain's draws (the collapsed samplers' weights), each once.
+
+    ``rows(draws, rng)`` maps the next ``n`` draws of one chain (a dict of
+    arrays of ``n`` rows) to ``n`` rows of derived draws; chain ``c`` draws
+    from its own generator ``rng_of(c)``, which a chain's successive calls
+    continue, so a chain's derived draws do not depend on how its rows were
+    split between calls (numpy's generators give the same stream in one call
+    or several).  :class:`StopWhenConverged` extends them at each check, and
+    the fit takes them after sampling without drawing them again.
+    """
+
+    def __init__(
+        self,
+        rows: Callable[[Mapping[str, np.ndarray], np.random.Generator], np.ndarray],
+        rng_of: Callable[[int], np.random.Generator],
+    ) -> None:
+        self.rows, self.rng_of = rows, rng_of
+        self._done: dict[int, list[np.ndarray]] = {}
+        self._rngs: dict[int, np.random.Generator] = {}
+
+    def upto(self, draws: Mapping[str, np.ndarray]) -> np.ndarray:
+        """The derived draws ``(chain, k, ...)`` of ``draws`` (arrays ``(chain, k, ...)``),
+        computing only the rows of each chain not computed before."""
+        first = next(iter(draws.values()))
+        n_chain, k = first.shape[:2]
+        out = []
+        for c in range(n_chain):
+            done = self._done.setdefault(c, [])
+            n = sum(len(d) for d in done)
+            if n < k:
+                rng = self._rngs.setdefault(c, self.rng_of(c))
+                done.append(np.asarray(self.rows({m: v[c, n:k] for m, v in draws.items()}, rng)))
+            out.append(np.concatenate(done)[:k])
+        return np.stack(out)
+
+
+def chain_seeds(random_seed) -> Callable[[int], np.random.Generator]:
+    """The generator of each chain's exact weight draws (:class:`ChainDraws`)."""
+    return lambda chain: seed_of(random_seed, 7919, chain)
+
+
+def exact_weight_rows(model, spec: ModelSpec):
+    """``rows(draws, rng)``: one draw of ``w ~ N(mu, Sigma)`` per draw of the
+    hyperparameters (``draws``: ``log_alpha``, ``log_beta`` and, for the
+    RBF-width model, ``log_length_scale``, of ``n`` rows each)."""
+    t = model_data(model, "t")
+    fixed = None if spec.rbf_width else design_matrix(model, spec)
+    gram = None if fixed is None else (fixed.T @ fixed, fixed.T @ t)
+
+    def rows(draws, rng: np.random.Generator) -> np.ndarray:
+        la = np.asarray(draws["log_alpha"], dtype=float)
+        beta = np.exp(np.asarray(draws["log_beta"], dtype=float))
+        z = rng.standard_normal(la.shape)
+        w = np.empty_like(la)
+        for i in range(la.shape[0]):
+            PtP, Ptt = gram or _gram(model, spec, t, float(draws["log_length_scale"][i]))
+            L, p, mean = gaussian_weights(PtP, Ptt, np.exp(la[i]), float(beta[i]))
+            w[i] = factor_draw(L, p, mean, z[i : i + 1])[0]
+        return w
+
+    return rows
+
+
+def _gram(model, spec, t, log_length_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    Phi = design_matrix(model, spec, log_length_scale)
+    return Phi.T @ Phi, Phi.T @ t
