@@ -160,6 +160,7 @@ def _fit(problem: str, sampler_kwargs: dict, seed: int = 0, lengths: dict | None
         "min_ess_tail": float(attrs.get("min_ess_tail", np.nan)),
         "sampler": str(attrs.get("sampler", "?")),
         "draws_sum": float(np.sum(est.idata_["posterior"]["w"].values)),
+        "draws": int(est.idata_["posterior"].sizes["draw"]),
     }
 
 
@@ -340,6 +341,7 @@ def part_cores(repeats: int, problems: list[str], cores: list[str]) -> None:
                 f" / {min(r['min_ess_tail'] for r in both):.0f}",
                 f"{np.median([r['warm']['min_ess_bulk'] / r['warm']['total'] for r in ok]):.1f}",
                 max(r["n_divergent"] for r in both),
+                "/".join(sorted({str(r.get("draws", "?")) for r in both})),
                 "yes" if all(_usable(r) for r in both) else "no",
                 f"{GOAL_SECONDS.get((problem, 'cold'), float('nan')):.0f}"
                 f" / {GOAL_SECONDS.get((problem, 'warm'), float('nan')):.0f}",
@@ -350,10 +352,12 @@ def part_cores(repeats: int, problems: list[str], cores: list[str]) -> None:
             ]
         )
     heads = ["problem", "cores", "cold s", "warm s", "max R-hat", "min ESS bulk / tail"]
-    heads += ["ESS/s (warm)", "div", "converged", "goal s (cold / warm)"]
+    heads += ["ESS/s (warm)", "div", "draws a chain", "converged", "goal s (cold / warm)"]
     print(_common.format_table([*heads, "same draws", "load (cold/warm)"], rows))
     print(
         "median over repeats; ESS/s: the smallest bulk ESS per second of the warm fit; "
+        "draws a chain: kept after tuning (the estimators' draws=None stops NUTS at the "
+        "first checkpoint that passes the convergence check); "
         "converged: no divergence, R-hat <= 1.01 and ESS bulk and tail >= 400 in every fit; "
         "'same draws': the warm "
         "fit repeats the cold fit's draws"

@@ -15,8 +15,10 @@
 # 6. a posterior predictive check;
 # 7. predictive bands of the three fits and their relevance vectors.
 #
-# NUTS runs the estimator's defaults: 2 chains of 2000 draws after 1000
-# tuning steps, started at the reference fit (sampling takes seconds; a first
+# NUTS runs the estimator's defaults: 2 chains of at most 2000 draws after
+# 1000 tuning steps, stopped at the first checkpoint (500 draws a chain, then
+# every 250) whose draws pass the convergence check, started at the reference
+# fit (sampling takes seconds; a first
 # run on a fresh machine spends a minute or more compiling the model with
 # Numba, later runs reuse the cache). All seeds are fixed.
 
@@ -182,11 +184,13 @@ print(
 # %% [markdown]
 # At the estimator's defaults the chains mix: no divergence, every R-hat
 # (bulk and tail) at most 1.01 and both ESS above 400, so `converged_` is
-# True and `summary` does not warn. With half as many tuning steps and draws
-# (500 + 500, this notebook's setting before) the worst `log alpha` had
-# R-hat 1.019 and a tail ESS of 300: those precisions sit on a flat ridge of
-# the posterior (the data do not tell their bases apart), and need the longer
-# chains.
+# True and `summary` does not warn; with `draws=None` that check is also where
+# NUTS stopped (`max_draws` in the tree's attributes is the most it would have
+# taken). With 500 tuning steps and a fixed 500 draws (this notebook's setting
+# before) the worst `log alpha` had R-hat 1.019 and a tail ESS of 300: those
+# precisions sit on a flat ridge of the posterior (the data do not tell their
+# bases apart), and need the longer chains, which the stopping rule runs
+# until they pass.
 #
 # ## 6. Posterior predictive check
 #

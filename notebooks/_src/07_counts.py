@@ -21,8 +21,9 @@
 #   from the reference solution;
 # - `"nuts"`: full Bayes at the estimator's defaults: the
 #   `"weakly_informative"` hyperprior with a slab of scale 5 on the weights
-#   (`"weakly_informative_slab"`), 2 chains of 2000 draws after 1000 tuning
-#   steps (the first run on a machine spends a minute or more compiling).
+#   (`"weakly_informative_slab"`), 2 chains of at most 2000 draws after 1000
+#   tuning steps, stopped once the draws pass the convergence check (the first
+#   run on a machine spends a minute or more compiling).
 
 # %%
 import warnings

@@ -156,7 +156,8 @@ def _model_options(p: argparse.ArgumentParser, saved: bool) -> None:
         default=None,
         help=_draws_help(
             "the estimator's: 6000 for classification, 2000 otherwise",
-            "draws per chain kept (and NUTS draws), 2 chains",
+            "draws per chain kept, 2 chains (with the default, NUTS stops once "
+            "converged, at most that many; a given number is kept whole)",
         ),
     )
     p.add_argument("--tune", type=types.tune, default=1000,

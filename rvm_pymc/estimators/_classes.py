@@ -181,7 +181,11 @@ class RVR(RegressorMixin, _BaseRVM):
         met its tolerance; NUTS had no divergent draw, a rank-normalised R-hat
         (bulk and tail) of at most 1.01 and a bulk and tail ESS of at least
         400 for every sampled variable (``rhat_threshold`` and ``min_ess`` in
-        ``sampler_kwargs`` change the two thresholds).
+        ``sampler_kwargs`` change the two thresholds).  With ``draws=None``
+        this check is also NUTS's stopping rule, so a fit that stopped before
+        its most draws (``idata_.attrs["max_draws"]``) is converged by
+        construction (:mod:`rvm_pymc.inference._stop` says what that does and
+        does not assure).
     log_evidence_ : float
         Log evidence (plus hyperprior terms) at the optimum, of the targets in
         their own units; NaN for nuts.

@@ -189,7 +189,7 @@ def default_prior(est: Any) -> str:
 
 
 def default_draws(est: Any) -> int:
-    """The draws per chain of ``draws=None`` for ``est``'s kind: the same for every method.
+    """The draws per chain of ``draws=None`` for ``est``'s kind (for nuts, the most it takes).
 
     6000 for classifiers (:class:`~rvm_pymc.estimators.RVC`): at 2 x 2000
     NUTS draws the breast cancer benchmark (N = 300) ended below the ESS of
@@ -199,8 +199,11 @@ def default_draws(est: Any) -> int:
     basis swaps of :mod:`rvm_pymc.inference._swap` ended at smallest ESS
     356-379, 2 x 6000 at 409-601 (``docs/pymc.md``, "Default length";
     ``benchmarks/README.md``, "Basis swaps").  2000 for regression and counts.
-    One number for every method of a kind, so that a reference, map and nuts
-    fit of the same estimator keep as many draws and plot together.
+    The number of the reference and map fits, and the most a nuts fit takes:
+    with ``draws=None`` NUTS stops at the first checkpoint whose draws pass
+    the ``converged_`` check (``until_converged``), so its tree may hold
+    fewer (:func:`rvm_pymc.comparison.arviz_trees` cuts several trees to one
+    length for ArviZ's multi-model plots).
     """
     return 6000 if est._kind == "classification" else 2000
 

@@ -35,6 +35,7 @@ from rvm_pymc import models
 from rvm_pymc.inference._fits import nuts_posterior, optimise_map
 from rvm_pymc.inference._map import LOG_PRECISION_BOUND
 from rvm_pymc.inference._options import DEFAULT_PARAMETRIZATION
+from rvm_pymc.inference._stop import STOP_ATTRS
 from rvm_pymc.models.data import passes_checks
 from rvm_pymc.results import FitInfo, WeightPosterior
 
@@ -153,8 +154,10 @@ def fit_backend(
     opts : dict
         ``method``, ``kind``, ``class_names``, ``draws``, ``tune``, ``chains``,
         ``max_iter`` of the estimator, ``until_converged`` (NUTS: the
-        estimator's ``draws`` is None, so ``draws`` is the most a chain takes;
-        ``sampler_kwargs`` may override it), and ``sampler_kwargs`` as returned by
+        estimator's ``draws`` is None, so ``draws`` is the most a chain takes
+        where PyMC's sampler runs: ``until_converged=None`` of
+        :class:`~rvm_pymc.inference._options.NutsRun`; ``sampler_kwargs`` may
+        override it), and ``sampler_kwargs`` as returned by
         :func:`~rvm_pymc.inference.check_sampler_kwargs` (the estimator's
         parameter check runs it once, before any fitting; it is not run again).
     Phi, target : ndarray
@@ -222,7 +225,7 @@ def _fit_nuts(opts, Phi, target, names, prior, seed, start):
     parametrization = kw.pop("parametrization", DEFAULT_PARAMETRIZATION[opts["kind"]])
     joint = not regression or which == "joint"
     kw.setdefault("target_accept", ESTIMATOR_TARGET_ACCEPT if joint else COLLAPSED_TARGET_ACCEPT)
-    kw.setdefault("until_converged", opts["until_converged"])
+    kw.setdefault("until_converged", None if opts["until_converged"] else False)
     model = _model(opts, Phi, target, names, prior, joint=joint, parametrization=parametrization)
     started_from = _set_start(
         kw,
@@ -250,7 +253,7 @@ def _fit_nuts(opts, Phi, target, names, prior, seed, start):
         "min_ess_tail",
         "sampling_time",
         "rvm_inference",
-        "max_draws",
+        *STOP_ATTRS,
     )
     info = FitInfo(
         log_evidence=float("nan"),

@@ -172,7 +172,9 @@ def laplace_collapsed_model(model: pm.Model, evidence) -> pm.Model:
     return collapsed
 
 
-def laplace_weight_draws(fns, log_alpha: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def laplace_weight_draws(
+    fns, log_alpha: np.ndarray, rng: np.random.Generator, *, chain: int = 0, start: int = 0
+) -> np.ndarray:
     """One draw of the weights from ``N(w*, H^-1)`` per draw of ``log_alpha``.
 
     Parameters
@@ -182,6 +184,10 @@ def laplace_weight_draws(fns, log_alpha: np.ndarray, rng: np.random.Generator) -
         :class:`~rvm_pymc.inference._laplace.LaplaceFunctions`.
     log_alpha : ndarray of shape (chain, draw, M)
     rng : numpy.random.Generator
+    chain, start : int
+        The chain of ``log_alpha``'s first and the index of its first draw, for
+        the message of an error (``log_alpha`` holds one chain's draws from
+        ``start`` on, or whole chains from ``chain`` on).
 
     Returns
     -------
@@ -208,7 +214,8 @@ def laplace_weight_draws(fns, log_alpha: np.ndarray, rng: np.random.Generator) -
         if not ok:
             raise LaplaceModeError(
                 f"the Newton solve for the Laplace mode failed at posterior draw {i} "
-                f"(chain {i // n_draw}, draw {i % n_draw}); its weights cannot be drawn"
+                f"(chain {chain + i // n_draw}, draw {start + i % n_draw}); its weights "
+                "cannot be drawn"
             )
         L, p = spd_factor(H, "negative Hessian of the Laplace approximation")
         out[i] = factor_draw(L, p, w, z[i : i + 1])[0]
@@ -312,7 +319,9 @@ compile_kwargs, cores, rhat_threshold, min_ess, initvals, basis_swaps, until_con
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=OBJECT_MODE_NOTE, category=UserWarning)
         weights = ChainDraws(
-            lambda d, rng: laplace_weight_draws(evidence, d["log_alpha"][None], rng)[0],
+            lambda d, rng, chain, start: laplace_weight_draws(
+                evidence, d["log_alpha"][None], rng, chain=chain, start=start
+            )[0],
             chain_seeds(run.random_seed),
         )
         pm_tree = pymc_sample(collapsed, spec, run, "pymc", collapsed=True, weights=weights)

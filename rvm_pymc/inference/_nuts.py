@@ -34,7 +34,7 @@ from rvm_pymc._core.progress import PLAIN_PROGRESS, DrawLines, note_once
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc.exceptions import PriorWarning, SamplingWarning
 from rvm_pymc.inference._options import NutsRun
-from rvm_pymc.inference._stop import CHECKED, stop_rule
+from rvm_pymc.inference._stop import CHECKED, STOP_ATTRS, stop_rule
 from rvm_pymc.inference._swap import SWAP_KINDS, SWAP_PROPOSALS, nuts_with_swaps
 from rvm_pymc.inference._user_models import uses_model_likelihood, with_model_likelihood
 from rvm_pymc.inference._weights import ChainDraws, chain_seeds, exact_weight_rows, seed_of
@@ -416,7 +416,7 @@ def nuts_result(
             "rvm_kind": spec.kind,
             "sampler": sampler,
             **diag,
-            **{k: pm_tree.attrs[k] for k in ("max_draws",) if k in pm_tree.attrs},
+            **{k: pm_tree.attrs[k] for k in STOP_ATTRS if k in pm_tree.attrs},
         },
         log_length_scale=lls,
         extra={"pymc_posterior": post.to_dataset()},

@@ -97,14 +97,20 @@ class NutsRun:
         None: :data:`~rvm_pymc.inference._swap.SWAP_PROPOSALS` for the
         classifiers' models (``"binary"``, ``"softmax"``), 0 for the others.
         Ignored by nutpie and numpyro.
-    until_converged : bool
-        ``draws`` is then the most a chain takes: sampling stops at the first
-        checkpoint (500 draws a chain after tuning, then every 250) at which
-        the draws so far pass the convergence check (no divergence, R-hat at
-        most ``rhat_threshold``, bulk and tail ESS at least ``min_ess``), and
-        keeps those draws (:mod:`rvm_pymc.inference._stop`).  The draws do not
-        depend on ``cores``.  PyMC's sampler only (nutpie and numpyro run the
-        whole ``draws``); the estimators set it for ``draws=None``.
+    until_converged : bool or None
+        True: ``draws`` is the most a chain takes, and sampling stops at the
+        first checkpoint (500 draws a chain after tuning, then every 250) at
+        which the draws so far pass the convergence check (no divergence,
+        R-hat at most ``rhat_threshold``, bulk and tail ESS at least
+        ``min_ess``, over the weights, ``log_alpha``, ``log_beta`` and
+        ``log_length_scale``; a collapsed sampler's weight draws included),
+        keeping exactly those draws (:mod:`rvm_pymc.inference._stop`).  The
+        checkpoints depend on the draws alone, so the chains run in parallel
+        or in sequence stop at the same one.  PyMC's sampler only: nutpie and
+        numpyro run the whole ``draws`` (with a SamplingWarning), as does one
+        chain.  None: the same where PyMC's sampler runs, and the whole
+        ``draws`` without a warning elsewhere (the estimators' ``draws=None``).
+        False: the whole ``draws``.
     """
 
     draws: int = 1000
@@ -120,7 +126,7 @@ class NutsRun:
     min_ess: float = 400.0
     initvals: Mapping | None = None
     basis_swaps: int | None = None
-    until_converged: bool = False
+    until_converged: bool | None = False
 
     def __post_init__(self) -> None:
         set_ = functools.partial(object.__setattr__, self)
@@ -131,11 +137,12 @@ class NutsRun:
         set_("chains", check_int(self.chains, "chains", 1))
         set_("target_accept", check_probability(self.target_accept, "target_accept"))
         set_("compile_kwargs", compile_options(self.compile_kwargs))
-        if not isinstance(self.until_converged, bool | np.bool_):
-            raise ValueError(
-                f"until_converged must be True or False; got {self.until_converged!r}"
-            )
-        set_("until_converged", bool(self.until_converged))
+        if self.until_converged is not None:
+            if not isinstance(self.until_converged, bool | np.bool_):
+                raise ValueError(
+                    f"until_converged must be True, False or None; got {self.until_converged!r}"
+                )
+            set_("until_converged", bool(self.until_converged))
         if self.draws * self.chains < 2:
             raise ValueError(
                 "draws * chains must be at least 2 (the posterior covariance needs two "

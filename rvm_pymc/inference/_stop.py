@@ -14,17 +14,35 @@ returns the draws recorded.
 The checkpoints depend on the draws alone, and every chain is cut to the same
 ``k``, so the result does not depend on how the chains were scheduled: in
 parallel processes or one after the other (then the chains before the last run
-to the end, and the check begins with the last), the same draws come back.
+to the end, and the check begins with the last, so only parallel chains save
+time), the same draws come back.
 
-Stopping on the diagnostics is a sequential rule, not a fixed length: the
-draws kept are those of the first checkpoint at which the chains agree and
-are long enough for ``min_ess``; the check is the one ``converged_`` reports,
-so a run that stops early is counted as converged by construction, and one
-that never passes runs to ``draws`` as before.  Gong and Flegal (2016) and
-Vats, Flegal and Jones (2019) study such ESS-based stopping rules.
+What the rule is, and is not:
+
+- It stops on the package's standard of a converged fit (no divergence, R-hat
+  <= 1.01, ESS >= 400), so an early-stopped fit reports ``converged_`` True by
+  construction: ``converged_`` is then the stopping criterion, not an
+  independent check.  The diagnostics reported are those of the first of up to
+  ``(draws - first) / every`` looks that passed, chosen on their noise: the
+  true ESS may be somewhat below ``min_ess`` (R-hat and ESS are estimates; see
+  ``benchmarks/bench_rhat_noise.py`` for the R-hat's own spread).
+- R-hat cannot see a mode that no chain has visited; the chains start near
+  one point (the reference fit, jittered), and a shorter run has had less time
+  to find another.  A fixed ``draws`` keeps the whole length.
+- An ESS of 400 is the minimum at which the diagnostics themselves are
+  reliable (Vehtari et al. 2021), not a precision target: for tail quantities
+  (2.5% / 97.5% bands, small probabilities) ask for a fixed, longer ``draws``.
+- Sequential stopping rules with guarantees (Gong and Flegal 2016; Vats,
+  Flegal and Jones 2019) stop when a multivariate ESS reaches the value a
+  chosen relative precision requires; this rule is the simpler univariate
+  standard of Vehtari et al. (2021), checked at a few fixed points.
 
 References
 ----------
+Vehtari, A., Gelman, A., Simpson, D., Carpenter, B. and Bürkner, P.-C. (2021).
+Rank-normalization, folding, and localization: an improved R-hat for assessing
+convergence of MCMC. *Bayesian Analysis* 16, 667-718.
+
 Gong, L. and Flegal, J. M. (2016). A practical sequential stopping rule for
 high-dimensional Markov chain Monte Carlo. *Journal of Computational and
 Graphical Statistics* 25, 684-700.
@@ -35,6 +53,7 @@ for Markov chain Monte Carlo. *Biometrika* 106, 321-337.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,6 +61,7 @@ import numpy as np
 import xarray as xr
 
 from rvm_pymc._core.progress import log
+from rvm_pymc.exceptions import SamplingWarning
 from rvm_pymc.inference._weights import ChainDraws
 from rvm_pymc.models.data import passes_checks, sampling_diagnostics
 
@@ -49,6 +69,7 @@ __all__ = [
     "CHECKED",
     "CHECK_EVERY",
     "FIRST_CHECK",
+    "STOP_ATTRS",
     "Converged",
     "StopWhenConverged",
     "stop_rule",
@@ -58,6 +79,8 @@ FIRST_CHECK = 500
 """Draws a chain (after tuning) at the first check of :class:`StopWhenConverged`."""
 CHECK_EVERY = 250
 """Draws a chain between two checks."""
+STOP_ATTRS = ("max_draws", "convergence_checks")
+"""Root attributes of a run with the rule: the most draws a chain, and the checkpoints checked."""
 
 
 class Converged(KeyboardInterrupt):
@@ -138,9 +161,11 @@ class StopWhenConverged:
             raise Converged
 
     def report(self, tree) -> None:
-        """Record the most draws a chain (``max_draws``) in ``tree``'s attributes and, when
-        sampling stopped at a checkpoint, say so through the ``rvm_pymc`` logger."""
+        """Record the most draws a chain (``max_draws``) and the checkpoints checked
+        (``convergence_checks``) in ``tree``'s attributes and, when sampling stopped at
+        a checkpoint, say so through the ``rvm_pymc`` logger."""
         tree.attrs["max_draws"] = self.draws
+        tree.attrs["convergence_checks"] = len(self.checks)
         if self.stopped_at is None:
             return
         k, diag = self.checks[-1]
@@ -199,12 +224,23 @@ CHECKED = ("log_alpha", "log_beta", "log_length_scale")
 def stop_rule(model, spec, run, sampler: str, collapsed: bool, weights=None):
     """The :class:`~rvm_pymc.inference._stop.StopWhenConverged` of ``run``, or None.
 
-    None unless ``run.until_converged`` and PyMC's sampler.  It checks the
+    None for ``run.until_converged=False``, one chain, or a sampler other
+    than PyMC's (which warns when ``until_converged`` is True).  It checks the
     weights (for ``collapsed``, the draws of ``weights``) and the
     :data:`CHECKED` variables that ``model`` has, or its free variables for a
     model without them.
     """
-    if not run.until_converged or sampler != "pymc":
+    if run.until_converged is False or run.chains < 2:  # one chain has no R-hat
+        return None
+    if sampler != "pymc":
+        if run.until_converged:
+            warnings.warn(
+                f"until_converged is ignored by nuts_sampler={sampler!r}, which takes no "
+                f"callback: it runs the whole {run.draws} draws a chain; use "
+                "nuts_sampler='pymc' to stop once converged",
+                SamplingWarning,
+                stacklevel=5,
+            )
         return None
     names = [*(() if collapsed else ("W" if spec.kind == "softmax" else "w",)), *CHECKED]
     names = [n for n in names if n in model.named_vars]

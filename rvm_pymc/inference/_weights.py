@@ -32,18 +32,22 @@ def seed_of(random_seed, *salt: int) -> np.random.Generator:
 class ChainDraws:
     """Draws derived from each chain's draws (the collapsed samplers' weights), each once.
 
-    ``rows(draws, rng)`` maps the next ``n`` draws of one chain (a dict of
-    arrays of ``n`` rows) to ``n`` rows of derived draws; chain ``c`` draws
-    from its own generator ``rng_of(c)``, which a chain's successive calls
-    continue, so a chain's derived draws do not depend on how its rows were
-    split between calls (numpy's generators give the same stream in one call
-    or several).  :class:`StopWhenConverged` extends them at each check, and
-    the fit takes them after sampling without drawing them again.
+    ``rows(draws, rng, chain, start)`` maps draws ``start, start + 1, ...``
+    of chain ``chain`` (a dict of arrays of ``n`` rows) to ``n`` rows of
+    derived draws; chain ``c`` draws from its own generator ``rng_of(c)``,
+    which its successive calls continue (numpy's generators give the same
+    stream in one call or several), so the exact weights of a chain do not
+    depend on how its rows are split between calls.  (The Laplace weights
+    solve for a mode from the previous draw's within a call: across a split,
+    the same to the solver's tolerance.)  The splits are the checkpoints of
+    :class:`~rvm_pymc.inference._stop.StopWhenConverged`, which extends the
+    draws at each check; the fit takes them after sampling without drawing
+    them again.
     """
 
     def __init__(
         self,
-        rows: Callable[[Mapping[str, np.ndarray], np.random.Generator], np.ndarray],
+        rows: Callable[[Mapping[str, np.ndarray], np.random.Generator, int, int], np.ndarray],
         rng_of: Callable[[int], np.random.Generator],
     ) -> None:
         self.rows, self.rng_of = rows, rng_of
@@ -61,7 +65,8 @@ class ChainDraws:
             n = sum(len(d) for d in done)
             if n < k:
                 rng = self._rngs.setdefault(c, self.rng_of(c))
-                done.append(np.asarray(self.rows({m: v[c, n:k] for m, v in draws.items()}, rng)))
+                new = self.rows({m: v[c, n:k] for m, v in draws.items()}, rng, c, n)
+                done.append(np.asarray(new))
             out.append(np.concatenate(done)[:k])
         return np.stack(out)
 
@@ -72,14 +77,14 @@ def chain_seeds(random_seed) -> Callable[[int], np.random.Generator]:
 
 
 def exact_weight_rows(model, spec: ModelSpec):
-    """``rows(draws, rng)``: one draw of ``w ~ N(mu, Sigma)`` per draw of the
+    """``rows(draws, rng, chain, start)``: one draw of ``w ~ N(mu, Sigma)`` per draw of the
     hyperparameters (``draws``: ``log_alpha``, ``log_beta`` and, for the
     RBF-width model, ``log_length_scale``, of ``n`` rows each)."""
     t = model_data(model, "t")
     fixed = None if spec.rbf_width else design_matrix(model, spec)
     gram = None if fixed is None else (fixed.T @ fixed, fixed.T @ t)
 
-    def rows(draws, rng: np.random.Generator) -> np.ndarray:
+    def rows(draws, rng: np.random.Generator, chain: int, start: int) -> np.ndarray:
         la = np.asarray(draws["log_alpha"], dtype=float)
         beta = np.exp(np.asarray(draws["log_beta"], dtype=float))
         z = rng.standard_normal(la.shape)
