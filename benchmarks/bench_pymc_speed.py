@@ -129,8 +129,12 @@ def _fit(problem: str, sampler_kwargs: dict, seed: int = 0, lengths: dict | None
     original = pm.sample
 
     def sample(*args, **kwargs):  # record when the sampler reports its first iteration
+        inner = kwargs.get("callback")  # the package's own (Ctrl-C, the stopping rule)
+
         def callback(trace, draw):
             first.setdefault("t", time.perf_counter())
+            if inner is not None:
+                inner(trace=trace, draw=draw)
 
         if kwargs.get("nuts_sampler", "pymc") == "pymc":
             kwargs["callback"] = callback
