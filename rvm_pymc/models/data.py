@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
+from rvm_pymc._core.diagnostics import summary
 from rvm_pymc.exceptions import SamplingWarning
 from rvm_pymc.models import rbf_design
 from rvm_pymc.models._marginal_low_rank import GRAM_FACTOR_DATA
@@ -105,26 +106,29 @@ def check_gram(model, spec: ModelSpec) -> None:
 def sampling_diagnostics(posterior: xr.Dataset, n_divergent: int = 0) -> dict[str, float]:
     """The worst rank-normalised R-hat and the smallest bulk and tail ESS of ``posterior``.
 
-    ``posterior`` holds ``(chain, draw, ...)`` variables; R-hat is ArviZ's
+    ``posterior`` holds ``(chain, draw, ...)`` variables; R-hat is the
     rank-normalised split R-hat (the larger of the bulk and the folded, tail,
-    values), NaN for one chain.  Returns ``n_divergent``, ``max_rhat``,
-    ``min_ess_bulk`` and ``min_ess_tail``; no warning (:func:`check_sampling`
-    warns).
+    values), NaN for one chain; ArviZ's statistics, computed for every element
+    at once (:mod:`rvm_pymc._core.diagnostics`), elements ArviZ gives NaN for
+    (a constant's R-hat) left out as ArviZ's reductions leave them.  Returns
+    ``n_divergent``, ``max_rhat``, ``min_ess_bulk`` and ``min_ess_tail``; no
+    warning (:func:`check_sampling` warns).
     """
-    from arviz_stats import ess, rhat
+    stats = [
+        summary(np.asarray(v.transpose("chain", "draw", ...).values, dtype=float))
+        for v in posterior.data_vars.values()
+    ]
 
-    max_rhat = float("nan")
-    if int(posterior.sizes["chain"]) > 1:
-        max_rhat = float(max(float(v.max()) for v in rhat(posterior).data_vars.values()))
-    ess_bulk, ess_tail = (
-        float(min(float(v.min()) for v in ess(posterior, method=m).data_vars.values()))
-        for m in ("bulk", "tail")
-    )
+    def worst(key: str, pick) -> float:
+        values = np.concatenate([np.ravel(s[key]) for s in stats])
+        values = values[~np.isnan(values)]
+        return float(pick(values)) if values.size else float("nan")
+
     return {
         "n_divergent": int(n_divergent),
-        "max_rhat": max_rhat,
-        "min_ess_bulk": ess_bulk,
-        "min_ess_tail": ess_tail,
+        "max_rhat": worst("rhat", np.max),
+        "min_ess_bulk": worst("ess_bulk", np.min),
+        "min_ess_tail": worst("ess_tail", np.min),
     }
 
 
