@@ -123,3 +123,32 @@ def test_nuts_target_accept_default_per_model(cls, kwargs, expected, data, monke
     with pytest.raises(_Stop):
         cls(method="nuts", gamma=2.0, random_state=0, **kwargs).fit(X, y)
     assert seen["target_accept"] == expected
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs", "expected"),
+    [
+        (RVR, {}, 500),  # the collapsed sampler
+        (RVR, {"sampler_kwargs": {"model": "joint"}}, 1000),
+        (RVC, {}, 1000),
+        (RVP, {}, 1000),
+        (RVR, {"tune": 700}, 700),
+        (RVC, {"tune": 0}, 0),
+    ],
+    ids=["rvr", "rvr-joint", "rvc", "rvp", "rvr-given", "rvc-given"],
+)
+def test_nuts_tune_default_per_model(cls, kwargs, expected, data, monkeypatch):
+    """``tune=None``: 500 for the collapsed regression sampler, 1000 with weights."""
+    seen = {}
+
+    def record(opts, *args, **kw):
+        seen.update(opts)
+        raise _Stop
+
+    monkeypatch.setattr(rvm_pymc.inference, "fit_backend", record)
+    X, y = data[cls]
+    est = cls(method="nuts", gamma=2.0, random_state=0, **kwargs)
+    with pytest.raises(_Stop):
+        est.fit(X, y)
+    assert seen["tune"] == expected
+    assert est.get_params()["tune"] == kwargs.get("tune")  # None stays None

@@ -335,7 +335,7 @@ def test_estimator_nuts_stops_when_converged_with_the_same_draws_on_any_cores(st
         assert attrs["max_draws"] == 2000
         assert attrs["convergence_checks"] == (kept - FIRST_CHECK) // CHECK_EVERY + 1
         assert est.converged_
-        assert est.n_iter_ == 1000 + kept
+        assert est.n_iter_ == 500 + kept  # tune=None: 500 for the collapsed sampler
         assert est.idata_["sample_stats"].sizes["draw"] == kept
     for name in ("w", "log_alpha", "log_beta"):
         np.testing.assert_array_equal(
@@ -343,7 +343,7 @@ def test_estimator_nuts_stops_when_converged_with_the_same_draws_on_any_cores(st
         )
     kept = fits[1].idata_["posterior"].sizes["draw"]
     assert sum(f"NUTS stopped at {kept} of at most 2000 draws a chain" in s for s in lines) == 2
-    assert sum(f"NUTS done: 2 chains of 1000 tuning + {kept} draws" in s for s in lines) == 2
+    assert sum(f"NUTS done: 2 chains of 500 tuning + {kept} draws" in s for s in lines) == 2
 
 
 @pytest.mark.filterwarnings("ignore::rvm_pymc.SamplingWarning")

@@ -16,7 +16,7 @@
 # 7. predictive bands of the three fits and their relevance vectors.
 #
 # NUTS runs the estimator's defaults: 2 chains of at most 2000 draws after
-# 1000 tuning steps, stopped at the first checkpoint (500 draws a chain, then
+# 500 tuning steps, stopped at the first checkpoint (500 draws a chain, then
 # every 250) whose draws pass the convergence check, started at the reference
 # fit (sampling takes seconds; a first
 # run on a fresh machine spends a minute or more compiling the model with

@@ -19,7 +19,7 @@
 # * `reference (wi)`: type-II MAP under the `"weakly_informative"` hyperprior
 #   (MacKay's updates), the prior NUTS uses;
 # * `nuts (wi)`: full Bayes under that prior (the estimator's defaults: 2
-#   chains of 1000 tuning steps and at most 2000 draws, stopped once the draws
+#   chains of 500 tuning steps and at most 2000 draws, stopped once the draws
 #   pass the convergence check, started at the reference fit).
 #
 # The two priors separate the effect of the prior from that of integrating

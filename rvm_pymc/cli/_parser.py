@@ -160,8 +160,9 @@ def _model_options(p: argparse.ArgumentParser, saved: bool) -> None:
             "converged, at most that many; a given number is kept whole)",
         ),
     )
-    p.add_argument("--tune", type=types.tune, default=1000,
-                   help=_draws_help(1000, "NUTS tuning steps per chain"))  # fmt: skip
+    p.add_argument("--tune", type=types.tune, default=None,
+                   help=_draws_help("the estimator's: 500 for regression, 1000 otherwise",
+                                    "NUTS tuning steps per chain"))  # fmt: skip
     p.add_argument(
         "--jobs", type=types.count(1, 256), default=1, metavar="N",
         help="processes for the independent fits: the widths of --gamma evidence and the "

@@ -31,6 +31,7 @@ from rvm_pymc.estimators._params import (
     Checked,
     check_params,
     default_prior,
+    default_tune,
     validate_params,
 )
 from rvm_pymc.estimators._rows import compressed_design, row_blocked
@@ -65,7 +66,7 @@ class _BaseRVM(ResultViews, BaseEstimator):
         max_iter: int | None = None,
         tol: float = 1e-6,
         draws: int | None = None,
-        tune: int = 1000,
+        tune: int | None = None,
         chains: int | None = None,
         sampler_kwargs: dict | None = None,
         init: str = "auto",
@@ -339,7 +340,7 @@ class _BaseRVM(ResultViews, BaseEstimator):
             "class_names": None if classes is None else [str(c) for c in classes],
             "draws": checked.draws,
             "until_converged": self.draws is None,
-            "tune": self.tune,
+            "tune": default_tune(self) if self.tune is None else int(self.tune),
             "chains": self._chains(),
             "max_iter": self.max_iter,
             "sampler_kwargs": checked.sampler_kwargs,

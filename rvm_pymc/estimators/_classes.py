@@ -89,8 +89,11 @@ class RVR(RegressorMixin, _BaseRVM):
         :func:`rvm_pymc.inference.sample_nuts`; ``sampler_kwargs={"until_converged":
         False}`` runs the whole length).  An integer is the length of every
         method.
-    tune : int, default 1000
-        NUTS tuning steps.
+    tune : int, optional
+        NUTS tuning steps per chain; None: 500 for the collapsed regression
+        sampler (``RVR``'s NUTS), 1000 for the models with weights (``RVC``,
+        ``RVP``, ``sampler_kwargs={"model": "joint"}``), each chosen by the
+        benchmark problems' table (:func:`~rvm_pymc.estimators._params.default_tune`).
     chains : int, optional
         Chains; default 2 for every method, so that multi-model ArviZ plots
         keep every fit.
@@ -254,7 +257,7 @@ class RVR(RegressorMixin, _BaseRVM):
         max_iter: int | None = None,
         tol: float = 1e-6,
         draws: int | None = None,
-        tune: int = 1000,
+        tune: int | None = None,
         chains: int | None = None,
         sampler_kwargs: dict | None = None,
         init: str = "auto",

@@ -45,6 +45,7 @@ __all__ = [
     "classification_data",
     "default_draws",
     "default_prior",
+    "default_tune",
     "regression_data",
     "validate_params",
 ]
@@ -81,7 +82,7 @@ PARAMETER_CONSTRAINTS: dict[str, list] = {
     "coef0": [Interval(numbers.Real, None, None, closed="neither")],
     "bias": ["boolean"],
     "draws": [None, _positive_int(1)],
-    "tune": [_positive_int(0)],
+    "tune": [None, _positive_int(0)],
     "chains": [None, _positive_int(1)],
     "max_iter": [None, _positive_int(1)],
     "tol": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -123,7 +124,7 @@ MESSAGES: dict[str, str] = {
     "max_iter": "None or an integer >= 1",
     "tol": "a finite float > 0",
     "draws": "None or an integer >= 1",
-    "tune": "an integer >= 0",
+    "tune": "None or an integer >= 0",
     "chains": "None or an integer >= 1",
     "sampler_kwargs": "None or a dict",
     "init": f"one of {INITS}",
@@ -206,6 +207,29 @@ def default_draws(est: Any) -> int:
     length for ArviZ's multi-model plots).
     """
     return 6000 if est._kind == "classification" else 2000
+
+
+COLLAPSED_TUNE = 500
+"""Tuning steps of ``tune=None`` for the collapsed regression sampler (RVR's NUTS)."""
+JOINT_TUNE = 1000
+"""Tuning steps of ``tune=None`` for the models with weights (classifiers, counts,
+``sampler_kwargs={"model": "joint"}``)."""
+
+
+def default_tune(est: Any) -> int:
+    """NUTS tuning steps per chain of ``tune=None`` for ``est``.
+
+    :data:`COLLAPSED_TUNE` (500) for the collapsed regression sampler, chosen
+    by ``benchmarks/bench_nuts_defaults.py`` (``benchmarks/README.md``, "NUTS
+    until converged"): with the stopping rule of ``draws=None`` every fit of
+    sinc, diabetes, Friedman #2 and mcycle converged at 500 as at 1000 (8 of
+    8 each), and diabetes, whose fit was mostly tuning, took 42-52 s instead of
+    60-67 s.  :data:`JOINT_TUNE` (1000) for the models with weights, whose
+    funnel and slab the default length was chosen with.
+    """
+    model = (est.sampler_kwargs or {}).get("model", "collapsed")
+    collapsed = est._kind == "regression" and model == "collapsed"
+    return COLLAPSED_TUNE if collapsed else JOINT_TUNE
 
 
 class Checked(NamedTuple):
