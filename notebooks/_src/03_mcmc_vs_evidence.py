@@ -160,14 +160,14 @@ plt.show()
 #
 # * **The prior matters more than the integration.** Under the same
 #   `"weakly_informative"` prior, type-II MAP and NUTS predict alike: held-out
-#   lpd 0.823 and 0.824 nats per point, 5-fold elpd 81.0 against 80.5
-#   (standard errors 7.5 and 7.2), predictive means within 0.0106 of each
-#   other and NUTS's predictive sd at most 1.035 times MAP's. Integrating over
+#   lpd 0.823 and 0.824 nats per point, 5-fold elpd 81.0 against 80.6
+#   (standard errors 7.5 and 7.2), predictive means within 0.0091 of each
+#   other and NUTS's predictive sd at most 1.040 times MAP's. Integrating over
 #   the precisions adds almost nothing here.
 # * **The flat prior of type-II ML costs a little.** Tipping's RVM (8
 #   relevance vectors) has held-out lpd 0.798, 95% coverage 0.928 (nominal
 #   0.95) and 5-fold elpd 75.8 ± 9.0; the paired differences put the
-#   proper-prior fits ahead by 5.1 ± 2.5 (type-II MAP) and 4.7 ± 2.7 (NUTS),
+#   proper-prior fits ahead by 5.1 ± 2.5 (type-II MAP) and 4.7 ± 2.8 (NUTS),
 #   about two standard errors: suggestive rather than conclusive on 100
 #   points. It is by far the sparsest: under the proper prior every precision
 #   is finite and no basis is pruned (the MacKay fit keeps all 100 kernel
@@ -178,7 +178,7 @@ plt.show()
 # * **PSIS-LOO flatters the type-II fits** (`loo_optimistic`): 91.6 for the
 #   reference fit against a k-fold 75.8, since its precisions were fitted on
 #   the points LOO leaves out. For NUTS it holds (no Pareto k above ArviZ's
-#   threshold, an empty `loo_note`): 81.8 against a k-fold 80.5. To rank a
+#   threshold, an empty `loo_note`): 81.4 against a k-fold 80.6. To rank a
 #   type-II fit against anything else, the k-fold value is the one to read.
 # * **Over random splits, at the defaults** (the benchmark of the page
 #   "Comparison and diagnostics"), sinc says the same: the type-II fit under
@@ -194,8 +194,9 @@ plt.show()
 #   kernels stay relevant and the 95% band covers far less than it should,
 #   a rough fit that the fixed width here avoids.
 # * **Cost**: the reference fit takes a fraction of a second, MAP a few
-#   seconds, NUTS tens of seconds plus compilation, and five times that again
-#   inside cross-validation. For prediction on data like these, the evidence
+#   seconds, NUTS several seconds here (it stops once its chains pass the
+#   convergence check; tens of seconds on larger problems) plus compilation, and
+#   five times that again inside cross-validation. For prediction on data like these, the evidence
 #   approximation (under a proper prior if calibration matters) is the
 #   economical choice; NUTS earns its cost when the posterior of the
 #   precisions itself is of interest.
