@@ -16,10 +16,11 @@ classification
 
 Columns: wall time of ``fit`` (the first fit of a model shape includes its
 compilation), the draws a chain kept (``draws=None``: NUTS stops at the first
-checkpoint that passes the convergence check), the worst rank-normalised R-hat over every sampled variable in
-bulk and tail (``arviz_stats.rhat`` with ``method="rank"``, which is the larger
-of the two), the smallest bulk and tail ESS, the number of divergent draws, the
-estimator's own ``converged_``, and ``ok``: R-hat <= 1.01, both ESS >= 400 and
+checkpoint that passes the convergence check), the worst rank-normalised
+R-hat over every sampled variable in bulk and tail (``arviz_stats.rhat`` with
+``method="rank"``, which is the larger of the two), the smallest bulk and
+tail ESS, the number of divergent draws, the estimator's own ``converged_``,
+and ``ok``: R-hat <= 1.01, both ESS >= 400 and
 no divergence (the package's standard for a default).  "Every sampled variable"
 is what NUTS sampled: the log precisions (and ``log_beta``) for the collapsed
 regression sampler, whose weights are exact draws given them; the log precisions

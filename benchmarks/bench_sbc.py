@@ -115,18 +115,17 @@ def run_sbc(
     rng: np.random.Generator,
     draw: Callable,
     fit: Callable,
-    n_draws: int,
     progress: bool = True,
 ) -> tuple[dict, list[dict]]:
     """The SBC loop: ``draw(rng) -> (truth, data)``, ``fit(data, seed) -> DataTree``.
 
     The rank of each true value is taken among ``RANK_DRAWS`` draws thinned evenly
-    from the ``n_draws`` (chains x draws) of the tree's posterior.  Returns
+    from the (chains x draws) of the tree's posterior, however many the fit kept
+    (a run stopped once converged keeps fewer).  Returns
     ``({"log_alpha_0": array(reps), ...}, [per-replication attrs of the fit])``.
     """
     out: dict[str, list[int]] = {}
     diag: list[dict] = []
-    keep = np.linspace(0, n_draws - 1, RANK_DRAWS).round().astype(int)
     started = time.perf_counter()
     for r in range(reps):
         truth, data = draw(rng)
@@ -136,13 +135,21 @@ def run_sbc(
             tree = fit(data, int(rng.integers(2**31)))
         wall = time.perf_counter() - fit_started
         post = tree["posterior"]
+        n_draws = int(post.sizes["chain"] * post.sizes["draw"])
+        keep = np.linspace(0, n_draws - 1, RANK_DRAWS).round().astype(int)
         for name, value in truth.items():
             draws = np.asarray(post[name].values, dtype=float).reshape(n_draws, -1)[keep]
             for j, v in enumerate(np.ravel(value)):
                 key = name if name == "log_beta" else f"{name}_{j}"
                 out.setdefault(key, []).append(int(np.sum(draws[:, j] < v)))
         attrs = ("n_divergent", "max_rhat", "min_ess_bulk", "sampling_time")
-        diag.append({**{k: tree.attrs.get(k) for k in attrs}, "wall": round(wall, 2)})
+        diag.append(
+            {
+                **{k: tree.attrs.get(k) for k in attrs},
+                "wall": round(wall, 2),
+                "draws": int(post.sizes["draw"]),
+            }
+        )
         if progress and (r + 1) % 10 == 0:
             n_div = sum(int(d["n_divergent"] or 0) > 0 for d in diag)
             print(
@@ -159,12 +166,17 @@ def ranks(
     noise_factor: float = 1.0,
     progress: bool = True,
     mode: str | None = None,
-) -> dict:
+    until_converged: bool = False,
+) -> tuple[dict, list[dict]]:
     """Rank of every true value among ``RANK_DRAWS`` posterior draws, per replication.
 
     ``mode``: a PyTensor mode for the sampler (default PyTensor's, Numba: compiled
-    once, then each replication reuses it from the cache).
-    Returns ``{"log_alpha_0": array(reps), ..., "log_beta": ..., "w_0": ...}``.
+    once, then each replication reuses it from the cache).  ``until_converged``:
+    sample as ``RVR(method="nuts")`` does by default (500 tuning steps, at most
+    2000 draws a chain, stopped at the first checkpoint that passes the
+    convergence check) instead of ``DRAWS`` after ``TUNE``.
+    Returns ``({"log_alpha_0": array(reps), ..., "log_beta": ..., "w_0": ...},
+    per-replication fit attributes)``.
     """
     import pymc as pm
 
@@ -183,21 +195,21 @@ def ranks(
             pm.set_data({"t": t})
         return inference.sample_collapsed(
             model,
-            draws=DRAWS,
-            tune=TUNE,
+            draws=2000 if until_converged else DRAWS,
+            tune=500 if until_converged else TUNE,
             chains=CHAINS,
             random_seed=random_seed,
             progressbar=False,
             nuts_sampler="pymc",
             cores=1,
+            until_converged=until_converged,
             **compile_kwargs,
         )
 
     def draw(rng):
         return simulate(rng, Phi, prior, noise_factor)
 
-    result, _ = run_sbc(reps, rng, draw, fit, CHAINS * DRAWS, progress)
-    return result
+    return run_sbc(reps, rng, draw, fit, progress)
 
 
 def classification_ranks(
@@ -274,7 +286,7 @@ def classification_ranks(
         redrawn += n
         return truth, y
 
-    result, diag = run_sbc(reps, rng, draw, fit, CHAINS * draws, progress)
+    result, diag = run_sbc(reps, rng, draw, fit, progress)
     return result, diag, redrawn
 
 
@@ -359,6 +371,12 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--slab", type=float, help="classification: the prior's slab scale")
     parser.add_argument("--draws", type=int, default=CLS_DRAWS, help="classification, per chain")
+    parser.add_argument(
+        "--until-converged",
+        action="store_true",
+        help="regression: the estimator's default run (500 tuning steps, at most 2000 draws "
+        "a chain, stopped once converged) instead of 300 + 300",
+    )
     parser.add_argument("--png", help="write the rank histograms here")
     parser.add_argument("--csv", help="classification: write the ranks and diagnostics here")
     args = parser.parse_args(argv)
@@ -367,7 +385,14 @@ def main(argv=None) -> None:
         factor = 1.5 if args.wrong else 1.0
         what = f"noise x {factor}"
         print(header("SBC of the collapsed regression sampler", [f"noise factor {factor}"]))
-        result, diag = ranks(args.reps, args.seed, factor), None
+        result, fits = ranks(args.reps, args.seed, factor, until_converged=args.until_converged)
+        diag = None
+        if args.until_converged:
+            kept = np.array([d["draws"] for d in fits])
+            print(
+                f"# until converged: draws a chain kept: median {np.median(kept):.0f}, "
+                f"{np.min(kept)}-{np.max(kept)}; {np.mean(kept < 2000):.0%} stopped early"
+            )
     else:
         logit, weight = WRONG[args.wrong_kind] if args.wrong else (1.0, 1.0)
         slab = "no slab" if args.slab is None else f"slab {args.slab:g}"

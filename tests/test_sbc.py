@@ -38,12 +38,15 @@ def _normal_sbc(sbc, reps: int, shrink: float):
     class Tree(dict):  # what run_sbc reads of a DataTree, without building one
         attrs: ClassVar[dict] = {}
 
+    class Posterior(dict):
+        sizes: ClassVar[dict] = {"chain": 2, "draw": 100}
+
     def fit(y, seed):
         rng = np.random.default_rng(seed)
         w = shrink * y + np.sqrt(0.5) * rng.standard_normal((2, 100, 2))
-        return Tree(posterior={"w": SimpleNamespace(values=w)})
+        return Tree(posterior=Posterior(w=SimpleNamespace(values=w)))
 
-    return sbc.run_sbc(reps, np.random.default_rng(0), draw, fit, 200, progress=False)
+    return sbc.run_sbc(reps, np.random.default_rng(0), draw, fit, progress=False)
 
 
 def test_sbc_ranks_pass_an_exact_posterior_and_fail_a_wrong_one():
@@ -76,7 +79,7 @@ def test_classification_prior_draws_have_both_classes_and_scale_the_weights():
 @pytest.mark.pymc
 def test_collapsed_sampler_is_calibrated():
     sbc = _sbc()
-    result = sbc.ranks(200, seed=1, progress=False)
+    result, _ = sbc.ranks(200, seed=1, progress=False)
     _, p_min = sbc.report(result)
     assert len(result) == 7 and all(len(r) == 200 for r in result.values())
     assert p_min > 0.01 / len(result), result
@@ -86,7 +89,7 @@ def test_collapsed_sampler_is_calibrated():
 @pytest.mark.pymc
 def test_a_wrong_likelihood_fails_calibration():
     sbc = _sbc()
-    result = sbc.ranks(100, seed=2, noise_factor=1.5, progress=False)
+    result, _ = sbc.ranks(100, seed=2, noise_factor=1.5, progress=False)
     _, p_min = sbc.report(result)
     assert p_min < 0.01 / len(result)
 
