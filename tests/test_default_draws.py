@@ -45,9 +45,8 @@ def test_reference_trees_keep_the_documented_draws_and_params_keep_none(cls, dat
     assert clone(again).get_params()["draws"] == 30
 
 
-@pytest.mark.parametrize("method", ["map", "nuts"])
-@pytest.mark.parametrize("cls", [RVR, RVC, RVP], ids=lambda c: c.__name__)
-def test_pymc_fits_get_the_same_draws(cls, method, data, monkeypatch):
+def _record_backend(monkeypatch) -> dict:
+    """The options the estimator passes to its PyMC backend, which then stops the fit."""
     seen = {}
 
     def record(opts, *args, **kwargs):
@@ -55,6 +54,13 @@ def test_pymc_fits_get_the_same_draws(cls, method, data, monkeypatch):
         raise _Stop
 
     monkeypatch.setattr(rvm_pymc.inference, "fit_backend", record)
+    return seen
+
+
+@pytest.mark.parametrize("method", ["map", "nuts"])
+@pytest.mark.parametrize("cls", [RVR, RVC, RVP], ids=lambda c: c.__name__)
+def test_pymc_fits_get_the_same_draws(cls, method, data, monkeypatch):
+    seen = _record_backend(monkeypatch)
     X, y = data[cls]
     est = cls(method=method, gamma=2.0, random_state=0)
     with pytest.raises(_Stop):
@@ -139,13 +145,7 @@ def test_nuts_target_accept_default_per_model(cls, kwargs, expected, data, monke
 )
 def test_nuts_tune_default_per_model(cls, kwargs, expected, data, monkeypatch):
     """``tune=None``: 500 for the collapsed regression sampler, 1000 with weights."""
-    seen = {}
-
-    def record(opts, *args, **kw):
-        seen.update(opts)
-        raise _Stop
-
-    monkeypatch.setattr(rvm_pymc.inference, "fit_backend", record)
+    seen = _record_backend(monkeypatch)
     X, y = data[cls]
     est = cls(method="nuts", gamma=2.0, random_state=0, **kwargs)
     with pytest.raises(_Stop):

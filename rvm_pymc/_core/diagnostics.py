@@ -78,6 +78,26 @@ def _usable(x: np.ndarray, min_chains: int) -> np.ndarray:
     return ok & (x.shape[0] >= min_chains) & (x.shape[1] >= 4)
 
 
+def _flat(draws: np.ndarray) -> tuple[tuple, np.ndarray]:
+    """``draws`` ``(chain, draw, ...)`` as floats ``(chain, draw, n)``, and its trailing shape."""
+    x = np.asarray(draws, dtype=float)
+    return x.shape[2:], x.reshape(*x.shape[:2], -1)
+
+
+def _bulk(x: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rank-normalised R-hat (NaN for one chain) and bulk ESS of the elements ``ok`` of
+    ``x`` ``(chain, draw, n)`` (NaN elsewhere); the two share one ranking."""
+    rhat, bulk = np.full(x.shape[-1], np.nan), np.full(x.shape[-1], np.nan)
+    if ok.any():
+        s = _split(x[..., ok])
+        z = _z_scale(s)
+        bulk[ok] = _ess(z)
+        if x.shape[0] > 1:
+            folded = np.abs(s - np.median(s.reshape(-1, s.shape[-1]), axis=0))
+            rhat[ok] = np.maximum(_rhat(z), _rhat(_z_scale(folded)))
+    return rhat, bulk
+
+
 def rank_rhat(draws: np.ndarray) -> np.ndarray:
     """Rank-normalised split R-hat, the larger of the bulk and tail (folded) values.
 
@@ -90,16 +110,8 @@ def rank_rhat(draws: np.ndarray) -> np.ndarray:
     ndarray of shape draws.shape[2:]
         NaN where ArviZ gives NaN (fewer than 2 chains or 4 draws, a NaN draw).
     """
-    x = np.asarray(draws, dtype=float)
-    shape, x = x.shape[2:], x.reshape(*x.shape[:2], -1)
-    out = np.full(x.shape[-1], np.nan)
-    ok = _usable(x, 2)
-    if ok.any():
-        s = _split(x[..., ok])
-        bulk = _rhat(_z_scale(s))
-        folded = np.abs(s - np.median(s.reshape(-1, s.shape[-1]), axis=0))
-        out[ok] = np.maximum(bulk, _rhat(_z_scale(folded)))
-    return out.reshape(shape)
+    shape, x = _flat(draws)
+    return _bulk(x, _usable(x, 2))[0].reshape(shape)
 
 
 def _ess(x: np.ndarray) -> np.ndarray:
@@ -147,19 +159,13 @@ def summary(draws: np.ndarray, prob: float | None = None) -> dict[str, np.ndarra
     """:func:`rank_rhat` (NaN for one chain), :func:`ess_bulk` and :func:`ess_tail` of
     ``draws`` ``(chain, draw, ...)``, as ``"rhat"``, ``"ess_bulk"``, ``"ess_tail"``: the
     bulk R-hat and ESS share one ranking."""
-    x = np.asarray(draws, dtype=float)
-    shape, x = x.shape[2:], x.reshape(*x.shape[:2], -1)
-    out = {k: np.full(x.shape[-1], np.nan) for k in ("rhat", "ess_bulk")}
-    ok = _usable(x, 1)
-    if ok.any():
-        s = _split(x[..., ok])
-        z = _z_scale(s)
-        out["ess_bulk"][ok] = _ess(z)
-        if x.shape[0] > 1:
-            folded = np.abs(s - np.median(s.reshape(-1, s.shape[-1]), axis=0))
-            out["rhat"][ok] = np.maximum(_rhat(z), _rhat(_z_scale(folded)))
-    out["ess_tail"] = ess_tail(x, prob)
-    return {k: v.reshape(shape) for k, v in out.items()}
+    shape, x = _flat(draws)
+    rhat, bulk = _bulk(x, _usable(x, 1))
+    return {
+        "rhat": rhat.reshape(shape),
+        "ess_bulk": bulk.reshape(shape),
+        "ess_tail": ess_tail(draws, prob),
+    }
 
 
 def ess_bulk(draws: np.ndarray) -> np.ndarray:
@@ -173,13 +179,8 @@ def ess_bulk(draws: np.ndarray) -> np.ndarray:
     -------
     ndarray of shape draws.shape[2:]
     """
-    x = np.asarray(draws, dtype=float)
-    shape, x = x.shape[2:], x.reshape(*x.shape[:2], -1)
-    out = np.full(x.shape[-1], np.nan)
-    ok = _usable(x, 1)
-    if ok.any():
-        out[ok] = _ess(_z_scale(_split(x[..., ok])))
-    return out.reshape(shape)
+    shape, x = _flat(draws)
+    return _bulk(x, _usable(x, 1))[1].reshape(shape)
 
 
 def ess_tail(draws: np.ndarray, prob: float | None = None) -> np.ndarray:
@@ -199,8 +200,7 @@ def ess_tail(draws: np.ndarray, prob: float | None = None) -> np.ndarray:
         from arviz_base import rcParams
 
         prob = float(rcParams["stats.ci_prob"])
-    x = np.asarray(draws, dtype=float)
-    shape, x = x.shape[2:], x.reshape(*x.shape[:2], -1)
+    shape, x = _flat(draws)
     out = np.full(x.shape[-1], np.nan)
     ok = _usable(x, 1)
     if ok.any():
