@@ -34,6 +34,7 @@ def _cases():
     return out
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # a constant
 @pytest.mark.parametrize(("name", "x"), list(_cases().items()))
 def test_rhat_and_ess_are_arviz_s(name, x):
     ds = xr.Dataset({"v": (("chain", "draw", "v_dim"), x)})
