@@ -78,10 +78,10 @@ from rvm_pymc._core.gaussian import (
 )
 from rvm_pymc.inference._laplace import compile_laplace
 from rvm_pymc.inference._laplace_evidence import LaplaceModeError, evidence_of, solve_mode
-from rvm_pymc.inference._nuts import chain_seeds, nuts_datatree, nuts_result, pymc_sample
+from rvm_pymc.inference._nuts import nuts_datatree, nuts_result, pymc_sample
 from rvm_pymc.inference._options import NutsRun, takes_nuts_run
 from rvm_pymc.inference._user_models import check_user_model
-from rvm_pymc.inference._weights import ChainDraws
+from rvm_pymc.inference._weights import ChainDraws, chain_seeds
 from rvm_pymc.models.data import model_coords
 from rvm_pymc.models.spec import ModelSpec, model_spec
 

@@ -59,7 +59,6 @@ __all__ = [
     "nuts_result",
     "pymc_sample",
     "run_nuts",
-    "seed_of",
 ]
 
 SAMPLERS = ("pymc", "nutpie", "numpyro")
