@@ -27,6 +27,7 @@ from rvm_pymc.models._priors import (
     _noise_precision,
     _weights,
 )
+from rvm_pymc.models._raveled import shape_free_logp_dlogp
 from rvm_pymc.priors import HyperPrior, resolve_prior
 
 
@@ -41,10 +42,23 @@ class RVMModel(pm.Model):
     log of a Gamma(a, b) precision, ``Flat`` under ``a = b = 0``).  It is a
     ``pymc.Model`` in every other respect; ``model.copy()`` returns a plain
     ``pymc.Model``.
+
+    Its log density for NUTS cuts the raveled vector of free variables at
+    offsets computed from the dimension lengths (:mod:`rvm_pymc.models._raveled`),
+    so that the compiled function serves every number of bases.
     """
 
     def __str__(self) -> str:
         return self.str_repr()
+
+    def _logp_dlogp_function(self, grad_vars, *, tempered=False, ravel_inputs=None, **kwargs):
+        # NUTS's raveled input cut by dimension lengths: one compile for every number
+        # of bases (rvm_pymc.models._raveled)
+        if not ravel_inputs:
+            return super()._logp_dlogp_function(
+                grad_vars, tempered=tempered, ravel_inputs=ravel_inputs, **kwargs
+            )
+        return shape_free_logp_dlogp(self, grad_vars, tempered=tempered, **kwargs)
 
 
 _BUILDER_MADE = "_rvm_pymc_builder"

@@ -1,0 +1,155 @@
+"""NUTS's log density of the builders' models: PyMC's function, compiled once for every M.
+
+The builders' models (:class:`~rvm_pymc.models.RVMModel`) cut the raveled
+vector of free variables at offsets computed from their dimension lengths
+(``rvm_pymc.models._raveled``), so that cross-validation folds with another
+number of bases reuse the compiled function.  Compiled in ``FAST_COMPILE``
+(no Numba or C compilation): the graphs are compared, not timed.
+"""
+
+import io
+
+import numpy as np
+import pytest
+
+pm = pytest.importorskip("pymc")
+pytensor = pytest.importorskip("pytensor")
+
+from pymc.model.core import Model  # noqa: E402
+
+from rvm_pymc import models  # noqa: E402
+
+pytestmark = pytest.mark.pymc
+FAST = "FAST_COMPILE"
+
+
+def _problem(n, m, seed=0):
+    rng = np.random.default_rng(seed)
+    Phi = np.column_stack([np.ones(n), rng.standard_normal((n, m - 1))])
+    t = Phi @ rng.standard_normal(m) + 0.3 * rng.standard_normal(n)
+    return Phi, t
+
+
+def _build(kind, m, n=30):
+    Phi, t = _problem(n, m)
+    if kind == "marginal":
+        return models.regression_marginal(Phi, t, low_rank=False)
+    if kind == "low_rank":
+        return models.regression_marginal(Phi, t, low_rank=True)
+    if kind == "joint":
+        return models.regression_joint(Phi, t, parametrization="non_centred")
+    if kind == "binary":
+        return models.classification_binary(Phi, (t > 0).astype(int))
+    if kind == "softmax":
+        return models.classification_softmax(Phi, np.digitize(t, np.quantile(t, [0.33, 0.67])))
+    if kind == "rbf":
+        X = np.random.default_rng(1).uniform(-3, 3, (n, 1))
+        return models.regression_marginal_rbf(X, np.sinc(X[:, 0]), centres=X[: m - 1])
+    raise ValueError(kind)
+
+
+def _pymc_own(model, grad_vars, point, **kwargs):
+    """PyMC's own raveled function (constant cut points), bypassing the override."""
+    return Model._logp_dlogp_function(
+        model, tuple(grad_vars), ravel_inputs=True, initial_point=point, mode=FAST, **kwargs
+    )
+
+
+def _point(model, seed):
+    rng = np.random.default_rng(seed)
+    point = model.initial_point()
+    return {k: np.asarray(v + rng.normal(scale=0.5, size=np.shape(v))) for k, v in point.items()}
+
+
+@pytest.mark.parametrize("kind", ["marginal", "low_rank", "joint", "binary", "softmax", "rbf"])
+def test_value_and_gradient_are_pymcs(kind):
+    model = _build(kind, m=7)
+    point = _point(model, 3)
+    fn = model.logp_dlogp_function(ravel_inputs=True, initial_point=point, mode=FAST)
+    ref = _pymc_own(model, model.continuous_value_vars, point)
+    ref.set_extra_values(point)
+    q = np.concatenate([np.ravel(point[v.name]) for v in model.continuous_value_vars])
+    (logp, grad), (logp_ref, grad_ref) = fn._pytensor_function(q), ref._pytensor_function(q)
+    assert np.isfinite(logp) and grad.shape == q.shape
+    np.testing.assert_allclose(logp, logp_ref, rtol=1e-12)
+    np.testing.assert_allclose(grad, grad_ref, rtol=1e-9, atol=1e-9)
+    # and through the public call on a RaveledVars, as PyMC's samplers call it
+    from pymc.blocking import DictToArrayBijection
+
+    raveled = DictToArrayBijection.map(
+        {v.name: point[v.name] for v in model.continuous_value_vars}
+    )
+    np.testing.assert_allclose(fn(raveled)[0], logp_ref, rtol=1e-12)
+
+
+def test_a_subset_of_variables_keeps_the_others_as_extra_values():
+    model = _build("joint", m=6)
+    point = _point(model, 4)
+    grad_vars = [model.rvs_to_values[model["log_alpha"]], model.rvs_to_values[model["w_raw"]]]
+    fn = model.logp_dlogp_function(grad_vars, ravel_inputs=True, initial_point=point, mode=FAST)
+    q = np.concatenate([point["log_alpha"], point["w_raw"]])
+    logp, grad = fn._pytensor_function(q)
+    full = float(model.compile_logp(mode=FAST)(point))
+    np.testing.assert_allclose(logp, full, rtol=1e-12)
+    assert grad.shape == q.shape
+    # a new log_beta set as an extra value moves the density
+    moved = dict(point, log_beta=point["log_beta"] + 1.0)
+    fn.set_extra_values(moved)
+    np.testing.assert_allclose(
+        fn._pytensor_function(q)[0], float(model.compile_logp(mode=FAST)(moved)), rtol=1e-12
+    )
+
+
+def test_tempered_weights_the_data_term():
+    model = _build("marginal", m=5)
+    point = _point(model, 5)
+    fn = model.logp_dlogp_function(
+        tempered=True, ravel_inputs=True, initial_point=point, mode=FAST
+    )
+    q = np.concatenate([point["log_alpha"], [point["log_beta"]]])
+    fn.set_weights(np.array([0.0]))
+    prior = float(model.compile_fn(model.varlogp, mode=FAST)(point))
+    np.testing.assert_allclose(fn._pytensor_function(q)[0], prior, rtol=1e-12)
+
+
+def _compiled_graph(model):
+    fn = model.logp_dlogp_function(ravel_inputs=True, mode=FAST)
+    out = io.StringIO()
+    pytensor.dprint(fn._pytensor_function.maker.fgraph, file=out, print_type=True)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("kind", ["marginal", "joint", "softmax"])
+def test_the_compiled_graph_holds_no_number_of_bases(kind):
+    # what the compile caches key on: two numbers of bases, one graph
+    assert _compiled_graph(_build(kind, m=9, n=40)) == _compiled_graph(_build(kind, m=12, n=31))
+
+
+def test_pymcs_own_cut_holds_the_number_of_bases():
+    # the premise: without the override the two graphs differ (constant cut points)
+    graphs = []
+    for m in (9, 12):
+        model = _build("marginal", m=m, n=40)
+        fn = _pymc_own(model, model.continuous_value_vars, model.initial_point())
+        out = io.StringIO()
+        pytensor.dprint(fn._pytensor_function.maker.fgraph, file=out, print_type=True)
+        graphs.append(out.getvalue())
+    assert graphs[0] != graphs[1]
+
+
+def test_nuts_samples_through_the_shape_free_function():
+    model = _build("marginal", m=6, n=40)
+    with model:
+        tree = pm.sample(
+            draws=30,
+            tune=30,
+            chains=1,
+            cores=1,
+            random_seed=1,
+            progressbar=False,
+            compile_kwargs={"mode": FAST},
+            compute_convergence_checks=False,
+        )
+    draws = tree.posterior["log_alpha"].values
+    assert draws.shape == (1, 30, 6) and np.isfinite(draws).all()
+    assert np.unique(draws[0, :, 0]).size > 1  # it moved
