@@ -76,15 +76,20 @@ the low-rank form at this threshold (rank 43), 2e-8 to 2e-7 at ``eps`` (rank
 GRAM_FACTOR_DATA = "PhiTPhi_factor"
 """Name of the data container of the factor in a model of the low-rank form."""
 
-LOW_RANK_FRACTION = 0.5
+LOW_RANK_FRACTION = 0.6
 """:func:`~rvm_pymc.models.regression_marginal` uses the factor when its rank is at most
 this fraction of the number of bases.
 
 A value and gradient cost about ``M^3`` flops in the dense form and ``3 M r^2`` in
-the low-rank one (equal at ``r = 0.58 M``); measured on Numba (1-D RBF designs of varied
-width, load 1-5; benchmarks/README.md) the low-rank form was 1.2 times faster
-at ``r = 0.56 M`` (M = 101), 2.3 times at ``0.41 M`` and 3 times at ``0.37 M`` (M = 301),
-and 1.5 times slower at ``0.73 M``."""
+the low-rank one (equal at ``r = 0.58 M``), but the dense form does more in all at
+equal flops (a triangular inverse beside its factorisation).  Measured on Numba,
+value and gradient of sinc designs (1-D RBF of varied width, best of three passes
+over 100 points, quiet machine, 2026-11-27), dense / low-rank time:
+M = 81: 1.45 at ``r = 0.56 M``, 1.09 at 0.68, 0.91 at 0.83; M = 151: 1.81 at 0.54,
+1.22 at 0.71; M = 301: 1.56 at 0.52, 1.08 at 0.68, 0.81 at 0.83.  The threshold
+keeps a margin below the crossover (about 0.75 M); at 0.5 the folds of a
+cross-validation on sinc N = 100 (ranks 43-45 of 81) took the dense form and the
+fit on all rows (45 of 101) the low-rank one, two compiled models."""
 
 
 def gram_factor(Phi, rtol: float = GRAM_RTOL) -> np.ndarray:
