@@ -13,10 +13,11 @@ Columns: the fit's wall time and its sampling time (the sampler's own clock,
 fold refit's wall time (``compare``'s ``folds`` table) and its time to the
 first draw (when PyMC's sampler reports its first iteration: compilation
 and initialisation before it); the k-fold total; and the ratio of that total
-to the first fit's sampling time (the goal: at most K).  The folds of an int
-``cv`` have equal training sizes when K divides N (here 80 or 240 rows), so
-every refit has the shapes of the first refit; the fit on all N rows has
-other shapes.
+to the first fit's sampling time (the goal: at most K).  The builders'
+models cut NUTS's raveled input by their dimension lengths, so one compiled
+log density serves every number of bases: a refit compiles only when its
+model takes another form (the dense or the low-rank likelihood, by the
+rank of its design) than the fits before it.
 
 Usage::
 

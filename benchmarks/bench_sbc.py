@@ -33,7 +33,7 @@ Usage::
 
     python benchmarks/bench_sbc.py --reps 200 [--wrong] [--png benchmarks/results/sbc.png]
     python benchmarks/bench_sbc.py --task classification --slab 5 --reps 200 \
-        [--wrong] [--png ...] [--csv ...]
+        [--wrong] [--until-converged] [--png ...] [--csv ...]
 
 References
 ----------
@@ -61,6 +61,7 @@ from _common import header
 
 N_OBS, DRAWS, TUNE, CHAINS, RANK_DRAWS, BINS = 15, 300, 300, 2, 99, 10
 N_CLS, CLS_DRAWS, CLS_TUNE = 40, 500, 1000
+CLS_MAX_DRAWS = 6000  # RVC's draws=None: the most a chain takes before the rule stops it
 """Classification: points, draws and tuning steps per chain (tuning as ``RVC``'s default)."""
 WRONG = {"prior": (1.0, 0.5), "logit": (2.0, 1.0)}
 """Classification's wrong variants: (logit factor, weight factor) of the simulated data."""
@@ -223,6 +224,7 @@ def classification_ranks(
     tune: int = CLS_TUNE,
     n_obs: int = N_CLS,
     mode: str | None = None,
+    until_converged: bool = False,
 ) -> tuple[dict, list[dict], int]:
     """Ranks of ``log_alpha_m`` and ``w_m`` under the classifiers' NUTS, per replication.
 
@@ -233,7 +235,10 @@ def classification_ranks(
     ``target_accept`` and the start the estimator used when these runs were made
     (the chains at the reference fit of the labels under the prior without its
     slab, a pruned basis at the start's cap; since 3d1cb75 the estimator starts
-    under the prior with it).
+    under the prior with it).  ``until_converged``: as ``RVC(method="nuts")``
+    samples by default, at most ``CLS_MAX_DRAWS`` a chain after ``tune``,
+    stopped at the first checkpoint that passes the convergence check
+    (``draws`` is then unused).
     Returns ``(ranks, per-replication fit attrs, label draws redrawn)``.
     """
     import pymc as pm
@@ -268,7 +273,7 @@ def classification_ranks(
             pm.set_data({"y": y})
         return inference.sample_nuts(
             model,
-            draws=draws,
+            draws=CLS_MAX_DRAWS if until_converged else draws,
             tune=tune,
             chains=CHAINS,
             target_accept=ESTIMATOR_TARGET_ACCEPT,
@@ -277,6 +282,7 @@ def classification_ranks(
             progressbar=False,
             nuts_sampler="pymc",
             cores=1,
+            until_converged=until_converged,
             **compile_kwargs,
         )
 
@@ -352,6 +358,17 @@ def figure(result: dict, path: str, title: str) -> None:
     fig.savefig(path, dpi=110)
 
 
+def _report_kept(fits: list[dict], most: int) -> None:
+    """How many draws a chain the stopping rule kept, over the replications."""
+    kept = np.array([d["draws"] for d in fits])
+    looks = {k: int(np.sum(kept == k)) for k in np.unique(kept)}
+    print(
+        f"# until converged: draws a chain kept: median {np.median(kept):.0f}, "
+        f"{np.min(kept)}-{np.max(kept)}; {np.mean(kept < most):.0%} stopped early; "
+        f"replications per length: {looks}"
+    )
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", choices=("regression", "classification"), default="regression")
@@ -374,8 +391,9 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--until-converged",
         action="store_true",
-        help="regression: the estimator's default run (500 tuning steps, at most 2000 draws "
-        "a chain, stopped once converged) instead of 300 + 300",
+        help="the estimator's default run, stopped once converged (regression: 500 tuning "
+        "steps, at most 2000 draws a chain, instead of 300 + 300; classification: 1000 "
+        "tuning steps, at most 6000 draws, instead of --draws)",
     )
     parser.add_argument("--png", help="write the rank histograms here")
     parser.add_argument("--csv", help="classification: write the ranks and diagnostics here")
@@ -388,11 +406,7 @@ def main(argv=None) -> None:
         result, fits = ranks(args.reps, args.seed, factor, until_converged=args.until_converged)
         diag = None
         if args.until_converged:
-            kept = np.array([d["draws"] for d in fits])
-            print(
-                f"# until converged: draws a chain kept: median {np.median(kept):.0f}, "
-                f"{np.min(kept)}-{np.max(kept)}; {np.mean(kept < 2000):.0%} stopped early"
-            )
+            _report_kept(fits, 2000)
     else:
         logit, weight = WRONG[args.wrong_kind] if args.wrong else (1.0, 1.0)
         slab = "no slab" if args.slab is None else f"slab {args.slab:g}"
@@ -404,8 +418,16 @@ def main(argv=None) -> None:
             )
         )
         result, diag, redrawn = classification_ranks(
-            args.reps, args.seed, args.slab, logit, weight, draws=args.draws
+            args.reps,
+            args.seed,
+            args.slab,
+            logit,
+            weight,
+            draws=args.draws,
+            until_converged=args.until_converged,
         )
+        if args.until_converged:
+            _report_kept(diag, CLS_MAX_DRAWS)
     table, p_min = report(result)
     level = 0.01 / len(result)
     print(table)
