@@ -7,8 +7,9 @@ compiled function then holds ``M`` (the number of bases), and every new
 ``M`` compiles again, although the data (``pm.Data``) and the dimensions
 (``model.dim_lengths``, shared variables) already leave the rest of the graph
 free of them.  A cross-validation's folds have bases on their training rows,
-so their ``M`` differ by one (80 or 81 of 101 rows): on sinc N = 100 a fold of
-a new ``M`` took 3.3-8.8 s to compile where a fold of a shape already seen
+so their ``M`` is not the fit's on all rows (81 against 101 on sinc N = 100,
+5 folds; and folds of unequal sizes differ among themselves): on sinc a fold
+of a new ``M`` took 3.3-8.8 s to compile where a fold of a shape already seen
 took 0.4 s (Numba, compile cache warm from another ``M``).
 
 :func:`shape_free_logp_dlogp` cuts the vector at offsets computed from the
@@ -16,6 +17,15 @@ model's dimension lengths instead, so one compiled function (one entry of
 PyTensor's and Numba's caches) serves every ``M``.  A variable whose shape is
 not its dimensions' lengths (no ``dims``, or a transformed value) keeps
 PyMC's constant shape.
+
+It builds on two details of PyMC 6 (``Model._logp_dlogp_function``, which
+:class:`~rvm_pymc.models.RVMModel` overrides, and ``ValueGradFunction``'s
+``_raveled_inputs`` flag); ``tests/test_raveled.py`` checks that NUTS goes
+through it.  What differs from PyMC's own function, besides the graph: its
+one gradient variable is the joined vector (``fn._grad_vars``), and the cut
+points read the dimension lengths when it is called, so after
+``pm.set_data(..., coords=...)`` changes a dimension the function follows it
+where PyMC's raises a shape error.
 """
 
 from __future__ import annotations
@@ -45,7 +55,7 @@ def _symbolic_shape(model, value_var, shape: tuple[int, ...]) -> tuple:
     if rv is None or model.rvs_to_transforms.get(rv) is not None:
         return shape
     dims = model.named_vars_to_dims.get(rv.name)
-    if dims is None or len(dims) != len(shape) or None in dims:
+    if dims is None or len(dims) != len(shape):
         return shape
     lengths = [model.dim_lengths[d] for d in dims]
     if tuple(_length(n) for n in lengths) != shape:
@@ -73,7 +83,8 @@ def shape_free_logp_dlogp(
         shape = _symbolic_shape(model, var, tuple(initial_point[var.name].shape))
         size = pt.prod(pt.stack([pt.as_tensor(s, dtype="int64") for s in shape])) if shape else 1
         pieces.append((var, shape, size))
-    joined = pt.concatenate([pt.as_tensor(v).ravel() for v in grad_vars]).type(JOINED_NAME)
+    raveled = [pt.as_tensor(v, allow_xtensor_conversion=True).ravel() for v in grad_vars]
+    joined = pt.concatenate(raveled).type(JOINED_NAME)
     replace, start = {}, pt.constant(0, dtype="int64")
     for var, shape, size in pieces:
         piece = joined[start : start + size].reshape(shape).astype(var.dtype)
