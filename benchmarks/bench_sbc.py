@@ -168,6 +168,7 @@ def ranks(
     progress: bool = True,
     mode: str | None = None,
     until_converged: bool = False,
+    min_ess: float | None = None,
 ) -> tuple[dict, list[dict]]:
     """Rank of every true value among ``RANK_DRAWS`` posterior draws, per replication.
 
@@ -175,7 +176,9 @@ def ranks(
     once, then each replication reuses it from the cache).  ``until_converged``:
     sample as ``RVR(method="nuts")`` does by default (500 tuning steps, at most
     2000 draws a chain, stopped at the first checkpoint that passes the
-    convergence check) instead of ``DRAWS`` after ``TUNE``.
+    convergence check) instead of ``DRAWS`` after ``TUNE``; ``min_ess``: the
+    check's smallest ESS (default the package's, 400), raised so that the rule
+    stops at later checkpoints and the selection of a late look is tested.
     Returns ``({"log_alpha_0": array(reps), ..., "log_beta": ..., "w_0": ...},
     per-replication fit attributes)``.
     """
@@ -204,6 +207,7 @@ def ranks(
             nuts_sampler="pymc",
             cores=1,
             until_converged=until_converged,
+            **({} if min_ess is None else {"min_ess": min_ess}),
             **compile_kwargs,
         )
 
@@ -361,7 +365,7 @@ def figure(result: dict, path: str, title: str) -> None:
 def _report_kept(fits: list[dict], most: int) -> None:
     """How many draws a chain the stopping rule kept, over the replications."""
     kept = np.array([d["draws"] for d in fits])
-    looks = {k: int(np.sum(kept == k)) for k in np.unique(kept)}
+    looks = {int(k): int(np.sum(kept == k)) for k in np.unique(kept)}
     print(
         f"# until converged: draws a chain kept: median {np.median(kept):.0f}, "
         f"{np.min(kept)}-{np.max(kept)}; {np.mean(kept < most):.0%} stopped early; "
@@ -395,6 +399,12 @@ def main(argv=None) -> None:
         "steps, at most 2000 draws a chain, instead of 300 + 300; classification: 1000 "
         "tuning steps, at most 6000 draws, instead of --draws)",
     )
+    parser.add_argument(
+        "--min-ess",
+        type=float,
+        help="regression with --until-converged: the stopping check's smallest ESS "
+        "(default 400); higher makes the rule stop at later checkpoints",
+    )
     parser.add_argument("--png", help="write the rank histograms here")
     parser.add_argument("--csv", help="classification: write the ranks and diagnostics here")
     args = parser.parse_args(argv)
@@ -403,7 +413,13 @@ def main(argv=None) -> None:
         factor = 1.5 if args.wrong else 1.0
         what = f"noise x {factor}"
         print(header("SBC of the collapsed regression sampler", [f"noise factor {factor}"]))
-        result, fits = ranks(args.reps, args.seed, factor, until_converged=args.until_converged)
+        result, fits = ranks(
+            args.reps,
+            args.seed,
+            factor,
+            until_converged=args.until_converged,
+            min_ess=args.min_ess,
+        )
         diag = None
         if args.until_converged:
             _report_kept(fits, 2000)

@@ -300,10 +300,11 @@ def pymc_sample(
     ck = run.compile_kwargs
     note_once(  # once per process: a cross-validation's refits reuse the cache
         "Compiling the %s model for %s NUTS (%s); a first compile on a cold cache can take "
-        "a minute or more, later fits of the same shapes reuse the cache",
+        "a minute or more, later fits of this model reuse the cache%s",
         spec.kind.replace("_", " "),
         sampler,
         _backend(sampler, ck),
+        " (any number of rows or bases)" if sampler == "pymc" else " (the same shapes)",
     )
     interruptible = _interruptible(active=sampler == "pymc")
     plain = run.progressbar == PLAIN_PROGRESS
