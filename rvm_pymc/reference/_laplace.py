@@ -46,6 +46,7 @@ import numpy as np
 from scipy.special import expit, gammaln, log_expit
 
 from rvm_pymc._core.gaussian import factor_inverse, factor_logdet, factor_solve, spd_factor
+from rvm_pymc.reference._design_products import scaled_rows, scaled_rows_buffer
 
 __all__ = [
     "LIKELIHOODS",
@@ -214,9 +215,14 @@ def hessian(Phi: np.ndarray, Y: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     return H
 
 
-def weighted_hessian(Phi: np.ndarray, d: np.ndarray, alpha: np.ndarray) -> np.ndarray:
-    """``Phi^T diag(d) Phi + diag(alpha)``: the Hessian of a one-column model."""
-    H = Phi.T @ (d[:, None] * Phi)
+def weighted_hessian(
+    Phi: np.ndarray, d: np.ndarray, alpha: np.ndarray, work: np.ndarray | None = None
+) -> np.ndarray:
+    """``Phi^T diag(d) Phi + diag(alpha)``: the Hessian of a one-column model.
+
+    ``work``: a buffer for ``diag(d) Phi`` (:func:`scaled_rows_buffer`), or None.
+    """
+    H = Phi.T @ scaled_rows(d, Phi, work)
     H.flat[:: H.shape[0] + 1] += alpha  # the product is C-contiguous: its diagonal
     return H
 
@@ -373,6 +379,7 @@ def _newton_one_column(
     ``(L, p)`` the factor of the Hessian at ``w``.
     """
     t, PhiT = lik.t, Phi.T
+    work = scaled_rows_buffer(Phi)  # diag(d) Phi at every iteration: one allocation
     f = Phi @ w
     ll = lik.log_lik(f)
     y = lik.mean(f)
@@ -387,7 +394,7 @@ def _newton_one_column(
     for it in range(1, max_newton + 1):  # noqa: B007
         grad = PhiT @ (t - y) - alpha * w
         d = lik.curvature(y)
-        L, p = spd_factor(weighted_hessian(Phi, d, alpha), "Laplace Hessian")
+        L, p = spd_factor(weighted_hessian(Phi, d, alpha, work), "Laplace Hessian")
         step = factor_solve(L, p, grad)
         if np.abs(step).max() <= tol * (1.0 + (np.abs(w).max() if w.size else 0.0)):
             converged = True
@@ -409,7 +416,7 @@ def _newton_one_column(
         w, obj, ll, y = w_new, obj_new, ll_new, lik.mean(f)
     else:
         d = lik.curvature(y)
-        L, p = spd_factor(weighted_hessian(Phi, d, alpha), "Laplace Hessian")
+        L, p = spd_factor(weighted_hessian(Phi, d, alpha, work), "Laplace Hessian")
     return w, obj, ll, y, d, L, p, it, converged
 
 

@@ -22,6 +22,7 @@ from rvm_pymc._core.validation import check_int
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import HyperPrior, resolve_prior
 from rvm_pymc.reference._ard import reestimate_alpha, slab_precision
+from rvm_pymc.reference._design_products import worker_threads
 from rvm_pymc.reference._fast_classification import fast_classification
 from rvm_pymc.reference._laplace import LaplacePosterior, find_mode
 from rvm_pymc.reference._options import (
@@ -93,7 +94,9 @@ def laplace_fit(
 
     Phin, scale, usable = normalise_columns(Phi.copy(), task)
 
-    with single_blas_thread():  # loops of small products: one BLAS thread (see _threads)
+    # loops of small products: one BLAS thread (see _threads); the large products on
+    # worker threads kept for the fit (_design_products)
+    with single_blas_thread(), worker_threads():
         if method == "fast":
             start = None if alpha_init is None else alpha_init / scale**2
             out = fast_classification(

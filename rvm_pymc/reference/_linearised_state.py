@@ -32,6 +32,12 @@ import numpy as np
 
 from rvm_pymc._core.gaussian import spd_solve
 from rvm_pymc._core.sparsity import active_sq, ell, ell_shared, maximise_shared, rotate
+from rvm_pymc.reference._design_products import (
+    in_background,
+    scaled_rows,
+    squared,
+    transposed_products,
+)
 from rvm_pymc.reference._laplace import (
     OneColumn,
     class_pairs,
@@ -71,7 +77,7 @@ class _LinearisedState(SequentialState):
         # the likelihood of a one-column model (as find_mode chooses it), built once
         one = likelihood == "poisson" or (self.c == 1 and np.all((T == 0.0) | (T == 1.0)))
         self.one_column = OneColumn(likelihood, T[:, 0]) if one else None
-        self.Phin2 = Phin**2
+        self.Phin2 = squared(Phin)
         self.active: list[int] = []
         self.alpha = np.empty(0)
         self.G = np.empty((self.m, 0))
@@ -81,16 +87,51 @@ class _LinearisedState(SequentialState):
         self.joint_history: list = []  # (active, log alpha, step) of joint moves
         self.mode_tol = _MODE_TOL_LOOSE  # Newton tolerance of the mode; see fast_classification
         self._addable_cache: tuple = (None, None)  # see SequentialState._addable
+        self._columns_cache: tuple = ((), Phin[:, :0])  # see _active_columns
+        # the memory order of a gather of columns (NumPy's: F for a C- or F-order design)
+        self._columns_order = "F" if Phin[:2, [0, 0]].flags.f_contiguous else "C"
 
     @property
     def _w_active(self) -> np.ndarray:
         """Mode of the active weights (binary case: one column)."""
         return self.W[:, 0]
 
-    def _cosines(self, j: int) -> np.ndarray:
-        g = self.Phin.T @ self.Phin[:, j]
-        g[~self.usable] = 0.0
-        return g
+    def _cosines(self, j: int):
+        """The cosines of basis ``j`` with every column (0 for the unusable ones), started.
+
+        Returns a handle whose ``result()`` is the vector: for a large design
+        formed on a thread of its own while the caller goes on (the mode search
+        of :meth:`add`), else formed now.
+        """
+
+        def cosines() -> np.ndarray:
+            g = self.Phin.T @ self.Phin[:, j]
+            g[~self.usable] = 0.0
+            return g
+
+        return in_background(cosines, self.Phin.size)
+
+    def _active_columns(self) -> np.ndarray:
+        """``Phin[:, active]``, kept for the next call.
+
+        Made from the last one when the active set has gained or lost one
+        basis (the same numbers: copies of the columns, in the memory order a
+        gather gives, which the products' rounding depends on), else gathered:
+        a gather reads a cache line of every row of a C-order design (50 ms at
+        N = 2e5, M = 1001).
+        """
+        key = tuple(self.active)
+        last, Pa = self._columns_cache
+        if key == last:
+            return Pa
+        if key[:-1] == last:
+            Pa = np.concatenate([Pa, self.Phin[:, key[-1:]]], axis=1)
+        elif len(key) == len(last) - 1 and key == tuple(b for b in last if b in key):
+            Pa = Pa[:, [last.index(b) for b in key]]
+        else:
+            Pa = self.Phin[:, np.asarray(key, dtype=np.intp)]
+        self._columns_cache = (key, np.asarray(Pa, order=self._columns_order))
+        return self._columns_cache[1]
 
     def resolve(self, statistics: bool = True) -> None:
         """Re-find the mode; recompute Sigma and the candidate statistics S, Q.
@@ -98,8 +139,7 @@ class _LinearisedState(SequentialState):
         With ``statistics=False`` only the mode, ``Sigma`` and the evidence (a
         trial move is judged by them; :meth:`statistics` completes an accepted one).
         """
-        idx = np.asarray(self.active)
-        Pa = self.Phin[:, idx]
+        Pa = self._active_columns()
         if self.one_column is not None:
             post = find_mode_one_column(Pa, self.one_column, self.alpha, self.W, self.mode_tol)
         else:
@@ -116,14 +156,16 @@ class _LinearisedState(SequentialState):
         """The candidate statistics S, Q (and the weighted Gram products) at the mode."""
         idx = np.asarray(self.active)
         if Pa is None:
-            Pa = self.Phin[:, idx]
+            Pa = self._active_columns()
         Y, ma, c = self.post.probs, idx.size, self.c
         if c == 1:  # two classes or counts: one weighting, plain matrix products
             y, d = Y[:, 0], self.post.curvature  # B = diag(d): y (1 - y), or the rates
-            Xm = self.Phin.T @ (d[:, None] * Pa)  # Phi^T B Phi_a, (M, ma)
-            Dg = self.Phin2.T @ d
+            # Phi^T B Phi_a (M, ma), (Phi^2)^T d and Phi^T (t - y): three reads of the
+            # design, on worker threads when it is large
+            Xm, Dg, self.Q = transposed_products(
+                [(self.Phin, scaled_rows(d, Pa)), (self.Phin2, d), (self.Phin, self.T[:, 0] - y)]
+            )
             self.S = Dg - np.einsum("ij,ij->i", Xm @ self.Sigma, Xm)
-            self.Q = self.Phin.T @ (self.T[:, 0] - y)
             self.H_lik = Xm[idx]
             self.Q_active = self.Q[idx][:, None]
             self.X = Xm[:, None, :]
@@ -133,13 +175,12 @@ class _LinearisedState(SequentialState):
         # (the c (c + 1) / 2 distinct weightings in one product each)
         Wt = pair_weights(Y)  # (N, pairs)
         XP = pair_grams(self.Phin, Wt, Pa)
-        DP = self.Phin2.T @ Wt
+        DP, Q = transposed_products([(self.Phin2, Wt), (self.Phin, self.T - Y)])
         pair = class_pairs(c)[3]  # pair index of (k, l) and of (l, k)
         X = XP.take(pair, axis=1).reshape(self.m, c, c * ma)  # C order, as the products need
         Dg = DP.take(pair, axis=1)
         Z = (X.reshape(self.m * c, c * ma) @ self.Sigma).reshape(self.m, c, c * ma)
         S = Dg - Z @ np.transpose(X, (0, 2, 1))
-        Q = self.Phin.T @ (self.T - Y)
         # Phi_a^T B Phi_a, class-major (c ma, c ma): the likelihood part of the Hessian
         self.H_lik = np.transpose(X[idx], (1, 0, 2)).reshape(c * ma, c * ma)
         self.Q_active = Q[idx]
@@ -164,11 +205,12 @@ class _LinearisedState(SequentialState):
             W0 = np.vstack([self.W + shift, w_j])
         else:
             W0 = np.zeros((1, c))
-        self.G = np.column_stack([self.G, self._cosines(j)])
         self.active.append(j)
         self.alpha = np.append(self.alpha, alpha_j)
         self.W = W0
+        cosines = self._cosines(j)  # formed during the mode search
         self.resolve()
+        self.G = np.column_stack([self.G, cosines.result()])
 
     def predicted_mode(self, alpha_new: np.ndarray) -> np.ndarray:
         """One Newton step from the current mode at new precisions of the active bases.
