@@ -55,6 +55,15 @@ def _pymc_own(model, grad_vars, point, **kwargs):
     )
 
 
+def _assert_same(fn, ref, q):
+    """Value and gradient of ``fn`` at ``q`` equal to those of PyMC's ``ref``;
+    returns ``ref``'s value and ``fn``'s gradient."""
+    (logp, grad), (logp_ref, grad_ref) = fn._pytensor_function(q), ref._pytensor_function(q)
+    np.testing.assert_allclose(logp, logp_ref, rtol=1e-12)
+    np.testing.assert_allclose(grad, grad_ref, rtol=1e-9, atol=1e-9)
+    return logp_ref, grad
+
+
 def _point(model, seed):
     rng = np.random.default_rng(seed)
     point = model.initial_point()
@@ -69,10 +78,8 @@ def test_value_and_gradient_are_pymcs(kind):
     ref = _pymc_own(model, model.continuous_value_vars, point)
     ref.set_extra_values(point)
     q = np.concatenate([np.ravel(point[v.name]) for v in model.continuous_value_vars])
-    (logp, grad), (logp_ref, grad_ref) = fn._pytensor_function(q), ref._pytensor_function(q)
-    assert np.isfinite(logp) and grad.shape == q.shape
-    np.testing.assert_allclose(logp, logp_ref, rtol=1e-12)
-    np.testing.assert_allclose(grad, grad_ref, rtol=1e-9, atol=1e-9)
+    logp_ref, grad = _assert_same(fn, ref, q)
+    assert np.isfinite(logp_ref) and grad.shape == q.shape
     # and through the public call on a RaveledVars, as PyMC's samplers call it
     from pymc.blocking import DictToArrayBijection
 
@@ -118,9 +125,7 @@ def test_tempered_weights_the_data_term():
     for weight in (0.0, 0.37):
         fn.set_weights(np.array([weight]))
         ref.set_weights(np.array([weight]))
-        (logp, grad), (logp_ref, grad_ref) = fn._pytensor_function(q), ref._pytensor_function(q)
-        np.testing.assert_allclose(logp, logp_ref, rtol=1e-12)
-        np.testing.assert_allclose(grad, grad_ref, rtol=1e-9, atol=1e-9)
+        _assert_same(fn, ref, q)
     fn.set_weights(np.array([0.0]))
     prior = float(model.compile_fn(model.varlogp, mode=FAST)(point))
     np.testing.assert_allclose(fn._pytensor_function(q)[0], prior, rtol=1e-12)
@@ -134,9 +139,7 @@ def test_variables_in_another_order_than_the_models():
     fn = model.logp_dlogp_function(grad_vars, ravel_inputs=True, initial_point=point, mode=FAST)
     ref = _pymc_own(model, grad_vars, point)
     q = np.concatenate([np.ravel(point[name]) for name in order])
-    (logp, grad), (logp_ref, grad_ref) = fn._pytensor_function(q), ref._pytensor_function(q)
-    np.testing.assert_allclose(logp, logp_ref, rtol=1e-12)
-    np.testing.assert_allclose(grad, grad_ref, rtol=1e-9, atol=1e-9)
+    _assert_same(fn, ref, q)
 
 
 def test_a_dims_model_of_ones_own_inside_rvmmodel():
@@ -150,16 +153,18 @@ def test_a_dims_model_of_ones_own_inside_rvmmodel():
     fn = model.logp_dlogp_function(ravel_inputs=True, initial_point=point, mode=FAST)
     ref = _pymc_own(model, grad_vars, point)
     q = np.concatenate([np.ravel(point[v.name]) for v in grad_vars])
-    (logp, grad), (logp_ref, grad_ref) = fn._pytensor_function(q), ref._pytensor_function(q)
-    np.testing.assert_allclose(logp, logp_ref, rtol=1e-12)
-    np.testing.assert_allclose(grad, grad_ref, rtol=1e-9, atol=1e-9)
+    _assert_same(fn, ref, q)
 
 
-def _compiled_graph(model, mode=FAST):
-    fn = model.logp_dlogp_function(ravel_inputs=True, mode=mode)
+def _graph_text(fn) -> str:
+    """The compiled graph of a ``ValueGradFunction``, as text (what the caches key on)."""
     out = io.StringIO()
     pytensor.dprint(fn._pytensor_function.maker.fgraph, file=out, print_type=True)
     return out.getvalue()
+
+
+def _compiled_graph(model, mode=FAST):
+    return _graph_text(model.logp_dlogp_function(ravel_inputs=True, mode=mode))
 
 
 @pytest.mark.parametrize("kind", ["marginal", "low_rank", "joint", "softmax"])
@@ -183,9 +188,7 @@ def test_pymcs_own_cut_holds_the_number_of_bases():
     for m in (9, 12):
         model = _build("marginal", m=m, n=40)
         fn = _pymc_own(model, model.continuous_value_vars, model.initial_point())
-        out = io.StringIO()
-        pytensor.dprint(fn._pytensor_function.maker.fgraph, file=out, print_type=True)
-        graphs.append(out.getvalue())
+        graphs.append(_graph_text(fn))
     assert graphs[0] != graphs[1]
 
 
