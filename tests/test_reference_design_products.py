@@ -34,6 +34,21 @@ def test_transposed_products_are_the_products(order, workers):
     np.testing.assert_allclose(Q, (A**2).T @ B[:, :1], rtol=1e-13, atol=1e-12)
 
 
+@pytest.mark.parametrize("shape", [(500, 77, 5), (2000, 301, 22), (300, 40, 1)])
+def test_threaded_products_have_the_bits_of_one_thread(shape):
+    # the fast classifier's moves follow the rounding of its statistics: its
+    # products must have the same bits whatever the threads (the blocks follow M
+    # alone; at M = 301 and k = 22 blocks by thread count did not give the bits)
+    n, m, k = shape
+    rng = np.random.default_rng(1)
+    A, B, v = rng.standard_normal((n, m)), rng.standard_normal((n, k)), rng.standard_normal(n)
+    whole = dp.transposed_products([(A, B), (A, v)], workers=1)
+    for workers in (2, 3, 5):
+        parts = dp.transposed_products([(A, B), (A, v)], workers=workers)
+        assert all(np.array_equal(a, b) for a, b in zip(parts, whole, strict=True))
+    assert whole[0].flags.c_contiguous  # the memory order later products' rounding follows
+
+
 def test_column_blocks_cover_the_columns():
     for m in (1, 7, 8, 77, 1001):
         for parts in (1, 2, 3, 4):

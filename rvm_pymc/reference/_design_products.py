@@ -1,22 +1,26 @@
-"""The fast classifier's reads of a tall design, on worker threads, rounded as before.
+"""The fast classifier's reads of a tall design, on worker threads, rounded alike on any number.
 
 At every new mode the fast classifier's statistics need ``Phi^T B Phi_a``,
 ``(Phi^2)^T d`` and ``Phi^T (t - y)``: full reads of the N x M design (at
 N = 2e5 and M = 1001, 1.6 GB each), which ran one after another on one BLAS
 thread (0.69 s a pass there, 60% of a fit).  :func:`transposed_products`
-runs them on worker threads (NumPy releases the GIL in its products), each
-product whole or, for a matrix ``B``, cut into blocks of the columns of
-``A``: block ``j`` of ``A^T B`` is ``A[:, j]^T B``, each entry the same dot
-product over the same rows in the same order.  The rows are never split:
-that would change the rounding of every sum, and the fast classifier's
-sequence of moves follows the rounding of its statistics (a fit at N = 5e4
-ended at another local optimum, 0.08 nats away, when the sums were split by
-rows).  With OpenBLAS (its SkylakeX kernels, measured here) the column blocks
-give the whole product bit for bit, and the fits are the same number for
-number; two blocks take 0.25 s for ``Phi^T X`` with 21 columns at N = 2e5
-against 0.46 s for the whole.  A matrix-vector product split by columns was
-slower (the design read in strided pieces) and, in more than two blocks, not
-the same bits, so those stay whole and run beside the blocks.
+runs them on worker threads (NumPy releases the GIL in its products), a
+matrix product cut into blocks of the columns of ``A``: block ``j`` of
+``A^T B`` is ``A[:, j]^T B``.  The rows are never split: that would change
+the rounding of every sum, and the fast classifier's sequence of moves
+follows the rounding of its statistics (a fit at N = 5e4 ended at another
+local optimum, 0.08 nats away, when the sums were split by rows).  Nor do
+the blocks follow the number of threads: they depend on ``M`` alone
+(:data:`BLOCK_COLUMNS`), so a fit makes the same BLAS calls, and ends at
+the same numbers, on any number of threads.  (Blocks of a fixed number per
+thread gave the whole product's bits at some shapes and not at others: at
+M = 301 and 13 or more columns of ``B`` not, on this OpenBLAS.)  A matrix
+product is formed as ``(B^T A)^T``, the design the right operand: on one
+OpenBLAS thread 0.25 s against 0.47 s for ``A^T B`` at N = 2e5, M = 1001
+and 22 columns of ``B``; the three products of a pass then take about
+0.25 s on two threads there, against 0.35 s in the other form.  A
+matrix-vector product split by columns was slower (the design read in
+strided pieces), so those stay whole and run beside the blocks.
 
 The same applies to the element-wise work: :func:`squared` and
 :func:`scaled_rows` form each entry as before (a correctly rounded product,
@@ -38,6 +42,7 @@ from rvm_pymc._core.rowqr import default_workers
 from rvm_pymc._core.threads import single_blas_thread
 
 __all__ = [
+    "BLOCK_COLUMNS",
     "SCALE_MIN_ENTRIES",
     "THREAD_MIN_ENTRIES",
     "in_background",
@@ -221,7 +226,12 @@ def in_background(fn, size: int, workers: int | None = None):
 
 
 def transposed_products(pairs, workers: int | None = None) -> list[np.ndarray]:
-    """``[A.T @ B for A, B in pairs]``, formed on worker threads.
+    """``[A.T @ B for A, B in pairs]``, on worker threads, the same bits on any number.
+
+    A matrix ``B`` gives ``(B^T A)^T`` (the faster form), cut into
+    ``ceil(M / BLOCK_COLUMNS)`` blocks of the columns of ``A``: the blocks
+    depend on ``M`` alone, so the same BLAS calls form the result whatever
+    the number of threads.  A vector ``B`` is one product.
 
     Parameters
     ----------
@@ -230,41 +240,55 @@ def transposed_products(pairs, workers: int | None = None) -> list[np.ndarray]:
     workers : int, optional
         Threads.  Default: the CPUs this process may run on, or none (every
         product formed in the calling thread) for fewer than
-        :data:`THREAD_MIN_ENTRIES` entries in all the ``A`` together.  For a
-        matrix ``B`` the columns of ``A`` are cut into ``workers`` blocks, one
-        product each; a vector ``B`` is one product.  The threads run with one
-        BLAS thread each.
+        :data:`THREAD_MIN_ENTRIES` entries in all the ``A`` together.  The
+        threads run with one BLAS thread each.
 
     Returns
     -------
     list of ndarray
-        ``A.T @ B`` for each pair: shape (M, k), or (M,) for a vector ``B``.
+        ``A.T @ B`` for each pair: shape (M, k) in C order, or (M,) for a vector ``B``.
 
     Examples
     --------
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
-    >>> A, B = rng.standard_normal((1000, 70)), rng.standard_normal((1000, 3))
+    >>> A, B = rng.standard_normal((1000, 700)), rng.standard_normal((1000, 3))
     >>> P, p = transposed_products([(A, B), (A, B[:, 0])], workers=2)
     >>> bool(np.allclose(P, A.T @ B)), bool(np.allclose(p, A.T @ B[:, 0]))
     (True, True)
+    >>> bool(np.array_equal(P, transposed_products([(A, B)], workers=1)[0]))
+    True
     """
-    workers = _threads(sum(A.size for A, _ in pairs), workers)
-    if workers <= 1:
-        return [A.T @ B for A, B in pairs]
     tasks, owner = [], []  # blocks of the matrix products first: the longest tasks
     for i, (A, B) in enumerate(pairs):
         if B.ndim == 2:
-            for cols in _column_blocks(A.shape[1], workers):
+            for cols in _column_blocks(A.shape[1], -(-A.shape[1] // BLOCK_COLUMNS)):
                 tasks.append((A, B, cols))
                 owner.append(i)
     for i, (A, B) in enumerate(pairs):
         if B.ndim != 2:
             tasks.append((A, B, slice(None)))
             owner.append(i)
-    with single_blas_thread():
-        parts = _map(lambda task: task[0][:, task[2]].T @ task[1], tasks)
-    return [
-        np.concatenate([p for p, o in zip(parts, owner, strict=True) if o == i])
-        for i in range(len(pairs))
-    ]
+    if _threads(sum(A.size for A, _ in pairs), workers) <= 1:
+        parts = [_product(*task) for task in tasks]
+    else:
+        with single_blas_thread():
+            parts = _map(lambda task: _product(*task), tasks)
+    out = []
+    for i, (_, B) in enumerate(pairs):
+        mine = [p for p, o in zip(parts, owner, strict=True) if o == i]
+        joined = np.concatenate(mine, axis=1).T if B.ndim == 2 else mine[0]
+        out.append(np.ascontiguousarray(joined))
+    return out
+
+
+#: Columns of the design in one block of a matrix product of :func:`transposed_products`.
+#: Blocks of 256 (4 at M = 1001) took 0.16 s at N = 2e5 and 22 columns of ``B`` on
+#: two threads, against 0.145 s in two blocks and 0.20-0.30 s in blocks of 128-32
+#: (each block reads ``B`` again).
+BLOCK_COLUMNS = 256
+
+
+def _product(A: np.ndarray, B: np.ndarray, cols: slice) -> np.ndarray:
+    """``B^T A[:, cols]`` (k, cols) for a matrix ``B``; ``A[:, cols]^T B`` for a vector."""
+    return B.T @ A[:, cols] if B.ndim == 2 else A[:, cols].T @ B
