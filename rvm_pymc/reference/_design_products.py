@@ -11,8 +11,9 @@ the rounding of every sum, and the fast classifier's sequence of moves
 follows the rounding of its statistics (a fit at N = 5e4 ended at another
 local optimum, 0.08 nats away, when the sums were split by rows).  Nor do
 the blocks follow the number of threads: they depend on ``M`` alone
-(:data:`BLOCK_COLUMNS`), so a fit makes the same BLAS calls, and ends at
-the same numbers, on any number of threads.  (Blocks of a fixed number per
+(:data:`BLOCK_COLUMNS`) and every product runs on one BLAS thread, so a fit
+makes the same BLAS calls, and ends at the same numbers, on any number of
+threads.  (Blocks of a fixed number per
 thread gave the whole product's bits at some shapes and not at others: at
 M = 301 and 13 or more columns of ``B`` not, on this OpenBLAS.)  A matrix
 product is formed as ``(B^T A)^T``, the design the right operand: on one
@@ -230,8 +231,9 @@ def transposed_products(pairs, workers: int | None = None) -> list[np.ndarray]:
 
     A matrix ``B`` gives ``(B^T A)^T`` (the faster form), cut into
     ``ceil(M / BLOCK_COLUMNS)`` blocks of the columns of ``A``: the blocks
-    depend on ``M`` alone, so the same BLAS calls form the result whatever
-    the number of threads.  A vector ``B`` is one product.
+    depend on ``M`` alone, and every product runs on one BLAS thread, so the
+    same BLAS calls form the result whatever the number of threads.  A
+    vector ``B`` is one product.
 
     Parameters
     ----------
@@ -240,8 +242,8 @@ def transposed_products(pairs, workers: int | None = None) -> list[np.ndarray]:
     workers : int, optional
         Threads.  Default: the CPUs this process may run on, or none (every
         product formed in the calling thread) for fewer than
-        :data:`THREAD_MIN_ENTRIES` entries in all the ``A`` together.  The
-        threads run with one BLAS thread each.
+        :data:`THREAD_MIN_ENTRIES` entries in all the ``A`` together.  Either
+        way the products run with one BLAS thread each.
 
     Returns
     -------
@@ -269,10 +271,10 @@ def transposed_products(pairs, workers: int | None = None) -> list[np.ndarray]:
         if B.ndim != 2:
             tasks.append((A, B, slice(None)))
             owner.append(i)
-    if _threads(sum(A.size for A, _ in pairs), workers) <= 1:
-        parts = [_product(*task) for task in tasks]
-    else:
-        with single_blas_thread():
+    with single_blas_thread():  # BLAS's own threads would change the bits
+        if _threads(sum(A.size for A, _ in pairs), workers) <= 1:
+            parts = [_product(*task) for task in tasks]
+        else:
             parts = _map(lambda task: _product(*task), tasks)
     out = []
     for i, (_, B) in enumerate(pairs):
@@ -282,10 +284,11 @@ def transposed_products(pairs, workers: int | None = None) -> list[np.ndarray]:
     return out
 
 
-#: Columns of the design in one block of a matrix product of :func:`transposed_products`.
-#: Blocks of 256 (4 at M = 1001) took 0.16 s at N = 2e5 and 22 columns of ``B`` on
-#: two threads, against 0.145 s in two blocks and 0.20-0.30 s in blocks of 128-32
-#: (each block reads ``B`` again).
+#: Columns of the design in one block of a matrix product of :func:`transposed_products`,
+#: about: ``ceil(M / 256)`` blocks, cut at multiples of 8.  Blocks of about 256 (4 at
+#: M = 1001) took 0.16 s at N = 2e5 and 22 columns of ``B`` on two threads, against
+#: 0.145 s in two blocks and 0.20-0.30 s in blocks of 128-32 (each block reads ``B``
+#: again).
 BLOCK_COLUMNS = 256
 
 
