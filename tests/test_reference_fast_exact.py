@@ -13,6 +13,7 @@ from rvm_pymc.basis import KernelBasis
 from rvm_pymc.kernels import RBF
 from rvm_pymc.reference import dense_log_marginal_likelihood, fit_regression
 from rvm_pymc.reference._sequential_state import SequentialState
+from rvm_pymc.reference.fast import select_move
 
 
 def one_feature_3d(n, seed, gamma_factor=1.0):
@@ -112,3 +113,33 @@ def test_tiny_precisions_on_a_smooth_kernel_converge():
         est = RVR(gamma=0.3 / (3 * X.var())).fit(X, y)
     assert est.converged_
     assert est.n_iter_ < 3000
+
+
+def _state_with_an_uninformed_basis():
+    """A regression state whose active basis 0 the data do not inform: ``s_0 = 0``.
+
+    ``alpha_0 Sigma_00 = 1`` (posterior variance = prior variance), so ``s`` and
+    ``q`` come from ``S``, ``Q``, here at rounding level: ``S_0`` a tiny negative
+    number (``s_0`` clipped to 0), ``Q_0`` a tiny positive one (``q_0^2 > s_0``).
+    """
+    st = object.__new__(SequentialState)
+    st.m, st.usable, st.all_usable = 4, np.ones(4, dtype=bool), True
+    st.active, st.alpha = [0, 1], np.array([2.0, 3.0])
+    st.Sigma, st.mu = np.diag([0.5, 0.1]), np.array([1e-9, 0.4])
+    st.S, st.Q = np.array([-1e-17, 5.0, 1.0, 0.5]), np.array([1e-9, 2.0, 2.0, 0.1])
+    st.G, st._addable_cache = np.zeros((4, 2)), (None, None)
+    return st
+
+
+def test_a_basis_the_data_do_not_inform_is_not_relevant():
+    # s = 0 made it relevant at precision s^2 / (q^2 - s) = 0, a NaN gain and, in the
+    # classifier's convergence test, log(0): a RuntimeWarning, a test that never passes
+    st = _state_with_an_uninformed_basis()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        move = select_move(st, 0.0)
+        np.log(move.new_alpha[np.asarray(st.active)])
+    assert not move.relevant[0] and move.new_alpha[0] == np.inf
+    assert move.deletions[0] and move.j == 0  # deleted first, as every leaving basis
+    assert move.relevant[1] and np.isfinite(move.new_alpha[1])  # the others as before
+    assert move.relevant[2] and not move.relevant[3]  # q^2 > s, q^2 < s out of the model

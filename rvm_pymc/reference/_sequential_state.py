@@ -417,7 +417,10 @@ class SequentialState:
         q2_a = q_a * q_a
         q2[idx] = q2_a
         theta = q2 - s
-        relevant = theta > 0
+        # relevant: q^2 > s (Tipping & Faul), and s > 0: at s = 0 (clipped rounding: the
+        # data do not inform the weight, q is rounding too) the best precision would be
+        # s^2 / theta = 0, with a NaN gain; such a basis leaves, as q^2 <= s would say
+        relevant = (theta > 0) & (s > 0)
         new_alpha = np.where(relevant, s * s / theta, np.inf)
         in_model, addable = self._addable(align_tol)
         best = ell(new_alpha, s, q2)  # at its best precision; 0 out of the model (alpha = inf)
