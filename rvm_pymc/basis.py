@@ -19,6 +19,7 @@ from numpy.typing import ArrayLike
 from sklearn.exceptions import NotFittedError
 
 from rvm_pymc._core.centres import choose_centres, resolve_centres
+from rvm_pymc._core.threads import thread_map
 from rvm_pymc._core.validation import as_2d_float, is_real
 from rvm_pymc.kernels import Kernel, make_kernel
 
@@ -37,6 +38,9 @@ __all__ = [
 _BLOCK_ENTRIES = 1 << 20
 #: ... and through a buffer of this many (1 MB) when written into a strided view.
 _COPY_ENTRIES = 1 << 17
+#: Entries above which a kernel with ``threaded_fill`` fills its design's blocks on threads
+#: (N = 2e5, 1000 centres: 0.5 s against 1.3-1.5 s, mostly first touches of new memory).
+_THREAD_ENTRIES = 1 << 24
 
 
 class Basis:
@@ -274,15 +278,20 @@ class KernelBasis(Basis):
             PhiT[0] = 1.0
         direct = PhiT.flags.c_contiguous
         rows = max(1, (_BLOCK_ENTRIES if direct else _COPY_ENTRIES) // max(n, 1))
-        buf = None if direct else np.empty((min(rows, self.X_fit_.shape[0]), n))
-        for s in range(0, self.X_fit_.shape[0], rows):
+        starts = range(0, self.X_fit_.shape[0], rows)
+        if direct:
+
+            def fill(s: int) -> None:
+                self.kernel_.fill(self.X_fit_[s : s + rows], X, PhiT[off + s : off + s + rows])
+
+            threads = PhiT.size >= _THREAD_ENTRIES and getattr(self.kernel_, "threaded_fill", 0)
+            list((thread_map if threads else map)(fill, starts))  # threads: on every CPU
+            return PhiT  # transform checks that it is finite
+        buf = np.empty((min(rows, self.X_fit_.shape[0]), n))
+        for s in starts:
             C = self.X_fit_[s : s + rows]
-            target = PhiT[off + s : off + s + C.shape[0]]
-            if direct:
-                self.kernel_.fill(C, X, target)
-            else:
-                target[...] = self.kernel_.fill(C, X, buf[: C.shape[0]])
-        return PhiT  # transform checks that it is finite
+            PhiT[off + s : off + s + C.shape[0]] = self.kernel_.fill(C, X, buf[: C.shape[0]])
+        return PhiT
 
     def get_params(self) -> dict[str, Any]:
         return {

@@ -107,15 +107,17 @@ def test_multiclass_fast_classification_same_fit_on_threads(monkeypatch):
 def test_worker_threads_end_with_the_last_block():
     import threading
 
+    from rvm_pymc._core import threads
+
     before = threading.active_count()
-    with dp.worker_threads():
-        with dp.worker_threads():
-            pool = dp._pool
+    with threads.worker_threads():
+        with threads.worker_threads():
+            pool = threads._pool
             assert pool is not None
             P, p = dp.transposed_products(
                 [(np.ones((20, 9)), np.ones((20, 2))), (np.ones((20, 9)), np.ones(20))], workers=2
             )
-        assert dp._pool is pool  # still open for the outer block
-    assert dp._pool is None
+        assert threads._pool is pool  # still open for the outer block
+    assert threads._pool is None
     assert threading.active_count() == before
     assert np.array_equal(P, np.full((9, 2), 20.0)) and np.array_equal(p, np.full(9, 20.0))

@@ -31,7 +31,6 @@ are merged at the end.  NumPy/SciPy only.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -39,7 +38,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.linalg import lapack
 
-from rvm_pymc._core.threads import single_blas_thread
+from rvm_pymc._core.threads import default_workers, single_blas_thread
 
 __all__ = ["BLOCK_ROWS", "RowQR", "default_workers", "row_qr"]
 
@@ -82,14 +81,6 @@ class RowQR:
     def scaled(self, scale: np.ndarray) -> RowQR:
         """The factor of ``[Phi / scale | t]`` (columns divided by ``scale``; a new ``R``)."""
         return replace(self, R=self.R / scale)
-
-
-def default_workers() -> int:
-    """Threads for :func:`row_qr`: the CPUs this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def row_qr(

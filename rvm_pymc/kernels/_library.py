@@ -42,6 +42,9 @@ class _WidthKernel(Kernel):
 
     _c, _p = 2.0, 2
     symmetric = True
+    #: ``fill`` is ``cdist`` and NumPy on its own output only: blocks may be filled on
+    #: threads (they release the GIL); a kernel of the user's own is filled in one thread
+    threaded_fill = True
 
     def __init__(self, gamma: float | None = None, length_scale: float | None = None) -> None:
         if gamma is not None and length_scale is not None:

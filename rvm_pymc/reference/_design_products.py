@@ -31,16 +31,17 @@ whichever thread forms it), :func:`in_background` runs a product of its own
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from rvm_pymc._core.rowqr import default_workers
-from rvm_pymc._core.threads import single_blas_thread
+from rvm_pymc._core.threads import (
+    default_workers,
+    on_pieces,
+    single_blas_thread,
+    thread_map,
+)
 
 __all__ = [
     "BLOCK_COLUMNS",
@@ -51,7 +52,6 @@ __all__ = [
     "scaled_rows_buffer",
     "squared",
     "transposed_products",
-    "worker_threads",
 ]
 
 #: Fewest entries of the ``A`` together for which the products go to worker
@@ -83,58 +83,6 @@ def _threads(size: int, workers: int | None, least: int | None = None) -> int:
     return workers
 
 
-_pool: ThreadPoolExecutor | None = None
-_pool_users = 0
-_pool_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def worker_threads() -> Iterator[None]:
-    """Context manager keeping one pool of worker threads (one per CPU) for its block.
-
-    The helpers of this module use it while it is open (making threads for
-    every call cost as much as the threads saved on the products of the mode
-    search: 0.3 ms a call); outside such a block each call makes its own.
-    Blocks may overlap (fits in several threads): the first makes the pool,
-    the last to leave ends its threads, so that none outlive the fits (a
-    process that forks later, e.g. for a sampler's chains, has no idle
-    threads).  Tasks of the pool never wait for other tasks of it.
-
-    Yields
-    ------
-    None
-    """
-    global _pool, _pool_users
-    with _pool_lock:
-        if _pool_users == 0:
-            _pool = ThreadPoolExecutor(max_workers=default_workers())
-        _pool_users += 1
-    try:
-        yield
-    finally:
-        with _pool_lock:
-            _pool_users -= 1
-            done, _pool = (_pool, None) if _pool_users == 0 else (None, _pool)
-        if done is not None:
-            done.shutdown(wait=True)
-
-
-def _map(fn, *iterables) -> list:
-    """``list(map(fn, *iterables))`` on the open pool (:func:`worker_threads`) or a new one."""
-    with _pool_lock:
-        pool = _pool
-    if pool is not None:
-        return list(pool.map(fn, *iterables))
-    with ThreadPoolExecutor(max_workers=default_workers()) as own:
-        return list(own.map(fn, *iterables))
-
-
-def _on_pieces(job, n: int, workers: int) -> None:
-    """``job(a, b)`` for ``workers`` contiguous ranges ``[a, b)`` of ``range(n)``, on threads."""
-    bounds = np.linspace(0, n, workers + 1).astype(int)
-    _map(job, bounds[:-1], bounds[1:])
-
-
 def squared(A: np.ndarray, workers: int | None = None) -> np.ndarray:
     """``A**2`` (the same memory order), pieces of its memory squared on worker threads.
 
@@ -153,7 +101,7 @@ def squared(A: np.ndarray, workers: int | None = None) -> np.ndarray:
         return A**2
     out = np.empty_like(A)
     src, dst = A.ravel(order="K"), out.ravel(order="K")  # views of the contiguous memory
-    _on_pieces(lambda a, b: np.square(src[a:b], out=dst[a:b]), src.size, workers)
+    on_pieces(lambda a, b: np.square(src[a:b], out=dst[a:b]), src.size, workers)
     return out
 
 
@@ -186,7 +134,7 @@ def scaled_rows(d: np.ndarray, A: np.ndarray, out: np.ndarray | None = None) -> 
     workers = _threads(A.size, None, SCALE_MIN_ENTRIES)
     if workers <= 1:
         return np.multiply(d[:, None], A, out=out)
-    _on_pieces(lambda a, b: np.multiply(d[a:b, None], A[a:b], out=out[a:b]), A.shape[0], workers)
+    on_pieces(lambda a, b: np.multiply(d[a:b, None], A[a:b], out=out[a:b]), A.shape[0], workers)
     return out
 
 
@@ -275,7 +223,7 @@ def transposed_products(pairs, workers: int | None = None) -> list[np.ndarray]:
         if _threads(sum(A.size for A, _ in pairs), workers) <= 1:
             parts = [_product(*task) for task in tasks]
         else:
-            parts = _map(lambda task: _product(*task), tasks)
+            parts = thread_map(lambda task: _product(*task), tasks)
     out = []
     for i, (_, B) in enumerate(pairs):
         mine = [p for p, o in zip(parts, owner, strict=True) if o == i]

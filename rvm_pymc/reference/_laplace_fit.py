@@ -17,12 +17,11 @@ from typing import NamedTuple
 import numpy as np
 
 from rvm_pymc._core.sparsity import LEAVING_SETTLED, leaving_active
-from rvm_pymc._core.threads import single_blas_thread
+from rvm_pymc._core.threads import single_blas_thread, worker_threads
 from rvm_pymc._core.validation import check_int
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import HyperPrior, resolve_prior
 from rvm_pymc.reference._ard import reestimate_alpha, slab_precision
-from rvm_pymc.reference._design_products import worker_threads
 from rvm_pymc.reference._fast_classification import fast_classification
 from rvm_pymc.reference._laplace import LaplacePosterior, find_mode
 from rvm_pymc.reference._options import (
