@@ -18,9 +18,9 @@ an exception.  It is a no-op when no BLAS library can be controlled.
 
 Work on large arrays that NumPy or SciPy do without the GIL (the reference
 classifier's reads of its design, a kernel design's blocks) runs on worker
-threads instead, one per CPU (:func:`default_workers`), each on one BLAS
-thread: :func:`thread_map`, :func:`on_pieces`, and :func:`worker_threads`
-to keep one pool for a whole fit.
+threads instead, one per CPU (:func:`default_workers`): :func:`thread_map`,
+:func:`on_pieces`, and :func:`worker_threads` to keep one pool for a whole
+fit.  Callers whose work uses BLAS hold :func:`single_blas_thread` around it.
 """
 
 from __future__ import annotations

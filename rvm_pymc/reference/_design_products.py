@@ -13,9 +13,9 @@ local optimum, 0.08 nats away, when the sums were split by rows).  Nor do
 the blocks follow the number of threads: they depend on ``M`` alone
 (:data:`BLOCK_COLUMNS`) and every product runs on one BLAS thread, so a fit
 makes the same BLAS calls, and ends at the same numbers, on any number of
-threads.  (Blocks of a fixed number per
-thread gave the whole product's bits at some shapes and not at others: at
-M = 301 and 13 or more columns of ``B`` not, on this OpenBLAS.)  A matrix
+threads.  (Blocks of a fixed number per thread gave the whole product's
+bits at some shapes and not at others: at M = 301 and 13 or more columns of
+``B`` not, on this OpenBLAS.)  A matrix
 product is formed as ``(B^T A)^T``, the design the right operand: on one
 OpenBLAS thread 0.25 s against 0.47 s for ``A^T B`` at N = 2e5, M = 1001
 and 22 columns of ``B``; the three products of a pass then take about
