@@ -40,7 +40,7 @@ from scipy.linalg import lapack
 
 from rvm_pymc._core.threads import default_workers, single_blas_thread
 
-__all__ = ["BLOCK_ROWS", "RowQR", "default_workers", "row_qr"]
+__all__ = ["BLOCK_ROWS", "RowQR", "row_qr"]
 
 #: Rows per block of :func:`row_qr` (64 MB of float64 at 1000 columns).
 BLOCK_ROWS = 8192

@@ -227,8 +227,10 @@ def transposed_products(pairs, workers: int | None = None) -> list[np.ndarray]:
     out = []
     for i, (_, B) in enumerate(pairs):
         mine = [p for p, o in zip(parts, owner, strict=True) if o == i]
-        joined = np.concatenate(mine, axis=1).T if B.ndim == 2 else mine[0]
-        out.append(np.ascontiguousarray(joined))
+        if B.ndim != 2:
+            out.append(mine[0])
+        else:  # (k, M) in blocks: one copy into (M, k), C order
+            out.append(np.ascontiguousarray((mine[0] if len(mine) == 1 else np.hstack(mine)).T))
     return out
 
 
