@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import extended_precision
 import numpy as np
 import pytest
 
@@ -12,6 +13,7 @@ from rvm_pymc._core.gaussian import (
     factor_inverse,
     factor_logdet,
     factor_solve,
+    regression_factor,
     regression_posterior,
     spd_factor,
     spd_inverse,
@@ -161,3 +163,25 @@ def test_regression_posterior_against_dense_formulas():
     np.testing.assert_allclose(post.logdet_precision, np.linalg.slogdet(H)[1], rtol=1e-12)
     pre = regression_posterior(Phi, t, alpha, beta, gram=Phi.T @ Phi, PhiT_t=Phi.T @ t)
     np.testing.assert_allclose(pre.mean, post.mean, rtol=1e-12)
+
+
+@extended_precision.needs_longdouble
+@pytest.mark.parametrize("n", [5, 300, 3000])
+def test_regression_factor_on_an_ill_conditioned_system_matches_extended_precision(n):
+    # a wide RBF basis with tiny precisions: cond(A + beta Phi^T Phi) far above 1e8, so the
+    # factor comes from the QR route (n = 5: fewer rows than columns, no row compression)
+    rng = np.random.default_rng(n)
+    x = np.sort(rng.uniform(-1.0, 1.0, n))
+    Phi = np.exp(-0.5 * (x[:, None] - np.linspace(-1.0, 1.0, 8)) ** 2)
+    Phi /= np.linalg.norm(Phi, axis=0)
+    t = np.sin(3.0 * x) + 0.1 * rng.standard_normal(n)
+    alpha, beta = np.exp(rng.uniform(-20.0, -10.0, 8)), 100.0
+    f = regression_factor(Phi, t, alpha, beta)
+    assert f.qr and f.cond > 1e8
+    r = t - Phi @ f.mean
+    logdet = factor_logdet(f.L, f.p) - np.log(alpha).sum() - n * np.log(beta)
+    lml = -0.5 * (n * np.log(2 * np.pi) + logdet + beta * (r @ r) + alpha @ f.mean**2)
+    exact = extended_precision.lml(Phi, t, alpha, beta)
+    assert abs(lml - exact) <= 1e-12 * (abs(exact) + n)
+    H = beta * (Phi.T @ Phi) + np.diag(alpha)
+    np.testing.assert_allclose((f.L @ f.L.T) / np.outer(f.p, f.p), H, rtol=1e-9, atol=0)
