@@ -8,6 +8,8 @@ import extended_precision
 import numpy as np
 import pytest
 
+import rvm_pymc.reference._sequential_state as sequential_state
+from rvm_pymc import RVR
 from rvm_pymc._core.sparsity import active_sq
 from rvm_pymc.basis import KernelBasis
 from rvm_pymc.kernels import RBF
@@ -143,3 +145,45 @@ def test_a_basis_the_data_do_not_inform_is_not_relevant():
     assert move.deletions[0] and move.j == 0  # deleted first, as every leaving basis
     assert move.relevant[1] and np.isfinite(move.new_alpha[1])  # the others as before
     assert move.relevant[2] and not move.relevant[3]  # q^2 > s, q^2 < s out of the model
+
+
+def test_the_rows_of_an_active_set_are_kept_between_its_factorisations(monkeypatch):
+    # A smooth 3-D kernel at N = 1000: the posterior precision is ill-conditioned and many
+    # factorisations take the QR route, which needs the rows (column_triangle) of the
+    # active columns.  Re-estimations and noise updates keep the active set and its rows;
+    # a deletion derives them from the larger set's.  The fit is the one that makes the
+    # rows afresh for every factorisation.
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-5.0, 5.0, size=(1000, 3))
+    t = np.sinc(np.linalg.norm(X, axis=1) / np.pi) + 0.1 * rng.standard_normal(1000)
+    made = {"rows": 0, "without": 0}
+    column_triangle, triangle_without = (
+        sequential_state.column_triangle,
+        sequential_state.triangle_without,
+    )
+
+    def counted_rows(*args):
+        made["rows"] += 1
+        return column_triangle(*args)
+
+    def counted_without(*args):
+        made["without"] += 1
+        return triangle_without(*args)
+
+    monkeypatch.setattr(sequential_state, "column_triangle", counted_rows)
+    monkeypatch.setattr(sequential_state, "triangle_without", counted_without)
+    kept = RVR(gamma="scale").fit(X, t)
+    kept_made = dict(made)
+    factorise = SequentialState._factorise
+
+    def afresh(self, *args):
+        self._triangles = {}
+        return factorise(self, *args)
+
+    monkeypatch.setattr(SequentialState, "_factorise", afresh)
+    made.update(rows=0, without=0)
+    fresh = RVR(gamma="scale").fit(X, t)
+    assert kept_made["without"] >= 1
+    assert kept_made["rows"] + kept_made["without"] < made["rows"] + made["without"]
+    assert list(kept.relevance_indices_) == list(fresh.relevance_indices_)
+    assert abs(kept.log_evidence_ - fresh.log_evidence_) <= 1e-9 * abs(fresh.log_evidence_)

@@ -15,7 +15,7 @@ import pytest
 from rvm_pymc import RVC, RVR
 from rvm_pymc._core import centres as _centres
 from rvm_pymc._core.evidence import log_marginal_likelihood
-from rvm_pymc._core.rowqr import RowQR, row_qr
+from rvm_pymc._core.rowqr import RowQR, column_triangle, row_qr, triangle_without
 from rvm_pymc.basis import KernelBasis
 from rvm_pymc.datasets import make_sinc
 from rvm_pymc.estimators import _rows
@@ -264,3 +264,20 @@ def test_no_compression_of_a_square_design(monkeypatch):
     assert _rows.row_blocked(est, KernelBasis(RBF(), centres=49).fit(X), 400)
     assert not _rows.row_blocked(est, KernelBasis(RBF(), centres=50).fit(X), 400)
     assert not _rows.row_blocked(est, KernelBasis(RBF(), centres="all").fit(X), 400)
+
+
+@pytest.mark.parametrize("shape", [(400, 6), (5, 6)])
+def test_triangle_without_a_column_is_the_triangle_of_the_rest(shape):
+    rng = np.random.default_rng(shape[0])
+    Phi, t = rng.standard_normal(shape), rng.standard_normal(shape[0])
+    T = column_triangle(Phi, t)
+    assert T.shape == (min(shape[0], shape[1] + 1), shape[1] + 1)
+    A = np.column_stack([Phi, t])
+    np.testing.assert_allclose(T.T @ T, A.T @ A, rtol=0, atol=1e-11 * shape[0])
+    for i in (0, 3, shape[1] - 1):
+        rest = np.column_stack([np.delete(Phi, i, axis=1), t])
+        T2 = triangle_without(T, i)
+        np.testing.assert_allclose(T2.T @ T2, rest.T @ rest, rtol=0, atol=1e-11 * shape[0])
+        # a triangle again (upper), unless the rest has more columns than rows
+        if T2.shape[0] >= T2.shape[1]:
+            assert np.array_equal(T2, np.triu(T2))

@@ -40,7 +40,7 @@ from scipy.linalg import lapack
 
 from rvm_pymc._core.threads import default_workers, single_blas_thread
 
-__all__ = ["BLOCK_ROWS", "RowQR", "row_qr"]
+__all__ = ["BLOCK_ROWS", "RowQR", "column_triangle", "row_qr", "triangle_without"]
 
 #: Rows per block of :func:`row_qr` (64 MB of float64 at 1000 columns).
 BLOCK_ROWS = 8192
@@ -191,6 +191,28 @@ def row_qr(
     if len(parts) > 1:
         R = _triangle(np.vstack(parts), m + 1, _lwork(len(parts) * (m + 1), m + 1))
     return RowQR(np.triu(R[:m, :m]), R[:m, m].copy(), int(n), float(R[m, m] ** 2))
+
+
+def column_triangle(Phi: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The triangle ``T`` of ``[Phi | t] = Q T`` (Householder QR, ``Q`` never formed).
+
+    ``T^T T = [Phi | t]^T [Phi | t]``: the rows of ``T`` stand in for those of
+    ``[Phi | t]`` in every least-squares quantity (:func:`row_qr` makes the
+    same triangle block by block, for a design too large to hold).  A matrix
+    with no more rows than columns is returned as it is (stacked with ``t``).
+    """
+    top = np.column_stack([Phi, t])
+    return np.linalg.qr(top, mode="r") if top.shape[0] > top.shape[1] else top
+
+
+def triangle_without(T: np.ndarray, i: int) -> np.ndarray:
+    """:func:`column_triangle` of ``[Phi | t]`` with column ``i`` of ``Phi`` left out, from ``T``.
+
+    The rows of ``T`` with column ``i`` deleted are again rows for the rest of
+    ``[Phi | t]``; one QR of that (M + 1) x M matrix makes them a triangle:
+    O(M^3), independent of the number of rows of ``Phi``.
+    """
+    return column_triangle(np.delete(T[:, :-1], i, axis=1), T[:, -1])
 
 
 def _lwork(rows: int, cols: int) -> int:

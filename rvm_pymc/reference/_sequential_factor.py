@@ -43,15 +43,16 @@ class Factor(NamedTuple):
 
 
 def factorise_active(
-    Gaa, PhiT_t_a, Pa, t, alpha, beta, n: int, rss_offset: float, tt: float
+    Gaa, PhiT_t_a, Pa, t, alpha, beta, n: int, rss_offset: float, tt: float, triangle=None
 ) -> Factor | None:
     """Factor, mean, residual and log evidence of the active system ``(Gaa, Pa, alpha, beta)``.
 
     ``Gaa = Pa^T Pa`` and ``PhiT_t_a = Pa^T t`` of the active (unit-norm)
     columns ``Pa`` of the rows given, ``n`` the number of data points,
     ``rss_offset`` added to the residual sum of squares of those rows, ``tt``
-    the squared norm of all the targets.  None when the posterior precision
-    is not numerically positive definite.
+    the squared norm of all the targets, ``triangle`` (optional) a callable
+    returning :func:`rvm_pymc._core.gaussian.column_triangle` of ``(Pa, t)``.
+    None when the posterior precision is not numerically positive definite.
 
     The rounding of the log evidence is machine epsilon times the sizes of
     its terms, of the residual ``t - Phi_A mu`` (each element rounded
@@ -63,7 +64,14 @@ def factorise_active(
     """
     try:
         f = regression_factor(
-            Pa, t, alpha, beta, gram=Gaa, PhiT_t=PhiT_t_a, what="posterior precision (fast RVM)"
+            Pa,
+            t,
+            alpha,
+            beta,
+            gram=Gaa,
+            PhiT_t=PhiT_t_a,
+            triangle=triangle,
+            what="posterior precision (fast RVM)",
         )
     except np.linalg.LinAlgError:
         return None

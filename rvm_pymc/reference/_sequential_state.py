@@ -38,6 +38,7 @@ from typing import NamedTuple
 import numpy as np
 
 from rvm_pymc._core.gaussian import factor_inverse, factor_solve
+from rvm_pymc._core.rowqr import column_triangle, triangle_without
 from rvm_pymc._core.sparsity import active_sq, ell, gain_rounding
 from rvm_pymc.reference._sequential_factor import Factor, factorise_active
 
@@ -113,6 +114,7 @@ class SequentialState:
         # S, Q of the current state: 0 rank-one updated, 1 re-solved, 2 confirmed (resolve)
         self.freshness = 0
         self._pa_cache: tuple = ((), None)
+        self._triangles: dict[tuple, np.ndarray] = {}  # active set -> column_triangle
         self._addable_cache: tuple = (None, None)
 
     def _unscale(self, v):
@@ -171,8 +173,9 @@ class SequentialState:
         alpha = self.alpha if alpha is None else alpha
         beta = self.beta if beta is None else beta
         idx = np.asarray(self.active)
+        Pa = self.active_columns()
         return self._factorise(
-            self.G[idx, :], self.PhiT_t[idx], self.active_columns(), alpha, beta
+            self.G[idx, :], self.PhiT_t[idx], Pa, alpha, beta, tuple(self.active), Pa
         )
 
     def factorise_move(self, j: int, alpha_j: float, g: np.ndarray | None = None):
@@ -186,7 +189,13 @@ class SequentialState:
             Gaa = np.column_stack([self.G[idx], g[idx]])
             Pa = np.column_stack([self.active_columns(), self.columns(j)])
             return self._factorise(
-                Gaa, self.PhiT_t[idx], Pa, np.append(self.alpha, alpha_j), self.beta
+                Gaa,
+                self.PhiT_t[idx],
+                Pa,
+                np.append(self.alpha, alpha_j),
+                self.beta,
+                tuple(idx.tolist()),
+                Pa,
             )
         i = self.active.index(j)
         if np.isfinite(alpha_j):  # re-estimation
@@ -196,14 +205,42 @@ class SequentialState:
         keep = np.arange(len(self.active)) != i  # deletion
         idx = np.asarray(self.active)[keep]
         Gaa = self.G[np.ix_(idx, keep)]
+        parent = self._triangles.get(tuple(self.active))
         return self._factorise(
-            Gaa, self.PhiT_t[idx], self.active_columns()[:, keep], self.alpha[keep], self.beta
+            Gaa,
+            self.PhiT_t[idx],
+            self.active_columns()[:, keep],
+            self.alpha[keep],
+            self.beta,
+            tuple(idx.tolist()),
+            None if parent is None else (parent, i),
         )
 
-    def _factorise(self, Gaa, PhiT_t_a, Pa, alpha, beta) -> Factor | None:
-        """:func:`factorise_active` of the active system ``(Gaa, Pa, alpha, beta)``."""
+    def _factorise(self, Gaa, PhiT_t_a, Pa, alpha, beta, key, source) -> Factor | None:
+        """:func:`factorise_active` of the active system ``(Gaa, Pa, alpha, beta)``.
+
+        ``key`` names the active set, ``source`` its columns (or ``(T, i)``:
+        the triangle of a set with one more column, ``i``, to leave out); the
+        rows :func:`rvm_pymc._core.rowqr.column_triangle` of the set, needed on the QR route only,
+        are made from it once and kept for the current active set and the last
+        set asked (a re-estimation or noise update keeps the set; the
+        set after an accepted move is the one just asked for).
+        """
+
+        def triangle() -> np.ndarray:
+            T = self._triangles.get(key)
+            if T is None:
+                if isinstance(source, tuple):
+                    T = triangle_without(*source)
+                else:
+                    T = column_triangle(source, self.t)
+                current = tuple(self.active)
+                self._triangles = {k: v for k, v in self._triangles.items() if k == current}
+                self._triangles[key] = T
+            return T
+
         return factorise_active(
-            Gaa, PhiT_t_a, Pa, self.t, alpha, beta, self.n, self.rss_offset, self.tt
+            Gaa, PhiT_t_a, Pa, self.t, alpha, beta, self.n, self.rss_offset, self.tt, triangle
         )
 
     def exact_lml(self) -> float:
