@@ -8,7 +8,7 @@ import extended_precision
 import numpy as np
 import pytest
 
-import rvm_pymc.reference._sequential_state as sequential_state
+import rvm_pymc.reference._sequential_factor as sequential_factor
 from rvm_pymc import RVR
 from rvm_pymc._core.sparsity import active_sq
 from rvm_pymc.basis import KernelBasis
@@ -156,34 +156,33 @@ def test_the_rows_of_an_active_set_are_kept_between_its_factorisations(monkeypat
     rng = np.random.default_rng(1)
     X = rng.uniform(-5.0, 5.0, size=(1000, 3))
     t = np.sinc(np.linalg.norm(X, axis=1) / np.pi) + 0.1 * rng.standard_normal(1000)
-    made = {"rows": 0, "without": 0}
-    column_triangle, triangle_without = (
-        sequential_state.column_triangle,
-        sequential_state.triangle_without,
-    )
-
-    def counted_rows(*args):
-        made["rows"] += 1
-        return column_triangle(*args)
-
-    def counted_without(*args):
-        made["without"] += 1
-        return triangle_without(*args)
-
-    monkeypatch.setattr(sequential_state, "column_triangle", counted_rows)
-    monkeypatch.setattr(sequential_state, "triangle_without", counted_without)
+    made = _count_rows(monkeypatch)
     kept = RVR(gamma="scale").fit(X, t)
     kept_made = dict(made)
-    factorise = SequentialState._factorise
+    get = sequential_factor.ActiveRows.getter
 
     def afresh(self, *args):
-        self._triangles = {}
-        return factorise(self, *args)
+        self.kept = {}
+        return get(self, *args)
 
-    monkeypatch.setattr(SequentialState, "_factorise", afresh)
+    monkeypatch.setattr(sequential_factor.ActiveRows, "getter", afresh)
     made.update(rows=0, without=0)
     fresh = RVR(gamma="scale").fit(X, t)
     assert kept_made["without"] >= 1
     assert kept_made["rows"] + kept_made["without"] < made["rows"] + made["without"]
     assert list(kept.relevance_indices_) == list(fresh.relevance_indices_)
     assert abs(kept.log_evidence_ - fresh.log_evidence_) <= 1e-9 * abs(fresh.log_evidence_)
+
+
+def _count_rows(monkeypatch) -> dict:
+    """Count the rows of active sets made from columns and derived by a deletion."""
+    made = {"rows": 0, "without": 0}
+    for name, what in (("column_triangle", "rows"), ("triangle_without", "without")):
+        f = getattr(sequential_factor, name)
+
+        def counted(*args, _f=f, _what=what, **kw):
+            made[_what] += 1
+            return _f(*args, **kw)
+
+        monkeypatch.setattr(sequential_factor, name, counted)
+    return made

@@ -11,14 +11,16 @@ and ``z`` in place of ``Phi`` and ``t``), with the number of data points
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 
 from rvm_pymc._core.evidence import LOG_2PI
 from rvm_pymc._core.gaussian import factor_logdet, regression_factor
+from rvm_pymc._core.rowqr import column_triangle, triangle_without
 
-__all__ = ["Factor", "factorise_active"]
+__all__ = ["ActiveRows", "Factor", "factorise_active"]
 
 
 class Factor(NamedTuple):
@@ -94,3 +96,41 @@ def factorise_active(
     logdet_err = L.shape[0] * (np.sqrt(cond) if f.qr else cond)
     rounding = np.finfo(float).eps * (float(np.abs(terms).sum()) + resid_err + logdet_err)
     return Factor(L, p, mu, resid, lml, cond, rounding, rss)
+
+
+class ActiveRows:
+    """Rows standing in for ``[Phi_A | t]`` of the active sets of one design, for the QR route.
+
+    The rows of a set are :func:`rvm_pymc._core.rowqr.column_triangle` of its
+    unit-norm columns and the targets, ``(k + 1) x (k + 1)`` for ``k``
+    columns (``2 N k^2`` flops).  They do not depend on the precisions or
+    the noise, so they are kept for the current active set and the last set
+    asked (a re-estimation or noise update keeps the set; the set after an
+    accepted move is the one just asked for), and a deletion's come from the
+    larger set's (:func:`rvm_pymc._core.rowqr.triangle_without`, ``O(k^3)``).
+    """
+
+    def __init__(self, t: np.ndarray) -> None:
+        self.t = t
+        self.kept: dict[tuple, np.ndarray] = {}  # active set -> its rows
+
+    def getter(self, key: tuple, source, current: tuple) -> Callable[[], np.ndarray]:
+        """A callable returning the rows of set ``key`` (made on the first call).
+
+        ``source``: the set's unit-norm columns (N x k), or ``(T, i)``, the rows
+        of a set with one more column, ``i``, to leave out.  ``current``: the
+        active set, whose rows stay kept.
+        """
+
+        def rows() -> np.ndarray:
+            T = self.kept.get(key)
+            if T is None:
+                if isinstance(source, tuple):
+                    T = triangle_without(*source)
+                else:
+                    T = column_triangle(source, self.t)
+                self.kept = {k: v for k, v in self.kept.items() if k == current}
+                self.kept[key] = T
+            return T
+
+        return rows

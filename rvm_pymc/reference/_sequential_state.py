@@ -38,9 +38,8 @@ from typing import NamedTuple
 import numpy as np
 
 from rvm_pymc._core.gaussian import factor_inverse, factor_solve
-from rvm_pymc._core.rowqr import column_triangle, triangle_without
 from rvm_pymc._core.sparsity import active_sq, ell, gain_rounding
-from rvm_pymc.reference._sequential_factor import Factor, factorise_active
+from rvm_pymc.reference._sequential_factor import ActiveRows, Factor, factorise_active
 
 __all__ = ["Candidate", "Factor", "SequentialState"]
 
@@ -114,7 +113,7 @@ class SequentialState:
         # S, Q of the current state: 0 rank-one updated, 1 re-solved, 2 confirmed (resolve)
         self.freshness = 0
         self._pa_cache: tuple = ((), None)
-        self._triangles: dict[tuple, np.ndarray] = {}  # active set -> column_triangle
+        self._rows = ActiveRows(t)  # rows of active sets, for the QR route
         self._addable_cache: tuple = (None, None)
 
     def _unscale(self, v):
@@ -205,7 +204,7 @@ class SequentialState:
         keep = np.arange(len(self.active)) != i  # deletion
         idx = np.asarray(self.active)[keep]
         Gaa = self.G[np.ix_(idx, keep)]
-        parent = self._triangles.get(tuple(self.active))
+        parent = self._rows.kept.get(tuple(self.active))
         return self._factorise(
             Gaa,
             self.PhiT_t[idx],
@@ -219,28 +218,12 @@ class SequentialState:
     def _factorise(self, Gaa, PhiT_t_a, Pa, alpha, beta, key, source) -> Factor | None:
         """:func:`factorise_active` of the active system ``(Gaa, Pa, alpha, beta)``.
 
-        ``key`` names the active set, ``source`` its columns (or ``(T, i)``:
-        the triangle of a set with one more column, ``i``, to leave out); the
-        rows :func:`rvm_pymc._core.rowqr.column_triangle` of the set, needed on the QR route only,
-        are made from it once and kept for the current active set and the last
-        set asked (a re-estimation or noise update keeps the set; the
-        set after an accepted move is the one just asked for).
+        ``key`` names the active set and ``source`` gives its rows for the QR
+        route (:meth:`ActiveRows.getter`).
         """
-
-        def triangle() -> np.ndarray:
-            T = self._triangles.get(key)
-            if T is None:
-                if isinstance(source, tuple):
-                    T = triangle_without(*source)
-                else:
-                    T = column_triangle(source, self.t)
-                current = tuple(self.active)
-                self._triangles = {k: v for k, v in self._triangles.items() if k == current}
-                self._triangles[key] = T
-            return T
-
+        rows = self._rows.getter(key, source, tuple(self.active))
         return factorise_active(
-            Gaa, PhiT_t_a, Pa, self.t, alpha, beta, self.n, self.rss_offset, self.tt, triangle
+            Gaa, PhiT_t_a, Pa, self.t, alpha, beta, self.n, self.rss_offset, self.tt, rows
         )
 
     def exact_lml(self) -> float:
