@@ -26,9 +26,13 @@ from rvm_pymc.estimators._scaling import column_rms
 
 __all__ = ["ROW_BLOCKED_ENTRIES", "ROW_BLOCKED_RATIO", "compressed_design", "row_blocked"]
 
-#: Above this many entries (N x M: 512 MB of float64) RVR's fast reference fit
-#: never holds its kernel design: it fits the row compression.
-ROW_BLOCKED_ENTRIES = 2**26
+#: Above this many entries (N x M: 64 MB of float64, N above 8,380 at 1001
+#: columns) RVR's fast reference fit never holds its kernel design: it fits the
+#: row compression.  Held, every addition reads the design (``Phi^T phi_j``) and an
+#: ill-conditioned active set is factored from its N rows; measured at N = 10,000 to
+#: 30,000 (benchmarks/README.md): a smooth 1-D fit 0.2 s slower or as fast, a
+#: 3-D radial sinc 1.5-3.6x and a 3-D ``sinc(x0)`` 4-14x faster compressed.
+ROW_BLOCKED_ENTRIES = 2**23
 #: ... when it has at least this many rows per column: the triangle (M x M) then
 #: holds at most 1/8 of the design, and its 2 N M^2 flops stay a multiple of the
 #: fill's N M (an N x N design, ``centres="all"``, is never compressed).
