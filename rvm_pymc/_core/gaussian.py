@@ -437,6 +437,8 @@ def _stacked_r(
     """
     m = Phi.shape[1]
     top = column_triangle(Phi, t) if triangle is None else triangle()
+    if top.shape[1] != m + 1:
+        raise ValueError(f"the rows of [Phi | t] have {top.shape[1]} columns; expected {m + 1}")
     rows = top.shape[0]
     stack = np.zeros((rows + m, m + 1))
     stack[:rows] = np.sqrt(beta) * top

@@ -53,7 +53,7 @@ def factorise_active(
     columns ``Pa`` of the rows given, ``n`` the number of data points,
     ``rss_offset`` added to the residual sum of squares of those rows, ``tt``
     the squared norm of all the targets, ``triangle`` (optional) a callable
-    returning :func:`rvm_pymc._core.gaussian.column_triangle` of ``(Pa, t)``.
+    returning :func:`rvm_pymc._core.rowqr.column_triangle` of ``(Pa, t)``.
     None when the posterior precision is not numerically positive definite.
 
     The rounding of the log evidence is machine epsilon times the sizes of
@@ -103,7 +103,8 @@ class ActiveRows:
 
     The rows of a set are :func:`rvm_pymc._core.rowqr.column_triangle` of its
     unit-norm columns and the targets, ``(k + 1) x (k + 1)`` for ``k``
-    columns (``2 N k^2`` flops).  They do not depend on the precisions or
+    columns of more than ``k + 1`` rows (``2 N k^2`` flops; fewer rows are
+    kept as they are).  They do not depend on the precisions or
     the noise, so they are kept for the current active set and the last set
     asked (a re-estimation or noise update keeps the set; the set after an
     accepted move is the one just asked for), and a deletion's come from the

@@ -204,15 +204,16 @@ class SequentialState:
         keep = np.arange(len(self.active)) != i  # deletion
         idx = np.asarray(self.active)[keep]
         Gaa = self.G[np.ix_(idx, keep)]
-        parent = self._rows.kept.get(tuple(self.active))
+        Pa = self.active_columns()[:, keep]
+        parent = self._rows.kept.get(tuple(self.active))  # None: the set went by Cholesky
         return self._factorise(
             Gaa,
             self.PhiT_t[idx],
-            self.active_columns()[:, keep],
+            Pa,
             self.alpha[keep],
             self.beta,
             tuple(idx.tolist()),
-            None if parent is None else (parent, i),
+            Pa if parent is None else (parent, i),
         )
 
     def _factorise(self, Gaa, PhiT_t_a, Pa, alpha, beta, key, source) -> Factor | None:
