@@ -23,8 +23,8 @@ dimensions (x uniform on [-5, 5]^3, same noise); the Ripley two-class mixture;
 for ``--accuracy`` also ``sinc(x0)`` on [-10, 10]^3 (two irrelevant features).
 Estimators with their defaults (``gamma="scale"``, ``solver="fast"``); above
 2000 training points ``KernelBasis`` keeps at most 1000 centres (the rule is
-printed in the header; ``rvm_pymc/_core/centres.py``).  Above 2^23 design
-entries (N > 8,380 at 1001 columns) ``RVR`` never holds its design: it
+printed in the header; ``rvm_pymc/_core/centres.py``).  Above 2^22 design
+entries (N > 4,190 at 1001 columns) ``RVR`` never holds its design: it
 fits the QR factor of ``[Phi | t]`` accumulated over row blocks
 (``rvm_pymc/estimators/_rows.py``); ``RVC`` holds the N x M design.  The "exact" rows fit the
 same data with every training point a centre (``KernelBasis(...,

@@ -257,12 +257,13 @@ def test_the_compression_only_for_the_fast_reference_regression(small_centres, m
 
 
 def test_no_compression_of_a_square_design(monkeypatch):
-    """At most N / 8 columns (bias included); never every training point a centre."""
+    """At most N / ROW_BLOCKED_RATIO columns (bias included); never every point a centre."""
     monkeypatch.setattr(_rows, "ROW_BLOCKED_ENTRIES", 0)
     X = np.linspace(-1, 1, 400)[:, None]
     est = RVR()
-    assert _rows.row_blocked(est, KernelBasis(RBF(), centres=49).fit(X), 400)
-    assert not _rows.row_blocked(est, KernelBasis(RBF(), centres=50).fit(X), 400)
+    most = 400 // _rows.ROW_BLOCKED_RATIO - 1  # centres, with the bias N / ratio columns
+    assert _rows.row_blocked(est, KernelBasis(RBF(), centres=most).fit(X), 400)
+    assert not _rows.row_blocked(est, KernelBasis(RBF(), centres=most + 1).fit(X), 400)
     assert not _rows.row_blocked(est, KernelBasis(RBF(), centres="all").fit(X), 400)
 
 

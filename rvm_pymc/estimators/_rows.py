@@ -26,17 +26,19 @@ from rvm_pymc.estimators._scaling import column_rms
 
 __all__ = ["ROW_BLOCKED_ENTRIES", "ROW_BLOCKED_RATIO", "compressed_design", "row_blocked"]
 
-#: Above this many entries (N x M: 64 MB of float64, N above 8,380 at 1001
+#: Above this many entries (N x M: 32 MB of float64, N above 4,190 at 1001
 #: columns) RVR's fast reference fit never holds its kernel design: it fits the
 #: row compression.  Held, every addition reads the design (``Phi^T phi_j``) and an
-#: ill-conditioned active set is factored from its N rows; measured at N = 10,000 to
-#: 30,000 (benchmarks/README.md): a smooth 1-D fit 0.2 s slower or as fast, a
-#: 3-D radial sinc 1.5-3.6x and a 3-D ``sinc(x0)`` 4-14x faster compressed.
-ROW_BLOCKED_ENTRIES = 2**23
+#: ill-conditioned active set is factored from its N rows; measured at N = 3000 to
+#: 30,000 (benchmarks/README.md): a smooth 1-D fit as fast or up to 0.3 s slower
+#: compressed (up to 0.7 s where it took another path), a 3-D radial sinc as fast to
+#: 3.4x faster, a 3-D ``sinc(x0)`` 1.5-14x faster; at N = 3000 held was as fast or
+#: faster on all three.
+ROW_BLOCKED_ENTRIES = 2**22
 #: ... when it has at least this many rows per column: the triangle (M x M) then
-#: holds at most 1/8 of the design, and its 2 N M^2 flops stay a multiple of the
-#: fill's N M (an N x N design, ``centres="all"``, is never compressed).
-ROW_BLOCKED_RATIO = 8
+#: holds at most a quarter of the design, and its 2 N M^2 flops stay a multiple
+#: of the fill's N M (an N x N design, ``centres="all"``, is never compressed).
+ROW_BLOCKED_RATIO = 4
 
 
 def row_blocked(est: Any, basis: Basis, n: int) -> bool:
