@@ -169,12 +169,12 @@ def test_the_rows_of_an_active_set_are_kept_between_its_factorisations(monkeypat
     kept_made = dict(made)
     afresh_made = [0]
 
-    def afresh(self, key, source, current):
-        assert not self.kept and not isinstance(source, tuple)
+    def afresh(self, key, columns, current, drop=None):
+        assert not self.kept
 
         def rows():
             afresh_made[0] += 1
-            return column_triangle(source, self.t)
+            return column_triangle(columns, self.t)
 
         return rows
 

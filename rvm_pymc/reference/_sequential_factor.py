@@ -115,21 +115,25 @@ class ActiveRows:
         self.t = t
         self.kept: dict[tuple, np.ndarray] = {}  # active set -> its rows
 
-    def getter(self, key: tuple, source, current: tuple) -> Callable[[], np.ndarray]:
+    def getter(
+        self, key: tuple, columns: np.ndarray, current: tuple, drop: int | None = None
+    ) -> Callable[[], np.ndarray]:
         """A callable returning the rows of set ``key`` (made on the first call).
 
-        ``source``: the set's unit-norm columns (N x k), or ``(T, i)``, the rows
-        of a set with one more column, ``i``, to leave out.  ``current``: the
-        active set, whose rows stay kept.
+        ``columns``: the set's unit-norm columns (N x k).  ``current``: the
+        active set, whose rows stay kept.  ``drop``: ``key`` is ``current``
+        without its column ``drop`` (a deletion); its rows then come from the
+        current set's, when those are kept (else that set went by Cholesky).
         """
 
         def rows() -> np.ndarray:
             T = self.kept.get(key)
             if T is None:
-                if isinstance(source, tuple):
-                    T = triangle_without(*source)
+                parent = None if drop is None else self.kept.get(current)
+                if parent is not None:
+                    T = triangle_without(parent, drop)
                 else:
-                    T = column_triangle(source, self.t)
+                    T = column_triangle(columns, self.t)
                 self.kept = {k: v for k, v in self.kept.items() if k == current}
                 self.kept[key] = T
             return T

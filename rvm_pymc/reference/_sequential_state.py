@@ -172,9 +172,13 @@ class SequentialState:
         alpha = self.alpha if alpha is None else alpha
         beta = self.beta if beta is None else beta
         idx = np.asarray(self.active)
-        Pa = self.active_columns()
         return self._factorise(
-            self.G[idx, :], self.PhiT_t[idx], Pa, alpha, beta, tuple(self.active), Pa
+            self.G[idx, :],
+            self.PhiT_t[idx],
+            self.active_columns(),
+            alpha,
+            beta,
+            tuple(self.active),
         )
 
     def factorise_move(self, j: int, alpha_j: float, g: np.ndarray | None = None):
@@ -194,7 +198,6 @@ class SequentialState:
                 np.append(self.alpha, alpha_j),
                 self.beta,
                 tuple(idx.tolist()),
-                Pa,
             )
         i = self.active.index(j)
         if np.isfinite(alpha_j):  # re-estimation
@@ -204,25 +207,24 @@ class SequentialState:
         keep = np.arange(len(self.active)) != i  # deletion
         idx = np.asarray(self.active)[keep]
         Gaa = self.G[np.ix_(idx, keep)]
-        Pa = self.active_columns()[:, keep]
-        parent = self._rows.kept.get(tuple(self.active))  # None: the set went by Cholesky
         return self._factorise(
             Gaa,
             self.PhiT_t[idx],
-            Pa,
+            self.active_columns()[:, keep],
             self.alpha[keep],
             self.beta,
             tuple(idx.tolist()),
-            Pa if parent is None else (parent, i),
+            drop=i,
         )
 
-    def _factorise(self, Gaa, PhiT_t_a, Pa, alpha, beta, key, source) -> Factor | None:
+    def _factorise(self, Gaa, PhiT_t_a, Pa, alpha, beta, key, drop=None) -> Factor | None:
         """:func:`factorise_active` of the active system ``(Gaa, Pa, alpha, beta)``.
 
-        ``key`` names the active set and ``source`` gives its rows for the QR
-        route (:meth:`ActiveRows.getter`).
+        ``key`` names the active set; its rows for the QR route come from
+        :meth:`ActiveRows.getter` (``drop``: a deletion of the current set's
+        column ``drop``).
         """
-        rows = self._rows.getter(key, source, tuple(self.active))
+        rows = self._rows.getter(key, Pa, tuple(self.active), drop)
         return factorise_active(
             Gaa, PhiT_t_a, Pa, self.t, alpha, beta, self.n, self.rss_offset, self.tt, rows
         )
