@@ -6,7 +6,12 @@ import PyMC; the PyMC models and fits are imported lazily.
 
 from rvm_pymc._core.lazy import attach
 from rvm_pymc._core.version import VERSION
-from rvm_pymc.exceptions import ConvergenceWarning, PriorWarning, SamplingWarning
+from rvm_pymc.exceptions import (
+    ConvergenceWarning,
+    InterpolationWarning,
+    PriorWarning,
+    SamplingWarning,
+)
 from rvm_pymc.priors import PRESETS, HyperPrior, resolve_prior
 
 __version__ = VERSION
@@ -18,6 +23,7 @@ __all__ = [
     "RVR",
     "ConvergenceWarning",
     "HyperPrior",
+    "InterpolationWarning",
     "PriorWarning",
     "SamplingWarning",
     "__version__",

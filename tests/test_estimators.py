@@ -213,17 +213,18 @@ def test_rvr_gamma_scale_is_svr_default(sinc):
     assert est.gamma_ == pytest.approx(1.0 / X.var())
 
 
-def test_gamma_auto_is_evidence_up_to_2000_points_and_scale_above(sinc, monkeypatch):
+def test_gamma_auto_is_cv_up_to_2000_points_and_scale_above(sinc, monkeypatch):
     from rvm_pymc.estimators import _widths
 
     X, y = sinc
-    auto, evidence = RVR().fit(X, y), RVR(gamma="evidence").fit(X, y)
-    assert auto.gamma_ == evidence.gamma_
-    np.testing.assert_array_equal(auto.evidence_path_["gamma"], evidence.evidence_path_["gamma"])
-    monkeypatch.setattr(_widths, "AUTO_EVIDENCE_MAX", len(y) - 1)
+    auto, cv = RVR().fit(X, y), RVR(gamma="cv").fit(X, y)
+    assert auto.gamma_ == cv.gamma_
+    np.testing.assert_array_equal(auto.cv_path_["gamma"], cv.cv_path_["gamma"])
+    assert not hasattr(auto, "evidence_path_")
+    monkeypatch.setattr(_widths, "AUTO_CV_MAX", len(y) - 1)
     above = RVR().fit(X, y)
     assert above.gamma_ == pytest.approx(1.0 / X.var())
-    assert not hasattr(above, "evidence_path_")
+    assert not hasattr(above, "cv_path_")
 
 
 def test_gamma_evidence_refines_the_grid_maximum(sinc):

@@ -42,7 +42,6 @@ FORBIDDEN = {("inference", "reference")}
 both need through ``_core``, never through each other."""
 
 MAX_TOP_LEVEL_FILES = 12
-MAX_LINES = 500
 
 
 def _layer(module: str) -> str:
@@ -188,11 +187,3 @@ def test_no_circle():
 def test_the_top_of_the_package_is_small():
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(top) <= MAX_TOP_LEVEL_FILES, top
-
-
-@pytest.mark.parametrize(
-    "path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE))
-)
-def test_no_module_past_the_line_limit(path):
-    n = len(path.read_text().splitlines())
-    assert n <= MAX_LINES, f"{path.relative_to(PACKAGE).as_posix()} has {n} lines"

@@ -52,21 +52,32 @@ def _recorded(est, X, y, monkeypatch):
 
 def test_nuts_width_and_start_are_the_slab_priors_reference_fit(monkeypatch):
     X, y, _, _ = make_ripley(n_train=80, n_test=2, random_state=2)
-    nuts = _recorded(RVC(method="nuts", random_state=0), X, y, monkeypatch)
     slab = PRESETS["weakly_informative_slab"]
-    assert nuts["prior"] == slab == nuts["backend_prior"]
-    assert nuts["solver"] == "mackay"
-    ref = _recorded(
-        RVC(method="reference", solver="mackay", prior=slab, random_state=0), X, y, monkeypatch
-    )
-    assert nuts["gamma"] == ref["gamma"]
-    post = nuts["backend_start"]
-    assert post.basis_names == ref["start"][0].basis_names
-    np.testing.assert_array_equal(post.log_alpha, ref["start"][0].log_alpha)
-    np.testing.assert_array_equal(post.mean, ref["start"][0].mean)
-    # the slab changes this problem's width: the old start (the prior without it) differs
+    for gamma in ("auto", "evidence"):  # cross-validated (the default) and by the evidence
+        nuts = _recorded(RVC(method="nuts", gamma=gamma, random_state=0), X, y, monkeypatch)
+        assert nuts["prior"] == slab == nuts["backend_prior"]
+        assert nuts["solver"] == "mackay"
+        ref = _recorded(
+            RVC(method="reference", gamma=gamma, solver="mackay", prior=slab, random_state=0),
+            X,
+            y,
+            monkeypatch,
+        )
+        assert nuts["gamma"] == ref["gamma"]
+        post = nuts["backend_start"]
+        assert post.basis_names == ref["start"][0].basis_names
+        np.testing.assert_array_equal(post.log_alpha, ref["start"][0].log_alpha)
+        np.testing.assert_array_equal(post.mean, ref["start"][0].mean)
+    # the slab changes this problem's evidence width: the old start (the prior without it)
+    # differs
     plain = _recorded(
-        RVC(method="reference", solver="mackay", prior=slab.without_slab(), random_state=0),
+        RVC(
+            method="reference",
+            gamma="evidence",
+            solver="mackay",
+            prior=slab.without_slab(),
+            random_state=0,
+        ),
         X,
         y,
         monkeypatch,

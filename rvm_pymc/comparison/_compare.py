@@ -23,7 +23,7 @@ from rvm_pymc.comparison._measures import (
 )
 from rvm_pymc.comparison._paired import add_paired_columns, choose_baseline
 from rvm_pymc.comparison.predictive import predictive
-from rvm_pymc.exceptions import ConvergenceWarning
+from rvm_pymc.exceptions import ConvergenceWarning, InterpolationWarning
 
 __all__ = ["FitSet", "compare", "fit_all"]
 
@@ -34,15 +34,17 @@ COVERAGE = (0.5, 0.9, 0.95)
 class FitSet(dict):
     """Fitted estimators by name, with the data they were fitted on.
 
-    A :class:`dict` (name -> fitted RVR/RVC) that also keeps ``X``, ``y``
-    and the wall-clock ``fit_times`` (seconds), so that :func:`compare` can
-    refit it in cross-validation.
+    A :class:`dict` (name -> fitted RVR/RVC) that also keeps ``X``, ``y``,
+    the wall-clock ``fit_times`` (seconds) and ``width_from`` (the fit whose
+    chosen width every other fit was fitted at, or None), so that
+    :func:`compare` can refit it in cross-validation the same way.
     """
 
-    def __init__(self, fits, X=None, y=None, fit_times=None):
+    def __init__(self, fits, X=None, y=None, fit_times=None, width_from=None):
         super().__init__(fits)
         self.X, self.y = X, y
         self.fit_times = dict(fit_times or {})
+        self.width_from = width_from
 
 
 def fit_all(
@@ -52,6 +54,7 @@ def fit_all(
     *,
     task: str | None = None,
     method_params: Mapping[str, Mapping[str, Any]] | None = None,
+    same_width: bool = True,
     **params,
 ) -> FitSet:
     """Fit one RVM by several methods on the same data.
@@ -85,6 +88,13 @@ def fit_all(
         Parameters of one method's fit only, over ``params``: options that
         another method does not take, e.g.
         ``{"nuts": {"sampler_kwargs": {"target_accept": 0.95}}}``.
+    same_width : bool, default True
+        Fit every method at one kernel width: the first method chooses it (by
+        its ``gamma`` rule, e.g. ``"auto"``), the others are fitted at its
+        ``gamma_``, so that the paired differences of :func:`compare` compare
+        approximations of one model (its k-fold refits do the same in each
+        fold).  False lets each method choose its own width (under its own
+        prior): then they fit different models, and ``compare`` warns.
 
     Returns
     -------
@@ -123,12 +133,17 @@ def fit_all(
         raise ValueError(f"task must be one of {tuple(classes)}; got {task!r}")
     cls = classes[task]
     fits, times = {}, {}
+    shared: dict[str, float] = {}
     for m in methods:
-        est = cls(method=m, **{**params, **own.get(m, {})})
+        est = cls(method=m, **{**params, **shared, **own.get(m, {})})
         t0 = time.perf_counter()
         fits[m] = est.fit(X, y)
         times[m] = time.perf_counter() - t0
-    return FitSet(fits, X=X, y=y, fit_times=times)
+        gamma = getattr(fits[m], "gamma_", None)
+        if same_width and not shared and isinstance(est.gamma, str) and gamma is not None:
+            shared = {"gamma": float(gamma)}
+    width_from = methods[0] if shared else None
+    return FitSet(fits, X=X, y=y, fit_times=times, width_from=width_from)
 
 
 def _prior_name(fit) -> str:
@@ -332,6 +347,7 @@ def compare(
             "gamma": float(f.gamma_) if getattr(f, "gamma_", None) is not None else np.nan,
             "same_basis": bool(same_basis(fits[base], f, X_basis)),
             "n_relevant": n_relevant(f),
+            "interpolates": bool(getattr(f, "interpolates_", False)),
             "effective_parameters": effective_parameters(f),
             "log_evidence": log_evidence(f),
             "log_hyperprior": log_hyperprior(f),
@@ -351,10 +367,12 @@ def compare(
         row.update(diagnostics(f))
         rows[name] = row
     frames = {what: pd.DataFrame(cols) for what, cols in pointwise.items()}
-    folds = None
+    folds, caught = None, {}
     if cv is not None and X is not None:
         X_arr, y_arr = np.asarray(X), np.asarray(y)
-        extra, frames["elpd_kfold"], folds = kfold(fits, X_arr, y_arr, cv, random_state, n_jobs)
+        extra, frames["elpd_kfold"], folds, caught = kfold(
+            fits, X_arr, y_arr, cv, random_state, n_jobs
+        )
         for name, cols in extra.items():
             rows[name].update(cols)
     table = pd.DataFrame.from_dict(rows, orient="index")
@@ -364,7 +382,38 @@ def compare(
         table.loc[unreliable, ["elpd_loo_diff", "elpd_loo_diff_se"]] = np.nan
     table.attrs = {"baseline": base, "pointwise": frames, "folds": folds}
     _warn(table, base, folds)
+    _warn_again(caught, folds)
     return table
+
+
+def _warn_again(caught: dict[tuple[str, str, type[Warning]], list[int]], folds) -> None:
+    """Raise every distinct warning of the k-fold refits once, naming the fit and folds;
+    the folds whose refit interpolates in one warning per fit."""
+    if folds is not None:
+        for name, mine in folds[folds["interpolates"]].groupby("fit", sort=False):
+            which = ", ".join(
+                f"{int(r.fold)} ({int(r.n_relevant)} of {int(r.n_train)} rows at gamma="
+                f"{r.gamma:.4g})"
+                for r in mine.itertuples()
+            )
+            warnings.warn(
+                f"compare: the k-fold refits of {name!r} interpolate their training rows in "
+                f"folds {which}: their held-out densities, and elpd_kfold, rest on predictive "
+                "bands far too narrow (see table.attrs['folds']); choose the width by "
+                "cross-validation (gamma='cv') or give a wider kernel",
+                InterpolationWarning,
+                stacklevel=3,
+            )
+    for (name, message, category), which_folds in caught.items():
+        if issubclass(category, InterpolationWarning):
+            continue  # said above, per fit
+        folds_text = ", ".join(str(i) for i in which_folds)
+        warnings.warn(
+            f"compare: k-fold refit of {name!r} (fold{'s' * (len(which_folds) > 1)} "
+            f"{folds_text}): {message}",
+            category,
+            stacklevel=3,
+        )
 
 
 def _warn(table: pd.DataFrame, base: str, folds: pd.DataFrame | None) -> None:

@@ -17,19 +17,51 @@ from rvm_pymc.comparison.predictive import predictive
 __all__ = ["kfold"]
 
 
-def _fold_fit(est, X, y, train, test) -> tuple[np.ndarray, float, dict[str, Any]]:
-    """Refit a clone of ``est`` on one training fold: held-out lpd, seconds, diagnostics."""
+def _fold_fit(est, X, y, train, test, gamma=None) -> dict[str, Any]:
+    """Refit a clone of ``est`` on one training fold (at ``gamma`` if given): held-out lpd,
+    seconds, diagnostics, the fold's width, relevance and the warnings of the refit."""
     from sklearn.base import clone
 
-    model = clone(est)
+    model = clone(est) if gamma is None else clone(est).set_params(gamma=gamma)
     t0 = time.perf_counter()
-    with warnings.catch_warnings(), quiet_pymc():  # PyMC's notes: shown by the first fit
-        warnings.simplefilter("ignore")  # reported as columns and in one warning of compare
+    with warnings.catch_warnings(record=True) as caught, quiet_pymc():
+        warnings.simplefilter("always")  # kept in the folds table; compare raises each once
         model.fit(X[train], y[train])
     elapsed = time.perf_counter() - t0
     seed = getattr(est, "random_state", None)
     lpd = predictive(model, X[test], random_state=seed).log_density(y[test])
-    return lpd, elapsed, diagnostics(model)
+    return {
+        "lpd": lpd,
+        "seconds": elapsed,
+        "diagnostics": diagnostics(model),
+        "gamma": float(model.gamma_) if getattr(model, "gamma_", None) is not None else np.nan,
+        "n_relevant": int(model.n_relevance_),
+        "interpolates": bool(getattr(model, "interpolates_", False)),
+        "warnings": _distinct([(str(w.message), w.category) for w in caught]),
+    }
+
+
+def _distinct(caught: list[tuple[str, type[Warning]]]) -> list[tuple[str, type[Warning]]]:
+    """The warnings in the order raised, each message once."""
+    seen: dict[str, type[Warning]] = {}
+    for message, category in caught:
+        seen.setdefault(message, category)
+    return list(seen.items())
+
+
+def _fold_fits(fits, X, y, train, test, width_from) -> dict[str, dict[str, Any]]:
+    """Every fit's refit on one fold; with ``width_from``, that fit's refit chooses the
+    fold's width and the others are refitted at it (one width per comparison)."""
+    out = {}
+    gamma = None
+    if width_from is not None:
+        out[width_from] = _fold_fit(fits[width_from], X, y, train, test)
+        g = out[width_from]["gamma"]
+        gamma = None if np.isnan(g) else g
+    for name, est in fits.items():
+        if name not in out:
+            out[name] = _fold_fit(est, X, y, train, test, gamma)
+    return out
 
 
 def _folds(fits, X, y, cv, random_state) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -64,37 +96,58 @@ def kfold(fits, X, y, cv, random_state, n_jobs):
         Per fit: ``elpd_kfold``, ``elpd_kfold_se``, ``kfold_fit_time`` and the
         diagnostics of its refits, ``kfold_converged`` (folds whose refit
         converged, of ``kfold_folds``), ``kfold_max_rhat`` (largest over the
-        folds) and ``kfold_divergences`` (sum over the folds).
+        folds), ``kfold_divergences`` (sum over the folds) and
+        ``kfold_interpolating`` (folds whose type-II refit interpolates).
     pointwise : pandas.DataFrame
         ``(n_samples, n_fits)``: the held-out log density of every training
         point from the fold that left it out.
     folds : pandas.DataFrame
         One row per fit and fold: ``fit``, ``fold``, ``n_test``, ``seconds``,
-        ``converged``, ``max_rhat``, ``divergences``, ``elpd``.
+        ``converged``, ``max_rhat``, ``divergences``, ``elpd``, the refit's
+        width ``gamma``, ``n_relevant`` of its ``n_train`` rows,
+        ``interpolates`` and ``warnings`` (the refit's warnings, each once, as
+        ``"Category: message"`` joined by ``" | "``).
+    caught : dict
+        ``(fit, message, category) -> folds`` of every warning of the refits.
+
+    With ``fits.width_from`` (a :class:`FitSet` of one width), each fold's
+    refit of that fit chooses the fold's width and every other fit is refitted
+    at it, so that the folds too compare approximations of one model.
     """
     from joblib import Parallel, delayed
 
     folds = _folds(fits, X, y, cv, random_state)
-    jobs = [(name, i, tr, te) for name in fits for i, (tr, te) in enumerate(folds)]
+    width_from = getattr(fits, "width_from", None)
     res = Parallel(n_jobs=n_jobs)(
-        delayed(_fold_fit)(fits[name], X, y, tr, te) for name, _, tr, te in jobs
+        delayed(_fold_fits)(dict(fits), X, y, tr, te, width_from) for tr, te in folds
     )
     pointwise = pd.DataFrame(np.nan, index=pd.RangeIndex(len(y), name="obs"), columns=list(fits))
     rows = []
-    for (name, i, _, te), (lpd_te, elapsed, diag) in zip(jobs, res, strict=True):
-        pointwise.loc[te, name] = lpd_te
-        rows.append(
-            {
-                "fit": name,
-                "fold": i,
-                "n_test": len(te),
-                "seconds": elapsed,
-                "converged": bool(diag["converged"]),
-                "max_rhat": diag["max_rhat"],
-                "divergences": diag["divergences"],
-                "elpd": float(np.sum(lpd_te)),
-            }
-        )
+    caught: dict[tuple[str, str, type[Warning]], list[int]] = {}
+    for name in fits:
+        for i, ((_, te), fold) in enumerate(zip(folds, res, strict=True)):
+            r = fold[name]
+            pointwise.loc[te, name] = r["lpd"]
+            diag = r["diagnostics"]
+            rows.append(
+                {
+                    "fit": name,
+                    "fold": i,
+                    "n_test": len(te),
+                    "seconds": r["seconds"],
+                    "converged": bool(diag["converged"]),
+                    "max_rhat": diag["max_rhat"],
+                    "divergences": diag["divergences"],
+                    "elpd": float(np.sum(r["lpd"])),
+                    "gamma": r["gamma"],
+                    "n_relevant": r["n_relevant"],
+                    "n_train": len(y) - len(te),
+                    "interpolates": r["interpolates"],
+                    "warnings": " | ".join(f"{c.__name__}: {m}" for m, c in r["warnings"]),
+                }
+            )
+            for message, category in r["warnings"]:
+                caught.setdefault((name, message, category), []).append(i)
     table = pd.DataFrame(rows)
     out = {}
     for name in fits:
@@ -110,8 +163,9 @@ def kfold(fits, X, y, cv, random_state, n_jobs):
             "kfold_converged": int(mine["converged"].sum()),
             "kfold_max_rhat": float(np.max(rhat)) if np.isfinite(rhat).any() else np.nan,
             "kfold_divergences": float(np.sum(div)) if np.isfinite(div).any() else np.nan,
+            "kfold_interpolating": int(mine["interpolates"].sum()),
         }
-    return out, pointwise, table
+    return out, pointwise, table, caught
 
 
 def unconverged_folds_message(folds: pd.DataFrame) -> str | None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import numbers
+import warnings
 from typing import Any
 
 import numpy as np
@@ -18,6 +20,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from rvm_pymc._core.interpolation import interpolates, interpolation_message
 from rvm_pymc._core.rowqr import RowQR
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc._core.validation import check_numeric
@@ -38,6 +41,7 @@ from rvm_pymc.estimators._rows import compressed_design, row_blocked
 from rvm_pymc.estimators._scaling import column_rms, scale_columns, scale_gamma, target_scale
 from rvm_pymc.estimators._views import ResultViews
 from rvm_pymc.estimators._widths import select_width
+from rvm_pymc.exceptions import InterpolationWarning
 from rvm_pymc.kernels import Kernel
 from rvm_pymc.models.spec import data_unit_constants
 from rvm_pymc.priors import resolve_prior
@@ -224,7 +228,8 @@ class _BaseRVM(ResultViews, BaseEstimator):
         checked = self._check_params(X)
         prior = checked.prior
         regression = self._kind == "regression"
-        self.__dict__.pop("evidence_path_", None)  # only a gamma="evidence" fit has one
+        for attr in ("evidence_path_", "cv_path_"):  # only a width search has one
+            self.__dict__.pop(attr, None)
         if regression:
             t_mean, t_sd = target_scale(target)
             t_s = (target - t_mean) / t_sd
@@ -245,7 +250,22 @@ class _BaseRVM(ResultViews, BaseEstimator):
         need_ref = self.method == "reference" or self._starts_from_reference()
         # every method chooses its width (gamma="auto"/"evidence") and its start under the
         # prior it fits, a slab included (MacKay takes one; MAP refuses a slab)
-        width = select_width(self, X, t_s, prior, ref_solver, basis_seed, need_reference=need_ref)
+        # gamma="cv"'s folds: seeded by an integer random_state itself (0 for None)
+        rs = self.random_state
+        fold_seed = 0 if rs is None else int(rs) if isinstance(rs, numbers.Integral) else seed
+        width = select_width(
+            self,
+            X,
+            t_s,
+            prior,
+            ref_solver,
+            basis_seed,
+            need_reference=need_ref,
+            y=target,
+            fold_seed=fold_seed,
+        )
+        if width.cv_path is not None:
+            self.cv_path_ = width.cv_path
         if width.evidence_path is not None:
             path = width.evidence_path
             self.evidence_path_ = {**path, "log_evidence": path["log_evidence"] - log_t_sd}
@@ -277,6 +297,7 @@ class _BaseRVM(ResultViews, BaseEstimator):
             self.model_ = self._data_unit_model(Phi_data, target, scale[active], prior)
         self.n_iter_ = int(info.n_iter)
         self.converged_ = bool(info.converged)
+        self._check_interpolation(X.shape[0], bool(info.attrs.get("noise_at_bound", False)))
         self.log_evidence_ = float(info.log_evidence - log_t_sd)
         self._tree_inputs = {
             "Phi": Phi_data,
@@ -294,6 +315,25 @@ class _BaseRVM(ResultViews, BaseEstimator):
             ),
         }
         self._idata = None
+
+    def _check_interpolation(self, n_train: int, noise_at_bound: bool) -> None:
+        """Set ``interpolates_`` (type-II fits; False for NUTS) and warn when it is True."""
+        type_ii = self.posterior_.is_type_ii
+        n_rel = self.n_relevance_
+        self.interpolates_ = type_ii and interpolates(n_rel, n_train, noise_at_bound)
+        if not self.interpolates_:
+            return
+        noise = getattr(self, "noise_var_", None)
+        message = interpolation_message(
+            type(self).__name__,
+            n_rel,
+            n_train,
+            self.gamma_,
+            noise_at_bound,
+            None if noise is None else float(np.sqrt(noise)),
+            getattr(self, "y_scale_", None) if noise is not None else None,
+        )
+        warnings.warn(message, InterpolationWarning, stacklevel=5)
 
     def _reference_fit(self, Phi, t, prior, solver: str, names, start=None, cap=None, tol=None):
         """The reference backend on the scaled problem: ``(WeightPosterior, FitInfo)``.
@@ -468,4 +508,5 @@ def _fit_attrs(est: _BaseRVM, library: str) -> dict[str, Any]:
         "log_evidence": float(getattr(est, "log_evidence_", np.nan)),
         "n_iter": int(getattr(est, "n_iter_", 0)),
         "converged": int(bool(getattr(est, "converged_", False))),
+        "interpolates": int(bool(getattr(est, "interpolates_", False))),
     }

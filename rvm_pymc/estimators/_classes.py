@@ -38,29 +38,34 @@ class RVR(RegressorMixin, _BaseRVM):
         :class:`~rvm_pymc.kernels.Kernel`, a callable ``k(X, Y)``, or a
         :class:`~rvm_pymc.basis.Basis` (any design matrix, e.g.
         :func:`~rvm_pymc.basis.polynomial_basis`; ``bias`` is then the basis's).
-    gamma : float, "auto", "scale" or "evidence", default "auto"
+    gamma : float, "auto", "cv", "scale" or "evidence", default "auto"
         Inverse squared width of rbf/cauchy (``exp(-gamma |x-y|^2)``), inverse
         width of laplacian, scale of poly; ignored by other kernels.
+        ``"cv"`` scores the widths of ``gamma_grid`` by 5-fold cross-validation of
+        the held-out log predictive density of the reference fit (from the grid's
+        middle out, each side until the score falls, then half a grid step on either
+        side of the best), and fits the best on all the data; ``cv_path_`` records
+        every width scored.  The folds are shuffled with an integer ``random_state``
+        (0 for None), stratified for a classifier.
         ``"scale"`` is ``1 / (n_features * X.var())`` as in scikit-learn's SVR.
         ``"evidence"`` searches the widths on a few centres (``gamma_grid`` from
         its middle out, then a refinement of the best on a continuous
         ``log gamma`` to 10 %), fits the best width found and the grid's best
         (and near ties) over all bases, keeps the best: the fit of ``gamma=<that width>``
-        itself; ``evidence_path_`` records every fit of the search.
-        Map/nuts are then fitted at that width, searched under the prior they fit
+        itself; ``evidence_path_`` records every fit of the search.  On small noisy
+        real data the evidence (with no prior on the noise) often prefers a kernel
+        that interpolates the targets (an ``InterpolationWarning`` says so).
+        Map/nuts are then fitted at the chosen width, chosen under the prior they fit
         (NUTS's slab included: MacKay's reference fit takes it).
-        ``"auto"`` is ``"evidence"`` up to 2000 training points and ``"scale"``
-        above: on raw 1-D inputs ``"scale"`` is often far too wide (sinc,
-        N = 100: a 10 times smaller gamma than the evidence's, test RMSE up to
-        4 times larger, and NUTS that does not mix, R-hat 1.8).
-        The command line (``rvm-pymc fit`` and ``compare``) differs in two
-        defaults: ``"evidence"`` at any number of rows, and the features
-        standardised to mean 0, sd 1 before the fit; an estimator uses
-        ``X`` as given.
+        ``"auto"`` is ``"cv"`` from 4 up to 2000 training points (with at least two
+        rows of every class) and ``"scale"`` otherwise.  Why cross-validation: the
+        real-data panel of ``benchmarks/bench_real_panel.py`` (docs, "Defaults").
+        The command line (``rvm-pymc fit`` and ``compare``) standardises the features
+        to mean 0, sd 1 before the fit; an estimator uses ``X`` as given.
     gamma_grid : array_like, optional
-        Widths that bracket ``gamma="evidence"`` (fitted from the middle out, each
-        side until 10 nats below the best; the width chosen lies between the
-        smallest and the largest); default ``"scale"`` x ``logspace(-2, 2, 9)``.
+        Widths that bracket ``gamma="cv"`` and ``gamma="evidence"`` (fitted from the
+        middle out; the width chosen lies between the smallest and the largest);
+        default ``"scale"`` x ``logspace(-2, 2, 9)``.
     degree, coef0 : int, float
         Degree and offset of the ``"poly"`` kernel.
     bias : bool, default True
@@ -192,6 +197,16 @@ class RVR(RegressorMixin, _BaseRVM):
     log_evidence_ : float
         Log evidence (plus hyperprior terms) at the optimum, of the targets in
         their own units; NaN for nuts.
+    cv_path_ : dict
+        Only with ``gamma="cv"`` (and ``"auto"`` when it is ``"cv"``): ``{"gamma",
+        "cv_lpd", "cv_lpd_se", "relevance_fraction"}`` arrays, one entry per width
+        scored, by increasing width: the mean held-out log density per training row,
+        its standard error, and the mean fraction of a fold's rows kept relevant.
+    interpolates_ : bool
+        Whether the fit (reference or map) keeps more than half of its training rows
+        as relevance vectors or ended with the noise precision at its bound: it then
+        interpolates, its bands are too narrow, and ``fit`` warned
+        (:class:`~rvm_pymc.exceptions.InterpolationWarning`).  False for nuts.
     evidence_path_ : dict
         Only with ``gamma="evidence"``: ``{"gamma", "log_evidence", "converged",
         "noise_at_bound", "all_bases"}`` arrays, one entry per fit of the search:

@@ -397,6 +397,7 @@ def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path, version: int)
     est.n_iter_ = int(idata.attrs["n_iter"])
     est.converged_ = bool(idata.attrs["converged"])
     est.log_evidence_ = float(idata.attrs["log_evidence"])
+    est.interpolates_ = bool(idata.attrs.get("interpolates", 0))  # since the cv default
     est.model_ = None  # a PyMC model is not saved (as after unpickling)
     _check_consistent(est, path)
 

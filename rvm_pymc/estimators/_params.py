@@ -74,7 +74,7 @@ PARAMETER_CONSTRAINTS: dict[str, list] = {
     "solver": [StrOptions(set(SOLVERS))],
     "kernel": [_KernelName(set(KERNEL_NAMES)), Kernel, Basis, callable],
     "gamma": [
-        StrOptions({"auto", "scale", "evidence"}),
+        StrOptions({"auto", "scale", "evidence", "cv"}),
         Interval(numbers.Real, 0, None, closed="neither"),
     ],
     "gamma_grid": [None, "array-like"],
@@ -113,7 +113,7 @@ REGRESSOR_CONSTRAINTS: dict[str, list] = {
 
 MESSAGES: dict[str, str] = {
     "kernel": "a kernel name, 'precomputed', a Kernel, a callable k(X, Y) or a Basis",
-    "gamma": "a float > 0, 'auto', 'scale' or 'evidence'",
+    "gamma": "a float > 0, 'auto', 'cv', 'scale' or 'evidence'",
     "gamma_grid": "a non-empty sequence of floats > 0",
     "degree": "an integer >= 1",
     "coef0": "a finite float",
@@ -265,9 +265,9 @@ def check_params(est: Any, X: np.ndarray) -> Checked:
     """
     est._validate_params()
     k, gamma = est.kernel, est.gamma
-    if gamma == "evidence" and not (isinstance(k, str) and k.lower() in GAMMA_KERNELS):
+    if gamma in ("evidence", "cv") and not (isinstance(k, str) and k.lower() in GAMMA_KERNELS):
         raise ValueError(
-            f"gamma='evidence' needs a kernel with a width: one of {GAMMA_KERNELS}; "
+            f"gamma={gamma!r} needs a kernel with a width: one of {GAMMA_KERNELS}; "
             f"got kernel={k!r}"
         )
     if est.gamma_grid is not None:

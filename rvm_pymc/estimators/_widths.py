@@ -1,4 +1,8 @@
-"""The kernel width of a fit: one given width, or ``gamma="evidence"``.
+"""The kernel width of a fit: one given width, ``gamma="cv"`` (the default) or ``"evidence"``.
+
+For ``gamma="cv"`` (and ``"auto"`` up to :data:`AUTO_CV_MAX` training points) the widths
+are scored by k-fold cross-validation of the reference fit (:mod:`._cv_width`), and the
+best is fitted on all the data.
 
 For ``gamma="evidence"`` the reference solver searches the widths
 (:mod:`._search`): the widths of the grid (``gamma_grid``, default 9 widths
@@ -24,6 +28,7 @@ from rvm_pymc._core.centres import AUTO_FULL_MAX
 from rvm_pymc._core.parallel import raise_again
 from rvm_pymc._core.rowqr import RowQR
 from rvm_pymc.basis import Basis
+from rvm_pymc.estimators._cv_width import cv_width
 from rvm_pymc.estimators._params import GAMMA_KERNELS
 from rvm_pymc.estimators._scaling import scale_gamma
 from rvm_pymc.estimators._search import (
@@ -38,17 +43,26 @@ from rvm_pymc.estimators._search import (
 )
 from rvm_pymc.exceptions import ConvergenceWarning
 
-__all__ = ["DEFAULT_GRID", "PATH_KEYS", "Width", "gamma_candidates", "select_width"]
+__all__ = [
+    "AUTO_CV_MAX",
+    "DEFAULT_GRID",
+    "PATH_KEYS",
+    "Width",
+    "auto_gamma",
+    "gamma_candidates",
+    "select_width",
+]
 
 PATH_KEYS = ("gamma", "log_evidence", "converged", "noise_at_bound", "all_bases")
 """The arrays of ``evidence_path_``, one value per fit of the search (in the order made)."""
 
 DEFAULT_GRID = np.logspace(-2.0, 2.0, 9)
-"""The default grid of ``gamma="evidence"`` (the bracket of the refinement), in units of
-the ``"scale"`` width."""
-AUTO_EVIDENCE_MAX = AUTO_FULL_MAX
-"""``gamma="auto"`` (the default) is ``"evidence"`` up to this many training points, where
-every width is an exact fit of milliseconds to a second, and ``"scale"`` above it."""
+"""The default grid of ``gamma="cv"`` and ``gamma="evidence"`` (the bracket of the
+refinement), in units of the ``"scale"`` width."""
+AUTO_CV_MAX = AUTO_FULL_MAX
+"""``gamma="auto"`` (the default) is ``"cv"`` up to this many training points, where every
+fold's fit is an exact fit of milliseconds to a second, and ``"scale"`` above it (and
+below 4 rows, or with a class of one row, where no fold can be scored)."""
 
 
 class Width(NamedTuple):
@@ -65,26 +79,40 @@ class Width(NamedTuple):
     evidence_path: dict[str, np.ndarray] | None
     """:data:`PATH_KEYS` of every fit of the search: the grid's and the refinement's in
     the order made (both on the search's centres), then the exact fits."""
+    cv_path: dict[str, np.ndarray] | None = None
+    """``gamma="cv"``: :data:`~._cv_width.CV_PATH_KEYS` of every width scored."""
 
 
-def gamma_candidates(est: Any, X: np.ndarray) -> list[float | None]:
-    """Widths to fit: one for a fixed width, the grid for ``gamma="evidence"`` (and "auto")."""
+def auto_gamma(est: Any, X: np.ndarray, y: np.ndarray | None) -> str:
+    """What ``gamma="auto"`` means for these data: ``"cv"`` or ``"scale"`` (see
+    :data:`AUTO_CV_MAX`); ``y`` the targets (class labels of a classifier)."""
+    n = X.shape[0]
+    if n > AUTO_CV_MAX or n < 4:
+        return "scale"
+    if est._kind == "classification" and y is not None:
+        if np.min(np.unique(y, return_counts=True)[1]) < 2:
+            return "scale"
+    return "cv"
+
+
+def gamma_candidates(est: Any, X: np.ndarray, y: np.ndarray | None = None) -> list[float | None]:
+    """Widths to fit: one for a fixed width, the grid for ``"cv"``/``"evidence"`` (and "auto")."""
     k = est.kernel
     if not (isinstance(k, str) and k.lower() in GAMMA_KERNELS):
         return [None]
-    gamma = est.gamma
-    if gamma == "auto":
-        gamma = "evidence" if X.shape[0] <= AUTO_EVIDENCE_MAX else "scale"
+    gamma = auto_gamma(est, X, y) if est.gamma == "auto" else est.gamma
     if gamma == "scale":
         return [scale_gamma(X)]
-    if gamma == "evidence":
+    if gamma in ("evidence", "cv"):
         if est.gamma_grid is None:
             return list(scale_gamma(X) * DEFAULT_GRID)
         return [float(g) for g in np.asarray(est.gamma_grid, dtype=float).reshape(-1)]
     return [float(est.gamma)]
 
 
-def select_width(est, X, t, prior, solver: str, seed, *, need_reference: bool) -> Width:
+def select_width(
+    est, X, t, prior, solver: str, seed, *, need_reference: bool, y=None, fold_seed: int = 0
+) -> Width:
     """The width of the fit, with its reference fit when ``need_reference`` or on a grid.
 
     Parameters
@@ -103,12 +131,23 @@ def select_width(est, X, t, prior, solver: str, seed, *, need_reference: bool) -
         Of the basis's choice of centres at large N (the same for every width).
     need_reference : bool
         Fit the reference solver at a single width too.
+    y : ndarray, optional
+        The targets as given to ``fit`` (``gamma="cv"`` refits clones on them).
+    fold_seed : int, default 0
+        Of the shuffle of ``gamma="cv"``'s folds.
 
     Returns
     -------
     Width
     """
-    candidates = gamma_candidates(est, X)
+    y = t if y is None else y
+    candidates = gamma_candidates(est, X, y)
+    rule = auto_gamma(est, X, y) if est.gamma == "auto" else est.gamma
+    cv_path = None
+    if rule == "cv" and candidates[0] is not None:
+        chosen = cv_width(est, X, y, prior, solver, candidates, fold_seed)
+        raise_again(f"gamma='cv' (folds at gamma={chosen['gamma']:.4g})", chosen["warnings"])
+        candidates, cv_path = [chosen["gamma"]], chosen["path"]
     if len(candidates) == 1:
         g = candidates[0]
         basis, Phi, scale = est._design(g, X, seed, t if need_reference else None)
@@ -117,7 +156,7 @@ def select_width(est, X, t, prior, solver: str, seed, *, need_reference: bool) -
             if need_reference
             else None
         )
-        return Width(g, basis, Phi, scale, ref, None)
+        return Width(g, basis, Phi, scale, ref, None, cv_path)
     # each task gets a clone of the estimator (parameters only) and builds its own (small)
     # design matrix; n_jobs and any joblib.parallel_config in effect (e.g. backend="dask")
     # decide where each round's fits run; the warnings of the chosen width's exact fit are
@@ -162,7 +201,7 @@ def select_width(est, X, t, prior, solver: str, seed, *, need_reference: bool) -
     _warn_if_rising_into_interpolation(searched, best)
     fits = searched + exact
     path = {k: np.array([f[k] for f in fits]) for k in PATH_KEYS}
-    return Width(g, best["basis"], best["Phi"], best["scale"], best["reference"], path)
+    return Width(g, best["basis"], best["Phi"], best["scale"], best["reference"], path, None)
 
 
 def _warn_if_rising_into_interpolation(searched: list[dict], best: dict) -> None:
