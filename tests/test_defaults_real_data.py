@@ -95,3 +95,20 @@ def test_compare_reports_every_folds_width_and_interpolation(diabetes):
     assert table.loc["reference", "kfold_interpolating"] == int(folds["interpolates"].sum()) > 0
     assert bool(table.loc["reference", "interpolates"])
     assert folds["warnings"].str.contains("InterpolationWarning").sum() > 0
+
+
+def test_fit_all_fits_every_method_at_the_first_methods_width(diabetes):
+    """One width per comparison: MAP at the reference fit's cross-validated width, and
+    in every k-fold fold at the width that fold's reference refit chose."""
+    X, y, _, _ = diabetes
+    fits = fit_all(X[:60], y[:60], methods=("reference", "map"), random_state=0)
+    assert fits.width_from == "reference"
+    assert fits["map"].gamma_ == fits["reference"].gamma_
+    assert fits["map"].gamma == fits["reference"].gamma_  # fitted at it, not chosen again
+    table = compare(fits, loo=False, cv=3, random_state=0)
+    assert table["same_basis"].all()
+    folds = table.attrs["folds"]
+    by_fit = folds.pivot(index="fold", columns="fit", values="gamma")
+    np.testing.assert_array_equal(by_fit["map"], by_fit["reference"])
+    own = fit_all(X[:60], y[:60], methods=("reference", "map"), same_width=False)
+    assert own.width_from is None and own["map"].gamma == "auto"
