@@ -35,7 +35,9 @@ group ``g`` becomes ``g__v`` with dimensions ``g__dim``, group and variable
 attributes are kept as JSON attributes.  :func:`load_estimator` reads both (it
 tells them by the file's magic bytes).  Both, and the atomic write (a save that
 fails midway leaves a previous file at ``path`` as it was), are
-:mod:`rvm_pymc._core.files`.
+:mod:`rvm_pymc._core.files`: the file is serialised in memory and its bytes
+written with plain file I/O (with ``netCDF4`` the library writes the temporary
+file), so a full disk raises an :class:`OSError` naming ``path``.
 
 Format version 2 stored the fitted arrays (``coef_``, ``sigma_``, ``alpha_``,
 ...) and scalars beside the tree; it is still read (:func:`_from_version_2`).
@@ -57,13 +59,16 @@ from rvm_pymc import kernels
 from rvm_pymc._core.files import (
     ENGINE_MODULES,
     ENGINES,
+    IN_MEMORY_ENGINES,
     INSTALL_HINT,
     atomic_write,
+    atomic_write_bytes,
     damaged_if_failing,
     engine_available,
     jsonable_attrs,
     netcdf_engine,
     read_tree,
+    tree_bytes,
     write_tree,
 )
 from rvm_pymc._core.version import VERSION
@@ -201,7 +206,10 @@ def save_estimator(est, path, engine: str | None = None) -> None:
     )
     # after the update: the root attributes are part of the checksum
     tree.attrs["rvm_checksum"] = _digest(tree, type(est).__name__, params, fitted_json)
-    atomic_write(path, lambda tmp: write_tree(tree, tmp, engine))
+    if engine in IN_MEMORY_ENGINES:  # HDF5 never writes to the disk (a full disk: OSError)
+        atomic_write_bytes(path, tree_bytes(tree, engine))
+    else:
+        atomic_write(path, lambda tmp: write_tree(tree, tmp, engine))
 
 
 # ------------------------------------------------------------------------ load
