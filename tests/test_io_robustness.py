@@ -163,9 +163,9 @@ def _del_attr(key):
 
 
 def _var_attr(tree):
-    post = tree["posterior"].to_dataset()
-    post["w"].attrs["units"] = "volts"
-    tree["posterior"] = post
+    const = tree["constant_data"].to_dataset()
+    const["Phi"].attrs["units"] = "volts"
+    tree["constant_data"] = const
 
 
 def _params(edit: Callable[[dict], None]):
@@ -244,16 +244,17 @@ LOAD_FAILURES = [
     pytest.param(_edited("scipy", _del_attr("rvm_params")), load, ValueError,
                  "header lacks rvm_params", id="no-params"),
     pytest.param(_edited("h5netcdf", _set_attr("rvm_pymc_format_version", 1)), load,
-                 ValueError, f"format version 1; rvm_pymc {__version__} reads versions 2 and 3 "
-                 "only: the file was saved by an older rvm_pymc; re-fit and save the model",
+                 ValueError, f"format version 1; rvm_pymc {__version__} reads versions 2, 3 and "
+                 "4 only: the file was saved by an older rvm_pymc; re-fit and save the model",
                  id="old-format-version"),
     pytest.param(_edited("h5netcdf", _set_attr("rvm_pymc_format_version", NEWER)), load,
-                 ValueError, f"format version {NEWER}; rvm_pymc {__version__} reads versions 2 "
-                 "and 3 only: the file was saved by a newer rvm_pymc; upgrade rvm_pymc to load it",
+                 ValueError, f"format version {NEWER}; rvm_pymc {__version__} reads versions 2, "
+                 "3 and 4 only: the file was saved by a newer rvm_pymc; upgrade rvm_pymc to load "
+                 "it",
                  id="newer-format-version"),
     pytest.param(_edited("scipy", _set_attr("rvm_pymc_format_version", "2")), load,
-                 ValueError, f"format version '2'; rvm_pymc {__version__} reads versions 2 and 3 "
-                 "only, as an integer: the header is damaged", id="format-version-text"),
+                 ValueError, f"format version '2'; rvm_pymc {__version__} reads versions 2, 3 and "
+                 "4 only, as an integer: the header is damaged", id="format-version-text"),
     pytest.param(_edited("h5netcdf", _set_attr("rvm_pymc_format", "other")), load,
                  ValueError, "not written by RVR/RVC.save", id="other-format"),
     pytest.param(_foreign_nc3, load, ValueError, "not written by RVR/RVC.save",

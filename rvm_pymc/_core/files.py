@@ -130,7 +130,7 @@ def _compression(tree: xr.DataTree) -> dict[str, dict[str, dict[str, Any]]]:
         ds = node.to_dataset(inherit=False)
         large = {
             name: {"zlib": True, "complevel": 1, "shuffle": True}
-            for name, var in ds.data_vars.items()
+            for name, var in ds.variables.items()  # coordinates too: 'draw' is 0..1999
             if var.dtype.kind in "biuf" and var.ndim and var.size >= COMPRESS_MIN_SIZE
         }
         if large:
