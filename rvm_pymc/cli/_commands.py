@@ -13,10 +13,12 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rvm_pymc.cli._columns import split_features
 from rvm_pymc.cli._data import (
     MODEL_FILE,
     PREPROCESS_FILE,
@@ -24,8 +26,8 @@ from rvm_pymc.cli._data import (
     Preprocess,
     model_paths,
     read_table,
-    split_features,
 )
+from rvm_pymc.cli._errors import UsageError
 from rvm_pymc.cli._paths import check_output_dir, check_output_file
 from rvm_pymc.cli._progress import bars_on_stderr, nuts_progress, progress
 from rvm_pymc.cli._target import load_data
@@ -48,13 +50,64 @@ SUMMARY_TXT = "summary.txt"
 SUMMARY_JSON = "summary.json"
 
 
+def compile_cache_is_empty() -> bool | None:
+    """Whether PyTensor's compile cache holds nothing yet: the first compile is then slow.
+
+    PyTensor compiles a model's functions with its default linker and keeps the
+    results on disk: the numba linker (PyTensor's default) in
+    ``base_compiledir/numba`` (``*.nbi`` index files), the C linker in
+    ``compiledir`` (one ``tmp*`` directory per module).  An empty cache means
+    every function is compiled anew (minutes); a filled one that most are
+    loaded from it.  None when that cannot be told.
+    """
+    try:
+        from pytensor import config
+        from pytensor.compile.mode import get_default_mode
+
+        numba = "numba" in type(get_default_mode().linker).__name__.lower()
+        cache = Path(config.base_compiledir) / "numba" if numba else Path(config.compiledir)
+        return cache_is_empty(cache, numba=numba)
+    except Exception:  # an unknown PyTensor layout: say nothing certain
+        return None
+
+
+def cache_is_empty(cache: Path, *, numba: bool) -> bool:
+    """Whether the PyTensor cache directory ``cache`` holds no compiled function.
+
+    Parameters
+    ----------
+    cache : pathlib.Path
+        ``base_compiledir/numba`` (numba linker) or ``compiledir`` (C linker).
+    numba : bool
+        Which of the two: numba keeps ``*.nbi`` index files, the C linker one
+        ``tmp*`` directory per compiled module.
+    """
+    if not cache.is_dir():
+        return True
+    if numba:
+        return not any(cache.glob("*.nbi"))
+    return not any(p.is_dir() for p in cache.glob("tmp*"))
+
+
 def announce_compilation(method: str) -> None:
-    """A progress line before a fit that compiles a PyMC model (map, nuts)."""
-    if method in ("map", "nuts"):
-        progress(
-            f"{method}: building and compiling the PyMC model (the first run on a machine "
-            "compiles for up to a few minutes; later runs reuse PyTensor's cache)"
+    """A progress line before a fit that compiles a PyMC model (map, nuts).
+
+    It says that the compile may take minutes only when PyTensor's cache is
+    empty (:func:`compile_cache_is_empty`); with a filled cache it is seconds.
+    """
+    if method not in ("map", "nuts"):
+        return
+    empty = compile_cache_is_empty()
+    if empty is None:
+        when = "it may take a few minutes when PyTensor's compile cache is empty"
+    elif empty:
+        when = (
+            "PyTensor's compile cache is empty, so this first compile may take a few minutes; "
+            "later runs reuse the cache"
         )
+    else:
+        when = "reusing PyTensor's compile cache"
+    progress(f"{method}: building and compiling the PyMC model ({when})")
 
 
 def make_estimator(args: argparse.Namespace, task: str, method: str | None = None):
@@ -65,6 +118,7 @@ def make_estimator(args: argparse.Namespace, task: str, method: str | None = Non
     params: dict[str, Any] = {
         "kernel": args.kernel,
         "gamma": args.gamma,
+        "gamma_grid": args.gamma_grid,
         "method": method,
         "random_state": args.seed,
         "draws": args.draws,
@@ -81,8 +135,18 @@ def make_estimator(args: argparse.Namespace, task: str, method: str | None = Non
     return {"regression": RVR, "classification": RVC, "counts": RVP}[task](**params)
 
 
+def _check_grid(args: argparse.Namespace) -> None:
+    """``--gamma-grid`` is the grid of ``--gamma evidence`` and of nothing else."""
+    if args.gamma_grid is not None and args.gamma != "evidence":
+        raise UsageError(
+            f"argument --gamma-grid: only --gamma evidence fits a grid of widths; "
+            f"got --gamma {args.gamma}"
+        )
+
+
 def check_fit_arguments(args: argparse.Namespace) -> None:
     """``--out`` of ``fit``: a directory that exists or can be made, and written to."""
+    _check_grid(args)
     check_output_dir("--out", args.out)
 
 
@@ -94,6 +158,7 @@ def check_predict_arguments(args: argparse.Namespace) -> None:
 
 def check_compare_arguments(args: argparse.Namespace) -> None:
     """``--out`` of ``compare``: a file that can be written, if given."""
+    _check_grid(args)
     if args.out is not None:
         check_output_file("--out", args.out)
 
@@ -185,6 +250,10 @@ def _summary_text(s: dict[str, Any]) -> str:
             value = ", ".join(value)
         if key == "standardised":
             value = "yes (each feature to mean 0, sd 1 over the rows)" if value else "no"
+        if key == "log_evidence" and value is None:  # NUTS samples the hyperparameters
+            value = f"not computed ({s['method']})" if s["method"] == "nuts" else "not computed"
+        elif value is None:
+            value = "not computed"
         if isinstance(value, float):
             value = f"{value:.6g}"
         lines.append(f"  {key.replace('_', ' '):<22} {value}")
@@ -245,8 +314,9 @@ def _fit_figure(path, est, pre: Preprocess, X_raw, Xs, y, task) -> None:
 
 def fit_command(args: argparse.Namespace) -> int:
     """``rvm-pymc fit``: fit, then write model, preprocessing, predictions, summary and plot."""
-    table, X_raw, names, y, task, index = load_data(args)
-    left_out = [*index, *args.drop]
+    data = load_data(args)
+    table, X_raw, names, y, task = data.table, data.X, data.features, data.y, data.task
+    left_out = [*data.left_out, *args.drop]
     pre = Preprocess.fit(X_raw, names, args.target, task, args.standardise)
     Xs = pre.transform(X_raw)
     est = make_estimator(args, task)
@@ -348,13 +418,41 @@ def compare_table(table, task: str) -> str:
     return table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}")
 
 
+def _is_nan(value: Any) -> bool:
+    try:
+        return bool(np.isnan(float(value)))
+    except (TypeError, ValueError):
+        return False
+
+
+def compare_notes(table) -> list[str]:
+    """Why a NaN of the printed table is NaN: PSIS-LOO's reason (``loo_note``), and the
+    sampler diagnostics that only NUTS has."""
+    lines = []
+    for _, row in table.iterrows():
+        if "elpd_loo" in table.columns and _is_nan(row["elpd_loo"]):
+            note = str(row.get("loo_note") or "").strip() or "not computed"
+            lines.append(f"  elpd_loo of {row['method']} is NaN: {note}")
+    sampler = [c for c in ("divergences", "max_rhat") if c in table.columns]
+    others = [str(m) for m in table["method"] if m != "nuts"]
+    if (
+        sampler
+        and others
+        and any(_is_nan(v) for c in sampler for v in table.loc[table["method"] != "nuts", c])
+    ):
+        lines.append(f"  {' and '.join(sampler)}: NUTS's sampler diagnostics (NaN for "
+                     f"{', '.join(others)})")  # fmt: skip
+    return lines
+
+
 def compare_command(args: argparse.Namespace) -> int:
     """``rvm-pymc compare``: held-out split and k-fold CV of the chosen methods."""
     from sklearn.model_selection import train_test_split
 
     from rvm_pymc.comparison import FitSet, compare
 
-    _, X_raw, names, y, task, _ = load_data(args)
+    data = load_data(args)
+    X_raw, names, y, task = data.X, data.features, data.y, data.task
     n = X_raw.shape[0]
     n_test = round(args.test_size * n)
     if n_test < 2 or n - n_test < 5:
@@ -390,6 +488,8 @@ def compare_command(args: argparse.Namespace) -> int:
         f"{len(y_te)} held-out rows{', features standardised' if args.standardise else ''}"
     )
     print(compare_table(result, task))
+    for line in compare_notes(result):
+        print(line)
     if args.out:
         from rvm_pymc._core.files import atomic_write
 
