@@ -9,10 +9,12 @@ the command line reports both as bad usage (status 2) before any fitting.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ from rvm_pymc.cli._data import (
     model_paths,
     read_table,
 )
-from rvm_pymc.cli._errors import UsageError
+from rvm_pymc.cli._errors import RunError, UsageError
 from rvm_pymc.cli._paths import check_output_dir, check_output_file
 from rvm_pymc.cli._progress import bars_on_stderr, nuts_progress, progress
 from rvm_pymc.cli._target import load_data
@@ -336,16 +338,27 @@ def fit_command(args: argparse.Namespace) -> int:
         attrs = est.idata_.attrs
         diag = f" (max R-hat {attrs['max_rhat']:.3f}, {attrs['n_divergent']} divergences)"
     progress(f"fitted in {elapsed:.1f} s{diag}; writing {args.out}{os.sep}")
-    os.makedirs(args.out, exist_ok=True)
-    from rvm_pymc._core.files import atomic_write
-
-    est.save(os.path.join(args.out, MODEL_FILE))
     summary = _summary(args, est, pre, Xs, y, task, elapsed, left_out)
     pre.details = {k: summary[k] for k in ("method", "kernel", "gamma", "relevance_vectors")}
+    text = _summary_text(summary)
+    with _writing("--out", args.out):
+        _write_fit(args, est, pre, summary, text, (table, X_raw, Xs, y, task))
+    print(text, end="")
+    written = [MODEL_FILE, PREPROCESS_FILE, PREDICTIONS, SUMMARY_TXT, SUMMARY_JSON]
+    print(f"  wrote {', '.join(written + ([] if args.no_plot else [PNG]))} in {args.out}")
+    return 0
+
+
+def _write_fit(args, est, pre: Preprocess, summary: dict, text: str, data: tuple) -> None:
+    """The files of a fit in ``--out``: model, preprocessing, predictions, summary, plot."""
+    from rvm_pymc._core.files import atomic_write
+
+    table, X_raw, Xs, y, task = data
+    os.makedirs(args.out, exist_ok=True)
+    est.save(os.path.join(args.out, MODEL_FILE))
     atomic_write(os.path.join(args.out, PREPROCESS_FILE), _text_writer(pre.to_json() + "\n"))
     preds = _with_predictions(table, est, task, Xs)  # the rows as read, then the predictions
     atomic_write(os.path.join(args.out, PREDICTIONS), lambda tmp: preds.to_csv(tmp, index=False))
-    text = _summary_text(summary)
     atomic_write(os.path.join(args.out, SUMMARY_TXT), _text_writer(text))
     atomic_write(os.path.join(args.out, SUMMARY_JSON),
                  _text_writer(json.dumps(summary, indent=2) + "\n"))  # fmt: skip
@@ -355,10 +368,24 @@ def fit_command(args: argparse.Namespace) -> int:
     elif os.path.exists(png):  # the directory holds this fit's files only
         os.remove(png)
         progress(f"removed {png} of an earlier fit (--no-plot)")
-    print(text, end="")
-    written = [MODEL_FILE, PREPROCESS_FILE, PREDICTIONS, SUMMARY_TXT, SUMMARY_JSON]
-    print(f"  wrote {', '.join(written + ([] if args.no_plot else [PNG]))} in {args.out}")
-    return 0
+
+
+@contextlib.contextmanager
+def _writing(option: str, where: str) -> Iterator[None]:
+    """A failed write (a full disk, ...) as one :class:`RunError` line (exit status 1).
+
+    The package's atomic writes name the file and leave a file already there as it
+    was; the message says so.
+    """
+    try:
+        yield
+    except OSError as exc:
+        said = exc.strerror or str(exc)
+        if "cannot save to" not in said:  # not from an atomic write: name the file here
+            said = f"cannot write {exc.filename or where}: {said}"
+        raise RunError(
+            f"{option} {where}: {said}; a file it would have replaced is as it was"
+        ) from exc
 
 
 def _text_writer(text: str):
@@ -391,7 +418,8 @@ def predict_command(args: argparse.Namespace) -> int:
     else:
         from rvm_pymc._core.files import atomic_write
 
-        atomic_write(args.out, lambda tmp: out.to_csv(tmp, index=False))
+        with _writing("--out", args.out):
+            atomic_write(args.out, lambda tmp: out.to_csv(tmp, index=False))
         progress(f"wrote {len(out)} predictions to {args.out}")
     return 0
 
@@ -494,6 +522,7 @@ def compare_command(args: argparse.Namespace) -> int:
         from rvm_pymc._core.files import atomic_write
 
         # one row per method, named by its 'method' column (the index repeats it)
-        atomic_write(args.out, lambda tmp: result.to_csv(tmp, index=False))
+        with _writing("--out", args.out):
+            atomic_write(args.out, lambda tmp: result.to_csv(tmp, index=False))
         print(f"  wrote the full table to {args.out}")
     return 0
