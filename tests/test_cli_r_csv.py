@@ -21,7 +21,6 @@ import pytest
 
 from rvm_pymc.cli import _commands as commands
 from rvm_pymc.cli import main
-from rvm_pymc.cli._main import cli_words
 from rvm_pymc.estimators import load
 
 
@@ -221,11 +220,35 @@ def test_compare_says_why_elpd_loo_is_nan(tmp_path, capsys):
     assert "  divergences and max_rhat: NUTS's sampler diagnostics (NaN for reference)" in out
 
 
+def test_compare_survives_a_failing_psis(tmp_path, capsys, monkeypatch):
+    """PSIS itself can fail (birthwt's bwt: ArviZ's 'All tail values are the same', an
+    observation with one log-likelihood in every draw): the table without LOO, and why."""
+    import arviz
+
+    def failing_loo(*args, **kwargs):
+        raise ValueError("All tail values are the same")
+
+    monkeypatch.setattr(arviz, "loo", failing_loo)
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-3, 3, 30)
+    pd.DataFrame({"a": x, "y": np.sin(x)}).to_csv(tmp_path / "t.csv", index=False)
+    argv = ["compare", str(tmp_path / "t.csv"), "--target", "y", "--gamma", "0.5",
+            "--methods", "reference", "--cv", "2"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "  elpd_loo not computed: PSIS-LOO failed (All tail values are the same); use " \
+        "elpd_kfold" in out  # fmt: skip
+    header = next(ln.split() for ln in out if ln.split()[:1] == ["method"])
+    assert "elpd_kfold" in header and "elpd_loo" not in header
+
+
 # ------------------------------------------------------------------ 7. flags in warnings
 
 
 def test_warnings_name_the_flags_not_the_python_arguments(tmp_path, capsys, monkeypatch):
     """Item 7: the estimators' warnings, as the command line prints them, name its flags."""
+    from rvm_pymc.cli._main import cli_words
+
     assert cli_words(
         "gamma='evidence': the largest evidence is at the smallest gamma of gamma_grid "
         "(gamma=0.01234, its widest kernel); extend gamma_grid past that edge"

@@ -446,6 +446,13 @@ def compare_table(table, task: str) -> str:
     return table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}")
 
 
+def _failed_in_loo(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised by the PSIS-LOO of :func:`rvm_pymc.comparison.compare`."""
+    import traceback
+
+    return any(frame.name == "_loo" for frame in traceback.extract_tb(exc.__traceback__))
+
+
 def _is_nan(value: Any) -> bool:
     try:
         return bool(np.isnan(float(value)))
@@ -508,14 +515,28 @@ def compare_command(args: argparse.Namespace) -> int:
     cv = args.cv if args.cv > 1 else None
     if cv:
         progress(f"{cv}-fold cross-validation: every method refitted {cv} times")
+    fit_set = FitSet(fits, X=X_tr, y=y_tr, fit_times=times)
+    loo_failed = None
     with bars_on_stderr():  # the refits of the folds
-        result = compare(FitSet(fits, X=X_tr, y=y_tr, fit_times=times), X_te, y_te, cv=cv,
-                         random_state=args.seed, n_jobs=args.jobs)  # fmt: skip
+        try:
+            result = compare(fit_set, X_te, y_te, cv=cv, random_state=args.seed,
+                             n_jobs=args.jobs)  # fmt: skip
+        except ValueError as exc:
+            if not _failed_in_loo(exc):
+                raise
+            # PSIS itself failed (ArviZ: "All tail values are the same" when an
+            # observation's log-likelihood is the same in every draw): the table without
+            # LOO; it comes before the folds, so nothing is fitted twice
+            loo_failed = f"PSIS-LOO failed ({exc}); use elpd_kfold"
+            result = compare(fit_set, X_te, y_te, cv=cv, loo=False, random_state=args.seed,
+                             n_jobs=args.jobs)  # fmt: skip
     print(
         f"rvm-pymc compare: {task} of {args.target!r} on {args.data}: {len(y_tr)} training, "
         f"{len(y_te)} held-out rows{', features standardised' if args.standardise else ''}"
     )
     print(compare_table(result, task))
+    if loo_failed:
+        print(f"  elpd_loo not computed: {loo_failed}")
     for line in compare_notes(result):
         print(line)
     if args.out:
