@@ -102,7 +102,10 @@ def test_features_and_drop_choose_the_columns(tmp_path):
     table.to_csv(tmp_path / "t.csv", index=False)
     proc = _run("fit", "t.csv", "--target", "y", "--no-plot", cwd=tmp_path)
     assert "column 'id' has the non-numeric value 'row0' on line 2" in _error(proc)
-    assert "give --numeric-only to leave it out, or --drop id, or fix those rows" in proc.stderr
+    assert (
+        "give --numeric-only to leave it out, --one-hot to encode text of a few values as 0/1 "
+        "columns, or --drop id, or fix those rows"
+    ) in proc.stderr
 
     proc = _run("fit", "t.csv", "--target", "y", "--drop", "id", "--gamma", "0.3",
                 "--no-plot", "--out", "dropped", cwd=tmp_path)  # fmt: skip

@@ -76,8 +76,9 @@ def test_every_bad_column_is_named_at_once_and_numeric_only_keeps_the_numbers(tm
         "; missing on 2 lines: 2, 11)",
         "'Luggage.room' (missing on 3 lines: 5, 19, 32)",
         "'Cylinders' (text 'rotary' on line 41)",
-        "give --numeric-only to leave them out, or --drop Manufacturer Type AirBags "
-        "Luggage.room Cylinders, or fix those rows",
+        "give --numeric-only to leave them out, --one-hot to encode text of a few values as "
+        "0/1 columns, or --drop Manufacturer Type AirBags Luggage.room Cylinders, or fix "
+        "those rows",
     ]:
         assert said in line, said
     assert not (tmp_path / "refused").exists()
@@ -100,6 +101,56 @@ def test_every_bad_column_is_named_at_once_and_numeric_only_keeps_the_numbers(tm
     assert "2 feature columns are not a number in every row: 'x1' (text 'unknown' on line 3), " \
         "'x2' (missing on line 3)" in line  # fmt: skip
     assert "the model needs a number in every row of its features" in line
+
+
+def test_one_hot_encodes_text_of_a_few_values_and_predict_uses_the_fits_levels(tmp_path, capsys):
+    """MASS's quine: every feature is text (Eth, Sex, Age, Lrn); --one-hot makes them 0/1
+    columns, saves their levels with the model, and predict encodes new rows by them."""
+    rng = np.random.default_rng(4)
+    n = 60
+    eth, age = rng.choice(["A", "N"], n), rng.choice(["F0", "F1", "F2"], n)
+    lrn = rng.choice(["AL", "SL"], n).astype(object)
+    lrn[5] = np.nan  # an empty cell: a level NA of its own
+    days = rng.poisson(np.where(eth == "A", 20.0, 8.0) + 4.0 * (age == "F2"))
+    table = pd.DataFrame(
+        {
+            "rownames": np.arange(1, n + 1),
+            "Eth": eth,
+            "Age": age,
+            "Lrn": lrn,
+            "Model": [f"m{i}" for i in range(n)],
+            "Days": days,
+        }
+    )
+    table.to_csv(tmp_path / "quine.csv")  # fmt: skip
+    argv = ["fit", str(tmp_path / "quine.csv"), "--target", "Days", "--task", "counts",
+            "--gamma", "0.5", "--no-plot"]  # fmt: skip
+    assert main([*argv, "--one-hot", "--out", str(tmp_path / "refused")]) == 2
+    line = _error_line(capsys)  # 'Model' has 60 values: no group, not encoded
+    assert "column 'Model' has the non-numeric value 'm0'" in line and "--one-hot" not in line
+
+    out = tmp_path / "fit"
+    assert main([*argv, "--one-hot", "--drop", "Model", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert ("note: --one-hot encoded 3 text columns as 0/1 columns: 'Eth' (A, N), 'Age' (F0, "
+            "F1, F2), 'Lrn' (AL, NA, SL)") in err  # fmt: skip
+    pre = json.loads((out / "model.json").read_text())
+    assert pre["one_hot"] == {"Eth": ["A", "N"], "Age": ["F0", "F1", "F2"],
+                              "Lrn": ["AL", "NA", "SL"]}  # fmt: skip
+    assert pre["features"] == ["Eth=A", "Eth=N", "Age=F0", "Age=F1", "Age=F2", "Lrn=AL",
+                               "Lrn=NA", "Lrn=SL"]  # fmt: skip
+    assert pre["task"] == "counts"
+
+    table.drop(columns="Days").head(4).to_csv(tmp_path / "new.csv", index=False)
+    assert main(["predict", str(out), str(tmp_path / "new.csv")]) == 0
+    got = pd.read_csv(pd.io.common.StringIO(capsys.readouterr().out))
+    trained = pd.read_csv(out / "predictions.csv")
+    np.testing.assert_allclose(got["prediction"], trained["prediction"][:4], rtol=1e-10)
+
+    table.assign(Age=["F9", *age[1:]]).to_csv(tmp_path / "unseen.csv", index=False)
+    assert main(["predict", str(out), str(tmp_path / "unseen.csv")]) == 2
+    assert ("column 'Age' has the value 'F9' on line 2, which the model was not fitted with "
+            "(its values: F0, F1, F2)") in _error_line(capsys)  # fmt: skip
 
 
 # ------------------------------------------------------------------ 2. row indices
@@ -319,7 +370,8 @@ def test_fit_help_names_every_estimator(capsys):
     assert main(["fit", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "RVR for regression, RVC for classification, RVP for counts" in text
-    assert "--numeric-only" in text and "--force-classes" in text and "--gamma-grid" in text
+    for flag in ("--numeric-only", "--one-hot", "--force-classes", "--gamma-grid"):
+        assert flag in text, flag
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,10 @@
   in every row.  All the columns that do not are reported at once, each with
   why (its text values, its missing cells, and on which lines); with
   ``--numeric-only`` they are left out instead, with one note.
+- Text (:func:`one_hot`, ``--one-hot``): a text feature column of at most
+  :data:`MAX_LEVELS` distinct values (a type, a sex, an origin) becomes one
+  0/1 column ``COL=level`` per value, an empty cell a level ``NA`` of its own;
+  the levels are saved with the model and ``predict`` encodes new rows by them.
 """
 
 from __future__ import annotations
@@ -30,11 +34,14 @@ import numpy as np
 from rvm_pymc.cli._errors import DataError
 
 __all__ = [
+    "MAX_LEVELS",
     "ColumnProblem",
     "Selection",
     "column_problems",
     "index_columns",
     "numeric_features",
+    "one_hot",
+    "one_hot_levels",
     "select_features",
     "split_features",
 ]
@@ -320,6 +327,7 @@ def numeric_features(
     *,
     numeric_only: bool = False,
     predicting: bool = False,
+    suggest_one_hot: bool = True,
 ) -> tuple[np.ndarray, list[str], list[ColumnProblem]]:
     """The feature columns as a float array; all the columns that are not numbers at once.
 
@@ -335,6 +343,9 @@ def numeric_features(
         instead of refusing the table; the caller notes them.
     predicting : bool, default False
         The columns are a saved model's (``predict``): none can be left out.
+    suggest_one_hot : bool, default True
+        Whether the message of a refused text column names ``--one-hot`` (not
+        when it was given: the text columns left have too many values).
 
     Returns
     -------
@@ -355,7 +366,7 @@ def numeric_features(
 
     problems = column_problems(table, columns)
     if problems and not numeric_only:
-        raise DataError(_refusal(path, problems, table, predicting))
+        raise DataError(_refusal(path, problems, table, predicting, suggest_one_hot))
     bad = {p.name for p in problems}
     kept = [c for c in columns if c not in bad]
     if not kept:
@@ -369,15 +380,19 @@ def numeric_features(
     return X, kept, problems
 
 
-def _refusal(path: str, problems: list[ColumnProblem], table, predicting: bool) -> str:
+def _refusal(
+    path: str, problems: list[ColumnProblem], table, predicting: bool, suggest_one_hot: bool
+) -> str:
     if predicting:
         advice = "the model needs a number in every row of its features; fix those rows"
     else:
         names = " ".join(shlex.quote(p.name) for p in problems)
+        text = suggest_one_hot and any(p.text.size for p in problems)
         advice = (
             "features must be numbers: give --numeric-only to leave "
-            f"{'it' if len(problems) == 1 else 'them'} out, or --drop {names}, or fix "
-            "those rows"
+            f"{'it' if len(problems) == 1 else 'them'} out"
+            + (", --one-hot to encode text of a few values as 0/1 columns" if text else "")
+            + f", or --drop {names}, or fix those rows"
         )
     if len(problems) == 1:
         return f"{_one_column_message(path, problems[0], table)}; {advice}"
@@ -386,6 +401,114 @@ def _refusal(path: str, problems: list[ColumnProblem], table, predicting: bool) 
         f"{path}: {len(problems)} feature columns are not a number in every row: "
         f"{described}; {advice}"
     )
+
+
+# ------------------------------------------------------------------ text as 0/1 columns
+
+
+MAX_LEVELS = 20
+"""Most distinct values of a text column that ``--one-hot`` encodes; one of more (a name,
+a model: Cars93's 'Make' has 93 in 93 rows) identifies rows rather than groups them."""
+MISSING_LEVEL = "NA"
+
+
+def _is_text(col) -> bool:
+    import pandas as pd
+
+    present = col.dropna()
+    return bool(present.size) and bool(pd.to_numeric(present, errors="coerce").isna().any())
+
+
+def _levels_of(col) -> list[str]:
+    values = col.astype(object).where(col.notna(), MISSING_LEVEL).astype(str)
+    return sorted(set(values))
+
+
+def one_hot_levels(table, columns: Sequence[str]) -> dict[str, list[str]]:
+    """The text columns of ``columns`` that ``--one-hot`` encodes, with their levels.
+
+    A column is text if one of its values is not a number; it is encoded if it
+    has at most :data:`MAX_LEVELS` distinct values, an empty cell counting as
+    the level ``NA``.  Numeric columns (empty cells or not) are not encoded.
+    """
+    out = {}
+    for name in columns:
+        col = table[name]
+        if _is_text(col):
+            levels = _levels_of(col)
+            if len(levels) <= MAX_LEVELS:
+                out[str(name)] = levels
+    return out
+
+
+def _indicator(name: str, level: str) -> str:
+    return f"{name}={level}"
+
+
+def one_hot(table, levels: dict[str, list[str]], path: str, *, fitted: bool = False):
+    """``table`` with a 0/1 column ``COL=level`` for each level of each encoded column.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+    levels : dict
+        Column -> its levels (:func:`one_hot_levels`, or those saved with a model).
+    path : str
+        The file name, for messages.
+    fitted : bool, default False
+        The levels are a saved model's (``predict``): a value that is none of
+        them is refused.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy of ``table`` with the indicator columns appended.
+
+    Raises
+    ------
+    DataError
+        If an indicator's name is a column already, or (``fitted``) a row has
+        a value the model has no level for.
+    """
+    import pandas as pd
+
+    extra = {}
+    for name, known in levels.items():
+        if name not in table.columns:
+            continue  # split_features names the missing column
+        values = table[name].astype(object).where(table[name].notna(), MISSING_LEVEL).astype(str)
+        if fitted:
+            new = np.flatnonzero(~values.isin(known).to_numpy())
+            if new.size:
+                from rvm_pymc.cli._data import bad_rows, shown_value
+
+                raise DataError(
+                    f"{path}: column {name!r} has the value {shown_value(values.iloc[new[0]])} "
+                    f"on {bad_rows(table, new)}, which the model was not fitted with (its "
+                    f"values: {', '.join(known)}); such rows cannot be predicted"
+                )
+        for level in known:
+            column = _indicator(name, level)
+            if column in table.columns:
+                raise DataError(
+                    f"{path}: --one-hot would make a column {column!r}, which the file has "
+                    "already; rename that column"
+                )
+            extra[column] = (values == level).to_numpy(dtype=float)
+    out = pd.concat([table, pd.DataFrame(extra, index=table.index)], axis=1)
+    out.attrs = dict(table.attrs)
+    return out
+
+
+def encoded_features(features: Sequence[str], levels: dict[str, list[str]]) -> list[str]:
+    """``features`` with each encoded column replaced, in place, by its indicator columns."""
+    out = []
+    for name in features:
+        if name in levels:
+            out.extend(_indicator(name, level) for level in levels[name])
+        else:
+            out.append(name)
+    return out
 
 
 def split_features(table, target: str | None, path: str, features: list[str]):

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from rvm_pymc.cli._columns import split_features
+from rvm_pymc.cli._columns import one_hot, split_features
 from rvm_pymc.cli._data import (
     MODEL_FILE,
     PREPROCESS_FILE,
@@ -320,6 +320,7 @@ def fit_command(args: argparse.Namespace) -> int:
     table, X_raw, names, y, task = data.table, data.X, data.features, data.y, data.task
     left_out = [*data.left_out, *args.drop]
     pre = Preprocess.fit(X_raw, names, args.target, task, args.standardise)
+    pre.one_hot = data.one_hot
     Xs = pre.transform(X_raw)
     est = make_estimator(args, task)
     what = {"regression": "RVR", "classification": "RVC", "counts": "RVP"}[task]
@@ -405,7 +406,8 @@ def predict_command(args: argparse.Namespace) -> int:
     with open(pre_path, encoding="utf-8") as fh:
         pre = Preprocess.from_json(fh.read(), pre_path)
     table = read_table(args.data)
-    X_raw, _ = split_features(table, None, args.data, pre.features)
+    encoded = one_hot(table, pre.one_hot, args.data, fitted=True) if pre.one_hot else table
+    X_raw, _ = split_features(encoded, None, args.data, pre.features)
     from rvm_pymc.estimators import load
 
     try:

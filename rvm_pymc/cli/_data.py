@@ -143,6 +143,9 @@ class Preprocess:
     standardise : bool
     details : dict
         Free-form facts about the fit (method, kernel, width), for people.
+    one_hot : dict
+        Text column -> its levels, each a 0/1 feature ``COL=level``
+        (``--one-hot``; :func:`rvm_pymc.cli._columns.one_hot`); empty without.
     """
 
     features: list[str]
@@ -152,6 +155,7 @@ class Preprocess:
     scale: list[float]
     standardise: bool
     details: dict[str, Any] = field(default_factory=dict)
+    one_hot: dict[str, list[str]] = field(default_factory=dict)
 
     @classmethod
     def fit(cls, X: np.ndarray, features, target, task, standardise: bool) -> Preprocess:
@@ -189,6 +193,10 @@ class Preprocess:
                 scale=[float(v) for v in d["scale"]],
                 standardise=bool(d["standardise"]),
                 details=dict(d.get("details", {})),
+                one_hot={
+                    str(k): [str(v) for v in levels]
+                    for k, levels in dict(d.get("one_hot", {})).items()
+                },
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise DataError(f"{path} is damaged: {type(exc).__name__}: {exc}") from None

@@ -135,6 +135,13 @@ def _model_options(p: argparse.ArgumentParser, saved: bool) -> None:
         "with why, so that no feature is dropped unnoticed",
     )  # fmt: skip
     p.add_argument(
+        "--one-hot", action="store_true",
+        help="encode each text feature column of at most 20 distinct values (a type, a sex, "
+        "an origin) as 0/1 columns COL=level, an empty cell as a level NA; predict encodes "
+        "new rows by the levels of the fit (default: text columns are refused, see "
+        "--numeric-only)",
+    )  # fmt: skip
+    p.add_argument(
         "--task", choices=TASKS, default=None,
         help="regression, classification or counts (a Poisson RVM; default: classification "
         "for text labels or at most 10 distinct integers, counts for more non-negative "

@@ -17,7 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from rvm_pymc.cli._columns import numeric_features, select_features
+from rvm_pymc.cli._columns import (
+    encoded_features,
+    numeric_features,
+    one_hot,
+    one_hot_levels,
+    select_features,
+)
 from rvm_pymc.cli._data import DataError, bad_rows, read_table, shown_value
 from rvm_pymc.cli._progress import progress
 
@@ -173,6 +179,8 @@ class Data:
     left_out : list of str
         Columns left out of the features besides ``--drop``: row indices and,
         with ``--numeric-only``, the columns that are not numbers.
+    one_hot : dict
+        Text columns encoded as 0/1 features (``--one-hot``) -> their levels.
     """
 
     table: Any
@@ -181,6 +189,7 @@ class Data:
     y: np.ndarray
     task: str
     left_out: list[str]
+    one_hot: dict[str, list[str]]
 
 
 def load_data(args: argparse.Namespace) -> Data:
@@ -188,14 +197,22 @@ def load_data(args: argparse.Namespace) -> Data:
 
     Row-index columns (:func:`rvm_pymc.cli._columns.index_columns`) are left out
     of the features with a note each, unless ``--features`` names them; with
-    ``--numeric-only`` so are the columns that are not numbers, with one note.
+    ``--one-hot`` text columns of a few values become 0/1 columns, and with
+    ``--numeric-only`` the columns that are not numbers are left out, each
+    with one note.
     """
     table = read_table(args.data)
     chosen = select_features(table, args.target, args.data, args.features, args.drop)
     task = _task(table, args.target, args.task, args.data)
     y = _target(table, args.target, task, args.data)
+    levels = one_hot_levels(table, chosen.features) if args.one_hot else {}
+    encoded = one_hot(table, levels, args.data) if levels else table
     X, names, skipped = numeric_features(
-        table, chosen.features, args.data, numeric_only=args.numeric_only
+        encoded,
+        encoded_features(chosen.features, levels),
+        args.data,
+        numeric_only=args.numeric_only,
+        suggest_one_hot=not args.one_hot,
     )
     # the notes once the table is accepted: a refused one gets its one error line alone
     for name, why in chosen.index.items():
@@ -209,6 +226,12 @@ def load_data(args: argparse.Namespace) -> Data:
                 f"note: column {name!r} holds the row numbers {numbers}; kept as a feature "
                 f"(--drop {name} if it is a row index)"
             )
+    if levels:
+        progress(
+            f"note: --one-hot encoded {len(levels)} text column{'s' if len(levels) > 1 else ''} "
+            "as 0/1 columns: "
+            + ", ".join(f"{name!r} ({', '.join(lv)})" for name, lv in levels.items())
+        )
     if skipped:
         progress(
             f"note: --numeric-only left out {len(skipped)} column"
@@ -218,4 +241,4 @@ def load_data(args: argparse.Namespace) -> Data:
     if task == "classification":  # refused, or a warning of classes of one row
         check_classes(y, args.target, args.data, args.force_classes)
     left_out = [*chosen.index, *(p.name for p in skipped)]
-    return Data(table, X, names, y, task, left_out)
+    return Data(table, X, names, y, task, left_out, levels)
