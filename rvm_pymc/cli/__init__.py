@@ -18,7 +18,9 @@ wherever they are: ``Unnamed: N`` (an empty header, as pandas writes its
 index), ``rownames`` (as R data sets have it), and a column named like an
 index (``id``, ``X``, ...) that holds the row numbers.  Feature columns that
 are not a number in every row are refused, all named at once with why
-(``--numeric-only`` leaves them out instead, with a note); a classification
+(``--numeric-only`` leaves them out instead, with a note; ``--one-hot``
+encodes text columns of at most 20 values as 0/1 columns, whose levels
+``predict`` applies to new rows); a classification
 target with more classes than a fifth of its rows is refused unless
 ``--force-classes`` is given; a misspelled column is answered with the
 closest names and every column.  Messages give the line of the file, as an
