@@ -34,16 +34,21 @@ import numpy as np
 from rvm_pymc.cli._errors import DataError
 
 __all__ = [
+    "INDEX_NAMES",
     "MAX_LEVELS",
     "ColumnProblem",
+    "IndexColumns",
     "Selection",
     "column_problems",
+    "encoded_features",
     "index_columns",
     "numeric_features",
     "one_hot",
     "one_hot_levels",
+    "row_numbers",
     "select_features",
     "split_features",
+    "unknown_column",
 ]
 
 UNNAMED = re.compile(r"Unnamed: \d+")
