@@ -102,7 +102,10 @@ def test_features_and_drop_choose_the_columns(tmp_path):
     table.to_csv(tmp_path / "t.csv", index=False)
     proc = _run("fit", "t.csv", "--target", "y", "--no-plot", cwd=tmp_path)
     assert "column 'id' has the non-numeric value 'row0' on line 2" in _error(proc)
-    assert "--drop the column" in proc.stderr
+    assert (
+        "give --numeric-only to leave it out, --one-hot to encode text of a few values as 0/1 "
+        "columns, or --drop id, or fix those rows"
+    ) in proc.stderr
 
     proc = _run("fit", "t.csv", "--target", "y", "--drop", "id", "--gamma", "0.3",
                 "--no-plot", "--out", "dropped", cwd=tmp_path)  # fmt: skip
@@ -160,11 +163,20 @@ def test_outputs_are_checked_before_the_fit_and_a_reused_directory_holds_the_new
     _table().to_csv(tmp_path / "t.csv", index=False)
     t0 = time.perf_counter()
     if Path("/proc").is_dir():  # Linux: a file system that takes no new files
+        # /proc exists: its "No such file or directory" (ENOENT on creating a file) is no
+        # reason to give; the message names the real one
         proc = _run("fit", "t.csv", "--target", "y", "--out", "/proc/rvm_out", cwd=tmp_path)
-        assert "argument --out: cannot write to /proc" in _error(proc)
+        line = _error(proc)
+        assert line.endswith(
+            "argument --out: cannot create /proc/rvm_out: /proc is on a proc file system, "
+            "which takes no new files"
+        ), line
+        assert "No such file or directory" not in line
         assert "fitting" not in proc.stderr  # refused before the fit
         proc = _run("predict", "run", "t.csv", "--out", "/proc/rvm_out.csv", cwd=tmp_path)
-        assert "argument --out: cannot write to /proc" in _error(proc)
+        assert "argument --out: cannot create /proc/rvm_out.csv: /proc is on a proc" in _error(
+            proc
+        )
     proc = _run("fit", "t.csv", "--target", "y", "--out", "t.csv/run", cwd=tmp_path)
     assert "t.csv is a file, not a directory" in _error(proc)
     assert "fitting" not in proc.stderr

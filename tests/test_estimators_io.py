@@ -134,15 +134,18 @@ def test_tampered_bytes_refused(tmp_path, sinc):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_edited_posterior_refused(tmp_path, sinc, engine):
-    """Rewrite the file with one posterior draw changed and the old checksum."""
+@pytest.mark.parametrize("group", [io.STATE, "constant_data"])
+def test_edited_posterior_refused(tmp_path, sinc, engine, group):
+    """Rewrite the file with one value that defines the draws changed and the old checksum:
+    the posterior mean (the draws are made from it on load) or the design matrix."""
     X, y = sinc
     path = tmp_path / "rvr.nc"
     RVR(gamma=0.3, random_state=0).fit(X, y).save(path, engine=engine)
     tree = _files.read_tree(path)
-    post = tree["posterior"].to_dataset()
-    post["w"][0, 0, 0] = 123.0
-    tree["posterior"] = post
+    ds = tree[group].to_dataset()
+    name = "weight_mean" if group == io.STATE else "Phi"
+    ds[name].values.flat[0] = 123.0
+    tree[group] = ds
     _write(tree, tmp_path / "edited.nc", engine)
     with pytest.raises(ValueError, match="modified or corrupted"):
         load(tmp_path / "edited.nc")
@@ -208,12 +211,15 @@ def test_unsavable_parameters(tmp_path, sinc):
 
 
 def test_hdf5_files_compress_the_large_groups_losslessly(tmp_path, blobs):
-    """The draws groups (posterior predictive labels, log-likelihood) are zlib-compressed."""
+    """The draws groups (posterior predictive labels, log-likelihood) are zlib-compressed
+    when a file holds them (an ``idata_`` changed after the fit is saved whole)."""
     h5py = pytest.importorskip("h5py")
     X, y = blobs
     est = RVC(random_state=0, draws=400).fit(X, y == 0)
     tree = est.idata_
+    tree["posterior"].attrs["note"] = "changed after the fit"  # saved whole (version 3)
     est.save(tmp_path / "rvc.nc", engine="h5netcdf")
+    assert _files.read_tree(tmp_path / "rvc.nc").attrs["rvm_pymc_format_version"] == 3
     _write(tree, tmp_path / "plain.nc", "h5netcdf")  # the same tree, uncompressed
     with h5py.File(tmp_path / "rvc.nc", "r") as f:
         for group in ("posterior_predictive", "log_likelihood"):
@@ -226,3 +232,142 @@ def test_hdf5_files_compress_the_large_groups_losslessly(tmp_path, blobs):
     _assert_same_fit(est, back, X)
     for group in ("posterior_predictive", "log_likelihood"):
         np.testing.assert_array_equal(back.idata_[group]["y_obs"], tree[group]["y_obs"])
+
+
+# ------------------------------------------------------- the draws made again on load
+
+
+def _assert_same_tree(a, b) -> None:
+    """Every group, variable, coordinate and attribute of two trees is the same."""
+    assert sorted(n.path for n in a.subtree) == sorted(n.path for n in b.subtree)
+    for node in a.subtree:
+        da, db = node.to_dataset(inherit=False), b[node.path].to_dataset(inherit=False)
+        assert set(da.variables) == set(db.variables), node.path
+        for name in da.variables:
+            np.testing.assert_array_equal(
+                da[name].values, db[name].values, err_msg=f"{node.path}/{name}"
+            )
+        assert da.attrs.keys() == db.attrs.keys(), node.path
+        for key, value in da.attrs.items():  # NaN (a NUTS fit's log evidence) equals NaN
+            np.testing.assert_array_equal(value, db.attrs[key], err_msg=f"{node.path}@{key}")
+
+
+def _fits(sinc, blobs):
+    X, y = sinc
+    Xc, yc = blobs
+    rng = np.random.default_rng(3)
+    counts = rng.poisson(np.exp(0.3 * Xc[:, 0]))
+    from rvm_pymc.estimators import RVP
+
+    return {
+        "rvr": (RVR(gamma=0.3, random_state=0).fit(X, y), X),
+        "rvc-binary": (RVC(gamma=0.5, random_state=1).fit(Xc, np.where(yc == 0, "a", "b")), Xc),
+        "rvc-3-classes": (RVC(gamma=0.5, random_state=2).fit(Xc, yc), Xc),
+        "rvp": (RVP(gamma=0.5, random_state=3).fit(Xc, counts), Xc),
+    }
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_saved_file_leaves_out_the_draws_and_load_makes_them_identically(
+    tmp_path, sinc, blobs, engine
+):
+    """Format 4: the type-II draws, lp, log-likelihood and posterior predictive are made
+    again from the Gaussian and the seed on load; ``idata_`` is the same, value for value."""
+    for name, (est, X) in _fits(sinc, blobs).items():
+        path = tmp_path / f"{name}.nc"
+        est.save(path, engine=engine)
+        tree = _files.read_tree(path)
+        assert tree.attrs["rvm_pymc_format_version"] == io.FORMAT_VERSION == 4
+        for group in ("posterior", "posterior_predictive", "log_likelihood", "sample_stats"):
+            assert not tree[group].data_vars, (name, group)  # left out, coordinates kept
+        back = load(path)
+        assert back._idata is None  # built on first access, as after a fit
+        _assert_same_tree(est.idata_, back.idata_)
+        if isinstance(est, RVR | RVC):
+            _assert_same_fit(est, back, X)
+        np.testing.assert_array_equal(back.predict(X), est.predict(X))
+        again = tmp_path / f"{name}-again.nc"
+        back.save(again, engine=engine)  # a loaded model saves compact again
+        assert _files.read_tree(again).attrs["rvm_pymc_format_version"] == 4
+        _assert_same_tree(est.idata_, load(again).idata_)
+
+
+@pytest.mark.parametrize(("n", "limit"), [(93, 0.2e6), (141, 0.2e6), (1000, 1e6)])
+def test_reference_fit_files_are_small(tmp_path, noisy_sinc, n, limit):
+    """A reference fit at N <= 1000 saves in at most 1 MB (93 rows: 6.5 MB in format 3,
+    2 x 2000 draws of weights, log-likelihood and predictive; an RVC of 141 rows: 22 MB)."""
+    X, y = noisy_sinc(n)
+    for est, target in [
+        (RVR(gamma=0.3, random_state=0), y),
+        (RVC(gamma=0.3, random_state=0), np.where(y > 0.1, "up", "down")),
+    ]:
+        est.fit(X, target)
+        path = tmp_path / "model.nc"
+        est.save(path)
+        assert path.stat().st_size <= limit, (type(est).__name__, path.stat().st_size)
+        _assert_same_tree(est.idata_, load(path).idata_)
+
+
+def test_an_idata_changed_after_the_fit_is_saved_whole(tmp_path, sinc):
+    """Draws that cannot be made again identically are kept: format 3, the tree as it was."""
+    X, y = sinc
+    est = RVR(gamma=0.3, random_state=0).fit(X, y)
+    post = est.idata_["posterior"].to_dataset()
+    post["w"].values[0, 0, 0] += 1.0  # an edited draw
+    est.idata_["posterior"] = post
+    path = tmp_path / "edited.nc"
+    est.save(path)
+    assert _files.read_tree(path).attrs["rvm_pymc_format_version"] == 3
+    back = load(path)
+    _assert_same_tree(est.idata_, back.idata_)
+
+
+def test_a_model_loaded_from_a_format_3_file_saves_whole(tmp_path):
+    """The seed of a format-3 file's draws is unknown: saved again, its draws are kept."""
+    from pathlib import Path
+
+    legacy = Path(__file__).parent / "data" / "legacy_rvr_reference.nc"
+    est = RVR.load(legacy)
+    path = tmp_path / "again.nc"
+    est.save(path)
+    assert _files.read_tree(path).attrs["rvm_pymc_format_version"] == 3
+    _assert_same_tree(est.idata_, load(path).idata_)
+
+
+def test_a_version_4_file_whose_record_of_the_draws_disagrees_is_refused(tmp_path, sinc):
+    X, y = sinc
+    path = tmp_path / "rvr.nc"
+    RVR(gamma=0.3, random_state=0).fit(X, y).save(path)
+    tree = _files.read_tree(path)
+    fitted = json.loads(tree.attrs["rvm_fitted"])
+    fitted[io.REBUILT]["draws"] += 1
+    tree.attrs["rvm_fitted"] = json.dumps(fitted, sort_keys=True)
+    a = tree.attrs
+    a["rvm_checksum"] = io._digest(tree, a["rvm_estimator_class"], a["rvm_params"],
+                                   a["rvm_fitted"], 4)  # fmt: skip
+    _write(tree, tmp_path / "edited.nc", "h5netcdf")
+    with pytest.raises(ValueError, match="the draws to make again and the posterior's"):
+        load(tmp_path / "edited.nc")
+
+
+@pytest.mark.pymc
+@pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")
+@pytest.mark.parametrize("method", ["map", "nuts"])
+def test_pymc_fits_save_compact_and_load_identically(tmp_path, noisy_sinc, method):
+    """MAP (a Laplace Gaussian) leaves out its draws; NUTS keeps its samples and leaves out
+    the log-likelihood and posterior predictive; both load with the same ``idata_``."""
+    X, y = noisy_sinc(30)
+    fast = {"compile_kwargs": {"mode": "FAST_COMPILE"}}
+    if method == "nuts":
+        fast.update(nuts_sampler="pymc", cores=1, progressbar=False)
+    est = RVR(gamma=0.3, method=method, draws=60, tune=60, random_state=0,
+              sampler_kwargs=fast).fit(X, y)  # fmt: skip
+    path = tmp_path / f"{method}.nc"
+    est.save(path)
+    tree = _files.read_tree(path)
+    assert tree.attrs["rvm_pymc_format_version"] == 4
+    assert ("w" in tree["posterior"].data_vars) == (method == "nuts")
+    assert not tree["log_likelihood"].data_vars
+    back = load(path)
+    _assert_same_tree(est.idata_, back.idata_)
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))

@@ -9,8 +9,11 @@ file byte for byte and no temporary file; the default engine works after
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
+import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -160,9 +163,9 @@ def _del_attr(key):
 
 
 def _var_attr(tree):
-    post = tree["posterior"].to_dataset()
-    post["w"].attrs["units"] = "volts"
-    tree["posterior"] = post
+    const = tree["constant_data"].to_dataset()
+    const["Phi"].attrs["units"] = "volts"
+    tree["constant_data"] = const
 
 
 def _params(edit: Callable[[dict], None]):
@@ -241,16 +244,17 @@ LOAD_FAILURES = [
     pytest.param(_edited("scipy", _del_attr("rvm_params")), load, ValueError,
                  "header lacks rvm_params", id="no-params"),
     pytest.param(_edited("h5netcdf", _set_attr("rvm_pymc_format_version", 1)), load,
-                 ValueError, f"format version 1; rvm_pymc {__version__} reads versions 2 and 3 "
-                 "only: the file was saved by an older rvm_pymc; re-fit and save the model",
+                 ValueError, f"format version 1; rvm_pymc {__version__} reads versions 2, 3 and "
+                 "4 only: the file was saved by an older rvm_pymc; re-fit and save the model",
                  id="old-format-version"),
     pytest.param(_edited("h5netcdf", _set_attr("rvm_pymc_format_version", NEWER)), load,
-                 ValueError, f"format version {NEWER}; rvm_pymc {__version__} reads versions 2 "
-                 "and 3 only: the file was saved by a newer rvm_pymc; upgrade rvm_pymc to load it",
+                 ValueError, f"format version {NEWER}; rvm_pymc {__version__} reads versions 2, "
+                 "3 and 4 only: the file was saved by a newer rvm_pymc; upgrade rvm_pymc to load "
+                 "it",
                  id="newer-format-version"),
     pytest.param(_edited("scipy", _set_attr("rvm_pymc_format_version", "2")), load,
-                 ValueError, f"format version '2'; rvm_pymc {__version__} reads versions 2 and 3 "
-                 "only, as an integer: the header is damaged", id="format-version-text"),
+                 ValueError, f"format version '2'; rvm_pymc {__version__} reads versions 2, 3 and "
+                 "4 only, as an integer: the header is damaged", id="format-version-text"),
     pytest.param(_edited("h5netcdf", _set_attr("rvm_pymc_format", "other")), load,
                  ValueError, "not written by RVR/RVC.save", id="other-format"),
     pytest.param(_foreign_nc3, load, ValueError, "not written by RVR/RVC.save",
@@ -325,21 +329,18 @@ def test_every_flipped_byte_is_refused_or_harmless(files, fitted, tmp_path, engi
 # ------------------------------------------------------------- failing to save
 
 
-def _fail_midway(real_write):
-    """A writer that puts part of the file on disk, then runs out of space."""
+def _fail_midway(exc: BaseException, directory: Path, seen: list[list[str]]):
+    """An ``os.write`` that puts the first 100 bytes on disk, then raises ``exc`` (disk full,
+    Ctrl-C); ``seen`` gets the listing of ``directory`` at that moment."""
+    real = os.write
 
-    def write(tree, path, engine):
-        real_write(tree, path, engine)
-        with open(path, "r+b") as fh:
-            fh.truncate(104)
-        raise OSError(errno.ENOSPC, "No space left on device")
+    def write(fd, data):
+        if not seen:
+            seen.append(_listing(directory))
+            return real(fd, bytes(data[:100]))
+        raise exc
 
     return write
-
-
-def _interrupted(tree, path, engine):
-    Path(path).write_bytes(b"CDF\x01partial")
-    raise KeyboardInterrupt
 
 
 def _no_space(*args, **kwargs):
@@ -349,26 +350,101 @@ def _no_space(*args, **kwargs):
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("stage", ["write", "fsync", "replace", "interrupt"])
 def test_failed_save_keeps_previous_file(fitted, tmp_path, monkeypatch, engine, stage):
+    """The file is serialised in memory and written with plain ``os.write``: a disk that fills
+    (or a Ctrl-C) midway is an OSError naming the path, no temporary file, the old file intact."""
     path = tmp_path / "model.nc"
     fitted.save(path, engine=engine)
     before = path.read_bytes()
     other = RVR(gamma=1.0).fit(np.linspace(0, 1, 12)[:, None], np.linspace(0, 1, 12))
-    if stage == "write":
-        monkeypatch.setattr(io, "write_tree", _fail_midway(io.write_tree))
-    elif stage == "interrupt":
-        monkeypatch.setattr(io, "write_tree", _interrupted)
+    written: list[list[str]] = []
+    if stage in ("write", "interrupt"):
+        exc = KeyboardInterrupt() if stage == "interrupt" else _no_space_error()
+        monkeypatch.setattr(os, "write", _fail_midway(exc, tmp_path, written))
     else:
         monkeypatch.setattr(os, stage, _no_space)
     expected = KeyboardInterrupt if stage == "interrupt" else OSError
     with pytest.raises(expected) as info:
         other.save(path, engine=engine)
     monkeypatch.undo()
+    if stage in ("write", "interrupt"):  # the bytes went to a temporary file beside it
+        assert len(written) == 1 and len(written[0]) == 2, written
+        tmp = next(name for name in written[0] if name != "model.nc")
+        assert tmp.startswith(".model.nc.") and tmp.endswith(".tmp")
     if stage != "interrupt":
         assert info.value.errno == errno.ENOSPC
         assert f"cannot save to {path}" in str(info.value)
     assert path.read_bytes() == before
     assert _listing(tmp_path) == ["model.nc"]  # no temporary file left behind
     np.testing.assert_array_equal(RVR.load(path).coef_, fitted.coef_)
+
+
+def _no_space_error() -> OSError:
+    return OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 200 KB tmpfs mounted at ``tmp_path / "disk"`` (Linux, as root); skipped where the
+    mount is not permitted (no root, a container without the capability), never failed."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mount, umount = shutil.which("mount"), shutil.which("umount")
+    if not sys.platform.startswith("linux") or mount is None or umount is None:
+        pytest.skip("needs Linux and mount(8)")
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    argv = [mount, "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(disk)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip() or proc.returncode}")
+    try:
+        yield disk
+    finally:
+        subprocess.run([umount, str(disk)], capture_output=True, timeout=30)
+
+
+_SAVE_ON_FULL_DISK = """
+import errno, hashlib, json, os, sys
+import numpy as np
+from rvm_pymc.estimators import RVR
+
+disk = sys.argv[1]
+path = os.path.join(disk, "model.nc")
+X = np.linspace(-5, 5, 30)[:, None]
+RVR(gamma=0.5, draws=50).fit(X, np.sinc(X[:, 0])).save(path)
+with open(path, "rb") as fh:
+    saved = hashlib.sha256(fh.read()).hexdigest()
+with open(os.path.join(disk, "filler"), "wb", buffering=0) as fh:  # fill the file system
+    try:
+        while True:
+            fh.write(b"x" * 1024)
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC, exc
+other = RVR(gamma=1.0).fit(X, np.cos(X[:, 0]))  # 2 x 2000 draws: far more than is free
+try:
+    other.save(path)
+except OSError as exc:
+    print(json.dumps({"errno": exc.errno, "message": str(exc), "sha256": saved}))
+else:
+    print(json.dumps({"errno": None, "message": "saved", "sha256": saved}))
+"""
+
+
+def test_save_on_a_full_file_system_is_an_oserror(full_disk):
+    """A real full disk: the save raises OSError naming the path (HDF5 used to crash the
+    process writing its temporary file), leaves no temporary file, keeps the old file."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    run = [sys.executable, "-c", _SAVE_ON_FULL_DISK, str(full_disk)]
+    proc = subprocess.run(run, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, f"status {proc.returncode}\n{proc.stderr[-3000:]}"
+    said = json.loads(proc.stdout.strip().splitlines()[-1])
+    path = full_disk / "model.nc"
+    assert said["errno"] == errno.ENOSPC, said
+    assert said["message"] == f"[Errno 28] cannot save to {path}: No space left on device"
+    assert _listing(full_disk) == ["filler", "model.nc"]  # no temporary file left
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == said["sha256"]  # byte for byte
+    old = RVR.load(path)  # the first model
+    assert old.gamma_ == 0.5 and old.idata_["posterior"].sizes["draw"] == 50
 
 
 def test_save_replaces_atomically_and_keeps_mode(fitted, tmp_path):

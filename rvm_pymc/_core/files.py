@@ -10,6 +10,13 @@ group ``g`` becomes ``g__v`` with dimensions ``g__dim``, group and variable
 attributes are kept as JSON attributes.  :func:`read_tree` tells the formats by
 their magic bytes and turns every failure of the readers into one
 :class:`ValueError` naming the file.
+
+The SciPy and h5netcdf engines serialise a tree in memory (:func:`tree_bytes`)
+and :func:`atomic_write_bytes` puts the bytes on disk with plain file I/O: the
+HDF5 library never writes to a file, so a full disk is an :class:`OSError`
+naming the file, not a crash inside HDF5 (which, writing to a full file system,
+can end the process with a segmentation fault).  Only ``netCDF4``, whose
+library writes files only, still writes the temporary file itself.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import importlib
+import io
 import json
 import os
 import secrets
@@ -32,6 +40,7 @@ __all__ = [
     "ENGINE_MODULES",
     "INSTALL_HINT",
     "atomic_write",
+    "atomic_write_bytes",
     "damaged_if_failing",
     "engine_available",
     "flatten_tree",
@@ -39,6 +48,7 @@ __all__ = [
     "netcdf_engine",
     "read_tree",
     "temporary_file",
+    "tree_bytes",
     "unflatten_tree",
     "write_tree",
 ]
@@ -120,7 +130,7 @@ def _compression(tree: xr.DataTree) -> dict[str, dict[str, dict[str, Any]]]:
         ds = node.to_dataset(inherit=False)
         large = {
             name: {"zlib": True, "complevel": 1, "shuffle": True}
-            for name, var in ds.data_vars.items()
+            for name, var in ds.variables.items()  # coordinates too: 'draw' is 0..1999
             if var.dtype.kind in "biuf" and var.ndim and var.size >= COMPRESS_MIN_SIZE
         }
         if large:
@@ -128,14 +138,63 @@ def _compression(tree: xr.DataTree) -> dict[str, dict[str, dict[str, Any]]]:
     return encoding
 
 
+IN_MEMORY_ENGINES = ("h5netcdf", "scipy")
+"""Engines that serialise a tree in memory (:func:`tree_bytes`); netCDF4 writes files only."""
+
+
+def tree_bytes(tree: xr.DataTree, engine: str) -> bytes:
+    """The netCDF file of ``tree`` written by ``engine``, as bytes in memory.
+
+    The HDF5 engine compresses the large numeric variables losslessly
+    (:func:`_compression`); netCDF-3 (scipy) has no compression.
+
+    Parameters
+    ----------
+    tree : xarray.DataTree
+    engine : {"h5netcdf", "scipy"}
+        One of :data:`IN_MEMORY_ENGINES`.
+
+    Returns
+    -------
+    bytes
+        What :func:`write_tree` writes to a file.
+
+    Raises
+    ------
+    ValueError
+        For an engine that cannot serialise in memory (``"netcdf4"``).
+    """
+    if engine == "scipy":
+        return bytes(flatten_tree(tree).to_netcdf(engine="scipy"))
+    if engine == "h5netcdf":
+        buffer = io.BytesIO()
+        tree.to_netcdf(buffer, engine="h5netcdf", encoding=_compression(tree) or None)
+        return buffer.getvalue()
+    raise ValueError(f"engine {engine!r} cannot write to memory; use one of {IN_MEMORY_ENGINES}")
+
+
+def _write_all(path: str, data: bytes) -> None:
+    """Write ``data`` to the existing file ``path`` with plain ``os.write`` (short writes too)."""
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
 def write_tree(tree: xr.DataTree, path: str, engine: str) -> None:
     """Write ``tree`` to ``path`` with ``engine`` (no atomicity: see :func:`atomic_write`).
 
-    The HDF5 engines (h5netcdf, netcdf4) compress the large numeric variables
-    losslessly (:func:`_compression`); netCDF-3 (scipy) has no compression.
+    SciPy and h5netcdf serialise in memory and the bytes are written with plain
+    file I/O (:func:`tree_bytes`); netCDF4 writes the file itself.  The HDF5
+    engines compress the large numeric variables losslessly.
     """
-    if engine == "scipy":
-        flatten_tree(tree).to_netcdf(path, engine="scipy")
+    if engine in IN_MEMORY_ENGINES:
+        data = tree_bytes(tree, engine)
+        with open(path, "wb") as fh:
+            fh.write(data)
     else:
         tree.to_netcdf(path, engine=engine, encoding=_compression(tree) or None)
 
@@ -209,6 +268,26 @@ def atomic_write(path, write: Callable[[str], None]) -> None:
             raise _with_path(exc, shown) from exc
         raise
     _fsync_directory(directory)
+
+
+def atomic_write_bytes(path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically with plain file I/O (:func:`atomic_write`).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file to write; a file already there is replaced only once the new
+        one is completely on disk (written, fsynced, renamed).
+    data : bytes
+        The whole file, e.g. from :func:`tree_bytes`.
+
+    Raises
+    ------
+    OSError
+        If writing fails (disk full, no permission, ...): the message names
+        ``path``, the temporary file is removed, a previous file is untouched.
+    """
+    atomic_write(path, lambda tmp: _write_all(tmp, data))
 
 
 def flatten_tree(tree: xr.DataTree) -> xr.Dataset:

@@ -13,9 +13,19 @@
   held-out split and by k-fold cross-validation.
 
 The features are every column but the target (``--features`` names them,
-``--drop`` leaves some out); a first column of row names (``Unnamed: 0`` as
-pandas writes an index, ``rownames`` as R datasets have it) is left out with a
-note.  Messages give the line of the file, as an editor counts it.
+``--drop`` leaves some out); row indices are left out with a note each,
+wherever they are: ``Unnamed: N`` (an empty header, as pandas writes its
+index), ``rownames`` (as R data sets have it), and a column named like an
+index (``id``, ``X``, ...) that holds the row numbers.  Feature columns that
+are not a number in every row are refused, all named at once with why
+(``--numeric-only`` leaves them out instead, with a note; ``--one-hot``
+encodes text columns of at most 20 values as 0/1 columns, whose levels
+``predict`` applies to new rows); a classification
+target with more classes than a fifth of its rows is refused unless
+``--force-classes`` is given; a misspelled column is answered with the
+closest names and every column.  Messages give the line of the file, as an
+editor counts it, and warnings name the command line's flags (``--gamma``,
+``--gamma-grid``), not the estimator's arguments.
 Features are standardised by default (each to mean 0 and sd 1 over the
 training rows; ``--no-standardise`` turns it off); ``fit`` saves the means and
 sds beside the model (``model.json``) and ``predict`` applies them.
@@ -31,8 +41,9 @@ status says what went wrong:
        that cannot be written, a problem too large for the memory, a data
        file that is missing, empty or lacks a column, non-numeric features,
        a target with values its task cannot take (text in a regression
-       target, a few text values in a numeric one, a missing value), or no
-       command at all (then the help is printed to standard error)
+       target, a few text values in a numeric one, a missing value, more
+       classes than a fifth of the rows), or no command at all (then the
+       help is printed to standard error)
 130    interrupted (Ctrl-C)
 =====  ==================================================================
 

@@ -9,14 +9,18 @@ the command line reports both as bad usage (status 2) before any fitting.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rvm_pymc.cli._columns import one_hot, split_features
 from rvm_pymc.cli._data import (
     MODEL_FILE,
     PREPROCESS_FILE,
@@ -24,8 +28,8 @@ from rvm_pymc.cli._data import (
     Preprocess,
     model_paths,
     read_table,
-    split_features,
 )
+from rvm_pymc.cli._errors import RunError, UsageError
 from rvm_pymc.cli._paths import check_output_dir, check_output_file
 from rvm_pymc.cli._progress import bars_on_stderr, nuts_progress, progress
 from rvm_pymc.cli._target import load_data
@@ -48,13 +52,64 @@ SUMMARY_TXT = "summary.txt"
 SUMMARY_JSON = "summary.json"
 
 
+def compile_cache_is_empty() -> bool | None:
+    """Whether PyTensor's compile cache holds nothing yet: the first compile is then slow.
+
+    PyTensor compiles a model's functions with its default linker and keeps the
+    results on disk: the numba linker (PyTensor's default) in
+    ``base_compiledir/numba`` (``*.nbi`` index files), the C linker in
+    ``compiledir`` (one ``tmp*`` directory per module).  An empty cache means
+    every function is compiled anew (minutes); a filled one that most are
+    loaded from it.  None when that cannot be told.
+    """
+    try:
+        from pytensor import config
+        from pytensor.compile.mode import get_default_mode
+
+        numba = "numba" in type(get_default_mode().linker).__name__.lower()
+        cache = Path(config.base_compiledir) / "numba" if numba else Path(config.compiledir)
+        return cache_is_empty(cache, numba=numba)
+    except Exception:  # an unknown PyTensor layout: say nothing certain
+        return None
+
+
+def cache_is_empty(cache: Path, *, numba: bool) -> bool:
+    """Whether the PyTensor cache directory ``cache`` holds no compiled function.
+
+    Parameters
+    ----------
+    cache : pathlib.Path
+        ``base_compiledir/numba`` (numba linker) or ``compiledir`` (C linker).
+    numba : bool
+        Which of the two: numba keeps ``*.nbi`` index files, the C linker one
+        ``tmp*`` directory per compiled module.
+    """
+    if not cache.is_dir():
+        return True
+    if numba:
+        return not any(cache.glob("*.nbi"))
+    return not any(p.is_dir() for p in cache.glob("tmp*"))
+
+
 def announce_compilation(method: str) -> None:
-    """A progress line before a fit that compiles a PyMC model (map, nuts)."""
-    if method in ("map", "nuts"):
-        progress(
-            f"{method}: building and compiling the PyMC model (the first run on a machine "
-            "compiles for up to a few minutes; later runs reuse PyTensor's cache)"
+    """A progress line before a fit that compiles a PyMC model (map, nuts).
+
+    It says that the compile may take minutes only when PyTensor's cache is
+    empty (:func:`compile_cache_is_empty`); with a filled cache it is seconds.
+    """
+    if method not in ("map", "nuts"):
+        return
+    empty = compile_cache_is_empty()
+    if empty is None:
+        when = "it may take a few minutes when PyTensor's compile cache is empty"
+    elif empty:
+        when = (
+            "PyTensor's compile cache is empty, so this first compile may take a few minutes; "
+            "later runs reuse the cache"
         )
+    else:
+        when = "reusing PyTensor's compile cache"
+    progress(f"{method}: building and compiling the PyMC model ({when})")
 
 
 def make_estimator(args: argparse.Namespace, task: str, method: str | None = None):
@@ -65,6 +120,7 @@ def make_estimator(args: argparse.Namespace, task: str, method: str | None = Non
     params: dict[str, Any] = {
         "kernel": args.kernel,
         "gamma": args.gamma,
+        "gamma_grid": args.gamma_grid,
         "method": method,
         "random_state": args.seed,
         "draws": args.draws,
@@ -81,8 +137,18 @@ def make_estimator(args: argparse.Namespace, task: str, method: str | None = Non
     return {"regression": RVR, "classification": RVC, "counts": RVP}[task](**params)
 
 
+def _check_grid(args: argparse.Namespace) -> None:
+    """``--gamma-grid`` is the grid of ``--gamma evidence`` and of nothing else."""
+    if args.gamma_grid is not None and args.gamma != "evidence":
+        raise UsageError(
+            f"argument --gamma-grid: only --gamma evidence fits a grid of widths; "
+            f"got --gamma {args.gamma}"
+        )
+
+
 def check_fit_arguments(args: argparse.Namespace) -> None:
     """``--out`` of ``fit``: a directory that exists or can be made, and written to."""
+    _check_grid(args)
     check_output_dir("--out", args.out)
 
 
@@ -94,6 +160,7 @@ def check_predict_arguments(args: argparse.Namespace) -> None:
 
 def check_compare_arguments(args: argparse.Namespace) -> None:
     """``--out`` of ``compare``: a file that can be written, if given."""
+    _check_grid(args)
     if args.out is not None:
         check_output_file("--out", args.out)
 
@@ -185,6 +252,10 @@ def _summary_text(s: dict[str, Any]) -> str:
             value = ", ".join(value)
         if key == "standardised":
             value = "yes (each feature to mean 0, sd 1 over the rows)" if value else "no"
+        if key == "log_evidence" and value is None:  # NUTS samples the hyperparameters
+            value = f"not computed ({s['method']})" if s["method"] == "nuts" else "not computed"
+        elif value is None:
+            value = "not computed"
         if isinstance(value, float):
             value = f"{value:.6g}"
         lines.append(f"  {key.replace('_', ' '):<22} {value}")
@@ -245,9 +316,11 @@ def _fit_figure(path, est, pre: Preprocess, X_raw, Xs, y, task) -> None:
 
 def fit_command(args: argparse.Namespace) -> int:
     """``rvm-pymc fit``: fit, then write model, preprocessing, predictions, summary and plot."""
-    table, X_raw, names, y, task, index = load_data(args)
-    left_out = [*index, *args.drop]
+    data = load_data(args)
+    table, X_raw, names, y, task = data.table, data.X, data.features, data.y, data.task
+    left_out = [*data.left_out, *args.drop]
     pre = Preprocess.fit(X_raw, names, args.target, task, args.standardise)
+    pre.one_hot = data.one_hot
     Xs = pre.transform(X_raw)
     est = make_estimator(args, task)
     what = {"regression": "RVR", "classification": "RVC", "counts": "RVP"}[task]
@@ -266,16 +339,27 @@ def fit_command(args: argparse.Namespace) -> int:
         attrs = est.idata_.attrs
         diag = f" (max R-hat {attrs['max_rhat']:.3f}, {attrs['n_divergent']} divergences)"
     progress(f"fitted in {elapsed:.1f} s{diag}; writing {args.out}{os.sep}")
-    os.makedirs(args.out, exist_ok=True)
-    from rvm_pymc._core.files import atomic_write
-
-    est.save(os.path.join(args.out, MODEL_FILE))
     summary = _summary(args, est, pre, Xs, y, task, elapsed, left_out)
     pre.details = {k: summary[k] for k in ("method", "kernel", "gamma", "relevance_vectors")}
+    text = _summary_text(summary)
+    with _writing("--out", args.out):
+        _write_fit(args, est, pre, summary, text, (table, X_raw, Xs, y, task))
+    print(text, end="")
+    written = [MODEL_FILE, PREPROCESS_FILE, PREDICTIONS, SUMMARY_TXT, SUMMARY_JSON]
+    print(f"  wrote {', '.join(written + ([] if args.no_plot else [PNG]))} in {args.out}")
+    return 0
+
+
+def _write_fit(args, est, pre: Preprocess, summary: dict, text: str, data: tuple) -> None:
+    """The files of a fit in ``--out``: model, preprocessing, predictions, summary, plot."""
+    from rvm_pymc._core.files import atomic_write
+
+    table, X_raw, Xs, y, task = data
+    os.makedirs(args.out, exist_ok=True)
+    est.save(os.path.join(args.out, MODEL_FILE))
     atomic_write(os.path.join(args.out, PREPROCESS_FILE), _text_writer(pre.to_json() + "\n"))
     preds = _with_predictions(table, est, task, Xs)  # the rows as read, then the predictions
     atomic_write(os.path.join(args.out, PREDICTIONS), lambda tmp: preds.to_csv(tmp, index=False))
-    text = _summary_text(summary)
     atomic_write(os.path.join(args.out, SUMMARY_TXT), _text_writer(text))
     atomic_write(os.path.join(args.out, SUMMARY_JSON),
                  _text_writer(json.dumps(summary, indent=2) + "\n"))  # fmt: skip
@@ -285,10 +369,24 @@ def fit_command(args: argparse.Namespace) -> int:
     elif os.path.exists(png):  # the directory holds this fit's files only
         os.remove(png)
         progress(f"removed {png} of an earlier fit (--no-plot)")
-    print(text, end="")
-    written = [MODEL_FILE, PREPROCESS_FILE, PREDICTIONS, SUMMARY_TXT, SUMMARY_JSON]
-    print(f"  wrote {', '.join(written + ([] if args.no_plot else [PNG]))} in {args.out}")
-    return 0
+
+
+@contextlib.contextmanager
+def _writing(option: str, where: str) -> Iterator[None]:
+    """A failed write (a full disk, ...) as one :class:`RunError` line (exit status 1).
+
+    The package's atomic writes name the file and leave a file already there as it
+    was; the message says so.
+    """
+    try:
+        yield
+    except OSError as exc:
+        said = exc.strerror or str(exc)
+        if "cannot save to" not in said:  # not from an atomic write: name the file here
+            said = f"cannot write {exc.filename or where}: {said}"
+        raise RunError(
+            f"{option} {where}: {said}; a file it would have replaced is as it was"
+        ) from exc
 
 
 def _text_writer(text: str):
@@ -308,7 +406,8 @@ def predict_command(args: argparse.Namespace) -> int:
     with open(pre_path, encoding="utf-8") as fh:
         pre = Preprocess.from_json(fh.read(), pre_path)
     table = read_table(args.data)
-    X_raw, _ = split_features(table, None, args.data, pre.features)
+    encoded = one_hot(table, pre.one_hot, args.data, fitted=True) if pre.one_hot else table
+    X_raw, _ = split_features(encoded, None, args.data, pre.features)
     from rvm_pymc.estimators import load
 
     try:
@@ -321,7 +420,8 @@ def predict_command(args: argparse.Namespace) -> int:
     else:
         from rvm_pymc._core.files import atomic_write
 
-        atomic_write(args.out, lambda tmp: out.to_csv(tmp, index=False))
+        with _writing("--out", args.out):
+            atomic_write(args.out, lambda tmp: out.to_csv(tmp, index=False))
         progress(f"wrote {len(out)} predictions to {args.out}")
     return 0
 
@@ -348,13 +448,48 @@ def compare_table(table, task: str) -> str:
     return table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}")
 
 
+def _failed_in_loo(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised by the PSIS-LOO of :func:`rvm_pymc.comparison.compare`."""
+    import traceback
+
+    return any(frame.name == "_loo" for frame in traceback.extract_tb(exc.__traceback__))
+
+
+def _is_nan(value: Any) -> bool:
+    try:
+        return bool(np.isnan(float(value)))
+    except (TypeError, ValueError):
+        return False
+
+
+def compare_notes(table) -> list[str]:
+    """Why a NaN of the printed table is NaN: PSIS-LOO's reason (``loo_note``), and the
+    sampler diagnostics that only NUTS has."""
+    lines = []
+    for _, row in table.iterrows():
+        if "elpd_loo" in table.columns and _is_nan(row["elpd_loo"]):
+            note = str(row.get("loo_note") or "").strip() or "not computed"
+            lines.append(f"  elpd_loo of {row['method']} is NaN: {note}")
+    sampler = [c for c in ("divergences", "max_rhat") if c in table.columns]
+    others = [str(m) for m in table["method"] if m != "nuts"]
+    if (
+        sampler
+        and others
+        and any(_is_nan(v) for c in sampler for v in table.loc[table["method"] != "nuts", c])
+    ):
+        lines.append(f"  {' and '.join(sampler)}: NUTS's sampler diagnostics (NaN for "
+                     f"{', '.join(others)})")  # fmt: skip
+    return lines
+
+
 def compare_command(args: argparse.Namespace) -> int:
     """``rvm-pymc compare``: held-out split and k-fold CV of the chosen methods."""
     from sklearn.model_selection import train_test_split
 
     from rvm_pymc.comparison import FitSet, compare
 
-    _, X_raw, names, y, task, _ = load_data(args)
+    data = load_data(args)
+    X_raw, names, y, task = data.X, data.features, data.y, data.task
     n = X_raw.shape[0]
     n_test = round(args.test_size * n)
     if n_test < 2 or n - n_test < 5:
@@ -382,18 +517,35 @@ def compare_command(args: argparse.Namespace) -> int:
     cv = args.cv if args.cv > 1 else None
     if cv:
         progress(f"{cv}-fold cross-validation: every method refitted {cv} times")
+    fit_set = FitSet(fits, X=X_tr, y=y_tr, fit_times=times)
+    loo_failed = None
     with bars_on_stderr():  # the refits of the folds
-        result = compare(FitSet(fits, X=X_tr, y=y_tr, fit_times=times), X_te, y_te, cv=cv,
-                         random_state=args.seed, n_jobs=args.jobs)  # fmt: skip
+        try:
+            result = compare(fit_set, X_te, y_te, cv=cv, random_state=args.seed,
+                             n_jobs=args.jobs)  # fmt: skip
+        except ValueError as exc:
+            if not _failed_in_loo(exc):
+                raise
+            # PSIS itself failed (ArviZ: "All tail values are the same" when an
+            # observation's log-likelihood is the same in every draw): the table without
+            # LOO; it comes before the folds, so nothing is fitted twice
+            loo_failed = f"PSIS-LOO failed ({exc}); use elpd_kfold"
+            result = compare(fit_set, X_te, y_te, cv=cv, loo=False, random_state=args.seed,
+                             n_jobs=args.jobs)  # fmt: skip
     print(
         f"rvm-pymc compare: {task} of {args.target!r} on {args.data}: {len(y_tr)} training, "
         f"{len(y_te)} held-out rows{', features standardised' if args.standardise else ''}"
     )
     print(compare_table(result, task))
+    if loo_failed:
+        print(f"  elpd_loo not computed: {loo_failed}")
+    for line in compare_notes(result):
+        print(line)
     if args.out:
         from rvm_pymc._core.files import atomic_write
 
         # one row per method, named by its 'method' column (the index repeats it)
-        atomic_write(args.out, lambda tmp: result.to_csv(tmp, index=False))
+        with _writing("--out", args.out):
+            atomic_write(args.out, lambda tmp: result.to_csv(tmp, index=False))
         print(f"  wrote the full table to {args.out}")
     return 0

@@ -2,12 +2,12 @@
 
 The command line reads a CSV table with a header row (pandas), takes one
 column as the target and every other column as a numeric feature (or those
-of ``--features``, less those of ``--drop``; a first column that is a row
-index, ``Unnamed: 0`` or ``rownames``, is left out with a note), and by
-default standardises the features (each to mean 0 and standard deviation 1
-over the training rows).  The standardisation is part of the model: ``fit``
-writes it beside the saved estimator as ``model.json`` (feature names,
-means, standard deviations, target name, task, class labels) and
+of ``--features``, less those of ``--drop`` and the row indices: see
+:mod:`rvm_pymc.cli._columns`), and by default standardises the features
+(each to mean 0 and standard deviation 1 over the training rows).  The
+standardisation is part of the model: ``fit`` writes it beside the saved
+estimator as ``model.json`` (feature names, means, standard deviations,
+target name, task, class labels) and
 ``predict`` applies it to new data.  (The estimator's own ``save`` stores
 RVR/RVC only, not a scikit-learn ``Pipeline``; the JSON file keeps the two
 parts separate and readable.)
@@ -19,7 +19,6 @@ import csv
 import json
 import math
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,23 +27,17 @@ import numpy as np
 from rvm_pymc.cli._errors import DataError
 
 __all__ = [
-    "INDEX_COLUMNS",
     "DataError",
     "Preprocess",
-    "Selection",
     "bad_rows",
     "read_table",
-    "select_features",
-    "split_features",
+    "shown_value",
+    "where",
 ]
 
 MODEL_FILE = "model.nc"
 PREPROCESS_FILE = "model.json"
 FORMAT = "rvm-pymc-cli-model/1"
-INDEX_COLUMNS = ("Unnamed: 0", "rownames")
-"""Names of a first column that holds row names, not a feature: pandas writes
-its index under an empty header (read back as ``Unnamed: 0``), R's
-``write.csv`` too, and the Rdatasets collection names it ``rownames``."""
 _LINES = "rvm_pymc_lines"
 """Key of ``DataFrame.attrs``: the line of the file on which each data row starts."""
 
@@ -133,146 +126,6 @@ def read_table(path: str):
     return table
 
 
-def _shown(names, limit: int = 8) -> str:
-    names = [str(n) for n in names]
-    more = f", ... ({len(names)} in all)" if len(names) > limit else ""
-    return ", ".join(names[:limit]) + more
-
-
-def numeric_columns(table, columns: list[str], path: str) -> np.ndarray:
-    """The feature columns as a float array; a clear error for text or missing values.
-
-    Raises
-    ------
-    DataError
-        Naming the first column with a non-numeric or missing value, its line
-        in the file (as an editor counts them) and the value.
-    """
-    import pandas as pd
-
-    out = np.empty((table.shape[0], len(columns)))
-    for j, name in enumerate(columns):
-        col = table[name]
-        values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
-        bad = np.flatnonzero(~np.isfinite(values))
-        if bad.size:
-            raw = col.iloc[int(bad[0])]
-            what = (
-                "a missing value" if pd.isna(raw) else f"the non-numeric value {shown_value(raw)}"
-            )
-            raise DataError(
-                f"{path}: column {name!r} has {what} on {bad_rows(table, bad)}; features must "
-                "be numbers (--drop the column, or fix those rows)"
-            )
-        out[:, j] = values
-    return out
-
-
-@dataclass
-class Selection:
-    """The feature columns of a table and the columns left out as row indices.
-
-    Attributes
-    ----------
-    features : list of str
-        The feature columns, in the table's order (or that of ``--features``).
-    index : list of str
-        Columns left out as row names (:data:`INDEX_COLUMNS`), not asked for.
-    """
-
-    features: list[str]
-    index: list[str]
-
-
-def _unknown(path: str, option: str, names: Sequence[str], columns: list[str]) -> None:
-    missing = [c for c in names if c not in columns]
-    if missing:
-        raise DataError(
-            f"{path}: {option} names {_shown(missing)}, not a column of the file "
-            f"(columns: {_shown(columns)})"
-        )
-
-
-def select_features(
-    table,
-    target: str,
-    path: str,
-    features: Sequence[str] | None = None,
-    drop: Sequence[str] = (),
-) -> Selection:
-    """The feature columns of a table: those given, or every column but the target.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-    target : str
-        The target column (never a feature).
-    path : str
-        The file name, for messages.
-    features : sequence of str, optional
-        The features to use (``--features``); default every column but the
-        target, the dropped ones and a first column of row names.
-    drop : sequence of str, default ()
-        Columns to leave out (``--drop``).
-
-    Raises
-    ------
-    DataError
-        For a missing target, a name of ``features`` or ``drop`` that is no
-        column, the target among them, a repeated feature, or no feature left.
-    """
-    columns = list(table.columns)
-    if target not in columns:
-        raise DataError(f"{path}: no column {target!r} (columns: {_shown(columns)})")
-    for option, names in (("--features", features or ()), ("--drop", drop)):
-        _unknown(path, option, names, columns)
-        if target in names:
-            raise DataError(f"{path}: {option} names the target {target!r}; it is never a feature")
-    if features is not None:
-        repeated = sorted({c for c in features if list(features).count(c) > 1})
-        if repeated:
-            raise DataError(f"{path}: --features names {_shown(repeated)} more than once")
-        return Selection(list(features), [])
-    index = [c for c in columns[:1] if c in INDEX_COLUMNS and c != target and c not in drop]
-    chosen = [c for c in columns if c != target and c not in drop and c not in index]
-    if not chosen:
-        raise DataError(
-            f"{path}: no feature columns besides the target {target!r}"
-            + (f" (left out: {_shown([*drop, *index])})" if drop or index else "")
-        )
-    return Selection(chosen, index)
-
-
-def split_features(table, target: str | None, path: str, features: list[str]):
-    """Features (float array) and the raw target column (None when predicting) of a table.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-    target : str or None
-        Name of the target column; None when predicting (the column is
-        ignored if it is present).
-    path : str
-        The file name, for messages.
-    features : list of str
-        The feature columns (:func:`select_features`, or those of a fitted model).
-
-    Raises
-    ------
-    DataError
-        For a missing feature column, or a non-numeric or missing feature value.
-    """
-    columns = list(table.columns)
-    missing = [c for c in features if c not in columns]
-    if missing:
-        raise DataError(
-            f"{path}: the model needs the feature column{'s' if len(missing) > 1 else ''} "
-            f"{_shown(missing)}, not in the file (columns: {_shown(columns)})"
-        )
-    X = numeric_columns(table, features, path)
-    return X, None if target is None else table[target]
-
-
 @dataclass
 class Preprocess:
     """What ``predict`` must know besides the estimator: the columns and the standardisation.
@@ -290,6 +143,9 @@ class Preprocess:
     standardise : bool
     details : dict
         Free-form facts about the fit (method, kernel, width), for people.
+    one_hot : dict
+        Text column -> its levels, each a 0/1 feature ``COL=level``
+        (``--one-hot``; :func:`rvm_pymc.cli._columns.one_hot`); empty without.
     """
 
     features: list[str]
@@ -299,6 +155,7 @@ class Preprocess:
     scale: list[float]
     standardise: bool
     details: dict[str, Any] = field(default_factory=dict)
+    one_hot: dict[str, list[str]] = field(default_factory=dict)
 
     @classmethod
     def fit(cls, X: np.ndarray, features, target, task, standardise: bool) -> Preprocess:
@@ -336,6 +193,10 @@ class Preprocess:
                 scale=[float(v) for v in d["scale"]],
                 standardise=bool(d["standardise"]),
                 details=dict(d.get("details", {})),
+                one_hot={
+                    str(k): [str(v) for v in levels]
+                    for k, levels in dict(d.get("one_hot", {})).items()
+                },
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise DataError(f"{path} is damaged: {type(exc).__name__}: {exc}") from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import sys
 import traceback
 import warnings
@@ -12,11 +13,31 @@ from collections.abc import Callable, Iterator, Sequence
 from rvm_pymc.cli._errors import DataError, RunError, UsageError
 from rvm_pymc.cli._parser import PROG, build_parser
 
-__all__ = ["main"]
+__all__ = ["cli_words", "main"]
 
 
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
+
+
+_FLAGS = (
+    (re.compile(r"\bgamma_grid\b"), "--gamma-grid"),
+    (re.compile(r"\bgamma='(\w+)'"), r"--gamma \1"),
+    (re.compile(r"\bgamma=(\d[\w.+-]*)"), r"--gamma \1"),
+    (re.compile(r"\bdraws=(\d+)"), r"--draws \1"),
+    (re.compile(r"\btune=(\d+)"), r"--tune \1"),
+    (re.compile(r"\bn_jobs\b"), "--jobs"),
+    (re.compile(r"\brandom_state\b"), "--seed"),
+)
+"""The estimator's arguments that the command line sets by a flag, and the flag's words."""
+
+
+def cli_words(text: str) -> str:
+    """A message of the estimators in the command line's words: ``gamma=0.5`` is
+    ``--gamma 0.5``, ``gamma_grid`` is ``--gamma-grid`` (arguments without a flag stay)."""
+    for pattern, flag in _FLAGS:
+        text = pattern.sub(flag, text)
+    return text
 
 
 def _error(message: str) -> None:
@@ -25,13 +46,14 @@ def _error(message: str) -> None:
 
 @contextlib.contextmanager
 def _one_line_warnings(debug: bool) -> Iterator[None]:
-    """Warnings as ``rvm-pymc: warning: ...`` lines (the full form under --debug)."""
+    """Warnings as ``rvm-pymc: warning: ...`` lines in the command line's words
+    (:func:`cli_words`); the full form, as Python raised it, under --debug."""
     if debug:
         yield
         return
 
     def show(message, category, filename, lineno, file=None, line=None) -> None:
-        print(f"{PROG}: warning: {_one_line(message)}", file=sys.stderr)
+        print(f"{PROG}: warning: {cli_words(_one_line(message))}", file=sys.stderr)
 
     with warnings.catch_warnings():
         warnings.showwarning = show

@@ -113,8 +113,10 @@ def _model_options(p: argparse.ArgumentParser, saved: bool) -> None:
     """The data, the columns and the model of ``fit`` and ``compare`` (``saved``: fit saves)."""
     p.add_argument(
         "data", metavar="DATA.csv",
-        help="CSV table with a header row; every column but the target is a feature "
-        "(a first column 'Unnamed: 0' or 'rownames', a row index, is left out)",
+        help="CSV table with a header row; every column but the target is a feature, "
+        "but for row indices, wherever they are, each left out with a note: a column named "
+        "'rownames' or 'Unnamed: N' (an empty header, as pandas writes its index), and one "
+        "named like an index (id, index, X, ...) that holds the row numbers 0..N-1 or 1..N",
     )  # fmt: skip
     p.add_argument("--target", required=True, metavar="COL", help="name of the target column")
     columns = p.add_mutually_exclusive_group()
@@ -127,10 +129,29 @@ def _model_options(p: argparse.ArgumentParser, saved: bool) -> None:
         help="columns to leave out of the features (names, ids, ...)",
     )  # fmt: skip
     p.add_argument(
+        "--numeric-only", action="store_true",
+        help="leave out, with a note, every feature column that is not a number in every row "
+        "(text, or empty cells); by default such columns are refused, all named at once "
+        "with why, so that no feature is dropped unnoticed",
+    )  # fmt: skip
+    p.add_argument(
+        "--one-hot", action="store_true",
+        help="encode each text feature column of at most 20 distinct values (a type, a sex, "
+        "an origin) as 0/1 columns COL=level, an empty cell as a level NA; predict encodes "
+        "new rows by the levels of the fit (default: text columns are refused, see "
+        "--numeric-only)",
+    )  # fmt: skip
+    p.add_argument(
         "--task", choices=TASKS, default=None,
         help="regression, classification or counts (a Poisson RVM; default: classification "
         "for text labels or at most 10 distinct integers, counts for more non-negative "
         "integers with a zero among them, with a note, regression otherwise)",
+    )  # fmt: skip
+    p.add_argument(
+        "--force-classes", action="store_true",
+        help="fit a classification target with more classes than a fifth of the rows "
+        "(refused by default: too few rows per class to learn them, and a softmax RVM over "
+        "many classes is slow and its model large)",
     )  # fmt: skip
     p.add_argument("--kernel", choices=KERNELS, default="rbf", help="kernel (default rbf)")
     p.add_argument(
@@ -139,6 +160,12 @@ def _model_options(p: argparse.ArgumentParser, saved: bool) -> None:
         "(the width of largest evidence: a grid around 'scale', its best width refined on a "
         "continuous scale, by the reference solver; the default here at any number of rows, "
         "where RVR and RVC default to 'auto': 'evidence' up to 2000 rows, 'scale' above)",
+    )  # fmt: skip
+    p.add_argument(
+        "--gamma-grid", type=types.gamma_grid, default=None, metavar="G,G,...",
+        help="the widths --gamma evidence fits first, comma-separated (e.g. 0.01,0.1,1), its "
+        "best refined between its neighbours; extend it past an edge where the largest "
+        "evidence lies (default: the estimator's grid around 'scale')",
     )  # fmt: skip
     if saved:
         where = "the rows, and the means and sds are saved with the model"
@@ -184,7 +211,8 @@ def _add_data_commands(sub, common: argparse.ArgumentParser) -> None:
         "fit",
         parents=[common],
         help="fit an RVM to a CSV table and save it",
-        description="Fit an RVM (RVR or RVC) to a CSV table. Writes into --out: the saved "
+        description="Fit an RVM (RVR for regression, RVC for classification, RVP for counts) "
+        "to a CSV table. Writes into --out: the saved "
         "model (model.nc), its feature names and standardisation (model.json), the "
         "predictions on the training rows (predictions.csv), a summary (summary.txt, "
         "summary.json) and a plot (fit.png). Features are standardised by default.",

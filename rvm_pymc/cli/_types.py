@@ -23,6 +23,7 @@ __all__ = [
     "demo_gamma",
     "draws",
     "fraction",
+    "gamma_grid",
     "kernel_gamma",
     "n_train",
     "noise_sd",
@@ -151,6 +152,16 @@ def kernel_gamma(text: str) -> float | str:
         return float(number(text, integer=False, low=0.0, low_open=True))
     except argparse.ArgumentTypeError as exc:
         raise argparse.ArgumentTypeError(f"{exc}; or give 'scale' or 'evidence'") from None
+
+
+def gamma_grid(text: str) -> list[float]:
+    """Kernel widths separated by commas (``0.01,0.1,1``): each positive and finite."""
+    parts = [part.strip() for part in text.split(",")]
+    if not text.strip() or any(not part for part in parts):
+        raise argparse.ArgumentTypeError(
+            f"expected widths separated by commas, e.g. 0.01,0.1,1; got {text!r}"
+        )
+    return [float(number(part, integer=False, low=0.0, low_open=True)) for part in parts]
 
 
 def fraction(text: str) -> float:

@@ -1,0 +1,548 @@
+"""Which columns of a CSV table are features: row indices left out, names checked, numbers.
+
+- Row indices (:func:`index_columns`), wherever they stand: a column named
+  ``rownames`` (R's row names, as the Rdatasets collection writes them) or
+  ``Unnamed: N`` (an empty header: pandas writes its index so, R's
+  ``write.csv`` its row names), and a column named like an index (``id``,
+  ``index``, ``X``, ... :data:`INDEX_NAMES`) that holds the row numbers
+  ``0..N-1`` or ``1..N`` in order.  Each is left out with a note.  A column of
+  another name that holds the row numbers may be a real feature (a time step,
+  a dose): it is kept, with a note saying how to drop it.
+- Names (:func:`select_features`): a target or a column of ``--features`` /
+  ``--drop`` that is not in the file is refused with the closest names
+  (:mod:`difflib`) and every column of the file.
+- Numbers (:func:`numeric_features`): every feature column must hold a number
+  in every row.  All the columns that do not are reported at once, each with
+  why (its text values, its missing cells, and on which lines); with
+  ``--numeric-only`` they are left out instead, with one note.
+- Text (:func:`one_hot`, ``--one-hot``): a text feature column of at most
+  :data:`MAX_LEVELS` distinct values (a type, a sex, an origin) becomes one
+  0/1 column ``COL=level`` per value, an empty cell a level ``NA`` of its own;
+  the levels are saved with the model and ``predict`` encodes new rows by them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rvm_pymc.cli._errors import DataError
+
+__all__ = [
+    "INDEX_NAMES",
+    "MAX_LEVELS",
+    "ColumnProblem",
+    "IndexColumns",
+    "Selection",
+    "column_problems",
+    "encoded_features",
+    "index_columns",
+    "numeric_features",
+    "one_hot",
+    "one_hot_levels",
+    "row_numbers",
+    "select_features",
+    "split_features",
+    "unknown_column",
+]
+
+UNNAMED = re.compile(r"Unnamed: \d+")
+"""pandas' name of a column whose header is empty (``Unnamed: 0`` for an index)."""
+ROWNAMES = "rownames"
+
+
+def _lines(table, rows: np.ndarray, shown: int = 5) -> str:
+    """``'line 7'``, ``'3 lines: 7, 9, 12'``, ``'93 lines: 2, 3, 4, 5, 6, ...'``."""
+    from rvm_pymc.cli._data import where
+
+    first = where(table, int(rows[0]))
+    if rows.size == 1:
+        return first
+    unit = first.split()[0] + "s"
+    numbers = ", ".join(where(table, int(i)).split()[-1] for i in rows[:shown])
+    return f"{rows.size} {unit}: {numbers}{', ...' if rows.size > shown else ''}"
+
+
+def _names(names: Sequence[str]) -> str:
+    return ", ".join(str(n) for n in names)
+
+
+def _close(name: str, columns: Sequence[str]) -> list[str]:
+    """The columns a mistyped ``name`` most likely meant (case ignored first)."""
+    same_case = [c for c in columns if c.lower() == name.lower()]
+    lowered = {c.lower(): c for c in columns}
+    near = difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.6)
+    return list(dict.fromkeys(same_case + [lowered[c] for c in near]))
+
+
+def _did_you_mean(names: Sequence[str], columns: Sequence[str]) -> str:
+    guesses = [g for n in names for g in _close(n, columns)]
+    if not guesses:
+        return ""
+    return f"; did you mean {' or '.join(repr(g) for g in dict.fromkeys(guesses))}?"
+
+
+def unknown_column(path: str, name: str, columns: Sequence[str]) -> DataError:
+    """The error for a target that is no column: the closest names and every column."""
+    return DataError(
+        f"{path}: no column {name!r}{_did_you_mean([name], columns)} (columns: {_names(columns)})"
+    )
+
+
+# ------------------------------------------------------------------ row indices
+
+
+MIN_ROWS_FOR_NUMBERS = 10
+"""Fewest rows in which a column of the row numbers is told apart (1, 2, 3 says little)."""
+
+
+def row_numbers(col) -> str | None:
+    """``'0..N-1'`` or ``'1..N'`` (N the rows) if ``col`` holds exactly the row numbers, in
+    a table of at least :data:`MIN_ROWS_FOR_NUMBERS` rows."""
+    import pandas as pd
+
+    values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
+    n = values.size
+    if n < MIN_ROWS_FOR_NUMBERS or not np.all(np.isfinite(values)):
+        return None
+    steps = np.arange(n, dtype=float)
+    if np.array_equal(values, steps):
+        return f"0..{n - 1}"
+    if np.array_equal(values, steps + 1):
+        return f"1..{n}"
+    return None
+
+
+INDEX_NAMES = frozenset(
+    ("id", "index", "idx", "row", "rowid", "row_id", "row.id", "rowname", "row.names")
+) | frozenset(("row_names", "rownum", "row_number", "obs", "..1"))
+"""Names (case aside) of a column that is a row index when it holds the row numbers; ``X``
+too, as R's ``read.csv`` names an empty header (a feature ``x`` keeps its small letter)."""
+
+
+def _index_name(name: str) -> bool:
+    return name == "X" or name.lower() in INDEX_NAMES
+
+
+@dataclass
+class IndexColumns:
+    """The row-index columns of a table: left out (with why) and kept (with a note).
+
+    Attributes
+    ----------
+    dropped : dict
+        Column -> why it is taken for a row index (left out of the features).
+    kept : dict
+        Column -> its row numbers (``'1..N'``): a column of another name that
+        holds the row numbers, kept as a feature (a time step, a dose, ...).
+    """
+
+    dropped: dict[str, str] = field(default_factory=dict)
+    kept: dict[str, str] = field(default_factory=dict)
+
+
+def index_columns(table, skip: Sequence[str] = ()) -> IndexColumns:
+    """The columns of ``table`` that are row indices, not features (module docstring).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+    skip : sequence of str
+        Columns that are no features anyway (the target, ``--drop``).
+
+    Returns
+    -------
+    IndexColumns
+    """
+    out = IndexColumns()
+    for name in table.columns:
+        if name in skip:
+            continue
+        if name == ROWNAMES:
+            out.dropped[name] = "R's row names"
+        elif UNNAMED.fullmatch(name):
+            out.dropped[name] = "an empty header, as pandas writes its index"
+        elif (numbers := row_numbers(table[name])) is not None:
+            if _index_name(name):
+                out.dropped[name] = f"named so and holding the row numbers {numbers}"
+            else:
+                out.kept[name] = numbers
+    return out
+
+
+# ------------------------------------------------------------------ the features
+
+
+@dataclass
+class Selection:
+    """The feature columns of a table and the columns left out as row indices.
+
+    Attributes
+    ----------
+    features : list of str
+        The feature columns, in the table's order (or that of ``--features``).
+    index : dict
+        Columns left out as row indices, not asked for -> why.
+    kept_numbers : dict
+        Feature columns that hold the row numbers (kept; a note says so).
+    """
+
+    features: list[str]
+    index: dict[str, str] = field(default_factory=dict)
+    kept_numbers: dict[str, str] = field(default_factory=dict)
+
+
+def _unknown(path: str, option: str, names: Sequence[str], columns: list[str]) -> None:
+    missing = [c for c in names if c not in columns]
+    if missing:
+        raise DataError(
+            f"{path}: {option} names {_names(missing)}, not a column of the file"
+            f"{_did_you_mean(missing, columns)} (columns: {_names(columns)})"
+        )
+
+
+def select_features(
+    table,
+    target: str,
+    path: str,
+    features: Sequence[str] | None = None,
+    drop: Sequence[str] = (),
+) -> Selection:
+    """The feature columns of a table: those given, or every column but the target.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+    target : str
+        The target column (never a feature).
+    path : str
+        The file name, for messages.
+    features : sequence of str, optional
+        The features to use (``--features``); default every column but the
+        target, the dropped ones and the row indices (:func:`index_columns`).
+    drop : sequence of str, default ()
+        Columns to leave out (``--drop``).
+
+    Raises
+    ------
+    DataError
+        For a missing target, a name of ``features`` or ``drop`` that is no
+        column (with the closest names and every column), the target among
+        them, a repeated feature, or no feature left.
+    """
+    columns = list(table.columns)
+    if target not in columns:
+        raise unknown_column(path, target, columns)
+    for option, names in (("--features", features or ()), ("--drop", drop)):
+        _unknown(path, option, names, columns)
+        if target in names:
+            raise DataError(f"{path}: {option} names the target {target!r}; it is never a feature")
+    if features is not None:
+        repeated = sorted({c for c in features if list(features).count(c) > 1})
+        if repeated:
+            raise DataError(f"{path}: --features names {_names(repeated)} more than once")
+        return Selection(list(features))
+    found = index_columns(table, skip=[target, *drop])
+    chosen = [c for c in columns if c != target and c not in drop and c not in found.dropped]
+    if not chosen:
+        left = [*drop, *found.dropped]
+        raise DataError(
+            f"{path}: no feature columns besides the target {target!r}"
+            + (f" (left out: {_names(left)})" if left else "")
+        )
+    return Selection(chosen, found.dropped, found.kept)
+
+
+# ------------------------------------------------------------------ numbers
+
+
+@dataclass
+class ColumnProblem:
+    """Why a feature column is not a number in every row.
+
+    Attributes
+    ----------
+    name : str
+    text : ndarray of int
+        Rows (0-based) with a value that is present but not a finite number.
+    missing : ndarray of int
+        Rows with an empty (missing) cell.
+    first_text : str
+        The first text value, as shown in messages ('' if none).
+    """
+
+    name: str
+    text: np.ndarray
+    missing: np.ndarray
+    first_text: str = ""
+
+    def describe(self, table) -> str:
+        """``'Cylinders' (text 'rotary' on line 59)``, ``'Luggage.room' (missing on 11 ...)``."""
+        parts = []
+        if self.text.size:
+            parts.append(f"text {self.first_text} on {_lines(table, self.text, 3)}")
+        if self.missing.size:
+            parts.append(f"missing on {_lines(table, self.missing, 3)}")
+        return f"{self.name!r} ({'; '.join(parts)})"
+
+
+def column_problems(table, columns: Sequence[str]) -> list[ColumnProblem]:
+    """The columns of ``columns`` that do not hold a finite number in every row, in order."""
+    import pandas as pd
+
+    from rvm_pymc.cli._data import shown_value
+
+    out = []
+    for name in columns:
+        col = table[name]
+        values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
+        missing = col.isna().to_numpy()
+        bad = ~np.isfinite(values)
+        if not bad.any():
+            continue
+        text = np.flatnonzero(bad & ~missing)
+        first = shown_value(col.iloc[int(text[0])]) if text.size else ""
+        out.append(ColumnProblem(str(name), text, np.flatnonzero(missing), first))
+    return out
+
+
+def _one_column_message(path: str, problem: ColumnProblem, table) -> str:
+    """One bad column, in the words of a single value: its first bad row and how many."""
+    from rvm_pymc.cli._data import bad_rows
+
+    if problem.text.size:
+        what, rows = f"the non-numeric value {problem.first_text}", problem.text
+    else:
+        what, rows = "a missing value", problem.missing
+    more = ""
+    if problem.text.size and problem.missing.size:
+        more = f" and missing values on {_lines(table, problem.missing, 3)}"
+    return f"{path}: column {problem.name!r} has {what} on {bad_rows(table, rows)}{more}"
+
+
+def numeric_features(
+    table,
+    columns: Sequence[str],
+    path: str,
+    *,
+    numeric_only: bool = False,
+    predicting: bool = False,
+    suggest_one_hot: bool = True,
+) -> tuple[np.ndarray, list[str], list[ColumnProblem]]:
+    """The feature columns as a float array; all the columns that are not numbers at once.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+    columns : sequence of str
+        The feature columns.
+    path : str
+        The file name, for messages.
+    numeric_only : bool, default False
+        Leave out the columns that are not numbers in every row (``--numeric-only``)
+        instead of refusing the table; the caller notes them.
+    predicting : bool, default False
+        The columns are a saved model's (``predict``): none can be left out.
+    suggest_one_hot : bool, default True
+        Whether the message of a refused text column names ``--one-hot`` (not
+        when it was given: the text columns left have too many values).
+
+    Returns
+    -------
+    X : ndarray of shape (n_rows, n_kept)
+    kept : list of str
+        The feature columns of ``X``.
+    left_out : list of ColumnProblem
+        The columns left out by ``numeric_only`` (empty otherwise).
+
+    Raises
+    ------
+    DataError
+        Naming every column with a text or missing value, why, and on which
+        lines of the file (as an editor counts them); or, with
+        ``numeric_only``, when no column is left.
+    """
+    import pandas as pd
+
+    problems = column_problems(table, columns)
+    if problems and not numeric_only:
+        raise DataError(_refusal(path, problems, table, predicting, suggest_one_hot))
+    bad = {p.name for p in problems}
+    kept = [c for c in columns if c not in bad]
+    if not kept:
+        raise DataError(
+            f"{path}: no feature column holds a number in every row (left out by "
+            f"--numeric-only: {'; '.join(p.describe(table) for p in problems)})"
+        )
+    X = np.column_stack(
+        [pd.to_numeric(table[c], errors="coerce").to_numpy(dtype=float) for c in kept]
+    )
+    return X, kept, problems
+
+
+def _refusal(
+    path: str, problems: list[ColumnProblem], table, predicting: bool, suggest_one_hot: bool
+) -> str:
+    if predicting:
+        advice = "the model needs a number in every row of its features; fix those rows"
+    else:
+        names = " ".join(shlex.quote(p.name) for p in problems)
+        text = suggest_one_hot and any(p.text.size for p in problems)
+        advice = (
+            "features must be numbers: give --numeric-only to leave "
+            f"{'it' if len(problems) == 1 else 'them'} out"
+            + (", --one-hot to encode text of a few values as 0/1 columns" if text else "")
+            + f", or --drop {names}, or fix those rows"
+        )
+    if len(problems) == 1:
+        return f"{_one_column_message(path, problems[0], table)}; {advice}"
+    described = ", ".join(p.describe(table) for p in problems)
+    return (
+        f"{path}: {len(problems)} feature columns are not a number in every row: "
+        f"{described}; {advice}"
+    )
+
+
+# ------------------------------------------------------------------ text as 0/1 columns
+
+
+MAX_LEVELS = 20
+"""Most distinct values of a text column that ``--one-hot`` encodes; one of more (a name,
+a model: Cars93's 'Make' has 93 in 93 rows) identifies rows rather than groups them."""
+MISSING_LEVEL = "NA"
+
+
+def _is_text(col) -> bool:
+    import pandas as pd
+
+    present = col.dropna()
+    return bool(present.size) and bool(pd.to_numeric(present, errors="coerce").isna().any())
+
+
+def _levels_of(col) -> list[str]:
+    values = col.astype(object).where(col.notna(), MISSING_LEVEL).astype(str)
+    return sorted(set(values))
+
+
+def one_hot_levels(table, columns: Sequence[str]) -> dict[str, list[str]]:
+    """The text columns of ``columns`` that ``--one-hot`` encodes, with their levels.
+
+    A column is text if one of its values is not a number; it is encoded if it
+    has at most :data:`MAX_LEVELS` distinct values, an empty cell counting as
+    the level ``NA``.  Numeric columns (empty cells or not) are not encoded.
+    """
+    out = {}
+    for name in columns:
+        col = table[name]
+        if _is_text(col):
+            levels = _levels_of(col)
+            if len(levels) <= MAX_LEVELS:
+                out[str(name)] = levels
+    return out
+
+
+def _indicator(name: str, level: str) -> str:
+    return f"{name}={level}"
+
+
+def one_hot(table, levels: dict[str, list[str]], path: str, *, fitted: bool = False):
+    """``table`` with a 0/1 column ``COL=level`` for each level of each encoded column.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+    levels : dict
+        Column -> its levels (:func:`one_hot_levels`, or those saved with a model).
+    path : str
+        The file name, for messages.
+    fitted : bool, default False
+        The levels are a saved model's (``predict``): a value that is none of
+        them is refused.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy of ``table`` with the indicator columns appended.
+
+    Raises
+    ------
+    DataError
+        If an indicator's name is a column already, or (``fitted``) a row has
+        a value the model has no level for.
+    """
+    import pandas as pd
+
+    extra = {}
+    for name, known in levels.items():
+        if name not in table.columns:
+            continue  # split_features names the missing column
+        values = table[name].astype(object).where(table[name].notna(), MISSING_LEVEL).astype(str)
+        if fitted:
+            new = np.flatnonzero(~values.isin(known).to_numpy())
+            if new.size:
+                from rvm_pymc.cli._data import bad_rows, shown_value
+
+                raise DataError(
+                    f"{path}: column {name!r} has the value {shown_value(values.iloc[new[0]])} "
+                    f"on {bad_rows(table, new)}, which the model was not fitted with (its "
+                    f"values: {', '.join(known)}); such rows cannot be predicted"
+                )
+        for level in known:
+            column = _indicator(name, level)
+            if column in table.columns:
+                raise DataError(
+                    f"{path}: --one-hot would make a column {column!r}, which the file has "
+                    "already; rename that column"
+                )
+            extra[column] = (values == level).to_numpy(dtype=float)
+    out = pd.concat([table, pd.DataFrame(extra, index=table.index)], axis=1)
+    out.attrs = dict(table.attrs)
+    return out
+
+
+def encoded_features(features: Sequence[str], levels: dict[str, list[str]]) -> list[str]:
+    """``features`` with each encoded column replaced, in place, by its indicator columns."""
+    out = []
+    for name in features:
+        if name in levels:
+            out.extend(_indicator(name, level) for level in levels[name])
+        else:
+            out.append(name)
+    return out
+
+
+def split_features(table, target: str | None, path: str, features: list[str]):
+    """Features (float array) and the raw target column (None when predicting) of a table.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+    target : str or None
+        Name of the target column; None when predicting (the column is
+        ignored if it is present).
+    path : str
+        The file name, for messages.
+    features : list of str
+        The feature columns (:func:`select_features`, or those of a fitted model).
+
+    Raises
+    ------
+    DataError
+        For a missing feature column, or non-numeric or missing feature values
+        (every such column at once).
+    """
+    columns = list(table.columns)
+    missing = [c for c in features if c not in columns]
+    if missing:
+        raise DataError(
+            f"{path}: the model needs the feature column{'s' if len(missing) > 1 else ''} "
+            f"{_names(missing)}, not in the file{_did_you_mean(missing, columns)} "
+            f"(columns: {_names(columns)})"
+        )
+    X, _, _ = numeric_features(table, features, path, predicting=True)
+    return X, None if target is None else table[target]
