@@ -257,12 +257,12 @@ def test_output_files_are_complete_and_helps_state_the_defaults(indexed_fit, tmp
 
     fit_help, compare_help = _help("fit", cwd), _help("compare", cwd)
     for text in (fit_help, compare_help):  # the CLI's defaults beside the estimators'
-        assert "where RVR and RVC default to 'auto': 'evidence' up to 2000 rows" in text
+        assert "'auto' (default, as RVR, RVC and RVP): 'cv' up to 2000 rows" in text
         assert "use the features as they are, as RVR and RVC do" in text
     assert "saved with the model" in fit_help and "saved with the model" not in compare_help
     assert "Saves no model (that is 'fit'); --out writes the table" in compare_help
     doc = " ".join(RVR.__doc__.split())
-    assert "The command line (``rvm-pymc fit`` and ``compare``) differs in two defaults" in doc
+    assert "The command line (``rvm-pymc fit`` and ``compare``) standardises the features" in doc
 
 
 def test_a_model_from_a_newer_format_is_refused_with_upgrade_advice(indexed_fit, tmp_path):

@@ -315,7 +315,7 @@ DATA_ERRORS = [
     pytest.param(["fit", "{csv}"], GOOD, "the following arguments are required: --target",
                  id="no-target-option"),
     pytest.param(["fit", "{csv}", "--target", "y", "--gamma", "-1"], GOOD,
-                 "--gamma: must be > 0; got -1; or give 'scale' or 'evidence'", id="bad-gamma"),
+                 "--gamma: must be > 0; got -1; or give 'auto', 'cv', 'scale' or 'evidence'", id="bad-gamma"),
     pytest.param(["fit", "{csv}", "--target", "y", "--method", "gibbs"], GOOD,
                  "invalid choice: 'gibbs'", id="bad-method"),
     pytest.param(["compare", "{csv}", "--target", "w"], GOOD, "no column 'w'",

@@ -341,7 +341,7 @@ def test_gamma_grid_flag_reaches_the_estimator(tmp_path, capsys):
     assert main([*argv, "--gamma-grid", "0.05,0.2,1", "--out", str(out)]) == 0
     est = load(out / "model.nc")
     assert est.gamma_grid == [0.05, 0.2, 1.0]
-    assert sorted({0.05, 0.2, 1.0} - set(est.evidence_path_["gamma"].tolist())) == []
+    assert sorted({0.2} - set(est.cv_path_["gamma"].tolist())) == []  # the grid's middle
     capsys.readouterr()
     for grid, phrase in [
         ("0.1,,1", "argument --gamma-grid: expected widths separated by commas"),
@@ -351,7 +351,9 @@ def test_gamma_grid_flag_reaches_the_estimator(tmp_path, capsys):
         assert main([*argv, "--gamma-grid", grid]) == 2
         assert phrase in _error_line(capsys)
     assert main([*argv, "--gamma", "0.5", "--gamma-grid", "0.1,1"]) == 2
-    assert "only --gamma evidence fits a grid of widths; got --gamma 0.5" in _error_line(capsys)
+    assert "only --gamma cv, auto or evidence tries a grid of widths; got --gamma 0.5" in (
+        _error_line(capsys)
+    )
 
 
 # ------------------------------------------------------------------ 8. smaller wording

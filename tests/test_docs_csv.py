@@ -6,7 +6,7 @@ its output must be the text block that follows it on the page, but for the
 seconds a run took (the ``fit seconds`` line, the ``fitted in`` note and
 compare's ``fit_time`` column) and the state of PyTensor's compile cache.
 The excerpt of the default fit's summary must be lines of what that fit
-prints (a slow test).
+prints.
 """
 
 from __future__ import annotations
@@ -113,9 +113,8 @@ def test_the_page_shows_what_its_commands_print(tmp_path):
     assert checked == ["fit", "-3", "predict", "compare"]
 
 
-@pytest.mark.slow  # the width search on 442 rows fits slowly: 30-90 s
 def test_the_page_quotes_the_default_fit(tmp_path):
-    """The excerpt of the default fit (gamma 'evidence'): lines of its summary."""
+    """The excerpt of the default fit (gamma 'auto': cross-validated): lines of its summary."""
     blocks = _blocks()
     code = next(body for lang, body in blocks if lang.lstrip("+") == "python")
     subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True, timeout=300)

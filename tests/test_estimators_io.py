@@ -79,6 +79,27 @@ def test_round_trip_rvr(tmp_path, sinc, engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_round_trip_keeps_the_cv_path_and_the_interpolation_flag(tmp_path, sinc, engine):
+    import warnings
+
+    from rvm_pymc.exceptions import InterpolationWarning
+
+    X, y = sinc
+    est = RVR(random_state=1).fit(X, y)  # gamma="auto": cross-validated here
+    est.save(tmp_path / "cv.nc", engine=engine)
+    back = RVR.load(tmp_path / "cv.nc")
+    assert sorted(back.cv_path_) == sorted(est.cv_path_)
+    for k, v in est.cv_path_.items():
+        np.testing.assert_array_equal(back.cv_path_[k], v)
+    assert back.interpolates_ is est.interpolates_ is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InterpolationWarning)
+        dense = RVR(gamma=50.0).fit(X, y)  # a narrow kernel: every point relevant
+    dense.save(tmp_path / "dense.nc", engine=engine)
+    assert dense.interpolates_ and RVR.load(tmp_path / "dense.nc").interpolates_
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize(
     "labels",
     [

@@ -50,10 +50,9 @@ status says what went wrong:
 Every argument, output paths included, is checked before the fit starts.  ``--debug`` adds the
 Python traceback of a failed run.
 
-Two defaults differ from the estimators': ``--gamma evidence`` at any number of
-rows (:class:`~rvm_pymc.estimators.RVR` and :class:`~rvm_pymc.estimators.RVC`
-default to ``"auto"``, which is ``"scale"`` above 2000 rows), and standardised
-features.  NUTS shows a live bar when standard error is a terminal and plain
+One default differs from the estimators': the features are standardised.  The
+width is the estimators' ``--gamma auto``: cross-validated (``cv``) up to 2000 rows,
+``scale`` above.  NUTS shows a live bar when standard error is a terminal and plain
 progress lines otherwise (every 10% of each chain, then one line with the
 time, max R-hat and divergences); standard output holds the results only.
 """

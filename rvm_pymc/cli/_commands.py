@@ -138,10 +138,10 @@ def make_estimator(args: argparse.Namespace, task: str, method: str | None = Non
 
 
 def _check_grid(args: argparse.Namespace) -> None:
-    """``--gamma-grid`` is the grid of ``--gamma evidence`` and of nothing else."""
-    if args.gamma_grid is not None and args.gamma != "evidence":
+    """``--gamma-grid`` is the grid of ``--gamma cv`` / ``auto`` / ``evidence`` only."""
+    if args.gamma_grid is not None and args.gamma not in ("auto", "cv", "evidence"):
         raise UsageError(
-            f"argument --gamma-grid: only --gamma evidence fits a grid of widths; "
+            f"argument --gamma-grid: only --gamma cv, auto or evidence tries a grid of widths; "
             f"got --gamma {args.gamma}"
         )
 
@@ -215,11 +215,13 @@ def _summary(args, est, pre: Preprocess, X, y, task, elapsed, left_out) -> dict[
         "method": est.method,
         "kernel": args.kernel,
         "gamma": float(est.gamma_),
-        "gamma_chosen_by": args.gamma if isinstance(args.gamma, str) else "given",
+        "gamma_chosen_by": _chosen_by(args.gamma, est),
         # the package's one count (rvm_pymc.comparison.n_relevant): kernel bases whose
         # weight is relevant, the bias not counted; for NUTS by the sign rule, not all bases
         "relevance_vectors": n_relevant(est),
         "bias_active": bool(est.bias_active_),
+        # rvm_pymc._core.interpolation: most rows relevant or the noise at its bound
+        "interpolates": bool(getattr(est, "interpolates_", False)),
         "log_evidence": None if not np.isfinite(est.log_evidence_) else float(est.log_evidence_),
         "converged": bool(est.converged_),
         "fit_seconds": round(elapsed, 3),
@@ -241,6 +243,15 @@ def _summary(args, est, pre: Preprocess, X, y, task, elapsed, left_out) -> dict[
     return s
 
 
+def _chosen_by(gamma, est) -> str:
+    """How the width was chosen, as the summary says it (``auto``: which rule it took)."""
+    if not isinstance(gamma, str):
+        return "given"
+    if gamma == "auto":
+        return "auto: 5-fold cross-validation" if hasattr(est, "cv_path_") else "auto: scale"
+    return {"cv": "5-fold cross-validation"}.get(gamma, gamma)
+
+
 def _summary_text(s: dict[str, Any]) -> str:
     lines = [f"rvm-pymc fit: {s['task']} of {s['target']!r} on {s['data']}"]
     for key, value in s.items():
@@ -252,6 +263,13 @@ def _summary_text(s: dict[str, Any]) -> str:
             value = ", ".join(value)
         if key == "standardised":
             value = "yes (each feature to mean 0, sd 1 over the rows)" if value else "no"
+        if key == "interpolates":
+            value = (
+                "YES: most rows are relevance vectors or the noise is at its bound; the "
+                "predictive bands are too narrow (try --gamma cv or a smaller --gamma)"
+                if value
+                else "no"
+            )
         if key == "log_evidence" and value is None:  # NUTS samples the hyperparameters
             value = f"not computed ({s['method']})" if s["method"] == "nuts" else "not computed"
         elif value is None:

@@ -155,17 +155,19 @@ def _model_options(p: argparse.ArgumentParser, saved: bool) -> None:
     )  # fmt: skip
     p.add_argument("--kernel", choices=KERNELS, default="rbf", help="kernel (default rbf)")
     p.add_argument(
-        "--gamma", type=types.kernel_gamma, default="evidence", metavar="G|scale|evidence",
-        help="kernel width: a number, 'scale' (1 / (n_features * var X)) or 'evidence' "
-        "(the width of largest evidence: a grid around 'scale', its best width refined on a "
-        "continuous scale, by the reference solver; the default here at any number of rows, "
-        "where RVR and RVC default to 'auto': 'evidence' up to 2000 rows, 'scale' above)",
+        "--gamma", type=types.kernel_gamma, default="auto", metavar="G|auto|cv|scale|evidence",
+        help="kernel width: a number; 'cv' (the widths of a grid around 'scale' scored by "
+        "5-fold cross-validation of the held-out log density of the reference fit, the "
+        "best fitted on all rows); 'scale' (1 / (n_features * var X)); 'evidence' (the width "
+        "of largest evidence, refined on a continuous scale: on small noisy data it often "
+        "interpolates, and says so); 'auto' (default, as RVR, RVC and RVP): 'cv' up to 2000 "
+        "rows, 'scale' above",
     )  # fmt: skip
     p.add_argument(
         "--gamma-grid", type=types.gamma_grid, default=None, metavar="G,G,...",
-        help="the widths --gamma evidence fits first, comma-separated (e.g. 0.01,0.1,1), its "
-        "best refined between its neighbours; extend it past an edge where the largest "
-        "evidence lies (default: the estimator's grid around 'scale')",
+        help="the widths --gamma cv (or auto) and --gamma evidence try, comma-separated (e.g. "
+        "0.01,0.1,1); extend it past an edge where the best width lies (default: the "
+        "estimator's grid around 'scale', 9 widths over 4 decades)",
     )  # fmt: skip
     if saved:
         where = "the rows, and the means and sds are saved with the model"
@@ -192,7 +194,8 @@ def _model_options(p: argparse.ArgumentParser, saved: bool) -> None:
                                     "NUTS tuning steps per chain"))  # fmt: skip
     p.add_argument(
         "--jobs", type=types.count(1, 256), default=1, metavar="N",
-        help="processes for the independent fits: the widths of --gamma evidence and the "
+        help="processes for the independent fits: the widths (and folds) of --gamma cv and "
+        "evidence and the "
         "folds of compare, in [1, 256] (default 1)",
     )  # fmt: skip
 

@@ -145,13 +145,13 @@ def demo_gamma(text: str) -> float:
 
 
 def kernel_gamma(text: str) -> float | str:
-    """A positive finite kernel width, or ``scale`` / ``evidence``."""
-    if text in ("scale", "evidence"):
+    """A positive finite kernel width, or ``auto`` / ``cv`` / ``scale`` / ``evidence``."""
+    if text in ("auto", "cv", "scale", "evidence"):
         return text
     try:
         return float(number(text, integer=False, low=0.0, low_open=True))
     except argparse.ArgumentTypeError as exc:
-        raise argparse.ArgumentTypeError(f"{exc}; or give 'scale' or 'evidence'") from None
+        raise argparse.ArgumentTypeError(f"{exc}; or give 'auto', 'cv', 'scale' or 'evidence'") from None
 
 
 def gamma_grid(text: str) -> list[float]:

@@ -14,7 +14,7 @@ the tree holds its draws), the active columns of the full basis and the
 relevance vectors (``active_``, ``relevance_indices_``,
 ``relevance_vectors_``), ``basis_scale_``, the training data of
 ``predictive="rvm*"`` (``X_train_``, ``y_train_``), the class labels in their own
-dtype (``classes_``; the tree's ``class`` coordinate is text) and
+dtype (``classes_``; the tree's ``class`` coordinate is text), ``cv_path_`` and
 ``evidence_path_``.  On the root, the attributes
 
 ``rvm_pymc_format``, ``rvm_pymc_format_version``, ``rvm_estimator_class``
@@ -153,9 +153,9 @@ def _state(est) -> tuple[xr.Dataset, dict[str, Any]]:
         classes = np.asarray(est.classes_)
         fitted["classes_dtype"] = classes.dtype.str if classes.dtype != object else "object"
         arrays["classes_"] = classes.astype(str) if classes.dtype == object else classes
-    if hasattr(est, "evidence_path_"):
-        for k, v in est.evidence_path_.items():
-            arrays[f"evidence_path_{k}"] = np.asarray(v, dtype=float)
+    for attr in ("evidence_path_", "cv_path_"):
+        for k, v in getattr(est, attr, {}).items():
+            arrays[f"{attr}{k}"] = np.asarray(v, dtype=float)
     data = {k: ([f"{k}dim{i}" for i in range(v.ndim)], v) for k, v in arrays.items()}
     return xr.Dataset(data), fitted
 
@@ -406,6 +406,8 @@ def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path, version: int)
         est.classes_ = np.asarray(state["classes_"]).astype(
             object if dtype == "object" else np.dtype(dtype)
         )
+    if "cv_path_gamma" in state:  # gamma="cv", the default since it was made
+        est.cv_path_ = {k[8:]: v for k, v in state.items() if k.startswith("cv_path_")}
     if "evidence_path_gamma" in state:  # "converged" since format 3, then "noise_at_bound"
         est.evidence_path_ = {
             k[14:]: v if k[14:] in ("gamma", "log_evidence") else v.astype(bool)
