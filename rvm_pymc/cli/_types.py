@@ -151,7 +151,8 @@ def kernel_gamma(text: str) -> float | str:
     try:
         return float(number(text, integer=False, low=0.0, low_open=True))
     except argparse.ArgumentTypeError as exc:
-        raise argparse.ArgumentTypeError(f"{exc}; or give 'auto', 'cv', 'scale' or 'evidence'") from None
+        words = "'auto', 'cv', 'scale' or 'evidence'"
+        raise argparse.ArgumentTypeError(f"{exc}; or give {words}") from None
 
 
 def gamma_grid(text: str) -> list[float]:
