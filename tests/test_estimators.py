@@ -326,6 +326,32 @@ def test_rvc_string_multiclass(blobs, blobs_rvc):
     np.testing.assert_array_equal(est.predict(X), names[blobs_rvc.predict(X)])
 
 
+# One sample of each class: two points of two classes, three of three (issue 42, item 9).
+# Peers, LogisticRegression and SVC fit them; so does every solver of the reference fit.
+ONE_PER_CLASS = [
+    (np.array([[0.0], [1.0]]), np.array(["a", "b"])),
+    (np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]), np.array([3, 1, 2])),
+]
+
+
+# with so little data MacKay and EM creep towards the empty model and stop at max_iter
+@pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("solver", ["fast", "mackay", "em"])
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+@pytest.mark.parametrize(("X", "y"), ONE_PER_CLASS, ids=["2-of-2", "3-of-3"])
+def test_rvc_fits_one_sample_per_class(X, y, kernel, solver):
+    est = RVC(kernel=kernel, solver=solver, max_iter=300).fit(X, y)
+    np.testing.assert_array_equal(est.classes_, np.unique(y))
+    proba = est.predict_proba(X)
+    assert proba.shape == (y.size, y.size)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    # two or three points are little evidence: no class is predicted with confidence
+    assert np.all(np.abs(proba - 1.0 / y.size) < 0.2)
+    assert set(est.predict(X)) <= set(y)
+    w = est.idata_["posterior"]["w" if y.size == 2 else "W"]
+    assert w.sizes["basis"] == est.coef_.shape[0]
+
+
 # ------------------------------------------------------------------ inputs
 
 

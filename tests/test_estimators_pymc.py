@@ -132,6 +132,28 @@ def test_map_and_nuts_classifiers(tmp_path):
     np.testing.assert_array_equal(back.predict_proba(X_test), proba)
 
 
+@pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")  # a short NUTS run
+@pytest.mark.parametrize("method", ["map", "nuts"])
+@pytest.mark.parametrize(
+    ("X", "y"),
+    [
+        (np.array([[0.0], [1.0]]), np.array([0, 1])),
+        (np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]), np.array([0, 1, 2])),
+    ],
+    ids=["2-of-2", "3-of-3"],
+)
+def test_map_and_nuts_fit_one_sample_per_class(X, y, method):
+    """Two points of two classes, three of three: MAP and NUTS fit them as the reference does."""
+    kwargs = {"sampler_kwargs": FAST} if method == "map" else {
+        "draws": 30, "tune": 30, "chains": 1, "sampler_kwargs": NUTS
+    }  # fmt: skip
+    est = RVC(method=method, random_state=0, **kwargs).fit(X, y)
+    proba = est.predict_proba(X)
+    assert proba.shape == (y.size, y.size)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert np.all(np.abs(proba - 1.0 / y.size) < 0.25)
+
+
 # ------------------------------------------------ reduced scikit-learn checks
 
 # Checks that do not fit (tags, repr, params) and checks that fit once and then

@@ -802,7 +802,6 @@ def test_labels_round_trip(labels):
         (lambda P, y: (P, np.zeros(len(y), dtype=int)), "single class"),
         (lambda P, y: (P, np.where(np.arange(len(y)) == 3, np.nan, y)), "missing label"),
         (lambda P, y: (P, np.array([None, *(["a", "b"] * len(y))][: len(y)])), "missing label"),
-        (lambda P, y: (P[:3], np.arange(3)), "3 classes for 3 samples"),
         (lambda P, y: (P, y[:-1]), "inconsistent numbers of samples"),
         (lambda P, y: (np.where(P == P[0, 1], np.nan, P), y), "Phi contains non-finite"),
         (lambda P, y: (np.where(P == P[0, 1], np.inf, P), y), "Phi contains non-finite"),
