@@ -132,6 +132,34 @@ def test_map_and_nuts_classifiers(tmp_path):
     np.testing.assert_array_equal(back.predict_proba(X_test), proba)
 
 
+# 40 draws of one chain: R-hat is undefined and the ESS small, as the run means it to be
+@pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")
+@pytest.mark.parametrize("method", ["map", "nuts"])
+def test_no_bias_map_and_nuts_have_no_constant_term(method):
+    """``bias=False``: MAP and NUTS fit the uncentred targets, as the reference fit does."""
+    from rvm_pymc.results import predictions
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, size=(30, 2))
+    y = X @ [3.0, -1.0] + 0.1 * rng.standard_normal(30)
+    kwargs = {"sampler_kwargs": FAST} if method == "map" else {
+        "draws": 40, "tune": 40, "chains": 1, "sampler_kwargs": NUTS
+    }  # fmt: skip
+    est = RVR(kernel="linear", bias=False, method=method, random_state=0, **kwargs).fit(X, y)
+    ref = RVR(kernel="linear", bias=False).fit(X, y)
+    assert est.y_offset_ == 0.0 and est.intercept_ == 0.0
+    assert est.y_scale_ == ref.y_scale_ == pytest.approx(np.sqrt(np.mean(y**2)))
+    zero = np.zeros((1, 2))
+    np.testing.assert_array_equal(est.predict(zero), [0.0])
+    assert float(est.idata_["constant_data"]["y_offset"]) == 0.0
+    mu = predictions(est.idata_, est.design_matrix(zero))["predictions"]["mu"].values
+    np.testing.assert_array_equal(mu, 0.0)
+    assert float(est.model_["y_offset"].get_value()) == 0.0
+    X_new = rng.uniform(-1.0, 1.0, size=(5, 2))
+    atol = 1e-3 if method == "map" else 0.1
+    np.testing.assert_allclose(est.predict(X_new), ref.predict(X_new), atol=atol)
+
+
 @pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")  # a short NUTS run
 @pytest.mark.parametrize("method", ["map", "nuts"])
 @pytest.mark.parametrize(

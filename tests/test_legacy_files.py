@@ -62,6 +62,8 @@ def test_pickled_estimator_unpickles(name, cls, check):
     if cls is RVR:
         got = np.asarray(est.predict(XQ, return_std=True))
         want = np.asarray(EXPECTED[check])
+        # pickled when intercept_ was the bias weight alone: now the whole constant term
+        assert est.intercept_ == pytest.approx(est.coef_[0] * est.bias_active_ + est.y_offset_)
     else:
         got, want = est.predict_proba(XC), np.asarray(EXPECTED[check])
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)

@@ -119,6 +119,8 @@ class _BaseRVM(ResultViews, BaseEstimator):
         if self._kind == "regression":
             state = {"predictive": "rvm", **state}
         super().__setstate__(state)
+        if "posterior_" in state:  # pickles before intercept_ included y_offset_
+            self._set_intercept()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -218,15 +220,17 @@ class _BaseRVM(ResultViews, BaseEstimator):
 
         The one scaling boundary (docs/design.md section 3): every fit path sees the
         basis columns scaled to unit root-mean-square and, for regression, the
-        targets centred and scaled to unit sd; the posterior is mapped back to
-        the units of the data once, by :meth:`WeightPosterior.to_data_units`.
+        targets centred and scaled to unit sd, or with ``bias=False`` (no
+        constant term in the model) only scaled to unit root mean square; the
+        posterior is mapped back to the units of the data once, by
+        :meth:`WeightPosterior.to_data_units`.
         """
         checked = self._check_params(X)
         prior = checked.prior
         regression = self._kind == "regression"
         self.__dict__.pop("evidence_path_", None)  # only a gamma="evidence" fit has one
         if regression:
-            t_mean, t_sd = target_scale(target)
+            t_mean, t_sd = target_scale(target, centre=bool(self.bias))
             t_s = (target - t_mean) / t_sd
         else:
             t_mean, t_sd, t_s = 0.0, 1.0, target
@@ -354,14 +358,20 @@ class _BaseRVM(ResultViews, BaseEstimator):
         self.posterior_ = post
         est = post.point_estimates()
         self.coef_, self.sigma_, self.alpha_ = est.coef, est.sigma, est.alpha
-        self._set_intercept()
         if post.log_beta is not None:
             self.beta_, self.noise_var_ = est.beta, est.noise_var
             self.y_offset_ = float(post.y_offset)
+        self._set_intercept()
 
     def _set_intercept(self) -> None:
+        """``intercept_``, the constant term of the latent mean (scikit-learn's convention).
+
+        The bias weight (0 when pruned or absent) plus the offset the fit took
+        out of the targets (``posterior_.y_offset``, 0 but for regression).
+        """
         zero = np.zeros(self.coef_.shape[1:]) if self.coef_.ndim > 1 else 0.0
-        self.intercept_ = self.coef_[0] if self.bias_active_ else zero
+        bias = self.coef_[0] if self.bias_active_ else zero
+        self.intercept_ = bias + self.posterior_.y_offset
 
     def _set_active(self, active: np.ndarray, X: np.ndarray) -> None:
         """Active bases, relevance indices and vectors from column indices of ``Phi``."""
