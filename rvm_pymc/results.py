@@ -18,7 +18,8 @@ nowhere else:
     training targets per draw; the pointwise log likelihood, for LOO.  From the
     model itself for a user's model (root attribute ``likelihood = "model"``).
 ``observed_data``
-    ``t_obs`` (data units), ``counts_obs`` (Poisson counts) or ``y_obs``
+    ``t_obs`` (data units), ``counts_obs`` (Poisson counts; int64 as their
+    replicates when every count is a whole number, else float64) or ``y_obs``
     (class codes ``0..K-1``; the labels are the ``class`` coordinate).
 ``constant_data``
     ``Phi`` (``obs, basis``): the design matrix of the bases in ``posterior``,
@@ -387,7 +388,7 @@ def to_datatree(
             },
             coords,
         ),
-        "observed_data": _dataset({obs_name: (("obs",), target)}, coords),
+        "observed_data": _dataset({obs_name: (("obs",), _observed(kind, target))}, coords),
         "constant_data": _dataset(constant, coords),
     }
     if classes is not None:
@@ -395,6 +396,19 @@ def to_datatree(
     tree = xr.DataTree.from_dict(groups)
     tree.attrs.update(dict(attrs or {}))
     return tree
+
+
+def _observed(kind: str, target: np.ndarray) -> np.ndarray:
+    """The observed targets as stored: whole-number counts as int64, the dtype of their
+    replicates (ArviZ draws a PPC of integers and one of floats differently)."""
+    if (
+        kind == "poisson"
+        and target.dtype.kind == "f"
+        and np.all(target == np.round(target))
+        and np.all(np.abs(target) < 2.0**53)
+    ):
+        return target.astype(np.int64)
+    return target
 
 
 def _kind_of(tree: xr.DataTree) -> str:
