@@ -517,6 +517,23 @@ def test_idata_classification_loglik(ripley):
     np.testing.assert_array_equal(tree["observed_data"]["y_obs"].values, y)
 
 
+def test_type_ii_log_likelihood_says_its_loo_is_not_valid(ripley, tmp_path):
+    """Raw PSIS-LOO of a type-II fit gives only ArviZ's generic Pareto-k warning (an RVC on
+    141 Ripley points: p_loo 787); the tree's log_likelihood group says why it is not valid,
+    and is kept: compare reads it."""
+    from rvm_pymc import compare
+    from rvm_pymc.results import TYPE_II_LOO_NOTE
+
+    X, y, X_test, y_test = ripley
+    est = RVC(gamma=2.0, draws=300, random_state=0).fit(X, y)
+    note = est.idata_["log_likelihood"].attrs["rvm_loo_note"]
+    assert note == TYPE_II_LOO_NOTE and "not a valid estimate" in note and "elpd_kfold" in note
+    est.save(tmp_path / "rvc.nc", engine="scipy")
+    assert RVC.load(tmp_path / "rvc.nc").idata_["log_likelihood"].attrs["rvm_loo_note"] == note
+    row = compare({"reference": est}, X_test, y_test, cv=None).iloc[0]
+    assert bool(row["loo_optimistic"])
+
+
 # ------------------------------------------------------- pickling and sklearn tools
 
 

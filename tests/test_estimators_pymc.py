@@ -101,6 +101,7 @@ def test_nuts_quick_regression_and_draw_moments(sinc):
     expected_sd = np.sqrt(draws_f.var(1, ddof=1) + np.mean(1.0 / beta))
     np.testing.assert_allclose(sd, expected_sd, rtol=1e-6)
     assert abs(est.y_offset_ - np.mean(y * 5.0 + 2.0)) < 1e-12
+    assert "rvm_loo_note" not in est.idata_["log_likelihood"].attrs  # PSIS-LOO of NUTS is valid
 
 
 @pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")  # a short NUTS run

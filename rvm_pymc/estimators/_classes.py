@@ -217,7 +217,13 @@ class RVR(RegressorMixin, _BaseRVM):
         The fit in the result schema of :mod:`rvm_pymc.results` (the same
         groups for every method: posterior, posterior_predictive,
         log_likelihood, observed_data, constant_data, sample_stats), built on
-        first access.
+        first access.  PSIS-LOO (``arviz.loo``) of a reference or map fit is
+        not a valid estimate (hyperparameters fitted on every point; for
+        classifiers and counts heavy-tailed importance ratios): its
+        ``log_likelihood`` group says so in the attribute ``rvm_loo_note``;
+        compare fits by :func:`rvm_pymc.compare`'s ``elpd_kfold``.
+        :meth:`diagnostic_tree` is the part of it ArviZ's trace and rank
+        plots can draw.
     posterior_ : rvm_pymc.results.WeightPosterior
         The estimator's one posterior, in the units of the data.
     model_ : pymc.Model or None
