@@ -208,3 +208,13 @@ def test_parameter_table_defaults_are_the_code_defaults():
                 )
             checked.add(name)
     assert {"gamma", "kernel", "bias", "method", "solver", "init"} <= checked
+
+
+def test_readme_says_how_to_get_the_pinned_python():
+    """A fresh machine without the version of ``.python-version`` learns how to get it."""
+    pinned = (ROOT / ".python-version").read_text(encoding="utf-8").strip()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    fresh = readme.split("## Fresh machine", 1)[1].split("\n## ", 1)[0]
+    for command in (f"uv python install {pinned}", f"pyenv install {pinned}"):
+        assert command in fresh, f"README's 'Fresh machine' does not say {command!r}"
+    assert f"python{pinned} -m venv" in fresh  # a distribution's package
