@@ -135,6 +135,31 @@ def test_map_and_nuts_classifiers(tmp_path):
 
 # 40 draws of one chain: R-hat is undefined and the ESS small, as the run means it to be
 @pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize("cls", [RVR, RVC])
+@pytest.mark.parametrize("method", ["map", "nuts"])
+def test_a_column_zero_at_every_training_input_is_left_out(method, cls):
+    """The linear kernel of a training point at the origin: an all-zero column, which the
+    PyMC models refused ("Phi has all-zero column(s)"); every method now leaves it out."""
+    X = np.linspace(-1.0, 1.0, 11)[:, None]  # X[5] = 0
+    y = 2.0 * X[:, 0] + 0.1 * np.random.default_rng(0).standard_normal(11)
+    if cls is RVC:  # classes that overlap (separable ones saturate MAP's Laplace evidence)
+        y = np.array([0, 0, 0, 1, 0, 1, 0, 1, 0, 1, 1])
+    kwargs = {"sampler_kwargs": FAST} if method == "map" else {
+        "draws": 40, "tune": 40, "chains": 1, "sampler_kwargs": NUTS
+    }  # fmt: skip
+    est = cls(kernel="linear", method=method, random_state=0, **kwargs).fit(X, y)
+    assert "x5" not in est.active_names_
+    if method == "nuts":
+        assert len(est.active_names_) == X.shape[0]  # the bias and the 10 other columns
+    if cls is RVR:
+        ref = RVR(kernel="linear").fit(X, y)
+        atol = 1e-3 if method == "map" else 0.1
+        np.testing.assert_allclose(est.predict(X), ref.predict(X), atol=atol)
+
+
+# 40 draws of one chain: R-hat is undefined and the ESS small, as the run means it to be
+@pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")
 @pytest.mark.parametrize("method", ["map", "nuts"])
 def test_no_bias_map_and_nuts_have_no_constant_term(method):
     """``bias=False``: MAP and NUTS fit the uncentred targets, as the reference fit does."""

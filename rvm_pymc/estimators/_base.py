@@ -262,7 +262,15 @@ class _BaseRVM(ResultViews, BaseEstimator):
 
             start = width.reference[0] if self._starts_from_reference() else None
             opts = self._pymc_options(checked)
-            post, info = fit_backend(opts, Phi, t_s, names, prior, seed, start)
+            # a column that is zero at every training input (the linear kernel of a point
+            # at the origin) says nothing about the data: left out, as the reference
+            # solver leaves it (PyMC's models refuse all-zero columns)
+            used = np.any(Phi != 0.0, axis=0)
+            fit_Phi, fit_names = Phi, names
+            if not used.all():
+                fit_Phi = Phi[:, used]
+                fit_names = tuple(n for n, u in zip(names, used, strict=True) if u)
+            post, info = fit_backend(opts, fit_Phi, t_s, fit_names, prior, seed, start)
         position = {n: i for i, n in enumerate(names)}
         active = np.array([position[n] for n in post.basis_names], dtype=np.intp)
         self.gamma_ = width.gamma

@@ -181,7 +181,9 @@ class RVR(RegressorMixin, _BaseRVM):
     active_ : ndarray of int
         Columns of the design matrix that are relevant (0 is the bias): those
         not pruned (``alpha = inf``) by reference/map; all columns for nuts,
-        which does not prune.
+        which does not prune (but for a column that is zero at every training
+        input, e.g. the linear kernel of a point at the origin, which no
+        method fits).
     active_names_ : list of str
         Their names: ``"bias"`` and ``"x<i>"`` for the kernel on training point i.
     relevance_indices_ : ndarray of int
