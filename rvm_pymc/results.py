@@ -17,8 +17,11 @@ nowhere else:
     ``t_obs``, ``y_obs`` or ``counts_obs`` (``chain, draw, obs``): one replicate of the
     training targets per draw; the pointwise log likelihood, for LOO.  From the
     model itself for a user's model (root attribute ``likelihood = "model"``).
+    A type-II fit's ``log_likelihood`` carries the attribute ``rvm_loo_note``
+    (:data:`TYPE_II_LOO_NOTE`): PSIS-LOO of it is not a valid estimate.
 ``observed_data``
-    ``t_obs`` (data units), ``counts_obs`` (Poisson counts) or ``y_obs``
+    ``t_obs`` (data units), ``counts_obs`` (Poisson counts; int64 as their
+    replicates when every count is a whole number, else float64) or ``y_obs``
     (class codes ``0..K-1``; the labels are the ``class`` coordinate).
 ``constant_data``
     ``Phi`` (``obs, basis``): the design matrix of the bases in ``posterior``,
@@ -54,6 +57,7 @@ from rvm_pymc._core.likelihoods import replicate as _replicate
 __all__ = [
     "KINDS",
     "OBS_NAMES",
+    "TYPE_II_LOO_NOTE",
     "FitInfo",
     "PointEstimates",
     "WeightPosterior",
@@ -64,6 +68,19 @@ __all__ = [
 KINDS = ("regression", "binary", "softmax", "poisson")
 OBS_NAMES = {"regression": "t_obs", "binary": "y_obs", "softmax": "y_obs", "poisson": "counts_obs"}
 """The observed variable of each kind (the name of the PyMC model's likelihood)."""
+
+TYPE_II_LOO_NOTE = (
+    "PSIS-LOO (arviz.loo) of this type-II fit is not a valid estimate of the out-of-sample "
+    "fit: its draws are of the Gaussian (Laplace) weight posterior at hyperparameters fitted "
+    "on every point, so leaving a point out of the weights leaves it in the hyperparameters "
+    "and the estimate is optimistic; for classifiers and counts the Gaussian's tails also "
+    "make the importance ratios heavy-tailed (Pareto k above 0.7, p_loo even above the "
+    "number of points). Compare fits by k-fold cross-validation with refitting "
+    "(rvm_pymc.compare, elpd_kfold)."
+)
+"""The attribute ``rvm_loo_note`` of a type-II fit's ``log_likelihood`` group: the pointwise
+log likelihood is kept (for :func:`rvm_pymc.compare`, WAIC-style summaries, one's own
+checks), with the reason not to read its PSIS-LOO as an out-of-sample estimate."""
 
 
 @dataclass(frozen=True)
@@ -387,14 +404,29 @@ def to_datatree(
             },
             coords,
         ),
-        "observed_data": _dataset({obs_name: (("obs",), target)}, coords),
+        "observed_data": _dataset({obs_name: (("obs",), _observed(kind, target))}, coords),
         "constant_data": _dataset(constant, coords),
     }
+    if post.is_type_ii:
+        groups["log_likelihood"].attrs["rvm_loo_note"] = TYPE_II_LOO_NOTE
     if classes is not None:
         groups["observed_data"] = groups["observed_data"].assign_coords({"class": coords["class"]})
     tree = xr.DataTree.from_dict(groups)
     tree.attrs.update(dict(attrs or {}))
     return tree
+
+
+def _observed(kind: str, target: np.ndarray) -> np.ndarray:
+    """The observed targets as stored: whole-number counts as int64, the dtype of their
+    replicates (ArviZ draws a PPC of integers and one of floats differently)."""
+    if (
+        kind == "poisson"
+        and target.dtype.kind == "f"
+        and np.all(target == np.round(target))
+        and np.all(np.abs(target) < 2.0**53)
+    ):
+        return target.astype(np.int64)
+    return target
 
 
 def _kind_of(tree: xr.DataTree) -> str:

@@ -177,3 +177,44 @@ def test_benchmark_pages_show_no_machine_paths_or_ticket_numbers():
         if MACHINE_PATH.search(line) or TICKET.search(line)
     ]
     assert not bad, "benchmark pages show machine paths or ticket numbers:\n" + "\n".join(bad)
+
+
+def test_parameter_table_defaults_are_the_code_defaults():
+    """Every default of the estimators' parameter table is the constructor's, or refers to it."""
+    from rvm_pymc.estimators import RVR
+
+    text = (DOCS / "estimators.md").read_text(encoding="utf-8")
+    table = text.split("## Parameters (both estimators)", 1)[1].split("\n## ", 1)[0]
+    defaults = RVR().get_params(deep=False)
+    checked = set()
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not cells[0].startswith("`"):
+            continue
+        names = re.findall(r"`(\w+)`", cells[0])
+        if "{class}" in cells[1]:  # the default is the API reference's, not restated
+            assert "RVR" in cells[1], line
+            checked.update(names)
+            continue
+        values = [v.strip().strip("`") for v in cells[1].split(",")]
+        assert len(values) == len(names), line
+        for name, value in zip(names, values, strict=True):
+            code = defaults[name]
+            if isinstance(code, float):
+                assert float(value) == code, f"{name}: the table says {value}, the code {code!r}"
+            else:
+                assert value == (f'"{code}"' if isinstance(code, str) else str(code)), (
+                    f"{name}: the table says {value}, the code {code!r}"
+                )
+            checked.add(name)
+    assert {"gamma", "kernel", "bias", "method", "solver", "init"} <= checked
+
+
+def test_readme_says_how_to_get_the_pinned_python():
+    """A fresh machine without the version of ``.python-version`` learns how to get it."""
+    pinned = (ROOT / ".python-version").read_text(encoding="utf-8").strip()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    fresh = readme.split("## Fresh machine", 1)[1].split("\n## ", 1)[0]
+    for command in (f"uv python install {pinned}", f"pyenv install {pinned}"):
+        assert command in fresh, f"README's 'Fresh machine' does not say {command!r}"
+    assert f"python{pinned} -m venv" in fresh  # a distribution's package

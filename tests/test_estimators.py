@@ -189,12 +189,73 @@ def test_rvr_matches_the_reference_solver(sinc):
     np.testing.assert_array_equal(est.relevance_vectors_, X[expected_idx])
     assert est.n_relevance_ == expected_idx.size
     assert est.active_names_ == [("bias" if i == 0 else f"x{i - 1}") for i in a]
-    assert est.intercept_ == (est.coef_[0] if est.bias_active_ else 0.0)
+    assert est.intercept_ == (est.coef_[0] if est.bias_active_ else 0.0) + est.y_offset_
     X_new = np.linspace(-12, 12, 37)[:, None]
     mean, std = est.predict(X_new, return_std=True)
     ref_mean, ref_std = res.predict(KernelBasis(RBF(gamma=0.1)).fit(X).transform(X_new) / r, True)
     np.testing.assert_allclose(mean, ref_mean * s + m, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(std, ref_std * s, rtol=1e-10)
+
+
+@pytest.fixture(scope="module")
+def line():
+    """``y = 3 x + 10`` plus noise of sd 0.1 on 40 points of [-1, 1]: a line off the origin."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, size=(40, 1))
+    return X, 3.0 * X[:, 0] + 10.0 + 0.1 * rng.standard_normal(40)
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_intercept_is_the_constant_term_of_the_prediction(line, kernel):
+    """scikit-learn's convention: ``predict(X) = Phi_rest @ coef_rest + intercept_``."""
+    X, y = line
+    est = RVR(kernel=kernel, gamma=0.5).fit(X, y)
+    k = int(est.bias_active_)
+    X_new = np.linspace(-2, 2, 9)[:, None]
+    np.testing.assert_allclose(
+        est.predict(X_new), est.design_matrix(X_new)[:, k:] @ est.coef_[k:] + est.intercept_
+    )
+    assert est.intercept_ == pytest.approx(est.y_offset_ + (est.coef_[0] if k else 0.0))
+    if kernel == "linear":  # every kernel column vanishes at x = 0: the constant term is all
+        assert est.intercept_ == pytest.approx(est.predict([[0.0]])[0], abs=1e-12)
+        assert est.intercept_ == pytest.approx(10.0, abs=0.1)
+
+
+def test_classifier_intercept_is_the_bias_weight(ripley, blobs_rvc):
+    X, y, _, _ = ripley
+    est = RVC(gamma=2.0).fit(X, y)
+    assert est.intercept_ == (est.coef_[0] if est.bias_active_ else 0.0)
+    want = blobs_rvc.coef_[0] if blobs_rvc.bias_active_ else np.zeros(3)
+    np.testing.assert_array_equal(blobs_rvc.intercept_, want)
+
+
+@pytest.mark.parametrize("solver", ["fast", "mackay", "em"])
+def test_no_bias_fits_the_model_without_a_constant_term(line, solver):
+    """``bias=False``: the targets are scaled by their root mean square, never centred."""
+    from rvm_pymc.results import predictions
+
+    X, y = line
+    y = y - 10.0  # a line through the origin
+    est = RVR(kernel="linear", bias=False, solver=solver).fit(X, y)
+    assert est.y_offset_ == 0.0 and est.intercept_ == 0.0
+    assert est.y_scale_ == pytest.approx(np.sqrt(np.mean(y**2)), rel=1e-12)
+    assert float(est.idata_["constant_data"]["y_offset"]) == 0.0
+    zero = np.zeros((1, 1))
+    np.testing.assert_array_equal(est.predict(zero), [0.0])
+    mu = predictions(est.idata_, est.design_matrix(zero))["predictions"]["mu"].values
+    np.testing.assert_array_equal(mu, 0.0)
+    np.testing.assert_allclose(est.predict([[1.0]]), [3.0], atol=0.1)
+    # the scaled problem is the reference solver's on the uncentred targets (the 1-D
+    # linear kernel's columns are all proportional: which one is kept is rounding)
+    Phi = KernelBasis("linear", bias=False).fit_transform(X)
+    r, s = np.sqrt(np.mean(Phi**2, axis=0)), np.sqrt(np.mean(y**2))
+    res = fit_regression(Phi / r, y / s, method=solver)
+    assert est.log_evidence_ == pytest.approx(res.log_evidence - y.size * np.log(s), rel=1e-9)
+    P = KernelBasis("linear", bias=False).fit(X).transform(X) / r
+    np.testing.assert_allclose(est.predict(X), s * res.predict(P), rtol=1e-8)
+    # the same fit in other units: predictions scale, nothing is shifted
+    big = RVR(kernel="linear", bias=False, solver=solver).fit(X, 1e3 * y)
+    np.testing.assert_allclose(big.predict(X), 1e3 * est.predict(X), rtol=1e-8)
 
 
 def test_rvr_fits_sinc(sinc):
@@ -327,6 +388,34 @@ def test_rvc_string_multiclass(blobs, blobs_rvc):
     np.testing.assert_array_equal(est.predict(X), names[blobs_rvc.predict(X)])
 
 
+# One sample of each class: two points of two classes, three of three (issue 42, item 9).
+# Peers, LogisticRegression and SVC fit them; so does every solver of the reference fit.
+ONE_PER_CLASS = [
+    (np.array([[0.0], [1.0]]), np.array(["a", "b"])),
+    (np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]), np.array([3, 1, 2])),
+]
+
+
+# with so little data MacKay and EM creep towards the empty model and stop at max_iter, and a
+# fit keeping 2 of 3 rows is flagged as interpolating (where that warning exists)
+@pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.ConvergenceWarning")
+@pytest.mark.filterwarnings("ignore:.*interpolates its training data")
+@pytest.mark.parametrize("solver", ["fast", "mackay", "em"])
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+@pytest.mark.parametrize(("X", "y"), ONE_PER_CLASS, ids=["2-of-2", "3-of-3"])
+def test_rvc_fits_one_sample_per_class(X, y, kernel, solver):
+    est = RVC(kernel=kernel, solver=solver, max_iter=300).fit(X, y)
+    np.testing.assert_array_equal(est.classes_, np.unique(y))
+    proba = est.predict_proba(X)
+    assert proba.shape == (y.size, y.size)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    # two or three points are little evidence: no class is predicted with confidence
+    assert np.all(np.abs(proba - 1.0 / y.size) < 0.2)
+    assert set(est.predict(X)) <= set(y)
+    w = est.idata_["posterior"]["w" if y.size == 2 else "W"]
+    assert w.sizes["basis"] == est.coef_.shape[0]
+
+
 # ------------------------------------------------------------------ inputs
 
 
@@ -429,6 +518,23 @@ def test_idata_classification_loglik(ripley):
     np.testing.assert_allclose(tree["log_likelihood"]["y_obs"].values[0], expected, rtol=1e-10)
     assert list(tree["observed_data"]["class"].values) == ["a", "b"]
     np.testing.assert_array_equal(tree["observed_data"]["y_obs"].values, y)
+
+
+def test_type_ii_log_likelihood_says_its_loo_is_not_valid(ripley, tmp_path):
+    """Raw PSIS-LOO of a type-II fit gives only ArviZ's generic Pareto-k warning (an RVC on
+    141 Ripley points: p_loo 787); the tree's log_likelihood group says why it is not valid,
+    and is kept: compare reads it."""
+    from rvm_pymc import compare
+    from rvm_pymc.results import TYPE_II_LOO_NOTE
+
+    X, y, X_test, y_test = ripley
+    est = RVC(gamma=2.0, draws=300, random_state=0).fit(X, y)
+    note = est.idata_["log_likelihood"].attrs["rvm_loo_note"]
+    assert note == TYPE_II_LOO_NOTE and "not a valid estimate" in note and "elpd_kfold" in note
+    est.save(tmp_path / "rvc.nc", engine="scipy")
+    assert RVC.load(tmp_path / "rvc.nc").idata_["log_likelihood"].attrs["rvm_loo_note"] == note
+    row = compare({"reference": est}, X_test, y_test, cv=None).iloc[0]
+    assert bool(row["loo_optimistic"])
 
 
 # ------------------------------------------------------- pickling and sklearn tools

@@ -58,7 +58,10 @@ def test_tree_and_predictions_are_of_counts(counts, fitted):
     X, _, _ = counts
     tree = fitted.idata_
     assert "counts_obs" in tree["observed_data"]
-    assert tree["posterior_predictive"]["counts_obs"].dtype.kind == "i"
+    # observed counts and their replicates of one dtype (ArviZ's PPC draws them alike)
+    assert tree["observed_data"]["counts_obs"].dtype == np.int64
+    assert tree["posterior_predictive"]["counts_obs"].dtype == np.int64
+    np.testing.assert_array_equal(tree["observed_data"]["counts_obs"], counts[1])
     pred = fitted.sample_predictions(X[:10], random_state=1)["predictions"]
     # the average rate over the weight draws is the predictive mean
     np.testing.assert_allclose(
@@ -73,6 +76,7 @@ def test_save_load_round_trip(tmp_path, counts, fitted):
     back = load(path)
     assert type(back) is RVP
     np.testing.assert_array_equal(back.predict(X), fitted.predict(X))
+    assert back.idata_["observed_data"]["counts_obs"].dtype == np.int64
     assert back.score(X, y) == fitted.score(X, y)
     assert RVP.load(path).get_params() == fitted.get_params()
 
@@ -119,3 +123,11 @@ def test_compare_counts_reports_poisson_lpd_d2_and_coverage(counts):
         from rvm_pymc import RVR
 
         compare({"a": est, "b": RVR(gamma=1.0).fit(X, y.astype(float))})
+
+
+def test_counts_that_are_not_whole_numbers_stay_float(counts):
+    X, y, _ = counts
+    est = RVP(gamma=1.0, draws=20, random_state=0).fit(X, y + 0.5)
+    obs = est.idata_["observed_data"]["counts_obs"]
+    assert obs.dtype == np.float64
+    np.testing.assert_array_equal(obs, y + 0.5)

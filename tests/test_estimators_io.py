@@ -128,6 +128,25 @@ def test_round_trip_binary_bool_dataframe_kernel_object(tmp_path, blobs):
     np.testing.assert_array_equal(back.feature_names_in_, ["a", "b"])
 
 
+@pytest.mark.parametrize("bias", [True, False])
+def test_round_trip_keeps_the_constant_term(tmp_path, sinc, bias):
+    """``intercept_`` (bias weight plus ``y_offset_``) is rebuilt from the stored fields;
+    a ``bias=False`` fit loads without a constant term, and its tree predicts 0 at x = 0."""
+    from rvm_pymc.results import predictions
+
+    X, y = sinc
+    est = RVR(kernel="linear", bias=bias).fit(X, 2.0 * X[:, 0] + 5.0 * bias + y)
+    est.save(tmp_path / "lin.nc", engine="scipy")
+    back = RVR.load(tmp_path / "lin.nc")
+    _assert_same_fit(est, back, X)
+    zero = np.zeros((1, 1))
+    assert back.intercept_ == pytest.approx(back.predict(zero)[0], abs=1e-12)
+    mu = predictions(back.idata_, back.design_matrix(zero))["predictions"]["mu"].values
+    np.testing.assert_allclose(mu, back.intercept_, atol=1e-12)
+    if not bias:
+        assert back.intercept_ == back.y_offset_ == 0.0
+
+
 def test_round_trip_precomputed(tmp_path, sinc):
     from sklearn.metrics.pairwise import rbf_kernel
 

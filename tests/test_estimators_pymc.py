@@ -101,6 +101,7 @@ def test_nuts_quick_regression_and_draw_moments(sinc):
     expected_sd = np.sqrt(draws_f.var(1, ddof=1) + np.mean(1.0 / beta))
     np.testing.assert_allclose(sd, expected_sd, rtol=1e-6)
     assert abs(est.y_offset_ - np.mean(y * 5.0 + 2.0)) < 1e-12
+    assert "rvm_loo_note" not in est.idata_["log_likelihood"].attrs  # PSIS-LOO of NUTS is valid
 
 
 @pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")  # a short NUTS run
@@ -130,6 +131,82 @@ def test_map_and_nuts_classifiers(tmp_path):
     nuts.save(tmp_path / "nuts.nc", engine="scipy")
     back = RVC.load(tmp_path / "nuts.nc")
     np.testing.assert_array_equal(back.predict_proba(X_test), proba)
+
+
+# 40 draws of one chain: R-hat is undefined and the ESS small, as the run means it to be
+@pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize("cls", [RVR, RVC])
+@pytest.mark.parametrize("method", ["map", "nuts"])
+def test_a_column_zero_at_every_training_input_is_left_out(method, cls):
+    """The linear kernel of a training point at the origin: an all-zero column, which the
+    PyMC models refused ("Phi has all-zero column(s)"); every method now leaves it out."""
+    X = np.linspace(-1.0, 1.0, 11)[:, None]  # X[5] = 0
+    y = 2.0 * X[:, 0] + 0.1 * np.random.default_rng(0).standard_normal(11)
+    if cls is RVC:  # classes that overlap (separable ones saturate MAP's Laplace evidence)
+        y = np.array([0, 0, 0, 1, 0, 1, 0, 1, 0, 1, 1])
+    kwargs = {"sampler_kwargs": FAST} if method == "map" else {
+        "draws": 40, "tune": 40, "chains": 1, "sampler_kwargs": NUTS
+    }  # fmt: skip
+    est = cls(kernel="linear", method=method, random_state=0, **kwargs).fit(X, y)
+    assert "x5" not in est.active_names_
+    if method == "nuts":
+        assert len(est.active_names_) == X.shape[0]  # the bias and the 10 other columns
+    if cls is RVR:
+        ref = RVR(kernel="linear").fit(X, y)
+        atol = 1e-3 if method == "map" else 0.1
+        np.testing.assert_allclose(est.predict(X), ref.predict(X), atol=atol)
+
+
+# 40 draws of one chain: R-hat is undefined and the ESS small, as the run means it to be
+@pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")
+@pytest.mark.parametrize("method", ["map", "nuts"])
+def test_no_bias_map_and_nuts_have_no_constant_term(method):
+    """``bias=False``: MAP and NUTS fit the uncentred targets, as the reference fit does."""
+    from rvm_pymc.results import predictions
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, size=(30, 2))
+    y = X @ [3.0, -1.0] + 0.1 * rng.standard_normal(30)
+    kwargs = {"sampler_kwargs": FAST} if method == "map" else {
+        "draws": 40, "tune": 40, "chains": 1, "sampler_kwargs": NUTS
+    }  # fmt: skip
+    est = RVR(kernel="linear", bias=False, method=method, random_state=0, **kwargs).fit(X, y)
+    ref = RVR(kernel="linear", bias=False).fit(X, y)
+    assert est.y_offset_ == 0.0 and est.intercept_ == 0.0
+    assert est.y_scale_ == ref.y_scale_ == pytest.approx(np.sqrt(np.mean(y**2)))
+    zero = np.zeros((1, 2))
+    np.testing.assert_array_equal(est.predict(zero), [0.0])
+    assert float(est.idata_["constant_data"]["y_offset"]) == 0.0
+    mu = predictions(est.idata_, est.design_matrix(zero))["predictions"]["mu"].values
+    np.testing.assert_array_equal(mu, 0.0)
+    assert float(est.model_["y_offset"].get_value()) == 0.0
+    X_new = rng.uniform(-1.0, 1.0, size=(5, 2))
+    atol = 1e-3 if method == "map" else 0.1
+    np.testing.assert_allclose(est.predict(X_new), ref.predict(X_new), atol=atol)
+
+
+@pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")  # a short NUTS run
+@pytest.mark.filterwarnings("ignore:.*interpolates its training data")  # 2 of 3 rows kept
+@pytest.mark.parametrize("method", ["map", "nuts"])
+@pytest.mark.parametrize(
+    ("X", "y"),
+    [
+        (np.array([[0.0], [1.0]]), np.array([0, 1])),
+        (np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]), np.array([0, 1, 2])),
+    ],
+    ids=["2-of-2", "3-of-3"],
+)
+def test_map_and_nuts_fit_one_sample_per_class(X, y, method):
+    """Two points of two classes, three of three: MAP and NUTS fit them as the reference does."""
+    kwargs = {"sampler_kwargs": FAST} if method == "map" else {
+        "draws": 30, "tune": 30, "chains": 1, "sampler_kwargs": NUTS
+    }  # fmt: skip
+    est = RVC(method=method, random_state=0, **kwargs).fit(X, y)
+    proba = est.predict_proba(X)
+    assert proba.shape == (y.size, y.size)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert np.all(np.abs(proba - 1.0 / y.size) < 0.25)
 
 
 # ------------------------------------------------ reduced scikit-learn checks

@@ -93,3 +93,51 @@ def test_compile_notes_are_shown_once(path):
     # a MAP fit and a NUTS fit compile two models: two compile notes, neither repeated
     compiles = [ln for ln in streams.splitlines() if ln.startswith("Compiling the ")]
     assert len(compiles) == len(set(compiles)), f"{path.name}: repeated {compiles}"
+
+
+def _markdown(nb) -> str:
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+def _stdout(nb) -> str:
+    return "".join(
+        out.get("text", "")
+        for cell in nb.cells if cell.cell_type == "code"
+        for out in cell.get("outputs", []) if out.get("name") == "stdout"
+    )  # fmt: skip
+
+
+def test_a_width_credited_to_another_notebook_is_the_width_it_prints():
+    """``gamma = v``, "the width of largest evidence in notebook NN": NN prints ``gamma v``."""
+    nbformat = pytest.importorskip("nbformat")
+    claim = re.compile(r"gamma = ([\d.]+)`?,\s+the width of largest\s+evidence in notebook (\d\d)")
+    for path in NOTEBOOKS:
+        for value, other in claim.findall(" ".join(_markdown(nbformat.read(path, 4)).split())):
+            (cited,) = (ROOT / "notebooks").glob(f"{other}_*.ipynb")
+            printed = re.findall(r"gamma ([\d.]+)", _stdout(nbformat.read(cited, 4)))
+            assert value in printed, (
+                f"{path.name} calls gamma = {value} the width of largest evidence in "
+                f"{cited.name}, which prints gamma {printed}"
+            )
+
+
+# what a duration phrase of the prose allows, in seconds (low inclusive, high exclusive)
+DURATIONS = {
+    "a fraction of a second": (0.0, 1.0),
+    "a few seconds": (1.0, 10.0),
+    "several seconds": (1.0, 60.0),
+}
+
+
+def test_the_cost_of_each_fit_in_notebook_03_is_worded_as_printed():
+    """The "Cost" bullet's phrase for the reference fit, MAP and NUTS fits the printed times."""
+    nbformat = pytest.importorskip("nbformat")
+    nb = nbformat.read(ROOT / "notebooks" / "03_mcmc_vs_evidence.ipynb", 4)
+    printed = dict(re.findall(r"^(reference|map|nuts \(wi\))\s+([\d.]+) s$", _stdout(nb), re.M))
+    prose = " ".join(_markdown(nb).split())
+    cost = prose.split("**Cost**:", 1)[1].split("* **", 1)[0]
+    phrases = "|".join(map(re.escape, DURATIONS))
+    for name, key in (("reference fit", "reference"), ("MAP", "map"), ("NUTS", "nuts (wi)")):
+        said = re.search(phrases, cost[cost.index(name) :]).group(0)
+        low, high = DURATIONS[said]
+        assert low <= float(printed[key]) < high, f"{name}: '{said}', printed {printed[key]} s"

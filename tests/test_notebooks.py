@@ -91,3 +91,48 @@ def test_notebooks_are_stored_with_outputs_and_built_from_their_sources():
 
 def test_there_are_notebooks():
     assert NOTEBOOKS, "notebooks/ holds no notebook"
+
+
+def test_notebook_01_ppc_sorts_by_x_and_its_titles_do_not_overlap():
+    """The PPC cell of notebook 01, run on made-up replicates: its statistics are of the
+    targets sorted by x, and no two panels' titles overlap (three long titles in a row did)."""
+    import importlib.util
+    import itertools
+    from types import SimpleNamespace
+
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    spec = importlib.util.spec_from_file_location("nb_build", ROOT / "notebooks" / "_build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    cells = build.parse((ROOT / "notebooks" / "_src" / "01_regression_workflow.py").read_text())
+    (cell,) = [src for kind, src in cells if kind == "code" and "replicate >= observed" in src]
+    rng = np.random.default_rng(0)
+    x = np.linspace(-10, 10, 100)
+    t = np.sinc(x / np.pi) + 0.1 * rng.standard_normal(100)
+    replicates = SimpleNamespace(values=t + rng.normal(0, 0.1, (2, 50, 100)))
+    tree = SimpleNamespace(posterior_predictive={"t_obs": replicates})  # what the cell reads
+    shown = []
+    namespace = {
+        "np": np,
+        "plt": SimpleNamespace(subplots=plt.subplots, show=lambda: shown.append(plt.gcf())),
+        "x": x,
+        "t": t,
+        "order": np.arange(13),  # the notebook's earlier `order`: the evidence path's widths
+        "nuts": SimpleNamespace(idata_=tree),
+    }
+    exec(cell, namespace)  # the notebook's own code
+    # the autocorrelation is of all the targets sorted by x (it read the 13 the earlier
+    # `order` picked)
+    d = t - t.mean()  # x is sorted already
+    lag1 = np.mean(d[1:] * d[:-1]) / d.var()
+    assert namespace["obs"]["lag-1 autocorrelation"] == pytest.approx(lag1, rel=1e-12)
+    (fig,) = shown
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [ax.title.get_window_extent(renderer) for ax in fig.axes]
+    assert len(boxes) == 3
+    for a, b in itertools.pairwise(boxes):
+        assert a.x1 <= b.x0, f"titles overlap: {a} and {b}"
+    plt.close(fig)

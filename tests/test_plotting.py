@@ -22,6 +22,7 @@ from rvm_pymc.comparison import n_relevant, rank_bases
 from rvm_pymc.datasets import make_gaussian_mixture_classes, make_ripley, make_sinc
 from rvm_pymc.estimators import RVC, RVR
 from rvm_pymc.plotting import (
+    diagnostic_tree,
     plot_class_probability_2d,
     plot_evidence_vs_cv,
     plot_log_alpha,
@@ -579,3 +580,77 @@ def test_trace_plot_of_nuts_shows_log_beta_and_the_most_relevant_bases(reg_fits)
     assert trace_selection(nuts, top=None)[1]["basis"] == list(nuts.active_names_)
     ref_vars, _ = trace_selection(reg_fits["reference"], top=3)
     assert ref_vars == ["w"]  # a type-II fit samples only its weights
+
+
+@pytest.mark.pymc
+def test_arviz_trace_and_rank_plots_of_the_diagnostic_tree(reg_fits):
+    """ArviZ refuses the 51 panels of a NUTS fit's idata_; the documented call draws 17."""
+    import arviz as az
+
+    nuts = reg_fits["nuts"]
+    for plot in (az.plot_trace, az.plot_rank):
+        with pytest.raises(ValueError, match="max_subplots"):
+            plot(nuts.idata_)  # log_beta, then w and log_alpha of each of 25 bases
+    tree = nuts.diagnostic_tree()
+    var_names, coords = trace_selection(nuts)
+    assert list(tree["posterior"].data_vars) == var_names == ["log_beta", "w", "log_alpha"]
+    assert list(tree["posterior"]["basis"].values) == coords["basis"]
+    assert set(tree.children) == {"posterior", "sample_stats"}
+    for plot in (az.plot_trace, az.plot_rank):
+        plot(tree)
+        assert len([a for a in plt.gcf().axes if a.has_data()]) == 1 + 8 + 8
+        plt.close("all")
+    assert az.summary(nuts.diagnostic_tree(top=3)).shape[0] == 1 + 3 + 3
+    np.testing.assert_array_equal(
+        diagnostic_tree(nuts)["posterior"]["w"], tree["posterior"]["w"]
+    )  # the estimator's method is the plotting function
+
+
+def test_diagnostic_tree_of_a_softmax_fit_stays_within_arviz_panel_limit():
+    import arviz as az
+
+    d = make_gaussian_mixture_classes(n_samples=60, n_test=10, n_classes=6, random_state=0)
+    fit = RVC(gamma=1.0, draws=50, random_state=0).fit(d.X_train, d.t_train)
+    tree = fit.diagnostic_tree()  # 8 bases x 6 classes would be 48 panels
+    assert tree["posterior"]["W"].sizes == {"chain": 2, "draw": 50, "basis": 6, "class": 6}
+    az.plot_trace(tree)
+    assert len([a for a in plt.gcf().axes if a.has_data()]) == 36
+
+
+@pytest.mark.pymc
+def test_the_arviz_calls_documented_for_idata_run(reg_fits, ripley, three_classes):
+    """Every code block of docs/comparison.md's "ArviZ on idata_" runs on the fits it names:
+    the diagnostic tree of a NUTS fit and the posterior predictive check of every kind."""
+    import re
+    from pathlib import Path
+
+    from rvm_pymc import RVP
+
+    text = (Path(__file__).parents[1] / "docs" / "comparison.md").read_text(encoding="utf-8")
+    section = text.split("### ArviZ on `idata_`", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    assert len(blocks) == 2 and "az.plot_trace(tree)" in blocks[0]
+    assert "az.plot_ppc_pava(rvc.idata_)" in blocks[1]
+    X, y, _, _ = ripley
+    rng = np.random.default_rng(0)
+    Xc = rng.uniform(-2, 2, size=(40, 1))
+    names = {
+        "est": reg_fits["nuts"],
+        "rvr": reg_fits["reference"],
+        "rvc": RVC(gamma=2.0, draws=100, random_state=0).fit(X, y),
+        "rvc3": three_classes[0],
+        "rvp": RVP(gamma=1.0, draws=100, random_state=0).fit(
+            Xc, rng.poisson(np.exp(1 + Xc[:, 0]))
+        ),
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ArviZ's notes on short chains
+        namespace = dict(names)  # one session: the blocks in order, as a reader runs them
+        for block in blocks:
+            exec(block, namespace)  # the documentation's own code
+    # the binary check is the PAV calibration plot: one panel of conditional event probability
+    plt.close("all")
+    import arviz as az
+
+    az.plot_ppc_pava(names["rvc"].idata_)
+    assert [a.get_ylabel() for a in plt.gcf().axes if a.has_data()] == ["CEP"]

@@ -230,6 +230,35 @@ def test_fixed_noise_and_duplicate_points():
     assert not {5, Phi.shape[1]} <= set(res.active), "both copies of a duplicate kept"
 
 
+def _collinear(n=100, seed=0):
+    """100 multiples of one column (the 1-D linear kernel's design) beside a bias column."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1.0, 1.0, n)
+    Phi = np.column_stack([np.ones(n), np.outer(x, x)])  # column i + 1 is x * x_i
+    return Phi, 2.0 * x + 0.5 + 0.1 * rng.standard_normal(n)
+
+
+@pytest.mark.parametrize("method", ["mackay", "em"])
+def test_parallel_columns_are_one_basis(method):
+    """The evidence is flat along parallel columns: full re-estimation keeps one of them,
+    at the fast method's evidence and predictions (as EM peers and the fast method do)."""
+    Phi, t = _collinear()
+    fast = fit_regression(Phi, t)
+    res = fit_regression(Phi, t, method=method)
+    assert res.converged and res.n_relevance == fast.n_relevance == 2  # the bias and one column
+    assert res.log_evidence == pytest.approx(fast.log_evidence, abs=1e-6)
+    mean, sd = res.predict(Phi, return_std=True)
+    fast_mean, fast_sd = fast.predict(Phi, return_std=True)
+    np.testing.assert_allclose(mean, fast_mean, rtol=1e-6)
+    np.testing.assert_allclose(sd, fast_sd, rtol=1e-5)
+    # a Gamma hyperprior makes the objective depend on how the variance is shared: no merge
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # EM's slow creep under a prior
+        prior = HyperPrior(1e-3, 1e-3, 0, 0)
+        gamma_prior = fit_regression(Phi, t, method=method, prior=prior, max_iter=200)
+    assert gamma_prior.n_relevance == Phi.shape[1]
+
+
 def test_convergence_warning():
     Phi, t, _, _ = sinc_problem(n=50, seed=11)
     with pytest.warns(ConvergenceWarning, match="did not converge"):

@@ -202,10 +202,11 @@ print(
 
 # %%
 rep = nuts.idata_.posterior_predictive["t_obs"].values.reshape(-1, x.size)
+by_x = np.argsort(x)  # (`order` above sorts the widths of the evidence path)
 
 
 def stats(tt):
-    s = tt[..., order]
+    s = tt[..., by_x]
     d = s - s.mean(-1, keepdims=True)
     return {
         "sd": tt.std(-1),
@@ -215,12 +216,15 @@ def stats(tt):
 
 
 obs, sim = stats(t), stats(rep)
-fig, axes = plt.subplots(1, 3, figsize=(13, 3))
+# the summary under each panel, its p-value above: three long titles in a row overlapped
+fig, axes = plt.subplots(1, 3, figsize=(13, 3.4), layout="constrained")
 for ax, k in zip(axes, obs, strict=True):
     ax.hist(sim[k], bins=30, color="C0", alpha=0.6)
     ax.axvline(obs[k], color="k", lw=2)
     p = np.mean(sim[k] >= obs[k])
-    ax.set_title(f"{k}: P(replicate >= observed) = {p:.2f}")
+    ax.set_xlabel(k)
+    ax.set_title(f"P(replicate >= observed) = {p:.2f}", fontsize=10)
+fig.suptitle("replicates (histogram) against the observed targets (black line)")
 plt.show()
 
 # %% [markdown]

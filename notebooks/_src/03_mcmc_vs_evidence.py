@@ -11,8 +11,9 @@
 # sampler's diagnostics.
 #
 # Data: noisy sinc, 100 training points (noise sd 0.1), 1000 fresh noisy
-# test points; an RBF kernel of fixed width (`gamma = 0.5`, the width of
-# largest evidence in notebook 01) for every fit. Four fits:
+# test points; an RBF kernel of fixed width for every fit (`gamma = 0.5`, a
+# round number close to the width of largest evidence that notebook 01 finds
+# for the same data). Four fits:
 #
 # * `reference`: type-II ML (flat prior on the log precisions), fast solver;
 # * `map`: the same objective in PyMC, started from the reference solution;
@@ -193,10 +194,11 @@ plt.show()
 #   evidence prior, on one split of three, a narrow width at which most
 #   kernels stay relevant and the 95% band covers far less than it should,
 #   a rough fit that the fixed width here avoids.
-# * **Cost**: the reference fit takes a fraction of a second, MAP a few
-#   seconds, NUTS several seconds here (it stops once its chains pass the
-#   convergence check; tens of seconds on larger problems) plus compilation, and
-#   five times that again inside cross-validation. For prediction on data like these, the evidence
+# * **Cost**: the reference fit and MAP take a fraction of a second each
+#   here, NUTS several seconds (it stops once its chains pass the convergence
+#   check; tens of seconds on larger problems), MAP and NUTS plus their
+#   compilation on a machine's first run, and five times that again inside
+#   cross-validation. For prediction on data like these, the evidence
 #   approximation (under a proper prior if calibration matters) is the
 #   economical choice; NUTS earns its cost when the posterior of the
 #   precisions itself is of interest.

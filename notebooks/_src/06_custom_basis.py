@@ -40,7 +40,9 @@ print(basis.fit_transform(X)[:3])  # columns 1, x, x^2, x^3
 # %% [markdown]
 # ## Three fits of one model
 #
-# `bias=False`: the polynomial basis has its own constant column. Every fit
+# The polynomial basis has its own constant column, and with a basis of one's
+# own the estimator adds none; its `bias=True` (the default) still centres the
+# targets (`bias=False` would fit them uncentred: the last section). Every fit
 # works on unit-RMS columns and standardised targets and reports in the units
 # of the data (`docs/estimators.md`, "Scaling: one boundary").
 
@@ -54,9 +56,7 @@ for method in ["reference", "map", "nuts"]:
         # PyMC forks a process per chain; Python 3.12 warns about any fork of a
         # process with threads (here the notebook kernel's own), not a problem of the fit
         warnings.filterwarnings("ignore", "This process .* use of fork", DeprecationWarning)
-        fits[method] = RVR(kernel=basis, bias=False, method=method, random_state=0, **extra).fit(
-            X, t
-        )
+        fits[method] = RVR(kernel=basis, method=method, random_state=0, **extra).fit(X, t)
     for w in caught:
         print(f"{method}: {type(w.message).__name__}: {w.message}")
 rows = {}
@@ -114,12 +114,13 @@ display(la.quantile([0.05, 0.5, 0.95], dim=("chain", "draw")).to_pandas().T.roun
 # %% [markdown]
 # ## What centring the targets does
 #
-# The estimators centre the targets (`y_offset_`) before fitting, so the
-# constant column competes with the mean already taken out. On these eight
-# points the evidence then prefers (almost) no basis at all: a flat line at
-# the mean with a noise sd of about 6. The closed-form solver on the raw,
-# uncentred targets (unit-RMS columns, all three update rules) keeps the
-# single column `x` instead: a line through the origin.
+# The estimators centre the targets (`y_offset_`) before fitting, unless
+# `bias=False`, so the constant column competes with the mean already taken
+# out. On these eight points the evidence then prefers (almost) no basis at
+# all: a flat line at the mean with a noise sd of about 6. The closed-form
+# solver on the raw, uncentred targets (unit-RMS columns, all three update
+# rules; the fit of `RVR(kernel=basis, bias=False)`) keeps the single column
+# `x` instead: a line through the origin.
 
 # %%
 P = basis.fit_transform(X)

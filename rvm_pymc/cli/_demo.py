@@ -4,7 +4,11 @@ The demo adds nothing to the package's own features: every fit is an
 :class:`~rvm_pymc.estimators.RVR` with ``gamma="evidence"`` (the width of
 largest evidence over ``--gammas``), the methods are fitted by
 :func:`~rvm_pymc.comparison.fit_all` and the table is
-:func:`~rvm_pymc.comparison.compare` on fresh noisy test targets.
+:func:`~rvm_pymc.comparison.compare` on fresh noisy test targets.  NUTS
+prunes nothing, so the table and the legend show no relevance count for it
+(:data:`NO_PRUNING`): the count of
+:func:`~rvm_pymc.comparison.n_relevant`, the weights whose sign the posterior
+knows, is 0 on sinc, whose neighbouring kernels share each weight's work.
 """
 
 from __future__ import annotations
@@ -19,7 +23,10 @@ from rvm_pymc._core.validation import MEMORY_FRACTION, available_memory
 from rvm_pymc.cli._errors import RunError, UsageError
 from rvm_pymc.cli._paths import check_output_file
 
-__all__ = ["check_demo_arguments", "demo_command", "fit_demo"]
+__all__ = ["NO_PRUNING", "check_demo_arguments", "demo_command", "fit_demo"]
+
+NO_PRUNING = "n/a (no pruning)"
+"""The relevance of a sampled (NUTS) fit in the demo's table and legend."""
 
 
 def _gib(n_bytes: float) -> str:
@@ -125,6 +132,11 @@ def _demo_table(args, data, fits):
         float(np.sqrt(np.mean((f.predict(data.X_test) - data.t_test) ** 2))) for f in fits.values()
     ])  # fmt: skip
     table["noise_sd"] = [float(np.sqrt(f.noise_var_)) for f in fits.values()]
+    if "n_relevant" in table.columns:  # a sampled fit prunes nothing: no count to show
+        sampled = [not f.posterior_.is_type_ii for f in fits.values()]
+        table["n_relevant"] = [
+            NO_PRUNING if s else int(n) for s, n in zip(sampled, table["n_relevant"], strict=True)
+        ]
     cols = ["n_relevant", "rmse_sinc", "rmse", "lpd", "coverage_95", "noise_sd", "gamma",
             "log_evidence", "fit_time", "divergences", "max_rhat"]  # fmt: skip
     return table[[c for c in cols if c in table.columns]]
@@ -140,8 +152,10 @@ def _write_figure(args, data, fits) -> None:
     from rvm_pymc.datasets import sinc
     from rvm_pymc.plotting import plot_predictive_1d
 
+    labels = {name: f"{name} ({NO_PRUNING})" for name, f in fits.items()
+              if not f.posterior_.is_type_ii}  # fmt: skip
     ax = plot_predictive_1d(dict(fits), data.X_train, data.t_train, data.X_test,
-                            bands=(0.95,), truth=sinc)  # fmt: skip
+                            bands=(0.95,), truth=sinc, labels=labels)  # fmt: skip
     ax.set_title(f"RVM on noisy sinc ({args.n_train} points): 95% predictive bands")
     ax.figure.tight_layout()
     fmt = os.path.splitext(args.output)[1].lower().lstrip(".")
@@ -195,8 +209,8 @@ def demo_command(args: argparse.Namespace) -> int:
     print(
         "\nThe fits side by side (rvm_pymc.comparison.compare on 1000 fresh noisy test points;"
         "\nrmse_sinc against the noise-free function, lpd in nats per point; n_relevant counts"
-        "\nthe relevance vectors, the bias not counted, for NUTS those whose weight has a sign"
-        "\nknown with probability 0.95, as the plot's legend; log_evidence is"
+        "\nthe relevance vectors of the type-II fits, the bias not counted, as the plot's"
+        "\nlegend; NUTS prunes no basis, so it has no such count; log_evidence is"
         "\nlog p(t | alpha, beta) of the type-II fits):"
     )
     print(table.to_string(float_format=lambda v: f"{v:.4g}"))

@@ -16,7 +16,8 @@ All three fit the one RVM model of docs/design.md three ways, chosen by ``method
 
 Every method sees the same scaled problem (the one scaling boundary): the
 basis columns divided by their root mean square and, for regression, the
-targets centred and divided by their sd; the posterior is mapped back to the
+targets centred and divided by their sd (with ``bias=False``, a model without
+a constant term, only divided by their root mean square); the posterior is mapped back to the
 units of the data once, so predictions are equivariant to shifting and scaling
 the targets.  Whatever the method, the estimator holds one posterior,
 ``posterior_`` (a :class:`~rvm_pymc.results.WeightPosterior`); ``coef_``,
@@ -27,7 +28,8 @@ The kernel design matrix is ``Phi = [1 | k(X, X_train)]``: column 0 is the
 bias (when ``bias=True``), column ``i + 1`` the kernel centred on training
 point ``i``.  The bias is not a training point: ``relevance_indices_`` lists
 only the training points whose kernel column survived, and
-``bias_active_`` / ``intercept_`` tell whether the bias did and its weight.
+``bias_active_`` tells whether the bias did; ``intercept_`` is the constant
+term of the latent mean (its weight plus, for regression, ``y_offset_``).
 
 References
 ----------

@@ -123,6 +123,8 @@ class _BaseRVM(ResultViews, BaseEstimator):
         if self._kind == "regression":
             state = {"predictive": "rvm", **state}
         super().__setstate__(state)
+        if "posterior_" in state:  # pickles before intercept_ included y_offset_
+            self._set_intercept()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -222,8 +224,10 @@ class _BaseRVM(ResultViews, BaseEstimator):
 
         The one scaling boundary (docs/design.md section 3): every fit path sees the
         basis columns scaled to unit root-mean-square and, for regression, the
-        targets centred and scaled to unit sd; the posterior is mapped back to
-        the units of the data once, by :meth:`WeightPosterior.to_data_units`.
+        targets centred and scaled to unit sd, or with ``bias=False`` (no
+        constant term in the model) only scaled to unit root mean square; the
+        posterior is mapped back to the units of the data once, by
+        :meth:`WeightPosterior.to_data_units`.
         """
         checked = self._check_params(X)
         prior = checked.prior
@@ -231,7 +235,7 @@ class _BaseRVM(ResultViews, BaseEstimator):
         for attr in ("evidence_path_", "cv_path_"):  # only a width search has one
             self.__dict__.pop(attr, None)
         if regression:
-            t_mean, t_sd = target_scale(target)
+            t_mean, t_sd = target_scale(target, centre=bool(self.bias))
             t_s = (target - t_mean) / t_sd
         else:
             t_mean, t_sd, t_s = 0.0, 1.0, target
@@ -278,7 +282,15 @@ class _BaseRVM(ResultViews, BaseEstimator):
 
             start = width.reference[0] if self._starts_from_reference() else None
             opts = self._pymc_options(checked)
-            post, info = fit_backend(opts, Phi, t_s, names, prior, seed, start)
+            # a column that is zero at every training input (the linear kernel of a point
+            # at the origin) says nothing about the data: left out, as the reference
+            # solver leaves it (PyMC's models refuse all-zero columns)
+            used = np.any(Phi != 0.0, axis=0)
+            fit_Phi, fit_names = Phi, names
+            if not used.all():
+                fit_Phi = Phi[:, used]
+                fit_names = tuple(n for n, u in zip(names, used, strict=True) if u)
+            post, info = fit_backend(opts, fit_Phi, t_s, fit_names, prior, seed, start)
         position = {n: i for i, n in enumerate(names)}
         active = np.array([position[n] for n in post.basis_names], dtype=np.intp)
         self.gamma_ = width.gamma
@@ -394,14 +406,20 @@ class _BaseRVM(ResultViews, BaseEstimator):
         self.posterior_ = post
         est = post.point_estimates()
         self.coef_, self.sigma_, self.alpha_ = est.coef, est.sigma, est.alpha
-        self._set_intercept()
         if post.log_beta is not None:
             self.beta_, self.noise_var_ = est.beta, est.noise_var
             self.y_offset_ = float(post.y_offset)
+        self._set_intercept()
 
     def _set_intercept(self) -> None:
+        """``intercept_``, the constant term of the latent mean (scikit-learn's convention).
+
+        The bias weight (0 when pruned or absent) plus the offset the fit took
+        out of the targets (``posterior_.y_offset``, 0 but for regression).
+        """
         zero = np.zeros(self.coef_.shape[1:]) if self.coef_.ndim > 1 else 0.0
-        self.intercept_ = self.coef_[0] if self.bias_active_ else zero
+        bias = self.coef_[0] if self.bias_active_ else zero
+        self.intercept_ = bias + self.posterior_.y_offset
 
     def _set_active(self, active: np.ndarray, X: np.ndarray) -> None:
         """Active bases, relevance indices and vectors from column indices of ``Phi``."""

@@ -27,7 +27,9 @@ class RVR(RegressorMixin, _BaseRVM):
     Model: ``t = Phi(x) w + noise``, ``w_m ~ N(0, 1/alpha_m)``, noise precision
     ``beta``; the precisions are fitted by maximum evidence, which prunes most
     weights (``alpha_m -> inf``).  The model is fitted to the centred targets
-    (``y_offset_`` is their mean), on the scale of their sd, and mapped back.
+    (``y_offset_`` is their mean), on the scale of their sd, and mapped back;
+    with ``bias=False`` (no constant term) to the targets as they are, on the
+    scale of their root mean square (``y_offset_`` is 0).
 
     Parameters
     ----------
@@ -69,7 +71,14 @@ class RVR(RegressorMixin, _BaseRVM):
     degree, coef0 : int, float
         Degree and offset of the ``"poly"`` kernel.
     bias : bool, default True
-        Add a bias column (its weight has an ARD prior like every other).
+        Add a bias column (its weight has an ARD prior like every other) and,
+        for :class:`RVR`, centre the targets.  ``False``: the model has no
+        constant term: no bias column, and the targets are scaled by their
+        root mean square but not centred (``y_offset_`` is 0), so that every
+        method predicts 0 at a design row of zeros (e.g. ``x = 0`` with the
+        linear kernel).  With a :class:`~rvm_pymc.basis.Basis` as ``kernel``
+        its own columns are used (a bias column only if it has one) and
+        ``bias`` says only whether the targets are centred.
     method : {"reference", "map", "nuts"}, default "reference"
         How to fit (see the module docstring).
     solver : {"fast", "mackay", "em"}, default "fast"
@@ -157,20 +166,29 @@ class RVR(RegressorMixin, _BaseRVM):
         the posterior mean of ``1/beta`` for nuts.
     y_offset_ : float
         Added to every prediction: the mean of the training targets (every
-        method fits the centred targets).
+        method fits the centred targets); 0.0 with ``bias=False``.
     y_scale_ : float
-        The sd of the training targets (the scale of the fitted problem).
+        The sd of the training targets (the scale of the fitted problem);
+        their root mean square with ``bias=False``.
     basis_scale_ : ndarray of shape (n_basis,)
         Root mean square of every column of the training design matrix (the
         columns the fits see are divided by it).
     intercept_ : float
-        Posterior mean of the bias weight (0.0 when the bias is pruned or absent).
+        The constant term of the predictive mean, as in scikit-learn's linear
+        models: the posterior mean of the bias weight (0.0 when the bias is
+        pruned or absent) plus ``y_offset_``, so that ``predict(X)`` is
+        ``design_matrix(X)[:, k:] @ coef_[k:] + intercept_`` with
+        ``k = int(bias_active_)`` (``coef_`` keeps the bias weight first).
+        For :class:`RVC` and :class:`RVP` (no ``y_offset_``) the bias weight
+        of the logit or log rate, one per class for K > 2 classes.
     bias_active_ : bool
         Whether the bias column is relevant.
     active_ : ndarray of int
         Columns of the design matrix that are relevant (0 is the bias): those
         not pruned (``alpha = inf``) by reference/map; all columns for nuts,
-        which does not prune.
+        which does not prune (but for a column that is zero at every training
+        input, e.g. the linear kernel of a point at the origin, which no
+        method fits).
     active_names_ : list of str
         Their names: ``"bias"`` and ``"x<i>"`` for the kernel on training point i.
     relevance_indices_ : ndarray of int
@@ -216,7 +234,13 @@ class RVR(RegressorMixin, _BaseRVM):
         The fit in the result schema of :mod:`rvm_pymc.results` (the same
         groups for every method: posterior, posterior_predictive,
         log_likelihood, observed_data, constant_data, sample_stats), built on
-        first access.
+        first access.  PSIS-LOO (``arviz.loo``) of a reference or map fit is
+        not a valid estimate (hyperparameters fitted on every point; for
+        classifiers and counts heavy-tailed importance ratios): its
+        ``log_likelihood`` group says so in the attribute ``rvm_loo_note``;
+        compare fits by :func:`rvm_pymc.compare`'s ``elpd_kfold``.
+        :meth:`diagnostic_tree` is the part of it ArviZ's trace and rank
+        plots can draw.
     posterior_ : rvm_pymc.results.WeightPosterior
         The estimator's one posterior, in the units of the data.
     model_ : pymc.Model or None

@@ -3,8 +3,9 @@
 Every fit of :class:`~rvm_pymc.estimators.RVR` and
 :class:`~rvm_pymc.estimators.RVC` sees the basis columns divided by their
 root-mean-square and, for regression, the targets centred and divided by their
-sd; the helpers here compute those scales (and the ``"scale"`` kernel width).
-NumPy only: no other module of the package is imported.
+sd (with ``bias=False``, a model without a constant term, only divided by their
+root mean square); the helpers here compute those scales (and the ``"scale"``
+kernel width).  NumPy only: no other module of the package is imported.
 """
 
 from __future__ import annotations
@@ -38,17 +39,24 @@ def scale_gamma(X: np.ndarray) -> float:
     return gamma
 
 
-def target_scale(t: np.ndarray) -> tuple[float, float]:
-    """Mean and sd of the targets, or ValueError if they are constant to rounding.
+def target_scale(t: np.ndarray, centre: bool = True) -> tuple[float, float]:
+    """Offset and scale of the targets: ``(mean, sd)``, or ``(0, root mean square)``.
 
-    The sd is computed on ``t / max|t|`` so that it neither overflows (|t| near
-    1e160) nor mistakes the rounding of the mean for a spread (``std`` of a
+    ``centre=True`` (a model with a constant term): the mean and the sd.
+    ``centre=False`` (a model without one, ``bias=False``): the targets are
+    only scaled, by their root mean square about 0, so that the model's
+    prediction at a design row of zeros stays 0.  ValueError if the targets
+    are constant to rounding (the noise is then not identifiable).  Both are
+    computed on ``t / max|t|`` so that they neither overflow (|t| near
+    1e160) nor mistake the rounding of the mean for a spread (``std`` of a
     constant array is not always 0).
     """
     top = float(np.max(np.abs(t)))
     if np.ptp(t) <= 8 * np.finfo(float).eps * top:
         raise ValueError(f"y is constant (all values {t[0].item()!r}): there is nothing to fit")
     u = t / top
+    if not centre:
+        return 0.0, float(np.sqrt(np.mean(u * u))) * top
     return float(np.mean(t)), float(np.std(u)) * top
 
 

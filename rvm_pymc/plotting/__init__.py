@@ -16,7 +16,9 @@ matplotlib (and ArviZ, for the forest) is imported only when a plot is drawn.
 - :func:`plot_class_probability_2d`: class-probability contours (2-D inputs);
 - :func:`plot_reliability`: reliability diagram of classifiers, with counts and binomial bands;
 - :func:`plot_trace`: ArviZ's trace plot of the scalars and the most relevant bases
-  (:func:`trace_selection`).
+  (:func:`trace_selection`);
+- :func:`diagnostic_tree`: that selection as a DataTree for any ArviZ call
+  (``az.plot_trace``, ``az.plot_rank``, ``az.summary``; also ``est.diagnostic_tree()``).
 
 Relevance counts in legends are those of ``rvm_pymc.comparison.n_relevant``
 (relevant kernel bases; the bias is not counted), the count of the
@@ -32,10 +34,11 @@ See ``docs/estimators.md`` ("Plots").
 from rvm_pymc.plotting._classification import plot_class_probability_2d, plot_reliability
 from rvm_pymc.plotting._evidence import plot_evidence_vs_cv, plot_solver_trace
 from rvm_pymc.plotting._regression import plot_predictive_1d, plot_regression_1d
-from rvm_pymc.plotting._trace import plot_trace, trace_selection
+from rvm_pymc.plotting._trace import diagnostic_tree, plot_trace, trace_selection
 from rvm_pymc.plotting._weights import plot_log_alpha, plot_weights_forest
 
 __all__ = [
+    "diagnostic_tree",
     "plot_class_probability_2d",
     "plot_evidence_vs_cv",
     "plot_log_alpha",

@@ -1,12 +1,13 @@
 """ArviZ's trace plots of a fit with a default selection: the noise precision and the most
-relevant bases, not one subplot per basis."""
+relevant bases, not one subplot per basis; the same selection as a DataTree for any ArviZ
+call (:func:`diagnostic_tree`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["TRACE_TOP", "plot_trace", "trace_selection"]
+__all__ = ["TRACE_TOP", "diagnostic_tree", "plot_trace", "trace_selection"]
 
 TRACE_TOP = 8
 """Default number of bases :func:`trace_selection` keeps (with ``log_beta``: 17 rows of plots)."""
@@ -44,6 +45,68 @@ def trace_selection(fit, top: int | None = TRACE_TOP) -> tuple[list[str], dict[s
     keep = set(rank_bases(fit)[:top] if top is not None else order)
     var_names = [v for v in ("log_beta", "log_length_scale", "w", "W", "log_alpha") if v in post]
     return var_names, {"basis": [b for b in order if b in keep]}
+
+
+def _max_panels() -> int | None:
+    """ArviZ's ``rcParams["plot.max_subplots"]`` (40 by default; None: no limit)."""
+    try:
+        from arviz_base import rcParams
+    except ImportError:  # without ArviZ 1.x: its documented default
+        return 40
+    return rcParams["plot.max_subplots"]
+
+
+def diagnostic_tree(fit, top: int | None = TRACE_TOP):
+    """The fit's ``idata_`` cut to what ArviZ's per-panel plots can draw.
+
+    ``arviz.plot_trace`` and ``arviz.plot_rank`` draw one panel per variable
+    and coordinate and refuse more than ``rcParams["plot.max_subplots"]``
+    (40): every NUTS fit (``w`` and ``log_alpha`` of every basis) and a
+    type-II fit of more than 40 relevant bases.  This tree holds the
+    ``posterior`` of :func:`trace_selection` (``log_beta``, ``log_length_scale``,
+    and ``w`` / ``W`` and ``log_alpha`` of the ``top`` most relevant bases,
+    fewer when the classes of a softmax fit would pass the panel limit) and
+    the ``sample_stats`` (divergences), nothing else: a view for diagnostics
+    (``plot_trace``, ``plot_rank``, ``plot_ess``, ``summary``), not a result
+    tree to predict from.
+
+    Parameters
+    ----------
+    fit : RVR, RVC or RVP, fitted (any method)
+    top : int or None, default 8
+        Bases kept (the most relevant by ``|E[w]| / sd(w)``); None keeps every
+        basis (then ArviZ may refuse, or needs ``plot.max_subplots`` raised).
+
+    Returns
+    -------
+    xarray.DataTree
+
+    Examples
+    --------
+    ::
+
+        import arviz as az
+
+        az.plot_trace(est.diagnostic_tree())  # or rvm_pymc.plotting.diagnostic_tree(est)
+        az.plot_rank(est.diagnostic_tree(top=4))
+        az.summary(est.diagnostic_tree())
+    """
+    import xarray as xr
+
+    tree = fit.idata_
+    post = tree["posterior"]
+    limit = _max_panels()
+    if top is not None and limit is not None:
+        per_basis = (post["W"].sizes["class"] if "W" in post else 1) + ("log_alpha" in post)
+        scalars = sum(v in post for v in ("log_beta", "log_length_scale"))
+        top = min(top, max(1, (limit - scalars) // per_basis))
+    var_names, coords = trace_selection(fit, top)
+    groups = {"posterior": post.to_dataset()[var_names].sel(coords)}
+    if "sample_stats" in tree.children:
+        groups["sample_stats"] = tree["sample_stats"].to_dataset()
+    out = xr.DataTree.from_dict(groups)
+    out.attrs = dict(tree.attrs)
+    return out
 
 
 def plot_trace(

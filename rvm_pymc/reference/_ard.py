@@ -38,7 +38,11 @@ import numpy as np
 
 from rvm_pymc.priors import HyperPrior
 
-__all__ = ["reestimate_alpha", "slab_precision", "solve_alpha"]
+__all__ = ["PARALLEL_TOL", "merge_parallel", "reestimate_alpha", "slab_precision", "solve_alpha"]
+
+PARALLEL_TOL = 1e-12
+"""Unit-norm columns with ``1 - |cos| <= PARALLEL_TOL`` (an angle below 1.4e-6) are parallel
+to rounding: :func:`merge_parallel` makes them one basis."""
 
 
 def slab_precision(prior: HyperPrior, scale: np.ndarray) -> np.ndarray:
@@ -76,6 +80,50 @@ def solve_alpha(g: np.ndarray, D: np.ndarray, a: float, c: np.ndarray) -> np.nda
         slab = np.where(B >= 0, big, np.where(a > 0, small, 0.0))
         slab = np.where((D > 0) & np.isfinite(slab), np.maximum(slab, 0.0), np.inf)
     return np.where(c > 0, slab, plain)
+
+
+def merge_parallel(gram: np.ndarray, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One basis for every set of parallel columns, with the set's whole prior variance.
+
+    For unit-norm columns ``phi_i = +-phi_j`` the marginal covariance of the
+    regression targets, ``I / beta + sum_m phi_m phi_m^T / alpha_m`` (and the
+    prior covariance of the latent function, ``Phi A^-1 Phi^T``, of the
+    Laplace evidence) depends on ``alpha_i`` and ``alpha_j`` only through
+    ``1/alpha_i + 1/alpha_j``: the evidence is flat along that sum, and the
+    gradient of each precision vanishes on the same condition.  MacKay and
+    EM started from all bases move such columns together and prune none (100
+    copies of the 1-D linear kernel's column all stay relevant).  Keeping the
+    first of each set with ``1/alpha = sum_k 1/alpha_k`` changes neither the
+    evidence nor the predictive at the training inputs, and every stationary
+    point of the merged problem is one of the full problem.  Only under a flat
+    hyperprior without a slab: a Gamma prior on each precision, or a slab on
+    each weight, makes the objective depend on how the sum is shared.
+
+    Parameters
+    ----------
+    gram : ndarray of shape (M, M)
+        Inner products of the unit-norm columns.
+    alpha : ndarray of shape (M,)
+        Their precisions, finite and positive.
+
+    Returns
+    -------
+    keep : ndarray of bool, shape (M,)
+        The first column of every set (a column parallel to none is kept).
+    alpha : ndarray of shape (keep.sum(),)
+        Their precisions: ``1 / sum(1 / alpha_k)`` over each set.
+    """
+    parallel = np.abs(gram) >= 1.0 - PARALLEL_TOL
+    m = alpha.size
+    keep = np.ones(m, dtype=bool)
+    variance = 1.0 / np.asarray(alpha, dtype=float)
+    merged = variance.copy()
+    for i in np.flatnonzero(parallel.sum(axis=1) > 1):  # the columns with a twin
+        if keep[i]:
+            group = np.flatnonzero(parallel[i] & keep)  # i first: every earlier one is merged
+            merged[i] = variance[group].sum()
+            keep[group[1:]] = False
+    return keep, 1.0 / merged[keep]
 
 
 def reestimate_alpha(

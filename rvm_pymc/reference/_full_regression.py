@@ -2,7 +2,9 @@
 
 Every precision and the noise precision updated at once per iteration
 (:func:`rvm_pymc.reference._ard.reestimate_alpha`, a slab included), with the
-pruning rules of docs/reference_solver.md.  The entry point is
+pruning rules of docs/reference_solver.md; under the flat hyperprior, columns
+parallel to rounding start as one basis
+(:func:`~rvm_pymc.reference._ard.merge_parallel`).  The entry point is
 :func:`rvm_pymc.reference.fit_regression`.
 """
 
@@ -14,7 +16,7 @@ from rvm_pymc._core.evidence import log_hyperprior, log_marginal_likelihood
 from rvm_pymc._core.gaussian import regression_posterior
 from rvm_pymc._core.sparsity import active_sq
 from rvm_pymc.priors import HyperPrior
-from rvm_pymc.reference._ard import reestimate_alpha, slab_precision
+from rvm_pymc.reference._ard import merge_parallel, reestimate_alpha, slab_precision
 from rvm_pymc.reference._noise import mackay_beta
 
 __all__ = ["PRUNE_DATA_RATIO", "full_reestimation"]
@@ -60,6 +62,9 @@ def full_reestimation(
     gram = Phin.T @ Phin
     PhiT_t = Phin.T @ t
     flat_alpha = prior.a == 0 and prior.b == 0
+    if flat_alpha and prior.slab is None:  # the evidence is flat along parallel columns
+        keep, alpha = merge_parallel(gram[np.ix_(active, active)], alpha)
+        active = active[keep]
     trace = {"log_evidence": [], "n_active": [], "beta": []}
     converged = False
     it = 0

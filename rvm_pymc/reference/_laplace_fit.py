@@ -21,7 +21,7 @@ from rvm_pymc._core.threads import single_blas_thread, worker_threads
 from rvm_pymc._core.validation import check_int
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import HyperPrior, resolve_prior
-from rvm_pymc.reference._ard import reestimate_alpha, slab_precision
+from rvm_pymc.reference._ard import merge_parallel, reestimate_alpha, slab_precision
 from rvm_pymc.reference._fast_classification import fast_classification
 from rvm_pymc.reference._laplace import LaplacePosterior, find_mode
 from rvm_pymc.reference._options import (
@@ -192,6 +192,10 @@ def full_reestimation(
         if active.size == 0:
             raise ValueError("alpha_init is finite only on all-zero columns of Phi")
         alpha = alpha_init[active] / scale[active] ** 2
+    if flat and prior.slab is None:  # the evidence is flat along parallel columns
+        Pa = Phin[:, active]
+        keep, alpha = merge_parallel(Pa.T @ Pa, alpha)
+        active = active[keep]
     W = np.zeros((active.size, c))
     trace = {"log_evidence": [], "n_active": []}
     converged = False

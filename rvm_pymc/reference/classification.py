@@ -80,11 +80,6 @@ def encode_labels(y) -> tuple[np.ndarray, np.ndarray]:
             f"y has a single class ({plain_value(classes[0])!r}); "
             "classification needs at least two"
         )
-    n = y.size
-    if k >= n:
-        raise ValueError(
-            f"y has {k} classes for {n} samples; a classifier needs more samples than classes"
-        )
     codes = codes.reshape(-1)
     if k == 2:
         T = codes.astype(float)[:, None]
@@ -232,8 +227,8 @@ def fit_classification(
     ------
     ValueError
         For non-finite or mis-shaped ``Phi``, mismatched lengths, missing
-        labels, a single class, no more samples than classes, an unknown
-        method, or ``method="fast"`` with ``a`` or ``b`` nonzero.
+        labels, a single class, an unknown method, or ``method="fast"`` with
+        ``a`` or ``b`` nonzero.  One sample of each class is enough.
 
     Notes
     -----
