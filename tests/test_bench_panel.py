@@ -171,6 +171,6 @@ def test_the_regression_summary_counts_what_it_says(bench):
     line = next(r for r in table.splitlines() if r.startswith("| RVR()"))
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert cells[1:8] == ["2", "1/2", "1.5 (b)", "1.27", "1", "0", "-2.5 vs -1.75 (2)"]
-    assert cells[8:10] == ["-0.75", "1/2"]
+    assert cells[8:11] == ["-0.75", "-0.75", "1/2"]
     gp = next(r for r in table.splitlines() if r.startswith("| GP (peer)"))
     assert "1.25 (b)" in gp  # against the best of the other peers (2.0 on b)
