@@ -112,3 +112,37 @@ def test_fit_all_fits_every_method_at_the_first_methods_width(diabetes):
     np.testing.assert_array_equal(by_fit["map"], by_fit["reference"])
     own = fit_all(X[:60], y[:60], methods=("reference", "map"), same_width=False)
     assert own.width_from is None and own["map"].gamma == "auto"
+
+
+def test_cli_compare_fits_every_method_at_one_width(tmp_path, capsys):
+    """The command line's compare: MAP at the reference fit's cross-validated width."""
+    import pandas as pd
+
+    from rvm_pymc.cli import main
+
+    X, y = load_diabetes(return_X_y=True)
+    table = pd.DataFrame(X[:60], columns=[f"x{i}" for i in range(10)]).assign(y=y[:60])
+    table.to_csv(tmp_path / "d.csv", index=False)
+    argv = ["compare", str(tmp_path / "d.csv"), "--target", "y", "--methods", "reference"]
+    argv += ["map", "--cv", "2", "--out", str(tmp_path / "c.csv")]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    out = pd.read_csv(tmp_path / "c.csv")
+    assert out["gamma"].nunique() == 1 and bool(out["same_basis"].all())
+    said = f"fitting map to 45 training rows at reference's width, gamma {out['gamma'][0]:.4g}"
+    assert said in err
+
+
+def test_compare_gives_nan_and_the_reason_when_psis_fails(diabetes, monkeypatch):
+    import arviz
+
+    def failing_loo(*args, **kwargs):
+        raise ValueError("All tail values are the same")
+
+    X, y, _, _ = diabetes
+    fits = fit_all(X[:40], y[:40], methods=("reference",), gamma=0.1)
+    monkeypatch.setattr(arviz, "loo", failing_loo)
+    table = compare(fits, cv=None)
+    assert np.isnan(table.loc["reference", "elpd_loo"])
+    assert table.loc["reference", "loo_note"].startswith("PSIS-LOO failed (All tail values")
+    assert table.attrs["pointwise"]["elpd_loo"]["reference"].isna().all()

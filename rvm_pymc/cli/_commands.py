@@ -466,13 +466,6 @@ def compare_table(table, task: str) -> str:
     return table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}")
 
 
-def _failed_in_loo(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised by the PSIS-LOO of :func:`rvm_pymc.comparison.compare`."""
-    import traceback
-
-    return any(frame.name == "_loo" for frame in traceback.extract_tb(exc.__traceback__))
-
-
 def _is_nan(value: Any) -> bool:
     try:
         return bool(np.isnan(float(value)))
@@ -525,38 +518,31 @@ def compare_command(args: argparse.Namespace) -> int:
     pre = Preprocess.fit(X_tr, names, args.target, task, args.standardise)
     X_tr, X_te = pre.transform(X_tr), pre.transform(X_te)
     fits, times = {}, {}
+    shared: dict[str, float] = {}  # one width per comparison: the first method's
     for method in args.methods:
-        progress(f"fitting {method} to {len(y_tr)} training rows")
+        at = f" at {args.methods[0]}'s width, gamma {shared['gamma']:.4g}" if shared else ""
+        progress(f"fitting {method} to {len(y_tr)} training rows{at}")
         announce_compilation(method)
         t0 = time.perf_counter()
         with bars_on_stderr():
-            fits[method] = make_estimator(args, task, method).fit(X_tr, y_tr)
+            est = make_estimator(args, task, method).set_params(**shared)
+            fits[method] = est.fit(X_tr, y_tr)
         times[method] = time.perf_counter() - t0
+        gamma = getattr(fits[method], "gamma_", None)
+        if not shared and isinstance(args.gamma, str) and gamma is not None:
+            shared = {"gamma": float(gamma)}
     cv = args.cv if args.cv > 1 else None
     if cv:
         progress(f"{cv}-fold cross-validation: every method refitted {cv} times")
-    fit_set = FitSet(fits, X=X_tr, y=y_tr, fit_times=times)
-    loo_failed = None
+    width_from = args.methods[0] if shared else None
+    fit_set = FitSet(fits, X=X_tr, y=y_tr, fit_times=times, width_from=width_from)
     with bars_on_stderr():  # the refits of the folds
-        try:
-            result = compare(fit_set, X_te, y_te, cv=cv, random_state=args.seed,
-                             n_jobs=args.jobs)  # fmt: skip
-        except ValueError as exc:
-            if not _failed_in_loo(exc):
-                raise
-            # PSIS itself failed (ArviZ: "All tail values are the same" when an
-            # observation's log-likelihood is the same in every draw): the table without
-            # LOO; it comes before the folds, so nothing is fitted twice
-            loo_failed = f"PSIS-LOO failed ({exc}); use elpd_kfold"
-            result = compare(fit_set, X_te, y_te, cv=cv, loo=False, random_state=args.seed,
-                             n_jobs=args.jobs)  # fmt: skip
+        result = compare(fit_set, X_te, y_te, cv=cv, random_state=args.seed, n_jobs=args.jobs)
     print(
         f"rvm-pymc compare: {task} of {args.target!r} on {args.data}: {len(y_tr)} training, "
         f"{len(y_te)} held-out rows{', features standardised' if args.standardise else ''}"
     )
     print(compare_table(result, task))
-    if loo_failed:
-        print(f"  elpd_loo not computed: {loo_failed}")
     for line in compare_notes(result):
         print(line)
     if args.out:

@@ -184,12 +184,26 @@ def _held_out(fit, X_test, y_test, seed) -> tuple[dict[str, float], np.ndarray]:
 
 
 def _loo(fit) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
-    """PSIS-LOO columns, NaN with the reason when a Pareto k is above ArviZ's threshold."""
+    """PSIS-LOO columns, NaN with the reason when a Pareto k is above ArviZ's threshold
+    or when PSIS itself fails."""
     import arviz as az
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ArviZ's Pareto-k warning: the table says it
-        res = az.loo(fit.idata_, pointwise=True)
+        try:
+            res = az.loo(fit.idata_, pointwise=True)
+        except ValueError as exc:  # e.g. "All tail values are the same": a point whose
+            # log-likelihood is the same in every draw (a fit certain of it)
+            n = int(np.asarray(fit.idata_["log_likelihood"].to_dataset().to_array()).shape[-1])
+            row = {
+                "elpd_loo": np.nan,
+                "elpd_loo_se": np.nan,
+                "p_loo": np.nan,
+                "loo_optimistic": bool(fit.posterior_.is_type_ii),
+                "pareto_k_bad": n,
+                "loo_note": f"PSIS-LOO failed ({exc}); use elpd_kfold",
+            }
+            return row, np.full(n, np.nan), np.full(n, np.nan)
     k = np.asarray(res.pareto_k.values, dtype=float).reshape(-1)
     elpd_i = np.asarray(res.elpd_i.values, dtype=float).reshape(-1)
     bad = int(np.sum(~(k <= res.good_k)))  # a NaN k (PSIS failed) is bad too
