@@ -69,6 +69,10 @@ Usage::
 
     python benchmarks/bench_real_panel.py [--kind both] [--splits 5] [--only boston cars93]
         [--methods "RVM()" gamma=evidence GP] [--max-n 2000] [--n-jobs 1] [--quick]
+        [--out DIR] [--resume | --from-csv]
+
+``--resume`` reruns only the sets missing from the rows CSV of ``--out`` (a run
+cut short); ``--from-csv`` fits nothing and prints the tables of that CSV.
 """
 
 from __future__ import annotations
@@ -689,8 +693,40 @@ def _available(methods: list[str]) -> list[str]:
     return methods
 
 
+def _read_rows(path: str) -> pd.DataFrame | None:
+    """The rows CSV of an earlier run (None if there is none); no failure reads as ""."""
+    if not os.path.exists(path):
+        return None
+    df = pd.read_csv(path)
+    df["failure"] = df["failure"].fillna("")
+    return df
+
+
+def _earlier(
+    previous: pd.DataFrame | None, name: str, methods: list[str], splits: int | None
+) -> pd.DataFrame | None:
+    """The rows of ``name`` in an earlier run if it has every method on every split.
+
+    ``splits=None`` (``--from-csv``): whatever splits it has.
+    """
+    if previous is None:
+        return None
+    rows = previous[(previous["set"] == name) & previous["method"].isin(methods)]
+    if splits is not None:
+        rows = rows[rows["split"] < splits]
+        need = {(m, k) for m in methods for k in range(splits)}
+        if not need <= set(zip(rows["method"], rows["split"], strict=True)):
+            return None
+    return rows if len(rows) else None
+
+
 def run_kind(kind: str, args: argparse.Namespace, prefix: str) -> pd.DataFrame | None:
-    """Every set of one kind: per-set tables as they finish, CSVs, and the summary."""
+    """Every set of one kind: per-set tables as they finish, CSVs, and the summary.
+
+    With ``--resume`` a set whose every method and split is in the rows CSV
+    of ``--out`` is not run again (its rows are kept); with ``--from-csv``
+    nothing is run: the tables are made from the CSV.
+    """
     from joblib import Parallel, delayed
 
     if kind == "regression":
@@ -707,32 +743,47 @@ def run_kind(kind: str, args: argparse.Namespace, prefix: str) -> pd.DataFrame |
     skipped = []
     rows_csv = os.path.join(args.out, f"{prefix}_{kind}_rows.csv")
     means_csv = os.path.join(args.out, f"{prefix}_{kind}_means.csv")
+    previous = _read_rows(rows_csv) if args.resume or args.from_csv else None
     for name in names:
-        try:
-            X, y, _, description = sets[name](max_n=args.max_n)
-        except _panel_data.MissingSource as err:
-            print(f"### {name}: skipped ({err})\n")
-            skipped.append(name)
+        old = _earlier(previous, name, methods, None if args.from_csv else args.splits)
+        if old is not None:
+            all_rows += old.to_dict("records")
+            r = old.iloc[0]
+            print(
+                f"### {name}: {_panel_data.describe(name)}; n = {r.n_train + r.n_test}, "
+                f"d = {r.d} (from {os.path.relpath(rows_csv)})\n"
+            )
+        elif args.from_csv:
+            print(f"### {name}: not in {os.path.relpath(rows_csv)}\n")
             continue
-        t0 = time.perf_counter()
-        rows = Parallel(n_jobs=args.n_jobs)(
-            delayed(run_split)(name, kind, X, y, k, methods) for k in range(args.splits)
-        )
-        all_rows += [r for split_rows in rows for r in split_rows]
+        else:
+            try:
+                X, y, _, description = sets[name](max_n=args.max_n)
+            except _panel_data.MissingSource as err:
+                print(f"### {name}: skipped ({err})\n")
+                skipped.append(name)
+                continue
+            t0 = time.perf_counter()
+            rows = Parallel(n_jobs=args.n_jobs)(
+                delayed(run_split)(name, kind, X, y, k, methods) for k in range(args.splits)
+            )
+            all_rows += [r for split_rows in rows for r in split_rows]
+            print(f"### {name}: {description} ({time.perf_counter() - t0:.0f} s)\n")
         df = pd.DataFrame(all_rows)
         m = means(df)
-        print(f"### {name}: {description} ({time.perf_counter() - t0:.0f} s)\n")
         print(set_table(m[m["set"] == name], kind))
         for r in df[(df["set"] == name) & (df["failure"] != "")].itertuples():
             print(f"  failed: {r.method} split {r.split}: {r.failure}")
         print(flush=True)
-        df.to_csv(rows_csv, index=False)  # after every set: a long run is never lost
-        m.to_csv(means_csv, index=False)
+        if not args.from_csv:  # after every set: a long run is never lost
+            df.to_csv(rows_csv, index=False)
+            m.to_csv(means_csv, index=False)
     if not all_rows:
         return None
-    m = means(pd.DataFrame(all_rows))
+    df = pd.DataFrame(all_rows)
+    m = means(df)
     n_sets = m["set"].nunique()
-    print(f"\n## Summary, {kind}: {n_sets} sets x {args.splits} splits\n")
+    print(f"\n## Summary, {kind}: {n_sets} sets x {df['split'].nunique()} splits\n")
     if skipped:
         print(f"skipped (package missing): {', '.join(skipped)}\n")
     if kind == "regression":
@@ -772,6 +823,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--n-jobs", type=int, default=1, help="splits run in parallel (joblib)")
     ap.add_argument("--quick", action="store_true", help=f"sets {QUICK_SETS}, 2 splits")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
+    ap.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the sets already complete in --out's rows CSV (a run cut short)",
+    )
+    ap.add_argument(
+        "--from-csv", action="store_true", help="only print the tables of --out's rows CSV"
+    )
     args = ap.parse_args(argv)
     if args.quick:
         args.only = args.only or list(QUICK_SETS)

@@ -174,3 +174,16 @@ def test_the_regression_summary_counts_what_it_says(bench):
     assert cells[8:11] == ["-0.75", "-0.75", "1/2"]
     gp = next(r for r in table.splitlines() if r.startswith("| GP (peer)"))
     assert "1.25 (b)" in gp  # against the best of the other peers (2.0 on b)
+
+
+def test_resume_keeps_only_the_sets_that_are_complete(bench):
+    rows = pd.DataFrame(
+        [(s, m, k) for s in "ab" for m in ("RVM()", "GP") for k in range(2)],
+        columns=["set", "method", "split"],
+    ).iloc[:-1]  # set b lacks GP on split 1
+    assert len(bench._earlier(rows, "a", ["RVM()", "GP"], 2)) == 4
+    assert bench._earlier(rows, "b", ["RVM()", "GP"], 2) is None
+    assert len(bench._earlier(rows, "b", ["RVM()"], 2)) == 2  # the methods asked for
+    assert bench._earlier(rows, "a", ["RVM()", "GP"], 3) is None  # a third split is missing
+    assert len(bench._earlier(rows, "b", ["RVM()", "GP"], None)) == 3  # --from-csv: what is there
+    assert bench._earlier(None, "a", ["GP"], 2) is None
