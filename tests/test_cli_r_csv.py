@@ -407,3 +407,34 @@ def test_compile_cache_is_told_empty_or_filled(tmp_path):
     (tmp_path / "numba" / "tmpabc").mkdir()
     assert not commands.cache_is_empty(tmp_path / "numba", numba=False)
     assert commands.compile_cache_is_empty() in (True, False)  # this machine's PyTensor
+
+
+def test_one_hot_levels_are_the_same_whatever_type_pandas_reads(tmp_path, capsys):
+    """A text column mixing words and numbers ('a', '2', '3', empty) is predicted on a file
+    holding only its numbers (read as floats, '2.0'): the level '2' either way."""
+    rng = np.random.default_rng(0)
+    n = 40
+    g = np.array(["a", "2", "3", ""] * (n // 4), dtype=object)
+    x = rng.uniform(-2, 2, n)
+    y = x + (g == "a") + 0.1 * rng.standard_normal(n)
+    pd.DataFrame({"x": x, "g": g, "y": y}).to_csv(tmp_path / "t.csv", index=False)
+    out = tmp_path / "fit"
+    argv = ["fit", str(tmp_path / "t.csv"), "--target", "y", "--one-hot", "--gamma", "0.5"]
+    assert main([*argv, "--no-plot", "--out", str(out)]) == 0
+    new = pd.DataFrame({"x": [0.0, 1.0, 0.5], "g": [2.0, 3.0, np.nan]})
+    new.to_csv(tmp_path / "new.csv", index=False)
+    capsys.readouterr()
+    assert main(["predict", str(out), str(tmp_path / "new.csv")]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 4
+
+
+def test_fit_with_a_kernel_without_a_width(tmp_path, capsys):
+    """--kernel linear has no width: the summary says so (it crashed on float(None))."""
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-2, 2, 30)
+    pd.DataFrame({"x": x, "y": 2 * x + rng.standard_normal(30)}).to_csv(tmp_path / "t.csv")
+    argv = ["fit", str(tmp_path / "t.csv"), "--target", "y", "--kernel", "linear", "--no-plot"]
+    assert main([*argv, "--out", str(tmp_path / "lin")]) == 0
+    out = capsys.readouterr().out
+    assert "  gamma                  none (the kernel has no width)" in out
+    assert "  gamma chosen by        no width (this kernel has none)" in out

@@ -15,7 +15,7 @@ import pytest
 from scipy.stats import norm
 from sklearn.datasets import load_diabetes
 
-from rvm_pymc import RVC, RVR, InterpolationWarning, compare, fit_all
+from rvm_pymc import RVC, RVP, RVR, InterpolationWarning, compare, fit_all
 
 
 @pytest.fixture(scope="module")
@@ -146,3 +146,46 @@ def test_compare_gives_nan_and_the_reason_when_psis_fails(diabetes, monkeypatch)
     assert np.isnan(table.loc["reference", "elpd_loo"])
     assert table.loc["reference", "loo_note"].startswith("PSIS-LOO failed (All tail values")
     assert table.attrs["pointwise"]["elpd_loo"]["reference"].isna().all()
+
+
+def test_cv_scores_a_fold_that_cannot_be_fitted_as_minus_infinity():
+    """Sparse targets: a fold whose training part is constant cannot be fitted; that width
+    scores -inf there instead of the whole fit failing (the full data are fitted)."""
+    X = np.linspace(0, 1, 30)[:, None]
+    y = np.zeros(30)
+    y[[3, 17]] = 5.0
+    for seed in range(6):  # some seeds put both non-zero rows in one test fold
+        est = RVR(random_state=seed).fit(X, y)
+        assert np.isfinite(est.predict(X)).all()
+    counts = np.zeros(30, dtype=int)
+    counts[4] = 3
+    said = r"gamma='auto': gamma='cv': no width .* at gamma='scale' instead"
+    with pytest.warns(UserWarning, match=said):
+        RVP().fit(X, counts)  # every fold without the count: cv has nothing to score
+    with pytest.raises(ValueError, match=r"gamma='cv': no width of gamma_grid could be scored"):
+        RVP(gamma="cv").fit(X, counts)
+
+
+def test_folds_that_interpolate_are_not_reported_as_the_fits_own():
+    """The chosen width's folds may keep more than half their rows; only the final fit's
+    own check warns (cv_path_ records the folds' share)."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-3, 3, (40, 1))
+    y = np.sin(X[:, 0]) + 0.3 * rng.standard_normal(40)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = RVR(gamma="cv", gamma_grid=[30.0, 100.0, 300.0]).fit(X, y)
+    said = [w for w in caught if issubclass(w.category, InterpolationWarning)]
+    assert len(said) == int(est.interpolates_)
+    assert est.cv_path_["relevance_fraction"].max() > 0.5
+    # the best is the grid's widest kernel: the edge warning says to extend the grid
+    assert any("best cross-validated score is at the smallest gamma" in str(w.message)
+               for w in caught)  # fmt: skip
+
+
+def test_fit_all_shares_only_the_first_methods_width(diabetes):
+    X, y, _, _ = diabetes
+    fits = fit_all(
+        X[:40], y[:40], methods=("reference", "map"), method_params={"reference": {"gamma": 0.5}}
+    )
+    assert fits.width_from is None and fits["map"].gamma == "auto"

@@ -424,9 +424,32 @@ def _is_text(col) -> bool:
     return bool(present.size) and bool(pd.to_numeric(present, errors="coerce").isna().any())
 
 
+def _level_text(value) -> str:
+    """A cell as its level's name, one name whatever type pandas read the column as: the
+    text ``2`` and the number 2.0 are the level ``2``, 2.5 and ``2.5`` the level ``2.5``."""
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return value
+    else:
+        number = float(value)
+    if np.isfinite(number) and number == int(number):
+        return str(int(number))
+    return str(number)
+
+
+def _level_texts(col):
+    """The level of every cell of the column ``col`` (an empty cell: :data:`MISSING_LEVEL`)."""
+    import pandas as pd
+
+    cells = zip(col.astype(object), col.isna(), strict=True)
+    texts = [MISSING_LEVEL if missing else _level_text(v) for v, missing in cells]
+    return pd.Series(texts, index=col.index, dtype=object)
+
+
 def _levels_of(col) -> list[str]:
-    values = col.astype(object).where(col.notna(), MISSING_LEVEL).astype(str)
-    return sorted(set(values))
+    return sorted(set(_level_texts(col)))
 
 
 def one_hot_levels(table, columns: Sequence[str]) -> dict[str, list[str]]:
@@ -481,7 +504,7 @@ def one_hot(table, levels: dict[str, list[str]], path: str, *, fitted: bool = Fa
     for name, known in levels.items():
         if name not in table.columns:
             continue  # split_features names the missing column
-        values = table[name].astype(object).where(table[name].notna(), MISSING_LEVEL).astype(str)
+        values = _level_texts(table[name])
         if fitted:
             new = np.flatnonzero(~values.isin(known).to_numpy())
             if new.size:

@@ -214,7 +214,7 @@ def _summary(args, est, pre: Preprocess, X, y, task, elapsed, left_out) -> dict[
         "standardised": pre.standardise,
         "method": est.method,
         "kernel": args.kernel,
-        "gamma": float(est.gamma_),
+        "gamma": None if est.gamma_ is None else float(est.gamma_),
         "gamma_chosen_by": _chosen_by(args.gamma, est),
         # the package's one count (rvm_pymc.comparison.n_relevant): kernel bases whose
         # weight is relevant, the bias not counted; for NUTS by the sign rule, not all bases
@@ -245,11 +245,13 @@ def _summary(args, est, pre: Preprocess, X, y, task, elapsed, left_out) -> dict[
 
 def _chosen_by(gamma, est) -> str:
     """How the width was chosen, as the summary says it (``auto``: which rule it took)."""
+    if est.gamma_ is None:
+        return "no width (this kernel has none)"
     if not isinstance(gamma, str):
         return "given"
     if gamma == "auto":
-        return "auto: 5-fold cross-validation" if hasattr(est, "cv_path_") else "auto: scale"
-    return {"cv": "5-fold cross-validation"}.get(gamma, gamma)
+        return "auto: cross-validation" if hasattr(est, "cv_path_") else "auto: scale"
+    return {"cv": "cross-validation"}.get(gamma, gamma)
 
 
 def _summary_text(s: dict[str, Any]) -> str:
@@ -272,6 +274,8 @@ def _summary_text(s: dict[str, Any]) -> str:
             )
         if key == "log_evidence" and value is None:  # NUTS samples the hyperparameters
             value = f"not computed ({s['method']})" if s["method"] == "nuts" else "not computed"
+        elif key == "gamma" and value is None:
+            value = "none (the kernel has no width)"
         elif value is None:
             value = "not computed"
         if isinstance(value, float):

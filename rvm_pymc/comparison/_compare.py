@@ -140,7 +140,8 @@ def fit_all(
         fits[m] = est.fit(X, y)
         times[m] = time.perf_counter() - t0
         gamma = getattr(fits[m], "gamma_", None)
-        if same_width and not shared and isinstance(est.gamma, str) and gamma is not None:
+        first = m == methods[0]  # the first method chooses; one given its own gamma keeps it
+        if same_width and first and isinstance(est.gamma, str) and gamma is not None:
             shared = {"gamma": float(gamma)}
     width_from = methods[0] if shared else None
     return FitSet(fits, X=X, y=y, fit_times=times, width_from=width_from)
@@ -276,7 +277,9 @@ def compare(
         Indexed by fit name.  Columns:
 
         - what was fitted: ``method``, ``prior``, ``basis`` (kernel and
-          width ``gamma_``), ``gamma``, ``same_basis`` (False for a fit whose
+          width ``gamma_``), ``gamma``, ``interpolates`` (the fit's
+          ``interpolates_``: a type-II fit keeping more than half its rows or
+          with the noise at its bound), ``same_basis`` (False for a fit whose
           basis differs from the baseline's, :func:`same_basis`; a warning
           names it), ``fit_time`` (seconds, fits of :func:`fit_all`),
           ``predictive`` (regression: ``"rvm"`` or ``"rvm*"``, the RVR's
@@ -298,7 +301,8 @@ def compare(
           ``kfold_fit_time`` (mean seconds per fold fit), and the refits'
           diagnostics ``kfold_folds``, ``kfold_converged`` (folds whose refit
           converged; a warning names the others), ``kfold_max_rhat`` and
-          ``kfold_divergences`` (nuts; over the folds);
+          ``kfold_divergences`` (nuts; over the folds), ``kfold_interpolating``
+          (folds whose type-II refit interpolates; a warning names them);
         - PSIS-LOO: ``elpd_loo``, ``elpd_loo_se``, ``p_loo``,
           ``loo_optimistic`` (True for type-II fits, whose LOO keeps the
           hyperparameters fitted on every point), ``pareto_k_bad`` (points
@@ -324,16 +328,22 @@ def compare(
         and ``"pareto_k"`` over the training points; ``"elpd_loo"`` keeps
         the PSIS values even where the table says NaN) and ``"folds"`` (one
         row per fit and fold: ``converged``, ``max_rhat``, ``divergences``,
-        ``seconds``, ``elpd``).
+        ``seconds``, ``elpd``, the refit's width ``gamma``, ``n_relevant`` of
+        its ``n_train`` rows, ``interpolates`` and its ``warnings``).
 
     Warns
     -----
     UserWarning
-        When a fit's basis differs from the baseline's (e.g. a different
-        ``gamma_`` chosen by ``gamma="evidence"``): the table then compares
+        When a fit's basis differs from the baseline's (a width chosen per
+        method, ``fit_all(same_width=False)``): the table then compares
         models, not approximations of one posterior.
     rvm_pymc.exceptions.ConvergenceWarning
         Naming the folds whose refit did not converge.
+    rvm_pymc.exceptions.InterpolationWarning
+        Naming, per fit, the folds whose refit interpolates.
+    Warning
+        Every other warning of the k-fold refits, once per fit and message, naming
+        the folds that raised it.
 
     Notes
     -----

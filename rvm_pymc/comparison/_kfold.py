@@ -118,9 +118,16 @@ def kfold(fits, X, y, cv, random_state, n_jobs):
 
     folds = _folds(fits, X, y, cv, random_state)
     width_from = getattr(fits, "width_from", None)
-    res = Parallel(n_jobs=n_jobs)(
-        delayed(_fold_fits)(dict(fits), X, y, tr, te, width_from) for tr, te in folds
-    )
+    if width_from is None:  # every (fit, fold) an independent task
+        flat = Parallel(n_jobs=n_jobs)(
+            delayed(_fold_fit)(est, X, y, tr, te) for tr, te in folds for est in fits.values()
+        )
+        k = len(fits)
+        res = [dict(zip(fits, flat[i * k : (i + 1) * k], strict=True)) for i in range(len(folds))]
+    else:  # a fold's width first: its fits one after another
+        res = Parallel(n_jobs=n_jobs)(
+            delayed(_fold_fits)(dict(fits), X, y, tr, te, width_from) for tr, te in folds
+        )
     pointwise = pd.DataFrame(np.nan, index=pd.RangeIndex(len(y), name="obs"), columns=list(fits))
     rows = []
     caught: dict[tuple[str, str, type[Warning]], list[int]] = {}

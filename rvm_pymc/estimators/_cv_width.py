@@ -9,9 +9,10 @@ log predictive density scores exactly what interpolation ruins, the predictive b
 as well as the mean, and costs little: every fit is a closed-form reference fit.
 
 The search (:func:`cv_width`): the widths of the grid (``gamma_grid``, default 9 widths
-over 4 decades around ``"scale"``), from its middle outward; a side stops at a width
-whose score is below its inner neighbour's and below the best so far (the narrow,
-interpolating widths, which cost most, are seldom fitted); then the two widths half a
+over 4 decades around ``"scale"``), from its middle outward; a side stops at the first
+width whose score falls below its inner neighbour's (so the narrow, interpolating
+widths, which cost most, are seldom fitted; a noisy score can stop a side early, a
+cost traded for speed); then the two widths half a
 grid step on either side of the best (a factor ``sqrt`` of the grid's step) are
 scored, and the best of all is chosen.  Every (width, fold) fit is a clone of the
 estimator with ``method="reference"`` at that fixed width and under the fit's prior,
@@ -30,6 +31,7 @@ from sklearn.model_selection import KFold, StratifiedKFold
 
 from rvm_pymc._core.counts import mixture_logpmf
 from rvm_pymc._core.parallel import run_recorded
+from rvm_pymc.exceptions import InterpolationWarning
 
 __all__ = ["CV_FOLDS", "CV_PATH_KEYS", "cv_folds", "cv_width", "held_out_log_density"]
 
@@ -94,10 +96,18 @@ def cv_folds(est, X: np.ndarray, y: np.ndarray, seed: int) -> list[tuple[np.ndar
     return list(KFold(k, shuffle=True, random_state=seed).split(X))
 
 
-def _fold_score(spec, X, y, train, test) -> tuple[np.ndarray, int]:
-    """One task: the held-out log densities of ``test`` from a fit on ``train``, its RVs."""
-    fit = clone(spec).fit(X[train], y[train])
-    return held_out_log_density(fit, X[test], y[test]), int(fit.n_relevance_)
+def _fold_score(spec, X, y, train, test) -> tuple[np.ndarray, float]:
+    """One task: the held-out log densities of ``test`` from a fit on ``train``, its RVs.
+
+    A fold whose training part cannot be fitted (constant targets, counts all zero, a
+    solver failure) scores ``-inf`` at this width, with NaN relevance vectors, as a
+    failed fit of the evidence search does.
+    """
+    try:
+        fit = clone(spec).fit(X[train], y[train])
+    except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+        return np.full(len(test), -np.inf), np.nan
+    return held_out_log_density(fit, X[test], y[test]), float(fit.n_relevance_)
 
 
 def cv_width(est, X, y, prior, solver: str, grid: list[float], seed: int) -> dict[str, Any]:
@@ -148,12 +158,15 @@ def cv_width(est, X, y, prior, solver: str, grid: list[float], seed: int) -> dic
             caught, rvs = [], []
             for (tr, te), ((lpd_te, rv), w) in zip(folds, out[i * k : (i + 1) * k], strict=True):
                 lpd[te] = lpd_te
-                caught += w
+                # a fold's interpolation is the path's relevance_fraction; the final fit
+                # checks its own (InterpolationWarning), so the folds' are not raised
+                caught += [(m, c) for m, c in w if not issubclass(c, InterpolationWarning)]
                 rvs.append(rv / len(tr))
             lpd = np.where(np.isnan(lpd), -np.inf, lpd)
             mean = float(np.mean(lpd))
             se = float(np.std(lpd) / np.sqrt(n)) if np.isfinite(mean) else np.nan
-            scored[g] = {"cv_lpd": mean, "cv_lpd_se": se, "rv": float(np.mean(rvs)), "w": caught}
+            rv = float(np.nanmean(rvs)) if np.isfinite(rvs).any() else np.nan
+            scored[g] = {"cv_lpd": mean, "cv_lpd_se": se, "rv": rv, "w": caught}
 
     # a grid around "scale" of inputs near the float range's edge can hold an inf width
     widths = sorted(float(g) for g in grid if np.isfinite(g))
@@ -168,12 +181,18 @@ def cv_width(est, X, y, prior, solver: str, grid: list[float], seed: int) -> dic
         if open_lo:
             lo -= 1
             s, inner = scored[widths[lo]]["cv_lpd"], scored[widths[lo + 1]]["cv_lpd"]
-            open_lo = lo > 0 and not (s < inner and s < best)
+            open_lo = lo > 0 and not _falls(s, inner, best)
         if open_hi:
             hi += 1
             s, inner = scored[widths[hi]]["cv_lpd"], scored[widths[hi - 1]]["cv_lpd"]
-            open_hi = hi < len(widths) - 1 and not (s < inner and s < best)
+            open_hi = hi < len(widths) - 1 and not _falls(s, inner, best)
     g_best = _best(scored)
+    if not np.isfinite(scored[g_best]["cv_lpd"]):
+        raise ValueError(
+            "gamma='cv': no width of gamma_grid could be scored: every width has a fold "
+            "whose fit failed (constant targets or counts all zero in its training part) or "
+            "gave a held-out density of 0; give gamma a number, or 'scale'"
+        )
     if len(widths) > 1:  # half a step on either side of the best width of the grid
         i = widths.index(g_best)
         halves = []
@@ -191,6 +210,12 @@ def cv_width(est, X, y, prior, solver: str, grid: list[float], seed: int) -> dic
         "relevance_fraction": np.array([scored[g]["rv"] for g in order]),
     }
     return {"gamma": g_best, "path": path, "warnings": scored[g_best]["w"]}
+
+
+def _falls(score: float, inner: float, best: float) -> bool:
+    """A side of the search stops at a width scoring below its inner neighbour (and so
+    below the best), or at one that could not be scored (``-inf``)."""
+    return not np.isfinite(score) or (score < inner and score < best)
 
 
 def _best(scored: dict[float, dict[str, Any]]) -> float:

@@ -145,9 +145,22 @@ def select_width(
     rule = auto_gamma(est, X, y) if est.gamma == "auto" else est.gamma
     cv_path = None
     if rule == "cv" and candidates[0] is not None:
-        chosen = cv_width(est, X, y, prior, solver, candidates, fold_seed)
-        raise_again(f"gamma='cv' (folds at gamma={chosen['gamma']:.4g})", chosen["warnings"])
-        candidates, cv_path = [chosen["gamma"]], chosen["path"]
+        try:
+            chosen = cv_width(est, X, y, prior, solver, candidates, fold_seed)
+        except ValueError as exc:
+            if est.gamma != "auto":
+                raise
+            warnings.warn(
+                f"gamma='auto': {exc}; fitted at gamma='scale' instead",
+                ConvergenceWarning,
+                stacklevel=5,
+            )
+            candidates = [scale_gamma(X)]
+        else:
+            g = chosen["gamma"]
+            raise_again(f"gamma='cv' (folds at gamma={g:.4g})", chosen["warnings"], stacklevel=4)
+            _warn_at_an_edge("cv", "best cross-validated score", g, candidates)
+            candidates, cv_path = [g], chosen["path"]
     if len(candidates) == 1:
         g = candidates[0]
         basis, Phi, scale = est._design(g, X, seed, t if need_reference else None)
@@ -188,20 +201,28 @@ def select_width(
     best = exact[_best(exact)]
     g = best["gamma"]
     raise_again(f"gamma={g:.4g}", best["warnings"], stacklevel=4)
-    ends = (float(np.log(min(candidates))), float(np.log(max(candidates))))
-    if len(candidates) > 2 and min(abs(best["x"] - e) for e in ends) < STEP / 2:
-        edge = "smallest" if abs(best["x"] - ends[0]) < STEP / 2 else "largest"
-        warnings.warn(
-            f"gamma='evidence': the largest evidence is at the {edge} gamma of gamma_grid "
-            f"(gamma={g:.4g}, its {'widest' if edge == 'smallest' else 'narrowest'} kernel); "
-            "the best width may lie outside the grid: extend gamma_grid past that edge",
-            ConvergenceWarning,
-            stacklevel=4,
-        )
+    _warn_at_an_edge("evidence", "largest evidence", g, candidates)
     _warn_if_rising_into_interpolation(searched, best)
     fits = searched + exact
     path = {k: np.array([f[k] for f in fits]) for k in PATH_KEYS}
     return Width(g, best["basis"], best["Phi"], best["scale"], best["reference"], path, None)
+
+
+def _warn_at_an_edge(rule: str, what: str, g: float, grid: list[float]) -> None:
+    """Warn when the width chosen from ``grid`` (of 3 or more) is within half a refinement
+    step of its smallest or largest width: the best may lie outside the grid."""
+    ends = (float(np.log(min(grid))), float(np.log(max(grid))))
+    x = float(np.log(g))
+    if len(grid) <= 2 or min(abs(x - e) for e in ends) >= STEP / 2:
+        return
+    edge = "smallest" if abs(x - ends[0]) < STEP / 2 else "largest"
+    warnings.warn(
+        f"gamma={rule!r}: the {what} is at the {edge} gamma of gamma_grid "
+        f"(gamma={g:.4g}, its {'widest' if edge == 'smallest' else 'narrowest'} kernel); "
+        "the best width may lie outside the grid: extend gamma_grid past that edge",
+        ConvergenceWarning,
+        stacklevel=5,
+    )
 
 
 def _warn_if_rising_into_interpolation(searched: list[dict], best: dict) -> None:
