@@ -30,9 +30,10 @@
 # same basis (`same_basis` in the table). The benchmark on the documentation
 # page "Comparison and diagnostics" (section "What the numbers say") repeats
 # the comparison over random splits of sinc and of three more data sets,
-# classification included, at the estimators' defaults: there
-# `gamma="auto"` lets each prior choose its own width, and its tables give
-# the paired differences split by split.
+# classification included, at the estimators' defaults of the time: there
+# each prior chose its own width by the evidence (today `gamma="auto"` is one
+# cross-validated width, which `fit_all` shares between the methods), and its
+# tables give the paired differences split by split.
 
 # %%
 import time
