@@ -81,23 +81,12 @@ class ResultViews:
         """
         check_is_fitted(self, "coef_")
         if getattr(self, "_idata", None) is None:
-            from rvm_pymc.results import to_datatree
+            from rvm_pymc.estimators._compact import build_tree
 
             inp = self._tree_inputs
             # a fit on the row compression kept X, not its N x active design
             Phi = self._design_of(inp["Phi"]) if inp.get("Phi_of_X") else inp["Phi"]
-            self._idata = to_datatree(
-                self.posterior_,
-                Phi=Phi,
-                target=inp["target"],
-                classes=inp["classes"],
-                draws=inp["draws"],
-                chains=inp["chains"],
-                random_state=inp["seed"],
-                sample_stats=inp["sample_stats"],
-                attrs=inp["attrs"],
-                constant_data=inp["constants"],
-            )
+            self._idata = build_tree(self.posterior_, {**inp, "Phi": Phi})
         return self._idata
 
     @idata_.setter
