@@ -189,3 +189,16 @@ def test_fit_all_shares_only_the_first_methods_width(diabetes):
         X[:40], y[:40], methods=("reference", "map"), method_params={"reference": {"gamma": 0.5}}
     )
     assert fits.width_from is None and fits["map"].gamma == "auto"
+
+
+def test_a_fit_under_a_proper_precision_prior_is_not_called_interpolating():
+    """A proper Gamma prior on the precisions prunes nothing (every basis is relevant by
+    design): only the noise at its bound says such a fit interpolates."""
+    from rvm_pymc.datasets import make_sinc
+
+    X, t, _, _ = make_sinc(n_train=60, noise_sd=0.1, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InterpolationWarning)
+        est = RVR(gamma=0.5, prior="weakly_informative", solver="mackay").fit(X, t)
+    assert est.n_relevance_ > 30 and not est.interpolates_
+    assert 0.05 < np.sqrt(est.noise_var_) < 0.2

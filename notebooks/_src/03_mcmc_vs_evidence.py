@@ -162,9 +162,9 @@ plt.show()
 #
 # * **The prior matters more than the integration.** Under the same
 #   `"weakly_informative"` prior, type-II MAP and NUTS predict alike: held-out
-#   lpd 0.823 and 0.824 nats per point, 5-fold elpd 81.0 against 80.6
-#   (standard errors 7.5 and 7.2), predictive means within 0.0091 of each
-#   other and NUTS's predictive sd at most 1.040 times MAP's. Integrating over
+#   lpd 0.823 and 0.824 nats per point, 5-fold elpd 81.0 against 80.5
+#   (standard errors 7.5 and 7.2), predictive means within 0.0097 of each
+#   other and NUTS's predictive sd at most 1.032 times MAP's. Integrating over
 #   the precisions adds almost nothing here.
 # * **The flat prior of type-II ML costs a little.** Tipping's RVM (8
 #   relevance vectors) has held-out lpd 0.798, 95% coverage 0.928 (nominal
@@ -180,7 +180,7 @@ plt.show()
 # * **PSIS-LOO flatters the type-II fits** (`loo_optimistic`): 91.6 for the
 #   reference fit against a k-fold 75.8, since its precisions were fitted on
 #   the points LOO leaves out. For NUTS it holds (no Pareto k above ArviZ's
-#   threshold, an empty `loo_note`): 81.4 against a k-fold 80.6. To rank a
+#   threshold, an empty `loo_note`): 81.4 against a k-fold 80.5. To rank a
 #   type-II fit against anything else, the k-fold value is the one to read.
 # * **Over random splits, at the defaults** (the benchmark of the page
 #   "Comparison and diagnostics"), sinc says the same: the type-II fit under

@@ -177,8 +177,8 @@ display(summary.round(3))
 #   coursework found the same.
 # * **RBF kernel, Friedman #3**: the evidence chooses a kernel about 1500
 #   times narrower than CV's, with 114 of the 150 training points as
-#   relevance vectors, a CV R^2 of 0.04 and a test R^2 of 0.15 against 0.61
-#   and 0.73 at CV's width: the coursework's failure (its 0.049 and 0.095) is
+#   relevance vectors, a CV R^2 of 0.04 and a test R^2 of 0.15 against 0.62
+#   and 0.72 at CV's width: the coursework's failure (its 0.049 and 0.095) is
 #   reproduced. CV's own choice is the widest width of the grid (CV might
 #   prefer a wider one still).
 # * **RBF kernel, Boston**: the evidence's width is 12 times narrower than

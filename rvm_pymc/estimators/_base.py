@@ -332,7 +332,9 @@ class _BaseRVM(ResultViews, BaseEstimator):
         """Set ``interpolates_`` (type-II fits; False for NUTS) and warn when it is True."""
         type_ii = self.posterior_.is_type_ii
         n_rel = self.n_relevance_
-        self.interpolates_ = type_ii and interpolates(n_rel, n_train, noise_at_bound)
+        prior = self._prior()
+        prunes = prior.a == 0 and prior.b == 0  # a proper prior on alpha prunes nothing
+        self.interpolates_ = type_ii and interpolates(n_rel, n_train, noise_at_bound, prunes)
         if not self.interpolates_:
             return
         noise = getattr(self, "noise_var_", None)

@@ -222,7 +222,9 @@ class RVR(RegressorMixin, _BaseRVM):
         its standard error, and the mean fraction of a fold's rows kept relevant.
     interpolates_ : bool
         Whether the fit (reference or map) keeps more than half of its training rows
-        as relevance vectors or ended with the noise precision at its bound: it then
+        as relevance vectors (under a prior that prunes, ``a = b = 0``: a proper
+        Gamma prior on the precisions keeps every basis by design) or ended with the
+        noise precision at its bound: it then
         interpolates, its bands are too narrow, and ``fit`` warned
         (:class:`~rvm_pymc.exceptions.InterpolationWarning`).  False for nuts.
     evidence_path_ : dict
