@@ -533,7 +533,7 @@ def compare_command(args: argparse.Namespace) -> int:
             fits[method] = est.fit(X_tr, y_tr)
         times[method] = time.perf_counter() - t0
         gamma = getattr(fits[method], "gamma_", None)
-        if not shared and isinstance(args.gamma, str) and gamma is not None:
+        if not shared and args.gamma in ("auto", "cv", "evidence") and gamma is not None:
             shared = {"gamma": float(gamma)}
     cv = args.cv if args.cv > 1 else None
     if cv:

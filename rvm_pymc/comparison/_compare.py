@@ -141,7 +141,8 @@ def fit_all(
         times[m] = time.perf_counter() - t0
         gamma = getattr(fits[m], "gamma_", None)
         first = m == methods[0]  # the first method chooses; one given its own gamma keeps it
-        if same_width and first and isinstance(est.gamma, str) and gamma is not None:
+        searched = est.gamma in ("auto", "cv", "evidence")  # "scale" is one width anyway
+        if same_width and first and searched and gamma is not None:
             shared = {"gamma": float(gamma)}
     width_from = methods[0] if shared else None
     return FitSet(fits, X=X, y=y, fit_times=times, width_from=width_from)

@@ -93,40 +93,6 @@ class ResultViews:
     def idata_(self, tree) -> None:
         self._idata = tree
 
-    def diagnostic_tree(self, top: int | None = 8):
-        """``idata_`` cut to the noise and the most relevant bases, for ArviZ's diagnostics.
-
-        ``arviz.plot_trace`` and ``arviz.plot_rank`` of the whole ``idata_``
-        refuse a fit with more than 40 panels (every NUTS fit: ``w`` and
-        ``log_alpha`` of every basis); of this tree they draw ``log_beta``
-        and the ``top`` most relevant bases (``2 top + 1`` panels for an
-        RVR's NUTS fit).  See :func:`rvm_pymc.plotting.diagnostic_tree`.
-
-        Parameters
-        ----------
-        top : int or None, default 8
-            Bases kept, the most relevant by ``|E[w]| / sd(w)``; None: all.
-
-        Returns
-        -------
-        xarray.DataTree
-            ``posterior`` (the selection) and ``sample_stats``.
-
-        Examples
-        --------
-        ::
-
-            import arviz as az
-
-            az.plot_trace(est.diagnostic_tree())
-            az.plot_rank(est.diagnostic_tree())
-            az.summary(est.diagnostic_tree(top=None))  # a table takes every basis
-        """
-        from rvm_pymc.plotting import diagnostic_tree
-
-        check_is_fitted(self, "coef_")
-        return diagnostic_tree(self, top)
-
     def sample_predictions(self, X, *, random_state=None):
         """Posterior predictive draws at new inputs, as the ArviZ ``predictions`` groups.
 

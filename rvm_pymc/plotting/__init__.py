@@ -18,7 +18,7 @@ matplotlib (and ArviZ, for the forest) is imported only when a plot is drawn.
 - :func:`plot_trace`: ArviZ's trace plot of the scalars and the most relevant bases
   (:func:`trace_selection`);
 - :func:`diagnostic_tree`: that selection as a DataTree for any ArviZ call
-  (``az.plot_trace``, ``az.plot_rank``, ``az.summary``; also ``est.diagnostic_tree()``).
+  (``az.plot_trace``, ``az.plot_rank``, ``az.summary``).
 
 Relevance counts in legends are those of ``rvm_pymc.comparison.n_relevant``
 (relevant kernel bases; the bias is not counted), the count of the

@@ -87,9 +87,11 @@ def diagnostic_tree(fit, top: int | None = TRACE_TOP):
 
         import arviz as az
 
-        az.plot_trace(est.diagnostic_tree())  # or rvm_pymc.plotting.diagnostic_tree(est)
-        az.plot_rank(est.diagnostic_tree(top=4))
-        az.summary(est.diagnostic_tree())
+        from rvm_pymc.plotting import diagnostic_tree
+
+        az.plot_trace(diagnostic_tree(est))
+        az.plot_rank(diagnostic_tree(est, top=4))
+        az.summary(diagnostic_tree(est))
     """
     import xarray as xr
 
