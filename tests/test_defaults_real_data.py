@@ -202,3 +202,19 @@ def test_a_fit_under_a_proper_precision_prior_is_not_called_interpolating():
         est = RVR(gamma=0.5, prior="weakly_informative", solver="mackay").fit(X, t)
     assert est.n_relevance_ > 30 and not est.interpolates_
     assert 0.05 < np.sqrt(est.noise_var_) < 0.2
+
+
+def test_a_pickle_from_before_the_rule_gets_interpolates_on_load():
+    import pickle
+
+    from rvm_pymc.datasets import make_sinc
+
+    X, t, _, _ = make_sinc(n_train=40, noise_sd=0.1, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InterpolationWarning)
+        dense = RVR(gamma=50.0).fit(X, t)  # a narrow kernel: every point relevant
+    sparse = RVR(gamma=0.5).fit(X, t)
+    for est, expected in ((dense, True), (sparse, False)):
+        del est.interpolates_  # as a pickle written before the attribute existed
+        back = pickle.loads(pickle.dumps(est))
+        assert back.interpolates_ is expected

@@ -125,6 +125,11 @@ class _BaseRVM(ResultViews, BaseEstimator):
         super().__setstate__(state)
         if "posterior_" in state:  # pickles before intercept_ included y_offset_
             self._set_intercept()
+        if "posterior_" in state and "interpolates_" not in state:  # before the rule
+            inputs = state.get("_tree_inputs") or {}
+            at_bound = bool((inputs.get("attrs") or {}).get("noise_at_bound", False))
+            target = inputs.get("target")
+            self.interpolates_ = self._interpolates(0 if target is None else len(target), at_bound)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -328,13 +333,19 @@ class _BaseRVM(ResultViews, BaseEstimator):
         }
         self._idata = None
 
-    def _check_interpolation(self, n_train: int, noise_at_bound: bool) -> None:
-        """Set ``interpolates_`` (type-II fits; False for NUTS) and warn when it is True."""
-        type_ii = self.posterior_.is_type_ii
-        n_rel = self.n_relevance_
+    def _interpolates(self, n_train: int, noise_at_bound: bool) -> bool:
+        """The rule of :mod:`rvm_pymc._core.interpolation` for this fit (False for NUTS)."""
         prior = self._prior()
         prunes = prior.a == 0 and prior.b == 0  # a proper prior on alpha prunes nothing
-        self.interpolates_ = type_ii and interpolates(n_rel, n_train, noise_at_bound, prunes)
+        n_rel = self.n_relevance_
+        return bool(
+            self.posterior_.is_type_ii and interpolates(n_rel, n_train, noise_at_bound, prunes)
+        )
+
+    def _check_interpolation(self, n_train: int, noise_at_bound: bool) -> None:
+        """Set ``interpolates_`` (type-II fits; False for NUTS) and warn when it is True."""
+        self.interpolates_ = self._interpolates(n_train, noise_at_bound)
+        n_rel = self.n_relevance_
         if not self.interpolates_:
             return
         noise = getattr(self, "noise_var_", None)
