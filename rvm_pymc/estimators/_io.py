@@ -430,7 +430,12 @@ def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path, version: int)
     est.n_iter_ = int(idata.attrs["n_iter"])
     est.converged_ = bool(idata.attrs["converged"])
     est.log_evidence_ = float(idata.attrs["log_evidence"])
-    est.interpolates_ = bool(idata.attrs.get("interpolates", 0))  # since the cv default
+    if "interpolates" in idata.attrs:  # saved since the rule
+        est.interpolates_ = bool(idata.attrs["interpolates"])
+    else:  # a file from before it: the rule again, on the observed rows
+        n_train = int(next(iter(idata["observed_data"].data_vars.values())).size)
+        at_bound = bool(idata.attrs.get("noise_at_bound", False))
+        est.interpolates_ = est._interpolates(n_train, at_bound)
     est.model_ = None  # a PyMC model is not saved (as after unpickling)
     rebuilt = fitted.get(REBUILT) if version >= 4 else None
     if rebuilt is None:
