@@ -95,19 +95,19 @@ def auto_gamma(est: Any, X: np.ndarray, y: np.ndarray | None) -> str:
     return "cv"
 
 
-def gamma_candidates(est: Any, X: np.ndarray, y: np.ndarray | None = None) -> list[float | None]:
-    """Widths to fit: one for a fixed width, the grid for ``"cv"``/``"evidence"`` (and "auto")."""
+def gamma_candidates(est: Any, X: np.ndarray, rule: float | str) -> list[float | None]:
+    """Widths to fit for the width ``rule`` (``est.gamma`` with "auto" resolved): one for a
+    fixed width, the grid for ``"cv"``/``"evidence"``."""
     k = est.kernel
     if not (isinstance(k, str) and k.lower() in GAMMA_KERNELS):
         return [None]
-    gamma = auto_gamma(est, X, y) if est.gamma == "auto" else est.gamma
-    if gamma == "scale":
+    if rule == "scale":
         return [scale_gamma(X)]
-    if gamma in ("evidence", "cv"):
+    if rule in ("evidence", "cv"):
         if est.gamma_grid is None:
             return list(scale_gamma(X) * DEFAULT_GRID)
         return [float(g) for g in np.asarray(est.gamma_grid, dtype=float).reshape(-1)]
-    return [float(est.gamma)]
+    return [float(rule)]
 
 
 def select_width(
@@ -141,8 +141,8 @@ def select_width(
     Width
     """
     y = t if y is None else y
-    candidates = gamma_candidates(est, X, y)
     rule = auto_gamma(est, X, y) if est.gamma == "auto" else est.gamma
+    candidates = gamma_candidates(est, X, rule)
     cv_path = None
     if rule == "cv" and candidates[0] is not None:
         try:
