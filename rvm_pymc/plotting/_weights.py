@@ -32,12 +32,8 @@ LOG_ALPHA_TOP = 20
 
 
 def _top_bases(fits: dict[str, Any], full: dict[str, list[str]], top: int | None) -> list[str]:
-    """The ``top`` most relevant bases over the fits (every basis for None), in natural order.
-
-    A basis's rank is its best position in any fit's
-    ``rvm_pymc.comparison.rank_bases`` (``|E[w]| / sd(w)``, most relevant
-    first); ties go to the fit's order.
-    """
+    """The ``top`` most relevant bases (best ``rank_bases`` position over the fits; every
+    basis for None), in natural order."""
     every = ordered_union(list(full.values()))
     if top is None or top >= len(every):
         return every
@@ -63,12 +59,10 @@ def plot_log_alpha(
 ):
     """Log precision of every basis: NUTS posterior intervals against type-II point estimates.
 
-    For each basis (x axis) and fit: a sampled fit (NUTS) shows the posterior
-    median of ``log alpha`` and its central ``ci_prob`` interval; a type-II fit
-    (reference, map) its point estimate, and a basis it pruned
-    (``alpha = inf``) as a triangle at the top edge of the Axes.  One colour
-    and one legend entry per fit.  ``log alpha`` is in the units of the data
-    (``docs/design.md`` section 3), so fits on the same data compare directly.
+    Per basis (x axis) and fit: a NUTS fit's posterior median of ``log alpha``
+    and central ``ci_prob`` interval; a type-II fit's point estimate, a pruned
+    basis (``alpha = inf``) as a triangle at the top.  ``log alpha`` is in data
+    units (``docs/design.md`` section 3).
 
     Parameters
     ----------
@@ -77,17 +71,13 @@ def plot_log_alpha(
     bases : sequence of str, optional
         Basis names to show (``"bias"``, ``"x<i>"``), over ``top``.
     top : int or None, default 20
-        Without ``bases``: show the ``top`` most relevant bases (those best
-        placed in any fit's ``rvm_pymc.comparison.rank_bases``, by
-        ``|E[w]| / sd(w)``), in their natural order; None shows every basis
-        of every fit, pruned ones included (0.3 inch each: 250 bases make a
-        figure 77 inches wide).
+        Without ``bases``: the ``top`` most relevant bases (best placed in any
+        fit's ``rvm_pymc.comparison.rank_bases``); None shows every basis
+        (0.3 inch each).
     ci_prob : float, default 0.9
         Central interval of the NUTS draws.
-    colors : mapping, sequence or colour, optional
-    labels : mapping of str to str, optional
-        Legend label per fit name.
-    ax : matplotlib Axes, optional
+    colors, labels, ax : optional
+        As for :func:`plot_predictive_1d`.
 
     Returns
     -------
@@ -182,18 +172,9 @@ def plot_weights_forest(
     """A forest plot of the relevant weights of one or several fits.
 
     One row per relevant basis (and class, for softmax); per fit the posterior
-    mean, a thick 50% and a thin ``ci_prob`` equal-tailed interval, computed by
-    ArviZ (``arviz.eti``) from the fit's ``idata_`` draws (exact Gaussian
-    draws for a type-II fit, the NUTS draws otherwise).  A basis a type-II fit
-    pruned is drawn as a cross at ``w = 0`` in that fit's colour.  One colour
-    and one legend entry per fit.
-
-    ``arviz.plot_forest`` of ArviZ 1 builds its own figure grid (a labels
-    column and an intervals column, through ``arviz_plots.PlotCollection``)
-    and cannot draw on a given matplotlib Axes; so this function computes the
-    intervals with ArviZ and draws them itself.  For ArviZ's own figure, call
-    ``arviz.plot_forest({name: est.idata_ ...}, var_names=["w"],
-    coords={"basis": bases})``.
+    mean, a thick 50% and a thin ``ci_prob`` interval (``arviz.eti`` of the
+    ``idata_`` draws); a pruned basis is a cross at ``w = 0``.  Unlike
+    ``arviz.plot_forest``, it draws on a given Axes.
 
     Parameters
     ----------
@@ -201,13 +182,10 @@ def plot_weights_forest(
         Fitted estimators of any ``method``; one is labelled by its method.
     bases : sequence of str, optional
         Basis names to show; default those relevant to any fit
-        (``rvm_pymc.comparison.relevant_bases``): the active bases of a
-        type-II fit, and for NUTS the bases the rule stated there keeps.
+        (``rvm_pymc.comparison.relevant_bases``).
     ci_prob : float, default 0.9
-    colors : mapping, sequence or colour, optional
-    labels : mapping of str to str, optional
-        Legend label per fit name.
-    ax : matplotlib Axes, optional
+    colors, labels, ax : optional
+        As for :func:`plot_predictive_1d`.
 
     Returns
     -------
