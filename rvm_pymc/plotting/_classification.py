@@ -280,7 +280,7 @@ def plot_reliability(
 
 
 def binomial_band(conf: np.ndarray, count: np.ndarray, prob: float):
-    """Central ``prob`` interval of ``Binomial(n, p) / n`` per bin (``p = conf``, ``n = count``)."""
+    """Central ``prob`` interval of ``Binomial(n, p) / n`` per bin (p = conf, n = count)."""
     from scipy.stats import binom
 
     n = np.asarray(count, dtype=float)
