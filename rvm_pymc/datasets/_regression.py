@@ -319,14 +319,8 @@ def make_friedman3(
 
     Parameters
     ----------
-    n_train : int, default=240
-        Number of training points.
-    n_test : int, default=1000
-        Number of test points.
-    noise_sd : float or "auto", default="auto"
-        As for :func:`make_friedman2` (``"auto"`` is about 0.106 here).
-    random_state : None, int or numpy.random.Generator, default=None
-        Source of randomness; see :func:`check_random_state`.
+    n_train, n_test, noise_sd, random_state
+        As for :func:`make_friedman2` (``noise_sd="auto"`` is about 0.106 here).
 
     Returns
     -------
