@@ -72,7 +72,7 @@ class Basis:
 
         Returns
         -------
-        ndarray of shape (n_samples, n_basis_)
+        ndarray of shape ``(n_samples, n_basis_)``
         """
         if not hasattr(self, "n_basis_"):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(X)")
