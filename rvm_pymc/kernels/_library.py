@@ -69,7 +69,10 @@ class _WidthKernel(Kernel):
         return out
 
     def _fill(self, X: np.ndarray, Y: np.ndarray, out: np.ndarray) -> None:
-        raise NotImplementedError
+        """``exp(-gamma d(X, Y))`` of the subclass's distance ``_distance``, in place."""
+        self._distance(X, Y, out)
+        out *= -self.gamma
+        np.exp(out, out=out)
 
 
 class RBF(_WidthKernel):
@@ -94,10 +97,7 @@ class RBF(_WidthKernel):
            [0.1353, 1.    ]])
     """
 
-    def _fill(self, X: np.ndarray, Y: np.ndarray, out: np.ndarray) -> None:
-        _sq_dist(X, Y, out)
-        out *= -self.gamma
-        np.exp(out, out=out)
+    _distance = staticmethod(_sq_dist)
 
 
 class Laplacian(_WidthKernel):
@@ -120,10 +120,9 @@ class Laplacian(_WidthKernel):
 
     _c, _p = 1.0, 1
 
-    def _fill(self, X: np.ndarray, Y: np.ndarray, out: np.ndarray) -> None:
+    @staticmethod
+    def _distance(X: np.ndarray, Y: np.ndarray, out: np.ndarray) -> None:
         cdist(X, Y, "cityblock", out=out)
-        out *= -self.gamma
-        np.exp(out, out=out)
 
 
 class Cauchy(_WidthKernel):
