@@ -56,11 +56,8 @@ def _draw_band_and_mean(ax, x, mean, edges, color, label, k=0):
 
 
 def _gaussian_edges(mean, std, bands) -> dict[float, tuple[np.ndarray, np.ndarray]]:
-    out = {}
-    for p in bands:
-        z = float(norm.ppf(0.5 + p / 2.0))
-        out[p] = (mean - z * std, mean + z * std)
-    return out
+    z = {p: float(norm.ppf(0.5 + p / 2.0)) for p in bands}
+    return {p: (mean - z[p] * std, mean + z[p] * std) for p in bands}
 
 
 def _predictive_edges(est, X_grid, mean, std, bands):
@@ -70,13 +67,7 @@ def _predictive_edges(est, X_grid, mean, std, bands):
     from rvm_pymc.comparison.predictive import predictive
 
     pred = predictive(est, X_grid)
-    return {
-        p: (
-            pred.quantile(0.5 - p / 2.0),
-            pred.quantile(0.5 + p / 2.0),
-        )
-        for p in bands
-    }
+    return {p: (pred.quantile(0.5 - p / 2.0), pred.quantile(0.5 + p / 2.0)) for p in bands}
 
 
 def _draw_data(ax, x_train, y_train, truth_x=None, truth_y=None) -> None:

@@ -146,7 +146,7 @@ def plot_log_alpha(
 
 
 def _intervals(est, bases: list[str], ci_prob: float):
-    """Per basis (and class): mean, 50% and ``ci_prob`` equal-tailed intervals, by ArviZ."""
+    """Per basis (and class), flat: mean, 50% and ``ci_prob`` equal-tailed intervals, by ArviZ."""
     import arviz as az
 
     tree = est.idata_
@@ -156,8 +156,7 @@ def _intervals(est, bases: list[str], ci_prob: float):
     mean = w.mean(("chain", "draw")).values
     inner = az.eti(tree, prob=0.5, var_names=[var], coords=coords)[var]
     outer = az.eti(tree, prob=ci_prob, var_names=[var], coords=coords)[var]
-    classes = [str(c) for c in w["class"].values] if var == "W" else [None]
-    return mean, np.asarray(inner.values), np.asarray(outer.values), classes
+    return mean.reshape(-1), np.reshape(inner.values, (-1, 2)), np.reshape(outer.values, (-1, 2))
 
 
 def plot_weights_forest(
@@ -212,6 +211,11 @@ def plot_weights_forest(
         raise ValueError(
             "fits mix softmax and single-output models: their weights differ in shape"
         )
+    n_class = n_classes.pop()
+
+    def rows_of(names):
+        return np.array([bases.index(b) * n_class + j for b in names for j in range(n_class)])
+
     cols = fit_colors(list(fits), colors)
     labels = dict(labels or {})
     n_fit = len(fits)
@@ -219,7 +223,6 @@ def plot_weights_forest(
     ax_new = ax is None
     for k, (name, est) in enumerate(fits.items()):
         have = [b for b in bases if b in set(map(str, est.posterior_.basis_names))]
-        n_class = 1 if est.posterior_.kind != "softmax" else est.classes_.size
         if rows is None:
             if n_class == 1:
                 rows = list(bases)
@@ -230,19 +233,14 @@ def plot_weights_forest(
         c = cols[name]
         dy = _dodge(k, n_fit, width=0.5)
         if have:
-            mean, inner, outer, _ = _intervals(est, have, ci_prob)
-            mean = mean.reshape(len(have), -1)
-            inner = inner.reshape(len(have), -1, 2)
-            outer = outer.reshape(len(have), -1, 2)
-            y = np.array([bases.index(b) * n_class + j for b in have for j in range(n_class)])
-            y = y.astype(float) + dy
-            m, i50, i90 = mean.reshape(-1), inner.reshape(-1, 2), outer.reshape(-1, 2)
+            m, i50, i90 = _intervals(est, have, ci_prob)
+            y = rows_of(have).astype(float) + dy
             ax.hlines(y, i90[:, 0], i90[:, 1], color=c, lw=1.2, label="_nolegend_")
             ax.hlines(y, i50[:, 0], i50[:, 1], color=c, lw=3.5, label="_nolegend_")
             ax.plot(m, y, "o", color=c, mfc="white", ms=5, ls="none", label=labels.get(name, name))
         pruned = [b for b in bases if b not in set(have)]
         if pruned:
-            yp = np.array([bases.index(b) * n_class + j for b in pruned for j in range(n_class)])
+            yp = rows_of(pruned)
             ax.plot(np.zeros(yp.size), yp + dy, "x", color=c, ms=6, ls="none",
                     label="_nolegend_" if have else labels.get(name, name))  # fmt: skip
     ax.axvline(0.0, color="0.6", lw=0.8, zorder=0)
