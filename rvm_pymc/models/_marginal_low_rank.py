@@ -126,10 +126,8 @@ def marginal_logp_low_rank(t, log_alpha, log_beta, Phi, W) -> pt.TensorVariable:
 
     Parameters
     ----------
-    t : TensorVariable of shape (N,)
-    log_alpha : TensorVariable of shape (M,)
-    log_beta : TensorVariable, scalar
-    Phi : TensorVariable of shape (N, M)
+    t, log_alpha, log_beta, Phi : TensorVariable
+        As for :func:`~rvm_pymc.models.marginal_logp`.
     W : TensorVariable of shape (M, r)
         :func:`gram_factor` of ``Phi`` (orthogonal columns).
 
