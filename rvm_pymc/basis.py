@@ -3,9 +3,7 @@ r"""Bases: how the design matrix ``Phi`` (N x M) of an RVM is built from inputs.
 A :class:`Basis` maps inputs to ``Phi``: :class:`KernelBasis` (bias column plus
 one kernel column per training point, Tipping 2001), :class:`FunctionBasis`
 (user functions such as ``[1, x, x^2, x^3]``), :class:`PrecomputedBasis` (a
-given matrix).  The kernels themselves live in :mod:`rvm_pymc.kernels`, which
-this module imports (never the other way round).  NumPy/SciPy only; PyMC is
-not imported.
+given matrix).  The kernels live in :mod:`rvm_pymc.kernels`.
 """
 
 from __future__ import annotations
@@ -38,8 +36,7 @@ __all__ = [
 _BLOCK_ENTRIES = 1 << 20
 #: ... and through a buffer of this many (1 MB) when written into a strided view.
 _COPY_ENTRIES = 1 << 17
-#: Entries above which a kernel with ``threaded_fill`` fills its design's blocks on threads
-#: (N = 2e5, 1000 centres: 0.5 s against 1.3-1.5 s, mostly first touches of new memory).
+#: Entries above which a kernel with ``threaded_fill`` fills its design's blocks on threads.
 _THREAD_ENTRIES = 1 << 24
 
 
@@ -70,12 +67,12 @@ class Basis:
         ----------
         X : array_like of shape (n_samples, n_features)
         out : ndarray, optional
-            A float64 array of shape ``(n_samples, n_basis_)`` (any strides,
-            e.g. a view into a larger array) to write ``Phi`` into instead of
-            a new one; returned.  A
-            :class:`KernelBasis` writes it without a temporary of its size
-            when its columns have contiguous entries (``out.strides[0] == 8``,
-            as in a column-major array).
+            A float64 array of shape ``(n_samples, n_basis_)`` (any strides) to
+            write ``Phi`` into and return.
+
+        Returns
+        -------
+        ndarray of shape ``(n_samples, n_basis_)``
         """
         if not hasattr(self, "n_basis_"):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(X)")
@@ -96,8 +93,7 @@ class Basis:
                     f"{out.dtype} {out.shape}"
                 )
             Phi = self._design_into(X, out)
-        # A finite sum is the cheap check (an overflow of the sum of finite entries
-        # only leads to the exact one, which then finds nothing).
+        # a finite sum is the cheap check; the exact one runs only when it is not
         with np.errstate(over="ignore", invalid="ignore"):  # inf + -inf, or a sum past 1e308
             total = Phi.sum()
         if not np.isfinite(total):
@@ -107,7 +103,7 @@ class Basis:
     def _check_finite(self, Phi: np.ndarray) -> None:
         """Raise ``ValueError`` naming the columns of ``Phi`` with non-finite entries."""
         bad = ~np.isfinite(Phi)
-        if bad.any():  # name the columns: a FunctionBasis repr shows only <lambda at 0x...>
+        if bad.any():
             cols = [str(self.basis_names_[j]) for j in np.flatnonzero(bad.any(axis=0))]
             shown = cols[:5] + (["..."] if len(cols) > 5 else [])
             raise ValueError(
@@ -154,15 +150,10 @@ class Basis:
 class KernelBasis(Basis):
     """Kernel design matrix ``Phi = [1 | k(X, centres_)]``: one column per centre.
 
-    Up to :data:`~rvm_pymc._core.centres.AUTO_FULL_MAX` (2000) training points every
-    training point is a centre (Tipping 2001).  Above that, ``centres="auto"``
-    keeps at most 1000 training points: up to 500 chosen by greedy pivoted
-    Cholesky (their kernel columns span those of all training points to a
-    relative variance of 1e-6) and, when fewer than 500 span them, the points
-    farthest from the centres taken so far up to 1000 (see
-    ``docs/reference_solver.md``, "Large N"), so that ``Phi`` is at most
-    N x 1001 instead of N x (N + 1).  The design matrix is built in blocks of
-    rows, one float64 array.
+    Up to 2000 training points every training point is a centre (Tipping 2001);
+    above that, ``centres="auto"`` keeps at most 1000 of them, chosen by greedy
+    pivoted Cholesky and farthest-point filling (``docs/reference_solver.md``,
+    "Large N").
 
     Parameters
     ----------
@@ -173,19 +164,16 @@ class KernelBasis(Basis):
         Put a column of ones first, so that ``n_basis_ = n_centres + 1``.
     centres : "auto", "all" or int
         ``"all"``: every training point; an integer ``m``: ``m`` centres chosen
-        as above (all points when ``m >= N``; fewer only when the data have
-        fewer distinct points); ``"auto"`` (default): ``"all"`` up to 2000
-        training points, else at most 1000 as above.
+        as above; ``"auto"`` (default): ``"all"`` up to 2000 training points,
+        else at most 1000.
     random_state : None, int, Generator or RandomState
-        Draws the pool of at most 20000 training points searched for centres
-        (only when there are more); None is a fixed seed, so that the same
-        data give the same centres.
+        Draws the pool of at most 20000 training points searched for centres;
+        None is a fixed seed.
 
     Attributes
     ----------
     X_fit_, centres_ : ndarray of shape (n_centres, d)
-        A private copy of the centres (one array, two names): the training
-        inputs, or the chosen subset of them.
+        A private copy of the centres (the training inputs or a subset).
     centre_indices_ : ndarray of int
         Their rows in the training inputs (``arange(N)`` when every point is one).
     kernel_ : Kernel
@@ -234,21 +222,15 @@ class KernelBasis(Basis):
             )
         self.kernel_ = kernel
         self.centre_indices_ = idx
-        # as_2d_float returned a private copy; a subset is a copy anyway
         self.X_fit_ = self.centres_ = X if idx.size == X.shape[0] else X[idx]
-        return [f"x{i}" for i in idx.tolist()]  # Python ints: formatted 2.5x faster
+        return [f"x{i}" for i in idx.tolist()]
 
     def _transform(self, X: np.ndarray) -> np.ndarray:
         return self.kernel_(X, self.X_fit_)
 
     def _design(self, X: np.ndarray) -> np.ndarray:
-        """Fill one (n, n_basis_) array block by block: no second copy of it.
-
-        Column-major (the solvers gather the columns of the active bases).  For a
-        symmetric kernel the blocks are ``k(centres, X)``, whole contiguous rows of
-        ``Phi.T``: at N = 1000 the design then costs 2.1 ms instead of 6.7 ms (the
-        transposing copy of ``k(X, centres)`` into a column-major array cost most).
-        """
+        """One column-major (n, n_basis_) array filled block by block (for a symmetric kernel
+        as whole rows of ``Phi.T``)."""
         n, off = X.shape[0], int(self.bias)
         if getattr(self.kernel_, "symmetric", False):
             return self._fill_columns(X, np.empty((self.n_basis_, n))).T
@@ -267,12 +249,8 @@ class KernelBasis(Basis):
         return super()._design_into(X, out)
 
     def _fill_columns(self, X: np.ndarray, PhiT: np.ndarray) -> np.ndarray:
-        """Fill ``PhiT`` (n_basis_, n), each row contiguous, with ``Phi.T`` of a symmetric kernel.
-
-        The blocks are ``k(centres, X)``: whole rows of ``PhiT``, filled in place
-        when ``PhiT`` is C-contiguous, else (a view into a larger array) through a
-        buffer of at most :data:`_COPY_ENTRIES` entries that stays in cache.
-        """
+        """Fill ``PhiT`` (n_basis_, n) with ``Phi.T`` of a symmetric kernel, in place when it is
+        C-contiguous, else through a buffer of :data:`_COPY_ENTRIES` entries."""
         n, off = X.shape[0], int(self.bias)
         if off:
             PhiT[0] = 1.0
@@ -285,8 +263,8 @@ class KernelBasis(Basis):
                 self.kernel_.fill(self.X_fit_[s : s + rows], X, PhiT[off + s : off + s + rows])
 
             threads = PhiT.size >= _THREAD_ENTRIES and getattr(self.kernel_, "threaded_fill", 0)
-            list((thread_map if threads else map)(fill, starts))  # threads: on every CPU
-            return PhiT  # transform checks that it is finite
+            list((thread_map if threads else map)(fill, starts))
+            return PhiT
         buf = np.empty((min(rows, self.X_fit_.shape[0]), n))
         for s in starts:
             C = self.X_fit_[s : s + rows]
@@ -412,9 +390,6 @@ def polynomial_basis(degree: int) -> FunctionBasis:
 class PrecomputedBasis(Basis):
     """The input is the design matrix itself, or the kernel matrix (new x training points).
 
-    ``fit`` records the number of columns; ``transform`` checks it and returns
-    the matrix as float64, with a column of ones first when ``bias=True``.
-
     Parameters
     ----------
     bias : bool
@@ -477,9 +452,6 @@ def make_basis(
 
 def column_scale(Phi: ArrayLike) -> np.ndarray:
     """Euclidean norms of the columns of ``Phi``, zero-norm columns mapped to 1.
-
-    Solvers divide the columns by these scales to work on a normalised design
-    matrix and divide the fitted weights by them afterwards.
 
     Parameters
     ----------

@@ -7,40 +7,25 @@ The model (docs/design.md section 1) puts
     \\alpha_m \\sim \\mathrm{Gamma}(a, b), \\qquad \\beta \\sim \\mathrm{Gamma}(c, d)
 
 (shape, rate) on every ARD precision and on the noise precision.  A preset is a
-named :class:`HyperPrior`; user overrides are merged on top of it, never
-written as literals inside a model builder.
+named :class:`HyperPrior`; user overrides are merged on top of it.
 
 Presets
 -------
 ``"evidence"``
-    ``a = b = c = d = 0``: Tipping's pure type-II maximum likelihood (flat prior
-    on the log precisions).  Right for the reference solver and type-II MAP;
-    the irrelevant precisions run to infinity and their bases are pruned.
+    ``a = b = c = d = 0``: Tipping's type-II maximum likelihood (flat prior on
+    the log precisions), for the reference solver and type-II MAP.
 ``"near_improper"``
-    ``a = b = c = d = 1e-6``: the vague Gamma prior of Tipping (2001).  Almost
-    the same fit as ``"evidence"``; its posterior is nearly improper, so full
-    NUTS with it warns.
+    ``a = b = c = d = 1e-6``: the vague Gamma prior of Tipping (2001); full
+    NUTS with it warns (a nearly improper posterior).
 ``"weakly_informative"``
-    A proper prior for full NUTS, stated for *standardised* targets and basis
-    columns scaled to unit root-mean-square (the estimators do this and undo it
-    at prediction time): ``a = 1, b = 1e-2`` puts the prior mean of each
-    precision at 100 (weights of order 0.1) with an exponential tail that still
-    admits weights of order one; ``c = 1, d = 1e-2`` does the same for the
-    noise precision (noise sd of order 0.1 of the target sd).
+    A proper prior for full NUTS on standardised targets and unit-RMS basis
+    columns (as the estimators scale them): ``a = 1, b = 1e-2`` puts the prior
+    mean of each precision at 100 (weights of order 0.1); ``c, d`` likewise for
+    the noise precision.
 ``"weakly_informative_slab"``
     ``"weakly_informative"`` with a slab of scale 5 (below): the default of
-    classifiers and counts under NUTS (``RVC``, ``RVP`` with ``method="nuts"``;
-    on Linnerud's counts 2 x 2000 draws had 20 divergent transitions without
-    it, none with it).  Without the slab the classifiers'
-    chains diverged where the classes separate (6-36 divergent draws on three
-    of four benchmark problems); with it no run diverged.  At 2 x 2000 draws
-    Ripley, wine and Pima converged (R-hat <= 1.01, ESS >= 400) over seeds,
-    breast cancer not quite (R-hat 1.010-1.011, ESS 301-330); at ``RVC``'s
-    2 x 4000 every run at ``gamma="scale"`` converged.  At the estimator's own
-    width (``gamma="auto"``) breast cancer converged where the evidence picked
-    a narrow kernel (0.037-0.044) and not at 0.012-0.014, until NUTS was
-    joined by basis swaps (:mod:`rvm_pymc.inference._swap`) and ``RVC``'s
-    default length became 2 x 6000.  See ``benchmarks/README.md``.
+    ``RVC`` and ``RVP`` under NUTS, whose chains diverge without it where the
+    classes separate (``benchmarks/README.md``).
 
 A slab
 ------
@@ -54,15 +39,9 @@ regularised horseshoe's slab (Piironen & Vehtari 2017) in ARD form:
     \\qquad \\mathrm{var}(w_m \\mid \\alpha_m) = \\frac{s^2}{1 + \\alpha_m s^2} \\le s^2
 
 (:func:`slab_variance`).  A large ``alpha_m`` still prunes its basis, but no
-weight's prior is wider than ``s`` on the scaled problem: under Gamma(1, b)
-on ``alpha`` a weight's marginal prior is otherwise a Student-t with 2
-degrees of freedom, whose infinite-variance tail the posterior keeps wherever
-the classes separate (the likelihood is flat along the weights' scale).
-The PyMC models (``method="nuts"``) and the reference solver's MacKay and
-EM updates (``method="reference"`` with ``solver="mackay"`` or ``"em"``) take a
-slab; the fast sequential solver and type-II MAP refuse it.  In the
-reference solver ``alpha_m`` may end at 0 under ``a = 0`` (the weight's prior
-is then the slab alone; docs/reference_solver.md).
+weight's prior is wider than ``s`` on the scaled problem.  The PyMC models and
+the reference solver's MacKay and EM updates take a slab; the fast sequential
+solver and type-II MAP refuse it (docs/reference_solver.md).
 
 References
 ----------
@@ -93,13 +72,11 @@ class HyperPrior:
         Shape and rate of the Gamma prior on the noise precision ``beta``.
     slab : float or None
         The slab scale ``s > 0``: every weight's prior precision is
-        ``alpha_m + 1/s^2`` (see the module docstring and
-        :func:`slab_variance`).  None (the default): no slab, precision ``alpha_m``.
+        ``alpha_m + 1/s^2``.  None (the default): no slab.
 
     Notes
     -----
-    Zero values are allowed and mean an improper flat prior on the log
-    precision.  A *proper* prior needs all four strictly positive.
+    Zero values mean an improper flat prior on the log precision.
     """
 
     a: float = 0.0
@@ -155,8 +132,7 @@ class HyperPrior:
 def slab_variance(alpha, slab: float | None):
     """A weight's prior variance given its ARD precision: ``s^2 / (1 + alpha s^2)``.
 
-    That is ``1 / (alpha + 1/s^2)``, at most ``s^2`` and ``1/alpha`` both; without a
-    slab (``slab=None``) it is ``1/alpha``.
+    That is ``1 / (alpha + 1/s^2)``; without a slab (``slab=None``) ``1/alpha``.
 
     Parameters
     ----------

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+import pymc  # noqa: F401
 import pytest
-
-pytest.importorskip("pymc")
 
 from rvm_pymc import RVP, models
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 import warnings
 
 import matplotlib.pyplot as plt
+import pymc  # noqa: F401
 import pytest
 
 from rvm_pymc.cli._demo import NO_PRUNING
-
-pytest.importorskip("pymc")
 
 pytestmark = pytest.mark.pymc
 

@@ -8,12 +8,11 @@ graph instead of a minute-long cold Numba compile); NUTS runs few draws.
 from __future__ import annotations
 
 import numpy as np
+import pymc  # noqa: F401
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from rvm_pymc.estimators import RVC, RVR
-
-pytest.importorskip("pymc")
 
 pytestmark = pytest.mark.pymc
 

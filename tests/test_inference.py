@@ -6,23 +6,22 @@ Numba compilation on a cold cache).  The sampling tests are in
 """
 
 import numpy as np
+import pymc as pm
 import pytest
 from scipy.special import expit, log_expit
 
-pm = pytest.importorskip("pymc")
-
-from rvm_pymc import inference, models  # noqa: E402
-from rvm_pymc.exceptions import ConvergenceWarning  # noqa: E402
-from rvm_pymc.inference import _map  # noqa: E402
-from rvm_pymc.inference._laplace import compile_laplace, newton_mode  # noqa: E402
-from rvm_pymc.priors import resolve_prior  # noqa: E402
-from rvm_pymc.reference import (  # noqa: E402
+from rvm_pymc import inference, models
+from rvm_pymc.exceptions import ConvergenceWarning
+from rvm_pymc.inference import _map
+from rvm_pymc.inference._laplace import compile_laplace, newton_mode
+from rvm_pymc.priors import resolve_prior
+from rvm_pymc.reference import (
     fit_classification,
     fit_regression,
     log_evidence,
     regression_posterior,
 )
-from rvm_pymc.reference.classification import laplace_posterior  # noqa: E402
+from rvm_pymc.reference.classification import laplace_posterior
 
 pytestmark = pytest.mark.pymc
 FAST = {"mode": "FAST_COMPILE"}

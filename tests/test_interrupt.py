@@ -141,7 +141,8 @@ class _InterruptedOptimiser:
 @pytest.mark.pymc
 @pytest.mark.parametrize("previous", [None, "reference"])
 def test_interrupted_map_fit_leaves_the_estimator_as_it_was(data, previous, monkeypatch):
-    pytest.importorskip("pymc")
+    import pymc  # noqa: F401
+
     from rvm_pymc.inference import _map as _map
 
     X, t, _, X_new = data
@@ -200,7 +201,7 @@ def test_ctrl_c_during_nuts_is_never_swallowed(data, mode, previous, monkeypatch
     PyMC's sequential sampler catches the interrupt, ends the chain and samples
     the next; the fit must not come back with fewer chains (or fitted at all).
     """
-    pytest.importorskip("pymc")
+    import pymc  # noqa: F401
     X, t, _, X_new = data
     est = RVR(gamma=0.5, random_state=0, draws=40, tune=40)
     if previous:
@@ -249,7 +250,7 @@ def test_reference_fit_reproducible_from_random_state(data, est_cls):
 
 @pytest.mark.pymc
 def test_map_fit_reproducible_from_random_state(data):
-    pytest.importorskip("pymc")
+    import pymc  # noqa: F401
     X, t, _, X_new = data
     fits = [
         RVR(gamma=0.5, method="map", draws=20, random_state=s, sampler_kwargs=FAST).fit(X, t)
@@ -273,7 +274,7 @@ def _nuts_fits(X, t, seeds):
 @pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")  # 15 draws
 def test_nuts_draws_reproducible_from_random_state(data):
     """The same random_state gives the same NUTS draws (and fit)."""
-    pytest.importorskip("pymc")
+    import pymc  # noqa: F401
     X, t, _, X_new = data
     fits = _nuts_fits(X, t, (11, 11))
     post = [f.idata_["posterior"] for f in fits]
@@ -289,7 +290,7 @@ def test_nuts_draws_reproducible_from_random_state(data):
 @pytest.mark.pymc
 @pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")
 def test_nuts_draws_differ_between_seeds(data):
-    pytest.importorskip("pymc")
+    import pymc  # noqa: F401
     X, t, _, _ = data
     a, b = (f.idata_["posterior"] for f in _nuts_fits(X, t, (11, 12)))
     for var in ("w", "log_alpha", "log_beta"):
@@ -309,7 +310,7 @@ def test_ctrl_c_during_parallel_nuts_is_never_swallowed(data, monkeypatch):
     import os
     import signal
 
-    pytest.importorskip("pymc")
+    import pymc  # noqa: F401
     import pymc as pm
 
     X, t, _, X_new = data
@@ -349,7 +350,7 @@ def test_ctrl_c_during_parallel_nuts_is_never_swallowed(data, monkeypatch):
 @pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")  # 15 draws
 def test_nuts_draws_reproducible_with_parallel_chains(data):
     """cores=2 gives the same draws for the same random_state, and the same draws as cores=1."""
-    pytest.importorskip("pymc")
+    import pymc  # noqa: F401
     X, t, _, _ = data
     kw = dict(gamma=0.5, method="nuts", draws=15, tune=15, chains=2)
     fits = [

@@ -6,27 +6,25 @@ grid (two bases), and the weight draws against the Laplace Gaussian.
 """
 
 import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
 import pytest
 
-pm = pytest.importorskip("pymc")
-
-import pytensor  # noqa: E402
-import pytensor.tensor as pt  # noqa: E402
-
-from rvm_pymc import inference, models  # noqa: E402
-from rvm_pymc._core.gaussian import spd_inverse  # noqa: E402
-from rvm_pymc.inference._laplace import compile_laplace, newton_mode  # noqa: E402
-from rvm_pymc.inference._laplace_collapsed import (  # noqa: E402
+from rvm_pymc import inference, models
+from rvm_pymc._core.gaussian import spd_inverse
+from rvm_pymc.inference._laplace import compile_laplace, newton_mode
+from rvm_pymc.inference._laplace_collapsed import (
     LaplaceEvidenceOp,
     laplace_weight_draws,
 )
-from rvm_pymc.inference._laplace_evidence import (  # noqa: E402
+from rvm_pymc.inference._laplace_evidence import (
     BinaryEvidence,
     CompiledEvidence,
     LaplaceModeError,
     evidence_of,
 )
-from rvm_pymc.models.spec import model_spec  # noqa: E402
+from rvm_pymc.models.spec import model_spec
 
 pytestmark = [
     pytest.mark.pymc,

@@ -6,16 +6,14 @@ differences and exact rational arithmetic.  Graphs compile with
 """
 
 import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
 import pytest
+from test_models import _exact_marginal_logp
 
-pm = pytest.importorskip("pymc")
-pytensor = pytest.importorskip("pytensor")
-
-import pytensor.tensor as pt  # noqa: E402
-from test_models import _exact_marginal_logp  # noqa: E402
-
-from rvm_pymc import models  # noqa: E402
-from rvm_pymc.models.data import check_gram  # noqa: E402
+from rvm_pymc import models
+from rvm_pymc.models.data import check_gram
 
 pytestmark = pytest.mark.pymc
 FAST = "FAST_COMPILE"

@@ -20,13 +20,12 @@ probability below 1e-3.
 from __future__ import annotations
 
 import numpy as np
+import pymc as pm
 import pytest
 
 from rvm_pymc.basis import polynomial_basis
 from rvm_pymc.datasets import make_ripley, make_sinc
 from rvm_pymc.estimators import RVC, RVR
-
-pm = pytest.importorskip("pymc")
 
 pytestmark = pytest.mark.pymc
 

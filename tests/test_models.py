@@ -5,15 +5,14 @@ per graph, no C or Numba compilation), so this file is cheap on a cold cache.
 """
 
 import numpy as np
+import pymc as pm
 import pytest
 from scipy.special import gammaln, log_expit, log_softmax
 from scipy.stats import norm
 
-pm = pytest.importorskip("pymc")
-
-from rvm_pymc import models  # noqa: E402
-from rvm_pymc.priors import resolve_prior  # noqa: E402
-from rvm_pymc.reference import (  # noqa: E402
+from rvm_pymc import models
+from rvm_pymc.priors import resolve_prior
+from rvm_pymc.reference import (
     dense_log_marginal_likelihood,
     log_evidence,
     log_marginal_likelihood,

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import warnings
 
+import arviz as az
 import numpy as np
+import pymc as pm
 import pytest
 
 from rvm_pymc.datasets import make_ripley, make_sinc
 from rvm_pymc.estimators import RVC, RVR
-
-pm = pytest.importorskip("pymc")
-az = pytest.importorskip("arviz")
 
 # the fits here run NUTS for a few draws, on FAST_COMPILE, to check layouts and equivariance,
 # not mixing: their R-hat and ESS warnings are expected

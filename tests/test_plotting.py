@@ -63,13 +63,13 @@ def ripley():
 
 @pytest.fixture(scope="module")
 def reg_fits(sinc):
-    pytest.importorskip("pymc")
+    import pymc  # noqa: F401
     return _fit_all(RVR, *sinc, gamma=0.5)
 
 
 @pytest.fixture(scope="module")
 def clf_fits(ripley):
-    pytest.importorskip("pymc")
+    import pymc  # noqa: F401
     return _fit_all(RVC, *ripley[:2], gamma=2.0)
 
 

@@ -10,14 +10,12 @@ number of bases reuse the compiled function.  Compiled in ``FAST_COMPILE``
 import io
 
 import numpy as np
+import pymc as pm
+import pytensor
 import pytest
+from pymc.model.core import Model
 
-pm = pytest.importorskip("pymc")
-pytensor = pytest.importorskip("pytensor")
-
-from pymc.model.core import Model  # noqa: E402
-
-from rvm_pymc import models  # noqa: E402
+from rvm_pymc import models
 
 pytestmark = pytest.mark.pymc
 FAST = "FAST_COMPILE"
@@ -144,7 +142,7 @@ def test_variables_in_another_order_than_the_models():
 
 def test_a_dims_model_of_ones_own_inside_rvmmodel():
     # pymc.dims value variables are XTensorVariables; PyMC's own cut converts them
-    pmd = pytest.importorskip("pymc.dims")
+    import pymc.dims as pmd
     with models.RVMModel(coords={"a": range(4)}) as model:
         pmd.Normal("x", dims="a")
         pmd.HalfNormal("s")

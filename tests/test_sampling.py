@@ -11,13 +11,12 @@ import time
 import warnings
 
 import numpy as np
+import pymc as pm
 import pytest
 
-pm = pytest.importorskip("pymc")
-
-from rvm_pymc import inference, models  # noqa: E402
-from rvm_pymc.exceptions import PriorWarning, SamplingWarning  # noqa: E402
-from rvm_pymc.priors import resolve_prior  # noqa: E402
+from rvm_pymc import inference, models
+from rvm_pymc.exceptions import PriorWarning, SamplingWarning
+from rvm_pymc.priors import resolve_prior
 
 pytestmark = pytest.mark.pymc
 FAST = {"mode": "FAST_COMPILE"}

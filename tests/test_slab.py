@@ -76,7 +76,6 @@ def test_classifiers_and_counts_default_to_the_slab_under_nuts_only():
 
 # ----------------------------------------------------------- the models take it
 
-pm = pytest.importorskip("pymc")
 
 
 def _problem(n=12, m=4, seed=0):

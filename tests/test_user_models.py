@@ -11,14 +11,13 @@ sampling, and MAP of a model whose ``log_beta`` is a Deterministic raised a bare
 from __future__ import annotations
 
 import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
 import pytest
 from scipy import stats
 
-pm = pytest.importorskip("pymc")
-pt = pytest.importorskip("pytensor.tensor")
-
-from rvm_pymc import inference, models  # noqa: E402
-from rvm_pymc.results import predictions  # noqa: E402
+from rvm_pymc import inference, models
+from rvm_pymc.results import predictions
 
 pytestmark = pytest.mark.pymc
 

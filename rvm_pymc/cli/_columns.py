@@ -1,24 +1,7 @@
-"""Which columns of a CSV table are features: row indices left out, names checked, numbers.
-
-- Row indices (:func:`index_columns`), wherever they stand: a column named
-  ``rownames`` (R's row names, as the Rdatasets collection writes them) or
-  ``Unnamed: N`` (an empty header: pandas writes its index so, R's
-  ``write.csv`` its row names), and a column named like an index (``id``,
-  ``index``, ``X``, ... :data:`INDEX_NAMES`) that holds the row numbers
-  ``0..N-1`` or ``1..N`` in order.  Each is left out with a note.  A column of
-  another name that holds the row numbers may be a real feature (a time step,
-  a dose): it is kept, with a note saying how to drop it.
-- Names (:func:`select_features`): a target or a column of ``--features`` /
-  ``--drop`` that is not in the file is refused with the closest names
-  (:mod:`difflib`) and every column of the file.
-- Numbers (:func:`numeric_features`): every feature column must hold a number
-  in every row.  All the columns that do not are reported at once, each with
-  why (its text values, its missing cells, and on which lines); with
-  ``--numeric-only`` they are left out instead, with one note.
-- Text (:func:`one_hot`, ``--one-hot``): a text feature column of at most
-  :data:`MAX_LEVELS` distinct values (a type, a sex, an origin) becomes one
-  0/1 column ``COL=level`` per value, an empty cell a level ``NA`` of its own;
-  the levels are saved with the model and ``predict`` encodes new rows by them.
+"""Which columns of a CSV table are features (``docs/cli.md``): row indices left out
+(:func:`index_columns`), names checked (:func:`select_features`), every feature a number
+(:func:`numeric_features`) or, with ``--one-hot``, text of at most :data:`MAX_LEVELS`
+values as 0/1 columns (:func:`one_hot`).
 """
 
 from __future__ import annotations
@@ -31,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rvm_pymc.cli._data import bad_rows, listed, shown_value, where
 from rvm_pymc.cli._errors import DataError
 
 __all__ = [
@@ -52,20 +36,14 @@ __all__ = [
 ]
 
 UNNAMED = re.compile(r"Unnamed: \d+")
-"""pandas' name of a column whose header is empty (``Unnamed: 0`` for an index)."""
 ROWNAMES = "rownames"
 
 
 def _lines(table, rows: np.ndarray, shown: int = 5) -> str:
     """``'line 7'``, ``'3 lines: 7, 9, 12'``, ``'93 lines: 2, 3, 4, 5, 6, ...'``."""
-    from rvm_pymc.cli._data import where
-
-    first = where(table, int(rows[0]))
     if rows.size == 1:
-        return first
-    unit = first.split()[0] + "s"
-    numbers = ", ".join(where(table, int(i)).split()[-1] for i in rows[:shown])
-    return f"{rows.size} {unit}: {numbers}{', ...' if rows.size > shown else ''}"
+        return where(table, int(rows[0]))
+    return f"{rows.size} {listed(table, rows, shown)}"
 
 
 def _names(names: Sequence[str]) -> str:
@@ -98,12 +76,11 @@ def unknown_column(path: str, name: str, columns: Sequence[str]) -> DataError:
 
 
 MIN_ROWS_FOR_NUMBERS = 10
-"""Fewest rows in which a column of the row numbers is told apart (1, 2, 3 says little)."""
+"""Fewest rows in which a column of the row numbers is taken for one."""
 
 
 def row_numbers(col) -> str | None:
-    """``'0..N-1'`` or ``'1..N'`` (N the rows) if ``col`` holds exactly the row numbers, in
-    a table of at least :data:`MIN_ROWS_FOR_NUMBERS` rows."""
+    """``'0..N-1'`` or ``'1..N'`` if ``col`` holds exactly the row numbers (else None)."""
     import pandas as pd
 
     values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
@@ -121,8 +98,8 @@ def row_numbers(col) -> str | None:
 INDEX_NAMES = frozenset(
     ("id", "index", "idx", "row", "rowid", "row_id", "row.id", "rowname", "row.names")
 ) | frozenset(("row_names", "rownum", "row_number", "obs", "..1"))
-"""Names (case aside) of a column that is a row index when it holds the row numbers; ``X``
-too, as R's ``read.csv`` names an empty header (a feature ``x`` keeps its small letter)."""
+"""Names (case aside) of a column that is a row index when it holds the row numbers; also
+``X``, R's ``read.csv`` name of an empty header."""
 
 
 def _index_name(name: str) -> bool:
@@ -131,34 +108,15 @@ def _index_name(name: str) -> bool:
 
 @dataclass
 class IndexColumns:
-    """The row-index columns of a table: left out (with why) and kept (with a note).
-
-    Attributes
-    ----------
-    dropped : dict
-        Column -> why it is taken for a row index (left out of the features).
-    kept : dict
-        Column -> its row numbers (``'1..N'``): a column of another name that
-        holds the row numbers, kept as a feature (a time step, a dose, ...).
-    """
+    """Row-index columns: ``dropped`` (column -> why) and ``kept`` (column of another name
+    holding the row numbers -> ``'1..N'``, kept as a feature)."""
 
     dropped: dict[str, str] = field(default_factory=dict)
     kept: dict[str, str] = field(default_factory=dict)
 
 
 def index_columns(table, skip: Sequence[str] = ()) -> IndexColumns:
-    """The columns of ``table`` that are row indices, not features (module docstring).
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-    skip : sequence of str
-        Columns that are no features anyway (the target, ``--drop``).
-
-    Returns
-    -------
-    IndexColumns
-    """
+    """The columns of ``table`` (but ``skip``) that are row indices, not features."""
     out = IndexColumns()
     for name in table.columns:
         if name in skip:
@@ -180,17 +138,7 @@ def index_columns(table, skip: Sequence[str] = ()) -> IndexColumns:
 
 @dataclass
 class Selection:
-    """The feature columns of a table and the columns left out as row indices.
-
-    Attributes
-    ----------
-    features : list of str
-        The feature columns, in the table's order (or that of ``--features``).
-    index : dict
-        Columns left out as row indices, not asked for -> why.
-    kept_numbers : dict
-        Feature columns that hold the row numbers (kept; a note says so).
-    """
+    """The feature columns; row indices left out (-> why); features holding the row numbers."""
 
     features: list[str]
     index: dict[str, str] = field(default_factory=dict)
@@ -213,28 +161,8 @@ def select_features(
     features: Sequence[str] | None = None,
     drop: Sequence[str] = (),
 ) -> Selection:
-    """The feature columns of a table: those given, or every column but the target.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-    target : str
-        The target column (never a feature).
-    path : str
-        The file name, for messages.
-    features : sequence of str, optional
-        The features to use (``--features``); default every column but the
-        target, the dropped ones and the row indices (:func:`index_columns`).
-    drop : sequence of str, default ()
-        Columns to leave out (``--drop``).
-
-    Raises
-    ------
-    DataError
-        For a missing target, a name of ``features`` or ``drop`` that is no
-        column (with the closest names and every column), the target among
-        them, a repeated feature, or no feature left.
-    """
+    """The ``features`` given, or every column but the target, ``drop`` and row indices;
+    DataError for unknown, repeated or no columns, or the target among them."""
     columns = list(table.columns)
     if target not in columns:
         raise unknown_column(path, target, columns)
@@ -263,18 +191,8 @@ def select_features(
 
 @dataclass
 class ColumnProblem:
-    """Why a feature column is not a number in every row.
-
-    Attributes
-    ----------
-    name : str
-    text : ndarray of int
-        Rows (0-based) with a value that is present but not a finite number.
-    missing : ndarray of int
-        Rows with an empty (missing) cell.
-    first_text : str
-        The first text value, as shown in messages ('' if none).
-    """
+    """Why a feature column is not a number in every row: its rows of text and of empty
+    cells (0-based), and its first text value as shown."""
 
     name: str
     text: np.ndarray
@@ -295,8 +213,6 @@ def column_problems(table, columns: Sequence[str]) -> list[ColumnProblem]:
     """The columns of ``columns`` that do not hold a finite number in every row, in order."""
     import pandas as pd
 
-    from rvm_pymc.cli._data import shown_value
-
     out = []
     for name in columns:
         col = table[name]
@@ -313,8 +229,6 @@ def column_problems(table, columns: Sequence[str]) -> list[ColumnProblem]:
 
 def _one_column_message(path: str, problem: ColumnProblem, table) -> str:
     """One bad column, in the words of a single value: its first bad row and how many."""
-    from rvm_pymc.cli._data import bad_rows
-
     if problem.text.size:
         what, rows = f"the non-numeric value {problem.first_text}", problem.text
     else:
@@ -334,38 +248,11 @@ def numeric_features(
     predicting: bool = False,
     suggest_one_hot: bool = True,
 ) -> tuple[np.ndarray, list[str], list[ColumnProblem]]:
-    """The feature columns as a float array; all the columns that are not numbers at once.
+    """``X`` (float), its columns and the :class:`ColumnProblem` left out (``numeric_only``).
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-    columns : sequence of str
-        The feature columns.
-    path : str
-        The file name, for messages.
-    numeric_only : bool, default False
-        Leave out the columns that are not numbers in every row (``--numeric-only``)
-        instead of refusing the table; the caller notes them.
-    predicting : bool, default False
-        The columns are a saved model's (``predict``): none can be left out.
-    suggest_one_hot : bool, default True
-        Whether the message of a refused text column names ``--one-hot`` (not
-        when it was given: the text columns left have too many values).
-
-    Returns
-    -------
-    X : ndarray of shape (n_rows, n_kept)
-    kept : list of str
-        The feature columns of ``X``.
-    left_out : list of ColumnProblem
-        The columns left out by ``numeric_only`` (empty otherwise).
-
-    Raises
-    ------
-    DataError
-        Naming every column with a text or missing value, why, and on which
-        lines of the file (as an editor counts them); or, with
-        ``numeric_only``, when no column is left.
+    Otherwise DataError naming every column that is not a number in every row and
+    where (advice for ``predicting`` a saved model; ``--one-hot`` named if
+    ``suggest_one_hot``).
     """
     import pandas as pd
 
@@ -412,8 +299,7 @@ def _refusal(
 
 
 MAX_LEVELS = 20
-"""Most distinct values of a text column that ``--one-hot`` encodes; one of more (a name,
-a model: Cars93's 'Make' has 93 in 93 rows) identifies rows rather than groups them."""
+"""Most distinct values of a text column that ``--one-hot`` encodes (more identify rows)."""
 MISSING_LEVEL = "NA"
 
 
@@ -425,8 +311,7 @@ def _is_text(col) -> bool:
 
 
 def _level_text(value) -> str:
-    """A cell as its level's name, one name whatever type pandas read the column as: the
-    text ``2`` and the number 2.0 are the level ``2``, 2.5 and ``2.5`` the level ``2.5``."""
+    """A cell's level name, whatever type pandas read: ``'2'`` and 2.0 are both ``2``."""
     if isinstance(value, str):
         try:
             number = float(value)
@@ -453,12 +338,7 @@ def _levels_of(col) -> list[str]:
 
 
 def one_hot_levels(table, columns: Sequence[str]) -> dict[str, list[str]]:
-    """The text columns of ``columns`` that ``--one-hot`` encodes, with their levels.
-
-    A column is text if one of its values is not a number; it is encoded if it
-    has at most :data:`MAX_LEVELS` distinct values, an empty cell counting as
-    the level ``NA``.  Numeric columns (empty cells or not) are not encoded.
-    """
+    """Text columns of ``columns`` of at most :data:`MAX_LEVELS` levels (``NA`` one) -> levels."""
     out = {}
     for name in columns:
         col = table[name]
@@ -474,30 +354,8 @@ def _indicator(name: str, level: str) -> str:
 
 
 def one_hot(table, levels: dict[str, list[str]], path: str, *, fitted: bool = False):
-    """``table`` with a 0/1 column ``COL=level`` for each level of each encoded column.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-    levels : dict
-        Column -> its levels (:func:`one_hot_levels`, or those saved with a model).
-    path : str
-        The file name, for messages.
-    fitted : bool, default False
-        The levels are a saved model's (``predict``): a value that is none of
-        them is refused.
-
-    Returns
-    -------
-    pandas.DataFrame
-        A copy of ``table`` with the indicator columns appended.
-
-    Raises
-    ------
-    DataError
-        If an indicator's name is a column already, or (``fitted``) a row has
-        a value the model has no level for.
-    """
+    """A copy of ``table`` with a 0/1 column ``COL=level`` per level; DataError if one exists
+    already or (``fitted``: a saved model's levels) a value has no level."""
     import pandas as pd
 
     extra = {}
@@ -508,8 +366,6 @@ def one_hot(table, levels: dict[str, list[str]], path: str, *, fitted: bool = Fa
         if fitted:
             new = np.flatnonzero(~values.isin(known).to_numpy())
             if new.size:
-                from rvm_pymc.cli._data import bad_rows, shown_value
-
                 raise DataError(
                     f"{path}: column {name!r} has the value {shown_value(values.iloc[new[0]])} "
                     f"on {bad_rows(table, new)}, which the model was not fitted with (its "
@@ -540,25 +396,8 @@ def encoded_features(features: Sequence[str], levels: dict[str, list[str]]) -> l
 
 
 def split_features(table, target: str | None, path: str, features: list[str]):
-    """Features (float array) and the raw target column (None when predicting) of a table.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-    target : str or None
-        Name of the target column; None when predicting (the column is
-        ignored if it is present).
-    path : str
-        The file name, for messages.
-    features : list of str
-        The feature columns (:func:`select_features`, or those of a fitted model).
-
-    Raises
-    ------
-    DataError
-        For a missing feature column, or non-numeric or missing feature values
-        (every such column at once).
-    """
+    """A saved model's ``features`` (float array) and the raw ``target`` column (None when
+    predicting); DataError for missing columns or values that are not numbers."""
     columns = list(table.columns)
     missing = [c for c in features if c not in columns]
     if missing:

@@ -1,17 +1,5 @@
-"""Data files of the ``rvm-pymc`` command line: CSV tables in, standardised features, outputs.
-
-The command line reads a CSV table with a header row (pandas), takes one
-column as the target and every other column as a numeric feature (or those
-of ``--features``, less those of ``--drop`` and the row indices: see
-:mod:`rvm_pymc.cli._columns`), and by default standardises the features
-(each to mean 0 and standard deviation 1 over the training rows).  The
-standardisation is part of the model: ``fit`` writes it beside the saved
-estimator as ``model.json`` (feature names, means, standard deviations,
-target name, task, class labels) and
-``predict`` applies it to new data.  (The estimator's own ``save`` stores
-RVR/RVC only, not a scikit-learn ``Pipeline``; the JSON file keeps the two
-parts separate and readable.)
-"""
+"""Data files of the command line: CSV tables in, and the standardisation ``fit`` saves
+beside the model as ``model.json`` (feature names, means, sds, target, task) for ``predict``."""
 
 from __future__ import annotations
 
@@ -43,12 +31,8 @@ _LINES = "rvm_pymc_lines"
 
 
 def _line_numbers(path: str, n_rows: int) -> np.ndarray | None:
-    """The 1-based line of the file on which each of the ``n_rows`` data rows starts.
-
-    Counted as pandas reads the file: a blank (or blank-looking) line is no
-    row, a quoted field may span lines.  None when the count of rows found
-    here differs from pandas' (then messages give the data row instead).
-    """
+    """The 1-based line on which each data row starts (as pandas reads: blank lines are no
+    rows, quoted fields may span lines); None if the count differs from pandas'."""
     starts = []
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
@@ -70,14 +54,17 @@ def where(table, i: int) -> str:
     return f"line {int(lines[i])}" if lines is not None else f"data row {i + 1}"
 
 
+def listed(table, rows: np.ndarray, shown: int = 5) -> str:
+    """``'lines: 7, 9, 12'`` (the first ``shown`` rows, then ``...``)."""
+    unit = where(table, int(rows[0])).split()[0] + "s"
+    numbers = ", ".join(where(table, int(i)).split()[-1] for i in rows[:shown])
+    return f"{unit}: {numbers}{', ...' if rows.size > shown else ''}"
+
+
 def bad_rows(table, rows: np.ndarray) -> str:
     """``'line 7'``, ``'line 7 (3 such lines: 7, 9, 12)'``: the first bad row and how many."""
     first = where(table, int(rows[0]))
-    if rows.size == 1:
-        return first
-    unit = first.split()[0] + "s"
-    shown = ", ".join(where(table, int(i)).split()[-1] for i in rows[:5])
-    return f"{first} ({rows.size} such {unit}: {shown}{', ...' if rows.size > 5 else ''})"
+    return first if rows.size == 1 else f"{first} ({rows.size} such {listed(table, rows)})"
 
 
 def shown_value(raw: Any) -> str:
@@ -87,17 +74,8 @@ def shown_value(raw: Any) -> str:
 
 
 def read_table(path: str):
-    """Read a CSV file with a header row into a :class:`pandas.DataFrame`.
-
-    The line on which each row starts in the file is kept in ``table.attrs``
-    for messages (:func:`where`).
-
-    Raises
-    ------
-    DataError
-        If the file does not exist, is a directory, cannot be read, is empty,
-        has a header but no rows, or is not parseable as CSV.
-    """
+    """A CSV file with a header row as a DataFrame (each row's line kept for :func:`where`);
+    DataError if it is missing, unreadable, empty or not CSV."""
     import pandas as pd
 
     if not os.path.exists(path):
@@ -214,13 +192,7 @@ class Preprocess:
 
 
 def model_paths(model: str) -> tuple[str, str]:
-    """The estimator file and the preprocessing file of MODEL (a fit's output directory or file).
-
-    Raises
-    ------
-    DataError
-        If either file is missing.
-    """
+    """The estimator and preprocessing files of MODEL (a fit's directory or model file)."""
     if os.path.isdir(model):
         nc = os.path.join(model, MODEL_FILE)
     else:

@@ -1,15 +1,6 @@
-"""``rvm-pymc demo``: noisy sinc fitted by :func:`rvm_pymc.comparison.fit_all`, then compared.
-
-The demo adds nothing to the package's own features: every fit is an
-:class:`~rvm_pymc.estimators.RVR` with ``gamma="evidence"`` (the width of
-largest evidence over ``--gammas``), the methods are fitted by
-:func:`~rvm_pymc.comparison.fit_all` and the table is
-:func:`~rvm_pymc.comparison.compare` on fresh noisy test targets.  NUTS
-prunes nothing, so the table and the legend show no relevance count for it
-(:data:`NO_PRUNING`): the count of
-:func:`~rvm_pymc.comparison.n_relevant`, the weights whose sign the posterior
-knows, is 0 on sinc, whose neighbouring kernels share each weight's work.
-"""
+"""``rvm-pymc demo``: noisy sinc fitted by :func:`rvm_pymc.comparison.fit_all` (RVRs with
+``gamma="evidence"``), compared on fresh noisy targets; NUTS, which prunes nothing, shows
+no relevance count (:data:`NO_PRUNING`)."""
 
 from __future__ import annotations
 
@@ -68,18 +59,7 @@ def check_demo_arguments(args: argparse.Namespace) -> None:
 
 
 def fit_demo(args: argparse.Namespace):
-    """The sinc data and the FitSet of ``--methods``, each RVR with ``gamma="evidence"``.
-
-    Returns
-    -------
-    data : rvm_pymc.datasets.Dataset
-    fits : rvm_pymc.comparison.FitSet
-
-    Raises
-    ------
-    RunError
-        If a fit returned non-finite numbers.
-    """
+    """The sinc ``Dataset`` and ``FitSet`` of ``--methods``; RunError if a fit is not finite."""
     from rvm_pymc.cli._commands import progress
     from rvm_pymc.cli._progress import bars_on_stderr, nuts_progress
     from rvm_pymc.comparison import fit_all
@@ -89,10 +69,7 @@ def fit_demo(args: argparse.Namespace):
     nuts = {
         "sampler_kwargs": {
             "progressbar": nuts_progress(),
-            # PyMC's own NUTS on PyTensor's default backend (Numba): at 1000 + 1000
-            # draws FAST_COMPILE sampled for 116 s where Numba compiles and
-            # samples in well under a minute
-            "nuts_sampler": "pymc",
+            "nuts_sampler": "pymc",  # PyMC's NUTS on PyTensor's default backend (Numba)
         }
     }
     pymc = [m for m in args.methods if m != "reference"]

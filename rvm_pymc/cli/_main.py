@@ -33,8 +33,7 @@ _FLAGS = (
 
 
 def cli_words(text: str) -> str:
-    """A message of the estimators in the command line's words: ``gamma=0.5`` is
-    ``--gamma 0.5``, ``gamma_grid`` is ``--gamma-grid`` (arguments without a flag stay)."""
+    """A message of the estimators in the command line's words (``gamma=0.5``: ``--gamma 0.5``)."""
     for pattern, flag in _FLAGS:
         text = pattern.sub(flag, text)
     return text
@@ -46,8 +45,7 @@ def _error(message: str) -> None:
 
 @contextlib.contextmanager
 def _one_line_warnings(debug: bool) -> Iterator[None]:
-    """Warnings as ``rvm-pymc: warning: ...`` lines in the command line's words
-    (:func:`cli_words`); the full form, as Python raised it, under --debug."""
+    """Warnings as ``rvm-pymc: warning: ...`` lines (as Python raised them under --debug)."""
     if debug:
         yield
         return
@@ -71,10 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit status: 0 success, 1 failed run, 2 bad usage, 130 interrupted
-        (see the module docstring).  Errors are printed as one line to standard
-        error; nothing is raised (``SystemExit`` of ``--help``/``--version``
-        included).
+        The exit status: 0 success, 1 failed run, 2 bad usage, 130 interrupted.
+        Errors are printed as one line to standard error; nothing is raised.
     """
     parser = build_parser()
     try:

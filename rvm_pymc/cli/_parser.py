@@ -1,9 +1,4 @@
-"""The argument parser of ``rvm-pymc``: every command, its options and their types.
-
-One set of argument types (:mod:`rvm_pymc.cli._types`) and one set of common
-options serve every command: ``--debug`` (before or after the command) and,
-where a command takes them, ``--seed`` and ``--draws`` with one range each.
-"""
+"""The argument parser of ``rvm-pymc``: every command, its options and their types."""
 
 from __future__ import annotations
 

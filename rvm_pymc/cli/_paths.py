@@ -1,8 +1,5 @@
-"""Output paths of the command line, checked before any fitting.
-
-A path is tried the truthful way (also as root, also on a read-only file
-system): an empty file is made where the output will go and removed again.
-"""
+"""Output paths of the command line, checked before any fitting by making (and removing)
+an empty file where the output will go."""
 
 from __future__ import annotations
 
@@ -22,8 +19,7 @@ def image_formats() -> dict[str, str]:
 
 
 def file_system_type(path: str) -> str | None:
-    """The type of the file system that holds ``path`` (``proc``, ``tmpfs``, ...), from
-    ``/proc/self/mounts`` (Linux); None where that cannot be read."""
+    """The type of the file system holding ``path`` (``proc``, ``tmpfs``, ...; None unknown)."""
     target = os.path.realpath(path)
     best, kind = "", None
     try:
@@ -51,8 +47,7 @@ def _why_not(directory: str, exc: OSError) -> str:
     if exc.errno == errno.ENOSPC:
         return f"the file system of {directory} is full ({reason})"
     if exc.errno == errno.ENOENT and os.path.isdir(directory):
-        # the directory is there, yet creating a file in it says "No such file or
-        # directory": a virtual file system (/proc, /sys) that takes no new files
+        # a virtual file system (/proc, /sys) that takes no new files
         kind = file_system_type(directory)
         system = f"a {kind} file system" if kind else "a file system"
         return f"{directory} is on {system}, which takes no new files"
@@ -60,11 +55,7 @@ def _why_not(directory: str, exc: OSError) -> str:
 
 
 def _probe(option: str, directory: str, base: str, creating: str) -> None:
-    """UsageError unless a file can be created in ``directory`` (the probe is removed).
-
-    ``creating`` is the path the option names (the file, or a directory to be
-    made), for the message.
-    """
+    """UsageError (naming ``creating``) unless a file can be created in ``directory``."""
     from rvm_pymc._core import files
 
     try:
@@ -77,24 +68,8 @@ def _probe(option: str, directory: str, base: str, creating: str) -> None:
 
 
 def check_output_file(option: str, path: str, *, image: bool = False) -> None:
-    """Refuse a file the command could not write, before any fitting.
-
-    Parameters
-    ----------
-    option : str
-        The option that names the file (``--output``, ``--out``), for messages.
-    path : str
-        The file to be written.
-    image : bool, default False
-        The file is a figure: its suffix must be an image type matplotlib writes.
-
-    Raises
-    ------
-    UsageError
-        If the path is a directory, its directory does not exist or is not
-        writable, an existing file is not writable, or (``image``) the suffix
-        is not an image type.
-    """
+    """UsageError (naming ``option``) for a file ``path`` the command could not write, or
+    with ``image`` whose suffix is no image type matplotlib writes."""
     if image:
         suffix = os.path.splitext(path)[1].lower().lstrip(".")
         formats = image_formats()
@@ -115,21 +90,7 @@ def check_output_file(option: str, path: str, *, image: bool = False) -> None:
 
 
 def check_output_dir(option: str, path: str) -> None:
-    """Refuse an output directory the command could not create or write, before any fitting.
-
-    Parameters
-    ----------
-    option : str
-        The option that names the directory (``--out``), for messages.
-    path : str
-        The directory: it exists, or its parent does and it can be made there.
-
-    Raises
-    ------
-    UsageError
-        If the path is a file, its parent does not exist, or no file can be
-        written where the directory is or would be.
-    """
+    """UsageError (naming ``option``) for a directory the command could not create or write."""
     target = os.path.realpath(path)
     if os.path.exists(target) and not os.path.isdir(target):
         raise UsageError(f"argument {option}: {path} exists and is not a directory")

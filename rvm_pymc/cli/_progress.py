@@ -1,13 +1,5 @@
-"""How the command line shows a sampler's progress: a live bar on a terminal, plain
-lines in a log, and standard output kept for the results.
-
-PyMC draws its live bar (rich) on standard output; redirected, that output
-becomes a table with cut-off headers in the results.  So the command line
-asks for the bar only when standard error is a terminal, draws it there
-(:func:`bars_on_stderr`), and otherwise asks for plain lines on standard
-error (``progressbar="lines"``: every 10 s and every 10% of each chain's
-iterations, and one line at the end with the time, max R-hat and divergences).
-"""
+"""A sampler's progress on standard error: a live bar on a terminal, plain lines otherwise
+(standard output keeps the results)."""
 
 from __future__ import annotations
 
@@ -27,16 +19,11 @@ def progress(message: str) -> None:
 
 
 STATS_COLUMNS = 120
-"""A terminal at least this wide shows PyMC's bar with its statistics (divergences, step
-size, ...); a narrower one the bar alone, whose headers are then not cut off."""
+"""A terminal at least this wide shows PyMC's bar with its statistics; a narrower one the bar."""
 
 
 def nuts_progress(jobs: int = 1) -> bool | str:
-    """``progressbar`` of a NUTS fit: a live bar on a terminal, else plain lines.
-
-    With ``jobs`` > 1 fits run in other processes at once, whose bars would
-    overwrite each other: plain lines then too.
-    """
+    """``progressbar`` of a NUTS fit: a live bar on a terminal with one job, else plain lines."""
     if not (sys.stderr.isatty() and jobs == 1):
         return PLAIN_PROGRESS
     try:

@@ -1,13 +1,5 @@
-"""What the target column of a CSV table is: the task it implies and its values.
-
-``rvm-pymc fit`` and ``compare`` read the table, take the task asked for or
-infer it from the target column (text or a few integers: classes; non-negative
-integers with a zero among many values: counts, with a note; other numbers:
-regression), and check the target for that task: a classification target
-with more classes than a fifth of its rows is refused unless
-``--force-classes`` is given, and classes of a single row are warned of.
-Errors in the data raise :class:`rvm_pymc.cli._data.DataError`.
-"""
+"""The target column of a CSV table: the task it implies (text or a few integers: classes;
+many non-negative integers with a zero: counts; other numbers: regression) and its values."""
 
 from __future__ import annotations
 
@@ -31,15 +23,12 @@ __all__ = ["CLASS_SHARE", "MAX_GUESSED_CLASSES", "NUMERIC_SHARE", "Data", "load_
 
 
 MAX_GUESSED_CLASSES = 10
-"""A numeric target is taken for class codes only with at most this many distinct integers."""
+"""Most distinct integers of a numeric target taken for class codes."""
 NUMERIC_SHARE = 0.8
-"""A target whose values are numbers but for less than this share is text labels; from
-this share on, its few non-numeric values ('?', 'n/a?') are taken for mistakes."""
+"""Share of numbers from which a target's few text values are taken for mistakes, not labels."""
 CLASS_SHARE = 0.2
 """A classification target with more classes than this share of the rows is refused unless
-``--force-classes`` is given: at five rows per class and fewer a classifier learns little
-(Cars93's 'Manufacturer', 32 classes in 93 rows: a training error of 0.73 after 306 s),
-and the softmax RVM's time and file grow with the classes."""
+``--force-classes`` is given."""
 
 
 def _non_numeric(y) -> np.ndarray:
@@ -51,12 +40,8 @@ def _non_numeric(y) -> np.ndarray:
 
 
 def _task(table, target: str, requested: str | None, path: str) -> str:
-    """The task asked for, or the one the target column implies (see the module docstring).
-
-    Missing values say nothing about the task.  A column of numbers with a few
-    text values (less than ``1 - NUMERIC_SHARE`` of them) is refused unless
-    the task is given: they are more likely mistakes than class labels.
-    """
+    """The task asked for, or the one the target implies; numbers with a few text values are
+    refused unless the task is given."""
     import pandas as pd
 
     if requested is not None:
@@ -73,9 +58,7 @@ def _task(table, target: str, requested: str | None, path: str) -> str:
             "remove those rows, or give --task classification if the column holds class labels"
         )
     values = pd.to_numeric(present, errors="coerce").to_numpy(dtype=float)
-    # integer codes with few distinct values are classes; many non-negative integers with a
-    # zero among them are counts (a Poisson model); scores without a zero (scikit-learn's
-    # diabetes target: 214 distinct integers from 25) are a quantity to regress
+    # few distinct integers are classes; many non-negative ones with a zero are counts
     integers = bool(np.all(values == np.round(values)))
     if integers and np.unique(values).size <= MAX_GUESSED_CLASSES:
         return "classification"
@@ -131,16 +114,8 @@ def _target(table, target: str, task: str, path: str) -> np.ndarray:
 
 
 def check_classes(y: np.ndarray, target: str, path: str, force: bool) -> None:
-    """Refuse a classification target with more classes than ``CLASS_SHARE`` of its rows.
-
-    Classes of a single row are named in a warning (the classifier cannot learn
-    them; a stratified split cannot place them).
-
-    Raises
-    ------
-    DataError
-        Naming the target, its classes and rows, unless ``force``.
-    """
+    """DataError for more classes than ``CLASS_SHARE`` of the rows (unless ``force``); a
+    warning naming the classes of a single row."""
     labels, counts = np.unique(np.asarray(y).astype(str), return_counts=True)
     n, k = int(counts.sum()), int(labels.size)
     single = [str(c) for c in labels[counts < 2]]
@@ -164,24 +139,8 @@ def check_classes(y: np.ndarray, target: str, path: str, force: bool) -> None:
 
 @dataclass
 class Data:
-    """A table read for ``fit`` or ``compare``: its features, target and task.
-
-    Attributes
-    ----------
-    table : pandas.DataFrame
-        The rows as read, every column.
-    X : ndarray of shape (n_rows, n_features)
-    features : list of str
-        The feature columns of ``X``.
-    y : ndarray
-        The target: floats (regression, counts) or labels (classification).
-    task : {"regression", "classification", "counts"}
-    left_out : list of str
-        Columns left out of the features besides ``--drop``: row indices and,
-        with ``--numeric-only``, the columns that are not numbers.
-    one_hot : dict
-        Text columns encoded as 0/1 features (``--one-hot``) -> their levels.
-    """
+    """A table read for ``fit`` or ``compare``: the rows as read, features ``X`` and their
+    names, target ``y``, task, columns left out besides ``--drop``, ``--one-hot`` levels."""
 
     table: Any
     X: np.ndarray
@@ -193,14 +152,7 @@ class Data:
 
 
 def load_data(args: argparse.Namespace) -> Data:
-    """Read DATA: its features (array) and their names, the target, the task, the left-out.
-
-    Row-index columns (:func:`rvm_pymc.cli._columns.index_columns`) are left out
-    of the features with a note each, unless ``--features`` names them; with
-    ``--one-hot`` text columns of a few values become 0/1 columns, and with
-    ``--numeric-only`` the columns that are not numbers are left out, each
-    with one note.
-    """
+    """Read DATA as :class:`Data`, with a note for each column left out or encoded."""
     table = read_table(args.data)
     chosen = select_features(table, args.target, args.data, args.features, args.drop)
     task = _task(table, args.target, args.task, args.data)

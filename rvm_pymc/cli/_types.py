@@ -1,11 +1,5 @@
-"""The argument types of every ``rvm-pymc`` command: one parser per kind of value.
-
-Each type turns the text of an option into a value in its range or raises
-:class:`argparse.ArgumentTypeError`, whose message argparse prints after the
-option's name (``argument --seed: must be in [0, 4294967295]; got -1``).
-Every command takes its numbers through these, so one option has one range
-wherever it appears.
-"""
+"""The argument types of every ``rvm-pymc`` command: text to a value in its range, or
+:class:`argparse.ArgumentTypeError` (argparse prints it after the option's name)."""
 
 from __future__ import annotations
 
@@ -32,21 +26,14 @@ __all__ = [
 ]
 
 MIN_N_TRAIN = 10
-"""Fewest training points of the demo: below about 6 the fast solver can fail
-outright (a singular Cholesky factor at 2-5 points), and 10 points are the
-least that pin down an RBF width and a noise level on sinc."""
+"""Fewest training points of the demo (fewer do not pin down a width and a noise level)."""
 MAX_NOISE_SD = 1e6
-"""Largest noise sd of the demo (its signal has amplitude 1); beyond about
-1e10 the targets' squares leave the range the solver represents."""
+"""Largest noise sd of the demo (its signal has amplitude 1)."""
 GAMMA_RANGE = (1e-6, 1e6)
-"""RBF widths the demo accepts: its inputs lie in [-10, 10], so below 1e-6 the
-kernel matrix is constant to 4e-4 and above 1e6 it is the identity matrix for
-any two points more than 0.003 apart; neither says anything about a width."""
+"""RBF widths the demo accepts: outside, its kernel matrix is flat or diagonal."""
 MAX_SEED = 2**32 - 1
 DRAWS_RANGE = (50, 100_000)
-"""Draws and tuning steps per chain, of every command: NUTS cannot adapt its
-step size in fewer than about 50 tuning steps, and R-hat and the effective
-sample size of fewer than 50 draws say little."""
+"""Draws and tuning steps per chain, of every command."""
 FRACTION_RANGE = (0.05, 0.5)
 
 
@@ -59,26 +46,8 @@ def number(
     low_open: bool = False,
     why: str = "",
 ) -> float | int:
-    """``text`` as a finite number in ``[low, high]`` (``(low, high]`` if ``low_open``).
-
-    Parameters
-    ----------
-    text : str
-        The option's value as given.
-    integer : bool
-        Whether a whole number is expected.
-    low, high : float
-        The range.
-    low_open : bool, default False
-        Exclude ``low``.
-    why : str, optional
-        Said after the range when a value is outside it.
-
-    Raises
-    ------
-    argparse.ArgumentTypeError
-        With a message that argparse prints after the option's name.
-    """
+    """``text`` as a finite number (whole if ``integer``) in ``[low, high]`` (``(low, high]``
+    if ``low_open``); ArgumentTypeError, with ``why`` after the range, otherwise."""
     shown = text if len(text) <= 40 else text[:37] + "..."
     try:
         value: float | int = int(text) if integer else float(text)

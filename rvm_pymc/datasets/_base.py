@@ -11,9 +11,6 @@ import numpy as np
 __all__ = ["Dataset", "check_random_state"]
 
 
-# --------------------------------------------------------------------------- container
-
-
 @dataclass(frozen=True, eq=False)
 class Dataset:
     """A train/test split of a synthetic problem.
@@ -56,9 +53,6 @@ class Dataset:
         )
 
 
-# --------------------------------------------------------------------------- validation
-
-
 def check_random_state(random_state=None) -> np.random.Generator:
     """Turn ``random_state`` into a :class:`numpy.random.Generator`.
 
@@ -66,8 +60,7 @@ def check_random_state(random_state=None) -> np.random.Generator:
     ----------
     random_state : None, int, numpy.random.SeedSequence or numpy.random.Generator
         ``None`` gives a freshly seeded generator, an int or ``SeedSequence``
-        seeds a new generator, and a ``Generator`` is returned unchanged (so
-        that successive calls draw successive, different numbers from it).
+        seeds a new one, and a ``Generator`` is returned unchanged.
 
     Returns
     -------

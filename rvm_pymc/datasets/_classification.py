@@ -1,10 +1,4 @@
-"""Classification problems: Ripley's (1996) synthetic data and K-class Gaussian mixtures.
-
-References
-----------
-.. [1] Ripley, B. D. (1996). *Pattern Recognition and Neural Networks*.
-   Cambridge University Press.
-"""
+"""Classification problems: Ripley's (1996) synthetic data and K-class Gaussian mixtures."""
 
 from __future__ import annotations
 
@@ -37,9 +31,6 @@ RIPLEY_MEANS.setflags(write=False)
 RIPLEY_COVARIANCE = 0.03
 
 
-# --------------------------------------------------------------------------- classification
-
-
 def _split_evenly(n: int, k: int) -> np.ndarray:
     """Split ``n`` into ``k`` counts differing by at most one (larger ones first)."""
     counts = np.full(k, n // k)
@@ -47,14 +38,13 @@ def _split_evenly(n: int, k: int) -> np.ndarray:
     return counts
 
 
-def _sample_ripley(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Draw ``n`` shuffled Ripley points; return ``X``, labels and component index (0/1)."""
-    sd = np.sqrt(RIPLEY_COVARIANCE)
+def _sample_mixture(n: int, centres: np.ndarray, sd: float, rng: np.random.Generator):
+    """Draw ``n`` shuffled points of the blobs ``centres[class, component]``, classes and
+    components split evenly; return ``X``, labels and component indices."""
     X_parts, y_parts, c_parts = [], [], []
-    for label, n_class in enumerate(_split_evenly(n, 2)):
-        for comp, n_comp in enumerate(_split_evenly(int(n_class), 2)):
-            mean = RIPLEY_MEANS[label, comp]
-            X_parts.append(mean + sd * rng.standard_normal((int(n_comp), 2)))
+    for label, n_class in enumerate(_split_evenly(n, centres.shape[0])):
+        for comp, n_comp in enumerate(_split_evenly(int(n_class), centres.shape[1])):
+            X_parts.append(centres[label, comp] + sd * rng.standard_normal((int(n_comp), 2)))
             y_parts.append(np.full(n_comp, label, dtype=np.int64))
             c_parts.append(np.full(n_comp, comp, dtype=np.int64))
     order = rng.permutation(n)
@@ -65,16 +55,18 @@ def _sample_ripley(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.nda
     )
 
 
+def _sample_ripley(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return _sample_mixture(n, RIPLEY_MEANS, np.sqrt(RIPLEY_COVARIANCE), rng)
+
+
 def make_ripley(n_train: int = 250, n_test: int = 1000, random_state=None) -> Dataset:
     """Ripley's (1996) two-class synthetic problem, as used by Tipping (2001).
 
     Each class is an equal mixture of two Gaussians with covariance ``0.03 I``:
     means (-0.7, 0.3) and (0.3, 0.3) for class 0, (-0.3, 0.7) and (0.4, 0.7)
-    for class 1 (see ``RIPLEY_MEANS``). The classes have equal sizes (half of
-    the points each) and each class is split evenly over its two components;
-    when a count is odd the first class (component) gets the extra point.
-    Rows are shuffled. Test points are drawn the same way, so test labels
-    are class draws (the Bayes error is about 8%).
+    for class 1 (``RIPLEY_MEANS``). Classes and components are split evenly (an
+    odd point goes to the first); rows are shuffled. Test labels are class draws
+    (the Bayes error is about 8%).
 
     Parameters
     ----------
@@ -89,13 +81,6 @@ def make_ripley(n_train: int = 250, n_test: int = 1000, random_state=None) -> Da
     -------
     Dataset
         Integer labels 0/1 in ``t_train`` and ``t_test``; ``noise_sd`` is None.
-
-    References
-    ----------
-    .. [1] Ripley, B. D. (1996). *Pattern Recognition and Neural Networks*.
-       Cambridge University Press.
-    .. [2] Tipping, M. E. (2001). Sparse Bayesian learning and the relevance
-       vector machine. *Journal of Machine Learning Research*, 1, 211-244.
 
     Examples
     --------
@@ -114,8 +99,7 @@ def make_ripley(n_train: int = 250, n_test: int = 1000, random_state=None) -> Da
 
 
 def _mixture_centres(n_classes: int, n_components: int, radius: float) -> np.ndarray:
-    """Centres of shape (n_classes, n_components, 2) evenly spaced on a circle; the
-    components of one class are interleaved with those of the others."""
+    """Centres (n_classes, n_components, 2) evenly spaced on a circle, classes interleaved."""
     n_blobs = n_classes * n_components
     j = np.arange(n_blobs)
     angle = 2 * np.pi * j / n_blobs
@@ -136,11 +120,9 @@ def make_gaussian_mixture_classes(
     """A K-class problem in 2-D of isotropic Gaussian blobs, for softmax tests.
 
     The ``n_classes * n_components`` blob centres lie evenly spaced on a circle
-    of the given ``radius``; blob ``j`` belongs to class ``j % n_classes``, so
-    with ``n_components=2`` each class has two blobs on opposite sides of the
-    circle and is not linearly separable from the others. Classes have equal
-    sizes (up to one point) and each class is split evenly over its blobs.
-    Rows are shuffled; test labels are class draws.
+    of the given ``radius``; blob ``j`` belongs to class ``j % n_classes`` (with
+    ``n_components=2`` a class is not linearly separable from the others).
+    Classes and blobs are split evenly; rows are shuffled; test labels are draws.
 
     Parameters
     ----------
@@ -164,11 +146,6 @@ def make_gaussian_mixture_classes(
     Dataset
         Integer labels ``0 .. n_classes - 1``; ``noise_sd`` is None.
 
-    References
-    ----------
-    .. [1] Tipping, M. E. (2001). Sparse Bayesian learning and the relevance
-       vector machine. *Journal of Machine Learning Research*, 1, 211-244.
-
     Examples
     --------
     >>> X, t, Xt, tt = make_gaussian_mixture_classes(n_samples=90, random_state=0)
@@ -186,16 +163,7 @@ def make_gaussian_mixture_classes(
     rng = check_random_state(random_state)
     centres = _mixture_centres(n_classes, n_components, radius)
 
-    def draw(n: int) -> tuple[np.ndarray, np.ndarray]:
-        X_parts, y_parts = [], []
-        for label, n_class in enumerate(_split_evenly(n, n_classes)):
-            for comp, n_comp in enumerate(_split_evenly(int(n_class), n_components)):
-                X_parts.append(centres[label, comp] + sd * rng.standard_normal((int(n_comp), 2)))
-                y_parts.append(np.full(n_comp, label, dtype=np.int64))
-        order = rng.permutation(n)
-        return np.concatenate(X_parts)[order], np.concatenate(y_parts)[order]
-
-    X, t = draw(n_samples)
-    X_test, t_test = draw(n_test)
+    X, t, _ = _sample_mixture(n_samples, centres, sd, rng)
+    X_test, t_test, _ = _sample_mixture(n_test, centres, sd, rng)
     name = f"gaussian-mixture-{n_classes}x{n_components}"
     return Dataset(X, t, X_test, t_test, noise_sd=None, name=name)

@@ -1,12 +1,4 @@
-"""Regression problems: noisy sinc and Friedman #1-#3 (Tipping 2001, Friedman 1991).
-
-References
-----------
-.. [1] Tipping, M. E. (2001). Sparse Bayesian learning and the relevance vector
-   machine. *Journal of Machine Learning Research*, 1, 211-244.
-.. [2] Friedman, J. H. (1991). Multivariate adaptive regression splines.
-   *The Annals of Statistics*, 19(1), 1-67.
-"""
+"""Regression problems: noisy sinc and Friedman #1-#3 (Tipping 2001, Friedman 1991)."""
 
 from __future__ import annotations
 
@@ -46,8 +38,6 @@ _SINC_NOISE_KINDS = ("gaussian", "uniform", "none")
 def sinc(x) -> np.ndarray:
     """Unnormalised sinc, ``sin(x) / x`` with ``sinc(0) = 1``.
 
-    Away from zero the value is exactly ``np.sin(x) / x`` in floating point.
-
     Parameters
     ----------
     x : array_like
@@ -78,10 +68,8 @@ def make_sinc(
 ) -> Dataset:
     """The one-dimensional ``sin(x)/x`` regression problem of Tipping (2001).
 
-    Training inputs are uniform on ``x_range``; training targets are
-    ``sin(x)/x`` plus noise. Test inputs are an evenly spaced grid of
-    ``n_test`` points over ``x_range`` (end points included) with noise-free
-    targets.
+    Training inputs are uniform on ``x_range`` with noisy targets; test inputs
+    are ``n_test`` evenly spaced points of ``x_range`` with noise-free targets.
 
     Parameters
     ----------
@@ -91,14 +79,12 @@ def make_sinc(
         Number of test grid points.
     noise : {"gaussian", "uniform", "none"} or None, default="gaussian"
         Kind of additive training noise: Gaussian with standard deviation
-        ``noise_sd``, uniform on ``[-noise_width, noise_width]``, or none.
-        Tipping (2001) used both Gaussian noise of sd 0.1 and uniform noise on
-        ``[-0.2, 0.2]`` (``noise="uniform", noise_width=0.2``).
+        ``noise_sd``, uniform on ``[-noise_width, noise_width]`` (Tipping 2001
+        also used ``noise_width=0.2``), or none.
     noise_sd : float, default=0.1
-        Standard deviation of the Gaussian noise (ignored unless
-        ``noise="gaussian"``).
+        Standard deviation of the Gaussian noise.
     noise_width : float, default=0.1
-        Half-width of the uniform noise (ignored unless ``noise="uniform"``).
+        Half-width of the uniform noise.
     x_range : tuple of float, default=(-10, 10)
         Interval ``(low, high)`` of the inputs.
     random_state : None, int or numpy.random.Generator, default=None
@@ -111,11 +97,6 @@ def make_sinc(
         noise-free ``t_test`` (n_test,), and ``noise_sd`` the standard
         deviation of the noise actually added: ``noise_sd`` for Gaussian noise,
         ``noise_width / sqrt(3)`` for uniform noise, 0.0 for none.
-
-    References
-    ----------
-    .. [1] Tipping, M. E. (2001). Sparse Bayesian learning and the relevance
-       vector machine. *Journal of Machine Learning Research*, 1, 211-244.
 
     Examples
     --------
@@ -161,7 +142,7 @@ def make_sinc(
 
 
 def _friedman1(X: np.ndarray) -> np.ndarray:
-    """Noise-free Friedman #1 (the formula of ``sklearn.datasets.make_friedman1``)."""
+    """Noise-free Friedman #1, #2, #3: the formulas of ``sklearn.datasets``."""
     return (
         10 * np.sin(np.pi * X[:, 0] * X[:, 1])
         + 20 * (X[:, 2] - 0.5) ** 2
@@ -171,18 +152,15 @@ def _friedman1(X: np.ndarray) -> np.ndarray:
 
 
 def _friedman2(X: np.ndarray) -> np.ndarray:
-    """Noise-free Friedman #2 (the formula of ``sklearn.datasets.make_friedman2``)."""
     return (X[:, 0] ** 2 + (X[:, 1] * X[:, 2] - 1 / (X[:, 1] * X[:, 3])) ** 2) ** 0.5
 
 
 def _friedman3(X: np.ndarray) -> np.ndarray:
-    """Noise-free Friedman #3 (the formula of ``sklearn.datasets.make_friedman3``)."""
     return np.arctan((X[:, 1] * X[:, 2] - 1 / (X[:, 1] * X[:, 3])) / X[:, 0])
 
 
 def _friedman23_inputs(rng: np.random.Generator, n: int) -> np.ndarray:
-    """Inputs of Friedman #2/#3: x1 ~ U(0, 100), x2 ~ U(40 pi, 560 pi), x3 ~ U(0, 1),
-    x4 ~ U(1, 11), the distributions of scikit-learn's generators."""
+    """Inputs of Friedman #2/#3, drawn as scikit-learn's generators draw them."""
     X = rng.uniform(size=(n, 4))
     X[:, 0] *= 100
     X[:, 1] *= 520 * np.pi
@@ -197,7 +175,7 @@ _FRIEDMAN_FUNCTIONS = {"friedman2": _friedman2, "friedman3": _friedman3}
 
 @functools.cache
 def _friedman_auto_noise_sd(name: str) -> float:
-    """One third of the signal sd, from a fixed noise-free sample (a stable constant)."""
+    """One third of the signal sd on a fixed noise-free sample."""
     rng = np.random.default_rng(FRIEDMAN_AUTO_NOISE_SEED)
     X = _friedman23_inputs(rng, FRIEDMAN_AUTO_NOISE_SIZE)
     return float(np.std(_FRIEDMAN_FUNCTIONS[name](X)) / 3.0)
@@ -211,16 +189,21 @@ def _resolve_friedman_noise(noise_sd, name: str) -> float:
     return _check_nonnegative(noise_sd, "noise_sd")
 
 
+def _friedman(name, f, inputs, n_train, n_test, sd, random_state) -> Dataset:
+    """Draw ``inputs(rng, n)`` for training (with noise of sd ``sd``) and testing."""
+    rng = check_random_state(random_state)
+    X = inputs(rng, n_train)
+    t = f(X) + sd * rng.standard_normal(n_train)
+    X_test = inputs(rng, n_test)
+    return Dataset(X, t, X_test, f(X_test), noise_sd=sd, name=name)
+
+
 def _make_friedman23(name, n_train, n_test, noise_sd, random_state) -> Dataset:
     n_train = _check_count(n_train, "n_train")
     n_test = _check_count(n_test, "n_test")
     sd = _resolve_friedman_noise(noise_sd, name)
-    rng = check_random_state(random_state)
     f = _FRIEDMAN_FUNCTIONS[name]
-    X = _friedman23_inputs(rng, n_train)
-    t = f(X) + sd * rng.standard_normal(n_train)
-    X_test = _friedman23_inputs(rng, n_test)
-    return Dataset(X, t, X_test, f(X_test), noise_sd=sd, name=name)
+    return _friedman(name, f, _friedman23_inputs, n_train, n_test, sd, random_state)
 
 
 def make_friedman1(
@@ -257,13 +240,6 @@ def make_friedman1(
     -------
     Dataset
 
-    References
-    ----------
-    .. [1] Friedman, J. H. (1991). Multivariate adaptive regression splines.
-       *The Annals of Statistics*, 19(1), 1-67.
-    .. [2] Tipping, M. E. (2001). Sparse Bayesian learning and the relevance
-       vector machine. *Journal of Machine Learning Research*, 1, 211-244.
-
     Examples
     --------
     >>> X, t, Xt, tt = make_friedman1(random_state=0)
@@ -274,11 +250,11 @@ def make_friedman1(
     n_test = _check_count(n_test, "n_test")
     n_features = _check_count(n_features, "n_features", minimum=5)
     sd = _check_nonnegative(noise_sd, "noise_sd")
-    rng = check_random_state(random_state)
-    X = rng.uniform(size=(n_train, n_features))
-    t = _friedman1(X) + sd * rng.standard_normal(n_train)
-    X_test = rng.uniform(size=(n_test, n_features))
-    return Dataset(X, t, X_test, _friedman1(X_test), noise_sd=sd, name="friedman1")
+
+    def inputs(rng, n):
+        return rng.uniform(size=(n, n_features))
+
+    return _friedman("friedman1", _friedman1, inputs, n_train, n_test, sd, random_state)
 
 
 def make_friedman2(
@@ -305,25 +281,15 @@ def make_friedman2(
         Number of test points.
     noise_sd : float or "auto", default="auto"
         Standard deviation of the Gaussian training noise. ``"auto"`` gives
-        Friedman's 3:1 signal-to-noise ratio: one third of the standard
-        deviation of the noise-free function, computed once from a fixed
-        sample of ``FRIEDMAN_AUTO_NOISE_SIZE`` (100000) noise-free points drawn
-        with seed ``FRIEDMAN_AUTO_NOISE_SEED`` (1991), independent of
-        ``random_state``, so that it is the same constant on every call
-        (about 126.1 for this function).
+        Friedman's 3:1 signal-to-noise ratio: a third of the sd of the function
+        on ``FRIEDMAN_AUTO_NOISE_SIZE`` points drawn with seed
+        ``FRIEDMAN_AUTO_NOISE_SEED`` (the same constant on every call, about 126.1).
     random_state : None, int or numpy.random.Generator, default=None
         Source of randomness; see :func:`check_random_state`.
 
     Returns
     -------
     Dataset
-
-    References
-    ----------
-    .. [1] Friedman, J. H. (1991). Multivariate adaptive regression splines.
-       *The Annals of Statistics*, 19(1), 1-67.
-    .. [2] Tipping, M. E. (2001). Sparse Bayesian learning and the relevance
-       vector machine. *Journal of Machine Learning Research*, 1, 211-244.
 
     Examples
     --------
@@ -353,31 +319,12 @@ def make_friedman3(
 
     Parameters
     ----------
-    n_train : int, default=240
-        Number of training points.
-    n_test : int, default=1000
-        Number of test points.
-    noise_sd : float or "auto", default="auto"
-        Standard deviation of the Gaussian training noise. ``"auto"`` gives
-        Friedman's 3:1 signal-to-noise ratio: one third of the standard
-        deviation of the noise-free function, computed once from a fixed
-        sample of ``FRIEDMAN_AUTO_NOISE_SIZE`` (100000) noise-free points drawn
-        with seed ``FRIEDMAN_AUTO_NOISE_SEED`` (1991), independent of
-        ``random_state``, so that it is the same constant on every call
-        (about 0.106 for this function).
-    random_state : None, int or numpy.random.Generator, default=None
-        Source of randomness; see :func:`check_random_state`.
+    n_train, n_test, noise_sd, random_state
+        As for :func:`make_friedman2` (``noise_sd="auto"`` is about 0.106 here).
 
     Returns
     -------
     Dataset
-
-    References
-    ----------
-    .. [1] Friedman, J. H. (1991). Multivariate adaptive regression splines.
-       *The Annals of Statistics*, 19(1), 1-67.
-    .. [2] Tipping, M. E. (2001). Sparse Bayesian learning and the relevance
-       vector machine. *Journal of Machine Learning Research*, 1, 211-244.
 
     Examples
     --------

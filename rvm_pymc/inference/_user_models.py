@@ -1,15 +1,8 @@
-"""Users' own models: what the fits accept, refused before any work, and their likelihood.
+"""Users' own models: what the fits accept (refused before any work), and their likelihood.
 
-A model written by a user with the package's names (:func:`rvm_pymc.models.model_spec`)
-may have a likelihood of its own (Student-t noise, a probit link) or a noise
-precision that is a function of other variables.  The result tree then takes
-its pointwise ``log_likelihood`` and its ``posterior_predictive`` from the
-model itself (``pm.compute_log_likelihood``, ``pm.sample_posterior_predictive``),
-not from the package's Normal / Bernoulli-logit / softmax formulas, which hold
-only for the builders' models as built (:func:`rvm_pymc.models.builder_made`; the two agree
-on those, ``tests/test_user_models.py``).  What the result schema or a fit
-cannot hold is refused by :func:`check_user_model` before sampling or
-optimising, with a message naming what is missing.
+A model of one's own with the package's names may have its own likelihood; the result
+tree then takes ``log_likelihood`` and ``posterior_predictive`` from the model itself,
+not from the formulas that hold for the builders' models (``docs/pymc.md``).
 """
 
 from __future__ import annotations
@@ -33,8 +26,7 @@ __all__ = [
 ]
 
 MARGINAL_RTOL = 1e-8
-"""Relative tolerance of the check that a marginal model's ``t_obs`` is the RVM's
-Gaussian marginal likelihood (at a test point, against the NumPy evaluation)."""
+"""Relative tolerance of the check that a marginal model's ``t_obs`` is the RVM's marginal."""
 
 
 def observed_name(spec: ModelSpec) -> str:
@@ -45,8 +37,7 @@ def observed_name(spec: ModelSpec) -> str:
 
 
 MAP_FREE = frozenset({"log_alpha", "log_beta", "log_length_scale", "w", "W", "w_raw", "W_raw"})
-"""The free variables type-II MAP knows: the precisions (and RBF width) it optimises, the
-weights it integrates out."""
+"""The free variables type-II MAP knows (optimised or integrated out)."""
 
 
 def _names(variables) -> set[str]:
@@ -54,32 +45,11 @@ def _names(variables) -> set[str]:
 
 
 def check_user_model(model, spec: ModelSpec, fit: str, compile_kwargs=None) -> None:
-    """Refuse, before any sampling or optimising, what ``fit`` cannot do with ``model``.
-
-    Parameters
-    ----------
-    model : pymc.Model
-    spec : ModelSpec
-        ``model_spec(model)``.
-    fit : {"nuts", "collapsed", "map", "laplace_collapsed"}
-    compile_kwargs : mapping, optional
-        PyTensor options of the test-point evaluation (marginal models of one's own).
-
-    Raises
-    ------
-    ValueError
-        - a model with a slab (``slab_scale``) for any fit but ``"nuts"``;
-        - ``log_beta`` is not a scalar (one noise precision per observation:
-          heteroscedastic noise; the result holds one per draw);
-        - the observed variable is not one value per observation;
-        - type-II MAP of a model with a free variable outside :data:`MAP_FREE`;
-        - type-II MAP of a model whose ``log_beta`` is not a free variable
-          (a Deterministic of other variables: MAP optimises ``log_alpha`` and
-          ``log_beta`` themselves);
-        - a marginal regression model (MAP, collapsed sampler) whose ``t_obs``
-          is not the Gaussian marginal likelihood of the RVM (its weights are
-          drawn from that Gaussian).
-    """
+    """ValueError, before any sampling or optimising, for what ``fit`` (``"nuts"``,
+    ``"collapsed"``, ``"map"``, ``"laplace_collapsed"``) cannot do with ``model``: a slab
+    but for NUTS, a non-scalar ``log_beta``, an observed variable not 1-D, MAP with free
+    variables outside :data:`MAP_FREE` or a non-free ``log_beta``, a marginal model whose
+    ``t_obs`` is not the RVM's marginal (tested at a point with ``compile_kwargs``)."""
     obs = observed_name(spec)
     free = _names(model.free_RVs)
     slab = None if spec.prior is None else spec.prior.slab
@@ -162,23 +132,8 @@ def model_pointwise(
     random_seed: int,
     compile_kwargs=None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The model's own pointwise log likelihood and replicates at the posterior draws.
-
-    Parameters
-    ----------
-    posterior : xarray.Dataset
-        The sampler's posterior (``pm.sample``'s: every free variable).
-    weights : ndarray
-        The weight draws ``(chain, draw, M[, K])`` of the result (for a
-        collapsed sampler, drawn after ``pm.sample``): they replace or add
-        ``w`` (``W``).
-    random_seed : int
-        Seeds the replicates.
-
-    Returns
-    -------
-    (log_likelihood, replicates) : ndarray, each of shape (chain, draw, N)
-    """
+    """The model's own pointwise log likelihood and replicates, each (chain, draw, N), at
+    the draws of ``posterior`` with the result's ``weights`` (chain, draw, M[, K])."""
     obs = observed_name(spec)
     wname = "W" if spec.kind == "softmax" else "w"
     dims = model.named_vars_to_dims.get(wname) or [
@@ -187,7 +142,7 @@ def model_pointwise(
     post = posterior.drop_vars(wname, errors="ignore").assign(
         {wname: (("chain", "draw", *dims), weights)}
     )
-    # the model's own coordinates (the result's are strings): no coordinate counts as changed
+    # the model's own coordinates, so that none counts as changed
     post = post.assign_coords(
         {
             d: list(model.coords[d])
@@ -227,13 +182,8 @@ def _constant_data(model) -> xr.Dataset:
 
 
 def with_model_likelihood(tree: xr.DataTree, model, spec: ModelSpec, posterior, weights, **kw):
-    """Put the model's own pointwise log likelihood and replicates into the result ``tree``.
-
-    :func:`model_pointwise` (same arguments, ``kw``: ``random_seed``,
-    ``compile_kwargs``) replaces ``log_likelihood`` and ``posterior_predictive``;
-    a type-II tree's ``sample_stats.lp`` (log likelihood plus the log prior of the
-    weights) follows; root attribute ``likelihood = "model"``.  In place; returns ``tree``.
-    """
+    """``tree`` with :func:`model_pointwise` as ``log_likelihood`` and ``posterior_predictive``
+    (a type-II tree's ``sample_stats.lp`` follows; attribute ``likelihood = "model"``)."""
     ll, rep = model_pointwise(model, spec, posterior, weights, **kw)
     obs = observed_name(spec)
     old = tree["log_likelihood"][obs].values

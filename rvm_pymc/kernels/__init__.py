@@ -2,12 +2,8 @@ r"""Kernels: the functions ``k(x, y)`` whose columns make the design matrix of a
 
 A :class:`Kernel` maps ``X`` (n, d) and ``Y`` (m, d) to the (n, m) matrix
 :math:`K_{ij} = k(x_i, y_j)`; kernels compose with ``+`` and ``*``, also with a
-positive scalar.  The bases that turn a kernel into the design matrix
-(:class:`~rvm_pymc.basis.KernelBasis`, ``FunctionBasis``, ``PrecomputedBasis``,
-...) live in :mod:`rvm_pymc.basis`, which imports this module; this module
-does not import it (asking this module for one raises an AttributeError that
-says where it lives).
-NumPy/SciPy only; PyMC is not imported.
+positive scalar.  The bases that turn a kernel into a design matrix live in
+:mod:`rvm_pymc.basis`, which imports this module.
 """
 
 from rvm_pymc.kernels._base import Constant, Kernel, Product, Sum
@@ -42,33 +38,14 @@ __all__ = [
 ]
 
 # pickles and the documentation name this module, not the private ones that define them
-for _cls in (
-    Kernel,
-    Constant,
-    Sum,
-    Product,
-    RBF,
-    Laplacian,
-    Cauchy,
-    Linear,
-    Polynomial,
-    LinearSpline,
-    CallableKernel,
-):
-    _cls.__module__ = __name__
-make_kernel.__module__ = kernel_class.__module__ = __name__
-del _cls
+for _obj in map(globals().get, __all__):
+    if callable(_obj):
+        _obj.__module__ = __name__
+del _obj
 
 _BASIS_NAMES = frozenset(
-    {
-        "Basis",
-        "FunctionBasis",
-        "KernelBasis",
-        "PrecomputedBasis",
-        "column_scale",
-        "make_basis",
-        "polynomial_basis",
-    }
+    "Basis FunctionBasis KernelBasis PrecomputedBasis column_scale make_basis "
+    "polynomial_basis".split()
 )
 
 

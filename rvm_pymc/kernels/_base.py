@@ -28,19 +28,13 @@ def check_finite_matrix(M: np.ndarray, what: str) -> None:
 _DIAG_BLOCK = 256
 
 
-# --------------------------------------------------------------------------- kernels
-
-
 class Kernel:
     """Base class of all kernels: ``k(X, Y=None)`` returns the (n, m) kernel matrix.
 
-    Calling a kernel validates ``X`` and ``Y`` (1-D input is one feature; NaN
-    and inf are rejected), checks they have the same number of features and
-    that the result is finite.  ``Y`` defaults to ``X`` (the Gram matrix).
-    Subclasses implement ``_evaluate(X, Y)`` and ``get_params()``, and set
-    ``symmetric = True`` when ``k(x, y) == k(y, x)`` (every kernel of this module
-    but :class:`CallableKernel`): a design matrix is then built as ``k(C, X).T``,
-    blocks of whole rows, which costs less than ``k(X, C)`` written column-major.
+    Calling a kernel validates ``X`` and ``Y`` (default ``X``; 1-D input is one
+    feature) and checks that the result is finite.  Subclasses implement
+    ``_evaluate(X, Y)`` and ``get_params()``, and set ``symmetric = True`` when
+    ``k(x, y) == k(y, x)`` (a design matrix is then filled as ``k(C, X).T``).
 
     Examples
     --------
@@ -56,8 +50,8 @@ class Kernel:
     symmetric: bool = False  # k(x, y) == k(y, x); unknown for a subclass unless it says so
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A subclass redefining ``_evaluate`` or ``__call__`` (of ``RBF``, say) is not
-        assumed symmetric unless it says so, and :meth:`fill` goes through its ``_evaluate``."""
+        """A subclass redefining ``_evaluate`` or ``__call__`` is not symmetric unless it says
+        so; its ``fill`` goes through its ``_evaluate``."""
         super().__init_subclass__(**kwargs)
         own = vars(cls)
         if ("_evaluate" in own or "__call__" in own) and "symmetric" not in own:
@@ -80,10 +74,8 @@ class Kernel:
     def fill(self, X: np.ndarray, Y: np.ndarray, out: np.ndarray) -> np.ndarray:
         """Write ``k(X, Y)`` into ``out``, a C-contiguous float64 (n, m) array; return it.
 
-        For building a large matrix in blocks: no copy of the inputs and, for
-        the width kernels, no temporary.  Only ``out`` is checked: ``X`` (n, d)
-        and ``Y`` (m, d) must be finite float64 arrays, and the caller checks
-        that the result is finite.
+        Only ``out`` is checked: ``X`` and ``Y`` must be finite float64 arrays, and
+        the caller checks that the result is finite.
         """
         shape = (X.shape[0], Y.shape[0])
         if out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:

@@ -35,16 +35,11 @@ def _sq_dist(X: np.ndarray, Y: np.ndarray, out: np.ndarray) -> np.ndarray:
 
 
 class _WidthKernel(Kernel):
-    """A kernel with one width: ``gamma = 1 / (_c * length_scale**_p)``; give one, not both.
-
-    ``gamma`` defaults to 1.0 when neither is given; both must be finite and > 0.
-    """
+    """A kernel with one width, ``gamma = 1 / (_c * length_scale**_p)`` (default gamma 1)."""
 
     _c, _p = 2.0, 2
     symmetric = True
-    #: ``fill`` is ``cdist`` and NumPy on its own output only: blocks may be filled on
-    #: threads (they release the GIL); a kernel of the user's own is filled in one thread
-    threaded_fill = True
+    threaded_fill = True  #: ``fill`` releases the GIL: blocks may be filled on threads
 
     def __init__(self, gamma: float | None = None, length_scale: float | None = None) -> None:
         if gamma is not None and length_scale is not None:
@@ -74,7 +69,10 @@ class _WidthKernel(Kernel):
         return out
 
     def _fill(self, X: np.ndarray, Y: np.ndarray, out: np.ndarray) -> None:
-        raise NotImplementedError
+        """``exp(-gamma d(X, Y))`` of the subclass's distance ``_distance``, in place."""
+        self._distance(X, Y, out)
+        out *= -self.gamma
+        np.exp(out, out=out)
 
 
 class RBF(_WidthKernel):
@@ -99,10 +97,7 @@ class RBF(_WidthKernel):
            [0.1353, 1.    ]])
     """
 
-    def _fill(self, X: np.ndarray, Y: np.ndarray, out: np.ndarray) -> None:
-        _sq_dist(X, Y, out)
-        out *= -self.gamma
-        np.exp(out, out=out)
+    _distance = staticmethod(_sq_dist)
 
 
 class Laplacian(_WidthKernel):
@@ -112,13 +107,10 @@ class Laplacian(_WidthKernel):
 
         k(x, y) = \exp(-\gamma \lVert x - y \rVert_1), \qquad \gamma = 1 / \ell
 
-    In one dimension this is the exponential (Matern-1/2) kernel; in several it
-    is the product of one-dimensional exponential kernels (L1, not Euclidean).
-
     Parameters
     ----------
     gamma, length_scale : float, optional
-        Inverse width or width :math:`\ell`; give at most one (default ``gamma=1.0``).
+        As for :class:`RBF`.
 
     Examples
     --------
@@ -128,10 +120,9 @@ class Laplacian(_WidthKernel):
 
     _c, _p = 1.0, 1
 
-    def _fill(self, X: np.ndarray, Y: np.ndarray, out: np.ndarray) -> None:
+    @staticmethod
+    def _distance(X: np.ndarray, Y: np.ndarray, out: np.ndarray) -> None:
         cdist(X, Y, "cityblock", out=out)
-        out *= -self.gamma
-        np.exp(out, out=out)
 
 
 class Cauchy(_WidthKernel):
@@ -144,7 +135,7 @@ class Cauchy(_WidthKernel):
     Parameters
     ----------
     gamma, length_scale : float, optional
-        Inverse width or width :math:`\ell`; give at most one (default ``gamma=1.0``).
+        As for :class:`RBF`.
 
     Examples
     --------
@@ -231,9 +222,8 @@ class LinearSpline(Kernel):
             - \frac{x_j + y_j}{2} m_j^2 + \frac{m_j^3}{3} \Big],
         \qquad m_j = \min(x_j, y_j)
 
-    Meant for inputs scaled to a positive range of order one such as [0, 1]:
-    it is not translation invariant and is not positive semi-definite when
-    inputs are negative.
+    Meant for inputs scaled to a positive range such as [0, 1] (not positive
+    semi-definite for negative inputs).
 
     Examples
     --------
@@ -315,8 +305,13 @@ _CLASSES: dict[str, type[Kernel]] = {
 def kernel_class(name: str) -> type[Kernel]:
     """The built-in kernel class whose class name is ``name`` (``"RBF"``, ``"Sum"``, ...).
 
-    The one registry of the kernels, for readers of saved parameters
-    (:class:`CallableKernel` and user subclasses are not in it).
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    type
 
     Raises
     ------

@@ -32,28 +32,16 @@ from rvm_pymc.priors import HyperPrior, resolve_prior
 
 
 class RVMModel(pm.Model):
-    """A :class:`pymc.Model` whose ``str()`` (``print(model)``) lists its variables.
-
-    PyMC 6 shows the model's variables and priors in notebooks (IPython's
-    pretty printer and ``_repr_latex_`` call ``model.str_repr()``), but
-    ``print(model)`` prints only ``<pymc.model.core.Model object at ...>``.
-    The builders of this module return this subclass, whose ``str`` is
-    ``str_repr()``, e.g. ``log_alpha ~ LogGamma(1, 0.01)`` (the density of the
-    log of a Gamma(a, b) precision, ``Flat`` under ``a = b = 0``).  It is a
-    ``pymc.Model`` in every other respect; ``model.copy()`` returns a plain
-    ``pymc.Model``.
-
-    Its log density for NUTS cuts the raveled vector of free variables at
-    offsets computed from the dimension lengths (:mod:`rvm_pymc.models._raveled`),
-    so that the compiled function serves every number of bases.
+    """A :class:`pymc.Model` whose ``print(model)`` lists its variables and priors
+    (``model.str_repr()``, e.g. ``log_alpha ~ LogGamma(1, 0.01)``), and whose NUTS log
+    density is compiled once for every number of bases (:mod:`rvm_pymc.models._raveled`).
+    ``model.copy()`` returns a plain ``pymc.Model``.
     """
 
     def __str__(self) -> str:
         return self.str_repr()
 
     def _logp_dlogp_function(self, grad_vars, *, tempered=False, ravel_inputs=None, **kwargs):
-        # NUTS's raveled input cut by dimension lengths: one compile for every number
-        # of bases (rvm_pymc.models._raveled)
         if not ravel_inputs:
             return super()._logp_dlogp_function(
                 grad_vars, tempered=tempered, ravel_inputs=ravel_inputs, **kwargs
@@ -71,16 +59,28 @@ def _builder_made(model: RVMModel) -> RVMModel:
 
 
 def builder_made(model) -> bool:
-    """Whether a builder of :mod:`rvm_pymc.models` made ``model`` as it stands.
+    """Whether a builder of :mod:`rvm_pymc.models` made ``model`` as it stands (its likelihood
+    is then the package's own formulas; any other model is scored from the model itself).
 
-    Its likelihood is then one the package computes by its own formulas; any
-    other model (one's own, even inside ``RVMModel``, a copy, or
-    :func:`~rvm_pymc.models.data_unit_model`'s) is scored from the model itself.
+    Parameters
+    ----------
+    model : pymc.Model
+
+    Returns
+    -------
+    bool
     """
     return bool(getattr(model, _BUILDER_MADE, False))
 
 
-# --------------------------------------------------------------------- builders
+def _new_model(Phi, name: str, target, basis_names, **coords):
+    """A new RVMModel with the data ``Phi`` (obs, basis) and ``name`` (obs)."""
+    coords = {"basis": basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(target)),
+              **coords}  # fmt: skip
+    with RVMModel(coords=coords) as model:
+        Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
+        target_d = pm.Data(name, target, dims="obs")
+    return model, Phi_d, target_d
 
 
 def _no_slab(hp: HyperPrior, builder: str) -> HyperPrior:
@@ -144,10 +144,8 @@ def regression_joint(
     Phi, t = check_design(Phi, t, "t")
     check_parametrization(parametrization)
     hp = resolve_prior(prior, default="weakly_informative")
-    coords = {"basis": basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(t))}
-    with RVMModel(coords=coords) as model:
-        Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
-        t_d = pm.Data("t", t, dims="obs")
+    model, Phi_d, t_d = _new_model(Phi, "t", t, basis_names)
+    with model:
         log_alpha = _ard_precisions(hp)
         log_beta = _noise_precision(hp)
         w = _weights("w", log_alpha, parametrization, dims=("basis",), slab=hp.slab)
@@ -166,10 +164,8 @@ def regression_marginal(
     """RVM regression with the weights integrated out (type-II MAP, collapsed NUTS).
 
     ``t ~ N(0, I/beta + Phi A^-1 Phi^T)``, evaluated by :func:`marginal_logp_fast`
-    in O(N M^2).  Given ``(alpha, beta)`` the weights are exactly
-    ``N(mu, Sigma)``, ``Sigma = (A + beta Phi^T Phi)^-1``, ``mu = beta Sigma Phi^T t``
-    (:func:`rvm_pymc.reference.regression_posterior`), which the collapsed
-    sampler uses for one exact draw per posterior draw.
+    in O(N M^2); given ``(alpha, beta)`` the weights are exactly Gaussian
+    (:func:`rvm_pymc.reference.regression_posterior`).
 
     Parameters
     ----------
@@ -181,22 +177,17 @@ def regression_marginal(
     basis_names : sequence, optional
         Coordinate values of the ``basis`` dimension.
     low_rank : bool, optional
-        Evaluate the likelihood through a low-rank factor ``W`` of
-        ``Phi^T Phi`` (:func:`marginal_logp_low_rank`: an r x r factorisation
-        instead of an M x M one, for a smooth kernel's design of numerical
-        rank ``r << M``).  Default (None): when the rank of
-        :func:`gram_factor` is at most ``rvm_pymc.models.LOW_RANK_FRACTION`` of ``M``.
+        Evaluate the likelihood through a low-rank factor of ``Phi^T Phi``
+        (:func:`marginal_logp_low_rank`).  Default (None): when the rank of
+        :func:`gram_factor` is at most ``LOW_RANK_FRACTION`` of ``M``.
 
     Returns
     -------
     pymc.Model
         Free variables ``log_alpha`` (basis) and ``log_beta``; observed ``t_obs``.
-        Data containers ``Phi``, ``t`` and ``PhiTPhi`` (``Phi^T Phi``, kept
-        so that a gradient evaluation costs O(N M + M^3)); after
-        ``pm.set_data({"Phi": ...})`` set ``PhiTPhi`` too, the fits check it.
-        With the low-rank form also ``PhiTPhi_factor`` (``W``, M x r), which
-        a new ``Phi`` does not update: the fits refuse a model whose factor
-        disagrees with ``PhiTPhi`` (build it again).
+        Data containers ``Phi``, ``t`` and ``PhiTPhi`` (set it too after a new
+        ``Phi``; the fits check), and in the low-rank form ``PhiTPhi_factor``
+        (not updated by a new ``Phi``: build the model again).
 
     References
     ----------
@@ -217,10 +208,8 @@ def regression_marginal(
     W = None if low_rank is False else gram_factor(Phi)
     if low_rank is None and W.shape[1] > LOW_RANK_FRACTION * Phi.shape[1]:
         W = None
-    coords = {"basis": basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(t))}
-    with RVMModel(coords=coords) as model:
-        Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
-        pm.Data("t", t, dims="obs")
+    model, Phi_d, _ = _new_model(Phi, "t", t, basis_names)
+    with model:
         log_alpha = _ard_precisions(hp)
         log_beta = _noise_precision(hp)
         PtP_d = pm.Data("PhiTPhi", Phi.T @ Phi)
@@ -233,9 +222,8 @@ def regression_marginal(
 
 
 def rbf_design(X, centres, log_length_scale, *, bias: bool = True):
-    """RBF design matrix ``[1 | exp(-|x - c|^2 / (2 l^2))]``, ``l = exp(log_length_scale)``.
-
-    Works on PyTensor variables (inside a model) and on NumPy arrays alike.
+    """RBF design matrix ``[1 | exp(-|x - c|^2 / (2 l^2))]``, ``l = exp(log_length_scale)``,
+    of PyTensor variables or NumPy arrays.
 
     Parameters
     ----------

@@ -1,13 +1,5 @@
-"""The PyMC model of an estimator's fit in the units of the data (:func:`data_unit_model`).
-
-The estimators fit every method on a scaled problem (unit-RMS basis columns,
-standardised regression targets; docs/design.md section 3) and map the
-posterior back to the units of the data, where ``idata_`` lives.  The model
-built here is the same RVM written in those units, with the scaling inside it
-as named data, so that ``pm.sample_posterior_predictive(est.idata_,
-model=est.model_)`` and ``pm.set_data({"Phi": est.design_matrix(X)})`` work
-on one scale.
-"""
+"""The PyMC model of an estimator's fit in the units of the data (docs/design.md section 3),
+the scaling inside it as named data, so ``est.model_`` and ``est.idata_`` share one scale."""
 
 from __future__ import annotations
 
@@ -44,28 +36,14 @@ def data_unit_model(
 ) -> pm.Model:
     """The RVM of a fit on the scaled problem, written in the units of the data.
 
-    The fit saw the columns ``Phi / basis_scale`` and (regression) the targets
-    ``(t - y_offset) / y_scale``; its posterior in data units is
-    ``w = w_s y_scale / basis_scale``, ``log alpha = log alpha_s + 2 log(basis_scale /
-    y_scale)``, ``log beta = log beta_s - 2 log y_scale``
-    (:meth:`rvm_pymc.results.WeightPosterior.to_data_units`).  This model holds
-    those variables under the names of the result schema, with the Gamma
-    prior of the scaled precisions (:data:`rvm_pymc.models.spec.PRIOR_DATA`)
-    shifted accordingly:
-
-    - data ``Phi`` (``obs, basis``, data units), ``t`` or ``y`` (the observed
-      values, without dims, so that ``pm.set_data`` of ``Phi`` with new ``obs``
-      coordinates needs no new targets), ``basis_scale`` (``basis``), and
-      for regression ``y_offset`` and ``y_scale``;
-    - ``log_alpha`` (``basis``) and ``log_beta``: free variables (a sampled
-      fit), or data holding their point values when given in ``fixed`` (a
-      type-II fit holds them fixed, as its tree's ``constant_data`` does);
-    - centred weights ``w`` (``basis``) or ``W`` (``basis, class``), of prior
-      precision ``alpha`` (with a slab ``s``: ``alpha + (basis_scale / y_scale)^2 / s^2``,
-      the scaled problem's ``alpha_s + 1/s^2`` in data units; data ``slab_scale``);
-    - observed ``t_obs ~ Normal(y_offset + Phi w, 1/beta)``, or ``y_obs``
-      (Bernoulli-logit, Categorical-softmax) or ``counts_obs`` (Poisson, log
-      link), with dims ``obs``.
+    The fit saw ``Phi / basis_scale`` and (regression) ``(t - y_offset) / y_scale``;
+    this model holds its variables in data units
+    (:meth:`rvm_pymc.results.WeightPosterior.to_data_units`) under the names of
+    the result schema, the Gamma prior of the scaled precisions shifted
+    accordingly: data ``Phi``, ``t`` or ``y`` (no dims), ``basis_scale`` (and
+    ``y_offset``, ``y_scale``); ``log_alpha`` and ``log_beta`` free, or data when
+    given in ``fixed``; centred weights ``w`` or ``W``; observed ``t_obs``,
+    ``y_obs`` or ``counts_obs``.
 
     Parameters
     ----------

@@ -1,23 +1,16 @@
-"""The PyMC builders of the RVMs with a non-Gaussian likelihood: classifiers and counts.
-
-The weights cannot be integrated out in closed form: the models keep them as
-free variables (``w``, ``W``, or their non-centred ``*_raw``), and type-II
-MAP integrates them by the Laplace approximation
-(:mod:`rvm_pymc.inference`).  The parts shared with the regression builders
-(precisions, weights, the model class) are those of :mod:`._builders`.
-"""
+"""The PyMC builders of the RVMs with a non-Gaussian likelihood: classifiers and counts
+(free weights; type-II MAP integrates them by the Laplace approximation)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import pymc as pm
 
 from rvm_pymc._core.counts import check_counts
 from rvm_pymc._core.validation import as_2d_float, check_consistent_length
-from rvm_pymc.models._builders import RVMModel, _builder_made
-from rvm_pymc.models._checks import basis_coords, check_labels, check_parametrization
+from rvm_pymc.models._builders import _builder_made, _new_model
+from rvm_pymc.models._checks import check_labels, check_parametrization
 from rvm_pymc.models._likelihoods import bernoulli_logit, categorical_logit, poisson_log
 from rvm_pymc.models._priors import _ard_precisions, _weights
 from rvm_pymc.priors import resolve_prior
@@ -30,10 +23,8 @@ def _one_output_glm(Phi, y, prior, parametrization, basis_names, observed, likel
     check_consistent_length(Phi=Phi, y=y)
     check_parametrization(parametrization)
     hp = resolve_prior(prior, default="weakly_informative")
-    coords = {"basis": basis_coords(basis_names, Phi.shape[1]), "obs": np.arange(len(y))}
-    with RVMModel(coords=coords) as model:
-        Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
-        y_d = pm.Data("y", y, dims="obs")
+    model, Phi_d, y_d = _new_model(Phi, "y", y, basis_names)
+    with model:
         log_alpha = _ard_precisions(hp)
         w = _weights("w", log_alpha, parametrization, dims=("basis",), slab=hp.slab)
         likelihood(observed, Phi_d @ w, y_d)
@@ -101,9 +92,7 @@ def classification_softmax(
     n_classes : int, optional
         ``K``; default ``max(y) + 1``.
     prior : str, mapping or HyperPrior, optional
-        Only ``a, b`` (and ``slab``) are used; default ``"weakly_informative"``.
-        With a ``slab`` the weights' prior precision is ``alpha + 1/slab^2``
-        (:func:`rvm_pymc.priors.slab_variance`; data ``slab_scale``).
+        As for :func:`classification_binary`.
     parametrization : {"centred", "non_centred"}
     basis_names, class_names : sequence, optional
         Coordinate values of ``basis`` and ``class``.
@@ -127,14 +116,8 @@ def classification_softmax(
         class_names = list(range(k))
     elif len(class_names) != k:
         raise ValueError(f"class_names has {len(class_names)} entries; expected {k}")
-    coords = {
-        "basis": basis_coords(basis_names, Phi.shape[1]),
-        "obs": np.arange(len(y)),
-        "class": list(class_names),
-    }
-    with RVMModel(coords=coords) as model:
-        Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
-        y_d = pm.Data("y", y, dims="obs")
+    model, Phi_d, y_d = _new_model(Phi, "y", y, basis_names, **{"class": list(class_names)})
+    with model:
         log_alpha = _ard_precisions(hp)
         W = _weights("W", log_alpha, parametrization, dims=("basis", "class"), slab=hp.slab)
         categorical_logit("y_obs", Phi_d @ W, y_d)
@@ -156,13 +139,8 @@ def counts_poisson(
     Phi : array_like of shape (N, M)
     y : array_like of shape (N,)
         Counts (finite, >= 0, not all zero).
-    prior : str, mapping or HyperPrior, optional
-        Only ``a, b`` (and ``slab``) are used; default ``"weakly_informative"``.
-        With a ``slab`` the weights' prior precision is ``alpha + 1/slab^2``
-        (:func:`rvm_pymc.priors.slab_variance`; data ``slab_scale``).
-    parametrization : {"centred", "non_centred"}
-        As for :func:`regression_joint`.  Type-II MAP (Laplace) needs ``"centred"``.
-    basis_names : sequence, optional
+    prior, parametrization, basis_names
+        As for :func:`classification_binary`.
 
     Returns
     -------

@@ -1,10 +1,5 @@
-"""The priors of the builders' variables: log precisions and ARD weights.
-
-The free hyperparameters are the *log* precisions, with the Gamma prior of the
-precision written as a density of its logarithm (see :mod:`rvm_pymc.models`);
-the weights are ``N(0, 1/alpha_m)``, or with a slab (``HyperPrior.slab``)
-``N(0, 1/(alpha_m + 1/slab^2))``.
-"""
+"""The priors of the builders' variables: log precisions (see :mod:`rvm_pymc.models`) and
+ARD weights ``N(0, 1/alpha_m)`` (with a slab ``N(0, 1/(alpha_m + 1/slab^2))``)."""
 
 from __future__ import annotations
 
@@ -19,7 +14,16 @@ from rvm_pymc.priors import HyperPrior
 
 
 def log_gamma_normaliser(shape: float, rate: float) -> float:
-    """``shape log(rate) - lgamma(shape)``, or 0 for an improper prior."""
+    """``shape log(rate) - lgamma(shape)``, or 0 for an improper prior.
+
+    Parameters
+    ----------
+    shape, rate : float
+
+    Returns
+    -------
+    float
+    """
     if shape > 0 and rate > 0:
         return float(shape * np.log(rate) - gammaln(shape))
     return 0.0
@@ -30,17 +34,9 @@ def _log_precision(
 ) -> pt.TensorVariable:
     """A free log precision whose exponential has a Gamma(shape, rate) prior.
 
-    The density of ``y = log x`` is ``shape y - rate e^y`` plus the Gamma
-    normalising constant when the prior is proper; with ``shape = rate = 0`` it
-    is flat.  ``shape`` and ``rate`` go into the model as the named data
-    ``<name without log_>_shape`` and ``..._rate`` (``alpha_shape``, ``beta_rate``,
-    ...; see :data:`~rvm_pymc.models.spec.PRIOR_DATA`): the prior travels with the
-    model, and with ``model.copy()``, as values that :func:`model_spec` reads.
-
-    ``shift`` (a tensor, optional) states the prior on another scale: the
-    variable is ``log x + shift`` (the log precision in the units of the data
-    when ``x`` is that of the scaled problem), whose density is the one above
-    at ``value - shift`` (a shift: no Jacobian).
+    Density ``shape y - rate e^y`` (+ normaliser if proper) of ``y = log x``; ``shape``
+    and ``rate`` are the named data of :data:`~rvm_pymc.models.spec.PRIOR_DATA`.  With
+    ``shift`` the variable is ``log x + shift`` (another scale, e.g. data units).
     """
     stem = name.removeprefix("log_")
     a = pm.Data(f"{stem}_shape", float(shape))
@@ -48,8 +44,7 @@ def _log_precision(
     proper = shape > 0 and rate > 0
 
     def logp(value, a, b):
-        # the Gamma normaliser where the prior is proper (both branches are evaluated;
-        # the improper one's log(0) is not selected)
+        # the normaliser where the prior is proper (the improper branch is not selected)
         norm = pt.switch(pt.and_(pt.gt(a, 0), pt.gt(b, 0)), a * pt.log(b) - pt.gammaln(a), 0.0)
         return a * value - b * pt.exp(value) + norm
 
@@ -59,7 +54,7 @@ def _log_precision(
     start = float(np.log(shape / rate)) if proper else 0.0
 
     def support_point(rv, size, a, b):
-        # from ``size``, not ``rv``: the shape of ``rv`` would evaluate the (absent) random
+        # from ``size``, not ``rv`` (whose shape would evaluate the absent random)
         if rv_size_is_none(size):
             return pt.as_tensor(start)
         return pt.full(size, start)
@@ -112,23 +107,8 @@ def _noise_precision(prior: HyperPrior) -> pt.TensorVariable:
 
 
 def weight_log_precision(log_alpha, log_slab_precision=None):
-    """A weight's log prior precision: ``log(alpha + 1/s^2)``, or ``log alpha`` without a slab.
-
-    Parameters
-    ----------
-    log_alpha : tensor
-        The log ARD precisions.
-    log_slab_precision : tensor, optional
-        ``log(1/s^2) = -2 log s`` (plus the shift of another scale, e.g. the data
-        units of :func:`~rvm_pymc.models.data_unit_model`); None: no slab.
-
-    Returns
-    -------
-    tensor
-        ``logaddexp(log_alpha, log_slab_precision)``: the variance
-        ``s^2 / (1 + alpha s^2)`` of :func:`rvm_pymc.priors.slab_variance`, stable
-        for large and small ``alpha`` alike.
-    """
+    """A weight's log prior precision, ``logaddexp(log_alpha, log_slab_precision)``
+    (``log(alpha + 1/s^2)``), or ``log_alpha`` without a slab (None)."""
     if log_slab_precision is None:
         return log_alpha
     return pt.logaddexp(log_alpha, log_slab_precision)
@@ -144,10 +124,8 @@ def _slab_log_precision(slab: float | None):
 def _weights(
     name: str, log_alpha, parametrization: str, dims, slab: float | None = None
 ) -> pt.TensorVariable:
-    """ARD weights ``w ~ N(0, 1/alpha)``, centred or as ``w = z / sqrt(alpha)``.
-
-    With a slab ``s`` the precision is ``alpha + 1/s^2`` (:func:`weight_log_precision`).
-    """
+    """ARD weights ``w ~ N(0, 1/alpha)`` (``alpha + 1/s^2`` with a slab ``s``), centred or
+    as ``w = z / sqrt(alpha)``."""
     scale = pt.exp(-0.5 * weight_log_precision(log_alpha, _slab_log_precision(slab)))
     if len(dims) == 2:
         scale = scale[:, None]

@@ -1,39 +1,14 @@
-"""NUTS's log density of a builder's model, compiled once for every number of bases.
+"""NUTS's log density of a builder's model, compiled once for every number of bases
+(``docs/pymc.md``, "One compile per model form").
 
-PyMC's samplers take the free variables as one raveled vector.  PyMC cuts
-that vector into the variables at offsets and lengths read off the initial
-point, as constants: ``log_alpha = x[0:81]``, ``log_beta = x[81]``.  The
-compiled function then holds ``M`` (the number of bases), and every new
-``M`` compiles again, although the data (``pm.Data``) and the dimensions
-(``model.dim_lengths``, shared variables) already leave the rest of the graph
-free of them.  A cross-validation's folds have bases on their training rows,
-so their ``M`` is not the fit's on all rows (81 against 101 on sinc N = 100,
-5 folds; and folds of unequal sizes differ among themselves): on sinc a fold
-of a new ``M`` took 3.3-8.8 s to compile where a fold of a shape already seen
-took 0.4 s (Numba, compile cache warm from another ``M``).
-
-:func:`shape_free_logp_dlogp` cuts the vector at offsets computed from the
-model's dimension lengths instead, so one compiled function (one entry of
-PyTensor's and Numba's caches) serves every ``M``.  A variable whose shape is
-not its dimensions' lengths (no ``dims``, or a transformed value) keeps
-PyMC's constant shape.
-
-On PyTensor's Numba backend (its default) the function is compiled without
-in-place elementwise operations (:data:`NUMBA_EXCLUDED_REWRITES`): Numba
-compiled the collapsed model's log density and gradient in 12.0-12.6 s
-without them against 16.3-17.2 s with them (sinc N = 100, low-rank form, a
-fresh process on an empty cache, three alternating pairs), and a call costs
-the same (53-58 us against 54-60; the dense form at M = 301: 1242 against
-1211 us).  A ``mode`` given by the caller (``compile_kwargs``) is used as given.
-
-It builds on two details of PyMC 6 (``Model._logp_dlogp_function``, which
-:class:`~rvm_pymc.models.RVMModel` overrides, and ``ValueGradFunction``'s
-``_raveled_inputs`` flag); ``tests/test_raveled.py`` checks that NUTS goes
-through it.  What differs from PyMC's own function, besides the graph: its
-one gradient variable is the joined vector (``fn._grad_vars``), and the cut
-points read the dimension lengths when it is called, so after
-``pm.set_data(..., coords=...)`` changes a dimension the function follows it
-where PyMC's raises a shape error.
+PyMC cuts the raveled vector of free variables at constant offsets, so every new
+number of bases ``M`` compiles again; :func:`shape_free_logp_dlogp` cuts it at
+offsets computed from the model's dimension lengths instead (a variable whose
+shape is not its dims' lengths keeps PyMC's constant shape).  On the Numba
+backend the in-place rewrites of :data:`NUMBA_EXCLUDED_REWRITES` are left out
+(faster to compile); a ``mode`` given by the caller is used as given.  It relies
+on PyMC 6's ``Model._logp_dlogp_function`` and ``ValueGradFunction``'s
+``_raveled_inputs`` flag (``tests/test_raveled.py`` checks NUTS goes through it).
 """
 
 from __future__ import annotations
@@ -50,12 +25,7 @@ __all__ = ["JOINED_NAME", "NUMBA_EXCLUDED_REWRITES", "shape_free_logp_dlogp"]
 JOINED_NAME = "joined_inputs"
 
 NUMBA_EXCLUDED_REWRITES = ("inplace_elemwise",)
-"""Rewrites left out of NUTS's log density when it compiles on the Numba backend by default.
-
-Measured one at a time on the collapsed sinc model (compile and first call, a
-fresh process on an empty cache): without ``inplace_elemwise`` 12.3 s, without
-PyTensor's other in-place rewrites (BLAS, Blockwise, set-subtensor) 16.1-17.0 s,
-with all of them 15.8-17.6 s."""
+"""Rewrites left out of NUTS's log density when it compiles on the Numba backend by default."""
 
 
 def _nuts_mode(mode):
@@ -96,13 +66,8 @@ def shape_free_logp_dlogp(
 ) -> ValueGradFunction:
     """PyMC's ``ValueGradFunction`` of ``model`` on one raveled input cut by dimension lengths.
 
-    The same function as ``model.logp_dlogp_function(grad_vars,
-    ravel_inputs=True, ...)``: the value (and gradient) of the joint log
-    density (tempered: ``varlogp + w * datalogp``) at a vector that holds
-    ``grad_vars`` raveled in their order, with the other value variables as
-    settable extra values.  The cut points are expressions of the model's
-    dimension lengths wherever a variable's shape is its dims' lengths, so
-    the compiled graph holds no number of bases.
+    The same function as ``model.logp_dlogp_function(grad_vars, ravel_inputs=True,
+    ...)``, with cut points that are expressions of the dimension lengths.
     """
     grad_vars = list(grad_vars)
     costs = [model.varlogp, model.datalogp] if tempered else [model.logp()]

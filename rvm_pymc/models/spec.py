@@ -1,12 +1,5 @@
-"""What a fitter needs to know about an RVM model, read from the model itself.
-
-:func:`model_spec` inspects a :class:`pymc.Model` by its named variables and
-data containers (the names the builders of :mod:`rvm_pymc.models` use), not
-through a side registry: a copy of a model (``model.copy()``,
-``pymc.model.fgraph.clone_model``) and a model a user wrote with the same
-names are recognised alike.  The Gamma hyperprior travels with the model as
-named data (see :func:`model_spec`).
-"""
+"""What a fitter needs to know about an RVM model, read from its named variables and data
+(so copies and users' models of the same names are recognised alike)."""
 
 from __future__ import annotations
 
@@ -44,17 +37,13 @@ class ModelSpec:
         ``"regression_joint"``, ``"regression_marginal"``, ``"binary"``,
         ``"softmax"`` or ``"poisson"``.
     prior : HyperPrior or None
-        The Gamma hyperprior of the precisions, or None when the prior of
-        ``log_alpha`` (or ``log_beta``) is not of the log-Gamma form
-        ``a y - b e^y + const`` (a user's own prior).
+        The Gamma hyperprior of the precisions, or None for a prior of one's own.
     parametrization : str or None
         ``"centred"`` or ``"non_centred"`` weights (joint models), else None.
     n_classes : int or None
         Number of classes (classification), else None.
     rbf_width : bool
-        True when the RBF length scale is a free variable (``log_length_scale``);
-        the design matrix is then :func:`rvm_pymc.models.rbf_design` of the
-        data ``X`` and ``centres``.
+        True when the RBF length scale ``log_length_scale`` is a free variable.
     rbf_bias : bool
         Whether that RBF design matrix has a bias column first.
     """
@@ -71,8 +60,7 @@ PRIOR_DATA = {
     "log_alpha": ("alpha_shape", "alpha_rate"),
     "log_beta": ("beta_shape", "beta_rate"),
 }
-"""The named data that hold the Gamma(shape, rate) prior of each log precision: the
-builders write them; a model of one's own declares its Gamma prior the same way."""
+"""The named data that hold the Gamma(shape, rate) prior of each log precision."""
 
 
 SLAB_DATA = "slab_scale"
@@ -80,12 +68,8 @@ SLAB_DATA = "slab_scale"
 
 
 def _gamma_prior(model, name: str) -> tuple[float, float] | None:
-    """``(shape, rate)`` of the Gamma prior of ``exp(name)``, or None for a prior of one's own.
-
-    Read from the named data of :data:`PRIOR_DATA`; a ``pm.Flat`` log precision is
-    the improper ``(0, 0)``.  Nothing is solved for: a log density of another form
-    is a prior this package does not know (None).
-    """
+    """``(shape, rate)`` of the Gamma prior of ``exp(name)`` from :data:`PRIOR_DATA` (``(0, 0)``
+    for ``pm.Flat``), or None for a prior of one's own."""
     import pymc as pm
 
     shape_name, rate_name = PRIOR_DATA[name]
@@ -102,18 +86,12 @@ def _gamma_prior(model, name: str) -> tuple[float, float] | None:
 def model_spec(model) -> ModelSpec:
     """Read what kind of RVM model ``model`` is from its variables and data.
 
-    The kind follows from the observed variable (``t_obs``: regression,
-    ``y_obs``: classification, ``counts_obs``: Poisson counts) and the weights
-    (``w``/``w_raw``: joint, binary or Poisson, ``W``/``W_raw``: softmax, none:
-    the marginal regression model);
-    the weights are non-centred when ``w_raw`` (``W_raw``) is a free variable.
-    The Gamma hyperprior ``(a, b, c, d)`` is read from the named data of
-    :data:`~rvm_pymc.models.spec.PRIOR_DATA` (``alpha_shape``, ``alpha_rate``, ``beta_shape``,
-    ``beta_rate``), which the builders of :mod:`rvm_pymc.models` write; a
-    ``pm.Flat`` log precision counts as ``a = b = 0``.  Its ``slab`` is the
-    named data :data:`~rvm_pymc.models.spec.SLAB_DATA` (``slab_scale``) when
-    the model has it.  Otherwise ``ModelSpec.prior`` is None and only the fits that need no Gamma
-    parameters accept the model.
+    The kind follows from the observed variable (``t_obs``, ``y_obs``,
+    ``counts_obs``) and the weights (``w``/``w_raw``, ``W``/``W_raw``, none: the
+    marginal regression model).  The Gamma hyperprior is read from the named data
+    of :data:`~rvm_pymc.models.spec.PRIOR_DATA` (a ``pm.Flat`` log precision is
+    ``a = b = 0``) and its slab from :data:`~rvm_pymc.models.spec.SLAB_DATA`;
+    otherwise ``ModelSpec.prior`` is None.
 
     Parameters
     ----------
@@ -197,18 +175,18 @@ def model_constants(model, *, observed: bool = True) -> dict:
     """Every named data value of ``model``, as ``{name: (dims, value)}``.
 
     What a result tree's ``constant_data`` must hold for PyMC to see the model's
-    data as unchanged since the draws (``pm.sample_posterior_predictive`` and
-    ``pm.compute_log_likelihood`` compare each data container of the model with
-    the group's value of the same name, and flag every draw downstream of one
-    that is missing or differs).  Dims are the model's; a data container without
-    them gets ``<name>_dim_<i>``.
+    data as unchanged since the draws; a container without dims gets
+    ``<name>_dim_<i>``.
 
     Parameters
     ----------
     model : pymc.Model
     observed : bool
-        Include the data that are the observed values of an observed variable
-        (the targets, which a tree holds in ``observed_data``).
+        Include the observed values (the targets).
+
+    Returns
+    -------
+    dict
     """
     skip = set()
     if not observed:
@@ -228,14 +206,21 @@ def model_constants(model, *, observed: bool = True) -> dict:
 def data_unit_constants(kind: str, basis_scale, *, y_scale: float = 1.0, prior=None) -> dict:
     """The scaling and prior data of :func:`~rvm_pymc.models.data_unit_model`, by name.
 
-    ``basis_scale`` (``basis``), the Gamma prior's named data of
-    :data:`~rvm_pymc.models.spec.PRIOR_DATA` (``alpha_shape``, ``alpha_rate``;
-    regression also ``y_scale``, ``beta_shape`` and ``beta_rate``) and, with a
-    slab, ``slab_scale``.  An estimator's tree holds
-    them in ``constant_data`` for every method, so that its layout is one and
-    PyMC sees the data of ``model_`` as those of the draws (besides them
-    ``model_`` holds ``Phi``, the targets, ``y_offset`` and a type-II fit's
-    hyperparameters, which the tree holds already).  Needs no PyMC.
+    ``basis_scale``, the prior's named data of :data:`~rvm_pymc.models.spec.PRIOR_DATA`
+    (regression also ``y_scale``) and, with a slab, ``slab_scale``: what an
+    estimator's tree holds in ``constant_data``.  Needs no PyMC.
+
+    Parameters
+    ----------
+    kind : {"regression", "binary", "softmax", "poisson"}
+    basis_scale : array_like of shape (M,)
+    y_scale : float, default 1.0
+    prior : HyperPrior, str or mapping, optional
+
+    Returns
+    -------
+    dict
+        ``{name: (dims, value)}``.
     """
     hp = resolve_prior(prior, default="weakly_informative")
     out = {"basis_scale": (("basis",), np.asarray(basis_scale, dtype=float))}

@@ -5,7 +5,6 @@ Every plot takes fitted :class:`~rvm_pymc.estimators.RVR` /
 (``"reference"``, ``"map"``, ``"nuts"``), one or a mapping ``name -> fit``
 overlaid with one colour and one legend entry per fit, draws on a given
 ``ax`` (or ``axes``) or a new figure, and returns what it drew on.
-matplotlib (and ArviZ, for the forest) is imported only when a plot is drawn.
 
 - :func:`plot_predictive_1d`: predictive mean and bands, relevance vectors (1-D inputs);
 - :func:`plot_regression_1d`: the same for one fit, from arrays (mean, sd);
@@ -20,15 +19,9 @@ matplotlib (and ArviZ, for the forest) is imported only when a plot is drawn.
 - :func:`diagnostic_tree`: that selection as a DataTree for any ArviZ call
   (``az.plot_trace``, ``az.plot_rank``, ``az.summary``).
 
-Relevance counts in legends are those of ``rvm_pymc.comparison.n_relevant``
-(relevant kernel bases; the bias is not counted), the count of the
-comparison table.
-
-A sampled fit (NUTS) prunes nothing; where a plot marks relevance vectors or
-picks relevant weights, a NUTS fit counts a basis as relevant by the rule of
-``rvm_pymc.comparison.relevant_bases`` (the sign of its weight known with
-posterior probability at least 0.95), the rule of the comparison table.
-See ``docs/estimators.md`` ("Plots").
+Relevance counts and relevant bases are those of the comparison table
+(``rvm_pymc.comparison.n_relevant``, ``relevant_bases``); see
+``docs/estimators.md`` ("Plots").
 """
 
 from rvm_pymc.plotting._classification import plot_class_probability_2d, plot_reliability

@@ -56,15 +56,10 @@ def plot_class_probability_2d(
 ):
     """Class-probability contours of classifiers on 2-D inputs, with their relevance vectors.
 
-    One binary fit: the probability of ``classes_[1]`` filled (``cmap``, with a
-    colour bar) and its ``p = 0.5`` contour.  Several fits: only their
-    ``p = 0.5`` contours, one colour and one legend entry each.  K > 2
-    classes: the decision boundaries (where the most probable class changes)
-    instead of the 0.5 contour, and for one fit the most probable class
-    filled with its probability as opacity.  Relevance vectors are ringed in
-    the fit's colour (type-II: ``relevance_indices_``; NUTS: the points
-    relevant by ``rvm_pymc.comparison.relevant_bases``).  The data are drawn
-    per class, one legend entry per class.
+    One binary fit: the probability of ``classes_[1]`` filled (``cmap``) and its
+    ``p = 0.5`` contour; several fits: their contours only.  K > 2 classes: the
+    decision boundaries, and for one fit the most probable class filled with its
+    probability as opacity.  Relevance vectors are ringed in the fit's colour.
 
     Parameters
     ----------
@@ -79,12 +74,8 @@ def plot_class_probability_2d(
     show_relevance : bool, default True
     cmap : str, default "RdBu_r"
         Colour map of the filled probability.
-    colors : mapping, sequence or colour, optional
-        Colour per fit (contours and rings); default ``C0, C1, ...``, or
-        black for a single fit.
-    labels : mapping of str to str, optional
-        Legend label per fit name.
-    ax : matplotlib Axes, optional
+    colors, labels, ax : optional
+        As for :func:`plot_predictive_1d` (one fit is black by default).
 
     Returns
     -------
@@ -174,14 +165,8 @@ def _class_rgb(codes: np.ndarray, n_classes: int) -> np.ndarray:
 
 
 def reliability_curve(proba: np.ndarray, codes: np.ndarray, n_bins: int):
-    """Per non-empty bin: mean confidence, observed frequency, count; and the ECE.
-
-    Two classes: the predicted probability of class 1 against the frequency of
-    class 1.  K classes: the top-class probability (confidence) against the
-    accuracy.  Bins are equal-width on [0, 1] (on [1/K, 1] for confidence);
-    the expected calibration error is the count-weighted mean of
-    ``|frequency - confidence|``.
-    """
+    """Per non-empty equal-width bin (on [1/K, 1] for K > 2): mean confidence, observed
+    frequency, count; and the ECE (count-weighted mean of ``|frequency - confidence|``)."""
     if proba.shape[1] == 2:
         conf, hit, lo = proba[:, 1], (codes == 1).astype(float), 0.0
     else:
@@ -214,19 +199,12 @@ def plot_reliability(
 ):
     """Reliability diagram of one or several classifiers on held-out data.
 
-    Two classes: per bin of the predicted probability of ``classes_[1]``, its
-    mean against the observed frequency of ``classes_[1]``.  K > 2 classes: the
-    confidence version, the mean top-class probability against the accuracy.
-    A calibrated classifier lies on the diagonal (dashed).  Markers are sized
-    by the number of points in the bin, and the number is written beside
-    each marker; one colour and one legend entry per fit, with its expected
-    calibration error (ECE).
-
-    A bin of ``n`` points and mean probability ``p`` has, for a calibrated
-    classifier, an observed frequency ``Binomial(n, p) / n``: the vertical
-    bar at each marker is its central ``band`` interval (binomial
-    quantiles), so a marker outside its bar is a miscalibration larger than
-    the luck of ``n`` points, and a marker inside it is not evidence of one.
+    Two classes: per bin, the mean predicted probability of ``classes_[1]``
+    against its observed frequency; K > 2: the top-class probability against
+    the accuracy.  Markers are sized by (and labelled with) the bin's count;
+    the legend gives each fit's expected calibration error (ECE).  The bar at a
+    marker is the central ``band`` interval of ``Binomial(n, p) / n``, the
+    frequency a calibrated classifier would show.
 
     Parameters
     ----------
@@ -241,10 +219,8 @@ def plot_reliability(
         Probability of the binomial bands; None draws none.
     show_counts : bool, default True
         Write the number of points of each bin beside its marker.
-    colors : mapping, sequence or colour, optional
-    labels : mapping of str to str, optional
-        Legend label per fit name; default ``"<name> (ECE <value>)"``.
-    ax : matplotlib Axes, optional
+    colors, labels, ax : optional
+        As for :func:`plot_predictive_1d`.
 
     Returns
     -------
@@ -304,11 +280,7 @@ def plot_reliability(
 
 
 def binomial_band(conf: np.ndarray, count: np.ndarray, prob: float):
-    """Central ``prob`` interval of ``Binomial(n, p) / n`` per bin (``p = conf``, ``n = count``).
-
-    The range of the observed frequency of a bin of ``n`` points whose
-    classifier is calibrated at its mean probability ``p``.
-    """
+    """Central ``prob`` interval of ``Binomial(n, p) / n`` per bin (p = conf, n = count)."""
     from scipy.stats import binom
 
     n = np.asarray(count, dtype=float)

@@ -1,10 +1,6 @@
 """Helpers shared by the plots: the fits to draw, their colours, relevance, inputs.
 
-Nothing here imports matplotlib at module level; :func:`pyplot` does it on
-first use.  The estimators are recognised by their fitted attributes (a
-``posterior_`` of the result schema), so this module imports neither
-scikit-learn nor PyMC; the relevance rule is that of
-``rvm_pymc.comparison.relevant_bases``, imported when needed.
+matplotlib is imported on first use; estimators are recognised by their ``posterior_``.
 """
 
 from __future__ import annotations
@@ -35,23 +31,8 @@ def new_axes(ax, figsize=(8.0, 4.5)):
 
 
 def as_fits(fits: Any, *, kind: str | None = None, what: str = "fits") -> dict[str, Any]:
-    """``{label: fitted estimator}`` from one estimator or a mapping of them.
-
-    Parameters
-    ----------
-    fits : RVR, RVC or mapping of str to them
-        One estimator is labelled by its ``method``.
-    kind : {"regression", "classification"}, optional
-        Refuse fits of the other kind.
-    what : str
-        The argument's name in error messages.
-
-    Raises
-    ------
-    ValueError
-        For an empty mapping, an unfitted or foreign object, or a fit of the
-        wrong kind.
-    """
+    """``{label: fitted estimator}`` from one estimator (labelled by its ``method``) or a
+    mapping; ValueError if empty, unfitted, or not of ``kind`` when given."""
     out = dict(fits) if isinstance(fits, Mapping) else {str(getattr(fits, "method", "fit")): fits}
     if not out:
         raise ValueError(f"{what} is empty: give a fitted RVR/RVC or a mapping of them")
@@ -63,25 +44,17 @@ def as_fits(fits: Any, *, kind: str | None = None, what: str = "fits") -> dict[s
                 f"{type(est).__name__}"
             )
         is_reg = post.kind == "regression"
-        if kind == "regression" and not is_reg:
+        if kind is not None and is_reg != (kind == "regression"):
+            got = "a regression fit" if is_reg else "a classifier"
+            need = "regression fits (RVR)" if kind == "regression" else "classifiers (RVC)"
             raise ValueError(
-                f"{what}[{name!r}] is a classifier ({type(est).__name__}); this plot needs "
-                "regression fits (RVR)"
-            )
-        if kind == "classification" and is_reg:
-            raise ValueError(
-                f"{what}[{name!r}] is a regression fit ({type(est).__name__}); this plot needs "
-                "classifiers (RVC)"
+                f"{what}[{name!r}] is {got} ({type(est).__name__}); this plot needs {need}"
             )
     return {str(k): v for k, v in out.items()}
 
 
 def fit_colors(names: Sequence[str], colors: Any = None) -> dict[str, Any]:
-    """One colour per name: the property cycle ``C0, C1, ...`` unless given.
-
-    ``colors`` may be a mapping ``name -> colour``, a sequence (in the order of
-    ``names``) or one colour for a single name.
-    """
+    """One colour per name: ``C0, C1, ...``, or ``colors`` (mapping, sequence or one colour)."""
     names = list(names)
     if colors is None:
         return {n: f"C{i % 10}" for i, n in enumerate(names)}
@@ -106,12 +79,7 @@ def is_sampled(est) -> bool:
 
 
 def relevant_names(est) -> list[str]:
-    """The bases a fit counts as relevant: ``rvm_pymc.comparison.relevant_bases``.
-
-    A type-II fit (reference, map): its active bases (not pruned); a sampled
-    fit (NUTS), which prunes nothing, by the rule stated there, so that a
-    plot and the comparison table count the same bases.
-    """
+    """The bases a fit counts as relevant, as the comparison table does."""
     from rvm_pymc.comparison import relevant_bases
 
     return [str(n) for n in relevant_bases(est)]
@@ -125,12 +93,8 @@ def n_relevant(est) -> int:
 
 
 def relevant_points(est) -> np.ndarray:
-    """Indices of the training points whose kernel column a fit counts as relevant.
-
-    For a type-II fit these are ``relevance_indices_``; for NUTS the points
-    picked by :func:`relevant_names`.  Empty when the basis has no training
-    points (a user basis).
-    """
+    """Indices of the training points whose kernel column a fit counts as relevant (none
+    for a user basis)."""
     rv = np.asarray(est.relevance_indices_, dtype=np.intp)
     kernel_names = [str(n) for n in est.active_names_ if n != "bias"]
     if len(kernel_names) != rv.size:

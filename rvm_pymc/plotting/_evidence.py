@@ -60,10 +60,8 @@ def plot_solver_trace(
 ):
     """Log evidence and number of relevance vectors per iteration of reference fits.
 
-    Two Axes sharing the iteration axis: the log evidence on top, the number
-    of active bases below; one colour and one legend entry per fit (its
-    name, iterations and final log evidence).  The plot reads the traces the
-    fits recorded; it fits nothing.
+    Two Axes sharing the iteration axis: log evidence on top, the number of
+    active bases below; one colour and legend entry per fit.
 
     Parameters
     ----------
@@ -75,11 +73,9 @@ def plot_solver_trace(
         ``.trace`` dict (named ``"fit"``).
     logx : bool, default True
         Iterations on a log scale (EM takes far more than the fast method).
-    colors : mapping, sequence or colour, optional
-    labels : mapping of str to str, optional
-        Legend label per fit name.
+    colors, labels : optional
+        As for :func:`plot_predictive_1d`.
     axes : sequence of two matplotlib Axes, optional
-        Draw on them; a new figure otherwise.
 
     Returns
     -------
@@ -89,8 +85,7 @@ def plot_solver_trace(
     Raises
     ------
     TypeError
-        For anything else than results or traces (inputs and targets, for
-        example: fit them first).
+        For anything else than results or traces.
 
     Examples
     --------

@@ -38,14 +38,8 @@ BAND_ALPHA = 0.15
 
 
 def _draw_band_and_mean(ax, x, mean, edges, color, label, k=0):
-    """Bands widest first (lightest), then the mean line; returns the line.
-
-    ``edges`` maps each band's probability to its (lower, upper) edges.  Fit
-    ``k`` (its position in the overlay) gets a line style and a band hatch
-    of its own, edges drawn as thin lines in its style, and the light fill
-    of :data:`BAND_ALPHA`; earlier fits' means are drawn on top and wider,
-    so that a fit whose mean coincides with a later one stays visible.
-    """
+    """Bands ``{prob: (lo, hi)}`` widest first, then the mean line (returned); fit ``k`` of
+    an overlay gets its own line style and hatch, earlier means drawn wider on top."""
     style, hatch = LINESTYLES[k % len(LINESTYLES)], HATCHES[k % len(HATCHES)]
     for i, p in enumerate(sorted(edges, reverse=True)):
         lo, hi = edges[p]
@@ -62,11 +56,8 @@ def _draw_band_and_mean(ax, x, mean, edges, color, label, k=0):
 
 
 def _gaussian_edges(mean, std, bands) -> dict[float, tuple[np.ndarray, np.ndarray]]:
-    out = {}
-    for p in bands:
-        z = float(norm.ppf(0.5 + p / 2.0))
-        out[p] = (mean - z * std, mean + z * std)
-    return out
+    z = {p: float(norm.ppf(0.5 + p / 2.0)) for p in bands}
+    return {p: (mean - z[p] * std, mean + z[p] * std) for p in bands}
 
 
 def _predictive_edges(est, X_grid, mean, std, bands):
@@ -76,13 +67,7 @@ def _predictive_edges(est, X_grid, mean, std, bands):
     from rvm_pymc.comparison.predictive import predictive
 
     pred = predictive(est, X_grid)
-    return {
-        p: (
-            pred.quantile(0.5 - p / 2.0),
-            pred.quantile(0.5 + p / 2.0),
-        )
-        for p in bands
-    }
+    return {p: (pred.quantile(0.5 - p / 2.0), pred.quantile(0.5 + p / 2.0)) for p in bands}
 
 
 def _draw_data(ax, x_train, y_train, truth_x=None, truth_y=None) -> None:
@@ -115,15 +100,9 @@ def plot_predictive_1d(
 ):
     """Predictive mean and central bands of one or several regression fits on 1-D inputs.
 
-    Every fit gets one colour, one line style (solid, dashed, dash-dot,
-    dotted) and one legend entry (its name and relevance count,
-    ``rvm_pymc.comparison.n_relevant``: relevant kernel bases, the bias not
-    counted); its bands are a light fill in its colour (lighter for wider
-    bands), hatched from the second fit on and edged by thin lines in its
-    style, so that overlapping bands stay apart; the means of earlier fits
-    are drawn wider and on top; its relevance vectors are ringed in its
-    colour (the rings of later fits are larger, so that shared vectors stay
-    visible).
+    Every fit gets one colour, line style and legend entry (its name and
+    relevance count); its bands are a light fill, hatched from the second fit on;
+    its relevance vectors are ringed in its colour.
 
     Parameters
     ----------
@@ -138,19 +117,14 @@ def plot_predictive_1d(
         Where to draw the predictive; default ``n_grid`` points over the range
         of ``X_train`` widened by 5% on each side.
     bands : sequence of float in (0, 1), default (0.5, 0.95)
-        Central predictive intervals drawn (noise included), exact for every
-        method: ``mean +/- z sd`` of ``predict(return_std=True)`` for a
-        type-II fit (its predictive is that Gaussian); for NUTS the
-        quantiles of the predictive mixture over the draws of
-        ``N(phi(x) w_s + y_offset, 1 / beta_s)``, which has heavier tails
-        than the Gaussian of the same sd.  Empty for no band.
+        Central predictive intervals (noise included): Gaussian for a type-II
+        fit, quantiles of the mixture over the draws for NUTS.  Empty for none.
     truth : callable or array_like of shape (n,), optional
         The noise-free function: ``truth(x)`` for ``x`` of shape (n,), or its
         values on ``X_grid``.
     show_relevance : bool, default True
-        Ring the relevance vectors: a type-II fit's ``relevance_indices_``;
-        for NUTS (which prunes nothing) the training points whose kernel is
-        relevant by the rule of ``rvm_pymc.comparison.relevant_bases``.
+        Ring the relevance vectors (for NUTS, by
+        ``rvm_pymc.comparison.relevant_bases``).
     n_grid : int, default 300
     colors : mapping, sequence or colour, optional
         Colour per fit; default ``C0, C1, ...``.
@@ -230,10 +204,8 @@ def plot_regression_1d(
 ):
     """Predictive mean, a +/-2 sd band and the relevance vectors of one 1-D fit, from arrays.
 
-    The array-level form of :func:`plot_predictive_1d` (which takes fitted
-    estimators).  Calling it again on the same Axes with another ``color`` and
-    ``label`` overlays a second fit: the training data and the truth get one
-    legend entry in all, each fit one.
+    The array-level form of :func:`plot_predictive_1d`; calling it again on the
+    same Axes overlays another fit.
 
     Parameters
     ----------
@@ -249,12 +221,10 @@ def plot_regression_1d(
         Noise-free function on ``x_grid``.
     title : str, optional
     color : matplotlib colour, optional
-        Default the next colour of the Axes' property cycle not yet used by a
-        fit (``C0`` on new Axes).
+        Default the next colour of the cycle not yet used by a fit.
     label : str, optional
         Legend label of the fit; default ``"predictive mean ± 2 sd (<k> RVs)"``.
     ax : matplotlib Axes, optional
-        Axes to draw on; a new figure is made otherwise.
 
     Returns
     -------

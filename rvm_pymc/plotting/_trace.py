@@ -1,6 +1,4 @@
-"""ArviZ's trace plots of a fit with a default selection: the noise precision and the most
-relevant bases, not one subplot per basis; the same selection as a DataTree for any ArviZ
-call (:func:`diagnostic_tree`)."""
+"""ArviZ's trace plots of a fit, by default of its scalars and most relevant bases."""
 
 from __future__ import annotations
 
@@ -16,13 +14,9 @@ TRACE_TOP = 8
 def trace_selection(fit, top: int | None = TRACE_TOP) -> tuple[list[str], dict[str, list[str]]]:
     """``var_names`` and ``coords`` for ArviZ plots of a fit's ``idata_``: a readable default.
 
-    ``az.plot_trace`` (``arviz_plots.plot_trace``) of a whole NUTS fit draws
-    one subplot per basis for ``w`` and again for ``log_alpha`` (201 for 100
-    bases) and refuses.  This keeps the scalars of the posterior (``log_beta``,
-    ``log_length_scale``) and the weights ``w`` / ``W`` and ``log_alpha`` of
-    the ``top`` most relevant bases (``rvm_pymc.comparison.rank_bases``:
-    ``|E[w]| / sd(w)``, largest first), which is ``2 top + 1`` rows for a
-    regression fit.
+    The scalars of the posterior (``log_beta``, ``log_length_scale``) and
+    ``w`` / ``W`` and ``log_alpha`` of the ``top`` most relevant bases
+    (``rvm_pymc.comparison.rank_bases``), rather than a panel per basis.
 
     Parameters
     ----------
@@ -59,23 +53,16 @@ def _max_panels() -> int | None:
 def diagnostic_tree(fit, top: int | None = TRACE_TOP):
     """The fit's ``idata_`` cut to what ArviZ's per-panel plots can draw.
 
-    ``arviz.plot_trace`` and ``arviz.plot_rank`` draw one panel per variable
-    and coordinate and refuse more than ``rcParams["plot.max_subplots"]``
-    (40): every NUTS fit (``w`` and ``log_alpha`` of every basis) and a
-    type-II fit of more than 40 relevant bases.  This tree holds the
-    ``posterior`` of :func:`trace_selection` (``log_beta``, ``log_length_scale``,
-    and ``w`` / ``W`` and ``log_alpha`` of the ``top`` most relevant bases,
-    fewer when the classes of a softmax fit would pass the panel limit) and
-    the ``sample_stats`` (divergences), nothing else: a view for diagnostics
-    (``plot_trace``, ``plot_rank``, ``plot_ess``, ``summary``), not a result
-    tree to predict from.
+    ArviZ's per-panel plots refuse more than ``rcParams["plot.max_subplots"]``
+    panels.  This tree holds the ``posterior`` of :func:`trace_selection` (fewer
+    bases if the panel limit needs it) and the ``sample_stats``: a view for
+    diagnostics, not a result to predict from.
 
     Parameters
     ----------
     fit : RVR, RVC or RVP, fitted (any method)
     top : int or None, default 8
-        Bases kept (the most relevant by ``|E[w]| / sd(w)``); None keeps every
-        basis (then ArviZ may refuse, or needs ``plot.max_subplots`` raised).
+        Bases kept (the most relevant); None keeps every basis.
 
     Returns
     -------
@@ -122,16 +109,11 @@ def plot_trace(
 ):
     """ArviZ's trace plot of a fit, by default of :func:`trace_selection`.
 
-    ``arviz_plots.plot_trace`` (``az.plot_trace``: one panel per variable
-    and basis, ``2 top + 1`` panels for a regression fit), or with
-    ``dist=True`` ``arviz_plots.plot_trace_dist`` (a marginal density beside
-    every trace).
+    ``arviz_plots.plot_trace``, or ``plot_trace_dist`` with ``dist=True``.
 
     Parameters
     ----------
     fit : RVR or RVC, fitted (any method)
-        A type-II fit has only its weight draws (exact draws of a Gaussian)
-        in ``posterior``; its hyperparameters are point values.
     top : int or None, default 8
         Bases shown (the most relevant); None for every basis.
     dist : bool, default False

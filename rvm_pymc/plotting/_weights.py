@@ -32,12 +32,8 @@ LOG_ALPHA_TOP = 20
 
 
 def _top_bases(fits: dict[str, Any], full: dict[str, list[str]], top: int | None) -> list[str]:
-    """The ``top`` most relevant bases over the fits (every basis for None), in natural order.
-
-    A basis's rank is its best position in any fit's
-    ``rvm_pymc.comparison.rank_bases`` (``|E[w]| / sd(w)``, most relevant
-    first); ties go to the fit's order.
-    """
+    """The ``top`` most relevant bases (best ``rank_bases`` position over the fits; every
+    basis for None), in natural order."""
     every = ordered_union(list(full.values()))
     if top is None or top >= len(every):
         return every
@@ -63,12 +59,10 @@ def plot_log_alpha(
 ):
     """Log precision of every basis: NUTS posterior intervals against type-II point estimates.
 
-    For each basis (x axis) and fit: a sampled fit (NUTS) shows the posterior
-    median of ``log alpha`` and its central ``ci_prob`` interval; a type-II fit
-    (reference, map) its point estimate, and a basis it pruned
-    (``alpha = inf``) as a triangle at the top edge of the Axes.  One colour
-    and one legend entry per fit.  ``log alpha`` is in the units of the data
-    (``docs/design.md`` section 3), so fits on the same data compare directly.
+    Per basis (x axis) and fit: a NUTS fit's posterior median of ``log alpha``
+    and central ``ci_prob`` interval; a type-II fit's point estimate, a pruned
+    basis (``alpha = inf``) as a triangle at the top.  ``log alpha`` is in data
+    units (``docs/design.md`` section 3).
 
     Parameters
     ----------
@@ -77,17 +71,13 @@ def plot_log_alpha(
     bases : sequence of str, optional
         Basis names to show (``"bias"``, ``"x<i>"``), over ``top``.
     top : int or None, default 20
-        Without ``bases``: show the ``top`` most relevant bases (those best
-        placed in any fit's ``rvm_pymc.comparison.rank_bases``, by
-        ``|E[w]| / sd(w)``), in their natural order; None shows every basis
-        of every fit, pruned ones included (0.3 inch each: 250 bases make a
-        figure 77 inches wide).
+        Without ``bases``: the ``top`` most relevant bases (best placed in any
+        fit's ``rvm_pymc.comparison.rank_bases``); None shows every basis
+        (0.3 inch each).
     ci_prob : float, default 0.9
         Central interval of the NUTS draws.
-    colors : mapping, sequence or colour, optional
-    labels : mapping of str to str, optional
-        Legend label per fit name.
-    ax : matplotlib Axes, optional
+    colors, labels, ax : optional
+        As for :func:`plot_predictive_1d`.
 
     Returns
     -------
@@ -156,7 +146,7 @@ def plot_log_alpha(
 
 
 def _intervals(est, bases: list[str], ci_prob: float):
-    """Per basis (and class): mean, 50% and ``ci_prob`` equal-tailed intervals, by ArviZ."""
+    """Per basis (and class), flat: mean, 50% and ``ci_prob`` equal-tailed intervals, by ArviZ."""
     import arviz as az
 
     tree = est.idata_
@@ -166,8 +156,7 @@ def _intervals(est, bases: list[str], ci_prob: float):
     mean = w.mean(("chain", "draw")).values
     inner = az.eti(tree, prob=0.5, var_names=[var], coords=coords)[var]
     outer = az.eti(tree, prob=ci_prob, var_names=[var], coords=coords)[var]
-    classes = [str(c) for c in w["class"].values] if var == "W" else [None]
-    return mean, np.asarray(inner.values), np.asarray(outer.values), classes
+    return mean.reshape(-1), np.reshape(inner.values, (-1, 2)), np.reshape(outer.values, (-1, 2))
 
 
 def plot_weights_forest(
@@ -182,18 +171,9 @@ def plot_weights_forest(
     """A forest plot of the relevant weights of one or several fits.
 
     One row per relevant basis (and class, for softmax); per fit the posterior
-    mean, a thick 50% and a thin ``ci_prob`` equal-tailed interval, computed by
-    ArviZ (``arviz.eti``) from the fit's ``idata_`` draws (exact Gaussian
-    draws for a type-II fit, the NUTS draws otherwise).  A basis a type-II fit
-    pruned is drawn as a cross at ``w = 0`` in that fit's colour.  One colour
-    and one legend entry per fit.
-
-    ``arviz.plot_forest`` of ArviZ 1 builds its own figure grid (a labels
-    column and an intervals column, through ``arviz_plots.PlotCollection``)
-    and cannot draw on a given matplotlib Axes; so this function computes the
-    intervals with ArviZ and draws them itself.  For ArviZ's own figure, call
-    ``arviz.plot_forest({name: est.idata_ ...}, var_names=["w"],
-    coords={"basis": bases})``.
+    mean, a thick 50% and a thin ``ci_prob`` interval (``arviz.eti`` of the
+    ``idata_`` draws); a pruned basis is a cross at ``w = 0``.  Unlike
+    ``arviz.plot_forest``, it draws on a given Axes.
 
     Parameters
     ----------
@@ -201,13 +181,10 @@ def plot_weights_forest(
         Fitted estimators of any ``method``; one is labelled by its method.
     bases : sequence of str, optional
         Basis names to show; default those relevant to any fit
-        (``rvm_pymc.comparison.relevant_bases``): the active bases of a
-        type-II fit, and for NUTS the bases the rule stated there keeps.
+        (``rvm_pymc.comparison.relevant_bases``).
     ci_prob : float, default 0.9
-    colors : mapping, sequence or colour, optional
-    labels : mapping of str to str, optional
-        Legend label per fit name.
-    ax : matplotlib Axes, optional
+    colors, labels, ax : optional
+        As for :func:`plot_predictive_1d`.
 
     Returns
     -------
@@ -234,6 +211,11 @@ def plot_weights_forest(
         raise ValueError(
             "fits mix softmax and single-output models: their weights differ in shape"
         )
+    n_class = n_classes.pop()
+
+    def rows_of(names):
+        return np.array([bases.index(b) * n_class + j for b in names for j in range(n_class)])
+
     cols = fit_colors(list(fits), colors)
     labels = dict(labels or {})
     n_fit = len(fits)
@@ -241,7 +223,6 @@ def plot_weights_forest(
     ax_new = ax is None
     for k, (name, est) in enumerate(fits.items()):
         have = [b for b in bases if b in set(map(str, est.posterior_.basis_names))]
-        n_class = 1 if est.posterior_.kind != "softmax" else est.classes_.size
         if rows is None:
             if n_class == 1:
                 rows = list(bases)
@@ -252,19 +233,14 @@ def plot_weights_forest(
         c = cols[name]
         dy = _dodge(k, n_fit, width=0.5)
         if have:
-            mean, inner, outer, _ = _intervals(est, have, ci_prob)
-            mean = mean.reshape(len(have), -1)
-            inner = inner.reshape(len(have), -1, 2)
-            outer = outer.reshape(len(have), -1, 2)
-            y = np.array([bases.index(b) * n_class + j for b in have for j in range(n_class)])
-            y = y.astype(float) + dy
-            m, i50, i90 = mean.reshape(-1), inner.reshape(-1, 2), outer.reshape(-1, 2)
+            m, i50, i90 = _intervals(est, have, ci_prob)
+            y = rows_of(have).astype(float) + dy
             ax.hlines(y, i90[:, 0], i90[:, 1], color=c, lw=1.2, label="_nolegend_")
             ax.hlines(y, i50[:, 0], i50[:, 1], color=c, lw=3.5, label="_nolegend_")
             ax.plot(m, y, "o", color=c, mfc="white", ms=5, ls="none", label=labels.get(name, name))
         pruned = [b for b in bases if b not in set(have)]
         if pruned:
-            yp = np.array([bases.index(b) * n_class + j for b in pruned for j in range(n_class)])
+            yp = rows_of(pruned)
             ax.plot(np.zeros(yp.size), yp + dy, "x", color=c, ms=6, ls="none",
                     label="_nolegend_" if have else labels.get(name, name))  # fmt: skip
     ax.axvline(0.0, color="0.6", lw=0.8, zorder=0)
