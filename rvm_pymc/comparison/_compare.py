@@ -22,7 +22,7 @@ from rvm_pymc.comparison._measures import (
     same_basis,
 )
 from rvm_pymc.comparison._paired import add_paired_columns, choose_baseline
-from rvm_pymc.comparison.predictive import predictive
+from rvm_pymc._core.predictive import predictive
 from rvm_pymc.exceptions import ConvergenceWarning, InterpolationWarning
 
 __all__ = ["FitSet", "compare", "fit_all"]

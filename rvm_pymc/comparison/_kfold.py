@@ -12,7 +12,7 @@ import pandas as pd
 
 from rvm_pymc._core.progress import quiet_pymc
 from rvm_pymc.comparison._measures import diagnostics
-from rvm_pymc.comparison.predictive import predictive
+from rvm_pymc._core.predictive import predictive
 
 __all__ = ["kfold"]
 
