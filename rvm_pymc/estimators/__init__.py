@@ -30,8 +30,9 @@ from rvm_pymc.estimators._classes import (
 )
 from rvm_pymc.estimators._counts import RVP
 from rvm_pymc.estimators._io import load
+from rvm_pymc.estimators._width_selection import SEARCHED as WIDTH_SEARCHES
 
-__all__ = ["METHODS", "RVC", "RVP", "RVR", "SOLVERS", "load"]
+__all__ = ["METHODS", "RVC", "RVP", "RVR", "SOLVERS", "WIDTH_SEARCHES", "load"]
 
 # pickles and the documentation name the public module, not the private one that defines them
 RVR.__module__ = __name__
