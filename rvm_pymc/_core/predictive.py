@@ -1,6 +1,6 @@
-"""Pointwise predictive densities of a fitted RVR/RVC at new data (the yardsticks of comparison).
+"""Held-out scoring of a fitted RVR/RVC/RVP: shuffled folds and pointwise predictive densities.
 
-One implementation for every fit, read through the estimators' public API:
+The yardsticks of :func:`rvm_pymc.compare` and of ``gamma="cv"``.  One implementation for every fit, read through the estimators' public API:
 
 - type-II regression (reference, map): the predictive is the Gaussian
   ``N(mean, sd^2)`` of ``predict(X, return_std=True)`` (noise included);
@@ -22,7 +22,7 @@ from scipy.special import logsumexp, ndtr, ndtri
 
 from rvm_pymc._core.counts import mixture_logpmf, mixture_mean, mixture_quantiles
 
-__all__ = ["Predictive", "predictive"]
+__all__ = ["Predictive", "predictive", "shuffled_folds"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -176,3 +176,12 @@ def _class_index(classes: np.ndarray, y) -> np.ndarray:
             f"y_test has labels the classifier was not fitted on: {np.unique(y[bad]).tolist()}"
         )
     return idx
+
+
+def shuffled_folds(y, k: int, stratified: bool, seed) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``k`` shuffled folds of the rows of ``y`` (stratified by ``y`` for a classifier)."""
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    splitter = StratifiedKFold if stratified else KFold
+    # the splitters read only the number of rows of X, and y to stratify
+    return list(splitter(k, shuffle=True, random_state=seed).split(y, y))

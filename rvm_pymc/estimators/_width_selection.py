@@ -24,11 +24,10 @@ import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
-from sklearn.model_selection import KFold, StratifiedKFold
 
 from rvm_pymc._core.centres import AUTO_FULL_MAX
 from rvm_pymc._core.parallel import record_warnings, run_recorded
-from rvm_pymc._core.predictive import predictive
+from rvm_pymc._core.predictive import predictive, shuffled_folds
 from rvm_pymc.exceptions import ConvergenceWarning, InterpolationWarning
 
 __all__ = [
@@ -224,12 +223,9 @@ def select_width(
 # ------------------------------------------------------------------ cross-validation
 
 
-def cv_folds(X: np.ndarray, y, classifier: bool, seed, k: int = CV_FOLDS) -> list[tuple]:
-    """Shuffled ``k`` folds, stratified for a classifier (fewer for a small class or N).
-
-    Raises ``ValueError`` for a class of a single row or fewer than 4 rows.
-    """
-    n = X.shape[0]
+def cv_folds(y, classifier: bool, seed, k: int = CV_FOLDS) -> list[tuple]:
+    """Shuffled ``k`` folds of the rows of ``y``, stratified for a classifier (fewer for a
+    small class or N); ``ValueError`` for a class of a single row or fewer than 4 rows."""
     if classifier:
         smallest = int(np.min(np.unique(y, return_counts=True)[1]))
         if smallest < 2:
@@ -238,13 +234,14 @@ def cv_folds(X: np.ndarray, y, classifier: bool, seed, k: int = CV_FOLDS) -> lis
                 f"score); a class here has {smallest}: give gamma a number, or "
                 "gamma='evidence' or 'scale'"
             )
-        return list(StratifiedKFold(min(k, smallest), shuffle=True, random_state=seed).split(X, y))
+        return shuffled_folds(y, min(k, smallest), True, seed)
+    n = len(y)
     if n < 4:
         raise ValueError(
             f"gamma='cv' needs at least 4 training rows; got {n}: give gamma a number, "
             "or gamma='evidence' or 'scale'"
         )
-    return list(KFold(min(k, n // 2), shuffle=True, random_state=seed).split(X))
+    return shuffled_folds(y, min(k, n // 2), False, seed)
 
 
 def _fold_score(refit, gamma, X, y, train, test) -> tuple[np.ndarray, float]:
@@ -258,7 +255,7 @@ def _fold_score(refit, gamma, X, y, train, test) -> tuple[np.ndarray, float]:
 
 def _cv_width(X, y, classifier, refit, grid, seed, run) -> dict[str, Any]:
     """The width of ``grid`` of best k-fold score: ``gamma``, ``path``, ``warnings``."""
-    folds = cv_folds(X, y, classifier, seed)
+    folds = cv_folds(y, classifier, seed)
     n = X.shape[0]
     scored: dict[float, dict[str, Any]] = {}
 
