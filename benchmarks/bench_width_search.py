@@ -37,8 +37,7 @@ from sklearn.preprocessing import StandardScaler
 import rvm_pymc.reference
 from rvm_pymc.datasets import make_friedman2, make_ripley, make_sinc
 from rvm_pymc.estimators import RVC, RVR
-from rvm_pymc.estimators._scaling import scale_gamma
-from rvm_pymc.estimators._width_selection import DEFAULT_GRID
+from rvm_pymc.estimators._width_selection import DEFAULT_GRID, scale_gamma
 
 
 def problems() -> list[tuple[str, type, np.ndarray, np.ndarray]]:
