@@ -244,17 +244,21 @@ class _BaseRVM(ResultViews, BaseEstimator):
         # gamma="cv"'s folds: seeded by an integer random_state itself (0 for None)
         rs = self.random_state
         fold_seed = 0 if rs is None else int(rs) if isinstance(rs, numbers.Integral) else seed
-        refit = clone(self).set_params(method="reference", prior=prior, solver=ref_solver)
+        has_width = isinstance(self.kernel, str) and self.kernel.lower() in GAMMA_KERNELS
+        refit = None
+        if has_width and self.gamma in ("auto", "cv"):  # the folds' fits, under this prior
+            params = {"method": "reference", "prior": prior, "solver": ref_solver, "n_jobs": 1}
+            refit = functools.partial(_refit, clone(self).set_params(**params))
         width = select_width(
             X,
             target,
             gamma=self.gamma,
             grid=self.gamma_grid,
-            has_width=isinstance(self.kernel, str) and self.kernel.lower() in GAMMA_KERNELS,
+            has_width=has_width,
             classifier=self._kind == "classification",
             design=functools.partial(self._design, X, t_s, basis_seed),
             fit=functools.partial(self._reference_fit, t_s, prior, ref_solver),
-            refit=functools.partial(_refit, refit.set_params(n_jobs=1)),
+            refit=refit,
             run=functools.partial(run_recorded, n_jobs=self.n_jobs),
             need_reference=need_ref,
             fold_seed=fold_seed,
