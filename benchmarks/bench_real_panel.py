@@ -96,8 +96,7 @@ from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from rvm_pymc import RVC, RVR
-from rvm_pymc.estimators._scaling import scale_gamma
-from rvm_pymc.estimators._widths import DEFAULT_GRID
+from rvm_pymc.estimators._width_selection import DEFAULT_GRID, scale_gamma
 from rvm_pymc.exceptions import ConvergenceWarning
 
 KINDS = ("regression", "classification")

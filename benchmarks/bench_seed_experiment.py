@@ -48,7 +48,7 @@ from sklearn.model_selection import KFold, train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from rvm_pymc.estimators import RVR
-from rvm_pymc.estimators._widths import DEFAULT_GRID
+from rvm_pymc.estimators._width_selection import DEFAULT_GRID
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.model_selection import evidence_vs_cv
 

@@ -3,7 +3,7 @@
 For each problem: the former ``gamma="evidence"`` (every width of the grid
 ``logspace(-2, 2, 9) x scale`` fitted from scratch over all bases, the largest
 evidence kept; reproduced here as the 9 fits ``gamma=<width>``), and the
-present one (``rvm_pymc.estimators._search``: the same grid and a refinement
+present one (``rvm_pymc.estimators._width_selection``: the same grid and a refinement
 on a few centres, then the best width found and the grid's best fitted over
 all bases).  Columns: the width chosen, its log evidence, the CPU seconds of
 the whole search and the number of its fits (those over all bases in
@@ -37,8 +37,7 @@ from sklearn.preprocessing import StandardScaler
 import rvm_pymc.reference
 from rvm_pymc.datasets import make_friedman2, make_ripley, make_sinc
 from rvm_pymc.estimators import RVC, RVR
-from rvm_pymc.estimators._scaling import scale_gamma
-from rvm_pymc.estimators._widths import DEFAULT_GRID
+from rvm_pymc.estimators._width_selection import DEFAULT_GRID, scale_gamma
 
 
 def problems() -> list[tuple[str, type, np.ndarray, np.ndarray]]:

@@ -275,14 +275,14 @@ def test_rvr_gamma_scale_is_svr_default(sinc):
 
 
 def test_gamma_auto_is_cv_up_to_2000_points_and_scale_above(sinc, monkeypatch):
-    from rvm_pymc.estimators import _widths
+    from rvm_pymc.estimators import _width_selection
 
     X, y = sinc
     auto, cv = RVR().fit(X, y), RVR(gamma="cv").fit(X, y)
     assert auto.gamma_ == cv.gamma_
     np.testing.assert_array_equal(auto.cv_path_["gamma"], cv.cv_path_["gamma"])
     assert not hasattr(auto, "evidence_path_")
-    monkeypatch.setattr(_widths, "AUTO_CV_MAX", len(y) - 1)
+    monkeypatch.setattr(_width_selection, "AUTO_CV_MAX", len(y) - 1)
     above = RVR().fit(X, y)
     assert above.gamma_ == pytest.approx(1.0 / X.var())
     assert not hasattr(above, "cv_path_")

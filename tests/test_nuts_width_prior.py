@@ -31,8 +31,9 @@ def _recorded(est, X, y, monkeypatch):
     """The width, prior and reference start ``est.fit`` chose, and the backend's prior."""
     seen = {}
 
-    def width_of(est_, X_, t_, prior, solver, *args, **kwargs):
-        width = _SELECT(est_, X_, t_, prior, solver, *args, **kwargs)
+    def width_of(*args, **kwargs):
+        width = _SELECT(*args, **kwargs)
+        _, prior, solver = kwargs["fit"].args  # the reference fit's targets, prior, solver
         seen.update(gamma=width.gamma, prior=prior, solver=solver, start=width.reference)
         return width
 

@@ -1,6 +1,6 @@
 """gamma="evidence": a search on a few centres, then the chosen width fitted exactly.
 
-The search (rvm_pymc.estimators._search) fits the grid from its middle outward
+The search (rvm_pymc.estimators._width_selection) fits the grid from its middle outward
 (each side until the evidence has fallen well below the best) and a Brent-style
 refinement on a continuous log gamma on at most 100 centres per feature, then
 fits the best width it found, and the best width of the grid, over all bases
@@ -16,9 +16,7 @@ import pytest
 
 from rvm_pymc.datasets import make_ripley, make_sinc
 from rvm_pymc.estimators import RVC, RVR
-from rvm_pymc.estimators._scaling import scale_gamma
-from rvm_pymc.estimators._search import DROP, MARGIN, STEP
-from rvm_pymc.estimators._widths import DEFAULT_GRID
+from rvm_pymc.estimators._width_selection import DEFAULT_GRID, DROP, MARGIN, STEP, scale_gamma
 from rvm_pymc.exceptions import ConvergenceWarning
 
 GRID = 9  # the default grid: 9 widths, "scale" times logspace(-2, 2, 9)

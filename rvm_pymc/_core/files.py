@@ -1,22 +1,11 @@
-"""Files of the package: atomic writes, and DataTrees in netCDF files with damage reported.
+"""Atomic writes, and DataTrees in netCDF files with damage reported.
 
-:func:`atomic_write` writes through a temporary file in the target's directory,
-fsynced and renamed over the target, so a write that fails midway (disk full,
-an interrupted process) leaves a previous file as it was and no temporary file
-behind.  :func:`write_tree` / :func:`read_tree` store an :class:`xarray.DataTree`
-as netCDF-4 groups (``h5netcdf`` with ``h5py``, or ``netCDF4``) or, without
-those, flattened into one netCDF-3 file written by SciPy: variable ``v`` of
-group ``g`` becomes ``g__v`` with dimensions ``g__dim``, group and variable
-attributes are kept as JSON attributes.  :func:`read_tree` tells the formats by
-their magic bytes and turns every failure of the readers into one
-:class:`ValueError` naming the file.
-
-The SciPy and h5netcdf engines serialise a tree in memory (:func:`tree_bytes`)
-and :func:`atomic_write_bytes` puts the bytes on disk with plain file I/O: the
-HDF5 library never writes to a file, so a full disk is an :class:`OSError`
-naming the file, not a crash inside HDF5 (which, writing to a full file system,
-can end the process with a segmentation fault).  Only ``netCDF4``, whose
-library writes files only, still writes the temporary file itself.
+:func:`atomic_write` writes a temporary file beside the target, fsyncs it and renames
+it over the target: a failed write leaves a previous file as it was.  A tree is
+stored as netCDF-4 groups (``h5netcdf`` or ``netCDF4``) or flattened into one
+netCDF-3 file by SciPy (variable ``v`` of group ``g`` as ``g__v``, attributes as
+JSON).  SciPy and h5netcdf serialise in memory (:func:`tree_bytes`), so HDF5 never
+writes to a full disk: the write is plain file I/O and fails with an ``OSError``.
 """
 
 from __future__ import annotations
@@ -73,9 +62,7 @@ def jsonable_attrs(attrs: Mapping) -> dict[str, Any]:
 
 
 ENGINES = ("h5netcdf", "netcdf4", "scipy")
-# What each engine needs importable to write *and* read a file.  h5netcdf >= 1.8
-# no longer installs h5py (its backends are optional), so h5netcdf alone is not
-# enough; the "io" and "test" extras of rvm-pymc install both.
+# what each engine needs importable to write and read a file (h5netcdf >= 1.8: h5py too)
 ENGINE_MODULES = {
     "h5netcdf": ("h5netcdf", "h5py"),
     "netcdf4": ("netCDF4",),
@@ -85,17 +72,7 @@ INSTALL_HINT = "install them with `pip install 'rvm-pymc[io]'` or use engine='sc
 
 
 def engine_available(engine: str) -> bool:
-    """Whether ``engine`` can be used here: every module it needs imports.
-
-    Parameters
-    ----------
-    engine : {"h5netcdf", "netcdf4", "scipy"}
-
-    Returns
-    -------
-    bool
-        False if a module is missing or fails to import (a broken binary).
-    """
+    """Whether every module ``engine`` needs imports (False for a broken install too)."""
     for module in ENGINE_MODULES[engine]:
         try:
             importlib.import_module(module)
@@ -105,11 +82,7 @@ def engine_available(engine: str) -> bool:
 
 
 def netcdf_engine() -> str:
-    """Default engine of :func:`save_estimator`: ``"h5netcdf"``, ``"netcdf4"`` or ``"scipy"``.
-
-    The first of ``h5netcdf`` (needs the ``h5netcdf`` and ``h5py`` modules) and
-    ``netcdf4`` (``netCDF4``) that imports, else ``"scipy"`` (always there).
-    """
+    """The first of ``"h5netcdf"`` and ``"netcdf4"`` that imports, else ``"scipy"``."""
     for engine in ("h5netcdf", "netcdf4"):
         if engine_available(engine):
             return engine
@@ -117,10 +90,7 @@ def netcdf_engine() -> str:
 
 
 COMPRESS_MIN_SIZE = 1024
-"""A numeric variable of at least this many values is written zlib-compressed (HDF5
-engines): a classifier's posterior predictive labels shrink to almost nothing, its
-log-likelihood draws (random float64 bits) hardly; level 1 with the byte shuffle
-halved a breast-cancer RVC's file (about 39 MB to 18.3 MB; level 4 saved 0.2 MB more)."""
+"""Numeric variables of at least this many values are zlib-compressed (HDF5 engines)."""
 
 
 def _compression(tree: xr.DataTree) -> dict[str, dict[str, dict[str, Any]]]:
@@ -143,27 +113,7 @@ IN_MEMORY_ENGINES = ("h5netcdf", "scipy")
 
 
 def tree_bytes(tree: xr.DataTree, engine: str) -> bytes:
-    """The netCDF file of ``tree`` written by ``engine``, as bytes in memory.
-
-    The HDF5 engine compresses the large numeric variables losslessly
-    (:func:`_compression`); netCDF-3 (scipy) has no compression.
-
-    Parameters
-    ----------
-    tree : xarray.DataTree
-    engine : {"h5netcdf", "scipy"}
-        One of :data:`IN_MEMORY_ENGINES`.
-
-    Returns
-    -------
-    bytes
-        What :func:`write_tree` writes to a file.
-
-    Raises
-    ------
-    ValueError
-        For an engine that cannot serialise in memory (``"netcdf4"``).
-    """
+    """The netCDF file of ``tree`` written by ``engine`` (one of :data:`IN_MEMORY_ENGINES`)."""
     if engine == "scipy":
         return bytes(flatten_tree(tree).to_netcdf(engine="scipy"))
     if engine == "h5netcdf":
@@ -185,12 +135,7 @@ def _write_all(path: str, data: bytes) -> None:
 
 
 def write_tree(tree: xr.DataTree, path: str, engine: str) -> None:
-    """Write ``tree`` to ``path`` with ``engine`` (no atomicity: see :func:`atomic_write`).
-
-    SciPy and h5netcdf serialise in memory and the bytes are written with plain
-    file I/O (:func:`tree_bytes`); netCDF4 writes the file itself.  The HDF5
-    engines compress the large numeric variables losslessly.
-    """
+    """Write ``tree`` to ``path`` with ``engine`` (not atomic: see :func:`atomic_write`)."""
     if engine in IN_MEMORY_ENGINES:
         data = tree_bytes(tree, engine)
         with open(path, "wb") as fh:
@@ -271,22 +216,7 @@ def atomic_write(path, write: Callable[[str], None]) -> None:
 
 
 def atomic_write_bytes(path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically with plain file I/O (:func:`atomic_write`).
-
-    Parameters
-    ----------
-    path : str or path-like
-        The file to write; a file already there is replaced only once the new
-        one is completely on disk (written, fsynced, renamed).
-    data : bytes
-        The whole file, e.g. from :func:`tree_bytes`.
-
-    Raises
-    ------
-    OSError
-        If writing fails (disk full, no permission, ...): the message names
-        ``path``, the temporary file is removed, a previous file is untouched.
-    """
+    """Write ``data`` to ``path`` atomically with plain file I/O (:func:`atomic_write`)."""
     atomic_write(path, lambda tmp: _write_all(tmp, data))
 
 

@@ -1,15 +1,9 @@
 """When a type-II fit interpolates its training data: the rule and its message, once.
 
-A type-II (reference or MAP) RVM interpolates when it keeps more than
-:data:`MAX_RELEVANT_FRACTION` of its training rows as relevance vectors (under a
-hyperprior that prunes: ``a = b = 0``), or when its noise precision ended at the
-solver's bound (regression).  Either way its noise
-estimate has collapsed toward the targets, and its predictive bands are far too
-narrow: on small real data sets the held-out log density of such fits was tens to
-thousands of nats per point below a Gaussian process's (``benchmarks/README.md``,
-the real-data panel).  The estimators warn with :class:`InterpolationWarning` and set
-``interpolates_``; ``compare`` reports it per fit and per k-fold fold; the command
-line prints it in its summary.
+A type-II (reference or MAP) fit interpolates when it keeps more than
+:data:`MAX_RELEVANT_FRACTION` of its training rows as relevance vectors (under a prior
+that prunes) or its noise precision ended at the solver's bound: its noise estimate has
+collapsed and its predictive bands are far too narrow.
 """
 
 from __future__ import annotations
@@ -25,13 +19,8 @@ MAX_RELEVANT_FRACTION = 0.5
 def interpolates(
     n_relevance: int, n_train: int, noise_at_bound: bool = False, prunes: bool = True
 ) -> bool:
-    """Whether a type-II fit with ``n_relevance`` of ``n_train`` rows interpolates.
-
-    ``prunes``: the fit's hyperprior lets a precision go to infinity (``a = b = 0``,
-    type-II maximum likelihood), so that a basis the data do not need is pruned.
-    Under a proper Gamma prior on the precisions nothing is pruned and every basis
-    counts as relevant by design; then only the noise at its bound says so.
-    """
+    """Whether a type-II fit with ``n_relevance`` of ``n_train`` rows interpolates
+    (``prunes``: a prior with ``a = b = 0``; under another only the noise bound says so)."""
     many = prunes and n_relevance > MAX_RELEVANT_FRACTION * n_train
     return bool(noise_at_bound) or many
 

@@ -116,7 +116,12 @@ def make_estimator(args: argparse.Namespace, task: str, method: str | None = Non
     """RVR, RVC or RVP with the command line's kernel, width, seed and draws."""
     from rvm_pymc.estimators import RVC, RVP, RVR
 
-    method = method or args.method
+    classes = {"regression": RVR, "classification": RVC, "counts": RVP}
+    return classes[task](**_estimator_params(args, method or args.method))
+
+
+def _estimator_params(args: argparse.Namespace, method: str) -> dict[str, Any]:
+    """The parameters of :func:`make_estimator`."""
     params: dict[str, Any] = {
         "kernel": args.kernel,
         "gamma": args.gamma,
@@ -134,12 +139,14 @@ def make_estimator(args: argparse.Namespace, task: str, method: str | None = Non
             "progressbar": nuts_progress(args.jobs),  # a live bar on a terminal, else lines
             "nuts_sampler": "pymc",
         }
-    return {"regression": RVR, "classification": RVC, "counts": RVP}[task](**params)
+    return params
 
 
 def _check_grid(args: argparse.Namespace) -> None:
     """``--gamma-grid`` is the grid of ``--gamma cv`` / ``auto`` / ``evidence`` only."""
-    if args.gamma_grid is not None and args.gamma not in ("auto", "cv", "evidence"):
+    from rvm_pymc.estimators import WIDTH_SEARCHES
+
+    if args.gamma_grid is not None and args.gamma not in WIDTH_SEARCHES:
         raise UsageError(
             f"argument --gamma-grid: only --gamma cv, auto or evidence tries a grid of widths; "
             f"got --gamma {args.gamma}"
@@ -169,10 +176,7 @@ def check_compare_arguments(args: argparse.Namespace) -> None:
 
 
 def _with_predictions(table, est, task: str, X: np.ndarray):
-    """The rows of ``table`` as read (every column) with the prediction columns appended.
-
-    A prediction column whose name the table already uses gets the suffix ``_rvm``.
-    """
+    """The rows of ``table`` as read (every column) with the prediction columns appended."""
     import pandas as pd
 
     preds = _predictions_table(est, task, X)
@@ -395,11 +399,7 @@ def _write_fit(args, est, pre: Preprocess, summary: dict, text: str, data: tuple
 
 @contextlib.contextmanager
 def _writing(option: str, where: str) -> Iterator[None]:
-    """A failed write (a full disk, ...) as one :class:`RunError` line (exit status 1).
-
-    The package's atomic writes name the file and leave a file already there as it
-    was; the message says so.
-    """
+    """A failed write (a full disk, ...) as one :class:`RunError` line (exit status 1)."""
     try:
         yield
     except OSError as exc:
@@ -501,7 +501,7 @@ def compare_command(args: argparse.Namespace) -> int:
     """``rvm-pymc compare``: held-out split and k-fold CV of the chosen methods."""
     from sklearn.model_selection import train_test_split
 
-    from rvm_pymc.comparison import FitSet, compare
+    from rvm_pymc.comparison import compare, fit_all
 
     data = load_data(args)
     X_raw, names, y, task = data.X, data.features, data.y, data.task
@@ -521,25 +521,24 @@ def compare_command(args: argparse.Namespace) -> int:
         raise DataError(f"{args.data}: cannot split the rows: {exc}") from None
     pre = Preprocess.fit(X_tr, names, args.target, task, args.standardise)
     X_tr, X_te = pre.transform(X_tr), pre.transform(X_te)
-    fits, times = {}, {}
-    shared: dict[str, float] = {}  # one width per comparison: the first method's
-    for method in args.methods:
-        at = f" at {args.methods[0]}'s width, gamma {shared['gamma']:.4g}" if shared else ""
+    first = args.methods[0]
+
+    def announce(method: str, gamma: float | None) -> None:
+        at = f" at {first}'s width, gamma {gamma:.4g}" if gamma is not None else ""
         progress(f"fitting {method} to {len(y_tr)} training rows{at}")
         announce_compilation(method)
-        t0 = time.perf_counter()
-        with bars_on_stderr():
-            est = make_estimator(args, task, method).set_params(**shared)
-            fits[method] = est.fit(X_tr, y_tr)
-        times[method] = time.perf_counter() - t0
-        gamma = getattr(fits[method], "gamma_", None)
-        if not shared and args.gamma in ("auto", "cv", "evidence") and gamma is not None:
-            shared = {"gamma": float(gamma)}
+
+    common = _estimator_params(args, "reference")
+    del common["method"]
+    own = {m: {"sampler_kwargs": _estimator_params(args, m)["sampler_kwargs"]}
+           for m in args.methods if m == "nuts"}  # fmt: skip
+    with bars_on_stderr():
+        fit_set = fit_all(
+            X_tr, y_tr, args.methods, task=task, method_params=own, on_fit=announce, **common
+        )
     cv = args.cv if args.cv > 1 else None
     if cv:
         progress(f"{cv}-fold cross-validation: every method refitted {cv} times")
-    width_from = args.methods[0] if shared else None
-    fit_set = FitSet(fits, X=X_tr, y=y_tr, fit_times=times, width_from=width_from)
     with bars_on_stderr():  # the refits of the folds
         result = compare(fit_set, X_te, y_te, cv=cv, random_state=args.seed, n_jobs=args.jobs)
     print(

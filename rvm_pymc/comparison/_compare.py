@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,7 @@ from rvm_pymc.comparison._measures import (
     same_basis,
 )
 from rvm_pymc.comparison._paired import add_paired_columns, choose_baseline
-from rvm_pymc.comparison.predictive import predictive
+from rvm_pymc._core.predictive import predictive
 from rvm_pymc.exceptions import ConvergenceWarning, InterpolationWarning
 
 __all__ = ["FitSet", "compare", "fit_all"]
@@ -55,6 +55,7 @@ def fit_all(
     task: str | None = None,
     method_params: Mapping[str, Mapping[str, Any]] | None = None,
     same_width: bool = True,
+    on_fit: Callable[[str, float | None], None] | None = None,
     **params,
 ) -> FitSet:
     """Fit one RVM by several methods on the same data.
@@ -95,6 +96,10 @@ def fit_all(
         approximations of one model (its k-fold refits do the same in each
         fold).  False lets each method choose its own width (under its own
         prior): then they fit different models, and ``compare`` warns.
+    on_fit : callable, optional
+        Called as ``on_fit(method, gamma)`` before each fit, ``gamma`` the width
+        of the first fit that it is fitted at (None: its own rule), e.g. to
+        report progress.
 
     Returns
     -------
@@ -110,7 +115,7 @@ def fit_all(
     >>> list(fits), fits["reference"].n_relevance_ < 15
     (['reference'], True)
     """
-    from rvm_pymc.estimators import RVC, RVP, RVR
+    from rvm_pymc.estimators import RVC, RVP, RVR, WIDTH_SEARCHES
 
     methods = tuple(methods)
     if not methods:
@@ -136,12 +141,14 @@ def fit_all(
     shared: dict[str, float] = {}
     for m in methods:
         est = cls(method=m, **{**params, **shared, **own.get(m, {})})
+        if on_fit is not None:
+            on_fit(m, shared.get("gamma"))
         t0 = time.perf_counter()
         fits[m] = est.fit(X, y)
         times[m] = time.perf_counter() - t0
         gamma = getattr(fits[m], "gamma_", None)
         first = m == methods[0]  # the first method chooses; one given its own gamma keeps it
-        searched = est.gamma in ("auto", "cv", "evidence")  # "scale" is one width anyway
+        searched = est.gamma in WIDTH_SEARCHES  # "scale" is one width anyway
         if same_width and first and searched and gamma is not None:
             shared = {"gamma": float(gamma)}
     width_from = methods[0] if shared else None

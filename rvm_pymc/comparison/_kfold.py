@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rvm_pymc._core.predictive import predictive, shuffled_folds
 from rvm_pymc._core.progress import quiet_pymc
 from rvm_pymc.comparison._measures import diagnostics
-from rvm_pymc.comparison.predictive import predictive
 
 __all__ = ["kfold"]
 
@@ -65,14 +65,13 @@ def _fold_fits(fits, X, y, train, test, width_from) -> dict[str, dict[str, Any]]
 
 
 def _folds(fits, X, y, cv, random_state) -> list[tuple[np.ndarray, np.ndarray]]:
-    from sklearn.model_selection import KFold, StratifiedKFold, check_cv
+    from sklearn.model_selection import check_cv
 
     classification = any(hasattr(f, "predict_proba") for f in fits.values())
     if isinstance(cv, int | np.integer):
-        splitter = StratifiedKFold if classification else KFold
-        cv = splitter(int(cv), shuffle=True, random_state=random_state)
-    cv = check_cv(cv, y, classifier=classification)
-    folds = list(cv.split(X, y))
+        folds = shuffled_folds(y, int(cv), classification, random_state)
+    else:
+        folds = list(check_cv(cv, y, classifier=classification).split(X, y))
     # elpd_kfold is a sum over the points of one held-out density each: the test folds must
     # partition the data (ShuffleSplit left points out, NaN; RepeatedKFold overwrote them)
     tested = np.zeros(len(y), dtype=int)

@@ -117,11 +117,7 @@ EFFECTIVE_PARAMETER_DRAWS = 200
 
 
 def _slab_precision(fit) -> np.ndarray | float:
-    """The slab's precision of each basis of ``posterior_``, in data units; 0.0 without one.
-
-    ``(basis_scale_m / y_scale_)^2 / s^2``: the scaled problem's ``1/s^2`` (a
-    weight's prior precision is ``alpha_m + 1/s^2`` there) in the units of the data.
-    """
+    """The slab's precision of each basis of ``posterior_``, in data units; 0.0 without one."""
     slab = fit.prior_.slab
     if slab is None:
         return 0.0
@@ -130,10 +126,7 @@ def _slab_precision(fit) -> np.ndarray | float:
 
 
 def _gamma_sum(G: np.ndarray, alpha: np.ndarray) -> float:
-    """``sum_m gamma_m = trace((G + A)^-1 G)`` in [0, M], for the curvature ``G = Phi^T B Phi``.
-
-    ``alpha``: the weights' prior precisions (with a slab ``alpha + 1/s^2``).
-    """
+    """``sum_m gamma_m = trace((G + A)^-1 G)`` in [0, M], for the curvature ``G = Phi^T B Phi``."""
     if G.shape[0] == 0:
         return 0.0
     S = G + np.diag(alpha)

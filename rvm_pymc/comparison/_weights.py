@@ -26,16 +26,7 @@ __all__ = ["compare_weights", "summary"]
 
 
 def _check_same_basis(fits) -> None:
-    """``ValueError`` unless every fit has the basis of the first.
-
-    The weights are matched by basis name, and ``"x3"`` means the same
-    function only for the same kernel, width and training inputs.  A kernel
-    fit keeps only its relevance vectors, so the check is what they allow:
-    the same kernel values at the relevance vectors of all the fits, the same
-    input wherever two fits share a training index, the same bias setting
-    and classes; any other basis is evaluated at the training inputs of a
-    :class:`FitSet` (when it carries them) and must agree.
-    """
+    """``ValueError`` unless every fit has the basis of the first."""
     names = list(fits)
     first = fits[names[0]]
     X = getattr(fits, "X", None)

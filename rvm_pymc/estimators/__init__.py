@@ -14,30 +14,12 @@ All three fit the one RVM model of docs/design.md three ways, chosen by ``method
 ``"nuts"``
     Full Bayes by NUTS in PyMC; predictions from the posterior draws.
 
-Every method sees the same scaled problem (the one scaling boundary): the
-basis columns divided by their root mean square and, for regression, the
-targets centred and divided by their sd (with ``bias=False``, a model without
-a constant term, only divided by their root mean square); the posterior is mapped back to the
-units of the data once, so predictions are equivariant to shifting and scaling
-the targets.  Whatever the method, the estimator holds one posterior,
-``posterior_`` (a :class:`~rvm_pymc.results.WeightPosterior`); ``coef_``,
-``sigma_``, ``alpha_``, ... are read from it, and ``idata_`` is the DataTree of
-the result schema of :mod:`rvm_pymc.results`, built from it on first access.
-
-The kernel design matrix is ``Phi = [1 | k(X, X_train)]``: column 0 is the
-bias (when ``bias=True``), column ``i + 1`` the kernel centred on training
-point ``i``.  The bias is not a training point: ``relevance_indices_`` lists
-only the training points whose kernel column survived, and
-``bias_active_`` tells whether the bias did; ``intercept_`` is the constant
-term of the latent mean (its weight plus, for regression, ``y_offset_``).
-
-References
-----------
-Tipping, M. E. (2001). Sparse Bayesian learning and the relevance vector
-machine. *Journal of Machine Learning Research* 1, 211-244.
-
-Tipping, M. E. and Faul, A. C. (2003). Fast marginal likelihood maximisation
-for sparse Bayesian models. *Proceedings of AISTATS 2003*.
+Every method sees the one scaled problem and holds one posterior, ``posterior_``
+(a :class:`~rvm_pymc.results.WeightPosterior`); ``coef_``, ``sigma_``, ``alpha_``, ...
+are read from it and ``idata_`` is its DataTree (:mod:`rvm_pymc.results`).  Column 0
+of the design matrix is the bias, column ``i + 1`` the kernel centred on training
+point ``i``; ``relevance_indices_`` lists only training points.  References: those
+of :mod:`rvm_pymc.reference`.
 """
 
 from rvm_pymc.estimators._classes import (
@@ -47,9 +29,10 @@ from rvm_pymc.estimators._classes import (
     SOLVERS,
 )
 from rvm_pymc.estimators._counts import RVP
-from rvm_pymc.estimators._load import load
+from rvm_pymc.estimators._io import load
+from rvm_pymc.estimators._width_selection import SEARCHED as WIDTH_SEARCHES
 
-__all__ = ["METHODS", "RVC", "RVP", "RVR", "SOLVERS", "load"]
+__all__ = ["METHODS", "RVC", "RVP", "RVR", "SOLVERS", "WIDTH_SEARCHES", "load"]
 
 # pickles and the documentation name the public module, not the private one that defines them
 RVR.__module__ = __name__

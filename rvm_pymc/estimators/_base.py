@@ -3,7 +3,7 @@
 Parameters (checked by :mod:`._params`), the basis, the one scaling boundary,
 the fit (scale -> one backend -> ``WeightPosterior.to_data_units`` ->
 attributes), the active set and the save/load entry points.  The width of
-``gamma="evidence"`` is chosen in :mod:`._widths`.  See
+``gamma`` is chosen in :mod:`._width_selection`.  See
 :mod:`rvm_pymc.estimators` for the public classes.
 """
 
@@ -11,21 +11,24 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import numbers
 import warnings
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rvm_pymc._core.interpolation import interpolates, interpolation_message
+from rvm_pymc._core.parallel import run_recorded
 from rvm_pymc._core.rowqr import RowQR
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc._core.validation import check_numeric
 from rvm_pymc.basis import Basis, KernelBasis, PrecomputedBasis, make_basis
 from rvm_pymc.estimators._params import (
+    GAMMA_KERNELS,
     INITS,
     METHODS,
     PARAMETER_CONSTRAINTS,
@@ -38,9 +41,9 @@ from rvm_pymc.estimators._params import (
     validate_params,
 )
 from rvm_pymc.estimators._rows import compressed_design, row_blocked
-from rvm_pymc.estimators._scaling import column_rms, scale_columns, scale_gamma, target_scale
+from rvm_pymc.estimators._scaling import column_rms, scale_columns, target_scale
 from rvm_pymc.estimators._views import ResultViews
-from rvm_pymc.estimators._widths import select_width
+from rvm_pymc.estimators._width_selection import scale_gamma, select_width
 from rvm_pymc.exceptions import InterpolationWarning
 from rvm_pymc.kernels import Kernel
 from rvm_pymc.models.spec import data_unit_constants
@@ -98,11 +101,7 @@ class _BaseRVM(ResultViews, BaseEstimator):
 
     @contextlib.contextmanager
     def _unchanged_on_failure(self):
-        """Restore every attribute if the block fails (also on KeyboardInterrupt).
-
-        A fit that raises leaves the estimator as it was: unfitted, or with its
-        previous fit, never a mixture of the two.
-        """
+        """Restore every attribute if the block fails (also on KeyboardInterrupt)."""
         saved = dict(self.__dict__)
         try:
             yield
@@ -140,12 +139,7 @@ class _BaseRVM(ResultViews, BaseEstimator):
     # ------------------------------------------------------------------ validation
 
     def _validate_params(self) -> None:
-        """scikit-learn's hook: each parameter against ``_parameter_constraints``.
-
-        Raises a ``ValueError`` naming the parameter in the words of
-        :data:`~rvm_pymc.estimators._params.MESSAGES` (scikit-learn's own
-        raises its ``InvalidParameterError`` with other words).
-        """
+        """scikit-learn's hook: each parameter against ``_parameter_constraints``."""
         validate_params(self.get_params(deep=False), self._parameter_constraints)
 
     def _check_params(self, X: np.ndarray) -> Checked:
@@ -180,20 +174,16 @@ class _BaseRVM(ResultViews, BaseEstimator):
         return basis
 
     def _design(
-        self, gamma: float | None, X: np.ndarray, seed: int | None, t: np.ndarray | None = None
+        self, X: np.ndarray, t, seed, gamma: float | None, centres=None, compress: bool = True
     ) -> tuple[Basis, np.ndarray | RowQR, np.ndarray]:
-        """The fitted basis for one width, its scaled design matrix and the column scales.
-
-        Returns ``(basis, Phi / scale, scale)`` with ``scale`` the root-mean-square
-        of every column of the design matrix: every fit sees the scaled columns
-        (the one scaling boundary).  A kernel design matrix is built here and
-        scaled in place (no second N x M array).  ``seed`` is drawn once per fit,
-        so that every call for one width (a worker's and the rebuild of the
-        chosen width) picks the same centres.  With the targets ``t``, a design
-        too large to hold is returned as its row compression (:mod:`._rows`).
-        """
-        basis = self._make_basis(gamma, seed).fit(X)
-        if t is not None and row_blocked(self, basis, X.shape[0]):
+        """The fitted basis for one width, its scaled design matrix and the column scales."""
+        if centres is None:
+            basis = self._make_basis(gamma, seed).fit(X)
+        else:
+            basis = self._make_basis(gamma)
+            basis.centres = "all"
+            basis.fit(X[centres])
+        if compress and centres is None and row_blocked(self, basis, X.shape[0]):
             return (basis, *compressed_design(basis, X, t))
         Phi = basis.transform(X)
         scale = column_rms(Phi)
@@ -225,15 +215,7 @@ class _BaseRVM(ResultViews, BaseEstimator):
             self._fit_at_widths(X, target)
 
     def _fit_at_widths(self, X: np.ndarray, target: np.ndarray) -> None:
-        """Scale, fit by one backend, map the posterior back, set the attributes.
-
-        The one scaling boundary (docs/design.md section 3): every fit path sees the
-        basis columns scaled to unit root-mean-square and, for regression, the
-        targets centred and scaled to unit sd, or with ``bias=False`` (no
-        constant term in the model) only scaled to unit root mean square; the
-        posterior is mapped back to the units of the data once, by
-        :meth:`WeightPosterior.to_data_units`.
-        """
+        """Scale, fit by one backend, map the posterior back, set the attributes."""
         checked = self._check_params(X)
         prior = checked.prior
         regression = self._kind == "regression"
@@ -262,15 +244,23 @@ class _BaseRVM(ResultViews, BaseEstimator):
         # gamma="cv"'s folds: seeded by an integer random_state itself (0 for None)
         rs = self.random_state
         fold_seed = 0 if rs is None else int(rs) if isinstance(rs, numbers.Integral) else seed
+        has_width = isinstance(self.kernel, str) and self.kernel.lower() in GAMMA_KERNELS
+        refit = None
+        if has_width and self.gamma in ("auto", "cv"):  # the folds' fits, under this prior
+            params = {"method": "reference", "prior": prior, "solver": ref_solver, "n_jobs": 1}
+            refit = functools.partial(_refit, clone(self).set_params(**params))
         width = select_width(
-            self,
             X,
-            t_s,
-            prior,
-            ref_solver,
-            basis_seed,
+            target,
+            gamma=self.gamma,
+            grid=self.gamma_grid,
+            has_width=has_width,
+            classifier=self._kind == "classification",
+            design=functools.partial(self._design, X, t_s, basis_seed),
+            fit=functools.partial(self._reference_fit, t_s, prior, ref_solver),
+            refit=refit,
+            run=functools.partial(run_recorded, n_jobs=self.n_jobs),
             need_reference=need_ref,
-            y=target,
             fold_seed=fold_seed,
         )
         if width.cv_path is not None:
@@ -314,7 +304,12 @@ class _BaseRVM(ResultViews, BaseEstimator):
             self.model_ = self._data_unit_model(Phi_data, target, scale[active], prior)
         self.n_iter_ = int(info.n_iter)
         self.converged_ = bool(info.converged)
-        self._check_interpolation(X.shape[0], bool(info.attrs.get("noise_at_bound", False)))
+        # model_'s scaling and prior data, kept in constant_data by every method
+        constants = data_unit_constants(
+            self._kind_of_fit(), scale[active], y_scale=t_sd, prior=prior
+        )
+        at_bound = bool(info.attrs.get("noise_at_bound", False))
+        self._check_interpolation(X.shape[0], at_bound, prior)
         self.log_evidence_ = float(info.log_evidence - log_t_sd)
         self._tree_inputs = {
             "Phi": Phi_data,
@@ -326,25 +321,22 @@ class _BaseRVM(ResultViews, BaseEstimator):
             "attrs": {**info.attrs, **_fit_attrs(self, info.library)},
             "draws": checked.draws,
             "chains": self._chains(),
-            # model_'s scaling and prior data, kept in constant_data by every method
-            "constants": data_unit_constants(
-                self._kind_of_fit(), scale[active], y_scale=t_sd, prior=prior
-            ),
+            "constants": constants,
         }
         self._idata = None
 
-    def _interpolates(self, n_train: int, noise_at_bound: bool) -> bool:
+    def _interpolates(self, n_train: int, noise_at_bound: bool, prior=None) -> bool:
         """The rule of :mod:`rvm_pymc._core.interpolation` for this fit (False for NUTS)."""
-        prior = self._prior()
+        prior = self._prior() if prior is None else prior
         prunes = prior.a == 0 and prior.b == 0  # a proper prior on alpha prunes nothing
         n_rel = self.n_relevance_
         return bool(
             self.posterior_.is_type_ii and interpolates(n_rel, n_train, noise_at_bound, prunes)
         )
 
-    def _check_interpolation(self, n_train: int, noise_at_bound: bool) -> None:
+    def _check_interpolation(self, n_train: int, noise_at_bound: bool, prior) -> None:
         """Set ``interpolates_`` (type-II fits; False for NUTS) and warn when it is True."""
-        self.interpolates_ = self._interpolates(n_train, noise_at_bound)
+        self.interpolates_ = self._interpolates(n_train, noise_at_bound, prior)
         n_rel = self.n_relevance_
         if not self.interpolates_:
             return
@@ -360,13 +352,8 @@ class _BaseRVM(ResultViews, BaseEstimator):
         )
         warnings.warn(message, InterpolationWarning, stacklevel=5)
 
-    def _reference_fit(self, Phi, t, prior, solver: str, names, start=None, cap=None, tol=None):
-        """The reference backend on the scaled problem: ``(WeightPosterior, FitInfo)``.
-
-        ``start``: a warm start (a ``WeightPosterior`` on some of the same bases);
-        ``cap``: at most this many iterations (below ``max_iter``); ``tol``: a
-        looser tolerance than the estimator's.
-        """
+    def _reference_fit(self, t, prior, solver: str, Phi, names, start=None, cap=None, tol=None):
+        """The reference backend on the scaled problem: ``(WeightPosterior, FitInfo)``."""
         from rvm_pymc import reference
 
         max_iter = self.max_iter
@@ -382,7 +369,7 @@ class _BaseRVM(ResultViews, BaseEstimator):
             prior=prior,
             max_iter=max_iter,
             tol=self.tol if tol is None else max(tol, self.tol),
-            start=start,
+            start=start if solver == "fast" else None,
         )
 
     def _kind_of_fit(self) -> str:
@@ -425,11 +412,7 @@ class _BaseRVM(ResultViews, BaseEstimator):
         self._set_intercept()
 
     def _set_intercept(self) -> None:
-        """``intercept_``, the constant term of the latent mean (scikit-learn's convention).
-
-        The bias weight (0 when pruned or absent) plus the offset the fit took
-        out of the targets (``posterior_.y_offset``, 0 but for regression).
-        """
+        """``intercept_``, the constant term of the latent mean (scikit-learn's convention)."""
         zero = np.zeros(self.coef_.shape[1:]) if self.coef_.ndim > 1 else 0.0
         bias = self.coef_[0] if self.bias_active_ else zero
         self.intercept_ = bias + self.posterior_.y_offset
@@ -520,6 +503,11 @@ class _BaseRVM(ResultViews, BaseEstimator):
         from rvm_pymc.estimators._io import load_estimator
 
         return load_estimator(path, {cls.__name__: cls}, expected=cls)
+
+
+def _refit(spec: _BaseRVM, gamma: float, X: np.ndarray, y: np.ndarray) -> _BaseRVM:
+    """One fold's fit of ``gamma="cv"``: a clone of ``spec`` at ``gamma``."""
+    return clone(spec).set_params(gamma=gamma).fit(X, y)
 
 
 def _seed(random_state: Any) -> int:

@@ -1,64 +1,25 @@
-"""Save and load fitted estimators without pickle: the DataTree in netCDF plus JSON attributes.
+"""Save and load fitted estimators without pickle: the DataTree in netCDF plus JSON.
 
-File layout (format versions 3 and 4)
--------------------------------------
-The one source of truth is the fit's ``idata_`` (groups ``posterior``,
-``log_likelihood``, ``constant_data``, ...) and the constructor parameters as
-JSON, as in pymc-marketing's ``ModelBuilder``.  Everything the estimator reads
-from its posterior (``coef_``, ``sigma_``, ``alpha_``, ``beta_``,
-``noise_var_``, ``y_offset_``, ``active_names_``, ``n_iter_``,
-``converged_``, ``log_evidence_``) is rebuilt from the tree on load, not
-stored a second time.  One more group, ``rvm_estimator``, holds only what the
-tree does not: the Gaussian of a type-II fit (``weight_mean``, ``weight_cov``;
-the tree holds its draws), the active columns of the full basis and the
-relevance vectors (``active_``, ``relevance_indices_``,
-``relevance_vectors_``), ``basis_scale_``, the training data of
-``predictive="rvm*"`` (``X_train_``, ``y_train_``), the class labels in their own
-dtype (``classes_``; the tree's ``class`` coordinate is text), ``cv_path_`` and
-``evidence_path_``.  On the root, the attributes
+A file holds the fit's ``idata_`` and, beside it, a group ``rvm_estimator`` with
+what the tree does not hold (the Gaussian of a type-II fit, the active columns,
+relevance vectors, ``basis_scale_``, the training data of ``predictive="rvm*"``,
+``classes_`` in their own dtype, ``cv_path_`` and ``evidence_path_``).  Root
+attributes: ``rvm_pymc_format``, ``rvm_pymc_format_version``,
+``rvm_estimator_class``; ``rvm_params`` (the constructor parameters as JSON) and
+``rvm_fitted`` (the fitted scalars in no group, as JSON); ``rvm_checksum``
+(SHA-256 of everything load reads).  Everything the estimator reads from its
+posterior is rebuilt from the tree on load.
 
-``rvm_pymc_format``, ``rvm_pymc_format_version``, ``rvm_estimator_class``
-    what the file is;
-``rvm_params``, ``rvm_fitted``
-    the constructor parameters, and the scalars that are in no group
-    (``y_scale_``, ``gamma_``, ``n_features_in_``, ...), as JSON;
-``rvm_checksum``
-    SHA-256 of everything :func:`load_estimator` reads: the format, the class
-    name, both JSON strings, every attribute of every group (the root's too,
-    except ``rvm_checksum`` itself) and every variable and coordinate of every
-    group (path, name, dims, values, attributes); checked on load.
-
-With ``h5netcdf`` and ``h5py`` (or ``netCDF4``) importable the groups are
-netCDF-4 groups (``xarray.open_datatree(path)`` reads them).  Otherwise the
-tree is flattened into one netCDF-3 file written by SciPy: variable ``v`` of
-group ``g`` becomes ``g__v`` with dimensions ``g__dim``, group and variable
-attributes are kept as JSON attributes.  :func:`load_estimator` reads both (it
-tells them by the file's magic bytes).  Both, and the atomic write (a save that
-fails midway leaves a previous file at ``path`` as it was), are
-:mod:`rvm_pymc._core.files`: the file is serialised in memory and its bytes
-written with plain file I/O (with ``netCDF4`` the library writes the temporary
-file), so a full disk raises an :class:`OSError` naming ``path``.
-
-Version 4 leaves out the draws that the rest of the file defines
-(:mod:`rvm_pymc.estimators._compact`): a type-II fit's weight draws and ``lp``
-(seeded draws from ``weight_mean``, ``weight_cov``), and every fit's
-``log_likelihood`` and ``posterior_predictive``; the groups stay, with their
-coordinates and attributes, and ``rvm_fitted`` records the seed, the draws
-and chains, and the variables left out (key ``idata_rebuilt``).  A loaded
-estimator builds them on first access of ``idata_``, as a fitted one does.
-Save writes version 4 only when the draws made again from the compact tree are
-identical to the fit's (checked as it saves), and version 3 (``idata_`` whole)
-otherwise: a tree changed after the fit, or a model loaded from a version-3
-file (whose seed is unknown).  A reference fit on 93 rows: 6.5 MB in version
-3, under 0.1 MB in version 4.
-
-Format version 2 stored the fitted arrays (``coef_``, ``sigma_``, ``alpha_``,
-...) and scalars beside the tree; it is still read (:func:`_from_version_2`).
-Version 1 (no attributes in the checksum) is refused with a message saying so.
+Format 4 leaves out the draws the rest of the file defines (a type-II fit's
+weight draws and ``lp``, every fit's ``log_likelihood`` and
+``posterior_predictive``) when the draws made again are identical (checked as it
+saves); else format 3 (the tree whole).  Formats 2 and 3 are still read.  The
+netCDF engines and the atomic write are :mod:`rvm_pymc._core.files`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -86,16 +47,18 @@ from rvm_pymc._core.files import (
 )
 from rvm_pymc._core.version import VERSION
 from rvm_pymc.basis import Basis, PrecomputedBasis
-from rvm_pymc.estimators._checksum import digest
-from rvm_pymc.estimators._compact import compact, tree_inputs
-from rvm_pymc.estimators._json import params_from_json, params_to_json
-from rvm_pymc.results import WeightPosterior
+from rvm_pymc.estimators._classes import RVC, RVR
+from rvm_pymc.estimators._counts import RVP
+from rvm_pymc.priors import HyperPrior
+from rvm_pymc.results import WeightPosterior, to_datatree
 
 __all__ = [
     "ENGINES",
     "FORMAT",
     "FORMAT_VERSION",
+    "build_tree",
     "engine_available",
+    "load",
     "load_estimator",
     "netcdf_engine",
     "save_estimator",
@@ -122,8 +85,21 @@ _HEADER = (
 def _digest(
     tree: xr.DataTree, cls_name: str, params: str, fitted: str, version: int = FORMAT_VERSION
 ) -> str:
-    """SHA-256 of everything :func:`load_estimator` reads from ``tree`` (hex), as ``version``."""
-    return digest(tree, f"{FORMAT}/{version}/{cls_name}", params, fitted)
+    """SHA-256 (hex) of everything :func:`load_estimator` reads: the header, both JSON
+    strings, every attribute and every variable of every group (not ``rvm_checksum``)."""
+    h = hashlib.sha256()
+    for text in (f"{FORMAT}/{version}/{cls_name}", params, fitted):
+        _hash_field(h, text.encode())
+    for node in sorted(tree.subtree, key=lambda n: n.path):
+        _hash_field(h, f"group {node.path}".encode())
+        _hash_attrs(h, node.attrs, skip=("rvm_checksum",) if node.is_root else ())
+        ds = node.to_dataset(inherit=False)
+        for name in sorted(map(str, ds.variables)):
+            var = ds.variables[name]
+            _hash_field(h, f"{node.path}/{name}{tuple(map(str, var.dims))}".encode())
+            _hash_field(h, _canonical(var.values))
+            _hash_attrs(h, var.attrs)
+    return h.hexdigest()
 
 
 _STATE_ARRAYS = ("active_", "relevance_indices_", "relevance_vectors_", "basis_scale_")
@@ -161,34 +137,11 @@ def _state(est) -> tuple[xr.Dataset, dict[str, Any]]:
 
 
 def save_estimator(est, path, engine: str | None = None) -> None:
-    """Write a fitted RVR/RVC to ``path`` atomically (the layout is in the module docstring).
+    """Write a fitted estimator to ``path`` atomically (see :meth:`RVR.save`).
 
-    Parameters
-    ----------
-    est : RVR or RVC
-        A fitted estimator.
-    path : str or path-like
-        The file to write; an existing file is replaced only once the new one
-        is completely on disk.  A symbolic link is followed (its target is
-        replaced).
-    engine : {"h5netcdf", "netcdf4", "scipy"}, optional
-        ``"h5netcdf"`` or ``"netcdf4"`` write netCDF-4 groups, ``"scipy"`` a
-        flattened netCDF-3 file; None takes :func:`netcdf_engine`.
-
-    Raises
-    ------
-    ValueError
-        For an unknown engine, or a parameter that cannot be saved without
-        pickle.
-    ImportError
-        If ``engine`` is given but a module it needs does not import.
-    TypeError
-        If ``path`` is not a str or path-like object.
-    FileNotFoundError
-        If the directory of ``path`` does not exist.
-    OSError
-        If writing fails (no permission, disk full, ...); the message names
-        ``path``, and a file already at ``path`` is left untouched.
+    ``engine``: ``"h5netcdf"``/``"netcdf4"`` (netCDF-4 groups) or ``"scipy"`` (one
+    flattened netCDF-3 file); None takes :func:`netcdf_engine`.  A failed write
+    raises an ``OSError`` naming ``path`` and leaves a file already there untouched.
     """
     check_is_fitted(est, "coef_")
     _check_path(path)
@@ -264,31 +217,9 @@ ESTIMATOR_NAMES = ("RVR", "RVC", "RVP")
 def load_estimator(path, classes: Mapping[str, type], expected: type | None = None):
     """Read an estimator written by :func:`save_estimator`; refuse damaged or mismatched files.
 
-    Parameters
-    ----------
-    path : str or path-like
-    classes : mapping
-        Class name -> estimator class that may be constructed (this module does
-        not import :mod:`rvm_pymc.estimators`, which imports it).
-    expected : type, optional
-        The class the caller wants (``RVR`` or ``RVC``); None accepts any of
-        ``classes``.
-
-    Returns
-    -------
-    RVR or RVC
-
-    Raises
-    ------
-    FileNotFoundError
-        If there is no file at ``path`` (the only error that is not a ValueError).
-    ValueError
-        For every other reason the file cannot be loaded, with ``path`` and the
-        reason in the message: it cannot be read (a directory, no permission),
-        is empty, damaged or truncated, was not written by ``save``, has another
-        format version, fails its checksum (modified or corrupted after it was
-        saved), holds another estimator class than ``expected``, or holds a
-        model that is inconsistent or cannot be restored by this version.
+    ``classes``: class name -> the class to construct; ``expected``: the class the
+    caller wants (None: any of ``classes``).  ``FileNotFoundError`` if there is no
+    file; a ``ValueError`` naming ``path`` and the reason for anything else.
     """
     shown = _check_path(path)
     tree = read_tree(path)
@@ -357,12 +288,7 @@ def _version_message(shown: str, version: Any) -> str:
 
 
 def _from_version_2(state: dict, fitted: dict, method: str) -> tuple[dict, dict]:
-    """The contents of a version-2 file in the names of version 3.
-
-    Version 2 stored ``coef_``/``sigma_`` (the Gaussian of a type-II fit; for
-    NUTS the moments of its draws, which are in the tree) and the fitted
-    scalars; what the tree holds is now read from the tree, the rest is kept.
-    """
+    """The contents of a version-2 file (which stored ``coef_``/``sigma_``) as version 3."""
     state = dict(state)
     coef, sigma = state.pop("coef_", None), state.pop("sigma_", None)
     state.pop("alpha_", None)
@@ -497,3 +423,258 @@ def _check_consistent(est, path) -> None:
         want = 2 if est.coef_.ndim == 1 else est.coef_.shape[1]
         if est.classes_.size != want:
             raise _mismatch(path, f"{est.classes_.size} classes but weights for {want}")
+
+
+# ------------------------------------------------------------------ parameters as JSON
+
+
+def kernel_to_json(k: Any) -> Any:
+    """A kernel name, or a built-in kernel (sums and products too), as JSON data."""
+    if isinstance(k, str):
+        return k
+    name = type(k).__name__
+    if name in ("Sum", "Product") and type(k) is kernels.kernel_class(name):
+        return {"kernel": name, "k1": kernel_to_json(k.k1), "k2": kernel_to_json(k.k2)}
+    if _is_builtin(k):
+        return {"kernel": name, "params": k.get_params()}
+    raise ValueError(
+        f"kernel={k!r} cannot be saved without pickle (only kernel names and the built-in "
+        "Kernel classes can); use joblib.dump / pickle for this estimator"
+    )
+
+
+def _is_builtin(k: Any) -> bool:
+    """Whether ``k`` is an instance of a built-in kernel class itself (not of a subclass)."""
+    try:
+        return type(k) is kernels.kernel_class(type(k).__name__)
+    except ValueError:
+        return False
+
+
+def kernel_from_json(spec: Any) -> Any:
+    """The kernel of :func:`kernel_to_json`'s data."""
+    if isinstance(spec, str):
+        return spec
+    cls = kernels.kernel_class(spec["kernel"])
+    if "k1" in spec:
+        return cls(kernel_from_json(spec["k1"]), kernel_from_json(spec["k2"]))
+    return cls(**spec["params"])
+
+
+def params_to_json(params: dict[str, Any]) -> str:
+    """An estimator's ``get_params()`` as JSON text (no pickle): kernel, prior, grid, seed."""
+    out = dict(params)
+    out["kernel"] = kernel_to_json(params["kernel"])
+    prior = params["prior"]
+    if isinstance(prior, HyperPrior):
+        out["prior"] = {"HyperPrior": prior.as_dict()}
+    elif isinstance(prior, Mapping):
+        out["prior"] = {"mapping": {k: float(v) for k, v in prior.items()}}
+    if params["gamma_grid"] is not None:
+        out["gamma_grid"] = np.asarray(params["gamma_grid"], dtype=float).tolist()
+    rs = params["random_state"]
+    if not (rs is None or isinstance(rs, int | np.integer)):
+        out["random_state"] = None  # a Generator/RandomState: its draws are in the file
+    elif rs is not None:
+        out["random_state"] = int(rs)
+    try:
+        return json.dumps(out, sort_keys=True)
+    except TypeError as exc:
+        raise ValueError(f"the parameters cannot be saved as JSON ({exc}); use joblib") from exc
+
+
+def params_from_json(text: str) -> dict[str, Any]:
+    """The parameters of :func:`params_to_json`'s text."""
+    params = json.loads(text)
+    params["kernel"] = kernel_from_json(params["kernel"])
+    prior = params["prior"]
+    if isinstance(prior, dict):
+        params["prior"] = (
+            HyperPrior(**prior["HyperPrior"]) if "HyperPrior" in prior else prior["mapping"]
+        )
+    return params
+
+
+# -------------------------------------------------------------------- the checksum
+
+
+def _canonical(values: np.ndarray) -> bytes:
+    """Bytes of values in a form that survives every netCDF engine's round trip."""
+    a = np.asarray(values)
+    if a.dtype.kind in "biuf":
+        f = np.ascontiguousarray(a, dtype=np.float64)
+        f = np.where(np.isnan(f), np.nan, f)  # one NaN bit pattern
+        return b"n" + repr(a.shape).encode() + f.tobytes()
+    return b"s" + repr(a.shape).encode() + "\x1f".join(map(str, a.ravel().tolist())).encode()
+
+
+def _canonical_attr(value: Any) -> bytes:
+    """Bytes of an attribute value: a str and ``[str]``, an int and the equal float, ``[]``
+    and an empty array give the same bytes (engines return attributes in those forms)."""
+    if isinstance(value, str | bytes):
+        a = np.asarray([value.decode() if isinstance(value, bytes) else value])
+    else:
+        try:
+            a = np.asarray(value)
+            if a.dtype == object:
+                a = a.astype(str)
+        except (ValueError, TypeError):  # ragged: no engine writes it, but be total
+            a = np.asarray([repr(value)])
+    a = a.ravel()
+    if a.size == 0:
+        return b"e"
+    return _canonical(a)
+
+
+def _hash_field(h: Any, data: bytes) -> None:
+    """Feed ``data`` to ``h`` with its length first, so fields cannot run together."""
+    h.update(len(data).to_bytes(8, "little"))
+    h.update(data)
+
+
+def _hash_attrs(h: Any, attrs: Mapping, skip: tuple[str, ...] = ()) -> None:
+    keys = sorted(str(k) for k in attrs if str(k) not in skip)
+    _hash_field(h, str(len(keys)).encode())
+    for key in keys:
+        _hash_field(h, key.encode())
+        _hash_field(h, _canonical_attr(attrs[key]))
+
+
+
+
+# ------------------------------------------------------- the draws a file leaves out
+
+
+DERIVED_GROUPS = ("log_likelihood", "posterior_predictive")
+"""Groups whose variables are always built again (every method)."""
+TYPE_II_GROUPS = ("posterior", "sample_stats")
+"""Groups whose variables are built again for a type-II fit only (its draws and ``lp``)."""
+_ADDED_CONSTANTS = ("Phi", "y_offset", "log_alpha", "log_beta")
+"""Variables of ``constant_data`` that :func:`~rvm_pymc.results.to_datatree` adds itself."""
+
+
+def _dataset(tree: xr.DataTree, group: str) -> xr.Dataset:
+    return tree[group].to_dataset(inherit=False)
+
+
+def tree_inputs(tree: xr.DataTree, seed: int, type_ii: bool) -> dict[str, Any]:
+    """The inputs that build ``tree``'s draws again: the keys of an estimator's
+    ``_tree_inputs`` (``type_ii``: its weight draws are made from its Gaussian)."""
+    const = _dataset(tree, "constant_data")
+    observed = _dataset(tree, "observed_data")
+    (obs_name,) = list(observed.data_vars)
+    post = _dataset(tree, "posterior")
+    classes = None
+    if "class" in observed.coords:
+        classes = [str(c) for c in observed["class"].values]
+    stats = None
+    if not type_ii:
+        stats = {str(k): v.values for k, v in _dataset(tree, "sample_stats").data_vars.items()}
+    return {
+        "Phi": np.asarray(const["Phi"].values, dtype=float),
+        "Phi_of_X": False,
+        "target": np.asarray(observed[obs_name].values),
+        "classes": classes,
+        "seed": int(seed),
+        "sample_stats": stats,
+        "attrs": dict(tree.attrs),
+        "draws": int(post.sizes["draw"]),
+        "chains": int(post.sizes["chain"]),
+        "constants": {
+            str(k): (v.dims, v.values)
+            for k, v in const.data_vars.items()
+            if k not in _ADDED_CONSTANTS
+        },
+    }
+
+
+def build_tree(posterior, inputs: Mapping[str, Any]) -> xr.DataTree:
+    """The tree of ``posterior`` (a :class:`~rvm_pymc.results.WeightPosterior`) from ``inputs``."""
+    return to_datatree(
+        posterior,
+        Phi=inputs["Phi"],
+        target=inputs["target"],
+        classes=inputs["classes"],
+        draws=inputs["draws"],
+        chains=inputs["chains"],
+        random_state=inputs["seed"],
+        sample_stats=inputs["sample_stats"],
+        attrs=inputs["attrs"],
+        constant_data=inputs["constants"],
+    )
+
+
+def _identical(a: xr.DataTree, b: xr.DataTree) -> bool:
+    """Every group of ``a`` and ``b`` identical, dtypes too."""
+    paths = sorted(node.path for node in a.subtree)
+    if paths != sorted(node.path for node in b.subtree):
+        return False
+    return all(
+        _dataset(a, path).identical(_dataset(b, path)) and _same_dtypes(a, b, path)
+        for path in paths
+    )
+
+
+def _same_dtypes(a: xr.DataTree, b: xr.DataTree, path: str) -> bool:
+    da, db = _dataset(a, path), _dataset(b, path)
+    return all(da.variables[k].dtype == db.variables[k].dtype for k in da.variables)
+
+
+def _dropped(tree: xr.DataTree, type_ii: bool) -> dict[str, list[str]]:
+    groups = DERIVED_GROUPS + (TYPE_II_GROUPS if type_ii else ())
+    return {g: [str(k) for k in _dataset(tree, g).data_vars] for g in groups if g in tree.children}
+
+
+def compact(
+    tree: xr.DataTree, posterior, seed: int | None
+) -> tuple[xr.DataTree, dict[str, Any]] | None:
+    """``(compact tree, what load needs to rebuild it)``, or None when the draws built
+    again would not be identical (then the tree is saved whole)."""
+    if seed is None:
+        return None
+    needed = ("posterior", "observed_data", "constant_data", "sample_stats", *DERIVED_GROUPS)
+    if any(g not in tree.children for g in needed) or "Phi" not in tree["constant_data"]:
+        return None
+    if set(tree.children) - {*needed}:
+        return None  # a group the fit does not make (added by a user): saved as it is
+    type_ii = bool(posterior.is_type_ii)
+    dropped = _dropped(tree, type_ii)
+    small = tree.copy()
+    for group, names in dropped.items():
+        small[group] = xr.DataTree(_dataset(small, group).drop_vars(names))
+    try:
+        inputs = tree_inputs(small, seed, type_ii)
+        again = build_tree(posterior, inputs)
+    except Exception:  # not a tree of this package's fits: saved whole
+        return None
+    if not _identical(again, tree):
+        return None
+    info = {
+        "seed": int(seed),
+        "draws": inputs["draws"],
+        "chains": inputs["chains"],
+        "type_ii": type_ii,
+        "dropped": dropped,
+    }
+    return small, info
+
+
+def load(path):
+    """Read an :class:`RVR`, :class:`RVC` or :class:`RVP` written by its ``save`` method.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    RVR, RVC or RVP
+        Whichever the file holds.
+
+    Raises
+    ------
+    ValueError
+        If the file was not written by ``save``, fails its checksum (modified
+        or corrupted) or holds an inconsistent model.
+    """
+    return load_estimator(path, {"RVR": RVR, "RVC": RVC, "RVP": RVP})

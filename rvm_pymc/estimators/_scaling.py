@@ -4,39 +4,14 @@ Every fit of :class:`~rvm_pymc.estimators.RVR` and
 :class:`~rvm_pymc.estimators.RVC` sees the basis columns divided by their
 root-mean-square and, for regression, the targets centred and divided by their
 sd (with ``bias=False``, a model without a constant term, only divided by their
-root mean square); the helpers here compute those scales (and the ``"scale"``
-kernel width).  NumPy only: no other module of the package is imported.
+root mean square); the helpers here compute those scales.  NumPy only: no other module of the package is imported.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["column_rms", "scale_columns", "scale_gamma", "target_scale"]
-
-
-def scale_gamma(X: np.ndarray) -> float:
-    """``1 / (n_features * X.var())`` as scikit-learn's SVR (1.0 for constant X).
-
-    The variance is computed on ``X / max|X|`` (no overflow or underflow in
-    the squares); ``ValueError`` naming the scale of ``X`` when the width
-    it gives is not a finite positive float.
-    """
-    top = float(np.max(np.abs(X)))
-    if np.ptp(X) == 0:
-        return 1.0
-    with np.errstate(over="ignore", under="ignore", divide="ignore"):
-        var = np.var(X / top) * top * top
-        gamma = float(1.0 / (X.shape[1] * var))
-    if not (np.isfinite(gamma) and gamma > 0):
-        v = f"{var:.3g}" if var > 0 else "below 5e-324"
-        raise ValueError(
-            f"gamma='scale' is 1 / (n_features * X.var()), but X has variance {v} "
-            f"(values up to {top:.3g} in magnitude), too {'small' if gamma > 1 else 'large'} "
-            "for a kernel width in float64: rescale X (e.g. sklearn's StandardScaler) "
-            "or pass a numeric gamma"
-        )
-    return gamma
+__all__ = ["column_rms", "scale_columns", "target_scale"]
 
 
 def target_scale(t: np.ndarray, centre: bool = True) -> tuple[float, float]:

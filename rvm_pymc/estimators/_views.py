@@ -45,11 +45,7 @@ class ResultViews:
         return self._active_design(X)
 
     def _data_unit_model(self, Phi, target, scale, prior):
-        """``model_``: the fit's RVM in data units (:func:`~rvm_pymc.models.data_unit_model`).
-
-        Over the bases of ``idata_``; a type-II fit's hyperparameters are data
-        (its point values), a sampled fit's are free variables.
-        """
+        """``model_``: the fit's RVM in data units (:func:`~rvm_pymc.models.data_unit_model`)."""
         from rvm_pymc.models import data_unit_model
 
         post = self.posterior_
@@ -81,7 +77,7 @@ class ResultViews:
         """
         check_is_fitted(self, "coef_")
         if getattr(self, "_idata", None) is None:
-            from rvm_pymc.estimators._compact import build_tree
+            from rvm_pymc.estimators._io import build_tree
 
             inp = self._tree_inputs
             # a fit on the row compression kept X, not its N x active design

@@ -1,0 +1,557 @@
+"""Kernel width selection: a given width, ``"scale"``, ``"cv"`` or ``"evidence"``.
+
+One entry point, :func:`select_width`.  It never sees the estimator: it takes a
+*design factory* (``design(gamma, centres=None, compress=True) -> (basis, Phi,
+scale)``, the estimator's one design matrix and scaling boundary), a *fit*
+(``fit(Phi, names, start=None, cap=None, tol=None) -> (WeightPosterior,
+FitInfo)``, the reference solver on the scaled targets), for ``"cv"`` a *refit*
+(``refit(gamma, X, y) -> fitted estimator``, one fold's fit) and a *runner* of
+independent fits (``run(fn, tasks) -> [(result, warnings)]``, joblib by default:
+:func:`rvm_pymc._core.parallel.run_recorded`).
+
+``"cv"`` (``"auto"`` up to :data:`AUTO_CV_MAX` rows): the widths of the grid are
+scored by the mean held-out log density over k folds, from the grid's middle
+outward, then half a step on either side of the best.  ``"evidence"``: the grid
+is fitted on a few fixed centres from its middle outward, refined on a continuous
+``log gamma`` (Brent), and the best widths are fitted over all bases; the best
+exact fit is returned, number for number.  What was measured:
+``benchmarks/README.md``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from rvm_pymc._core.centres import AUTO_FULL_MAX
+from rvm_pymc._core.parallel import record_warnings, run_recorded
+from rvm_pymc._core.predictive import predictive, shuffled_folds
+from rvm_pymc.exceptions import ConvergenceWarning, InterpolationWarning
+
+__all__ = [
+    "AUTO_CV_MAX",
+    "CV_FOLDS",
+    "CV_PATH_KEYS",
+    "DEFAULT_GRID",
+    "DROP",
+    "MARGIN",
+    "PATH_KEYS",
+    "SEARCHED",
+    "STEP",
+    "Width",
+    "cv_folds",
+    "scale_gamma",
+    "select_width",
+    "width_rule",
+]
+
+SEARCHED = ("auto", "cv", "evidence")
+"""The values of ``gamma`` that search ``gamma_grid`` (``"auto"`` may)."""
+PATH_KEYS = ("gamma", "log_evidence", "converged", "noise_at_bound", "all_bases")
+"""The arrays of ``evidence_path_``: one value per fit of the search, in the order made."""
+CV_PATH_KEYS = ("gamma", "cv_lpd", "cv_lpd_se", "relevance_fraction")
+"""The arrays of ``cv_path_``: one value per width scored, sorted by width."""
+DEFAULT_GRID = np.logspace(-2.0, 2.0, 9)
+"""The default ``gamma_grid``, in units of the ``"scale"`` width."""
+AUTO_CV_MAX = AUTO_FULL_MAX
+"""``gamma="auto"`` is ``"cv"`` up to this many rows, ``"scale"`` above (and where no
+fold can be scored)."""
+CV_FOLDS = 5
+"""Folds of ``"cv"`` (fewer when a class has fewer rows, or at fewer than 10 rows)."""
+STEP = float(np.log(1.1))
+"""The refinement stops when the best width's fitted neighbours are this close."""
+SEARCH_CENTRES = 100
+"""The evidence search fits on at most this many centres per input feature (and bias)."""
+SEARCH_TOL = 1e-3
+"""Tolerance of the search's fits (the exact ones: ``tol``)."""
+MAX_FITS = 8
+"""At most this many fits in the refinement."""
+REFINE_CAP = 100
+"""At most this many iterations per fit of the refinement; one stopped there is not chosen."""
+FALLBACK = 2
+"""At most this many more exact fits when the first two interpolate."""
+MARGIN = 3.0
+"""Nats by which the evidence on the centres may misjudge a width's exact fit."""
+DROP = 10.0
+"""A side of the grid stops past a width this many nats below the best and falling."""
+_GOLDEN = 0.5 * (3.0 - np.sqrt(5.0))
+
+
+class Width(NamedTuple):
+    """The width a fit uses, its basis and scaled design matrix, and its reference fit."""
+
+    gamma: float | None
+    basis: Any
+    Phi: Any
+    """The design matrix, columns divided by ``scale`` (or its row compression)."""
+    scale: np.ndarray
+    reference: tuple | None
+    """``(WeightPosterior, FitInfo)`` of the reference solver at this width, if it ran."""
+    evidence_path: dict[str, np.ndarray] | None
+    """``"evidence"``: :data:`PATH_KEYS` of every fit of the search."""
+    cv_path: dict[str, np.ndarray] | None = None
+    """``"cv"``: :data:`CV_PATH_KEYS` of every width scored."""
+
+
+def scale_gamma(X: np.ndarray) -> float:
+    """``1 / (n_features * X.var())`` as scikit-learn's SVR (1.0 for constant X).
+
+    Computed on ``X / max|X|`` (no overflow in the squares); ``ValueError`` when
+    the width is not a finite positive float.
+    """
+    top = float(np.max(np.abs(X)))
+    if np.ptp(X) == 0:
+        return 1.0
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        var = np.var(X / top) * top * top
+        gamma = float(1.0 / (X.shape[1] * var))
+    if not (np.isfinite(gamma) and gamma > 0):
+        v = f"{var:.3g}" if var > 0 else "below 5e-324"
+        raise ValueError(
+            f"gamma='scale' is 1 / (n_features * X.var()), but X has variance {v} "
+            f"(values up to {top:.3g} in magnitude), too {'small' if gamma > 1 else 'large'} "
+            "for a kernel width in float64: rescale X (e.g. sklearn's StandardScaler) "
+            "or pass a numeric gamma"
+        )
+    return gamma
+
+
+def width_rule(gamma: float | str, X: np.ndarray, y, classifier: bool) -> float | str:
+    """``gamma`` with ``"auto"`` resolved: ``"cv"``, or ``"scale"`` where cv does not apply."""
+    if gamma != "auto":
+        return gamma
+    n = X.shape[0]
+    if n > AUTO_CV_MAX or n < 4:
+        return "scale"
+    if classifier and np.min(np.unique(y, return_counts=True)[1]) < 2:
+        return "scale"
+    return "cv"
+
+
+def _candidates(rule, X: np.ndarray, grid, has_width: bool) -> list[float | None]:
+    """The widths to fit for ``rule``: one, or the grid for ``"cv"``/``"evidence"``."""
+    if not has_width:
+        return [None]
+    if rule == "scale":
+        return [scale_gamma(X)]
+    if rule in SEARCHED:
+        if grid is None:
+            return list(scale_gamma(X) * DEFAULT_GRID)
+        return [float(g) for g in np.asarray(grid, dtype=float).reshape(-1)]
+    return [float(rule)]
+
+
+def select_width(
+    X: np.ndarray,
+    y,
+    *,
+    gamma: float | str,
+    grid,
+    has_width: bool,
+    classifier: bool,
+    design,
+    fit,
+    refit=None,
+    run=run_recorded,
+    need_reference: bool = False,
+    fold_seed: int = 0,
+) -> Width:
+    """The width of a fit, with its reference fit when ``need_reference`` or searched.
+
+    Parameters
+    ----------
+    X : ndarray
+        Training inputs.
+    y : ndarray
+        Targets as given to ``fit`` (``"cv"``'s folds refit on them).
+    gamma : float or str
+        The ``gamma`` parameter (``"auto"``, ``"cv"``, ``"scale"``, ``"evidence"``).
+    grid : array_like or None
+        ``gamma_grid`` (None: :data:`DEFAULT_GRID` times ``"scale"``).
+    has_width : bool
+        The kernel takes a ``gamma``.
+    classifier : bool
+        Stratified folds; a class of one row cannot be cross-validated.
+    design : callable
+        ``design(gamma, centres=None, compress=True) -> (basis, Phi, scale)``.
+    fit : callable
+        ``fit(Phi, names, start=None, cap=None, tol=None) -> (post, info)``.
+    refit : callable, optional
+        ``refit(gamma, X, y) -> fitted estimator`` (``"cv"``).
+    run : callable, default :func:`~rvm_pymc._core.parallel.run_recorded`
+        ``run(fn, tasks) -> [(fn(*task), its warnings), ...]``: where the independent
+        fits of a search run.
+    need_reference : bool
+        Fit the reference solver at a single width too.
+    fold_seed : int
+        Of the shuffle of ``"cv"``'s folds.
+
+    Returns
+    -------
+    Width
+    """
+    rule = width_rule(gamma, X, y, classifier)
+    candidates = _candidates(rule, X, grid, has_width)
+    cv_path = None
+    if rule == "cv" and candidates[0] is not None:
+        try:
+            chosen = _cv_width(X, y, classifier, refit, candidates, fold_seed, run)
+        except ValueError as exc:
+            if gamma != "auto":
+                raise
+            warnings.warn(
+                f"gamma='auto': {exc}; fitted at gamma='scale' instead",
+                ConvergenceWarning,
+                stacklevel=5,
+            )
+            candidates = [scale_gamma(X)]
+        else:
+            g = chosen["gamma"]
+            _raise(f"gamma='cv' (folds at gamma={g:.4g})", chosen["warnings"], stacklevel=4)
+            _warn_at_an_edge("cv", "best cross-validated score", g, candidates)
+            candidates, cv_path = [g], chosen["path"]
+    if len(candidates) == 1:
+        g = candidates[0]
+        basis, Phi, scale = design(g, compress=need_reference)
+        ref = fit(Phi, basis.basis_names_) if need_reference else None
+        return Width(g, basis, Phi, scale, ref, None, cv_path)
+    return _evidence_width(X, design, fit, candidates, run)
+
+
+# ------------------------------------------------------------------ cross-validation
+
+
+def cv_folds(y, classifier: bool, seed, k: int = CV_FOLDS) -> list[tuple]:
+    """Shuffled ``k`` folds of the rows of ``y``, stratified for a classifier (fewer for a
+    small class or N); ``ValueError`` for a class of a single row or fewer than 4 rows."""
+    if classifier:
+        smallest = int(np.min(np.unique(y, return_counts=True)[1]))
+        if smallest < 2:
+            raise ValueError(
+                "gamma='cv' needs at least 2 rows of every class (one to fit, one to "
+                f"score); a class here has {smallest}: give gamma a number, or "
+                "gamma='evidence' or 'scale'"
+            )
+        return shuffled_folds(y, min(k, smallest), True, seed)
+    n = len(y)
+    if n < 4:
+        raise ValueError(
+            f"gamma='cv' needs at least 4 training rows; got {n}: give gamma a number, "
+            "or gamma='evidence' or 'scale'"
+        )
+    return shuffled_folds(y, min(k, n // 2), False, seed)
+
+
+def _fold_score(refit, gamma, X, y, train, test) -> tuple[np.ndarray, float]:
+    """One task: the held-out log densities of ``test`` from a fit on ``train``, its RVs."""
+    try:
+        model = refit(gamma, X[train], y[train])
+    except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+        return np.full(len(test), -np.inf), np.nan
+    return predictive(model, X[test]).log_density(y[test]), float(model.n_relevance_)
+
+
+def _cv_width(X, y, classifier, refit, grid, seed, run) -> dict[str, Any]:
+    """The width of ``grid`` of best k-fold score: ``gamma``, ``path``, ``warnings``."""
+    folds = cv_folds(y, classifier, seed)
+    n = X.shape[0]
+    scored: dict[float, dict[str, Any]] = {}
+
+    def score(widths: list[float]) -> None:
+        widths = [g for g in widths if g not in scored]
+        tasks = [(refit, float(g), X, y, tr, te) for g in widths for tr, te in folds]
+        out = run(_fold_score, tasks)
+        k = len(folds)
+        for i, g in enumerate(widths):
+            lpd = np.empty(n)
+            caught, rvs = [], []
+            for (tr, te), ((lpd_te, rv), w) in zip(folds, out[i * k : (i + 1) * k], strict=True):
+                lpd[te] = lpd_te
+                # the final fit warns of its own interpolation; the folds' are the path's
+                caught += [(m, c) for m, c in w if not issubclass(c, InterpolationWarning)]
+                rvs.append(rv / len(tr))
+            lpd = np.where(np.isnan(lpd), -np.inf, lpd)
+            mean = float(np.mean(lpd))
+            se = float(np.std(lpd) / np.sqrt(n)) if np.isfinite(mean) else np.nan
+            rv = float(np.nanmean(rvs)) if np.isfinite(rvs).any() else np.nan
+            scored[g] = {"cv_lpd": mean, "cv_lpd_se": se, "rv": rv, "w": caught}
+
+    widths = sorted(float(g) for g in grid if np.isfinite(g))
+    mid = len(widths) // 2
+    score([widths[mid]])
+    lo, hi = mid, mid
+    open_lo, open_hi = lo > 0, hi < len(widths) - 1
+    while open_lo or open_hi:
+        score(([widths[lo - 1]] if open_lo else []) + ([widths[hi + 1]] if open_hi else []))
+        best = max(s["cv_lpd"] for s in scored.values())
+        if open_lo:
+            lo -= 1
+            s, inner = scored[widths[lo]]["cv_lpd"], scored[widths[lo + 1]]["cv_lpd"]
+            open_lo = lo > 0 and not _falls(s, inner, best)
+        if open_hi:
+            hi += 1
+            s, inner = scored[widths[hi]]["cv_lpd"], scored[widths[hi - 1]]["cv_lpd"]
+            open_hi = hi < len(widths) - 1 and not _falls(s, inner, best)
+    g_best = _best_cv(scored)
+    if not np.isfinite(scored[g_best]["cv_lpd"]):
+        raise ValueError(
+            "gamma='cv': no width of gamma_grid could be scored: every width has a fold "
+            "whose fit failed (constant targets or counts all zero in its training part) or "
+            "gave a held-out density of 0; give gamma a number, or 'scale'"
+        )
+    if len(widths) > 1:  # half a step on either side of the best width of the grid
+        i = widths.index(g_best)
+        halves = []
+        if i > 0:
+            halves.append(float(np.exp(0.5 * (np.log(widths[i - 1]) + np.log(g_best)))))
+        if i < len(widths) - 1:
+            halves.append(float(np.exp(0.5 * (np.log(widths[i + 1]) + np.log(g_best)))))
+        score(halves)
+        g_best = _best_cv(scored)
+    order = sorted(scored)
+    path = {"gamma": np.array(order)}
+    for key, src in zip(CV_PATH_KEYS[1:], ("cv_lpd", "cv_lpd_se", "rv"), strict=True):
+        path[key] = np.array([scored[g][src] for g in order])
+    return {"gamma": g_best, "path": path, "warnings": scored[g_best]["w"]}
+
+
+def _falls(score: float, inner: float, best: float) -> bool:
+    """A side stops at a width below its inner neighbour (and the best), or unscored."""
+    return not np.isfinite(score) or (score < inner and score < best)
+
+
+def _best_cv(scored: dict[float, dict[str, Any]]) -> float:
+    """The width of highest score; among equal scores the smallest gamma."""
+    return max(sorted(scored), key=lambda g: scored[g]["cv_lpd"])
+
+
+# ------------------------------------------------------------------- the evidence
+
+
+def search_centres(X: np.ndarray) -> np.ndarray:
+    """Rows of ``X`` the search fits on: :data:`SEARCH_CENTRES` per feature, evenly spread,
+    or all N when that is more than half of them."""
+    n = X.shape[0]
+    k = SEARCH_CENTRES * X.shape[1]
+    return np.unique(np.linspace(0, n - 1, k if 2 * k <= n else n).round().astype(np.intp))
+
+
+def _evidence_width(X, design, fit, candidates, run) -> Width:
+    """``"evidence"``: grid and refinement on the centres, then the best exactly."""
+    idx = search_centres(X)
+    grid = _search_grid(design, fit, idx, candidates, run)
+    ordered = sorted(grid, key=lambda f: f["x"])
+    made = _refine(design, fit, idx, ordered, _best(ordered))
+    searched = grid + made
+    # exactly: the search's best and the grid's, and (centres not every point) the grid's
+    # widths within MARGIN of its best; each unless an exact fit is MARGIN above it; if
+    # all interpolate, the next best of the search
+    exact: list[dict] = []
+    first = [searched[_best(searched)], ordered[_best(ordered)]]
+    if idx.size < X.shape[0] and np.isfinite(choice_key(first[1])):
+        near = [f for f in ordered if choice_key(f) >= choice_key(first[1]) - MARGIN]
+        first += sorted(near, key=choice_key, reverse=True)
+    rest = sorted(searched, key=choice_key, reverse=True)
+    for f in first + rest:
+        if any(f["x"] == e["x"] for e in exact):
+            continue
+        if exact and f is not first[0] and _key(exact) > choice_key(f) + MARGIN:
+            continue
+        later = all(f is not g for g in first)
+        if later and (np.isfinite(_key(exact)) or len(exact) >= 2 + FALLBACK):
+            break
+        exact.append(_exact_fit(design, fit, f["gamma"]))
+    best = exact[_best(exact)]
+    g = best["gamma"]
+    _raise(f"gamma={g:.4g}", best["warnings"], stacklevel=5)
+    _warn_at_an_edge("evidence", "largest evidence", g, candidates, stacklevel=6)
+    _warn_if_rising_into_interpolation(searched, best)
+    fits = searched + exact
+    path = {k: np.array([f[k] for f in fits]) for k in PATH_KEYS}
+    return Width(g, best["basis"], best["Phi"], best["scale"], best["reference"], path, None)
+
+
+def _search_fit(design, fit, idx, gamma: float, start=None, cap=None) -> dict[str, Any]:
+    """A fit of the search at ``gamma`` on the centres ``idx``; warnings recorded."""
+    basis, Phi, _ = design(gamma, centres=idx)
+    try:
+        ref, caught = record_warnings(fit, (Phi, basis.basis_names_, start, cap, SEARCH_TOL))
+    except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+        return {**_record(gamma, None, []), "all_bases": False, "stopped": False}
+    out = _record(gamma, ref, caught)
+    stopped = cap is not None and not out["converged"] and ref[1].n_iter >= cap
+    return {**out, "all_bases": False, "stopped": stopped}
+
+
+def _search_grid(design, fit, idx, grid, run) -> list[dict]:
+    """The grid's fits from its middle width outward (each round's as joblib tasks)."""
+    widths = sorted(grid)
+    mid = len(widths) // 2
+    fits: list[dict] = []
+    fitted: dict[int, dict] = {}
+    last = {-1: mid, +1: mid}
+    todo = [mid]
+    while todo:
+        tasks = [(design, fit, idx, widths[i]) for i in todo]
+        for i, (f, _) in zip(todo, run(_search_fit, tasks), strict=True):
+            fitted[i] = f
+            fits.append(f)
+        best = max(choice_key(f) for f in fits)
+        todo = []
+        for step in (-1, +1):
+            i = last[step]
+            inner = fitted.get(i - step) if i is not None and i != mid else None
+            if i is None or _closes(fitted[i], inner, best, step):
+                last[step] = None
+            elif 0 <= i + step < len(widths):
+                todo.append(i + step)
+                last[step] = i + step
+            else:
+                last[step] = None
+    return fits
+
+
+def _closes(fit: dict, inner: dict | None, best: float, step: int) -> bool:
+    """Whether the grid's side in direction ``step`` ends at ``fit``."""
+    if step > 0 and fit["noise_at_bound"]:
+        return True
+    if inner is None:
+        return False
+    key = choice_key(fit)
+    return key < choice_key(inner) and key < best - DROP
+
+
+def _exact_fit(design, fit, gamma: float) -> dict[str, Any]:
+    """The fit of ``gamma=<gamma>`` over all bases, with its basis, ``Phi`` and ``scale``."""
+    basis, Phi, scale = design(gamma)
+    ref, caught = record_warnings(fit, (Phi, basis.basis_names_))
+    return {**_record(gamma, ref, caught), "all_bases": True, "basis": basis, "Phi": Phi,
+            "scale": scale}  # fmt: skip
+
+
+def _refine(design, fit, idx, fits: list[dict], k: int) -> list[dict]:
+    """The refinement around the best grid width ``fits[k]`` (warm-started), in order."""
+    done = list(fits)
+    best = fits[k]
+    made: list[dict] = []
+    for _ in range(MAX_FITS):
+        x = _next_width(done, best)
+        if x is None:
+            break
+        near = min(done, key=lambda f: abs(f["x"] - x))
+        start = near["reference"][0] if near["reference"] else None
+        made.append(_search_fit(design, fit, idx, float(np.exp(x)), start, REFINE_CAP))
+        done.append(made[-1])
+        if choice_key(made[-1]) > choice_key(best):
+            best = made[-1]
+    return made
+
+
+def _next_width(done: list[dict], best: dict) -> float | None:
+    """The next ``log gamma`` (Brent: parabola, else golden section); None when done."""
+    xs = np.array(sorted({f["x"] for f in done}))
+    i = int(np.flatnonzero(xs == best["x"])[0])
+    left = xs[i - 1] if i > 0 else None
+    right = xs[i + 1] if i + 1 < xs.size else None
+    gaps = [best["x"] - left if left is not None else 0.0]
+    gaps.append(right - best["x"] if right is not None else 0.0)
+    if max(gaps) <= STEP:
+        return None
+    if left is not None and right is not None:
+        value = {f["x"]: choice_key(f) for f in done}
+        f3 = np.array([value[left], value[best["x"]], value[right]])
+        if np.all(np.isfinite(f3)):
+            v = _vertex(np.array([left, best["x"], right]), f3)
+            if min(abs(v - xs)) > STEP / 2:
+                return v
+    far = left if gaps[0] > gaps[1] else right
+    return float(best["x"] + _GOLDEN * (far - best["x"]))
+
+
+def _vertex(x: np.ndarray, f: np.ndarray) -> float:
+    """The abscissa of the vertex of the parabola through three points."""
+    a, b = x[1] - x[0], x[1] - x[2]
+    fa, fb = f[1] - f[0], f[1] - f[2]
+    den = a * fb - b * fa
+    if den == 0:
+        return float(x[1])
+    return float(np.clip(x[1] - 0.5 * (a * a * fb - b * b * fa) / den, x[0], x[2]))
+
+
+def _record(gamma: float, reference: tuple | None, caught: list) -> dict[str, Any]:
+    """One fit of the search as recorded; a failed one (``reference`` None) is never chosen."""
+    info = None if reference is None else reference[1]
+    return {
+        "x": float(np.log(gamma)),
+        "gamma": float(gamma),
+        "reference": reference,
+        "warnings": caught,
+        "log_evidence": -np.inf if info is None else float(info.log_evidence),
+        "converged": info is not None and bool(info.converged),
+        "noise_at_bound": info is not None and bool(info.attrs.get("noise_at_bound", False)),
+    }
+
+
+def choice_key(fit: dict) -> float:
+    """What the search maximises: the log evidence, ``-inf`` for a fit that interpolates
+    (noise precision at its bound) or was stopped at :data:`REFINE_CAP`."""
+    if fit["noise_at_bound"] or fit.get("stopped", False):
+        return -np.inf
+    return fit["log_evidence"]
+
+
+def _key(fits: list[dict]) -> float:
+    return max(choice_key(f) for f in fits)
+
+
+def _best(fits: list[dict]) -> int:
+    """Index of the highest :func:`choice_key` (the evidence, if every one interpolates)."""
+    key = np.array([choice_key(f) for f in fits])
+    if not np.any(np.isfinite(key)):
+        key = np.array([f["log_evidence"] for f in fits])
+    return int(np.argmax(key))
+
+
+def _raise(label: str, caught: list, stacklevel: int) -> None:
+    """Raise the recorded warnings of the chosen width's fits, each prefixed by ``label``."""
+    for message, category in caught:
+        warnings.warn(f"{label}: {message}", category, stacklevel=stacklevel + 1)
+
+
+def _warn_at_an_edge(rule: str, what: str, g: float, grid: list, stacklevel: int = 5) -> None:
+    """Warn when the width chosen from ``grid`` (3 or more) is at its edge."""
+    ends = (float(np.log(min(grid))), float(np.log(max(grid))))
+    x = float(np.log(g))
+    if len(grid) <= 2 or min(abs(x - e) for e in ends) >= STEP / 2:
+        return
+    edge = "smallest" if abs(x - ends[0]) < STEP / 2 else "largest"
+    warnings.warn(
+        f"gamma={rule!r}: the {what} is at the {edge} gamma of gamma_grid "
+        f"(gamma={g:.4g}, its {'widest' if edge == 'smallest' else 'narrowest'} kernel); "
+        "the best width may lie outside the grid: extend gamma_grid past that edge",
+        ConvergenceWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def _warn_if_rising_into_interpolation(searched: list[dict], best: dict) -> None:
+    """Warn when the chosen width's nearest fitted neighbour interpolates at more evidence."""
+    xs = sorted({f["x"] for f in searched} - {best["x"]})
+    below = [x for x in xs if x < best["x"]]
+    above = [x for x in xs if x > best["x"]]
+    beside = ([below[-1]] if below else []) + ([above[0]] if above else [])
+    for f in searched:
+        if f["x"] in beside and f["noise_at_bound"] and f["log_evidence"] > best["log_evidence"]:
+            warnings.warn(
+                f"gamma='evidence': the evidence still rises past the chosen "
+                f"gamma={best['gamma']:.4g}, toward gamma={f['gamma']:.4g}, where the fit "
+                "interpolates the targets (its noise precision at the bound): the evidence "
+                "has no maximum short of interpolation here, and the width returned is the "
+                "last that estimates the noise; compare widths by cross-validation "
+                "(rvm_pymc.model_selection.evidence_vs_cv) before trusting it",
+                ConvergenceWarning,
+                stacklevel=6,
+            )
+            return
