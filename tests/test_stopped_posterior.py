@@ -102,9 +102,7 @@ def _z_scores(stopped, beta_factor):
     tree = est.idata_
     means = tree["posterior"].mean(("chain", "draw"))
     errors = arviz_stats.mcse(tree, var_names=list(want), method="mean")
-    return np.concatenate(
-        [np.ravel((means[k].values - want[k]) / errors[k].values) for k in want]
-    )
+    return np.concatenate([np.ravel((means[k].values - want[k]) / errors[k].values) for k in want])
 
 
 def test_the_stopped_run_is_the_default_rule(stopped):

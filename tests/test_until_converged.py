@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from rvm_pymc._core.convergence import passes_checks, sampling_diagnostics
 from rvm_pymc.datasets import make_sinc
 from rvm_pymc.estimators import RVR
 from rvm_pymc.exceptions import SamplingWarning
@@ -30,7 +31,6 @@ from rvm_pymc.inference._stop import (
     stop_rule,
 )
 from rvm_pymc.inference._weights import ChainDraws, chain_seeds
-from rvm_pymc.models.data import passes_checks, sampling_diagnostics
 from rvm_pymc.models.spec import model_spec
 
 pytestmark = pytest.mark.filterwarnings(  # PyMC forks a process per chain

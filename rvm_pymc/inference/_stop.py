@@ -1,41 +1,28 @@
-"""Stop PyMC's NUTS once its draws pass the convergence check (``until_converged``).
+"""Stop PyMC's NUTS once its draws pass the convergence standard (``until_converged``).
 
 :class:`StopWhenConverged` is a ``pm.sample`` callback.  From
-:data:`FIRST_CHECK` draws a chain, and every :data:`CHECK_EVERY` after, once
-every chain has that many draws after tuning, it checks the first ``k`` draws
-of each chain with the package's standard for a converged fit
-(:func:`rvm_pymc.models.data.passes_checks`: no divergence, worst
-rank-normalised R-hat at most ``rhat_threshold``, smallest bulk and tail ESS
-at least ``min_ess``).  At the first checkpoint that passes it ends sampling:
-every chain is cut to its first ``k`` draws and the callback raises
-:class:`Converged`, a KeyboardInterrupt, on which PyMC ends every chain and
-returns the draws recorded.
-
-The checkpoints depend on the draws alone, and every chain is cut to the same
-``k``, so the result does not depend on how the chains were scheduled: in
-parallel processes or one after the other (then the chains before the last run
-to the end, and the check begins with the last, so only parallel chains save
-time), the same draws come back.
+:data:`~rvm_pymc.inference.defaults.FIRST_CHECK` draws a chain, and every
+:data:`~rvm_pymc.inference.defaults.CHECK_EVERY` after, once every chain has
+that many draws after tuning, it checks the first ``k`` draws of each chain
+with :func:`rvm_pymc._core.convergence.passes_checks`.  At the first
+checkpoint that passes every chain is cut to its first ``k`` draws and the
+callback raises :class:`Converged`, a KeyboardInterrupt, on which PyMC ends
+every chain and returns the draws recorded.  The checkpoints depend on the
+draws alone, so chains run in parallel or in sequence stop at the same one.
 
 What the rule is, and is not:
 
-- It stops on the package's standard of a converged fit (no divergence, R-hat
-  <= 1.01, ESS >= 400), so an early-stopped fit reports ``converged_`` True by
-  construction: ``converged_`` is then the stopping criterion, not an
-  independent check.  The diagnostics reported are those of the first of up to
-  ``(draws - first) / every`` looks that passed, chosen on their noise: the
-  true ESS may be somewhat below ``min_ess`` (R-hat and ESS are estimates; see
-  ``benchmarks/bench_rhat_noise.py`` for the R-hat's own spread).
-- R-hat cannot see a mode that no chain has visited; the chains start near
-  one point (the reference fit, jittered), and a shorter run has had less time
-  to find another.  A fixed ``draws`` keeps the whole length.
-- An ESS of 400 is the minimum at which the diagnostics themselves are
-  reliable (Vehtari et al. 2021), not a precision target: for tail quantities
-  (2.5% / 97.5% bands, small probabilities) ask for a fixed, longer ``draws``.
-- Sequential stopping rules with guarantees (Gong and Flegal 2016; Vats,
-  Flegal and Jones 2019) stop when a multivariate ESS reaches the value a
-  chosen relative precision requires; this rule is the simpler univariate
-  standard of Vehtari et al. (2021), checked at a few fixed points.
+- An early-stopped fit reports ``converged_`` True by construction:
+  ``converged_`` is then the stopping criterion, not an independent check
+  (``tests/test_stopped_posterior.py`` checks the posterior independently).
+  The diagnostics reported are those of the first of several looks that
+  passed, chosen on their noise.
+- R-hat cannot see a mode that no chain has visited; a shorter run has had
+  less time to find one.  A fixed ``draws`` keeps the whole length.
+- An ESS of 400 is the minimum at which the diagnostics are reliable
+  (Vehtari et al. 2021), not a precision target; sequential rules with
+  guarantees (Gong and Flegal 2016; Vats, Flegal and Jones 2019) stop on a
+  multivariate ESS for a chosen precision instead.
 
 References
 ----------
@@ -60,36 +47,27 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from rvm_pymc._core.convergence import passes_checks, sampling_diagnostics
 from rvm_pymc._core.progress import log
 from rvm_pymc.exceptions import SamplingWarning
 from rvm_pymc.inference._weights import ChainDraws
-from rvm_pymc.models.data import passes_checks, sampling_diagnostics
+from rvm_pymc.inference.defaults import CHECK_EVERY, FIRST_CHECK
 
 __all__ = [
     "CHECKED",
-    "CHECK_EVERY",
-    "FIRST_CHECK",
     "STOP_ATTRS",
     "Converged",
     "StopWhenConverged",
     "stop_rule",
 ]
 
-FIRST_CHECK = 500
-"""Draws a chain (after tuning) at the first check of :class:`StopWhenConverged`."""
-CHECK_EVERY = 250
-"""Draws a chain between two checks."""
 STOP_ATTRS = ("max_draws", "convergence_checks")
 """Root attributes of a run with the rule: the most draws a chain, and the checkpoints checked."""
 
 
 class Converged(KeyboardInterrupt):
-    """Raised by :class:`StopWhenConverged` to end ``pm.sample``.
-
-    PyMC ends every chain when its callback raises a KeyboardInterrupt and
-    returns the draws recorded; nothing else raises this one, so a Ctrl-C is
-    never taken for it.
-    """
+    """Raised by :class:`StopWhenConverged` to end ``pm.sample`` (PyMC ends every chain on
+    a KeyboardInterrupt from its callback); never taken for a Ctrl-C."""
 
 
 class StopWhenConverged:
@@ -102,7 +80,7 @@ class StopWhenConverged:
     draws, tune, chains : int
         As given to ``pm.sample``: ``draws`` is the most a chain takes.
     rhat_threshold, min_ess : float
-        The standard of :func:`rvm_pymc.models.data.passes_checks`.
+        The standard of :func:`rvm_pymc._core.convergence.passes_checks`.
     first, every : int
         The first checkpoint and the distance between checkpoints, in draws
         a chain after tuning.
@@ -117,7 +95,7 @@ class StopWhenConverged:
         Draws a chain kept when sampling stopped at a checkpoint; None if it ran
         to ``draws``.
     checks : list of (int, dict)
-        Each checkpoint and its :func:`~rvm_pymc.models.data.sampling_diagnostics`.
+        Each checkpoint and its :func:`~rvm_pymc._core.convergence.sampling_diagnostics`.
     """
 
     def __init__(
@@ -161,9 +139,7 @@ class StopWhenConverged:
             raise Converged
 
     def report(self, tree) -> None:
-        """Record the most draws a chain (``max_draws``) and the checkpoints checked
-        (``convergence_checks``) in ``tree``'s attributes and, when sampling stopped at
-        a checkpoint, say so through the ``rvm_pymc`` logger."""
+        """Record ``max_draws`` and ``convergence_checks`` in ``tree``'s attributes; log a stop."""
         tree.attrs["max_draws"] = self.draws
         tree.attrs["convergence_checks"] = len(self.checks)
         if self.stopped_at is None:
@@ -180,7 +156,7 @@ class StopWhenConverged:
         )
 
     def diagnostics(self, k: int) -> dict[str, float]:
-        """:func:`~rvm_pymc.models.data.sampling_diagnostics` of each chain's first ``k`` draws."""
+        """The diagnostics of each chain's first ``k`` draws."""
         chains = [self.traces[c] for c in sorted(self.traces)]
         values = {
             name: np.stack([t.get_values(name, burn=self.tune)[:k] for t in chains])
@@ -207,8 +183,7 @@ def _divergent(trace: Any, tune: int, k: int) -> int:
 
 
 def _cut(trace: Any, length: int) -> None:
-    """Keep the first ``length`` iterations of a PyMC NDArray chain (what it records next,
-    and what ``pm.sample`` returns, end there)."""
+    """Keep the first ``length`` iterations of a PyMC NDArray chain."""
     if not hasattr(trace, "draw_idx"):
         raise RuntimeError(
             f"until_converged needs PyMC's in-memory trace backend; got {type(trace).__name__}"
@@ -222,13 +197,12 @@ CHECKED = ("log_alpha", "log_beta", "log_length_scale")
 
 
 def stop_rule(model, spec, run, sampler: str, collapsed: bool, weights=None):
-    """The :class:`~rvm_pymc.inference._stop.StopWhenConverged` of ``run``, or None.
+    """The :class:`StopWhenConverged` of ``run``, or None.
 
-    None for ``run.until_converged=False``, one chain, or a sampler other
-    than PyMC's (which warns when ``until_converged`` is True).  It checks the
-    weights (for ``collapsed``, the draws of ``weights``) and the
-    :data:`CHECKED` variables that ``model`` has, or its free variables for a
-    model without them.
+    None for ``run.until_converged=False``, one chain, or a sampler other than
+    PyMC's (which warns for ``until_converged=True``).  It checks the weights (for
+    ``collapsed``, the draws of ``weights``) and the :data:`CHECKED` variables of
+    ``model``, else its free variables.
     """
     if run.until_converged is False or run.chains < 2:  # one chain has no R-hat
         return None
