@@ -204,7 +204,8 @@ def test_swaps_choose_pymcs_nuts_and_other_samplers_warn(
     seen = pm_sample_kwargs
     X, y, _, _ = make_ripley(n_train=30, n_test=2, random_state=0)
     kw = {"nuts_sampler": sampler, **({} if given is None else {"basis_swaps": given})}
-    est = RVC(method="nuts", gamma=2.0, random_state=0, sampler_kwargs=kw)
+    draws = None if sampler is None else 100  # numpyro cannot stop once converged
+    est = RVC(method="nuts", gamma=2.0, random_state=0, draws=draws, sampler_kwargs=kw)
     if warns:
         with pytest.warns(SamplingWarning, match="basis_swaps=8 is ignored"):
             with pytest.raises(seen.stop):

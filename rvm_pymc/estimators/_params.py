@@ -259,7 +259,9 @@ def check_params(est: Any, X: np.ndarray) -> Checked:
         from rvm_pymc.inference import check_sampler_kwargs
 
         kind = {"classification": "classifier", "counts": "poisson"}.get(est._kind)
-        kwargs = check_sampler_kwargs(est.method, est.sampler_kwargs, kind)
+        kwargs = check_sampler_kwargs(
+            est.method, est.sampler_kwargs, kind, stops=est.draws is None
+        )
     prior = resolve_prior(est.prior, default=default_prior(est))
     if prior.slab is not None:
         _check_slab(est, prior, kwargs)

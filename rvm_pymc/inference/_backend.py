@@ -192,7 +192,7 @@ def _fit_nuts(opts, Phi, target, names, prior, seed, start):
     parametrization = kw.pop("parametrization", DEFAULT_PARAMETRIZATION[opts["kind"]])
     joint = not regression or which == "joint"
     kw.setdefault("target_accept", estimator_target_accept(joint))
-    kw.setdefault("until_converged", None if opts["until_converged"] else False)
+    kw.setdefault("until_converged", bool(opts["until_converged"]))
     model = _model(opts, Phi, target, names, prior, joint=joint, parametrization=parametrization)
     started_from = _set_start(
         kw,

@@ -33,7 +33,7 @@ from rvm_pymc._core.parallel import default_cores
 from rvm_pymc._core.progress import PLAIN_PROGRESS, DrawLines, note_once
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc.exceptions import PriorWarning, SamplingWarning
-from rvm_pymc.inference._options import NutsRun
+from rvm_pymc.inference._options import NutsRun, check_stopping
 from rvm_pymc.inference._stop import CHECKED, STOP_ATTRS, stop_rule
 from rvm_pymc.inference._swap import nuts_with_swaps
 from rvm_pymc.inference._user_models import uses_model_likelihood, with_model_likelihood
@@ -120,19 +120,22 @@ def _resolve_sampler(
     n_bases: int = 0,
     lines: bool = False,
     swaps: bool = False,
+    stops: bool = False,
 ) -> str:
     """The NUTS backend: ``nuts_sampler``, or for None the default for a collapsed model
     of ``n_bases`` bases (0 for others); PyMC's when the run needs its per-draw callback
-    (plain progress ``lines``, basis ``swaps``)."""
+    (plain progress ``lines``, basis ``swaps``, ``stops``: ``until_converged=True``)."""
     if nuts_sampler is None:
         order = DEFAULT_SAMPLERS
         if n_bases > JAX_COLLAPSED_MAX_BASES:
             order = order[::-1]
         installed = [n for n in order if importlib.util.find_spec(n)]
-        pymc_only = compile_kwargs or lines or swaps
+        pymc_only = compile_kwargs or lines or swaps or stops
         nuts_sampler = "pymc" if pymc_only or not installed else installed[0]
     if nuts_sampler not in SAMPLERS:
         raise ValueError(f"nuts_sampler must be one of {SAMPLERS} or None; got {nuts_sampler!r}")
+    if stops:
+        check_stopping(nuts_sampler, "until_converged=True", "until_converged=False")
     if nuts_sampler != "pymc" and lines:
         raise ValueError(
             f"progressbar={PLAIN_PROGRESS!r} needs PyMC's own sampler (it calls back after "
@@ -218,7 +221,8 @@ def run_nuts(model, spec: ModelSpec, *, collapsed: bool, run: NutsRun) -> NutsRe
     n_bases = len(model_coords(model, "basis")) if collapsed else 0
     lines = run.progressbar == PLAIN_PROGRESS
     swaps = _swap_count(run, spec, collapsed) > 0
-    sampler = _resolve_sampler(run.nuts_sampler, run.compile_kwargs, n_bases, lines, swaps)
+    stops = run.until_converged is True
+    sampler = _resolve_sampler(run.nuts_sampler, run.compile_kwargs, n_bases, lines, swaps, stops)
     if swaps and sampler != "pymc" and run.basis_swaps:
         warnings.warn(
             f"basis_swaps={run.basis_swaps} is ignored by nuts_sampler={sampler!r}: only "

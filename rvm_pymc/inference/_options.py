@@ -25,6 +25,7 @@ __all__ = [
     "NutsRun",
     "check_probability",
     "check_sampler_kwargs",
+    "check_stopping",
     "compile_options",
     "takes_nuts_run",
 ]
@@ -66,9 +67,9 @@ class NutsRun:
     nuts_sampler : {"pymc", "nutpie", "numpyro"} or None
         None: numpyro when installed, else nutpie when installed, else PyMC's
         NUTS; PyMC's always when ``compile_kwargs``, plain progress lines,
-        basis swaps (the classifiers' models by default) need it; for the
-        collapsed sampler with more than 200 bases nutpie before numpyro.  An
-        uninstalled choice raises ImportError.
+        basis swaps (the classifiers' models by default) or
+        ``until_converged=True`` need it; for the collapsed sampler with more
+        than 200 bases nutpie before numpyro.  An uninstalled choice raises ImportError.
     target_accept : float
         Target acceptance rate of the step-size adaptation, in (0, 1).
     random_seed : int, sequence or None
@@ -98,10 +99,11 @@ class NutsRun:
         pass the convergence standard over the weights, ``log_alpha``,
         ``log_beta`` and ``log_length_scale`` (a collapsed sampler's weight
         draws included), keeping exactly those draws
-        (:mod:`rvm_pymc.inference._stop`).  PyMC's sampler only: nutpie and
-        numpyro run the whole ``draws`` (with a SamplingWarning).  None: the
-        same where PyMC's sampler runs, the whole ``draws`` elsewhere.  False:
-        the whole ``draws``.  One chain always runs the whole ``draws``.
+        (:mod:`rvm_pymc.inference._stop`).  PyMC's sampler only: with
+        ``nuts_sampler=None`` it is chosen, and nutpie or numpyro named
+        raise ValueError.  None: the same where PyMC's sampler runs, the
+        whole ``draws`` elsewhere.  False: the whole ``draws``.  One chain
+        always runs the whole ``draws``.
     """
 
     draws: int = defaults.DRAWS
@@ -188,8 +190,21 @@ _CLASSIFIER_KINDS = ("binary", "softmax", "classifier", "poisson")
 weights have no closed-form marginal either)."""
 
 
+def check_stopping(nuts_sampler: str | None, given: str, instead: str) -> None:
+    """ValueError unless ``nuts_sampler`` can stop once converged (PyMC's, or None).
+
+    ``given`` names the argument that asks to stop, ``instead`` what runs a fixed length.
+    """
+    if nuts_sampler not in (None, "pymc"):
+        raise ValueError(
+            f"{given} stops NUTS once converged, which needs PyMC's sampler (it calls back "
+            f"after every draw); nuts_sampler={nuts_sampler!r} takes no callback: pass "
+            f"{instead} to run a fixed length with {nuts_sampler}, or nuts_sampler='pymc'"
+        )
+
+
 def check_sampler_kwargs(
-    method: str, sampler_kwargs: dict | None, kind: str | None = None
+    method: str, sampler_kwargs: dict | None, kind: str | None = None, *, stops: bool = False
 ) -> dict[str, Any]:
     """``sampler_kwargs`` as a dict, or ValueError naming keys that ``method`` does not take.
 
@@ -200,6 +215,10 @@ def check_sampler_kwargs(
     kind : str, optional
         ``"binary"``, ``"softmax"``, ``"poisson"`` or ``"classifier"`` (an RVC
         before its classes are known): NUTS ``model="collapsed"`` is refused.
+    stops : bool
+        The estimator's ``draws`` is None (stop once converged): a
+        ``nuts_sampler`` that cannot stop is refused unless
+        ``until_converged`` is given as False or None.
 
     Returns
     -------
@@ -238,4 +257,9 @@ def check_sampler_kwargs(
             f"sampler_kwargs['parametrization'] must be one of {PARAMETRIZATIONS}; "
             f"got {kw['parametrization']!r}"
         )
+    if method == "nuts" and kw.get("until_converged", stops) is True:
+        if "until_converged" in kw:
+            check_stopping(kw.get("nuts_sampler"), "until_converged=True", "until_converged=False")
+        else:
+            check_stopping(kw.get("nuts_sampler"), "draws=None", "a number of draws")
     return kw

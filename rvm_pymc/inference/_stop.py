@@ -40,7 +40,6 @@ for Markov chain Monte Carlo. *Biometrika* 106, 321-337.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -49,7 +48,6 @@ import xarray as xr
 
 from rvm_pymc._core.convergence import passes_checks, sampling_diagnostics
 from rvm_pymc._core.progress import log
-from rvm_pymc.exceptions import SamplingWarning
 from rvm_pymc.inference._weights import ChainDraws
 from rvm_pymc.inference.defaults import CHECK_EVERY, FIRST_CHECK
 
@@ -200,21 +198,11 @@ def stop_rule(model, spec, run, sampler: str, collapsed: bool, weights=None):
     """The :class:`StopWhenConverged` of ``run``, or None.
 
     None for ``run.until_converged=False``, one chain, or a sampler other than
-    PyMC's (which warns for ``until_converged=True``).  It checks the weights (for
-    ``collapsed``, the draws of ``weights``) and the :data:`CHECKED` variables of
-    ``model``, else its free variables.
+    PyMC's (which :func:`~rvm_pymc.inference._options.check_stopping` refuses for
+    ``until_converged=True``).  It checks the weights (for ``collapsed``, the draws of
+    ``weights``) and the :data:`CHECKED` variables of ``model``, else its free variables.
     """
-    if run.until_converged is False or run.chains < 2:  # one chain has no R-hat
-        return None
-    if sampler != "pymc":
-        if run.until_converged:
-            warnings.warn(
-                f"until_converged is ignored by nuts_sampler={sampler!r}, which takes no "
-                f"callback: it runs the whole {run.draws} draws a chain; use "
-                "nuts_sampler='pymc' to stop once converged",
-                SamplingWarning,
-                stacklevel=5,
-            )
+    if run.until_converged is False or run.chains < 2 or sampler != "pymc":
         return None
     names = [*(() if collapsed else ("W" if spec.kind == "softmax" else "w",)), *CHECKED]
     names = [n for n in names if n in model.named_vars]
