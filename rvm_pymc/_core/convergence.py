@@ -214,13 +214,13 @@ def ess_tail(draws: np.ndarray, prob: float | None = None) -> np.ndarray:
     return out.reshape(shape)
 
 
-def sampling_diagnostics(posterior, n_divergent: int = 0) -> dict[str, float]:
-    """The worst R-hat and the smallest bulk and tail ESS over every element of ``posterior``.
+def sampling_diagnostics(draws, n_divergent: int = 0) -> dict[str, float]:
+    """The worst R-hat and the smallest bulk and tail ESS over every element of ``draws``.
 
     Parameters
     ----------
-    posterior : xarray.Dataset
-        Variables of dims ``(chain, draw, ...)``.
+    draws : mapping of str to array of shape (chain, draw, ...)
+        Arrays, or an ``xarray.Dataset`` whose variables have ``chain`` and ``draw`` dims.
     n_divergent : int
 
     Returns
@@ -230,8 +230,8 @@ def sampling_diagnostics(posterior, n_divergent: int = 0) -> dict[str, float]:
         ``min_ess_tail``; elements ArviZ gives NaN (a constant's R-hat) left out.
     """
     stats = [
-        summary(np.asarray(v.transpose("chain", "draw", ...).values, dtype=float))
-        for v in posterior.data_vars.values()
+        summary(v.transpose("chain", "draw", ...).values if hasattr(v, "dims") else v)
+        for v in draws.values()
     ]
 
     def worst(key: str, pick) -> float:
@@ -250,19 +250,9 @@ def sampling_diagnostics(posterior, n_divergent: int = 0) -> dict[str, float]:
 def passes_checks(
     diag: dict[str, float], rhat_threshold: float = RHAT_MAX, min_ess: float = MIN_ESS
 ) -> bool:
-    """Whether :func:`sampling_diagnostics` ``diag`` meets the standard.
-
-    Parameters
-    ----------
-    diag : dict
-    rhat_threshold, min_ess : float
-        The standard: no divergence, R-hat at most ``rhat_threshold`` (a number,
-        so at least two chains), bulk and tail ESS at least ``min_ess``.
-
-    Returns
-    -------
-    bool
-    """
+    """Whether :func:`sampling_diagnostics` ``diag`` meets the standard: no divergence,
+    R-hat at most ``rhat_threshold`` (a number: two chains or more), bulk and tail ESS
+    at least ``min_ess``."""
     return (
         diag["n_divergent"] == 0
         and bool(diag["max_rhat"] <= rhat_threshold)
@@ -271,48 +261,40 @@ def passes_checks(
 
 
 def check_sampling(
-    idata, var_names, *, rhat_threshold: float = RHAT_MAX, min_ess: float = MIN_ESS
+    draws, n_divergent: int, *, rhat_threshold: float = RHAT_MAX, min_ess: float = MIN_ESS
 ) -> dict[str, float]:
-    """:func:`sampling_diagnostics` of ``var_names``, warning where they miss the standard.
+    """:func:`sampling_diagnostics`, with a SamplingWarning for each miss of the standard.
 
     Parameters
     ----------
-    idata : xarray.DataTree
-        With ``posterior`` and ``sample_stats`` (``diverging`` counted if present).
-    var_names : sequence of str
+    draws : mapping of str to array of shape (chain, draw, ...)
+    n_divergent : int
     rhat_threshold, min_ess : float
 
     Returns
     -------
     dict
         As :func:`sampling_diagnostics`.
-
-    Warns
-    -----
-    SamplingWarning
-        For a divergence, R-hat above ``rhat_threshold``, an ESS below ``min_ess``.
     """
-    stats = idata["sample_stats"]
-    n_div = int(stats["diverging"].sum()) if "diverging" in stats else 0
-    n_draws = int(stats.sizes["chain"] * stats.sizes["draw"])
-    diag = sampling_diagnostics(idata["posterior"].to_dataset()[list(var_names)], n_div)
-    max_rhat, ess_bulk, ess_tail = diag["max_rhat"], diag["min_ess_bulk"], diag["min_ess_tail"]
+    diag = sampling_diagnostics(draws, n_divergent)
+    max_rhat, bulk, tail = diag["max_rhat"], diag["min_ess_bulk"], diag["min_ess_tail"]
+    n_draws = int(np.prod(np.shape(next(iter(draws.values())))[:2]))
     problems = []
-    if n_div:
+    if n_divergent:
         problems.append(
-            f"{n_div} of {n_draws} draws diverged; the posterior may be biased. Raise "
+            f"{n_divergent} of {n_draws} draws diverged; the posterior may be biased. Raise "
             "target_accept, use a more informative prior or the other parametrization"
         )
     if np.isfinite(max_rhat) and max_rhat > rhat_threshold:
         problems.append(
-            f"max R-hat is {max_rhat:.3f} > {rhat_threshold} (variables {list(var_names)}); "
+            f"max R-hat is {max_rhat:.3f} > {rhat_threshold} (variables {list(draws)}); "
             "the chains have not mixed"
         )
-    if min(ess_bulk, ess_tail) < min_ess:
+    if min(bulk, tail) < min_ess:
         problems.append(
-            f"the smallest effective sample size is {min(ess_bulk, ess_tail):.0f} "
-            f"(bulk {ess_bulk:.0f}, tail {ess_tail:.0f}) < {min_ess:g}: too few for stable "
-            "estimates of the posterior and its tails; draw more"
+            f"the smallest effective sample size is {min(bulk, tail):.0f} (bulk {bulk:.0f}, "
+            f"tail {tail:.0f}) < {min_ess:g}: too few for stable estimates of the posterior "
+            "and its tails; draw more"
         )
     for message in problems:
         warnings.warn(message, SamplingWarning, stacklevel=3)

@@ -34,30 +34,21 @@ _SAMPLER_START_CAP = 10.0
 
 
 def _model(opts, Phi, target, names, prior, *, joint, parametrization="centred"):
-    kind = opts["kind"]
-    if kind == "regression":
-        if joint:
-            return models.regression_joint(
-                Phi, target, prior=prior, parametrization=parametrization, basis_names=names
-            )
-        return models.regression_marginal(Phi, target, prior=prior, basis_names=names)
-    if kind == "poisson":
-        return models.counts_poisson(
-            Phi, target, prior=prior, parametrization=parametrization, basis_names=names
+    kind, kw = opts["kind"], {"prior": prior, "basis_names": names}
+    if kind == "regression" and not joint:
+        return models.regression_marginal(Phi, target, **kw)
+    kw["parametrization"] = parametrization
+    if kind == "softmax":
+        classes = opts["class_names"]
+        return models.classification_softmax(
+            Phi, target, n_classes=len(classes), class_names=classes, **kw
         )
-    if kind == "binary":
-        return models.classification_binary(
-            Phi, target, prior=prior, parametrization=parametrization, basis_names=names
-        )
-    return models.classification_softmax(
-        Phi,
-        target,
-        n_classes=len(opts["class_names"]),
-        prior=prior,
-        parametrization=parametrization,
-        basis_names=names,
-        class_names=opts["class_names"],
-    )
+    build = {
+        "regression": models.regression_joint,
+        "poisson": models.counts_poisson,
+        "binary": models.classification_binary,
+    }[kind]
+    return build(Phi, target, **kw)
 
 
 def _set_start(kw: dict, start, names, kind: str, **start_options) -> str:
@@ -212,16 +203,8 @@ def _fit_nuts(opts, Phi, target, names, prior, seed, start):
         random_seed=seed,
         **kw,
     )
-    diag_keys = (
-        "sampler",
-        "n_divergent",
-        "max_rhat",
-        "min_ess_bulk",
-        "min_ess_tail",
-        "sampling_time",
-        "rvm_inference",
-        *STOP_ATTRS,
-    )
+    diag_keys = ("sampler", "n_divergent", "max_rhat", "min_ess_bulk", "min_ess_tail")
+    diag_keys += ("sampling_time", "rvm_inference", *STOP_ATTRS)
     info = FitInfo(
         log_evidence=float("nan"),
         n_iter=opts["tune"] + int(res.posterior.draws.shape[1]),

@@ -346,19 +346,10 @@ def nuts_result(
     sample_stats = {
         k: np.asarray(v.values) for k, v in stats.data_vars.items() if v.dims == ("chain", "draw")
     }
-    # the diagnostics on the weights and the sampled hyperparameters
     sampled = {"w": w, "log_alpha": la, "log_beta": lb, "log_length_scale": lls}
-    checked = xr.Dataset(
-        {
-            k: (("chain", "draw", *(f"{k}_dim{i}" for i in range(v.ndim - 2))), v)
-            for k, v in sampled.items()
-            if v is not None
-        }
-    )
-    light = xr.DataTree.from_dict({"posterior": checked, "sample_stats": stats})
     diag = check_sampling(
-        light,
-        list(checked.data_vars),
+        {k: v for k, v in sampled.items() if v is not None},
+        int(stats["diverging"].sum()) if "diverging" in stats else 0,
         rhat_threshold=run.rhat_threshold,
         min_ess=run.min_ess,
     )

@@ -10,32 +10,10 @@ callback raises :class:`Converged`, a KeyboardInterrupt, on which PyMC ends
 every chain and returns the draws recorded.  The checkpoints depend on the
 draws alone, so chains run in parallel or in sequence stop at the same one.
 
-What the rule is, and is not:
-
-- An early-stopped fit reports ``converged_`` True by construction:
-  ``converged_`` is then the stopping criterion, not an independent check
-  (``tests/test_stopped_posterior.py`` checks the posterior independently).
-  The diagnostics reported are those of the first of several looks that
-  passed, chosen on their noise.
-- R-hat cannot see a mode that no chain has visited; a shorter run has had
-  less time to find one.  A fixed ``draws`` keeps the whole length.
-- An ESS of 400 is the minimum at which the diagnostics are reliable
-  (Vehtari et al. 2021), not a precision target; sequential rules with
-  guarantees (Gong and Flegal 2016; Vats, Flegal and Jones 2019) stop on a
-  multivariate ESS for a chosen precision instead.
-
-References
-----------
-Vehtari, A., Gelman, A., Simpson, D., Carpenter, B. and Bürkner, P.-C. (2021).
-Rank-normalization, folding, and localization: an improved R-hat for assessing
-convergence of MCMC. *Bayesian Analysis* 16, 667-718.
-
-Gong, L. and Flegal, J. M. (2016). A practical sequential stopping rule for
-high-dimensional Markov chain Monte Carlo. *Journal of Computational and
-Graphical Statistics* 25, 684-700.
-
-Vats, D., Flegal, J. M. and Jones, G. L. (2019). Multivariate output analysis
-for Markov chain Monte Carlo. *Biometrika* 106, 321-337.
+An early-stopped fit is converged by construction (``converged_`` is the
+stopping criterion; ``tests/test_stopped_posterior.py`` checks the posterior
+independently), R-hat cannot see a mode no chain has visited, and an ESS of 400
+is the least for reliable diagnostics, not a precision target (docs/pymc.md).
 """
 
 from __future__ import annotations
@@ -44,7 +22,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import xarray as xr
 
 from rvm_pymc._core.convergence import passes_checks, sampling_diagnostics
 from rvm_pymc._core.progress import log
@@ -84,14 +61,12 @@ class StopWhenConverged:
         a chain after tuning.
     derived : (str, ChainDraws), optional
         Draws computed from the recorded ``names`` and checked with them under
-        that name: the weights of a collapsed sampler, so that the check is
-        the one the fit reports.
+        that name (a collapsed sampler's weights).
 
     Attributes
     ----------
     stopped_at : int or None
-        Draws a chain kept when sampling stopped at a checkpoint; None if it ran
-        to ``draws``.
+        Draws a chain kept at the checkpoint that stopped sampling, else None.
     checks : list of (int, dict)
         Each checkpoint and its :func:`~rvm_pymc._core.convergence.sampling_diagnostics`.
     """
@@ -163,14 +138,8 @@ class StopWhenConverged:
         if self.derived is not None:
             name, draws = self.derived
             values[name] = draws.upto(values)
-        post = xr.Dataset(
-            {
-                name: (("chain", "draw", *(f"{name}_dim{i}" for i in range(v.ndim - 2))), v)
-                for name, v in values.items()
-            }
-        )
         n_div = sum(_divergent(t, self.tune, k) for t in chains)
-        return sampling_diagnostics(post, n_div)
+        return sampling_diagnostics(values, n_div)
 
 
 def _divergent(trace: Any, tune: int, k: int) -> int:
