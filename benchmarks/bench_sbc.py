@@ -248,8 +248,8 @@ def classification_ranks(
     import pymc as pm
 
     from rvm_pymc import inference, models, reference
-    from rvm_pymc.inference._backend import _SAMPLER_START_CAP, ESTIMATOR_TARGET_ACCEPT, _start
-    from rvm_pymc.inference._options import DEFAULT_PARAMETRIZATION
+    from rvm_pymc.inference._backend import _SAMPLER_START_CAP, _start
+    from rvm_pymc.inference.defaults import DEFAULT_PARAMETRIZATION, JOINT_TARGET_ACCEPT
     from rvm_pymc.priors import resolve_prior
 
     prior = resolve_prior({"slab": slab}, default="weakly_informative")
@@ -280,7 +280,7 @@ def classification_ranks(
             draws=CLS_MAX_DRAWS if until_converged else draws,
             tune=tune,
             chains=CHAINS,
-            target_accept=ESTIMATOR_TARGET_ACCEPT,
+            target_accept=JOINT_TARGET_ACCEPT,
             initvals=start,
             random_seed=random_seed,
             progressbar=False,

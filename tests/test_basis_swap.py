@@ -19,7 +19,7 @@ import pytest
 
 from rvm_pymc.datasets import make_ripley
 from rvm_pymc.estimators import RVC, RVR
-from rvm_pymc.inference import _swap
+from rvm_pymc.inference import _swap, defaults
 
 
 def test_neighbour_pairs_are_each_column_and_its_nearest():
@@ -106,7 +106,7 @@ def test_the_classifiers_sample_with_swaps_by_default_others_when_asked(
         swap, nuts = steps  # NUTS last: its lp is the recorded point's
         assert isinstance(nuts, pm.NUTS)
         assert nuts.target_accept == (0.95 if cls is RVC else 0.8)  # the model's own
-        assert swap.n_proposals == (given or _swap.SWAP_PROPOSALS)
+        assert swap.n_proposals == (given or defaults.SWAP_PROPOSALS)
         assert swap.relevance == "log_alpha"
         assert set(swap.axes) == ({"log_alpha", "w_raw"} if cls is RVC else {"log_alpha"})
         # the classifier's proposals: the O(N) likelihood; the collapsed model: its whole density
@@ -204,7 +204,8 @@ def test_swaps_choose_pymcs_nuts_and_other_samplers_warn(
     seen = pm_sample_kwargs
     X, y, _, _ = make_ripley(n_train=30, n_test=2, random_state=0)
     kw = {"nuts_sampler": sampler, **({} if given is None else {"basis_swaps": given})}
-    est = RVC(method="nuts", gamma=2.0, random_state=0, sampler_kwargs=kw)
+    draws = None if sampler is None else 100  # numpyro cannot stop once converged
+    est = RVC(method="nuts", gamma=2.0, random_state=0, draws=draws, sampler_kwargs=kw)
     if warns:
         with pytest.warns(SamplingWarning, match="basis_swaps=8 is ignored"):
             with pytest.raises(seen.stop):

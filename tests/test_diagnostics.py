@@ -1,4 +1,4 @@
-"""The vectorised R-hat and ESS of :mod:`rvm_pymc._core.diagnostics` against ArviZ's.
+"""The vectorised R-hat and ESS of :mod:`rvm_pymc._core.convergence` against ArviZ's.
 
 ArviZ (``arviz_stats``) computes them one variable at a time; the package
 computes every variable at once and must give the same numbers: on chains that
@@ -13,7 +13,7 @@ import pytest
 import xarray as xr
 from arviz_stats import ess, rhat
 
-from rvm_pymc._core.diagnostics import ess_bulk, ess_tail, rank_rhat
+from rvm_pymc._core.convergence import ess_bulk, ess_tail, rank_rhat
 
 
 def _cases():

@@ -18,9 +18,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from rvm_pymc._core.convergence import passes_checks, sampling_diagnostics
 from rvm_pymc.datasets import make_sinc
 from rvm_pymc.estimators import RVR
-from rvm_pymc.exceptions import SamplingWarning
+from rvm_pymc.inference._nuts import _resolve_sampler
 from rvm_pymc.inference._options import NutsRun
 from rvm_pymc.inference._stop import (
     CHECK_EVERY,
@@ -30,7 +31,6 @@ from rvm_pymc.inference._stop import (
     stop_rule,
 )
 from rvm_pymc.inference._weights import ChainDraws, chain_seeds
-from rvm_pymc.models.data import passes_checks, sampling_diagnostics
 from rvm_pymc.models.spec import model_spec
 
 pytestmark = pytest.mark.filterwarnings(  # PyMC forks a process per chain
@@ -281,14 +281,63 @@ def test_the_rule_checks_what_the_fit_reports(which):
     assert stop_rule(model, spec, auto, "pymc", collapsed, weights) is not None
 
 
-def test_another_sampler_runs_the_whole_length_and_warns_when_asked_to_stop():
+def test_another_sampler_refuses_to_stop_and_runs_the_whole_length_otherwise():
+    """nutpie and numpyro take no callback: until_converged=True is refused, naming what
+    to pass instead; None runs their whole length without a rule."""
     model, _, _ = _models()["binary"]
     spec = model_spec(model)
-    with pytest.warns(SamplingWarning, match="until_converged is ignored by nuts_sampler"):
-        assert stop_rule(model, spec, NutsRun(until_converged=True), "nutpie", False) is None
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert stop_rule(model, spec, NutsRun(until_converged=None), "numpyro", False) is None
+    for sampler in ("nutpie", "numpyro"):
+        with pytest.raises(ValueError, match=f"until_converged=True .*{sampler!r}.* until_conv"):
+            _resolve_sampler(sampler, {}, stops=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert stop_rule(model, spec, NutsRun(until_converged=None), sampler, False) is None
+
+
+def test_the_default_sampler_is_pymc_when_the_run_stops(monkeypatch):
+    """With numpyro and nutpie "installed", nuts_sampler=None picks one of them unless the
+    run stops once converged, which only PyMC's sampler can."""
+    from rvm_pymc.inference import _nuts
+
+    found = object()
+    monkeypatch.setattr(_nuts.importlib.util, "find_spec", lambda name: found)
+    assert _resolve_sampler(None, {}) == "numpyro"
+    assert _resolve_sampler(None, {}, n_bases=300) == "nutpie"
+    assert _resolve_sampler(None, {}, stops=True) == "pymc"
+    assert _resolve_sampler(None, {}, n_bases=300, stops=True) == "pymc"
+
+
+@pytest.mark.parametrize("sampler", ["numpyro", "nutpie"])
+def test_the_estimators_refuse_draws_none_with_a_sampler_that_cannot_stop(sampler):
+    """Refused by the parameter checks, before any fitting, whether or not it is installed."""
+    X, t = np.linspace(0, 1, 8)[:, None], np.arange(8.0)
+    est = RVR(method="nuts", gamma=1.0, sampler_kwargs={"nuts_sampler": sampler})
+    with pytest.raises(ValueError, match=f"draws=None stops NUTS.*{sampler!r}.*number of draws"):
+        est.fit(X, t)
+    asked = RVR(
+        method="nuts", draws=50, sampler_kwargs={"nuts_sampler": sampler, "until_converged": True}
+    )
+    with pytest.raises(ValueError, match="until_converged=True stops NUTS"):
+        asked.fit(X, t)
+
+
+def test_the_estimators_ask_to_stop_for_draws_none(monkeypatch):
+    """draws=None passes until_converged=True to the run (None ran numpyro's whole length)."""
+    from rvm_pymc.inference import _backend
+
+    seen = []
+
+    def fake(model, **kw):
+        seen.append(kw)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(_backend, "nuts_posterior", fake)
+    X, t = np.linspace(0, 1, 8)[:, None], np.sin(np.arange(8.0))
+    for draws, stops in ((None, True), (300, False)):
+        with pytest.raises(RuntimeError, match="stop here"):
+            RVR(method="nuts", gamma=1.0, draws=draws).fit(X, t)
+        assert seen[-1]["until_converged"] is stops
+        assert seen[-1]["draws"] == (2000 if draws is None else draws)
 
 
 # ------------------------------------------------------- through PyMC and the estimators

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from rvm_pymc._core.convergence import sampling_diagnostics
+
 __all__ = [
     "EFFECTIVE_PARAMETER_DRAWS",
     "RELEVANCE_PROB",
@@ -261,9 +263,9 @@ def log_hyperprior(fit) -> float:
 def diagnostics(fit) -> dict[str, float]:
     """Divergences, max R-hat, min bulk ESS (NaN for type-II fits), and ``converged``.
 
-    ``converged`` is the fit's ``converged_`` for every method (the
-    optimiser's stopping rule; for nuts no divergence and R-hat at most the
-    fit's threshold).
+    The statistics of the convergence standard
+    (:func:`rvm_pymc._core.convergence.sampling_diagnostics`) over the weights and
+    log precisions; ``converged`` is the fit's ``converged_``.
     """
     out = {
         "divergences": np.nan,
@@ -273,18 +275,13 @@ def diagnostics(fit) -> dict[str, float]:
     }
     if fit.posterior_.is_type_ii:
         return out
-    import arviz as az
-
     tree = fit.idata_
     names = [v for v in ("w", "W", "log_alpha", "log_beta") if v in tree["posterior"]]
     stats = tree["sample_stats"] if "sample_stats" in tree.children else None
     if stats is not None and "diverging" in stats:
         out["divergences"] = int(np.asarray(stats["diverging"].values).sum())
-    if tree["posterior"].sizes["chain"] > 1:
-        rhat = az.rhat(tree, var_names=names)
-        out["max_rhat"] = float(max(float(np.nanmax(rhat[v].values)) for v in names))
-    ess = az.ess(tree, var_names=names, method="bulk")
-    out["min_ess_bulk"] = float(min(float(np.nanmin(ess[v].values)) for v in names))
+    diag = sampling_diagnostics(tree["posterior"].to_dataset()[names])
+    out["max_rhat"], out["min_ess_bulk"] = diag["max_rhat"], diag["min_ess_bulk"]
     return out
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rvm_pymc._core.convergence import MIN_ESS, RHAT_MAX
 from rvm_pymc.comparison._measures import (
     RELEVANCE_PROB,
     check_fits,
@@ -104,7 +105,9 @@ def compare_weights(
 # ------------------------------------------------------------------ summary
 
 
-def summary(fit, *, rhat_max: float = 1.01, ess_min: float = 400.0, **kwargs) -> pd.DataFrame:
+def summary(
+    fit, *, rhat_max: float = RHAT_MAX, ess_min: float = MIN_ESS, **kwargs
+) -> pd.DataFrame:
     """``arviz.summary`` of a fit with the RVM's lines; warnings where it is not to be trusted.
 
     Parameters

@@ -45,6 +45,7 @@ from rvm_pymc.estimators._scaling import column_rms, scale_columns, target_scale
 from rvm_pymc.estimators._views import ResultViews
 from rvm_pymc.estimators._width_selection import scale_gamma, select_width
 from rvm_pymc.exceptions import InterpolationWarning
+from rvm_pymc.inference.defaults import ESTIMATOR_CHAINS
 from rvm_pymc.kernels import Kernel
 from rvm_pymc.models.spec import data_unit_constants
 from rvm_pymc.priors import resolve_prior
@@ -399,7 +400,7 @@ class _BaseRVM(ResultViews, BaseEstimator):
         }
 
     def _chains(self) -> int:
-        return 2 if self.chains is None else int(self.chains)
+        return ESTIMATOR_CHAINS if self.chains is None else int(self.chains)
 
     def _set_result(self, post) -> None:
         """Hold the one posterior (data units); the fitted attributes are read from it."""

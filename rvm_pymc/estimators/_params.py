@@ -27,6 +27,7 @@ from sklearn.utils.validation import validate_data
 
 from rvm_pymc._core.validation import check_numeric
 from rvm_pymc.basis import Basis
+from rvm_pymc.inference.defaults import estimator_draws, estimator_tune
 from rvm_pymc.kernels import KERNEL_NAMES, Kernel
 from rvm_pymc.priors import HyperPrior, resolve_prior
 
@@ -190,46 +191,14 @@ def default_prior(est: Any) -> str:
 
 
 def default_draws(est: Any) -> int:
-    """The draws per chain of ``draws=None`` for ``est``'s kind (for nuts, the most it takes).
-
-    6000 for classifiers (:class:`~rvm_pymc.estimators.RVC`): at 2 x 2000
-    NUTS draws the breast cancer benchmark (N = 300) ended below the ESS of
-    ``converged_`` (301-330 of 400, one basis's log precision mixing slowly)
-    and at 2 x 4000 every benchmark run at ``gamma="scale"`` converged; at the
-    estimator's own width (``gamma="auto"``, 0.0136 there) 2 x 4000 with the
-    basis swaps of :mod:`rvm_pymc.inference._swap` ended at smallest ESS
-    356-379, 2 x 6000 at 409-601 (``docs/pymc.md``, "Default length";
-    ``benchmarks/README.md``, "Basis swaps").  2000 for regression and counts.
-    The number of the reference and map fits, and the most a nuts fit takes:
-    with ``draws=None`` NUTS stops at the first checkpoint whose draws pass
-    the ``converged_`` check (``until_converged``), so its tree may hold
-    fewer (:func:`rvm_pymc.comparison.arviz_trees` cuts several trees to one
-    length for ArviZ's multi-model plots).
-    """
-    return 6000 if est._kind == "classification" else 2000
-
-
-COLLAPSED_TUNE = 500
-"""Tuning steps of ``tune=None`` for the collapsed regression sampler (RVR's NUTS)."""
-JOINT_TUNE = 1000
-"""Tuning steps of ``tune=None`` for the models with weights (classifiers, counts,
-``sampler_kwargs={"model": "joint"}``)."""
+    """Draws a chain of ``draws=None`` (:func:`rvm_pymc.inference.defaults.estimator_draws`)."""
+    return estimator_draws(est._kind)
 
 
 def default_tune(est: Any) -> int:
-    """NUTS tuning steps per chain of ``tune=None`` for ``est``.
-
-    :data:`COLLAPSED_TUNE` (500) for the collapsed regression sampler, chosen
-    by ``benchmarks/bench_nuts_defaults.py`` (``benchmarks/README.md``, "NUTS
-    until converged"): with the stopping rule of ``draws=None`` every fit of
-    sinc, diabetes, Friedman #2 and mcycle converged at 500 as at 1000 (8 of
-    8 each), and diabetes, whose fit was mostly tuning, took 42-52 s instead of
-    60-67 s.  :data:`JOINT_TUNE` (1000) for the models with weights, whose
-    funnel and slab the default length was chosen with.
-    """
+    """NUTS tuning steps of ``tune=None`` (:func:`rvm_pymc.inference.defaults.estimator_tune`)."""
     model = (est.sampler_kwargs or {}).get("model", "collapsed")
-    collapsed = est._kind == "regression" and model == "collapsed"
-    return COLLAPSED_TUNE if collapsed else JOINT_TUNE
+    return estimator_tune(est._kind == "regression" and model == "collapsed")
 
 
 class Checked(NamedTuple):
@@ -290,7 +259,9 @@ def check_params(est: Any, X: np.ndarray) -> Checked:
         from rvm_pymc.inference import check_sampler_kwargs
 
         kind = {"classification": "classifier", "counts": "poisson"}.get(est._kind)
-        kwargs = check_sampler_kwargs(est.method, est.sampler_kwargs, kind)
+        kwargs = check_sampler_kwargs(
+            est.method, est.sampler_kwargs, kind, stops=est.draws is None
+        )
     prior = resolve_prior(est.prior, default=default_prior(est))
     if prior.slab is not None:
         _check_slab(est, prior, kwargs)

@@ -1,33 +1,17 @@
-"""Fitting the PyMC RVM models: type-II MAP, NUTS, and the collapsed sampler.
+"""Fitting the PyMC RVM models: type-II MAP, NUTS, and the collapsed samplers.
 
-All three return the one result schema of :mod:`rvm_pymc.results`
-(``posterior``, ``posterior_predictive``, ``log_likelihood``,
-``sample_stats``, ``observed_data``, ``constant_data``).  A MAP fit is
-represented by draws of the weights from their Gaussian posterior at the
-optimal hyperparameters, which are point values in ``constant_data``, not
-draws, so ArviZ summaries and plots work on every fit alike.
-
-The classifiers have a collapsed sampler too,
-:func:`sample_laplace_collapsed`: NUTS over ``log alpha`` on the Laplace
-evidence, then one draw of the weights from the Laplace Gaussian per draw
-(:mod:`rvm_pymc.inference._laplace_collapsed`).
-
-Type-II MAP maximises the model's log density over the *log* precisions
-(Jacobian included, docs/design.md section 1), with the weights integrated out:
-exactly for regression (:func:`rvm_pymc.models.regression_marginal`) and by
-the Laplace approximation for classification (see :mod:`rvm_pymc.inference._laplace`).
-That is not what ``pm.find_MAP`` maximises on a model with ``alpha ~ Gamma``:
-``find_MAP`` drops the Jacobian, whose mode ``alpha = (gamma + 2(a-1))/(mu^2 + 2b)``
-is unbounded for ``a < 1/2``.
-
-Compilation dominates the cost of small fits.  ``compile_kwargs`` is passed
-to PyTensor; it applies to PyMC's own NUTS and to the MAP, not to nutpie or
-numpyro.  ``{"mode": "FAST_COMPILE"}`` compiles in about a second and
-evaluates a few times slower than the Numba backend, whose cold compile took
-1.5-3 minutes here (warm: a few seconds).  A MAP needs only hundreds of
-evaluations, so :func:`fit_map` compiles in FAST_COMPILE mode unless told
-otherwise; the samplers keep PyMC's default (Numba), which pays off over the
-tens of thousands of gradient evaluations of NUTS.
+All return the one result schema of :mod:`rvm_pymc.results`.  A MAP fit is
+represented by exact draws of the weights from their Gaussian posterior at the
+optimal hyperparameters (point values in ``constant_data``), so ArviZ
+summaries and plots work on every fit alike.  Type-II MAP maximises the
+density of the *log* precisions (Jacobian included, docs/design.md section 1),
+not what ``pm.find_MAP`` maximises.  The collapsed samplers run NUTS over the
+hyperparameters with the weights integrated out (exactly for regression, by
+Laplace for the classifiers, :func:`sample_laplace_collapsed`), then draw the
+weights once per draw.  ``compile_kwargs`` is passed to PyTensor (PyMC's NUTS
+and the MAP; :func:`fit_map` compiles in FAST_COMPILE mode unless told
+otherwise).  The NUTS defaults are :mod:`rvm_pymc.inference.defaults`; the
+convergence standard is :mod:`rvm_pymc._core.convergence`.
 
 References
 ----------
@@ -65,6 +49,6 @@ __getattr__, __dir__ = attach(
         # which the parameter checks read before PyMC is imported
         "fit_backend": "._backend",
         "check_sampler_kwargs": "._options",
-        "DEFAULT_PARAMETRIZATION": "._options",
+        "DEFAULT_PARAMETRIZATION": ".defaults",
     },
 )

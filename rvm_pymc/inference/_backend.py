@@ -1,30 +1,18 @@
 """The "map" and "nuts" backends of the estimators: build the model, fit, return the posterior.
 
-Imported only when an estimator is fitted with one of these methods, so that
-``import rvm_pymc`` and ``method="reference"`` never import PyMC.
-
-Both work on the scaled problem the estimator hands them (basis columns of
-unit root-mean-square, regression targets standardised: the one scaling
-boundary of :mod:`rvm_pymc.estimators._base`), which is also the scale on which
-the ``"weakly_informative"`` prior is stated (:mod:`rvm_pymc.priors`), and
-return the package's one result, a :class:`~rvm_pymc.results.WeightPosterior`
-(which the estimator maps back to the units of the data once) and a
-:class:`~rvm_pymc.results.FitInfo` that carries the fitted model.
+Imported only when an estimator is fitted with one of these methods (so
+``import rvm_pymc`` and ``method="reference"`` never import PyMC).  Both work on
+the scaled problem of the estimators' one scaling boundary and return a
+:class:`~rvm_pymc.results.WeightPosterior` and a :class:`~rvm_pymc.results.FitInfo`.
 
 ``"map"``
-    :func:`rvm_pymc.inference.optimise_map` on the full design matrix
-    (marginal regression model; centred classification model), started by
-    default from the reference solution under the same prior
-    (``init="auto"``).  Under the flat prior an irrelevant precision is pruned
-    to the upper bound ``log alpha = 50``; the posterior is the Gaussian
-    (Laplace) posterior of the optimum, restricted to the other bases (its
-    marginal: no second pruning, no re-solve).
+    :func:`rvm_pymc.inference.optimise_map` on the full design matrix, started
+    by default at the reference solution under the same prior; a precision
+    pruned to the bound ``log alpha = 50`` leaves the posterior (its marginal).
 ``"nuts"``
-    Full Bayes over all bases (nothing is pruned).  Regression uses the
-    collapsed sampler by default (``sampler_kwargs={"model": "joint"}`` for
-    weight-space NUTS).  Weights are non-centred for the classifiers and
-    centred for joint regression by default (:data:`DEFAULT_PARAMETRIZATION`).
-    ``init="reference"`` starts the chains at the reference solution.
+    Full Bayes over all bases: the collapsed sampler for regression by default,
+    joint NUTS otherwise, with the defaults of :mod:`rvm_pymc.inference.defaults`;
+    ``converged_`` is the standard of :mod:`rvm_pymc._core.convergence`.
 """
 
 from __future__ import annotations
@@ -32,62 +20,40 @@ from __future__ import annotations
 import numpy as np
 
 from rvm_pymc import models
+from rvm_pymc._core.convergence import MIN_ESS, RHAT_MAX, passes_checks
 from rvm_pymc.inference._fits import nuts_posterior, optimise_map
 from rvm_pymc.inference._map import LOG_PRECISION_BOUND
-from rvm_pymc.inference._options import DEFAULT_PARAMETRIZATION
 from rvm_pymc.inference._stop import STOP_ATTRS
-from rvm_pymc.models.data import passes_checks
+from rvm_pymc.inference.defaults import DEFAULT_PARAMETRIZATION, estimator_target_accept
 from rvm_pymc.results import FitInfo, WeightPosterior
 
 __all__ = ["fit_backend"]
 
-ESTIMATOR_TARGET_ACCEPT = 0.95
-"""The estimators' NUTS step-size target of the joint models (classifiers, counts,
-``model="joint"``; ``sampler_kwargs["target_accept"]`` overrides it; the inference
-functions' own default is 0.9): chosen by ``benchmarks/bench_nuts_defaults.py`` with the
-other defaults (1000 + 1000 draws, start at the reference fit)."""
-COLLAPSED_TARGET_ACCEPT = 0.8
-"""The same for the collapsed regression sampler (no weights, so no funnel to resolve):
-at 0.8 sinc, mcycle, Friedman #2 and diabetes converged in 2 of 2 seeds each with no
-divergence, in 54-87 % of the wall time at 0.95 (``bench_nuts_defaults.py``, docs/pymc.md)."""
 _SAMPLER_START_CAP = 10.0
-"""A sampler started at the reference solution starts a pruned basis at ``log alpha = 10``
-(prior sd of its weight e^-5 of the scaled target's sd)."""
+"""``log alpha`` at which a sampler started at the reference starts a pruned basis."""
 
 
 def _model(opts, Phi, target, names, prior, *, joint, parametrization="centred"):
-    kind = opts["kind"]
-    if kind == "regression":
-        if joint:
-            return models.regression_joint(
-                Phi, target, prior=prior, parametrization=parametrization, basis_names=names
-            )
-        return models.regression_marginal(Phi, target, prior=prior, basis_names=names)
-    if kind == "poisson":
-        return models.counts_poisson(
-            Phi, target, prior=prior, parametrization=parametrization, basis_names=names
+    kind, kw = opts["kind"], {"prior": prior, "basis_names": names}
+    if kind == "regression" and not joint:
+        return models.regression_marginal(Phi, target, **kw)
+    kw["parametrization"] = parametrization
+    if kind == "softmax":
+        classes = opts["class_names"]
+        return models.classification_softmax(
+            Phi, target, n_classes=len(classes), class_names=classes, **kw
         )
-    if kind == "binary":
-        return models.classification_binary(
-            Phi, target, prior=prior, parametrization=parametrization, basis_names=names
-        )
-    return models.classification_softmax(
-        Phi,
-        target,
-        n_classes=len(opts["class_names"]),
-        prior=prior,
-        parametrization=parametrization,
-        basis_names=names,
-        class_names=opts["class_names"],
-    )
+    build = {
+        "regression": models.regression_joint,
+        "poisson": models.counts_poisson,
+        "binary": models.classification_binary,
+    }[kind]
+    return build(Phi, target, **kw)
 
 
 def _set_start(kw: dict, start, names, kind: str, **start_options) -> str:
-    """Put the reference start into ``kw["initvals"]`` unless the user gave one; say where from.
-
-    Returns ``"user"`` (``initvals`` in ``sampler_kwargs``), ``"reference"``
-    (``start`` given: :func:`_start` with ``start_options``) or ``"default"``.
-    """
+    """Put the reference start into ``kw["initvals"]`` unless the user gave one; return
+    ``"user"``, ``"reference"`` or ``"default"``."""
     if "initvals" in kw:
         return "user"
     if start is None:
@@ -106,14 +72,9 @@ def _start(
     parametrization: str = "centred",
     slab: float | None = None,
 ):
-    """Initial values at the reference posterior ``start`` (same prior, same scaled data).
-
-    ``start`` covers the bases the reference kept (a subset of ``names``); a
-    basis it pruned starts at ``log alpha = cap`` (the MAP's upper bound, where
-    a pruned precision sits; a finite, large precision for a sampler), and one
-    the slab's reference fit set to ``alpha = 0`` at ``-cap``. Non-centred
-    weights are ``w * sqrt(alpha + 1/slab^2)`` (the model's prior precision).
-    """
+    """Initial values at the reference posterior ``start`` (over some of ``names``): a
+    pruned basis at ``log alpha = cap``, a slab's ``alpha = 0`` at ``-cap``; non-centred
+    weights ``w * sqrt(alpha + 1/slab^2)``."""
     position = {str(n): i for i, n in enumerate(names)}
     active = np.array([position[str(n)] for n in start.basis_names], dtype=np.intp)
     la = np.full(len(names), cap)
@@ -153,13 +114,10 @@ def fit_backend(
     ----------
     opts : dict
         ``method``, ``kind``, ``class_names``, ``draws``, ``tune``, ``chains``,
-        ``max_iter`` of the estimator, ``until_converged`` (NUTS: the
-        estimator's ``draws`` is None, so ``draws`` is the most a chain takes
-        where PyMC's sampler runs: ``until_converged=None`` of
-        :class:`~rvm_pymc.inference._options.NutsRun`; ``sampler_kwargs`` may
-        override it), and ``sampler_kwargs`` as returned by
-        :func:`~rvm_pymc.inference.check_sampler_kwargs` (the estimator's
-        parameter check runs it once, before any fitting; it is not run again).
+        ``max_iter`` of the estimator, ``until_converged`` (the estimator's
+        ``draws`` is None: NUTS stops once converged, unless ``sampler_kwargs``
+        says otherwise) and ``sampler_kwargs`` as checked by
+        :func:`~rvm_pymc.inference.check_sampler_kwargs`.
     Phi, target : ndarray
         The design matrix and targets after the estimator's scaling boundary.
     names : tuple of str
@@ -224,8 +182,8 @@ def _fit_nuts(opts, Phi, target, names, prior, seed, start):
     regression = opts["kind"] == "regression"
     parametrization = kw.pop("parametrization", DEFAULT_PARAMETRIZATION[opts["kind"]])
     joint = not regression or which == "joint"
-    kw.setdefault("target_accept", ESTIMATOR_TARGET_ACCEPT if joint else COLLAPSED_TARGET_ACCEPT)
-    kw.setdefault("until_converged", None if opts["until_converged"] else False)
+    kw.setdefault("target_accept", estimator_target_accept(joint))
+    kw.setdefault("until_converged", bool(opts["until_converged"]))
     model = _model(opts, Phi, target, names, prior, joint=joint, parametrization=parametrization)
     started_from = _set_start(
         kw,
@@ -245,21 +203,13 @@ def _fit_nuts(opts, Phi, target, names, prior, seed, start):
         random_seed=seed,
         **kw,
     )
-    diag_keys = (
-        "sampler",
-        "n_divergent",
-        "max_rhat",
-        "min_ess_bulk",
-        "min_ess_tail",
-        "sampling_time",
-        "rvm_inference",
-        *STOP_ATTRS,
-    )
+    diag_keys = ("sampler", "n_divergent", "max_rhat", "min_ess_bulk", "min_ess_tail")
+    diag_keys += ("sampling_time", "rvm_inference", *STOP_ATTRS)
     info = FitInfo(
         log_evidence=float("nan"),
         n_iter=opts["tune"] + int(res.posterior.draws.shape[1]),
         converged=passes_checks(
-            res.attrs, kw.get("rhat_threshold", 1.01), kw.get("min_ess", 400.0)
+            res.attrs, kw.get("rhat_threshold", RHAT_MAX), kw.get("min_ess", MIN_ESS)
         ),
         library="rvm_pymc.inference",
         attrs={

@@ -2,11 +2,10 @@
 :func:`~rvm_pymc.inference.sample_collapsed`, and its result as a DataTree.
 
 :func:`run_nuts` samples with ``pm.sample`` (PyMC's NUTS, nutpie or numpyro),
-draws the weights exactly for the collapsed sampler, checks divergences and
-R-hat, and returns a :class:`NutsResult` whose posterior is a
-:class:`~rvm_pymc.results.WeightPosterior`; :func:`nuts_datatree` draws it into
-the one result schema of :mod:`rvm_pymc.results`.  The estimators map the
-:class:`NutsResult` to the units of the data before the one tree is built.
+draws the weights exactly for the collapsed sampler, checks the draws against
+the convergence standard (:mod:`rvm_pymc._core.convergence`) and returns a
+:class:`NutsResult`; :func:`nuts_datatree` draws it into the result schema of
+:mod:`rvm_pymc.results`.  The defaults are :mod:`rvm_pymc.inference.defaults`'s.
 
 References
 ----------
@@ -29,16 +28,22 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
+from rvm_pymc._core.convergence import check_sampling
 from rvm_pymc._core.parallel import default_cores
 from rvm_pymc._core.progress import PLAIN_PROGRESS, DrawLines, note_once
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc.exceptions import PriorWarning, SamplingWarning
-from rvm_pymc.inference._options import NutsRun
+from rvm_pymc.inference._options import NutsRun, check_stopping
 from rvm_pymc.inference._stop import CHECKED, STOP_ATTRS, stop_rule
-from rvm_pymc.inference._swap import SWAP_KINDS, SWAP_PROPOSALS, nuts_with_swaps
+from rvm_pymc.inference._swap import nuts_with_swaps
 from rvm_pymc.inference._user_models import uses_model_likelihood, with_model_likelihood
 from rvm_pymc.inference._weights import ChainDraws, chain_seeds, exact_weight_rows, seed_of
-from rvm_pymc.models import data as _idata
+from rvm_pymc.inference.defaults import (
+    DEFAULT_SAMPLERS,
+    JAX_COLLAPSED_MAX_BASES,
+    SWAP_KINDS,
+    SWAP_PROPOSALS,
+)
 from rvm_pymc.models.data import (
     class_labels,
     design_matrix,
@@ -102,20 +107,6 @@ def _warn_if_near_improper(spec: ModelSpec, collapsed: bool) -> None:
     )
 
 
-DEFAULT_SAMPLERS = ("numpyro", "nutpie")
-"""Backends used by default when installed, in this order (else PyMC's NUTS; PyMC's
-also whenever ``compile_kwargs`` is given), chosen by time to a posterior from an
-empty compile cache (``benchmarks/bench_pymc_speed.py``): on sinc N = 100 (M = 101)
-numpyro took 13 s, nutpie 89 s (JAX compiles in seconds, Numba in a minute)."""
-
-JAX_COLLAPSED_MAX_BASES = 200
-"""Above this many bases the collapsed sampler prefers nutpie to numpyro: its JAX
-log density and gradient cost 4-7 times Numba's (M = 101: 0.74 vs 0.13 ms;
-M = 201: 3.5 vs 0.5 ms; M = 301: 10 vs 1.9 ms), which outweighs numpyro's faster
-compile once M passes about 200 (diabetes, M = 301: nutpie 146 s from a cold
-cache, numpyro 411-448 s)."""
-
-
 def _swap_count(run: NutsRun, spec: ModelSpec, collapsed: bool) -> int:
     """Basis-swap proposals per draw: ``run.basis_swaps``, or the default for ``spec.kind``."""
     if run.basis_swaps is not None:
@@ -129,21 +120,22 @@ def _resolve_sampler(
     n_bases: int = 0,
     lines: bool = False,
     swaps: bool = False,
+    stops: bool = False,
 ) -> str:
-    """The NUTS backend to use: ``nuts_sampler``, or the default for a collapsed
-    model of ``n_bases`` bases (0 for other models) when it is None; ``lines``:
-    plain progress lines were asked for, which only PyMC's sampler reports;
-    ``swaps``: the run adds basis swaps, which only PyMC's sampler takes (so
-    None means PyMC's)."""
-    if nuts_sampler is None:  # by the numbers of benchmarks/bench_pymc_speed.py
+    """The NUTS backend: ``nuts_sampler``, or for None the default for a collapsed model
+    of ``n_bases`` bases (0 for others); PyMC's when the run needs its per-draw callback
+    (plain progress ``lines``, basis ``swaps``, ``stops``: ``until_converged=True``)."""
+    if nuts_sampler is None:
         order = DEFAULT_SAMPLERS
         if n_bases > JAX_COLLAPSED_MAX_BASES:
-            order = ("nutpie", "numpyro")
+            order = order[::-1]
         installed = [n for n in order if importlib.util.find_spec(n)]
-        pymc_only = compile_kwargs or lines or swaps
+        pymc_only = compile_kwargs or lines or swaps or stops
         nuts_sampler = "pymc" if pymc_only or not installed else installed[0]
     if nuts_sampler not in SAMPLERS:
         raise ValueError(f"nuts_sampler must be one of {SAMPLERS} or None; got {nuts_sampler!r}")
+    if stops:
+        check_stopping(nuts_sampler, "until_converged=True", "until_converged=False")
     if nuts_sampler != "pymc" and lines:
         raise ValueError(
             f"progressbar={PLAIN_PROGRESS!r} needs PyMC's own sampler (it calls back after "
@@ -176,12 +168,10 @@ def _backend(sampler: str, ck: dict) -> str:
 class NutsResult:
     """A NUTS run: the posterior draws and what the sampler reported.
 
-    ``posterior`` holds the weight draws (exact Gaussian draws for the
-    collapsed sampler) and the hyperparameter draws; ``sample_stats`` the
-    sampler's ``(chain, draw)`` statistics; ``attrs`` ``rvm_inference``,
-    ``rvm_kind``, ``sampler``, ``n_divergent``, ``max_rhat`` and
-    ``min_ess_bulk``; ``log_length_scale`` the draws of the RBF-width model's
-    length scale (else None).
+    ``posterior``: weight (for the collapsed sampler exact Gaussian) and
+    hyperparameter draws; ``sample_stats``: the sampler's ``(chain, draw)``
+    statistics; ``attrs``: ``rvm_inference``, ``rvm_kind``, ``sampler`` and the
+    diagnostics; ``log_length_scale``: the RBF-width model's draws, else None.
     """
 
     posterior: WeightPosterior
@@ -193,20 +183,10 @@ class NutsResult:
 
 @contextlib.contextmanager
 def _interruptible(active: bool = True) -> Iterator[Any]:
-    """Make Ctrl-C (SIGINT) during sampling a KeyboardInterrupt that nothing swallows.
-
-    PyMC's sequential sampler catches a KeyboardInterrupt, ends the chain it
-    interrupts and samples the next, so a fit would return fewer chains than
-    asked for; and a KeyboardInterrupt raised while a Numba-compiled function
-    runs surfaces as a SystemError.  While the block runs, SIGINT therefore
-    only sets a flag once draws have begun (before them, during compilation,
-    it raises at once); the ``pm.sample`` callback this yields raises
-    KeyboardInterrupt at the next draw, which ends every remaining chain, and
-    the block then raises KeyboardInterrupt (also when PyMC fails on the
-    truncated chains).  Outside the main thread, or with ``active`` false (a
-    sampler that takes no callback), SIGINT keeps its handler and the
-    callback is None.
-    """
+    """Make Ctrl-C during sampling a KeyboardInterrupt that nothing swallows (PyMC's
+    sequential sampler would move on to the next chain; Numba would raise SystemError):
+    once draws have begun SIGINT sets a flag and the yielded callback raises at the next
+    draw.  Inactive (callback None) outside the main thread or for ``active`` false."""
     if not active or threading.current_thread() is not threading.main_thread():
         yield None
         return
@@ -236,18 +216,13 @@ def _interruptible(active: bool = True) -> Iterator[Any]:
 
 
 def run_nuts(model, spec: ModelSpec, *, collapsed: bool, run: NutsRun) -> NutsResult:
-    """Sample ``model`` by NUTS; for ``collapsed``, draw the weights exactly afterwards.
-
-    ``run`` as for :func:`rvm_pymc.inference.sample_nuts`.  Warns
-    :class:`~rvm_pymc.exceptions.PriorWarning` for a near-improper prior and
-    :class:`~rvm_pymc.exceptions.SamplingWarning` on divergences or a large
-    R-hat.  Runs on one BLAS thread (:func:`~rvm_pymc._core.threads.single_blas_thread`)
-    and raises KeyboardInterrupt on SIGINT (:func:`_interruptible`).
-    """
+    """Sample ``model`` by NUTS (``run`` as for :func:`rvm_pymc.inference.sample_nuts`);
+    for ``collapsed``, draw the weights exactly afterwards."""
     n_bases = len(model_coords(model, "basis")) if collapsed else 0
     lines = run.progressbar == PLAIN_PROGRESS
     swaps = _swap_count(run, spec, collapsed) > 0
-    sampler = _resolve_sampler(run.nuts_sampler, run.compile_kwargs, n_bases, lines, swaps)
+    stops = run.until_converged is True
+    sampler = _resolve_sampler(run.nuts_sampler, run.compile_kwargs, n_bases, lines, swaps, stops)
     if swaps and sampler != "pymc" and run.basis_swaps:
         warnings.warn(
             f"basis_swaps={run.basis_swaps} is ignored by nuts_sampler={sampler!r}: only "
@@ -279,15 +254,10 @@ def pymc_sample(
 ) -> xr.DataTree:
     """``pm.sample`` of ``sample_model`` with the options of ``run``, as PyMC returns it.
 
-    ``spec`` is that of the RVM model whose posterior is sampled (for a
-    collapsed sampler, of the model before its weights were integrated out;
-    ``collapsed`` says so): it selects the prior warning and names the model
-    in the note before the compile; ``weights``: a collapsed sampler's weight
-    draws, computed from the hyperparameter draws, which ``run.until_converged``
-    checks with them.  Warns :class:`~rvm_pymc.exceptions.PriorWarning`
-    for a near-improper prior and :class:`~rvm_pymc.exceptions.SamplingWarning`
-    for one chain; runs on one BLAS thread and raises KeyboardInterrupt on
-    SIGINT (:func:`_interruptible`).
+    ``spec``: of the RVM model sampled (before its weights were integrated out, for
+    ``collapsed``); ``weights``: a collapsed sampler's weight draws, which
+    ``run.until_converged`` checks with the hyperparameters.  One BLAS thread; SIGINT
+    raises KeyboardInterrupt (:func:`_interruptible`).
     """
     _warn_if_near_improper(spec, collapsed)
     if run.chains == 1:
@@ -365,13 +335,9 @@ def _callbacks(*callbacks):
 def nuts_result(
     model, spec: ModelSpec, pm_tree: xr.DataTree, w: np.ndarray, *, run, sampler, inference
 ) -> NutsResult:
-    """The :class:`NutsResult` of a ``pm.sample`` tree and the weight draws ``w``.
-
-    The hyperparameter draws and the sampler's statistics come from
-    ``pm_tree``; the diagnostics (divergences, worst R-hat and bulk ESS,
-    :func:`rvm_pymc.models.data.check_sampling`) are taken over ``w`` and every
-    sampled hyperparameter; ``inference`` is the ``rvm_inference`` attribute.
-    """
+    """The :class:`NutsResult` of a ``pm.sample`` tree and the weight draws ``w``, checked by
+    :func:`rvm_pymc._core.convergence.check_sampling` over ``w`` and every sampled
+    hyperparameter; ``inference`` is the ``rvm_inference`` attribute."""
     post = pm_tree["posterior"]
     la = np.asarray(post["log_alpha"].values, dtype=float)
     lb = np.asarray(post["log_beta"].values, dtype=float) if "log_beta" in post else None
@@ -380,19 +346,10 @@ def nuts_result(
     sample_stats = {
         k: np.asarray(v.values) for k, v in stats.data_vars.items() if v.dims == ("chain", "draw")
     }
-    # the diagnostics on the weights and the sampled hyperparameters
     sampled = {"w": w, "log_alpha": la, "log_beta": lb, "log_length_scale": lls}
-    checked = xr.Dataset(
-        {
-            k: (("chain", "draw", *(f"{k}_dim{i}" for i in range(v.ndim - 2))), v)
-            for k, v in sampled.items()
-            if v is not None
-        }
-    )
-    light = xr.DataTree.from_dict({"posterior": checked, "sample_stats": stats})
-    diag = _idata.check_sampling(
-        light,
-        list(checked.data_vars),
+    diag = check_sampling(
+        {k: v for k, v in sampled.items() if v is not None},
+        int(stats["diverging"].sum()) if "diverging" in stats else 0,
         rhat_threshold=run.rhat_threshold,
         min_ess=run.min_ess,
     )

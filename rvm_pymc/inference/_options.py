@@ -1,7 +1,7 @@
 """Options of the PyMC fits: the one closed set of ``sampler_kwargs`` keys per method.
 
-Imported by the estimators' parameter checks before PyMC is (this module imports
-neither PyMC nor the rest of :mod:`rvm_pymc.inference`).
+Imports neither PyMC nor the rest of :mod:`rvm_pymc.inference` but its defaults: the
+estimators' parameter checks read it before PyMC.
 """
 
 from __future__ import annotations
@@ -14,16 +14,18 @@ from typing import Any
 
 import numpy as np
 
+from rvm_pymc._core.convergence import MIN_ESS, RHAT_MAX
 from rvm_pymc._core.validation import check_int
+from rvm_pymc.inference import defaults
 from rvm_pymc.models import PARAMETRIZATIONS
 
 __all__ = [
-    "DEFAULT_PARAMETRIZATION",
     "MAP_KEYS",
     "NUTS_KEYS",
     "NutsRun",
     "check_probability",
     "check_sampler_kwargs",
+    "check_stopping",
     "compile_options",
     "takes_nuts_run",
 ]
@@ -55,8 +57,8 @@ class NutsRun:
 
     :func:`~rvm_pymc.inference.sample_nuts`, :func:`~rvm_pymc.inference.sample_collapsed`
     and :func:`~rvm_pymc.inference.nuts_posterior` take exactly these keywords
-    (:func:`takes_nuts_run` gives them this signature); an unknown one is a
-    TypeError naming it.  Checked once, here.
+    (:func:`takes_nuts_run`); an unknown one is a TypeError.  Defaults:
+    :mod:`rvm_pymc.inference.defaults`; the standard: :mod:`rvm_pymc._core.convergence`.
 
     Attributes
     ----------
@@ -64,69 +66,60 @@ class NutsRun:
         As in ``pm.sample`` (draws and chains at least 1, and at least two draws in all).
     nuts_sampler : {"pymc", "nutpie", "numpyro"} or None
         None: numpyro when installed, else nutpie when installed, else PyMC's
-        NUTS (PyMC's always when ``compile_kwargs`` is given or basis swaps
-        apply, as for the classifiers' models by default); for the collapsed
-        sampler with more than 200 bases nutpie before numpyro.  An uninstalled
-        choice raises ImportError.
+        NUTS; PyMC's always when ``compile_kwargs``, plain progress lines,
+        basis swaps (the classifiers' models by default) or
+        ``until_converged=True`` need it; for the collapsed sampler with more
+        than 200 bases nutpie before numpyro.  An uninstalled choice raises ImportError.
     target_accept : float
         Target acceptance rate of the step-size adaptation, in (0, 1).
     random_seed : int, sequence or None
     progressbar : bool or str
         The sampler's progress bars (a string: one of PyMC's bar layouts), or
-        ``"lines"``: plain lines through the ``rvm_pymc`` logger (standard
-        error by default) for a log, every 10 s and every 10% of each chain's
-        iterations (chain, iterations done, divergences, seconds), and one
-        line at the end (time, max R-hat, divergences); PyMC's sampler only
-        (chosen for ``nuts_sampler=None``).
+        ``"lines"``: plain lines through the ``rvm_pymc`` logger every 10 s and
+        every 10% of each chain, and one at the end (PyMC's sampler only).
     compile_kwargs : mapping or None
         PyTensor compile options (PyMC's sampler only).
     cores : int or None
-        Chains run in parallel processes (PyMC's sampler only).  None: one
-        process per chain, up to the CPUs this process may use
-        (:func:`~rvm_pymc._core.parallel.default_cores`); 1 runs the chains
-        one after the other.  The draws do not depend on it.
-    rhat_threshold : float
-        Warn when the worst R-hat exceeds it.
-    min_ess : float
-        Warn when the smallest bulk or tail ESS is below it.
+        Chains run in parallel processes (PyMC's sampler only); None: one
+        process per chain, up to the CPUs this process may use.  The draws do
+        not depend on it.
+    rhat_threshold, min_ess : float
+        The convergence standard: warn when the worst R-hat exceeds
+        ``rhat_threshold`` or the smallest bulk or tail ESS is below ``min_ess``.
     initvals : mapping or None
         Starting values of free variables, as ``pm.sample``'s ``initvals``.
     basis_swaps : int or None
         Metropolis proposals per draw, beside PyMC's NUTS, to swap two
-        neighbouring bases (:mod:`rvm_pymc.inference._swap`); 0: NUTS alone.
-        None: :data:`~rvm_pymc.inference._swap.SWAP_PROPOSALS` for the
-        classifiers' models (``"binary"``, ``"softmax"``), 0 for the others.
-        Ignored by nutpie and numpyro.
+        neighbouring bases (:mod:`rvm_pymc.inference._swap`); 0: NUTS alone;
+        None: 64 for the classifiers' models, 0 for the others.  Ignored by
+        nutpie and numpyro.
     until_converged : bool or None
-        True: ``draws`` is the most a chain takes, and sampling stops at the
-        first checkpoint (500 draws a chain after tuning, then every 250) at
-        which the draws so far pass the convergence check (no divergence,
-        R-hat at most ``rhat_threshold``, bulk and tail ESS at least
-        ``min_ess``, over the weights, ``log_alpha``, ``log_beta`` and
-        ``log_length_scale``; a collapsed sampler's weight draws included),
-        keeping exactly those draws (:mod:`rvm_pymc.inference._stop`).  The
-        checkpoints depend on the draws alone, so the chains run in parallel
-        or in sequence stop at the same one.  PyMC's sampler only: nutpie and
-        numpyro run the whole ``draws`` (with a SamplingWarning), as does one
-        chain.  None: the same where PyMC's sampler runs, and the whole
-        ``draws`` without a warning elsewhere (the estimators' ``draws=None``).
-        False: the whole ``draws``.
+        True: ``draws`` is the most a chain takes; sampling stops at the first
+        checkpoint (500 draws a chain after tuning, then every 250) whose draws
+        pass the convergence standard over the weights, ``log_alpha``,
+        ``log_beta`` and ``log_length_scale`` (a collapsed sampler's weight
+        draws included), keeping exactly those draws
+        (:mod:`rvm_pymc.inference._stop`).  PyMC's sampler only: with
+        ``nuts_sampler=None`` it is chosen, and nutpie or numpyro named
+        raise ValueError.  None: the same where PyMC's sampler runs, the
+        whole ``draws`` elsewhere.  False: the whole ``draws``.  One chain
+        always runs the whole ``draws``.
     """
 
-    draws: int = 1000
-    tune: int = 1000
-    chains: int = 4
+    draws: int = defaults.DRAWS
+    tune: int = defaults.TUNE
+    chains: int = defaults.CHAINS
     nuts_sampler: str | None = None
-    target_accept: float = 0.9
+    target_accept: float = defaults.TARGET_ACCEPT
     random_seed: Any = None
     progressbar: bool | str = True
     compile_kwargs: Mapping | None = None
     cores: int | None = None
-    rhat_threshold: float = 1.01
-    min_ess: float = 400.0
+    rhat_threshold: float = RHAT_MAX
+    min_ess: float = MIN_ESS
     initvals: Mapping | None = None
     basis_swaps: int | None = None
-    until_converged: bool | None = False
+    until_converged: bool | None = defaults.UNTIL_CONVERGED
 
     def __post_init__(self) -> None:
         set_ = functools.partial(object.__setattr__, self)
@@ -182,19 +175,6 @@ NUTS_KEYS = (
 )
 """What ``sampler_kwargs`` may hold for NUTS: the model and the weights' parametrization,
 and the run options of :class:`NutsRun` that the estimator does not set itself."""
-DEFAULT_PARAMETRIZATION = {
-    "regression": "centred",
-    "binary": "non_centred",
-    "softmax": "non_centred",
-    "poisson": "non_centred",
-}
-"""Weights of NUTS by default (``sampler_kwargs["parametrization"]``), chosen by
-``benchmarks/bench_pymc_speed.py --part params`` (docs/pymc.md): the centred
-classifiers mixed badly (R-hat 1.25-1.65, bulk ESS 3-7 of 1000 draws), the
-non-centred ones far better.  Counts follow the classifiers (the same weakly identified
-weights of pruned bases); not benchmarked separately."""
-
-
 _FIT_KEYS = {
     "map": (("model",), "the estimator's data and prior"),
     "nuts": (
@@ -210,20 +190,42 @@ _CLASSIFIER_KINDS = ("binary", "softmax", "classifier", "poisson")
 weights have no closed-form marginal either)."""
 
 
+def check_stopping(nuts_sampler: str | None, given: str, instead: str) -> None:
+    """ValueError unless ``nuts_sampler`` can stop once converged (PyMC's, or None).
+
+    ``given`` names the argument that asks to stop, ``instead`` what runs a fixed length.
+    """
+    if nuts_sampler not in (None, "pymc"):
+        raise ValueError(
+            f"{given} stops NUTS once converged, which needs PyMC's sampler (it calls back "
+            f"after every draw); nuts_sampler={nuts_sampler!r} takes no callback: pass "
+            f"{instead} to run a fixed length with {nuts_sampler}, or nuts_sampler='pymc'"
+        )
+
+
 def check_sampler_kwargs(
-    method: str, sampler_kwargs: dict | None, kind: str | None = None
+    method: str, sampler_kwargs: dict | None, kind: str | None = None, *, stops: bool = False
 ) -> dict[str, Any]:
     """``sampler_kwargs`` as a dict, or ValueError naming keys that ``method`` does not take.
 
-    Called by the estimator's parameter checks, before PyMC is imported: a key
-    the fit sets itself (the model for MAP; ``draws``, ``tune``, ``chains``
-    and the seed for NUTS, which come from the estimator's parameters), an
-    unknown key, or a ``model`` / ``parametrization`` of NUTS that is not one
-    of its choices is refused here.  With the estimator's ``kind`` known
-    (``"binary"``, ``"softmax"``, or ``"classifier"`` for an RVC whose classes
-    are not yet known), NUTS ``model="collapsed"`` is refused too:
-    the collapsed sampler integrates out the weights of the Gaussian
-    regression likelihood only.
+    Parameters
+    ----------
+    method : {"map", "nuts"}
+    sampler_kwargs : dict or None
+    kind : str, optional
+        ``"binary"``, ``"softmax"``, ``"poisson"`` or ``"classifier"`` (an RVC
+        before its classes are known): NUTS ``model="collapsed"`` is refused.
+    stops : bool
+        The estimator's ``draws`` is None (stop once converged): a
+        ``nuts_sampler`` that cannot stop is refused unless
+        ``until_converged`` is given as False or None.
+
+    Returns
+    -------
+    dict
+        Keys the fit sets itself (the model for MAP; ``draws``, ``tune``,
+        ``chains`` and the seed for NUTS), unknown keys and unknown choices
+        are refused; the estimator's checks run this before PyMC is imported.
     """
     allowed = MAP_KEYS if method == "map" else NUTS_KEYS
     kw = dict(sampler_kwargs or {})
@@ -255,4 +257,9 @@ def check_sampler_kwargs(
             f"sampler_kwargs['parametrization'] must be one of {PARAMETRIZATIONS}; "
             f"got {kw['parametrization']!r}"
         )
+    if method == "nuts" and kw.get("until_converged", stops) is True:
+        if "until_converged" in kw:
+            check_stopping(kw.get("nuts_sampler"), "until_converged=True", "until_converged=False")
+        else:
+            check_stopping(kw.get("nuts_sampler"), "draws=None", "a number of draws")
     return kw

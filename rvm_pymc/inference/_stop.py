@@ -1,95 +1,48 @@
-"""Stop PyMC's NUTS once its draws pass the convergence check (``until_converged``).
+"""Stop PyMC's NUTS once its draws pass the convergence standard (``until_converged``).
 
 :class:`StopWhenConverged` is a ``pm.sample`` callback.  From
-:data:`FIRST_CHECK` draws a chain, and every :data:`CHECK_EVERY` after, once
-every chain has that many draws after tuning, it checks the first ``k`` draws
-of each chain with the package's standard for a converged fit
-(:func:`rvm_pymc.models.data.passes_checks`: no divergence, worst
-rank-normalised R-hat at most ``rhat_threshold``, smallest bulk and tail ESS
-at least ``min_ess``).  At the first checkpoint that passes it ends sampling:
-every chain is cut to its first ``k`` draws and the callback raises
-:class:`Converged`, a KeyboardInterrupt, on which PyMC ends every chain and
-returns the draws recorded.
+:data:`~rvm_pymc.inference.defaults.FIRST_CHECK` draws a chain, and every
+:data:`~rvm_pymc.inference.defaults.CHECK_EVERY` after, once every chain has
+that many draws after tuning, it checks the first ``k`` draws of each chain
+with :func:`rvm_pymc._core.convergence.passes_checks`.  At the first
+checkpoint that passes every chain is cut to its first ``k`` draws and the
+callback raises :class:`Converged`, a KeyboardInterrupt, on which PyMC ends
+every chain and returns the draws recorded.  The checkpoints depend on the
+draws alone, so chains run in parallel or in sequence stop at the same one.
 
-The checkpoints depend on the draws alone, and every chain is cut to the same
-``k``, so the result does not depend on how the chains were scheduled: in
-parallel processes or one after the other (then the chains before the last run
-to the end, and the check begins with the last, so only parallel chains save
-time), the same draws come back.
-
-What the rule is, and is not:
-
-- It stops on the package's standard of a converged fit (no divergence, R-hat
-  <= 1.01, ESS >= 400), so an early-stopped fit reports ``converged_`` True by
-  construction: ``converged_`` is then the stopping criterion, not an
-  independent check.  The diagnostics reported are those of the first of up to
-  ``(draws - first) / every`` looks that passed, chosen on their noise: the
-  true ESS may be somewhat below ``min_ess`` (R-hat and ESS are estimates; see
-  ``benchmarks/bench_rhat_noise.py`` for the R-hat's own spread).
-- R-hat cannot see a mode that no chain has visited; the chains start near
-  one point (the reference fit, jittered), and a shorter run has had less time
-  to find another.  A fixed ``draws`` keeps the whole length.
-- An ESS of 400 is the minimum at which the diagnostics themselves are
-  reliable (Vehtari et al. 2021), not a precision target: for tail quantities
-  (2.5% / 97.5% bands, small probabilities) ask for a fixed, longer ``draws``.
-- Sequential stopping rules with guarantees (Gong and Flegal 2016; Vats,
-  Flegal and Jones 2019) stop when a multivariate ESS reaches the value a
-  chosen relative precision requires; this rule is the simpler univariate
-  standard of Vehtari et al. (2021), checked at a few fixed points.
-
-References
-----------
-Vehtari, A., Gelman, A., Simpson, D., Carpenter, B. and Bürkner, P.-C. (2021).
-Rank-normalization, folding, and localization: an improved R-hat for assessing
-convergence of MCMC. *Bayesian Analysis* 16, 667-718.
-
-Gong, L. and Flegal, J. M. (2016). A practical sequential stopping rule for
-high-dimensional Markov chain Monte Carlo. *Journal of Computational and
-Graphical Statistics* 25, 684-700.
-
-Vats, D., Flegal, J. M. and Jones, G. L. (2019). Multivariate output analysis
-for Markov chain Monte Carlo. *Biometrika* 106, 321-337.
+An early-stopped fit is converged by construction (``converged_`` is the
+stopping criterion; ``tests/test_stopped_posterior.py`` checks the posterior
+independently), R-hat cannot see a mode no chain has visited, and an ESS of 400
+is the least for reliable diagnostics, not a precision target (docs/pymc.md).
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import xarray as xr
 
+from rvm_pymc._core.convergence import passes_checks, sampling_diagnostics
 from rvm_pymc._core.progress import log
-from rvm_pymc.exceptions import SamplingWarning
 from rvm_pymc.inference._weights import ChainDraws
-from rvm_pymc.models.data import passes_checks, sampling_diagnostics
+from rvm_pymc.inference.defaults import CHECK_EVERY, FIRST_CHECK
 
 __all__ = [
     "CHECKED",
-    "CHECK_EVERY",
-    "FIRST_CHECK",
     "STOP_ATTRS",
     "Converged",
     "StopWhenConverged",
     "stop_rule",
 ]
 
-FIRST_CHECK = 500
-"""Draws a chain (after tuning) at the first check of :class:`StopWhenConverged`."""
-CHECK_EVERY = 250
-"""Draws a chain between two checks."""
 STOP_ATTRS = ("max_draws", "convergence_checks")
 """Root attributes of a run with the rule: the most draws a chain, and the checkpoints checked."""
 
 
 class Converged(KeyboardInterrupt):
-    """Raised by :class:`StopWhenConverged` to end ``pm.sample``.
-
-    PyMC ends every chain when its callback raises a KeyboardInterrupt and
-    returns the draws recorded; nothing else raises this one, so a Ctrl-C is
-    never taken for it.
-    """
+    """Raised by :class:`StopWhenConverged` to end ``pm.sample`` (PyMC ends every chain on
+    a KeyboardInterrupt from its callback); never taken for a Ctrl-C."""
 
 
 class StopWhenConverged:
@@ -102,22 +55,20 @@ class StopWhenConverged:
     draws, tune, chains : int
         As given to ``pm.sample``: ``draws`` is the most a chain takes.
     rhat_threshold, min_ess : float
-        The standard of :func:`rvm_pymc.models.data.passes_checks`.
+        The standard of :func:`rvm_pymc._core.convergence.passes_checks`.
     first, every : int
         The first checkpoint and the distance between checkpoints, in draws
         a chain after tuning.
     derived : (str, ChainDraws), optional
         Draws computed from the recorded ``names`` and checked with them under
-        that name: the weights of a collapsed sampler, so that the check is
-        the one the fit reports.
+        that name (a collapsed sampler's weights).
 
     Attributes
     ----------
     stopped_at : int or None
-        Draws a chain kept when sampling stopped at a checkpoint; None if it ran
-        to ``draws``.
+        Draws a chain kept at the checkpoint that stopped sampling, else None.
     checks : list of (int, dict)
-        Each checkpoint and its :func:`~rvm_pymc.models.data.sampling_diagnostics`.
+        Each checkpoint and its :func:`~rvm_pymc._core.convergence.sampling_diagnostics`.
     """
 
     def __init__(
@@ -161,9 +112,7 @@ class StopWhenConverged:
             raise Converged
 
     def report(self, tree) -> None:
-        """Record the most draws a chain (``max_draws``) and the checkpoints checked
-        (``convergence_checks``) in ``tree``'s attributes and, when sampling stopped at
-        a checkpoint, say so through the ``rvm_pymc`` logger."""
+        """Record ``max_draws`` and ``convergence_checks`` in ``tree``'s attributes; log a stop."""
         tree.attrs["max_draws"] = self.draws
         tree.attrs["convergence_checks"] = len(self.checks)
         if self.stopped_at is None:
@@ -180,7 +129,7 @@ class StopWhenConverged:
         )
 
     def diagnostics(self, k: int) -> dict[str, float]:
-        """:func:`~rvm_pymc.models.data.sampling_diagnostics` of each chain's first ``k`` draws."""
+        """The diagnostics of each chain's first ``k`` draws."""
         chains = [self.traces[c] for c in sorted(self.traces)]
         values = {
             name: np.stack([t.get_values(name, burn=self.tune)[:k] for t in chains])
@@ -189,14 +138,8 @@ class StopWhenConverged:
         if self.derived is not None:
             name, draws = self.derived
             values[name] = draws.upto(values)
-        post = xr.Dataset(
-            {
-                name: (("chain", "draw", *(f"{name}_dim{i}" for i in range(v.ndim - 2))), v)
-                for name, v in values.items()
-            }
-        )
         n_div = sum(_divergent(t, self.tune, k) for t in chains)
-        return sampling_diagnostics(post, n_div)
+        return sampling_diagnostics(values, n_div)
 
 
 def _divergent(trace: Any, tune: int, k: int) -> int:
@@ -207,8 +150,7 @@ def _divergent(trace: Any, tune: int, k: int) -> int:
 
 
 def _cut(trace: Any, length: int) -> None:
-    """Keep the first ``length`` iterations of a PyMC NDArray chain (what it records next,
-    and what ``pm.sample`` returns, end there)."""
+    """Keep the first ``length`` iterations of a PyMC NDArray chain."""
     if not hasattr(trace, "draw_idx"):
         raise RuntimeError(
             f"until_converged needs PyMC's in-memory trace backend; got {type(trace).__name__}"
@@ -222,25 +164,14 @@ CHECKED = ("log_alpha", "log_beta", "log_length_scale")
 
 
 def stop_rule(model, spec, run, sampler: str, collapsed: bool, weights=None):
-    """The :class:`~rvm_pymc.inference._stop.StopWhenConverged` of ``run``, or None.
+    """The :class:`StopWhenConverged` of ``run``, or None.
 
-    None for ``run.until_converged=False``, one chain, or a sampler other
-    than PyMC's (which warns when ``until_converged`` is True).  It checks the
-    weights (for ``collapsed``, the draws of ``weights``) and the
-    :data:`CHECKED` variables that ``model`` has, or its free variables for a
-    model without them.
+    None for ``run.until_converged=False``, one chain, or a sampler other than
+    PyMC's (which :func:`~rvm_pymc.inference._options.check_stopping` refuses for
+    ``until_converged=True``).  It checks the weights (for ``collapsed``, the draws of
+    ``weights``) and the :data:`CHECKED` variables of ``model``, else its free variables.
     """
-    if run.until_converged is False or run.chains < 2:  # one chain has no R-hat
-        return None
-    if sampler != "pymc":
-        if run.until_converged:
-            warnings.warn(
-                f"until_converged is ignored by nuts_sampler={sampler!r}, which takes no "
-                f"callback: it runs the whole {run.draws} draws a chain; use "
-                "nuts_sampler='pymc' to stop once converged",
-                SamplingWarning,
-                stacklevel=5,
-            )
+    if run.until_converged is False or run.chains < 2 or sampler != "pymc":
         return None
     names = [*(() if collapsed else ("W" if spec.kind == "softmax" else "w",)), *CHECKED]
     names = [n for n in names if n in model.named_vars]

@@ -1,29 +1,19 @@
 """A Metropolis move that swaps two neighbouring bases, beside PyMC's NUTS.
 
-With wide kernels neighbouring basis functions are almost the same column of
-the design matrix, and the ARD prior keeps one of them relevant and the other
-pruned: the joint posterior has a mode for each choice.  NUTS moves between
-them only through the region where both weights are small, which the prior
-makes narrow; on the first 300 rows of scikit-learn's breast-cancer data at
-the width 0.0112 (their evidence's without the slab) each chain switched a
-few times in 4000 draws (R-hat 1.015, tail ESS 135; ``benchmarks/README.md``,
-"Basis swaps").
+With wide kernels neighbouring basis functions are almost the same column, and
+the ARD prior keeps one relevant and the other pruned: the joint posterior has
+a mode for each choice, which NUTS joins only through the narrow region where
+both weights are small (``benchmarks/README.md``, "Basis swaps").
 
 :class:`BasisSwap` proposes to exchange every per-basis value of the model
 (``log_alpha`` and the weights, or their non-centred form) between two bases
-``i`` and ``j``.  The exchange is its own inverse and preserves volume, so a
-Metropolis-Hastings step accepts it with probability
-``min(1, p(x') q(x | x') / (p(x) q(x' | x)))`` under the model's full log
-density ``p``.  The pair is drawn from a fixed list (each basis and its
-:data:`NEIGHBOURS` most similar columns), with probability proportional to
-``EPS + max(r_i, r_j)``, ``r = 1 / (1 + alpha)`` (near 1 for a relevant
-basis), so that the proposals go where a swap changes something; because the
-exchange changes the weights of other pairs, ``q`` enters the acceptance as
-the ratio of the two normalising sums.  NUTS then explores each mode as
-before.  :func:`nuts_with_swaps` builds the two steps as ``pm.sample`` would
-build NUTS alone.  PyMC's NUTS only: nutpie and numpyro take no second step,
-so the estimators sample the classifiers with PyMC's NUTS unless another
-sampler is named (and then warn if ``basis_swaps`` was asked for).
+``i`` and ``j``: its own inverse and volume-preserving, so Metropolis-Hastings
+accepts it with ``min(1, p(x') q(x | x') / (p(x) q(x' | x)))``.  The pair is
+drawn from each basis and its :data:`NEIGHBOURS` most similar columns with
+probability proportional to ``EPS + max(r_i, r_j)``, ``r = 1 / (1 + alpha)``;
+``q`` enters as the ratio of the normalising sums before and after.
+:func:`nuts_with_swaps` builds the two steps as ``pm.sample`` would build NUTS
+alone.  PyMC's NUTS only (nutpie and numpyro take no second step).
 """
 
 from __future__ import annotations
@@ -38,12 +28,11 @@ from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator
 
 from rvm_pymc._core.likelihoods import log_likelihood
+from rvm_pymc.inference.defaults import SWAP_KINDS
 
 __all__ = [
     "EPS",
     "NEIGHBOURS",
-    "SWAP_KINDS",
-    "SWAP_PROPOSALS",
     "BasisSwap",
     "FullDensity",
     "LinearLikelihood",
@@ -53,11 +42,6 @@ __all__ = [
     "swap_axes",
 ]
 
-SWAP_PROPOSALS = 64
-"""Proposals per draw by default (``basis_swaps=None``) for the models of :data:`SWAP_KINDS`."""
-SWAP_KINDS = ("binary", "softmax")
-"""The models that swap by default: the classifiers, whose table is in ``benchmarks/README.md``
-("Basis swaps"); the others can ask for swaps with ``basis_swaps``."""
 NEIGHBOURS = 3
 """Each basis is paired with this many of its most similar columns (cosine of ``Phi``)."""
 EPS = 0.02
@@ -106,19 +90,13 @@ def swap_axes(model: pm.Model, dim: str = "basis") -> dict[str, int]:
 
 def exchange(arrays: dict[str, np.ndarray], axes: dict[str, int], pair: np.ndarray) -> None:
     """Swap, in place, the two bases ``pair`` of each array named in ``axes`` along its axis."""
-    back = pair[::-1]
     for name, axis in axes.items():
-        a = arrays[name]
-        if axis == 0:
-            a[pair] = a[back]
-        else:
-            lead = (slice(None),) * axis
-            a[(*lead, pair)] = a[(*lead, back)]
+        lead = (slice(None),) * axis
+        arrays[name][(*lead, pair)] = arrays[name][(*lead, pair[::-1])]
 
 
 def _trusted(compile_kwargs: dict | None) -> dict:
-    """Compile options with ``trust_input``: :class:`BasisSwap` passes arrays of the value
-    variables' own dtypes and shapes, so PyTensor need not check them at each call."""
+    """Compile options with ``trust_input`` (the arrays passed have the right dtypes)."""
     return {**(compile_kwargs or {}), "trust_input": True}
 
 
@@ -143,18 +121,12 @@ class FullDensity:
 
 
 class LinearLikelihood(FullDensity):
-    """A proposal's log density as prior plus a likelihood of ``Phi @ w`` updated in O(N).
+    """A proposal's log density as prior plus a likelihood of ``F = Phi @ w`` updated in O(N).
 
-    For the classifiers of :mod:`rvm_pymc.models` (``kind`` ``"binary"`` or
-    ``"softmax"``) the likelihood depends on the weights through the latent
-    values ``F = Phi @ w`` alone, and a swap of bases ``i`` and ``j`` exchanges
-    ``w_i`` and ``w_j`` (the weights' scale is a function of the basis's own
-    precision), so ``F`` changes by ``(Phi_i - Phi_j) (w_j - w_i)``.  The
-    likelihood is then :func:`rvm_pymc._core.likelihoods.log_likelihood` of
-    the new ``F`` and the prior the model's log density of its free variables,
-    compiled without the observations: O(N + M) a proposal instead of
-    O(N M).  Build it with :func:`linear_likelihood`, which checks the split
-    against the whole log density.
+    For the classifiers a swap of bases ``i`` and ``j`` exchanges ``w_i`` and
+    ``w_j``, so ``F`` changes by ``(Phi_i - Phi_j) (w_j - w_i)``: O(N + M) a
+    proposal instead of O(N M).  Build it with :func:`linear_likelihood`, which
+    checks the split against the whole log density.
     """
 
     def __init__(self, model: pm.Model, kind: str, compile_kwargs: dict | None = None):
@@ -202,16 +174,10 @@ def linear_likelihood(
 ) -> LinearLikelihood | None:
     """A :class:`LinearLikelihood` of ``model`` if it gives the model's log density, else None.
 
-    None unless ``kind`` is ``"binary"`` or ``"softmax"`` and the model has
-    the builders' names (``Phi``, ``y``, ``w`` or ``W``, ``y_obs``).  The split
-    is then checked against the whole log density at a random point and after
-    each of :data:`CHECK_SWAPS` swaps there, the first and last basis first,
-    then random pairs (relative difference at most ``rtol``); a model whose
-    likelihood is not of ``Phi @ w`` alone, or whose split cannot be
-    evaluated (another layout of its arrays), gets None and its whole log
-    density.  The check is of those pairs only: a model of one's own whose
-    weights do not travel with the swapped values at other bases is not
-    caught by it.
+    None unless ``kind`` is a classifier's and the model has the builders' names
+    (``Phi``, ``y``, ``w`` or ``W``, ``y_obs``) and the split agrees with the whole
+    log density (relative ``rtol``) at a random point and after :data:`CHECK_SWAPS`
+    swaps there (those pairs only).
     """
     weights = "W" if kind == "softmax" else "w"
     if kind not in SWAP_KINDS or any(n not in model.named_vars for n in ("Phi", "y", weights)):
@@ -386,15 +352,12 @@ def nuts_with_swaps(
 ) -> tuple[list[dict], list[BlockedStep]] | None:
     """A :class:`BasisSwap` and NUTS started as ``pm.sample`` starts it; None if no swap applies.
 
-    None when ``n_proposals`` is 0, the model has no ``"Phi"`` data or no
-    value variable with a ``"basis"`` axis, or it has fewer than two bases.
-    Otherwise ``(initial points, [swap, nuts])`` for ``pm.sample(step=...,
-    initvals=..., random_seed=random_seed)``: the initial points come from
-    ``pm.init_nuts`` with the per-chain seeds that ``pm.sample`` derives
-    from ``random_seed`` (``get_random_generator(random_seed).spawn(chains)``,
-    one integer below 2^30 from each), so the chains start where PyMC's NUTS
-    alone would start them.  NUTS comes last, so that the ``lp`` PyMC records
-    is the log density of the point kept.
+    None when ``n_proposals`` is 0 or the model has no ``"Phi"`` data, no value
+    variable with a ``"basis"`` axis or fewer than two bases.  Otherwise
+    ``(initial points, [swap, nuts])`` for ``pm.sample(step=..., initvals=...)``:
+    the points of ``pm.init_nuts`` with the per-chain seeds ``pm.sample`` derives,
+    so the chains start where NUTS alone would; NUTS last, so PyMC's ``lp`` is the
+    log density of the point kept.
     """
     axes = swap_axes(model)
     if n_proposals <= 0 or not axes or "Phi" not in model.named_vars:

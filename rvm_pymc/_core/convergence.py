@@ -1,18 +1,18 @@
-"""Rank-normalised R-hat and bulk / tail ESS of many variables at once.
+"""The convergence standard of every sampled fit, and the statistics it is stated in.
 
-The statistics of ArviZ (``arviz_stats.rhat(method="rank")``,
-``arviz_stats.ess(method="bulk" | "tail")``), computed for every element of
-an array of draws ``(chain, draw, n)`` in a few vectorised passes instead of
-one Python call per element: the same definitions (Vehtari et al. 2021, as
-ArviZ implements them: split chains, Blom's rank offset 3/8, the folded
-draws for the tail R-hat, Geyer's initial monotone sequence on FFT
-autocovariances, the tail ESS of the indicators below the quantiles ``1 - p``
-and ``p`` for ArviZ's ``stats.ci_prob`` ``p``, read at the call) and the same
-values to rounding
-(``tests/test_diagnostics.py`` checks them against ArviZ).  ArviZ loops in
-Python over the elements; on 2 x 750 draws of 203 variables that took 0.6 s
-against a few milliseconds here, which matters when NUTS is checked while it
-samples (:mod:`rvm_pymc.inference._stop`).
+A NUTS fit is converged when it has no divergence, its worst rank-normalised
+R-hat is at most :data:`RHAT_MAX` and its smallest bulk and tail ESS at least
+:data:`MIN_ESS` (Vehtari et al. 2021), over every element of the checked
+variables: :func:`passes_checks` of :func:`sampling_diagnostics`.  The NUTS
+fits warn by :func:`check_sampling`, ``converged_`` and the stopping rule of
+``until_converged`` (:mod:`rvm_pymc.inference._stop`) read :func:`passes_checks`.
+
+The statistics are ArviZ's (``arviz_stats.rhat(method="rank")``,
+``arviz_stats.ess(method="bulk" | "tail")``: split chains, Blom's offset 3/8,
+folded draws for the tail R-hat, Geyer's initial monotone sequence on FFT
+autocovariances, the tail ESS at ArviZ's ``stats.ci_prob``), vectorised over
+the elements of ``(chain, draw, n)`` draws; ``tests/test_diagnostics.py``
+checks them against ArviZ.
 
 References
 ----------
@@ -23,10 +23,27 @@ convergence of MCMC. *Bayesian Analysis* 16, 667-718.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy import fft, special
 
-__all__ = ["ess_bulk", "ess_tail", "rank_rhat", "summary"]
+from rvm_pymc.exceptions import SamplingWarning
+
+__all__ = [
+    "MIN_ESS",
+    "RHAT_MAX",
+    "check_sampling",
+    "passes_checks",
+    "sampling_diagnostics",
+    "summary",
+]
+
+RHAT_MAX = 1.01
+"""Largest worst rank-normalised R-hat of a converged fit."""
+MIN_ESS = 400.0
+"""Smallest bulk and tail ESS of a converged fit: the least at which the diagnostics
+themselves are reliable (Vehtari et al. 2021), not a precision target."""
 
 
 def _split(x: np.ndarray) -> np.ndarray:
@@ -99,17 +116,8 @@ def _bulk(x: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def rank_rhat(draws: np.ndarray) -> np.ndarray:
-    """Rank-normalised split R-hat, the larger of the bulk and tail (folded) values.
-
-    Parameters
-    ----------
-    draws : ndarray of shape (chain, draw, ...)
-
-    Returns
-    -------
-    ndarray of shape draws.shape[2:]
-        NaN where ArviZ gives NaN (fewer than 2 chains or 4 draws, a NaN draw).
-    """
+    """Rank-normalised split R-hat of ``(chain, draw, ...)`` draws, the larger of the bulk
+    and tail (folded) values; NaN where ArviZ gives NaN (one chain, < 4 draws, a NaN)."""
     shape, x = _flat(draws)
     return _bulk(x, _usable(x, 2))[0].reshape(shape)
 
@@ -156,9 +164,20 @@ def _ess(x: np.ndarray) -> np.ndarray:
 
 
 def summary(draws: np.ndarray, prob: float | None = None) -> dict[str, np.ndarray]:
-    """:func:`rank_rhat` (NaN for one chain), :func:`ess_bulk` and :func:`ess_tail` of
-    ``draws`` ``(chain, draw, ...)``, as ``"rhat"``, ``"ess_bulk"``, ``"ess_tail"``: the
-    bulk R-hat and ESS share one ranking."""
+    """R-hat, bulk and tail ESS of every element of ``draws`` at once.
+
+    Parameters
+    ----------
+    draws : ndarray of shape (chain, draw, ...)
+    prob : float, optional
+        Of the tail ESS (None: ArviZ's ``stats.ci_prob``).
+
+    Returns
+    -------
+    dict
+        ``"rhat"`` (:func:`rank_rhat`, NaN for one chain), ``"ess_bulk"``,
+        ``"ess_tail"``, each of shape ``draws.shape[2:]``.
+    """
     shape, x = _flat(draws)
     rhat, bulk = _bulk(x, _usable(x, 1))
     return {
@@ -169,33 +188,14 @@ def summary(draws: np.ndarray, prob: float | None = None) -> dict[str, np.ndarra
 
 
 def ess_bulk(draws: np.ndarray) -> np.ndarray:
-    """Bulk ESS: of the normal scores of the split chains' ranks.
-
-    Parameters
-    ----------
-    draws : ndarray of shape (chain, draw, ...)
-
-    Returns
-    -------
-    ndarray of shape draws.shape[2:]
-    """
+    """Bulk ESS of ``(chain, draw, ...)`` draws: of the split chains' rank normal scores."""
     shape, x = _flat(draws)
     return _bulk(x, _usable(x, 1))[1].reshape(shape)
 
 
 def ess_tail(draws: np.ndarray, prob: float | None = None) -> np.ndarray:
     """Tail ESS: the smaller ESS of the indicators below the ``1 - prob`` and ``prob``
-    quantiles (``prob``: ArviZ's ``stats.ci_prob`` for None, 0.89 by default).
-
-    Parameters
-    ----------
-    draws : ndarray of shape (chain, draw, ...)
-    prob : float, optional
-
-    Returns
-    -------
-    ndarray of shape draws.shape[2:]
-    """
+    quantiles (``prob`` None: ArviZ's ``stats.ci_prob``, 0.89 by default)."""
     if prob is None:
         from arviz_base import rcParams
 
@@ -212,3 +212,90 @@ def ess_tail(draws: np.ndarray, prob: float | None = None) -> np.ndarray:
         ]
         out[ok] = np.minimum(*each)
     return out.reshape(shape)
+
+
+def sampling_diagnostics(draws, n_divergent: int = 0) -> dict[str, float]:
+    """The worst R-hat and the smallest bulk and tail ESS over every element of ``draws``.
+
+    Parameters
+    ----------
+    draws : mapping of str to array of shape (chain, draw, ...)
+        Arrays, or an ``xarray.Dataset`` whose variables have ``chain`` and ``draw`` dims.
+    n_divergent : int
+
+    Returns
+    -------
+    dict
+        ``n_divergent``, ``max_rhat`` (NaN for one chain), ``min_ess_bulk``,
+        ``min_ess_tail``; elements ArviZ gives NaN (a constant's R-hat) left out.
+    """
+    stats = [
+        summary(v.transpose("chain", "draw", ...).values if hasattr(v, "dims") else v)
+        for v in draws.values()
+    ]
+
+    def worst(key: str, pick) -> float:
+        values = np.concatenate([np.ravel(s[key]) for s in stats])
+        values = values[~np.isnan(values)]
+        return float(pick(values)) if values.size else float("nan")
+
+    return {
+        "n_divergent": int(n_divergent),
+        "max_rhat": worst("rhat", np.max),
+        "min_ess_bulk": worst("ess_bulk", np.min),
+        "min_ess_tail": worst("ess_tail", np.min),
+    }
+
+
+def passes_checks(
+    diag: dict[str, float], rhat_threshold: float = RHAT_MAX, min_ess: float = MIN_ESS
+) -> bool:
+    """Whether :func:`sampling_diagnostics` ``diag`` meets the standard: no divergence,
+    R-hat at most ``rhat_threshold`` (a number: two chains or more), bulk and tail ESS
+    at least ``min_ess``."""
+    return (
+        diag["n_divergent"] == 0
+        and bool(diag["max_rhat"] <= rhat_threshold)
+        and min(diag["min_ess_bulk"], diag["min_ess_tail"]) >= min_ess
+    )
+
+
+def check_sampling(
+    draws, n_divergent: int, *, rhat_threshold: float = RHAT_MAX, min_ess: float = MIN_ESS
+) -> dict[str, float]:
+    """:func:`sampling_diagnostics`, with a SamplingWarning for each miss of the standard.
+
+    Parameters
+    ----------
+    draws : mapping of str to array of shape (chain, draw, ...)
+    n_divergent : int
+    rhat_threshold, min_ess : float
+
+    Returns
+    -------
+    dict
+        As :func:`sampling_diagnostics`.
+    """
+    diag = sampling_diagnostics(draws, n_divergent)
+    max_rhat, bulk, tail = diag["max_rhat"], diag["min_ess_bulk"], diag["min_ess_tail"]
+    n_draws = int(np.prod(np.shape(next(iter(draws.values())))[:2]))
+    problems = []
+    if n_divergent:
+        problems.append(
+            f"{n_divergent} of {n_draws} draws diverged; the posterior may be biased. Raise "
+            "target_accept, use a more informative prior or the other parametrization"
+        )
+    if np.isfinite(max_rhat) and max_rhat > rhat_threshold:
+        problems.append(
+            f"max R-hat is {max_rhat:.3f} > {rhat_threshold} (variables {list(draws)}); "
+            "the chains have not mixed"
+        )
+    if min(bulk, tail) < min_ess:
+        problems.append(
+            f"the smallest effective sample size is {min(bulk, tail):.0f} (bulk {bulk:.0f}, "
+            f"tail {tail:.0f}) < {min_ess:g}: too few for stable estimates of the posterior "
+            "and its tails; draw more"
+        )
+    for message in problems:
+        warnings.warn(message, SamplingWarning, stacklevel=3)
+    return diag

@@ -1,0 +1,105 @@
+"""The NUTS defaults: every default of a NUTS fit, in one place.
+
+Lengths, chains, step-size targets, the weights' parametrization, the sampler
+chosen, the basis swaps and the checkpoints of ``until_converged``, for the
+inference functions (:func:`~rvm_pymc.inference.sample_nuts` and its kin) and
+for the estimators (``RVR``, ``RVC``, ``RVP`` with ``method="nuts"``).  How
+each was chosen: ``docs/pymc.md`` and ``benchmarks/README.md``.  The
+convergence standard itself is :mod:`rvm_pymc._core.convergence`'s.  Imports
+nothing, so that the estimators' parameter checks read it before PyMC.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CHAINS",
+    "CHECK_EVERY",
+    "COLLAPSED_TARGET_ACCEPT",
+    "COLLAPSED_TUNE",
+    "DEFAULT_PARAMETRIZATION",
+    "DEFAULT_SAMPLERS",
+    "DRAWS",
+    "ESTIMATOR_CHAINS",
+    "FIRST_CHECK",
+    "JAX_COLLAPSED_MAX_BASES",
+    "JOINT_TARGET_ACCEPT",
+    "JOINT_TUNE",
+    "SWAP_KINDS",
+    "SWAP_PROPOSALS",
+    "TARGET_ACCEPT",
+    "TUNE",
+    "UNTIL_CONVERGED",
+    "estimator_draws",
+    "estimator_target_accept",
+    "estimator_tune",
+]
+
+# ---------------------------------------------------------- the inference functions
+DRAWS = 1000
+"""Draws a chain of the inference functions."""
+TUNE = 1000
+"""Tuning steps a chain of the inference functions."""
+CHAINS = 4
+"""Chains of the inference functions."""
+TARGET_ACCEPT = 0.9
+"""Step-size target of the inference functions."""
+UNTIL_CONVERGED = False
+"""The inference functions run the whole ``draws``; the estimators' ``draws=None`` stops."""
+
+# ---------------------------------------------------------- the estimators
+ESTIMATOR_CHAINS = 2
+"""Chains of ``chains=None``, for every method."""
+ESTIMATOR_DRAWS = {"regression": 2000, "counts": 2000, "classification": 6000}
+"""Draws a chain of ``draws=None`` by the estimator's kind; for NUTS the most a chain
+takes, stopping at the first checkpoint that passes the convergence standard.  RVC's
+6000: at 2 x 4000 breast cancer at the estimator's width ended at smallest ESS 356-379
+(``docs/pymc.md``, "Default length")."""
+COLLAPSED_TUNE = 500
+"""Tuning steps of ``tune=None`` for RVR's collapsed sampler."""
+JOINT_TUNE = 1000
+"""Tuning steps of ``tune=None`` for the models with weights (classifiers, counts,
+``sampler_kwargs={"model": "joint"}``)."""
+JOINT_TARGET_ACCEPT = 0.95
+"""The estimators' step-size target of the models with weights (the inference functions'
+own is :data:`TARGET_ACCEPT`)."""
+COLLAPSED_TARGET_ACCEPT = 0.8
+"""The same for the collapsed regression sampler (no weights, so no funnel)."""
+DEFAULT_PARAMETRIZATION = {
+    "regression": "centred",
+    "binary": "non_centred",
+    "softmax": "non_centred",
+    "poisson": "non_centred",
+}
+"""Weights of NUTS by default (``sampler_kwargs["parametrization"]``): the centred
+classifiers mixed badly; counts follow the classifiers."""
+
+# ---------------------------------------------------------- samplers and moves
+DEFAULT_SAMPLERS = ("numpyro", "nutpie")
+"""Backends of ``nuts_sampler=None`` when installed, in this order (else PyMC's NUTS;
+PyMC's whenever the run needs it: compile options, plain progress lines, basis swaps,
+``until_converged=True``)."""
+JAX_COLLAPSED_MAX_BASES = 200
+"""Above this many bases the collapsed sampler prefers nutpie to numpyro."""
+SWAP_PROPOSALS = 64
+"""Basis-swap proposals per draw of ``basis_swaps=None`` for :data:`SWAP_KINDS`."""
+SWAP_KINDS = ("binary", "softmax")
+"""The models that swap by default: the classifiers."""
+FIRST_CHECK = 500
+"""Draws a chain (after tuning) at the first checkpoint of ``until_converged``."""
+CHECK_EVERY = 250
+"""Draws a chain between two checkpoints."""
+
+
+def estimator_draws(kind: str) -> int:
+    """Draws a chain of ``draws=None`` for an estimator of ``kind`` (its ``_kind``)."""
+    return ESTIMATOR_DRAWS.get(kind, ESTIMATOR_DRAWS["regression"])
+
+
+def estimator_tune(collapsed: bool) -> int:
+    """Tuning steps of ``tune=None``: :data:`COLLAPSED_TUNE` or :data:`JOINT_TUNE`."""
+    return COLLAPSED_TUNE if collapsed else JOINT_TUNE
+
+
+def estimator_target_accept(joint: bool) -> float:
+    """The estimators' ``target_accept``: :data:`JOINT_TARGET_ACCEPT` or the collapsed one."""
+    return JOINT_TARGET_ACCEPT if joint else COLLAPSED_TARGET_ACCEPT
