@@ -7,11 +7,6 @@ represented by draws of the weights from their Gaussian posterior at the
 optimal hyperparameters, which are point values in ``constant_data``, not
 draws, so ArviZ summaries and plots work on every fit alike.
 
-The classifiers have a collapsed sampler too,
-:func:`sample_laplace_collapsed`: NUTS over ``log alpha`` on the Laplace
-evidence, then one draw of the weights from the Laplace Gaussian per draw
-(:mod:`rvm_pymc.inference._laplace_collapsed`).
-
 Type-II MAP maximises the model's log density over the *log* precisions
 (Jacobian included, docs/design.md section 1), with the weights integrated out:
 exactly for regression (:func:`rvm_pymc.models.regression_marginal`) and by
@@ -49,7 +44,6 @@ __all__ = [
     "nuts_posterior",
     "optimise_map",
     "sample_collapsed",
-    "sample_laplace_collapsed",
     "sample_nuts",
 ]
 
@@ -60,7 +54,6 @@ __getattr__, __dir__ = attach(
         "NEAR_IMPROPER": "._nuts",
         "SAMPLERS": "._nuts",
         "NutsResult": "._nuts",
-        "sample_laplace_collapsed": "._laplace_collapsed",
         # the estimators' entry (not part of the documented API) and its options,
         # which the parameter checks read before PyMC is imported
         "fit_backend": "._backend",

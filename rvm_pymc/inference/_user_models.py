@@ -61,7 +61,7 @@ def check_user_model(model, spec: ModelSpec, fit: str, compile_kwargs=None) -> N
     model : pymc.Model
     spec : ModelSpec
         ``model_spec(model)``.
-    fit : {"nuts", "collapsed", "map", "laplace_collapsed"}
+    fit : {"nuts", "collapsed", "map"}
     compile_kwargs : mapping, optional
         PyTensor options of the test-point evaluation (marginal models of one's own).
 
