@@ -45,7 +45,7 @@ from pytensor.graph.replace import graph_replace
 from pytensor.tensor.linalg import cholesky, solve_triangular
 from scipy.linalg import eigh
 
-from rvm_pymc._core.gaussian import factor_solve, spd_factor
+from rvm_pymc._core.laplace import newton_mode as core_newton_mode
 from rvm_pymc.exceptions import ConvergenceWarning
 
 LOG_2PI = float(np.log(2.0 * np.pi))
@@ -143,41 +143,29 @@ def newton_mode(
     max_iter: int = 100,
     tol: float = 1e-11,
 ) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Maximise ``Psi(., log_alpha)`` by Newton's method with step halving.
+    """Maximise ``Psi(., log_alpha)``: :func:`rvm_pymc._core.laplace.newton_mode` on ``fns``.
 
-    Returns ``(w*, H, converged)`` where ``H`` is the negative Hessian at ``w*``.
-    Converged when a full Newton step is below ``tol * (1 + max|w|)`` in every
-    component (the mode must be accurate: ``J`` is not stationary in ``w``, so
-    an error in ``w*`` enters ``J`` and its gradient to first order).
+    Returns ``(w*, H, converged)``, ``H`` the negative Hessian at ``w*``.  The
+    last small step is taken too: ``J`` is not stationary in ``w``, so an
+    error in ``w*`` enters ``J`` and its gradient to first order.
     """
-    w = np.array(w0, dtype=float)
-    psi, g, H = fns.newton(w, log_alpha)
-    for _ in range(max_iter):
-        L, p = spd_factor(H, "negative Hessian")
-        step = factor_solve(L, p, g)
-        small = np.max(np.abs(step)) <= tol * (1.0 + np.max(np.abs(w)))
-        s = 1.0
-        while True:
-            w_new = w + s * step
-            psi_new = float(fns.psi(w_new, log_alpha))
-            if np.isfinite(psi_new) and psi_new >= psi - 1e-12 * (1.0 + abs(float(psi))):
-                break
-            s *= 0.5
-            if s < 1e-10:
-                if small:
-                    return w, H, True
-                warnings.warn(
-                    "Newton step halving failed to increase the log density; the inner "
-                    "Laplace mode is inaccurate",
-                    ConvergenceWarning,
-                    stacklevel=3,
-                )
-                return w, H, False
-        w = w_new
-        psi, g, H = fns.newton(w, log_alpha)
-        if small:
-            return w, H, True
-    return w, H, False
+    r = core_newton_mode(
+        np.array(w0, dtype=float),
+        lambda w: (float(fns.psi(w, log_alpha)),),
+        lambda w, _: fns.newton(w, log_alpha)[1:],
+        tol=tol,
+        max_iter=max_iter,
+        polish=True,
+        what="negative Hessian",
+    )
+    if r.stalled and not r.converged:
+        warnings.warn(
+            "Newton step halving failed to increase the log density; the inner "
+            "Laplace mode is inaccurate",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return r.w, r.H, r.converged
 
 
 def axis_check(

@@ -27,7 +27,12 @@ import pytensor.tensor as pt
 from scipy import optimize
 
 from rvm_pymc._core.evidence import log_hyperprior, log_marginal_likelihood
-from rvm_pymc._core.gaussian import factor_inverse, factor_solve, spd_factor, spd_inverse
+from rvm_pymc._core.gaussian import (
+    factor_inverse,
+    gaussian_weights,
+    posterior_precision,
+    spd_inverse,
+)
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.models.data import design_matrix, model_data
 from rvm_pymc.models.spec import ModelSpec
@@ -267,20 +272,6 @@ def _warn_unconverged(what: str, res, pgrad: float) -> None:
     )
 
 
-def _posterior_precision(PtP, alpha, beta):
-    """``H = A + beta Phi^T Phi``, the posterior precision of the regression weights."""
-    H = beta * PtP
-    H[np.diag_indices_from(H)] += alpha
-    return H
-
-
-def gaussian_weights(PtP, Ptt, alpha, beta):
-    """Scaled Cholesky factor of ``H = A + beta Phi^T Phi`` and the mean ``beta H^-1 Phi^T t``."""
-    H = _posterior_precision(PtP, alpha, beta)
-    L, p = spd_factor(H, "posterior precision of the weights")
-    return L, p, beta * factor_solve(L, p, Ptt)
-
-
 def _check_initvals(initvals, shapes: dict) -> dict:
     """Validate user starting values against the free variables and their shapes."""
     if not initvals:
@@ -320,7 +311,7 @@ def map_regression(model, spec, *, initvals, max_iter, gtol, mode_kw) -> MapResu
         P = design_matrix(model, spec, o.get("log_length_scale"))
         la_, beta_ = o["log_alpha"], float(np.exp(o["log_beta"]))
         a = np.exp(la_)
-        H = _posterior_precision(P.T @ P, a, beta_)
+        H = posterior_precision(P.T @ P, a, beta_)
         Sigma = spd_inverse(H, "posterior precision of the weights")[0]
         d = np.diag(Sigma)
         mu = beta_ * Sigma @ (P.T @ t)

@@ -35,6 +35,7 @@ import warnings
 
 import numpy as np
 
+from rvm_pymc._core.ard import reestimate_alpha
 from rvm_pymc._core.gaussian import factor_inverse, factor_solve, spd_factor, spd_inverse
 from rvm_pymc._core.progress import log
 from rvm_pymc._core.sparsity import LEAVING_SETTLED, leaving_active
@@ -112,12 +113,12 @@ def _tipping_fixed_point(fns, la0, floor, prior: HyperPrior, max_iter: int, tol:
     for it in range(1, max_iter + 1):
         w, H, _ = newton_mode(fns, w, la)
         hinv = spd_inverse(H, "negative Hessian")[0]
-        alpha = np.exp(la)
-        gamma = (1.0 - np.repeat(alpha, w.size // m) * np.diag(hinv)).reshape(m, -1).sum(1)
-        w2 = (w**2).reshape(m, -1).sum(1)
-        num = gamma + 2 * prior.a
+        k = w.size // m
+        sigma = np.diag(hinv).reshape(m, k).sum(1)
+        w2 = (w**2).reshape(m, k).sum(1)
         with np.errstate(divide="ignore"):
-            new = np.log(np.where(num > 0, num, 0.0)) - np.log(w2 + 2 * prior.b)
+            alpha = reestimate_alpha("mackay", np.exp(la), 0.0, sigma, w2, k, prior.a, prior.b)
+            new = np.log(alpha)
         pruned = (la >= LOG_PRECISION_BOUND) | ~(new < np.log(PRUNE_PRECISION))
         new = np.where(pruned, LOG_PRECISION_BOUND, np.maximum(new, floor))
         leaving = _leaving(w, hinv, la, ~pruned) if prunes else np.zeros(m, dtype=bool)

@@ -13,8 +13,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from rvm_pymc._core.gaussian import factor_draw
-from rvm_pymc.inference._map import gaussian_weights
+from rvm_pymc._core.gaussian import factor_draw, gaussian_weights
 from rvm_pymc.models.data import design_matrix, model_data
 from rvm_pymc.models.spec import ModelSpec
 

@@ -1,10 +1,10 @@
 """Full re-estimation of RVM regression (MacKay, EM) on normalised columns.
 
 Every precision and the noise precision updated at once per iteration
-(:func:`rvm_pymc.reference._ard.reestimate_alpha`, a slab included), with the
+(:func:`rvm_pymc._core.ard.reestimate_alpha`, a slab included), with the
 pruning rules of docs/reference_solver.md; under the flat hyperprior, columns
 parallel to rounding start as one basis
-(:func:`~rvm_pymc.reference._ard.merge_parallel`).  The entry point is
+(:func:`~rvm_pymc._core.ard.merge_parallel`).  The entry point is
 :func:`rvm_pymc.reference.fit_regression`.
 """
 
@@ -12,12 +12,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from rvm_pymc._core.ard import (
+    em_beta,
+    mackay_beta,
+    merge_parallel,
+    reestimate_alpha,
+    slab_precision,
+)
 from rvm_pymc._core.evidence import log_hyperprior, log_marginal_likelihood
 from rvm_pymc._core.gaussian import regression_posterior
 from rvm_pymc._core.sparsity import active_sq
 from rvm_pymc.priors import HyperPrior
-from rvm_pymc.reference._ard import merge_parallel, reestimate_alpha, slab_precision
-from rvm_pymc.reference._noise import mackay_beta
 
 __all__ = ["PRUNE_DATA_RATIO", "full_reestimation"]
 
@@ -45,7 +50,7 @@ def full_reestimation(
 
     The hyperprior acts on the precisions of the columns as given: on
     normalised columns the rate ``b`` becomes ``b * ||phi_m||^2``, and a slab's
-    precision ``1/s^2`` becomes ``1 / (s^2 ||phi_m||^2)`` (``_ard``).
+    precision ``1/s^2`` becomes ``1 / (s^2 ||phi_m||^2)`` (:mod:`rvm_pymc._core.ard`).
     """
     n, _m = Phin.shape
     b_n = prior.b * scale**2
@@ -90,8 +95,7 @@ def full_reestimation(
             if method == "mackay":
                 new_beta = mackay_beta(n, float(np.sum(gamma)), rss, prior, beta_max)
             else:
-                em_den = rss + float(np.sum(gamma)) / beta + 2 * prior.d
-                new_beta = min((n + 2 * prior.c) / em_den, beta_max)
+                new_beta = em_beta(n, float(np.sum(gamma)), rss, beta, prior, beta_max)
         keep = new_alpha < prune_level
         if flat_alpha:
             keep &= ~_negligible(gram, PhiT_t, active, prec, beta, post, tol)

@@ -40,12 +40,12 @@ networks. *Neural Computation* 4(5), 720-736.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import expit, gammaln, log_expit
 
-from rvm_pymc._core.gaussian import factor_inverse, factor_logdet, factor_solve, spd_factor
+from rvm_pymc._core.gaussian import spd_factor
+from rvm_pymc._core.laplace import LaplacePosterior, laplace_posterior, newton_mode
 from rvm_pymc.reference._design_products import scaled_rows, scaled_rows_buffer
 
 __all__ = [
@@ -148,46 +148,6 @@ def assemble_blocks(blocks: np.ndarray, c: int) -> np.ndarray:
     return blocks.reshape(-1)[_BLOCK_INDEX[m, c]]
 
 
-@dataclass(frozen=True)
-class LaplacePosterior:
-    """Gaussian (Laplace) approximation of the weight posterior at fixed ``alpha``.
-
-    Attributes
-    ----------
-    mean : ndarray of shape (M, C)
-        Posterior mode ``W*``.
-    cov : ndarray of shape (M C, M C)
-        Inverse Hessian of the negative log posterior at the mode (class-major).
-    logdet_hessian : float
-        ``log |H|``.
-    log_likelihood : float
-        ``log p(T | W*)``.
-    log_evidence : float
-        Laplace approximation to ``log p(T | alpha)`` (no hyperprior terms).
-    probs : ndarray of shape (N, C)
-        Fitted means at the mode: probabilities (``sigmoid`` or ``softmax`` of
-        ``Phi W*``), or Poisson rates ``exp(Phi w*)``.
-    n_newton : int
-        Newton iterations used.
-    converged : bool
-        Whether the Newton step fell below the tolerance.
-    curvature : ndarray of shape (N,) or None
-        One-column models: the diagonal of ``B`` (minus the second derivative
-        of the log likelihood in ``f``) at the mode, ``y (1 - y)`` or
-        ``lambda``; None for softmax.
-    """
-
-    mean: np.ndarray
-    cov: np.ndarray
-    logdet_hessian: float
-    log_likelihood: float
-    log_evidence: float
-    probs: np.ndarray
-    n_newton: int
-    converged: bool
-    curvature: np.ndarray | None = None
-
-
 def log_likelihood(F: np.ndarray, T: np.ndarray) -> tuple[float, np.ndarray]:
     """Log likelihood and fitted probabilities for latent values ``F`` (N, C).
 
@@ -280,7 +240,7 @@ def find_mode(
     max_newton: int = 100,
     likelihood: str = "bernoulli",
 ) -> LaplacePosterior:
-    """Newton's method with step halving for the posterior mode, then Laplace.
+    """The posterior mode (:func:`rvm_pymc._core.laplace.newton_mode`), then Laplace.
 
     Parameters
     ----------
@@ -294,8 +254,7 @@ def find_mode(
         Starting point (default zeros).
     tol : float
         Stop when every component of the Newton step is below
-        ``tol * (1 + max |W|)``; the Hessian (hence the covariance) is the one
-        at the returned mode.
+        ``tol * (1 + max |W|)``.
     max_newton : int
         Iteration cap; ``converged`` is False when reached.
     likelihood : {"bernoulli", "poisson"}
@@ -308,8 +267,7 @@ def find_mode(
     Raises
     ------
     numpy.linalg.LinAlgError
-        From the Cholesky factorisation when the Hessian is not positive
-        definite to working precision (no pseudo-inverse fallback).
+        When the Hessian is not positive definite to working precision.
     """
     m, c = Phi.shape[1], T.shape[1]
     W = np.zeros((m, c)) if W0 is None else np.array(W0, dtype=float)
@@ -317,29 +275,18 @@ def find_mode(
         raise ValueError(f"a Poisson model has one column of counts; T has {c} columns")
     if likelihood == "poisson" or (c == 1 and np.all((T == 0.0) | (T == 1.0))):
         return find_mode_one_column(Phi, OneColumn(likelihood, T[:, 0]), alpha, W, tol, max_newton)
-    obj, ll, Y = _objective(Phi, T, alpha, W)
-    converged = False
-    it = 0
-    for it in range(1, max_newton + 1):  # noqa: B007
+
+    def derivatives(W, state):
+        Y = state[2]
         grad = Phi.T @ (T - Y) - alpha[:, None] * W
-        # the step from the factor; the covariance only once, at the mode
-        L, p = spd_factor(hessian(Phi, Y, alpha), "Laplace Hessian")
-        step = factor_solve(L, p, grad.T.ravel()).reshape(c, m).T
-        if np.abs(step).max() <= tol * (1.0 + np.abs(W).max(initial=0.0)):
-            converged = True
-            break
+        return grad.T.ravel(), hessian(Phi, Y, alpha)
 
-        def trial(eta: float, W=W, step=step) -> tuple:
-            W_new = W + eta * step
-            return (*_objective(Phi, T, alpha, W_new), W_new)
-
-        ok, (obj_new, ll_new, Y_new, W_new) = _step_halving(obj, trial)
-        if not ok:  # no ascent along the Newton direction
-            break
-        W, obj, ll, Y = W_new, obj_new, ll_new, Y_new
-    else:
-        L, p = spd_factor(hessian(Phi, Y, alpha), "Laplace Hessian")
-    return _laplace(W, Y, obj, ll, alpha, c, L, p, it, converged)
+    r = newton_mode(
+        W, lambda W: _objective(Phi, T, alpha, W), derivatives, tol=tol, max_iter=max_newton
+    )
+    L, p = r.factor or spd_factor(r.H, "Laplace Hessian")
+    obj, ll, Y = r.state
+    return laplace_posterior(r.w, Y, obj, ll, alpha, c, L, p, r.n_iter, r.converged)
 
 
 def find_mode_one_column(
@@ -352,106 +299,31 @@ def find_mode_one_column(
 ) -> LaplacePosterior:
     """:func:`find_mode` of a one-column model whose likelihood ``lik`` is built already.
 
-    The fast classifier's state keeps ``lik`` for the whole fit (its targets
-    do not change); ``W0`` of shape (M, 1) or None (zeros).
+    ``W0`` of shape (M, 1) or None (zeros).  A warm start whose rates
+    overflow starts from zero instead.
     """
-    w0 = np.zeros(Phi.shape[1]) if W0 is None else np.array(W0[:, 0], dtype=float)
-    w, obj, ll, y, d, L, p, it, converged = _newton_one_column(
-        Phi, lik, alpha, w0, tol, max_newton
-    )
-    return _laplace(w[:, None], y[:, None], obj, ll, alpha, 1, L, p, it, converged, d)
-
-
-def _newton_one_column(
-    Phi: np.ndarray,
-    lik: OneColumn,
-    alpha: np.ndarray,
-    w: np.ndarray,
-    tol: float,
-    max_newton: int,
-) -> tuple:
-    """:func:`find_mode` for a one-column model (two classes, or Poisson), on vectors.
-
-    The same iteration (step from the Jacobi-scaled Cholesky factor, step
-    halving, the same stopping rule) without the (M, C) bookkeeping, and the
-    means formed only at accepted points.  Returns ``(w, objective,
-    log likelihood, means, curvature, L, p, iterations, converged)`` with
-    ``(L, p)`` the factor of the Hessian at ``w``.
-    """
+    w = np.zeros(Phi.shape[1]) if W0 is None else np.array(W0[:, 0], dtype=float)
     t, PhiT = lik.t, Phi.T
     work = scaled_rows_buffer(Phi)  # diag(d) Phi at every iteration: one allocation
-    f = Phi @ w
-    ll = lik.log_lik(f)
-    y = lik.mean(f)
-    obj = ll - 0.5 * float((alpha * w**2).sum())
-    if not math.isfinite(obj):  # a warm start whose rates overflow: start from zero
-        w = np.zeros_like(w)
+    last = {}
+
+    def evaluate(w):
         f = Phi @ w
-        ll, y = lik.log_lik(f), lik.mean(f)
-        obj = ll
-    converged = False
-    it = 0
-    for it in range(1, max_newton + 1):  # noqa: B007
-        grad = PhiT @ (t - y) - alpha * w
+        ll = lik.log_lik(f)
+        return ll - 0.5 * float((alpha * w**2).sum()), ll, f
+
+    def derivatives(w, state):
+        y = lik.mean(state[2])
         d = lik.curvature(y)
-        L, p = spd_factor(weighted_hessian(Phi, d, alpha, work), "Laplace Hessian")
-        step = factor_solve(L, p, grad)
-        if np.abs(step).max() <= tol * (1.0 + (np.abs(w).max() if w.size else 0.0)):
-            converged = True
-            break
-        # step halving (as _step_halving, inline: this loop runs for every move of the
-        # fast classifier); a decrease within the rounding of the objective is no decrease
-        slack, eta = 1e-12 * (1.0 + abs(obj)), 1.0
-        while True:
-            w_new = w + step if eta == 1.0 else w + eta * step
-            f = Phi @ w_new
-            ll_new = lik.log_lik(f)
-            obj_new = ll_new - 0.5 * float((alpha * w_new**2).sum())
-            ascent = obj_new >= obj - slack  # False for a NaN
-            if ascent or eta < 1e-10:
-                break
-            eta *= 0.5
-        if not ascent:  # no ascent along the Newton direction
-            break
-        w, obj, ll, y = w_new, obj_new, ll_new, lik.mean(f)
-    else:
-        d = lik.curvature(y)
-        L, p = spd_factor(weighted_hessian(Phi, d, alpha, work), "Laplace Hessian")
-    return w, obj, ll, y, d, L, p, it, converged
+        last.update(y=y, d=d)
+        return PhiT @ (t - y) - alpha * w, weighted_hessian(Phi, d, alpha, work)
 
-
-def _step_halving(obj: float, trial) -> tuple[bool, tuple]:
-    """Halve a Newton step until the objective does not decrease; ``(ascent, trial(eta))``.
-
-    ``trial(eta)`` returns a tuple whose first entry is the objective at step
-    ``eta`` (1, 1/2, ... down to 1e-10).  A decrease within the rounding error
-    of the objective counts as no decrease (close to the mode the change is
-    below that resolution); ``ascent`` is False when even the shortest step
-    decreases it.
-    """
-    slack = 1e-12 * (1.0 + abs(obj))
-    eta = 1.0
-    while True:
-        out = trial(eta)
-        if out[0] >= obj - slack:
-            return True, out
-        if eta < 1e-10:
-            return False, out
-        eta *= 0.5
-
-
-def _laplace(W, Y, obj, ll, alpha, c, L, p, it, converged, curvature=None) -> LaplacePosterior:
-    """The Laplace posterior at the mode ``W`` from the factor ``(L, p)`` of its Hessian."""
-    cov, logdet = factor_inverse(L, p), factor_logdet(L, p)
-    log_ev = obj + 0.5 * c * float(np.log(alpha).sum()) - 0.5 * logdet
-    return LaplacePosterior(
-        mean=W,
-        cov=cov,
-        logdet_hessian=logdet,
-        log_likelihood=ll,
-        log_evidence=log_ev,
-        probs=Y,
-        n_newton=it,
-        converged=converged,
-        curvature=curvature,
+    if not math.isfinite(evaluate(w)[0]):
+        w = np.zeros_like(w)
+    r = newton_mode(w, evaluate, derivatives, tol=tol, max_iter=max_newton)
+    L, p = r.factor or spd_factor(r.H, "Laplace Hessian")
+    obj, ll, _ = r.state
+    y, d = last["y"], last["d"]
+    return laplace_posterior(
+        r.w[:, None], y[:, None], obj, ll, alpha, 1, L, p, r.n_iter, r.converged, d
     )

@@ -95,3 +95,27 @@ def normalise_columns(Phi: np.ndarray, task: str) -> tuple[np.ndarray, np.ndarra
     scale = np.where(usable, norms, 1.0)
     Phi /= scale
     return Phi, scale, usable
+
+
+def check_fixed_alpha(alpha, n_basis: int) -> np.ndarray:
+    """Precisions of a posterior at fixed ``alpha``: shape (M,), finite and > 0."""
+    alpha = np.asarray(alpha, dtype=float).reshape(-1)
+    if alpha.shape != (n_basis,):
+        raise ValueError(f"alpha has shape {alpha.shape}; expected ({n_basis},)")
+    if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0)):
+        raise ValueError("alpha must be finite and > 0 (drop pruned bases from Phi)")
+    return alpha
+
+
+def check_representable(alpha, alpha_n, values, s) -> None:
+    """Raise unless the posterior on the scale of ``Phi`` (``alpha``, ``values``) is finite.
+
+    ``alpha = 0`` stays 0 (a slab's weight); a positive ``alpha_n`` must stay positive.
+    """
+    representable = np.all(np.isfinite(alpha)) and np.all((alpha > 0) | (alpha_n == 0))
+    if not (representable and np.all(np.isfinite(values))):
+        raise ValueError(
+            "the posterior on the scale of Phi is not representable in float64 (column "
+            f"norms span {s.min():.3g} to {s.max():.3g}); rescale the columns of Phi (for a "
+            "kernel estimator: rescale X, e.g. with sklearn's StandardScaler)"
+        )

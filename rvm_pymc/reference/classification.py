@@ -27,6 +27,7 @@ import warnings
 
 import numpy as np
 
+from rvm_pymc._core.laplace import LaplacePosterior
 from rvm_pymc._core.validation import (
     as_2d_float,
     check_consistent_length,
@@ -35,8 +36,9 @@ from rvm_pymc._core.validation import (
 )
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.reference._classification_result import ClassificationResult
-from rvm_pymc.reference._laplace import LaplacePosterior, find_mode
+from rvm_pymc.reference._laplace import find_mode
 from rvm_pymc.reference._laplace_fit import laplace_fit
+from rvm_pymc.reference._options import check_fixed_alpha
 
 __all__ = ["ClassificationResult", "fit_classification", "laplace_posterior"]
 
@@ -144,11 +146,7 @@ def laplace_posterior(Phi, y, alpha) -> LaplacePosterior:
     _, T = encode_labels(y)
     check_consistent_length(Phi=Phi, y=T)
     _check_softmax_memory(Phi, T)
-    alpha = np.asarray(alpha, dtype=float).reshape(-1)
-    if alpha.shape != (Phi.shape[1],):
-        raise ValueError(f"alpha has shape {alpha.shape}; expected ({Phi.shape[1]},)")
-    if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0)):
-        raise ValueError("alpha must be finite and > 0 (drop pruned bases from Phi)")
+    alpha = check_fixed_alpha(alpha, Phi.shape[1])
     return find_mode(Phi, T, alpha)
 
 

@@ -31,10 +31,12 @@ from rvm_pymc._core.counts import (
     mixture_logpmf,
     mixture_quantiles,
 )
+from rvm_pymc._core.laplace import LaplacePosterior
 from rvm_pymc._core.validation import as_2d_float, check_consistent_length
 from rvm_pymc.priors import HyperPrior
-from rvm_pymc.reference._laplace import LaplacePosterior, find_mode
+from rvm_pymc.reference._laplace import find_mode
 from rvm_pymc.reference._laplace_fit import laplace_fit
+from rvm_pymc.reference._options import check_fixed_alpha
 from rvm_pymc.reference._result import SparseFitMixin
 
 __all__ = ["CountsResult", "fit_counts", "poisson_laplace_posterior"]
@@ -130,11 +132,7 @@ def poisson_laplace_posterior(Phi, y, alpha) -> LaplacePosterior:
     Phi = as_2d_float(Phi, "Phi")
     y = check_counts(y)
     check_consistent_length(Phi=Phi, y=y)
-    alpha = np.asarray(alpha, dtype=float).reshape(-1)
-    if alpha.shape != (Phi.shape[1],):
-        raise ValueError(f"alpha has shape {alpha.shape}; expected ({Phi.shape[1]},)")
-    if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0)):
-        raise ValueError("alpha must be finite and > 0 (drop pruned bases from Phi)")
+    alpha = check_fixed_alpha(alpha, Phi.shape[1])
     return find_mode(Phi, y[:, None], alpha, likelihood="poisson")
 
 

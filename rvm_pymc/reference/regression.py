@@ -18,6 +18,7 @@ import warnings
 
 import numpy as np
 
+from rvm_pymc._core.ard import slab_precision
 from rvm_pymc._core.evidence import log_hyperprior, log_marginal_likelihood
 from rvm_pymc._core.gaussian import regression_posterior
 from rvm_pymc._core.rowqr import RowQR
@@ -31,13 +32,13 @@ from rvm_pymc._core.validation import (
 )
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import resolve_prior
-from rvm_pymc.reference._ard import slab_precision
 from rvm_pymc.reference._full_regression import full_reestimation
 from rvm_pymc.reference._options import (
     BETA_MAX_FACTOR,
     check_alpha_init,
     check_float,
     check_method_and_prior,
+    check_representable,
     normalise_columns,
 )
 from rvm_pymc.reference._result import RegressionResult
@@ -339,14 +340,7 @@ def _finalise(
         alpha = alpha_n * s**2
         mean = post.mean / s
         cov = (post.cov / s[:, None]) / s[None, :]
-    # (alpha = 0 stays 0: a slab's weight; a positive alpha_n must stay positive)
-    representable = np.all(np.isfinite(alpha)) and np.all((alpha > 0) | (alpha_n == 0))
-    if not (representable and np.all(np.isfinite(cov))):
-        raise ValueError(
-            "the posterior on the scale of Phi is not representable in float64 (column "
-            f"norms span {s.min():.3g} to {s.max():.3g}); rescale the columns of Phi (for a "
-            "kernel estimator: rescale X, e.g. with sklearn's StandardScaler)"
-        )
+    check_representable(alpha, alpha_n, cov, s)
     return RegressionResult(
         method=method,
         prior=prior,
