@@ -1,40 +1,17 @@
-"""Posterior mode and Laplace approximation for Bernoulli-logit, softmax and Poisson RVMs.
+r"""The reference solver's likelihoods for the Laplace fits: Bernoulli-logit, softmax, Poisson.
 
-Targets are a matrix ``T`` of shape (N, C): one column of 0/1 labels for the
-binary model (``C = 1``, ``y = sigmoid(f)``), or one-hot rows for the softmax
-model with ``C = K`` classes.  The weights of the active bases form a matrix
-``W`` of shape (M, C); basis ``m`` has one precision ``alpha_m`` shared by its
-``C`` weights.  Flattened parameter vectors and the covariance use the
-*class-major* order ``theta[k * M + m] = W[m, k]``, so the Hessian of the
-negative log posterior is a C x C grid of M x M blocks
+Targets ``T`` (N, C): a 0/1 column, one-hot rows (softmax, ``C = K``), or
+counts (Poisson, log link, ``-log t!`` kept).  Basis ``m`` has one precision
+shared by its ``C`` weights; vectors and covariances are class-major
+(``theta[k M + m] = W[m, k]``), the Hessian a C x C grid of blocks
 
 .. math::
 
     H_{kl} = \\Phi^\\top D_{kl} \\Phi + \\delta_{kl} A, \\qquad
     D_{kl} = \\mathrm{diag}\\big(y_{nk} (\\delta_{kl} - y_{nl})\\big),
 
-built from ``C (C + 1) / 2`` weighted Gram products (never an NC x NC matrix).
-The Laplace approximation to the log evidence at the mode ``W*`` is
-
-.. math::
-
-    \\log p(T \\mid \\alpha) \\approx \\log p(T \\mid W^*)
-        - \\tfrac12 \\sum_{m,k} \\alpha_m W^{*2}_{mk}
-        + \\tfrac{C}{2} \\sum_m \\log \\alpha_m - \\tfrac12 \\log |H|.
-
-The Poisson model with the log link (``likelihood="poisson"``, counts ``t``
-in one column, ``lambda = exp(f)``) goes through the same one-column Newton
-iteration as the binary model, with ``B = diag(lambda)`` in place of
-``diag(y (1 - y))``; its log likelihood keeps the ``-log t!`` terms, so that
-its Laplace evidence approximates ``log p(t | alpha)`` itself.
-
-References
-----------
-Tipping, M. E. (2001). Sparse Bayesian learning and the relevance vector
-machine. *Journal of Machine Learning Research* 1, 211-244.
-
-MacKay, D. J. C. (1992). The evidence framework applied to classification
-networks. *Neural Computation* 4(5), 720-736.
+from ``C (C + 1) / 2`` weighted Gram products.  The mode and the evidence
+are :mod:`rvm_pymc._core.laplace`'s.
 """
 
 from __future__ import annotations
@@ -78,11 +55,7 @@ _CLASS_PAIRS: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] =
 
 
 def class_pairs(c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Class pairs ``k <= l`` in the order ``(0, 0), (0, 1), ..., (c-1, c-1)``.
-
-    Returns ``(k, l, delta_kl, index)`` with ``index`` of shape (C, C) the
-    position of the pair ``(min(k, l), max(k, l))`` in that order.
-    """
+    """Class pairs ``k <= l`` in order: ``(k, l, delta_kl, index)``, ``index`` (C, C) the pair."""
     if c not in _CLASS_PAIRS:
         k, l = np.triu_indices(c)
         index = np.empty((c, c), dtype=np.intp)
@@ -95,19 +68,13 @@ def class_pairs(c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 def pair_weights(Y: np.ndarray) -> np.ndarray:
-    """Diagonals of the ``C (C + 1) / 2`` distinct ``D_kl`` (``k <= l``) as columns, (N, pairs).
-
-    ``D_kl = diag(y_k (delta_kl - y_l))``; column order as :func:`class_pairs`.
-    """
+    """Diagonals of the distinct ``D_kl = diag(y_k (delta_kl - y_l))`` as columns, (N, pairs)."""
     k, l, delta, _ = class_pairs(Y.shape[1])
     return Y.take(k, axis=1) * (delta - Y.take(l, axis=1))  # C order, as the products need
 
 
 def pair_grams(A: np.ndarray, Wt: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """``A^T D_p B`` for every class pair ``p`` in one product, of shape (M_A, pairs, M_B).
-
-    ``Wt`` holds the diagonals of the ``D_p`` as columns (:func:`pair_weights`).
-    """
+    """``A^T D_p B`` for every class pair ``p`` in one product, (M_A, pairs, M_B)."""
     n, npair = Wt.shape
     prod = A.T @ (Wt[:, :, None] * B[:, None, :]).reshape(n, -1)
     return prod.reshape(A.shape[1], npair, B.shape[1])
@@ -118,13 +85,7 @@ _GATHER_MAX = 64  # largest M C assembled by one cached gather (else block by bl
 
 
 def assemble_blocks(blocks: np.ndarray, c: int) -> np.ndarray:
-    """The class-major (M C, M C) matrix from its distinct blocks (M, pairs, M).
-
-    Block ``(k, l)`` with ``k <= l`` is ``blocks[:, p]`` (``p`` the pair index of
-    :func:`class_pairs`), block ``(l, k)`` its transpose.  Small matrices (the
-    many Hessians of the sequential solver) are gathered with a cached flat
-    index, larger ones copied block by block.
-    """
+    """The class-major (M C, M C) matrix from its distinct blocks (M, pairs, M)."""
     m = blocks.shape[0]
     k, l, _, pair = class_pairs(c)
     if m * c > _GATHER_MAX:
@@ -149,11 +110,7 @@ def assemble_blocks(blocks: np.ndarray, c: int) -> np.ndarray:
 
 
 def log_likelihood(F: np.ndarray, T: np.ndarray) -> tuple[float, np.ndarray]:
-    """Log likelihood and fitted probabilities for latent values ``F`` (N, C).
-
-    ``C = 1``: Bernoulli with ``y = sigmoid(f)``; ``C > 1``: categorical with
-    ``y = softmax(f)``.  Both evaluated without overflow.
-    """
+    """Log likelihood and probabilities (sigmoid for C = 1, else softmax) at ``F`` (N, C)."""
     if F.shape[1] == 1:
         f, t = F[:, 0], T[:, 0]
         ll = float(np.sum(t * log_expit(f) + (1.0 - t) * log_expit(-f)))
@@ -178,22 +135,14 @@ def hessian(Phi: np.ndarray, Y: np.ndarray, alpha: np.ndarray) -> np.ndarray:
 def weighted_hessian(
     Phi: np.ndarray, d: np.ndarray, alpha: np.ndarray, work: np.ndarray | None = None
 ) -> np.ndarray:
-    """``Phi^T diag(d) Phi + diag(alpha)``: the Hessian of a one-column model.
-
-    ``work``: a buffer for ``diag(d) Phi`` (:func:`scaled_rows_buffer`), or None.
-    """
+    """``Phi^T diag(d) Phi + diag(alpha)`` (``work``: a buffer for ``diag(d) Phi``)."""
     H = Phi.T @ scaled_rows(d, Phi, work)
     H.flat[:: H.shape[0] + 1] += alpha  # the product is C-contiguous: its diagonal
     return H
 
 
 class OneColumn:
-    """Log likelihood, mean and curvature of a one-column model in its latent ``f``.
-
-    ``"bernoulli"``: 0/1 targets, ``y = sigmoid(f)``, curvature ``y (1 - y)``;
-    ``"poisson"``: counts, ``lambda = exp(f)``, curvature ``lambda``, log
-    likelihood ``sum(t f - lambda - log t!)``.
-    """
+    """Log likelihood, mean and curvature of a Bernoulli or Poisson model in its latent ``f``."""
 
     def __init__(self, likelihood: str, t: np.ndarray):
         if likelihood not in LIKELIHOODS:
@@ -297,11 +246,7 @@ def find_mode_one_column(
     tol: float,
     max_newton: int = 100,
 ) -> LaplacePosterior:
-    """:func:`find_mode` of a one-column model whose likelihood ``lik`` is built already.
-
-    ``W0`` of shape (M, 1) or None (zeros).  A warm start whose rates
-    overflow starts from zero instead.
-    """
+    """:func:`find_mode` of a one-column model with ``lik`` built already (zeros if overflow)."""
     w = np.zeros(Phi.shape[1]) if W0 is None else np.array(W0[:, 0], dtype=float)
     t, PhiT = lik.t, Phi.T
     work = scaled_rows_buffer(Phi)  # diag(d) Phi at every iteration: one allocation
