@@ -70,7 +70,7 @@ def log_alpha_prior(alpha: np.ndarray, prior) -> float:
 def log_hyperprior(alpha: np.ndarray, beta: float, prior) -> float:
     """Hyperprior term of the log-coordinate objective (docs/design.md section 1).
 
-    :func:`log_alpha_prior` plus ``c log beta - d beta``; ``prior`` has ``a, b, c, d``.
+    ``log_alpha_prior`` plus ``c log beta - d beta``; ``prior`` has ``a, b, c, d``.
     """
     return log_alpha_prior(alpha, prior) + prior.c * float(np.log(beta)) - prior.d * float(beta)
 

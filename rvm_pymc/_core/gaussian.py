@@ -263,7 +263,7 @@ def regression_posterior(
     -------
     GaussianPosterior
         ``Sigma = (A + beta Phi^T Phi)^-1``, ``mu = beta Sigma Phi^T t`` and
-        ``log |Sigma^-1|`` (:func:`regression_factor`).
+        ``log |Sigma^-1|`` (``regression_factor``).
 
     Raises
     ------

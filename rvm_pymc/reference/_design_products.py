@@ -180,11 +180,8 @@ def transposed_products(pairs, workers: int | None = None) -> list[np.ndarray]:
     return out
 
 
-#: Columns of the design in one block of a matrix product of :func:`transposed_products`,
-#: about: ``ceil(M / 256)`` blocks, cut at multiples of 8.  Blocks of about 256 (4 at
-#: M = 1001) took 0.16 s at N = 2e5 and 22 columns of ``B`` on two threads, against
-#: 0.145 s in two blocks and 0.20-0.30 s in blocks of 128-32 (each block reads ``B``
-#: again).
+#: Columns of the design in one block of :func:`transposed_products`, about: ``ceil(M / 256)``
+#: blocks, cut at multiples of 8.
 BLOCK_COLUMNS = 256
 
 

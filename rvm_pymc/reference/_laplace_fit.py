@@ -1,13 +1,4 @@
-"""The Laplace-evidence fit shared by classification and counts.
-
-One hyperparameter search for every likelihood whose weight posterior is
-replaced by its Laplace approximation (Bernoulli, softmax, Poisson): the
-checks of the common arguments, the column normalisation, the fast method or
-the full MacKay / EM re-estimation, and the final mode on the columns as
-given.  :func:`rvm_pymc.reference.fit_classification` and
-:func:`rvm_pymc.reference.fit_counts` differ only in their targets and their
-result objects.
-"""
+"""The Laplace-evidence fit shared by classification and counts (fast, MacKay, EM)."""
 
 from __future__ import annotations
 
@@ -66,11 +57,7 @@ def laplace_fit(
     task: str,
     what: str,
 ) -> LaplaceFit:
-    """Check the common arguments, fit, and find the final mode (see ``fit_classification``).
-
-    ``Phi`` and ``T`` are checked already; ``task`` completes the message when
-    no column is usable, ``what`` names the fit in warnings.
-    """
+    """Check the common arguments, fit, and find the final mode (see ``fit_classification``)."""
     prior = resolve_prior(prior)
     check_method_and_prior(method, prior)
     m = Phi.shape[1]

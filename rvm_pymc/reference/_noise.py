@@ -1,11 +1,4 @@
-"""The noise precision of the fast regression solver: MacKay's update, safeguarded.
-
-:func:`update_noise` moves ``beta`` of a
-:class:`rvm_pymc.reference._sequential_state.SequentialState`
-(the state of the sequential algorithm, passed in; this module does not import
-it) by MacKay's step, halved in ``log beta`` until the objective does not
-decrease; the update itself is :func:`rvm_pymc._core.ard.mackay_beta`.
-"""
+"""The noise precision of the fast regression solver: MacKay's update, safeguarded."""
 
 from __future__ import annotations
 
@@ -23,14 +16,9 @@ __all__ = ["update_noise"]
 
 
 def update_noise(st: Any, prior: HyperPrior, n: int) -> float:
-    """MacKay update of beta, safeguarded so that the objective never decreases.
+    """MacKay's update of beta, halved in ``log beta`` until the objective does not decrease.
 
-    The MacKay step ``beta = (N - sum(gamma) + 2c) / (rss + 2d)`` points uphill in
-    ``log beta`` but can overshoot; the step in ``log beta`` is halved until the
-    objective (log evidence + ``c log beta - d beta``) does not decrease
-    beyond the rounding of the evidence.  Each trial is a fresh factorisation
-    (``st.factorise``); only the accepted one is committed (``st.commit``).
-    Returns ``|d log beta|`` of the accepted step (``inf`` if none was found).
+    Each trial is a fresh factorisation; returns ``|d log beta|`` accepted (``inf``: none).
     """
 
     def objective(lml: float, beta: float) -> float:

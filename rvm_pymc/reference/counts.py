@@ -1,22 +1,8 @@
 """Closed-form RVM for counts: Poisson likelihood with the log link, Laplace evidence.
 
-``t ~ Poisson(exp(Phi w))``, ``w_m ~ N(0, 1/alpha_m)``.  As for the
-Bernoulli classifier (:mod:`rvm_pymc.reference.classification`) the weight
-posterior at fixed precisions is replaced by its Laplace approximation
-(Newton/IRLS to the mode, ``B = diag(lambda)``), and the precisions maximise
-the Laplace evidence plus the Gamma(a, b) hyperprior on ``log alpha`` by the
-fast method on the linearised problem or by MacKay / EM re-estimation: the
-same code (:mod:`rvm_pymc.reference._laplace_fit`), with the Poisson
-log likelihood.
-
-References
-----------
-Tipping, M. E. (2001). Sparse Bayesian learning and the relevance vector
-machine. *Journal of Machine Learning Research* 1, 211-244.
-
-Tipping, M. E. and Faul, A. C. (2003). Fast marginal likelihood maximisation
-for sparse Bayesian models. *AISTATS 2003* (SparseBayes v2 fits Poisson
-likelihoods the same way).
+``t ~ Poisson(exp(Phi w))``: the fit of the classifier
+(:mod:`rvm_pymc.reference._laplace_fit`) with ``B = diag(lambda)``, as in
+SparseBayes (Tipping & Faul 2003).
 """
 
 from __future__ import annotations
