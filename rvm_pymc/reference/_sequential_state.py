@@ -176,11 +176,6 @@ class SequentialState:
             Gaa, PhiT_t_a, Pa, self.t, alpha, beta, self.n, self.rss_offset, self.tt, rows
         )
 
-    def exact_lml(self) -> float:
-        """Log marginal likelihood, fresh factor kept as ``fresh``; ``-inf`` if singular."""
-        self.fresh = self.factorise()
-        return -np.inf if self.fresh is None else self.fresh.lml
-
     def factor(self) -> Factor:
         """The fresh factor of the current state, computed if need be; raises if singular."""
         if self.fresh is None:

@@ -184,10 +184,9 @@ def fit_classification(
         ``"fast"`` only: after convergence, delete each of the
         ``deletion_tries`` active bases that cost most in the linearised
         evidence in turn, re-run the sequential algorithm without it, and keep
-        the first outcome with a higher Laplace evidence (then search again).
-        The greedy algorithm often stops in a local optimum of the active set
-        that this leaves for a better one (higher evidence, usually fewer
-        relevance vectors), at several times the cost.  Default 0 (off).
+        the first outcome with a higher Laplace evidence (then search again):
+        a way out of a local optimum of the active set, at several times the
+        cost.  Default 0 (off).
 
     Returns
     -------
@@ -202,11 +201,8 @@ def fit_classification(
 
     Notes
     -----
-    Every mode is found by Newton's method with Cholesky solves and step
-    halving; the softmax Hessian is assembled from its K x K grid of weighted
-    Gram blocks.  All three methods share their fixed points (stationarity of
-    the Laplace evidence with the curvature ``B`` held at the mode), so they
-    agree up to local optima of the active set.
+    All three methods share their fixed points (stationarity of the Laplace
+    evidence with the curvature ``B`` held at the mode).
 
     References
     ----------
