@@ -74,27 +74,11 @@ def reestimate_alpha(
     a: float,
     b: np.ndarray,
 ) -> np.ndarray:
-    """MacKay's (Tipping's) or EM's new precisions of the active bases.
+    """MacKay's (Tipping's) or EM's new precisions of the active bases, in ``[0, inf]``.
 
-    Parameters
-    ----------
-    method : {"mackay", "em"}
-    alpha, c : ndarray of shape (M,)
-        Current precisions and the slab's precisions.
-    sigma, w2 : ndarray of shape (M,)
-        Per basis, the sums over its ``k`` weights of the posterior variances
-        and of the squared posterior means (modes).
-    k : int
-        Weights per precision.
-    a : float
-        Shape of the Gamma prior on alpha.
-    b : float or ndarray of shape (M,)
-        Its rate.
-
-    Returns
-    -------
-    ndarray of shape (M,)
-        In ``[0, inf]``; ``inf`` for a basis to prune.
+    ``alpha``, ``c`` the current and slab precisions; ``sigma``, ``w2`` per basis
+    the sums over its ``k`` weights of posterior variances and squared means;
+    ``a``, ``b`` the Gamma prior.  ``inf`` marks a basis to prune.
     """
     if method == "mackay":
         return solve_alpha(k - (alpha + c) * sigma, w2 + 2 * b, a, c)

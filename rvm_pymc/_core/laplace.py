@@ -58,36 +58,14 @@ def newton_mode(
     polish: bool = False,
     what: str = "Laplace Hessian",
 ) -> NewtonMode:
-    """Maximise a log density by Newton's method with step halving.
+    """Maximise a log density by Newton's method with step halving; a :class:`NewtonMode`.
 
-    Parameters
-    ----------
-    w : ndarray
-        Start.
-    evaluate : callable
-        ``evaluate(w)`` -> tuple whose first entry is the log density (NaN
-        where undefined); the rest is passed on to ``derivatives``.
-    derivatives : callable
-        ``derivatives(w, evaluate(w))`` -> ``(g, H)``: the gradient (flat) and
-        the negative Hessian; the Newton step ``H^-1 g`` is reshaped to ``w``.
-    tol : float
-        Converged when every component of the Newton step is at most
-        ``tol * (1 + max |w|)``.
-    max_iter : int
-        Iteration cap (``converged`` False when reached).
-    polish : bool
-        Take that last small step too (the mode then includes it).
-    what : str
-        Name of ``H`` in error messages.
-
-    Returns
-    -------
-    NewtonMode
-
-    Raises
-    ------
-    numpy.linalg.LinAlgError
-        When ``H`` is not positive definite to working precision.
+    ``evaluate(w)`` returns a tuple led by the log density (NaN where undefined);
+    ``derivatives(w, evaluate(w))`` the flat gradient and the negative Hessian
+    ``H`` (the step ``H^-1 g`` is reshaped to ``w``, class-major for 2-D ``w``).
+    Converged when every step component is at most ``tol * (1 + max |w|)``; that
+    last step is taken only with ``polish``.  LinAlgError if ``H`` is not positive
+    definite (``what`` names it).
     """
     state = evaluate(w)
     g, H = derivatives(w, state)
@@ -117,29 +95,13 @@ def newton_mode(
 
 @dataclass(frozen=True)
 class LaplacePosterior:
-    """Gaussian (Laplace) approximation of the weight posterior at fixed ``alpha``.
+    """Laplace approximation of the weight posterior at fixed ``alpha``.
 
-    Attributes
-    ----------
-    mean : ndarray of shape (M, C)
-        Posterior mode ``W*``.
-    cov : ndarray of shape (M C, M C)
-        Inverse Hessian of the negative log posterior at the mode (class-major).
-    logdet_hessian : float
-        ``log |H|``.
-    log_likelihood : float
-        ``log p(T | W*)``.
-    log_evidence : float
-        Laplace approximation to ``log p(T | alpha)`` (no hyperprior terms).
-    probs : ndarray of shape (N, C)
-        Fitted means at the mode (probabilities or Poisson rates).
-    n_newton : int
-        Newton iterations used.
-    converged : bool
-        Whether the Newton step fell below the tolerance.
-    curvature : ndarray of shape (N,) or None
-        One-column models: minus the second derivative of the log likelihood
-        in ``f`` at the mode; None for softmax.
+    ``mean`` the mode (M, C); ``cov`` the inverse Hessian (class-major);
+    ``logdet_hessian``; ``log_likelihood`` at the mode; ``log_evidence`` the
+    Laplace ``log p(T | alpha)`` without hyperprior terms; ``probs`` the fitted
+    means (probabilities or rates); ``n_newton``, ``converged``; ``curvature``
+    the one-column models' ``-d^2 log p / df^2`` at the mode (None for softmax).
     """
 
     mean: np.ndarray

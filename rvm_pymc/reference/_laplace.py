@@ -189,34 +189,11 @@ def find_mode(
     max_newton: int = 100,
     likelihood: str = "bernoulli",
 ) -> LaplacePosterior:
-    """The posterior mode (:func:`rvm_pymc._core.laplace.newton_mode`), then Laplace.
+    """The posterior mode (:func:`rvm_pymc._core.laplace.newton_mode`) and its Laplace posterior.
 
-    Parameters
-    ----------
-    Phi : ndarray of shape (N, M)
-        Active columns of the design matrix.
-    T : ndarray of shape (N, C)
-        Targets (0/1 column or one-hot rows).
-    alpha : ndarray of shape (M,)
-        Precisions, finite and > 0.
-    W0 : ndarray of shape (M, C), optional
-        Starting point (default zeros).
-    tol : float
-        Stop when every component of the Newton step is below
-        ``tol * (1 + max |W|)``.
-    max_newton : int
-        Iteration cap; ``converged`` is False when reached.
-    likelihood : {"bernoulli", "poisson"}
-        ``"poisson"``: ``T`` is one column of non-negative counts, log link.
-
-    Returns
-    -------
-    LaplacePosterior
-
-    Raises
-    ------
-    numpy.linalg.LinAlgError
-        When the Hessian is not positive definite to working precision.
+    ``T`` (N, C): a 0/1 column, one-hot rows, or counts with ``likelihood="poisson"``;
+    ``W0`` the start (zeros); stops at a Newton step below ``tol * (1 + max |W|)``
+    or after ``max_newton``.  LinAlgError if the Hessian is not positive definite.
     """
     m, c = Phi.shape[1], T.shape[1]
     W = np.zeros((m, c)) if W0 is None else np.array(W0, dtype=float)
