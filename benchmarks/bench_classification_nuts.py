@@ -1,4 +1,4 @@
-"""Classification NUTS: joint NUTS against the Laplace-collapsed sampler.
+"""Classification NUTS: joint NUTS in two configurations.
 
 Problems (inputs standardised with the training rows' mean and sd):
 
@@ -18,12 +18,6 @@ design, ``"weakly_informative"`` prior, 2 chains of ``--draws`` after
 - ``joint``: today's default, ``RVC(method="nuts")`` (non-centred weights);
 - ``joint_ref95``: ``RVC(method="nuts", init="reference",
   sampler_kwargs={"target_accept": 0.95})``;
-- ``laplace``: :func:`rvm_pymc.inference.sample_laplace_collapsed` on the
-  centred classifier model built from the same scaled design
-  (``RVC(method="reference", prior="weakly_informative", solver="mackay")``
-  gives the basis and the column scales, as the estimator's NUTS path would:
-  under that prior it picks ``gamma="evidence"``'s width by MacKay's
-  reference fit too).
 
 Columns: wall time of the whole fit (compilation included); the worst
 rank-normalised R-hat (``arviz.rhat(method="rank")``: the larger of bulk and
@@ -48,7 +42,7 @@ in the label (``tune=1500``, ``ta=0.98``).
 Usage::
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_classification_nuts.py
-        [--problems pima,ripley,wine,breast_cancer] [--configs joint,joint_ref95,laplace]
+        [--problems pima,ripley,wine,breast_cancer] [--configs joint,joint_ref95]
         [--gamma scale] [--draws 1000 --tune 1000] [--chains 2] [--prior A,B]
         [--slab S] [--target-accept T] [--seeds 0,1] [--rows FILE] [--proba DIR]
 
@@ -83,10 +77,9 @@ import warnings
 import _common  # noqa: F401  (pins BLAS threads before NumPy loads)
 import numpy as np
 from _common import format_table, header
-from scipy.special import expit, softmax
 
 PROBLEMS = ("pima", "ripley", "wine", "breast_cancer")
-CONFIGS = ("joint", "joint_ref95", "laplace")
+CONFIGS = ("joint", "joint_ref95")
 
 
 def _standardise(Xtr, Xte):
@@ -201,60 +194,6 @@ def run_joint(
     return wall, tree, n_div, log_loss(p, yte), p, bool(est.converged_)
 
 
-def run_laplace(Xtr, ytr, Xte, yte, gamma, draws, tune, chains=2, seed=0):
-    """The Laplace-collapsed sampler: ``(wall, tree, n_div, log loss, proba, converged)``."""
-    from rvm_pymc import RVC
-    from rvm_pymc.inference import sample_laplace_collapsed
-    from rvm_pymc.models import classification_binary, classification_softmax
-
-    t0 = time.perf_counter()
-    ref = RVC(
-        method="reference",
-        prior="weakly_informative",
-        solver="mackay",
-        gamma=gamma,
-        random_state=seed,
-    ).fit(Xtr, ytr)
-    # the estimator's design: bias, then the kernel on every training point (N < 2000),
-    # columns divided by their root-mean-square over the training rows (basis_scale_)
-    scale = ref.basis_scale_
-    Phi = np.column_stack([np.ones(len(Xtr)), ref.kernel_(Xtr, Xtr)]) / scale
-    Phi_te = np.column_stack([np.ones(len(Xte)), ref.kernel_(Xte, Xtr)]) / scale
-    np.testing.assert_allclose(np.sqrt(np.mean(Phi**2, axis=0)), 1.0)
-    names = ["bias", *(f"x{i}" for i in range(len(Xtr)))]
-    codes = np.searchsorted(ref.classes_, ytr)
-    if len(ref.classes_) == 2:
-        model = classification_binary(Phi, codes, prior="weakly_informative", basis_names=names)
-    else:
-        model = classification_softmax(
-            Phi,
-            codes,
-            prior="weakly_informative",
-            basis_names=names,
-            class_names=[str(c) for c in ref.classes_],
-        )
-    tree = sample_laplace_collapsed(
-        model, draws=draws, tune=tune, chains=chains, random_seed=seed, progressbar=False
-    )
-    wall = time.perf_counter() - t0
-    post = tree["posterior"]
-    if "W" in post:
-        W = post["W"].values.reshape(-1, *post["W"].shape[2:])  # (S, M, K)
-        p = softmax(np.einsum("nm,smk->snk", Phi_te, W), axis=-1).mean(0)
-    else:
-        w = post["w"].values.reshape(-1, post["w"].shape[-1])
-        p1 = expit(Phi_te @ w.T).mean(1)
-        p = np.column_stack([1 - p1, p1])
-    n_div = int(tree["sample_stats"]["diverging"].values.sum())
-    a = tree.attrs  # the estimator's test (no fit_backend here): divergences, R-hat, ESS
-    conv = bool(
-        int(a.get("n_divergent", 1)) == 0
-        and float(a.get("max_rhat", np.inf)) <= 1.01
-        and min(float(a.get("min_ess_bulk", 0)), float(a.get("min_ess_tail", 0))) >= 400
-    )
-    return wall, tree, n_div, log_loss(p, np.searchsorted(ref.classes_, yte)), p, conv
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--problems", default=",".join(PROBLEMS))
@@ -342,26 +281,21 @@ def main() -> None:
         Xtr, ytr, Xte, yte = load(prob)
         for cfg in args.configs.split(","):
             for seed in seeds:
-                if cfg == "laplace":
-                    wall, tree, n_div, ll, p, conv = run_laplace(
-                        Xtr, ytr, Xte, yte, gamma, args.draws, args.tune, args.chains, seed
-                    )
-                else:
-                    wall, tree, n_div, ll, p, conv = run_joint(
-                        Xtr,
-                        ytr,
-                        Xte,
-                        yte,
-                        gamma,
-                        args.draws,
-                        args.tune,
-                        cfg == "joint_ref95",
-                        prior,
-                        args.chains,
-                        args.parametrization,
-                        seed,
-                        args.target_accept,
-                    )
+                wall, tree, n_div, ll, p, conv = run_joint(
+                    Xtr,
+                    ytr,
+                    Xte,
+                    yte,
+                    gamma,
+                    args.draws,
+                    args.tune,
+                    cfg == "joint_ref95",
+                    prior,
+                    args.chains,
+                    args.parametrization,
+                    seed,
+                    args.target_accept,
+                )
                 rh, eb, et = diagnostics(tree)
                 where = worst_rhat(tree)
                 print(f"# {prob} {cfg} seed {seed}: worst R-hat at {where}", file=sys.stderr)
@@ -406,7 +340,7 @@ def _label(cfg: str, args, gamma, prior_label: str, seed: int) -> str:
     label = f"{cfg} (gamma={gamma}{prior_label})"
     if args.parametrization:
         label = label[:-1] + f", {args.parametrization})"
-    if args.target_accept is not None and cfg != "laplace":
+    if args.target_accept is not None:
         label = label[:-1] + f", ta={args.target_accept:g})"
     if args.chains != 2 or args.draws != 1000:
         label += f" {args.chains}x{args.draws}"

@@ -683,7 +683,7 @@ def test_parallel_columns_are_one_basis(method, likelihood):
 
 
 def test_merge_parallel_keeps_the_first_of_each_set_with_the_summed_variance():
-    from rvm_pymc.reference._ard import merge_parallel
+    from rvm_pymc._core.ard import merge_parallel
 
     u, v = np.array([0.6, 0.8, 0.0]), np.array([0.0, 0.0, 1.0])
     P = np.column_stack([u, v, -u, u, v + 1e-3 * u])  # 2 is -0, 3 is 0; 4 is only near 1

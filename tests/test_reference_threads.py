@@ -42,7 +42,7 @@ def test_solver_loops_run_with_one_blas_thread(monkeypatch, method):
             return _inner(*args, **kwargs)
 
         monkeypatch.setattr(module, name, spy)
-    full = [regression.full_reestimation, _laplace_fit.full_reestimation]
+    full = [regression.full_reestimation, _laplace_fit.laplace_reestimation]
 
     def spy_full(*args, _inner, **kwargs):
         seen.append(_blas_threads())
@@ -52,7 +52,7 @@ def test_solver_loops_run_with_one_blas_thread(monkeypatch, method):
         regression, "full_reestimation", lambda *a, **k: spy_full(*a, _inner=full[0], **k)
     )
     monkeypatch.setattr(
-        _laplace_fit, "full_reestimation", lambda *a, **k: spy_full(*a, _inner=full[1], **k)
+        _laplace_fit, "laplace_reestimation", lambda *a, **k: spy_full(*a, _inner=full[1], **k)
     )
     rng = np.random.default_rng(0)
     Phi = rng.standard_normal((40, 5))

@@ -135,7 +135,7 @@ def test_data_unit_model_has_the_slab_in_data_units():
 def test_fits_without_a_slab_refuse_it():
     from rvm_pymc import models
     from rvm_pymc.estimators import RVC, RVR
-    from rvm_pymc.inference import optimise_map, sample_laplace_collapsed
+    from rvm_pymc.inference import optimise_map
     from rvm_pymc.reference import fit_classification
 
     Phi, y, _ = _problem()
@@ -146,8 +146,6 @@ def test_fits_without_a_slab_refuse_it():
     model = models.classification_binary(Phi, y, prior={"slab": 5.0})
     with pytest.raises(ValueError, match="slab"):
         optimise_map(model)
-    with pytest.raises(ValueError, match="slab"):
-        sample_laplace_collapsed(model, draws=10, tune=10, chains=1)
     X = np.random.default_rng(0).standard_normal((12, 2))
     for est, match in [
         (RVC(prior={"slab": 5.0}), "solver='fast' does not take"),

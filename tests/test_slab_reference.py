@@ -12,9 +12,9 @@ import pytest
 from scipy.special import expit, log_expit, logsumexp, softmax
 from scipy.stats import multivariate_normal, poisson
 
+from rvm_pymc._core.ard import solve_alpha
 from rvm_pymc.priors import HyperPrior
 from rvm_pymc.reference import fit_classification, fit_counts, fit_regression, log_evidence
-from rvm_pymc.reference._ard import solve_alpha
 
 WI = dict(a=1.0, b=0.01, c=1.0, d=0.01)  # the weakly informative preset
 

@@ -1,73 +1,21 @@
-"""RVM*: the predictive of a linear-Gaussian RVM augmented at each test point.
+r"""RVM*: the predictive of a linear-Gaussian RVM augmented at each test point.
 
-Rasmussen & Quinonero-Candela (2005) observed that the predictive variance of
-an RVM shrinks away from the data: every basis is centred on a training input,
-so far from all of them ``phi(x*) -> 0`` and the variance falls to the noise
-alone.  RVM* adds, for each test input ``x*`` and for it only, one more basis
-``phi*(x) = k(x, x*)`` centred on ``x*``, with a weight ``w* ~ N(0, v*)``
-(``v* = 1/alpha*``) integrated out analytically together with the fitted
-weights.  The augmented model's posterior differs from the fitted one by one
-row and column of the precision, so its predictive at ``x*`` is a rank-one
-(Schur complement) update of the fitted posterior ``N(mu, Sigma)``; nothing of
-size ``n_test x n_test`` is formed.
-
-The update
-----------
-With ``Phi`` (N x M) the active training design, ``r = t - Phi mu`` the
-training residuals (targets centred as the fit saw them), ``beta`` the noise
-precision, ``p = phi(x*)`` (M) the active bases at ``x*``, ``kappa = phi*(x*) =
-k(x*, x*)`` and ``u = Phi^T phi*`` (``phi*`` evaluated at the N training
-inputs), the quantities of Tipping & Faul (2003) for the new basis are
+Rasmussen & Quinonero-Candela (2005): for each test input ``x*`` one more
+basis ``phi*(x) = k(x, x*)`` with weight ``w* ~ N(0, v*)`` is integrated out
+with the fitted weights, a rank-one update of ``N(mu, Sigma)``.  With
+``r = t - Phi mu``, ``p = phi(x*)``, ``kappa = k(x*, x*)``, ``u = Phi^T phi*``:
 
 .. math::
 
-    S_* = \\beta\\,\\phi_*^\\top\\phi_* - \\beta^2 u^\\top \\Sigma u, \\qquad
-    Q_* = \\beta\\,\\phi_*^\\top r, \\qquad
-    g = \\kappa - \\beta\\, p^\\top \\Sigma u,
-
-and the augmented posterior predictive of the latent function at ``x*`` is
-
-.. math::
+    S_* = \\beta\\,\\phi_*^\\top\\phi_* - \\beta^2 u^\\top \\Sigma u, \\quad
+    Q_* = \\beta\\,\\phi_*^\\top r, \\quad g = \\kappa - \\beta\\, p^\\top \\Sigma u,
 
     m_* = p^\\top \\mu + g \\frac{v_* Q_*}{1 + v_* S_*}, \\qquad
-    s^2_* = p^\\top \\Sigma p + \\frac{v_* g^2}{1 + v_* S_*}
+    s^2_* = p^\\top \\Sigma p + \\frac{v_* g^2}{1 + v_* S_*}.
 
-(``v_* Q_* / (1 + v_* S_*)`` is the posterior mean of ``w*``).  With
-``v* = 0`` both reduce to the plain RVM; the mean changes too in general,
-towards the training residuals near ``x*``.  Far from the data ``phi* -> 0``,
-so ``S_*, Q_* -> 0``, ``g -> kappa`` and ``s^2_* -> p^T Sigma p + v* kappa^2``.
-
-The prior of the new weight
----------------------------
-The new weight cannot take the evidence prior of the other weights: that
-prior is improper (``alpha -> 0``), and setting ``alpha*`` by the evidence of
-the augmented model gives ``alpha* = inf`` wherever ``Q_*^2 <= S_*``, which
-is everywhere far from the data, exactly where the healing is needed.  RVM*
-instead gives it the prior of a non-degenerate Gaussian process: its
-contribution to the prior variance of the latent function at ``x*`` is set to
-``sigma_f^2``, the signal variance of the GP with covariance
-``sigma_f^2 k(x, x') / k(x*, x*)`` at ``x*``, i.e.
-
-.. math::
-
-    v_* = 1/\\alpha_* = \\sigma_f^2 / \\kappa^2, \\qquad
-    \\sigma_f^2 = \\max(\\operatorname{var}(t) - \\beta^{-1},\\ 0),
-
-with ``var(t)`` the variance of the training targets: the part of the targets'
-variance the fit does not attribute to noise (the usual GP moment estimate of
-the signal variance).  Far from the data the predictive variance, noise
-included, then tends to ``p^T Sigma p + sigma_f^2 + 1/beta``, about
-``var(t)``: the prior variance plus the noise, not the noise alone.  For the
-unit-amplitude kernels of the package (``rbf``, ``laplacian``, ...) ``kappa =
-1`` and ``v* = sigma_f^2``.  A fit that attributes all the targets' variance
-to noise (``sigma_f^2 = 0``), or a point with ``kappa = 0``, gets ``v* = 0``:
-the plain RVM predictive.  This choice is the package's; the paper's own
-setting of ``alpha*`` could not be consulted when this was written.
-
-References
-----------
-C. E. Rasmussen and J. Quinonero-Candela, "Healing the relevance vector
-machine through augmentation", ICML 2005.
+The package's choice of prior: ``v* = sigma_f^2 / kappa^2`` with the signal
+variance ``sigma_f^2 = max(var(t) - 1/beta, 0)``, so far from the data the
+predictive variance tends to about ``var(t)``, not the noise alone.
 """
 
 from __future__ import annotations
@@ -78,18 +26,7 @@ __all__ = ["augmented_predictive", "rvm_star_prior_var", "signal_variance"]
 
 
 def signal_variance(target_var: float, noise_var: float) -> float:
-    """``sigma_f^2 = max(var(t) - 1/beta, 0)``: the signal variance RVM* gives the new basis.
-
-    Parameters
-    ----------
-    target_var : float
-        Variance of the training targets.
-    noise_var : float
-        The fit's noise variance ``1/beta``.
-
-    Returns
-    -------
-    float
+    """``sigma_f^2 = max(var(t) - 1/beta, 0)`` from the targets' and the noise variance.
 
     Examples
     --------
@@ -100,19 +37,7 @@ def signal_variance(target_var: float, noise_var: float) -> float:
 
 
 def rvm_star_prior_var(signal_var: float, k_self: np.ndarray) -> np.ndarray:
-    """Prior variance ``v* = 1/alpha* = sigma_f^2 / k(x*, x*)^2`` of each new weight.
-
-    Parameters
-    ----------
-    signal_var : float
-        ``sigma_f^2`` (:func:`signal_variance`), >= 0.
-    k_self : ndarray of shape (B,)
-        ``k(x*, x*)`` at the test inputs.
-
-    Returns
-    -------
-    ndarray of shape (B,)
-        0 where ``k(x*, x*) == 0`` (the new basis vanishes at ``x*``).
+    """Prior variance ``v* = sigma_f^2 / k(x*, x*)^2`` of each new weight (0 where ``k = 0``).
 
     Examples
     --------
@@ -139,9 +64,6 @@ def augmented_predictive(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Latent predictive mean and variance of RVM* at a block of test inputs.
 
-    Each test input is augmented on its own (the module docstring); the block
-    is vectorised, with memory ``O((N + M) B)`` for ``B`` test inputs.
-
     Parameters
     ----------
     Phi_test : ndarray of shape (B, M)
@@ -151,15 +73,15 @@ def augmented_predictive(
     k_self : ndarray of shape (B,)
         ``k(x*_b, x*_b)``.
     Phi : ndarray of shape (N, M)
-        Active training design (the units of ``mean`` and ``cov``).
+        Active training design.
     resid : ndarray of shape (N,)
-        Training residuals ``t - Phi mean`` (targets as the fit saw them).
+        Training residuals ``t - Phi mean``.
     mean, cov : ndarray of shape (M,), (M, M)
         The fitted Gaussian weight posterior.
     beta : float
         Noise precision.
     prior_var : float or ndarray of shape (B,)
-        ``v* = 1/alpha*`` of each new weight (:func:`rvm_star_prior_var`), >= 0.
+        ``v*`` of each new weight (:func:`rvm_star_prior_var`), >= 0.
 
     Returns
     -------
@@ -170,8 +92,6 @@ def augmented_predictive(
 
     Examples
     --------
-    Far from the data (``K_cross = 0``) the variance gains ``v* k(x*, x*)^2``:
-
     >>> Phi = np.array([[1.0], [0.5]])
     >>> m, v = augmented_predictive(np.zeros((1, 1)), np.zeros((2, 1)), np.ones(1), Phi,
     ...                             np.zeros(2), np.zeros(1), np.eye(1), 1.0, 0.3)

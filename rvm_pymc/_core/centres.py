@@ -1,33 +1,11 @@
-r"""Candidate kernel centres for large training sets (the basis of :class:`KernelBasis`).
+"""Candidate kernel centres for large training sets (the basis of :class:`KernelBasis`).
 
-A kernel RVM has one candidate column per training point: ``N`` columns, an
-``N x N`` design matrix (80 GB at N = 100,000).  Above :data:`AUTO_FULL_MAX`
-training points, :class:`~rvm_pymc.basis.KernelBasis` (``centres="auto"``, the
-default) keeps instead at most :data:`AUTO_FILL_CENTRES` training points as
-centres, chosen here in two stages from a random pool of at most
-:data:`CENTRE_POOL`:
-
-1. **Greedy pivoted Cholesky** on the kernel matrix of the pool: repeatedly
-   take the point whose kernel column is worst explained by the columns
-   already taken (the largest residual variance
-   ``k(x, x) - k_S(x)^T K_SS^{-1} k_S(x)``) while that residual is above
-   :data:`CENTRE_TOL` times the largest ``k(x, x)``, at most
-   :data:`AUTO_MAX_CENTRES`.  These centres span the kernel columns of every
-   training point (their number is the numerical rank: about a dozen for a
-   wide RBF on 1-D sinc, hundreds in 3-D).
-2. **Farthest-point fill** (:func:`spread_fill`), only when stage 1 stopped
-   below its cap, up to :data:`AUTO_FILL_CENTRES`: each new centre is the
-   pool point farthest, in kernel distance, from the centres taken so far.
-   Spanning the columns is not enough for the sparse prior: an RVM picks a
-   few columns, so *where* the candidates lie matters (with only the dozen
-   spanning centres, 1-D sinc at N = 10,000 was 39% worse than the exact
-   fit; filled to 1000, 5% over 10 data sets).  The fill keeps the
-   candidates spread like a grid; a random sample of the same size has
-   clumps of near-duplicate columns.
-
-Memory: ``max_centres x pool`` numbers (``L`` below); work
-``O(pool * max_centres^2)`` for stage 1 and ``O(pool * max_centres)`` kernel
-evaluations for stage 2.
+Above :data:`AUTO_FULL_MAX` points, ``centres="auto"`` keeps at most
+:data:`AUTO_FILL_CENTRES` of a random pool of :data:`CENTRE_POOL`: first a
+greedy pivoted Cholesky of the pool's kernel matrix (the centres spanning
+the kernel columns to :data:`CENTRE_TOL`, at most :data:`AUTO_MAX_CENTRES`),
+then, below that cap, a farthest-point fill (:func:`spread_fill`) that keeps
+the candidates spread like a grid.
 """
 
 from __future__ import annotations
@@ -68,21 +46,7 @@ _FILL_BLOCK = 256
 
 
 def resolve_centres(centres: Any, n: int) -> tuple[int, int] | None:
-    """How many centres to choose for ``n`` points, or None for all of them.
-
-    Parameters
-    ----------
-    centres : "auto", "all" or int
-        The ``centres`` parameter of :class:`~rvm_pymc.basis.KernelBasis`.
-    n : int
-        Number of training points.
-
-    Returns
-    -------
-    (max_centres, fill_to) or None
-        The arguments of :func:`choose_centres`; None means every training
-        point is a centre.  An integer ``m`` gives ``(m, m)``: ``m`` centres.
-    """
+    """``(max_centres, fill_to)`` for ``centres`` ("auto", "all", int) and ``n``; None: all."""
     if isinstance(centres, str):
         if centres == "all" or (centres == "auto" and n <= AUTO_FULL_MAX):
             return None
@@ -122,23 +86,18 @@ def choose_centres(
     X : ndarray of shape (N, d)
         Training inputs (validated, float64).
     kernel : Kernel
-        The kernel; its ``diag`` gives ``k(x, x)``.
     max_centres : int
         At most this many centres by pivoted Cholesky.
     tol : float, optional
-        Stop when every residual kernel variance is at most ``tol`` times the
-        largest ``k(x, x)`` of the pool; default :data:`CENTRE_TOL`.
+        Stop at residual variances below ``tol`` times the largest ``k(x, x)``;
+        default :data:`CENTRE_TOL`.
     pool : int, optional
-        Search a random subset of at most this many points (all when N is
-        smaller); default :data:`CENTRE_POOL`.
+        Random subset searched; default :data:`CENTRE_POOL`.
     fill_to : int
-        When fewer than ``max_centres`` centres span the kernel columns (the
-        Cholesky stopped at ``tol``), add more up to ``fill_to``, each the pool
-        point farthest in kernel distance from the centres taken so far
-        (:func:`spread_fill`).  0: no fill.
+        Fill up to this many by :func:`spread_fill` when the Cholesky stopped at
+        ``tol``; 0: no fill.
     random_state : None, int, Generator or RandomState
-        Draws the pool; None is a fixed seed, so that the same data give the
-        same centres (the fit is deterministic like the rest of the reference path).
+        Draws the pool; None is a fixed seed.
 
     Returns
     -------
@@ -184,30 +143,9 @@ def choose_centres(
 def spread_fill(
     X: np.ndarray, kernel: Any, diag: np.ndarray, chosen: list[int], n_total: int
 ) -> list[int]:
-    """Add points of ``X`` to ``chosen`` until there are ``n_total``: each the farthest from them.
+    """``chosen`` plus rows of ``X`` up to ``n_total``, each the farthest in kernel distance.
 
-    The distance is the kernel (feature-space) distance
-    ``k(x, x) + k(c, c) - 2 k(x, c)``, so for a stationary kernel the new
-    centres fill the gaps of the input space left by the chosen ones (they are
-    spread like a grid, not clumped like a random sample).  Points at distance
-    0 from a centre (duplicates) are never added.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n, d)
-        Candidate points.
-    kernel : Kernel
-    diag : ndarray of shape (n,)
-        ``kernel.diag(X)``.
-    chosen : list of int
-        Rows of ``X`` already taken (not modified).
-    n_total : int
-        Stop at this many, or when every remaining point duplicates a centre.
-
-    Returns
-    -------
-    list of int
-        ``chosen`` followed by the added rows.
+    Duplicates of a centre (distance 0) are never added; ``diag`` is ``kernel.diag(X)``.
     """
     out = list(chosen)
     near = np.full(X.shape[0], np.inf)  # squared distance to the nearest chosen centre

@@ -18,6 +18,7 @@ from rvm_pymc._core.gaussian import GaussianPosterior, regression_posterior
 __all__ = [
     "LOG_2PI",
     "dense_log_marginal_likelihood",
+    "log_alpha_prior",
     "log_hyperprior",
     "log_marginal_likelihood",
 ]
@@ -54,20 +55,24 @@ def log_marginal_likelihood(
     return -0.5 * (n * LOG_2PI + logdet_c + quad)
 
 
-def log_hyperprior(alpha: np.ndarray, beta: float, prior) -> float:
-    """Hyperprior term of the log-coordinate objective (docs/design.md section 1).
+def log_alpha_prior(alpha: np.ndarray, prior) -> float:
+    """``sum_m [a log alpha_m - b alpha_m]``: the Gamma(a, b) log density of ``log alpha``.
 
-    ``sum_m [a log alpha_m - b alpha_m] + c log beta - d beta``: the Gamma(a, b)
-    and Gamma(c, d) log densities of the *log* precisions (Jacobian included),
-    without their normalising constants.  Zero for the ``"evidence"`` preset.
-    ``prior`` is a :class:`~rvm_pymc.priors.HyperPrior` (anything with ``a, b, c, d``).
-    A zero ``a`` or ``b`` contributes nothing, also where ``alpha`` is 0 (a slab's
-    weight whose ARD precision vanished) or overflows (not ``0 * inf = nan``).
+    Without normalising constants.  A zero ``a`` or ``b`` contributes nothing, also
+    where ``alpha`` is 0 (a slab's weight) or overflows (not ``0 * inf = nan``).
     """
     with np.errstate(divide="ignore"):
         val = prior.a * float(np.sum(np.log(alpha))) if prior.a else 0.0
     val -= prior.b * float(np.sum(alpha)) if prior.b else 0.0
-    return val + prior.c * float(np.log(beta)) - prior.d * float(beta)
+    return val
+
+
+def log_hyperprior(alpha: np.ndarray, beta: float, prior) -> float:
+    """Hyperprior term of the log-coordinate objective (docs/design.md section 1).
+
+    ``log_alpha_prior`` plus ``c log beta - d beta``; ``prior`` has ``a, b, c, d``.
+    """
+    return log_alpha_prior(alpha, prior) + prior.c * float(np.log(beta)) - prior.d * float(beta)
 
 
 def dense_log_marginal_likelihood(

@@ -1,30 +1,10 @@
-"""The Gaussian weight posterior, in NumPy: factorise, solve, invert, log-determinant, draw.
+"""The Gaussian weight posterior ``N(mean, H^-1)`` in NumPy: factorise, solve, invert, draw.
 
-Every fit of the package ends in (or passes through) a Gaussian posterior of
-the weights, ``N(mean, H^-1)`` with ``H`` a symmetric positive definite
-precision (``A + beta Phi^T Phi`` for regression, the Laplace Hessian for
-classification).  This module is the one NumPy implementation of the linear
-algebra on it, used by the reference solver, the MAP path and the estimators.
-
-Factorisation is a Cholesky decomposition with Jacobi (diagonal) scaling,
-
-.. math::
-
-    \\mathrm{diag}(p)\\, H\\, \\mathrm{diag}(p) = L L^\\top, \\qquad p_i = H_{ii}^{-1/2},
-
-which leaves the result unchanged in exact arithmetic and makes the
-factorisation of a badly scaled but well-conditioned precision succeed.  A
-matrix that is not numerically positive definite raises
-:class:`numpy.linalg.LinAlgError` naming it: there is no pseudo-inverse, no
-eigenvalue clipping and no silent jitter.
-
-Functions on a factor ``(L, p)`` of :func:`spd_factor`:
-:func:`factor_solve` (``H^-1 b``), :func:`factor_inverse` (``H^-1``),
-:func:`factor_logdet` (``log |H|``), :func:`factor_draw` (draws with covariance
-``H^-1``).  Shortcuts: :func:`spd_inverse` (inverse and log-determinant in one
-factorisation), :func:`spd_solve` (unscaled Cholesky solve), and
-:func:`covariance_draws` (draws from ``N(mean, cov)`` given the covariance).
-:func:`regression_posterior` is the posterior of the linear-Gaussian RVM.
+The one implementation of this linear algebra, used by the reference solver,
+the PyMC fits and the estimators.  Factorisation is a Jacobi-scaled Cholesky,
+``diag(p) H diag(p) = L L^T`` with ``p_i = H_ii^-1/2``; a matrix that is not
+numerically positive definite raises :class:`numpy.linalg.LinAlgError` (no
+pseudo-inverse, no clipping, no jitter).
 
 Examples
 --------
@@ -56,6 +36,8 @@ __all__ = [
     "factor_inverse",
     "factor_logdet",
     "factor_solve",
+    "gaussian_weights",
+    "posterior_precision",
     "regression_factor",
     "regression_posterior",
     "spd_factor",
@@ -75,31 +57,11 @@ def _mirror_lower(A: np.ndarray) -> np.ndarray:
 
 
 def spd_factor(H: np.ndarray, what: str = "matrix") -> tuple[np.ndarray, np.ndarray]:
-    """Jacobi-scaled lower Cholesky factor of a symmetric positive definite matrix.
+    """Jacobi-scaled lower Cholesky factor ``(L, p)``: ``diag(p) H diag(p) = L L^T``.
 
-    Parameters
-    ----------
-    H : ndarray of shape (D, D)
-        Symmetric positive definite; only its diagonal and lower triangle are read.
-    what : str
-        Name of the matrix in error messages (e.g. ``"Laplace Hessian"``).
-
-    Returns
-    -------
-    L : ndarray of shape (D, D)
-        Lower triangular (strict upper triangle zero) with
-        ``diag(p) H diag(p) = L L^T``.
-    p : ndarray of shape (D,)
-        ``1 / sqrt(diag(H))``.
-
-    Raises
-    ------
-    ValueError
-        If ``H`` is not a square matrix.
-    numpy.linalg.LinAlgError
-        If ``H`` is empty, has a non-finite entry or a non-positive diagonal
-        entry, or is not positive definite to working precision.  There is no
-        fallback (no pseudo-inverse, no eigenvalue repair, no jitter).
+    Only the diagonal and lower triangle of ``H`` are read; ``what`` names it in
+    errors.  Raises ValueError for a non-square ``H`` and LinAlgError if it is
+    empty, not finite, or not positive definite to working precision.
 
     Examples
     --------
@@ -136,18 +98,7 @@ def spd_factor(H: np.ndarray, what: str = "matrix") -> tuple[np.ndarray, np.ndar
 
 
 def factor_solve(L: np.ndarray, p: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``H^-1 b`` from the factor ``(L, p)`` of :func:`spd_factor`.
-
-    Parameters
-    ----------
-    L, p : ndarray
-        Output of :func:`spd_factor`.
-    b : ndarray of shape (D,) or (D, K)
-
-    Returns
-    -------
-    ndarray of the shape of ``b``
-    """
+    """``H^-1 b`` (``b`` of shape (D,) or (D, K)) from the factor of :func:`spd_factor`."""
     b = np.asarray(b, dtype=float)
     ps = p if b.ndim == 1 else p[:, None]
     x, info = lapack.dpotrs(L, ps * b, lower=1)
@@ -171,51 +122,14 @@ def factor_logdet(L: np.ndarray, p: np.ndarray) -> float:
 
 
 def factor_draw(L: np.ndarray, p: np.ndarray, mean: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """Rows ``mean + R z_i`` with ``R R^T = H^-1``: draws from ``N(mean, H^-1)``.
-
-    ``R = diag(p) L^-T``, so that ``R R^T = diag(p) (L L^T)^-1 diag(p) = H^-1``.
-
-    Parameters
-    ----------
-    L, p : ndarray
-        Output of :func:`spd_factor` for the precision ``H`` (D x D).
-    mean : ndarray of shape (D,)
-    z : ndarray of shape (n, D)
-        Independent standard normal rows.
-
-    Returns
-    -------
-    ndarray of shape (n, D)
-        Rows with mean ``mean`` and covariance ``H^-1`` when ``z`` is standard normal.
-    """
+    """Draws ``mean + diag(p) L^-T z_i`` from ``N(mean, H^-1)``, one per row of ``z`` (n, D)."""
     z = np.asarray(z, dtype=float)
     dev = solve_triangular(L, z.T, lower=True, trans="T", check_finite=False)
     return mean + (p[:, None] * dev).T
 
 
 def spd_inverse(H: np.ndarray, what: str = "Laplace Hessian") -> tuple[np.ndarray, float]:
-    """Inverse and log-determinant of a symmetric positive definite matrix.
-
-    One Jacobi-scaled Cholesky factorisation (:func:`spd_factor`, LAPACK
-    ``potrf``) and the inverse from the factor (``potri``), mirrored to an
-    exactly symmetric matrix.
-
-    Parameters
-    ----------
-    H : ndarray of shape (D, D)
-    what : str
-        Name of the matrix in error messages.
-
-    Returns
-    -------
-    inverse : ndarray of shape (D, D)
-    logdet : float
-        ``log |H|``.
-
-    Raises
-    ------
-    numpy.linalg.LinAlgError
-        As :func:`spd_factor`; there is no pseudo-inverse fallback.
+    """Inverse (exactly symmetric) and log-determinant of an SPD matrix, one factorisation.
 
     Examples
     --------
@@ -229,19 +143,10 @@ def spd_inverse(H: np.ndarray, what: str = "Laplace Hessian") -> tuple[np.ndarra
 
 
 def spd_solve(H: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Solve ``H x = b`` for a small symmetric positive definite ``H`` by Cholesky.
+    """Solve ``H x = b`` by an unscaled Cholesky of the upper triangle of ``H``.
 
-    Only the upper triangle of ``H`` is read, and there is no Jacobi scaling.
-    LAPACK ``potrf`` / ``potrs`` on the lower triangle of ``H.T``: the numbers of
-    ``scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), b)`` (which factorises
-    a C-ordered array that way) without the wrappers' overhead.
-
-    Raises
-    ------
-    numpy.linalg.LinAlgError
-        When ``H`` is not numerically positive definite.
-    ValueError
-        When ``H`` or ``b`` is not finite, or ``b`` has rows for an empty ``H``.
+    The numbers of ``scipy.linalg.cho_solve(cho_factor(H), b)`` without the
+    wrappers' overhead; LinAlgError if not positive definite, ValueError if not finite.
     """
     if not (np.isfinite(H).all() and np.isfinite(b).all()):
         raise ValueError("array must not contain infs or NaNs")
@@ -268,34 +173,11 @@ def covariance_draws(
 ) -> np.ndarray:
     """Draws of the weights from ``N(mean, cov)`` through the Cholesky factor of ``cov``.
 
-    Parameters
-    ----------
-    mean : ndarray of shape (M,) or (M, K)
-        Posterior mean; for (M, K) the covariance is class-major (block ``k``
-        holds the M weights of class ``k``), as in
-        :class:`rvm_pymc.reference.ClassificationResult`.
-    cov : ndarray of shape (M K, M K)
-        Symmetric positive definite covariance (symmetric to 1e-8 relative).
-    n_draws : int
-        Number of draws, at least 1 (even when ``antithetic``).
-    rng : numpy.random.Generator, int or None
-        Generator, or a seed for :func:`numpy.random.default_rng`.
-    antithetic : bool
-        If True, the second half of the draws mirrors the first about the mean
-        (``2 mean - first half``), so that their sample mean is ``mean`` to
-        rounding.
-
-    Returns
-    -------
-    ndarray of shape (n_draws, M) or (n_draws, M, K)
-
-    Raises
-    ------
-    ValueError
-        For mismatched shapes, a non-symmetric ``cov``, or a bad ``n_draws``.
-    numpy.linalg.LinAlgError
-        If ``cov`` is not positive definite to working precision (there is no
-        eigenvalue clipping: a singular covariance is an error).
+    ``mean`` (M,) or (M, K) with ``cov`` (M K, M K) class-major; ``rng`` a
+    Generator or seed; ``antithetic`` mirrors the second half of the draws about
+    the mean.  Returns (n_draws, M) or (n_draws, M, K).  Raises ValueError for
+    bad shapes, a non-symmetric ``cov`` or ``n_draws``, LinAlgError for a
+    singular ``cov``.
 
     Examples
     --------
@@ -381,8 +263,7 @@ def regression_posterior(
     -------
     GaussianPosterior
         ``Sigma = (A + beta Phi^T Phi)^-1``, ``mu = beta Sigma Phi^T t`` and
-        ``log |Sigma^-1|``, from one factorisation (``regression_factor`` of
-        :mod:`rvm_pymc._core.gaussian`: Cholesky, or QR when ill-conditioned).
+        ``log |Sigma^-1|`` (``regression_factor``).
 
     Raises
     ------
@@ -403,13 +284,7 @@ def regression_posterior(
 
 
 class RegressionFactor(NamedTuple):
-    """Factor of ``H = A + beta Phi^T Phi`` (:func:`regression_factor`).
-
-    ``diag(p) H diag(p) = L L^T`` (the format of :func:`spd_factor`), ``mean``
-    the posterior mean, ``cond`` LAPACK's estimate of the 1-norm condition
-    number of ``diag(p) H diag(p)``, ``qr`` whether ``L`` came from the QR
-    factorisation of the stacked design.
-    """
+    """Factor ``(L, p)`` of ``A + beta Phi^T Phi``, the mean, cond(H) and whether QR made it."""
 
     L: np.ndarray
     p: np.ndarray
@@ -425,15 +300,10 @@ def _stacked_r(
     beta: float,
     triangle: Callable[[], np.ndarray] | None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``R`` of ``Z = [sqrt(beta) Phi; A^1/2] = Q R`` and the top of ``Q^T [sqrt(beta) t; 0]``.
+    """``R`` of ``[sqrt(beta) Phi; A^1/2] = Q R`` and the top of ``Q^T [sqrt(beta) t; 0]``.
 
-    Householder QR of ``Z`` with the target as one more column; ``Q`` is
-    never formed.  ``[Phi | t]`` is first replaced by its rows
-    :func:`rvm_pymc._core.rowqr.column_triangle` (``triangle()`` when given: they do not depend on
-    ``alpha`` or ``beta``, so a caller can keep them from one factorisation to
-    the next), which have the same ``Z^T Z``: the QR is then of at most
-    ``2 M + 1`` rows at any N.  At N = 30,000 and M = 50 that compression
-    took 35 ms where the QR of ``Z`` with ``Q`` formed took 87 ms.
+    ``[Phi | t]`` enters through its rows :func:`~rvm_pymc._core.rowqr.column_triangle`
+    (``triangle()`` when given), so the QR is of at most ``2 M + 1`` rows.
     """
     m = Phi.shape[1]
     top = column_triangle(Phi, t) if triangle is None else triangle()
@@ -447,6 +317,21 @@ def _stacked_r(
     return Rt[:m, :m], Rt[:m, m]
 
 
+def posterior_precision(gram: np.ndarray, alpha: np.ndarray, beta: float) -> np.ndarray:
+    """``H = A + beta Phi^T Phi`` from the Gram matrix ``Phi^T Phi`` (a new array)."""
+    H = beta * gram
+    H.flat[:: H.shape[0] + 1] += alpha  # the diagonal (flat indexes in C order)
+    return H
+
+
+def gaussian_weights(
+    gram: np.ndarray, PhiT_t: np.ndarray, alpha: np.ndarray, beta: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Factor ``(L, p)`` of ``H = A + beta Phi^T Phi`` and the mean ``beta H^-1 Phi^T t``."""
+    L, p = spd_factor(posterior_precision(gram, alpha, beta), "posterior precision of the weights")
+    return L, p, beta * factor_solve(L, p, PhiT_t)
+
+
 def regression_factor(
     Phi: np.ndarray,
     t: np.ndarray,
@@ -458,27 +343,13 @@ def regression_factor(
     triangle: Callable[[], np.ndarray] | None = None,
     what: str = "posterior precision",
 ) -> RegressionFactor:
-    """Factor of the posterior precision of the linear-Gaussian RVM, and its mean.
+    """Factor of ``H = A + beta Phi^T Phi`` and the posterior mean.
 
-    The Jacobi-scaled Cholesky factor of ``H = A + beta Phi^T Phi``
-    (:func:`spd_factor`) when ``H`` is well conditioned.  Forming
-    ``Phi^T Phi`` squares the condition number of the columns, so when
-    ``cond(H) > eps^-1/2`` (more than half the digits lost) the factor and the
-    mean come instead from the QR factorisation of the stacked matrix
-    ``Z = [sqrt(beta) Phi; A^1/2]`` (``Z^T Z = H``, O(N M^2)), which is backward
-    stable in ``Phi``: ``log |H|`` to about ``M eps sqrt(cond)`` instead of
-    ``M eps cond``, and ``mean`` the least-squares solution of
-    ``R mean = Q^T [sqrt(beta) t; 0]``.  ``triangle``, if given, returns
-    :func:`rvm_pymc._core.rowqr.column_triangle` of ``(Phi, t)``; it is
-    called on the QR route only.
-
-    Raises
-    ------
-    numpy.linalg.LinAlgError
-        If ``H`` is not positive definite to working precision (as :func:`spd_factor`).
+    Cholesky (:func:`spd_factor`) when ``cond(H) <= eps^-1/2``; else the QR of
+    ``[sqrt(beta) Phi; A^1/2]``, backward stable in ``Phi`` (``triangle``: see
+    :func:`_stacked_r`).  LinAlgError if ``H`` is not positive definite.
     """
-    H = beta * (Phi.T @ Phi if gram is None else gram)
-    H.flat[:: H.shape[0] + 1] += alpha  # the diagonal (flat indexes in C order)
+    H = posterior_precision(Phi.T @ Phi if gram is None else gram, alpha, beta)
     L, p = spd_factor(H, what)
     anorm = float(np.abs(H * (p[:, None] * p)).sum(axis=0).max())
     rcond, info = lapack.dpocon(L, anorm, uplo="L")

@@ -1,32 +1,16 @@
 r"""A tall design and its targets compressed to their triangular factor, in row blocks.
 
-For linear-Gaussian regression everything the fast solver computes (the
-posterior, the log evidence, the statistics ``S_m``, ``Q_m``, the noise
-update) depends on the design ``Phi`` (N x M) and the targets ``t`` only
-through ``Phi^T Phi``, ``Phi^T t``, ``t^T t`` and ``N``.  The QR factorisation
+Everything the fast regression solver computes depends on ``Phi`` and ``t``
+only through ``Phi^T Phi``, ``Phi^T t``, ``t^T t`` and ``N``, which the QR
+factor keeps without forming ``Phi^T Phi``:
 
 .. math::
 
-    [\Phi \mid t] = Q \begin{bmatrix} R & z \\ 0 & \rho \end{bmatrix}
+    [\Phi \mid t] = Q \begin{bmatrix} R & z \\ 0 & \rho \end{bmatrix},
+    \qquad ||t - \Phi w||^2 = ||z - R w||^2 + \rho^2.
 
-(``R`` upper triangular, M x M) keeps all of them without forming
-``Phi^T Phi`` (which squares the condition number of the columns):
-``Phi^T Phi = R^T R``, ``Phi^T t = R^T z``, and for every weight vector
-``w``, ``||t - Phi w||^2 = ||z - R w||^2 + rho^2``.  The M rows of ``R`` with
-the targets ``z`` therefore stand in for the N rows of ``Phi`` with ``t``,
-``rho^2`` (the residual no combination of the columns removes) added to every
-residual sum of squares and ``N`` kept for the terms that count the data
-(:class:`RowQR`).  Residual norms such as ``||phi_m - Phi_A u||`` are norms of
-``R_m - R_A u``: the fast solver's cancellation-free statistics stay free of
-cancellation.
-
-:func:`row_qr` computes the factor from row blocks of ``[Phi | t]`` made on
-demand, so that no more than a block of the design is ever held: memory
-``O(workers x block x M + M^2)``, work ``2 N M^2`` flops.  Each worker
-thread factors a contiguous range of rows (LAPACK ``dgeqrf`` of the triangle
-so far stacked on the next block; SciPy releases the GIL around it, and
-around the kernel fills of ``cdist`` and NumPy), and the workers' triangles
-are merged at the end.  NumPy/SciPy only.
+:func:`row_qr` builds it from row blocks made on demand (memory
+``O(workers x block x M + M^2)``), each worker factoring a range of rows.
 """
 
 from __future__ import annotations
@@ -53,15 +37,13 @@ class RowQR:
     Parameters
     ----------
     R : ndarray of shape (M, M)
-        Upper triangular, ``R^T R = Phi^T Phi`` (its columns have the norms of
-        the columns of ``Phi``).
+        Upper triangular, ``R^T R = Phi^T Phi``.
     z : ndarray of shape (M,)
         ``R^T z = Phi^T t``.
     n : int
         The number N of rows of ``Phi`` (data points).
     remainder : float
-        ``rho^2 = ||t||^2 - ||z||^2``, computed without that difference: the
-        residual sum of squares of the least-squares fit of ``t`` on all M columns.
+        ``rho^2``: the residual sum of squares of ``t`` on all M columns.
 
     See Also
     --------
@@ -97,13 +79,10 @@ def row_qr(
     Parameters
     ----------
     block : callable
-        ``block(start, stop)`` returns ``(Phi[start:stop], t[start:stop])``:
-        arrays of shape ``(stop - start, m)`` and ``(stop - start,)``.
-        Called from ``workers`` threads at once (each with its own rows).
-        With ``into=True``: ``block(start, stop, out)`` writes
-        ``Phi[start:stop]`` into ``out`` (a column-major float64 view of shape
-        ``(stop - start, m)`` into the factor's workspace, each column
-        contiguous) and returns ``t[start:stop]``; no block is then allocated.
+        ``block(start, stop)`` returns ``(Phi[start:stop], t[start:stop])``;
+        called from ``workers`` threads at once.  With ``into=True``:
+        ``block(start, stop, out)`` writes ``Phi[start:stop]`` into ``out`` (a
+        column-major float64 view) and returns ``t[start:stop]``.
     n : int
         Number of rows.
     m : int
@@ -111,11 +90,8 @@ def row_qr(
     block_rows : int
         Rows per block.
     workers : int, optional
-        Threads, each factoring a contiguous range of rows (default: one per
-        CPU this process may use, at most one per block).  LAPACK releases the
-        GIL; with more than one worker each runs on one BLAS thread (two
-        OpenBLAS threads per call beside other work oversubscribe the CPUs:
-        one 8192-row block took 8.3 s instead of 0.47 s at load 3.5).
+        Threads, each factoring a contiguous range of rows on one BLAS thread
+        (default: one per usable CPU, at most one per block).
     into : bool
         Call ``block`` with the array to fill (above).
 
@@ -194,24 +170,13 @@ def row_qr(
 
 
 def column_triangle(Phi: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """The triangle ``T`` of ``[Phi | t] = Q T`` (Householder QR, ``Q`` never formed).
-
-    ``T^T T = [Phi | t]^T [Phi | t]``: the rows of ``T`` stand in for those of
-    ``[Phi | t]`` in every least-squares quantity (:func:`row_qr` makes the
-    same triangle block by block, for a design too large to hold).  A matrix
-    with no more rows than columns is returned as it is (stacked with ``t``).
-    """
+    """The triangle ``T`` of ``[Phi | t] = Q T`` (Householder, ``Q`` never formed)."""
     top = np.column_stack([Phi, t])
     return np.linalg.qr(top, mode="r") if top.shape[0] > top.shape[1] else top
 
 
 def triangle_without(T: np.ndarray, i: int) -> np.ndarray:
-    """:func:`column_triangle` of ``[Phi | t]`` with column ``i`` of ``Phi`` left out, from ``T``.
-
-    The rows of ``T`` with column ``i`` deleted are again rows for the rest of
-    ``[Phi | t]``; one QR of that (M + 1) x M matrix makes them a triangle:
-    O(M^3), independent of the number of rows of ``Phi``.
-    """
+    """:func:`column_triangle` without column ``i`` of ``Phi``, from ``T`` in O(M^3)."""
     return column_triangle(np.delete(T[:, :-1], i, axis=1), T[:, -1])
 
 
@@ -231,13 +196,7 @@ def _factor_in_place(S: np.ndarray, lwork: int) -> None:
 
 
 def _triangle(S: np.ndarray, k: int, lwork: int) -> np.ndarray:
-    """The ``k x k`` upper triangular factor of ``S`` (LAPACK ``dgeqrf``; ``S`` overwritten).
-
-    ``dgeqrf`` (not the structured ``dtpqrt``, about 10% fewer flops on a
-    triangle stacked on a block) because SciPy releases the GIL around it, so
-    that the workers of :func:`row_qr` run at once.  Fewer than ``k`` rows
-    give a trapezoid, padded with zero rows.
-    """
+    """The ``k x k`` upper triangular factor of ``S`` (``dgeqrf``; ``S`` overwritten)."""
     _factor_in_place(S, lwork)
     R = np.zeros((k, k), order="F")
     rows = min(k, S.shape[0])

@@ -1,27 +1,16 @@
-"""The shared-precision maths of the fast classifier: per-basis optimum and leaving test.
+r"""The shared-precision maths of the fast classifier: per-basis optimum and leaving test.
 
-For the linearised problem at the current mode (:mod:`rvm_pymc.reference._linearised_state`) a
-basis ``m`` with ``C`` weights sharing one precision has a ``C x C`` sparsity
-matrix ``s_m`` and a ``C``-vector of qualities ``q_m``.  With the
-eigen-decomposition ``s_m = V diag(lambda) V^T`` and ``q~ = V^T q_m`` the
-contribution of basis ``m`` to the linearised log evidence is
+A basis with ``C`` weights sharing one precision has a ``C x C`` sparsity
+matrix ``s_m`` and qualities ``q_m``; with ``s_m = V diag(lambda) V^T`` and
+``q~ = V^T q_m`` its share of the linearised log evidence is
 
 .. math::
 
     \\ell_m(\\alpha) = \\tfrac12 \\sum_k \\left[-\\log(1 + \\lambda_k/\\alpha)
         + \\tilde q_k^2 / (\\alpha + \\lambda_k)\\right],
 
-a sum of terms each increasing below its own optimum
-``lambda_k^2 / (q~_k^2 - lambda_k)`` and decreasing above it (so possibly
-with several local maxima); its global maximum is found among the real roots
-of a polynomial (:func:`maximise_shared`).  Two classes (``C = 1``) need none
-of this: the optimum is closed form (:func:`ell`, :func:`active_sq`, used by
-:mod:`rvm_pymc.reference.fast`).
-
-References
-----------
-Tipping, M. E. and Faul, A. C. (2003). Fast marginal likelihood maximisation
-for sparse Bayesian models. *AISTATS 2003*.
+maximised among the real roots of a polynomial (:func:`maximise_shared`).
+``C = 1`` is closed form (:func:`ell`, :func:`active_sq`).  Tipping & Faul (2003).
 """
 
 from __future__ import annotations
@@ -54,14 +43,8 @@ def ell(alpha, s, q2):
 def active_sq(alpha, S, Q, sigma_diag, mu):
     """Sparsity and quality factors ``s_m, q_m`` of bases in the model.
 
-    Two algebraically equal forms are used, each where it is stable:
-    ``s = alpha S / (alpha - S)``, ``q = alpha Q / (alpha - S)`` when
-    ``s < alpha``, and the posterior form ``s = 1/Sigma_mm - alpha``,
-    ``q = mu_m / Sigma_mm`` otherwise, where ``alpha - S`` would cancel (a
-    well-determined weight, ``alpha << s``).  The switch is decided from
-    ``alpha Sigma_mm = alpha / (alpha + s)``, which is accurate, not from ``S``,
-    which is itself a difference of large numbers when the target has a large
-    mean.
+    ``alpha S / (alpha - S)``, ``alpha Q / (alpha - S)`` where ``s < alpha``; the
+    posterior form ``1/Sigma_mm - alpha``, ``mu_m / Sigma_mm`` where that would cancel.
     """
     use_post = alpha * sigma_diag <= 0.9
     if use_post.all():  # the usual case near convergence: the same numbers, fewer operations
@@ -77,11 +60,7 @@ def active_sq(alpha, S, Q, sigma_diag, mu):
 
 
 def gain_rounding(alpha_old, alpha_new, s, q2):
-    """Rounding of the gain ``ell(alpha_new) - ell(alpha_old)`` (arrays or floats).
 
-    Machine epsilon times the sizes of the four terms it sums (an infinite
-    precision contributes nothing).
-    """
     if all(isinstance(x, float) for x in (alpha_old, alpha_new, s, q2)):
         try:  # one move's gain (the fast solver's every step): the same sums, without arrays
             # (NumPy's log1p, not math's: they can differ in the last bit)
@@ -121,15 +100,6 @@ def _ell_shared_slopes(alpha, lam, q2):
 def ell_shared_derivatives(u, lam, q2):
     """``ell`` and its first two derivatives in ``u = log alpha`` (``u`` of shape (M,)).
 
-    With ``d_k = alpha + lambda_k``, each direction contributes
-
-    .. math::
-
-        \\frac{d\\ell_k}{du} = \\tfrac12\\Big[\\frac{\\lambda_k}{d_k}
-            - \\frac{\\alpha \\tilde q_k^2}{d_k^2}\\Big], \\qquad
-        \\frac{d^2\\ell_k}{du^2} = -\\tfrac12\\Big[\\frac{\\alpha\\lambda_k}{d_k^2}
-            + \\frac{\\alpha \\tilde q_k^2 (\\lambda_k - \\alpha)}{d_k^3}\\Big].
-
     Null directions (``lambda_k = q~_k^2 = 0``) contribute zero to all three.
     """
     alpha = np.exp(u)[:, None]
@@ -148,18 +118,9 @@ def _poly_mul(a, b):
 def _stationary_points(lam, q2):
     """Positive real roots of ``d ell / d alpha`` for rows with ``p >= 2`` nonzero directions.
 
-    ``lam`` and ``q2`` of shape (R, p), all ``lam > 0``, scaled so that the
-    largest ``lam`` of a row is one.  Multiplying ``d ell / d log alpha`` by
-    ``prod_j d_j^2`` gives the polynomial
-
-    .. math::
-
-        P(\\alpha) = \\sum_k \\big(\\lambda_k^2 + \\alpha(\\lambda_k - \\tilde q_k^2)\\big)
-            \\prod_{j \\ne k} (\\alpha + \\lambda_j)^2
-
-    of degree ``2 p - 1``, whose roots are found as the eigenvalues of its
-    companion matrix (all rows at once).  Returns (R, 2p - 1) candidate
-    values of ``alpha``, NaN where a root is not real and positive.
+    ``lam``, ``q2`` (R, p), scaled to a largest ``lam`` of one; the roots of a
+    polynomial of degree ``2 p - 1`` by its companion matrix.  Returns (R, 2p - 1),
+    NaN where a root is not real and positive.
     """
     r, p = lam.shape
     P = np.zeros((r, 2 * p))
@@ -197,12 +158,7 @@ def _stationary_points(lam, q2):
 
 
 def _real_cubic_roots(abc: np.ndarray) -> np.ndarray:
-    """Real roots of ``x^3 + a x^2 + b x + c`` row by row, (R, 3), NaN where fewer.
-
-    Cardano's formula with one real root, the trigonometric form with three
-    (accurate enough as starting points: the chosen root is polished by
-    Newton's method afterwards).
-    """
+    """Real roots of ``x^3 + a x^2 + b x + c`` row by row, (R, 3), NaN where fewer (Cardano)."""
     a, b, c = abc[:, 0], abc[:, 1], abc[:, 2]
     p = b - a**2 / 3.0
     q = 2.0 * a**3 / 27.0 - a * b / 3.0 + c
@@ -225,17 +181,11 @@ _THIRDS = np.array([2.0 * np.pi * k / 3.0 for k in range(3)])
 
 
 def maximise_shared(lam: np.ndarray, q2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Maximise ``ell(alpha)`` for each row; returns (alpha*, ell*) with alpha* = inf if none > 0.
+    """Maximise ``ell(alpha)`` per row; returns ``(alpha*, ell*)``, ``alpha* = inf`` if none > 0.
 
-    ``lam`` and ``q2`` have shape (M, C): eigenvalues of ``s_m`` and squared
-    rotated qualities, with null directions set to zero (as :func:`rotate`
-    returns them; ``eigh`` sorts them first).  The global maximum is found
-    among all stationary points: closed form with one nonzero direction,
-    otherwise the positive real roots of a polynomial
-    (:func:`_stationary_points`), the best of which is polished by a few
-    safeguarded Newton steps in ``log alpha``.  ``ell`` is zero at
-    ``alpha = inf`` and tends to ``-inf`` as ``alpha -> 0``, so a maximum with
-    ``ell > 0`` is a stationary point.
+    ``lam``, ``q2`` (M, C) as :func:`rotate` returns them.  The best stationary
+    point (closed form for one direction, else :func:`_stationary_points`) is
+    polished by safeguarded Newton steps in ``log alpha``.
     """
     m, c = lam.shape
     alpha_best = np.full(m, np.inf)
@@ -280,49 +230,12 @@ _PSD_TOL = 1e-10
 def rotate(
     s: np.ndarray, q: np.ndarray, scale: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenvalues of the (M, C, C) matrices ``s`` and squared rotated ``q`` (M, C).
+    """Eigenvalues of the (M, C, C) matrices ``s`` and squared rotated ``q`` (M, C), ascending.
 
-    Softmax weights are invariant to a common shift of all classes, so
-    ``s_m 1 = 0`` and ``1^T q_m = 0`` exactly; that direction (and rounding
-    noise of the same size) is zeroed and then contributes nothing.  With
-    three classes the 2 x 2 problem orthogonal to it is solved in closed form.
-
-    Parameters
-    ----------
-    s : ndarray of shape (M, C, C)
-        Symmetric sparsity matrices, positive semi-definite in exact arithmetic.
-    q : ndarray of shape (M, C)
-        Quality vectors.
-    scale : ndarray of shape (M,), optional
-        Size of the terms ``s_m`` was computed from as a difference (its
-        rounding error is a small multiple of ``eps * scale``); default: the
-        largest eigenvalue of ``s_m``.
-
-    Returns
-    -------
-    lam, q2 : ndarray of shape (M, C)
-        Eigenvalues (ascending) and squared rotated qualities, both zero in
-        the null directions.
-
-    Raises
-    ------
-    numpy.linalg.LinAlgError
-        If an eigenvalue is below ``-_PSD_TOL * max(scale, largest eigenvalue)``:
-        ``s_m`` is then not positive semi-definite beyond rounding, i.e. the
-        statistics it came from are inconsistent; it is not repaired.
-
-    Notes
-    -----
-    Zeroing an eigenvalue ``lambda_k <= 1e-10 lambda_max`` (and its ``q~_k^2``)
-    is not a repair.  Its true value is zero (the shift direction) or below the
-    resolution of ``s_m``, and ``q~_k`` goes with it: ``s_m`` and ``q_m`` are
-    ``phi_m^T C^-1 phi_m`` and ``phi_m^T C^-1 t_hat`` for the covariance ``C``
-    of the linearised problem, so by Cauchy-Schwarz
-    ``q~_k^2 <= lambda_k t_hat^T C^-1 t_hat``, and the direction's share of
-    ``ell`` is of the order of ``lambda_k / alpha``.  A negative eigenvalue
-    within ``_PSD_TOL`` of the scale is cancellation error (seen on the
-    benchmark: -3e-4 for a basis at ``alpha = 1e12``, where ``s = Sigma_mm^-1
-    - alpha I`` subtracts numbers of size 1e12) and is zeroed likewise.
+    The softmax shift direction (``s_m 1 = 0``) and eigenvalues within rounding
+    of it (relative to ``scale``, default the largest eigenvalue) are zeroed with
+    their ``q~^2``; three classes are solved in closed form.  Raises LinAlgError
+    for an eigenvalue below ``-_PSD_TOL * scale`` (inconsistent statistics).
     """
     if s.shape[1] == 3:
         lam, q2 = _rotate3(s, q)
@@ -348,14 +261,7 @@ _U3 = np.array([[1.0, -1.0, 0.0], [1.0, 1.0, -2.0]]).T / np.sqrt([2.0, 6.0])
 
 
 def _rotate3(s: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`rotate` for three classes: ``(1, 1, 1)`` is the null direction, eigenvalue 0.
-
-    ``s`` projected on the orthogonal plane is a symmetric 2 x 2 matrix
-    ``[[a, b], [b, c]]`` with eigenvalues ``(a + c)/2 -+ d``,
-    ``d = sqrt(((a - c)/2)^2 + b^2)``, and eigenvectors at the angle
-    ``theta = atan2(2 b, a - c) / 2``.  Returns eigenvalues ascending, the
-    null direction first, like ``eigh``.
-    """
+    """:func:`rotate` for three classes: the 2 x 2 problem orthogonal to ``(1, 1, 1)``."""
     m = s.shape[0]
     sp = ((_U3.T @ s).reshape(2 * m, 3) @ _U3).reshape(m, 2, 2)  # one product for the right
     qp = q @ _U3
@@ -381,9 +287,7 @@ LEAVING_SETTLED = 1e-3
 def leaving_active(alpha: np.ndarray, W: np.ndarray, cov: np.ndarray) -> np.ndarray:
     """Whether each active basis has its linearised optimum at ``alpha = inf``.
 
-    Uses ``Sigma_mm = (alpha_m I + s_m)^-1`` and ``W_m = Sigma_mm q_m`` at the
-    mode (``Sigma_mm`` the C x C block of basis ``m``), so no statistic of the
-    inactive bases is needed.
+    From ``Sigma_mm = (alpha_m I + s_m)^-1`` and ``W_m = Sigma_mm q_m`` at the mode.
     """
     ma, c = W.shape
     if c == 1:  # 1 x 1 blocks: the same numbers without the batched inverse

@@ -1,26 +1,9 @@
-"""Threads: BLAS thread control around the solver loops, and worker threads for large arrays.
+"""Threads: one BLAS thread around the solver loops, and worker threads for large arrays.
 
-The iterative solvers run thousands of small matrix operations (active sets of
-tens to hundreds of columns).  NumPy and SciPy each load their own OpenBLAS, and
-each starts a thread per core: on a small shared machine the threads contend
-for every small product, and a loop of them ran 20-40 times slower than on one
-thread (``RVR(solver="em")`` on 100 points: see docs/reference_solver.md for the
-measurements).  The solvers therefore run their loops with one BLAS thread,
-and the estimators run a whole ``method="reference"`` fit so: OpenBLAS
-threads woken by one product spin on the other core for a while after it
-(with default threads the CPU time of ``RVR().fit`` on Friedman #1 was twice
-its wall time while the solver itself ran on one thread), and nothing in such
-a fit gains from them (the width kernels' designs are built by ``cdist``).
-
-The limit is process-wide while a fit runs (the BLAS libraries have no
-per-thread setting) and the previous limits are restored afterwards, also on
-an exception.  It is a no-op when no BLAS library can be controlled.
-
-Work on large arrays that NumPy or SciPy do without the GIL (the reference
-classifier's reads of its design, a kernel design's blocks) runs on worker
-threads instead, one per CPU (:func:`default_workers`): :func:`thread_map`,
-:func:`on_pieces`, and :func:`worker_threads` to keep one pool for a whole
-fit.  Callers whose work uses BLAS hold :func:`single_blas_thread` around it.
+The solvers' loops of small products run with one BLAS thread (process-wide,
+restored afterwards, shared by overlapping fits); GIL-free work on large
+arrays runs on worker threads (:func:`thread_map`, :func:`on_pieces`,
+:func:`worker_threads` for one pool per fit).
 """
 
 from __future__ import annotations
@@ -51,17 +34,7 @@ threadpoolctl limiter that the first of them made (it restores the limits it fou
 
 @contextlib.contextmanager
 def single_blas_thread() -> Iterator[None]:
-    """Context manager running its block with one BLAS thread.
-
-    The limit is process-wide (the BLAS libraries have no per-thread setting).
-    Blocks that overlap, in one thread or in several (fits in a threaded grid
-    search), share it: the first to enter sets it, the last to leave restores
-    the limits the first one found, so overlapping fits never leave the process
-    at one thread, and none of them loses the limit while another ends.
-
-    Yields
-    ------
-    None
+    """Context manager running its block with one BLAS thread (overlapping blocks share it).
 
     Examples
     --------
@@ -107,18 +80,7 @@ _pool_lock = threading.Lock()
 def worker_threads() -> Iterator[None]:
     """Context manager keeping one pool of worker threads (one per CPU) for its block.
 
-    :func:`thread_map` and :func:`on_pieces` (the design products of the
-    reference solver) use it while it is open (making threads for
-    every call cost as much as the threads saved on the products of the mode
-    search: 0.3 ms a call); outside such a block each call makes its own.
-    Blocks may overlap (fits in several threads): the first makes the pool,
-    the last to leave ends its threads, so that none outlive the fits (a
-    process that forks later, e.g. for a sampler's chains, has no idle
-    threads).  Tasks of the pool never wait for other tasks of it.
-
-    Yields
-    ------
-    None
+    Overlapping blocks share it; the last to leave ends its threads.
     """
     global _pool, _pool_users
     with _pool_lock:

@@ -1,14 +1,13 @@
-"""Fitting the PyMC RVM models: type-II MAP, NUTS, and the collapsed samplers.
+"""Fitting the PyMC RVM models: type-II MAP, NUTS, and the collapsed sampler.
 
 All return the one result schema of :mod:`rvm_pymc.results`.  A MAP fit is
 represented by exact draws of the weights from their Gaussian posterior at the
 optimal hyperparameters (point values in ``constant_data``), so ArviZ
 summaries and plots work on every fit alike.  Type-II MAP maximises the
 density of the *log* precisions (Jacobian included, docs/design.md section 1),
-not what ``pm.find_MAP`` maximises.  The collapsed samplers run NUTS over the
-hyperparameters with the weights integrated out (exactly for regression, by
-Laplace for the classifiers, :func:`sample_laplace_collapsed`), then draw the
-weights once per draw.  ``compile_kwargs`` is passed to PyTensor (PyMC's NUTS
+not what ``pm.find_MAP`` maximises.  The collapsed sampler runs NUTS over the
+hyperparameters with the weights integrated out (exactly, for regression),
+then draws the weights once per draw.  ``compile_kwargs`` is passed to PyTensor (PyMC's NUTS
 and the MAP; :func:`fit_map` compiles in FAST_COMPILE mode unless told
 otherwise).  The NUTS defaults are :mod:`rvm_pymc.inference.defaults`; the
 convergence standard is :mod:`rvm_pymc._core.convergence`.
@@ -33,7 +32,6 @@ __all__ = [
     "nuts_posterior",
     "optimise_map",
     "sample_collapsed",
-    "sample_laplace_collapsed",
     "sample_nuts",
 ]
 
@@ -44,7 +42,6 @@ __getattr__, __dir__ = attach(
         "NEAR_IMPROPER": "._nuts",
         "SAMPLERS": "._nuts",
         "NutsResult": "._nuts",
-        "sample_laplace_collapsed": "._laplace_collapsed",
         # the estimators' entry (not part of the documented API) and its options,
         # which the parameter checks read before PyMC is imported
         "fit_backend": "._backend",

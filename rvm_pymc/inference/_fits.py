@@ -65,19 +65,16 @@ def fit_map(
     gtol : float
         Target of L-BFGS-B on the largest gradient component of the log
         density in the log precisions (for ``laplace="tipping"``: on the
-        largest change of ``log alpha``).  Converged when it is met, or when
-        L-BFGS-B can make no more progress (``J`` unchanged in floating point)
-        with the gradient below :data:`rvm_pymc.inference._map.STALL_GTOL` (1e-6) or a Newton
-        step along it gaining at most :data:`rvm_pymc.inference._map.STALL_GAIN` ``* (1 + |J|)``
-        (1e-12).
+        largest change of ``log alpha``).  Also converged when L-BFGS-B stalls
+        with ``J`` unchanged in floating point and a gradient below 1e-6 (or a
+        Newton gain below ``1e-12 (1 + |J|)``).
     laplace : {"exact", "tipping"}
         Classifiers only.  ``"exact"`` maximises the Laplace-approximate
         evidence with its exact gradient (implicit differentiation through
         the inner Newton solve).  ``"tipping"`` finds the fixed point of
         Tipping's re-estimation, which holds the likelihood curvature fixed
         at the mode; that is the reference solver's answer and differs from
-        the ``"exact"`` maximiser by O(1/N) (0.015 in predictive probability
-        at N = 50, 0.001 at N = 200 on a two-dimensional problem).
+        the ``"exact"`` maximiser by O(1/N).
     compile_kwargs : mapping, optional
         Passed to PyTensor; default ``{"mode": "FAST_COMPILE"}`` (see the module
         docstring).  ``{"mode": "NUMBA"}`` is PyTensor's default backend.
@@ -243,10 +240,8 @@ compile_kwargs, cores, rhat_threshold, min_ess, initvals, basis_swaps, until_con
         1000 tuning steps, 4 chains, ``target_accept=0.9``; the backend
         numpyro, else nutpie, else PyMC's NUTS, PyMC's for the classifiers, which
         swap bases beside it; see there for each).  An
-        unknown keyword is a TypeError.  Before compiling, a one-line note
-        naming the backend goes to the ``rvm_pymc`` logger (INFO).  The run
-        holds the process's BLAS libraries at one thread (restored after):
-        with Cholesky-heavy models more threads contend for two cores.
+        unknown keyword is a TypeError.  The run holds the process's BLAS
+        libraries at one thread (restored after).
 
     Returns
     -------
@@ -262,9 +257,7 @@ compile_kwargs, cores, rhat_threshold, min_ess, initvals, basis_swaps, until_con
     Raises
     ------
     KeyboardInterrupt
-        On Ctrl-C (SIGINT) during the run: never swallowed, whatever the
-        sampler does with it (PyMC's sequential sampler would end the chain
-        and go on with the next).
+        On Ctrl-C (SIGINT) during the run: never swallowed.
 
     Warns
     -----

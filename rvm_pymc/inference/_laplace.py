@@ -1,36 +1,15 @@
-"""Laplace-approximate evidence of the RVM classifiers, built from the PyMC model.
+r"""The compiled Laplace evidence of a PyMC classifier (any model density).
 
-For the centred classification models of :mod:`rvm_pymc.models` with free
-values ``log_alpha`` and ``w`` (or ``W``), let ``Psi(w, log_alpha)`` be the
-model's log density (likelihood, ARD prior of the weights and log-coordinate
-hyperprior).  The Laplace approximation of the log evidence is
+With ``Psi(w, log_alpha)`` the model's log density,
 
 .. math::
 
     J(\\log\\alpha) = \\Psi(w^*, \\log\\alpha) + \\tfrac{D}{2}\\log 2\\pi
         - \\tfrac12 \\log|H|, \\qquad H = -\\nabla^2_w \\Psi(w^*),
 
-where ``w*`` maximises ``Psi`` over ``w`` (found by Newton's method with step
-halving).  Its gradient is exact: with ``g = grad_w Psi`` and
-``u = H^-1 dJ/dw``, the implicit function theorem gives
-
-.. math::
-
-    \\frac{dJ}{d\\log\\alpha} = \\frac{\\partial J}{\\partial\\log\\alpha}
-        + \\frac{\\partial (g^T u)}{\\partial \\log\\alpha}\\Big|_{u\\ \\mathrm{fixed}},
-
-which PyTensor differentiates symbolically (third derivatives of the
-likelihood included).  Tipping's re-estimation instead holds the likelihood
-curvature fixed at the mode, so its fixed point differs from the maximiser of
-``J`` by that third-derivative term.
-
-References
-----------
-Tipping, M. E. (2001). Sparse Bayesian learning and the relevance vector
-machine. *Journal of Machine Learning Research* 1, 211-244, section 4.
-
-MacKay, D. J. C. (1992). The evidence framework applied to classification
-networks. *Neural Computation* 4, 720-736.
+and its exact gradient by the implicit function theorem (PyTensor
+differentiates ``g^T u`` with ``u = H^-1 dJ/dw`` held fixed).  The mode is
+:func:`rvm_pymc._core.laplace.newton_mode` on the compiled functions.
 """
 
 from __future__ import annotations
@@ -45,7 +24,7 @@ from pytensor.graph.replace import graph_replace
 from pytensor.tensor.linalg import cholesky, solve_triangular
 from scipy.linalg import eigh
 
-from rvm_pymc._core.gaussian import factor_solve, spd_factor
+from rvm_pymc._core.laplace import newton_mode as core_newton_mode
 from rvm_pymc.exceptions import ConvergenceWarning
 
 LOG_2PI = float(np.log(2.0 * np.pi))
@@ -57,14 +36,10 @@ this factor (between 1/8 and 2): see :func:`axis_check`."""
 
 @dataclass(frozen=True)
 class LaplaceFunctions:
-    """Compiled pieces of the Laplace evidence of one model, on a set of its bases.
+    """Compiled ``psi``, ``newton`` (Psi, gradient, H) and ``outer`` (J, dJ) of one model.
 
-    The functions are compiled once with the design matrix as an input, so
-    :meth:`restrict` gives the same functions on any subset of the bases
-    (columns of ``Phi``) without compiling again: an active-set optimiser
-    pays ``O((m K)^3)`` per gradient for ``m`` active bases instead of
-    ``O((M K)^3)``.  ``psi``, ``newton`` and ``outer`` take ``(w, log_alpha)``
-    of the current bases (``w`` flat, basis-major).
+    Compiled once with ``Phi`` as an input, so :meth:`restrict` gives them on any
+    subset of the bases; ``w`` is flat, basis-major.
     """
 
     shape: tuple[int, ...]
@@ -92,11 +67,7 @@ class LaplaceFunctions:
 
 
 def compile_laplace(model, weight_name: str, mode=None) -> LaplaceFunctions:
-    """Compile ``Psi``, its Newton pieces and ``(J, dJ/dlog_alpha)`` for ``model``.
-
-    The model's ``Phi`` data container, ``log_alpha`` and the weights are
-    replaced by inputs of any number of bases (see :class:`LaplaceFunctions`).
-    """
+    """Compile ``Psi``, its Newton pieces and ``(J, dJ/dlog_alpha)`` for ``model``."""
     la_value = model.rvs_to_values[model["log_alpha"]]
     wv = model.rvs_to_values[model[weight_name]]
     shape = tuple(int(s) for s in model.initial_point()[wv.name].shape)
@@ -143,61 +114,38 @@ def newton_mode(
     max_iter: int = 100,
     tol: float = 1e-11,
 ) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Maximise ``Psi(., log_alpha)`` by Newton's method with step halving.
+    """Maximise ``Psi(., log_alpha)``: :func:`rvm_pymc._core.laplace.newton_mode` on ``fns``.
 
-    Returns ``(w*, H, converged)`` where ``H`` is the negative Hessian at ``w*``.
-    Converged when a full Newton step is below ``tol * (1 + max|w|)`` in every
-    component (the mode must be accurate: ``J`` is not stationary in ``w``, so
-    an error in ``w*`` enters ``J`` and its gradient to first order).
+    Returns ``(w*, H, converged)``.  The last small step is taken too (an error
+    in ``w*`` enters ``J`` to first order).
     """
-    w = np.array(w0, dtype=float)
-    psi, g, H = fns.newton(w, log_alpha)
-    for _ in range(max_iter):
-        L, p = spd_factor(H, "negative Hessian")
-        step = factor_solve(L, p, g)
-        small = np.max(np.abs(step)) <= tol * (1.0 + np.max(np.abs(w)))
-        s = 1.0
-        while True:
-            w_new = w + s * step
-            psi_new = float(fns.psi(w_new, log_alpha))
-            if np.isfinite(psi_new) and psi_new >= psi - 1e-12 * (1.0 + abs(float(psi))):
-                break
-            s *= 0.5
-            if s < 1e-10:
-                if small:
-                    return w, H, True
-                warnings.warn(
-                    "Newton step halving failed to increase the log density; the inner "
-                    "Laplace mode is inaccurate",
-                    ConvergenceWarning,
-                    stacklevel=3,
-                )
-                return w, H, False
-        w = w_new
-        psi, g, H = fns.newton(w, log_alpha)
-        if small:
-            return w, H, True
-    return w, H, False
+    r = core_newton_mode(
+        np.array(w0, dtype=float),
+        lambda w: (float(fns.psi(w, log_alpha)),),
+        lambda w, _: fns.newton(w, log_alpha)[1:],
+        tol=tol,
+        max_iter=max_iter,
+        polish=True,
+        what="negative Hessian",
+    )
+    if r.stalled and not r.converged:
+        warnings.warn(
+            "Newton step halving failed to increase the log density; the inner "
+            "Laplace mode is inaccurate",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return r.w, r.H, r.converged
 
 
 def axis_check(
     fns: LaplaceFunctions, w: np.ndarray, log_alpha: np.ndarray, H: np.ndarray
 ) -> float:
-    """How far ``Psi`` is from the quadratic of the Laplace approximation at its mode.
+    """How far ``Psi`` is from the Laplace quadratic: the largest ``|log(2 fall)|``.
 
-    For the Gaussian ``N(w*, H^-1)`` the log density falls by exactly 1/2 one
-    standard deviation from the mode along each principal axis of ``H``
-    (eigenvectors of the Jacobi-scaled ``H``, both directions).  Returns the
-    largest ``|log(fall / (1/2))|`` over the ``2 D`` points (``inf`` if ``Psi``
-    is not finite there): 0 for an exactly Gaussian posterior, about 0.3 for
-    the RVM classifiers' valid Laplace fits (falls 0.37-0.69, breast cancer,
-    300 points).  Where the weights separate the training classes, the
-    likelihood saturates: its curvature vanishes at the mode, the Gaussian's
-    axis along the separating direction is as wide as the prior (e^10 at the
-    lower bound of ``log alpha``) and one standard deviation back along it
-    misclassifies points (falls of 1e6 seen): the Laplace evidence there is
-    no approximation of the evidence.  Compare with
-    ``log(AXIS_CHECK_FACTOR)``.
+    The fall of ``Psi`` one sd along each principal axis of ``H`` (both ways) is
+    1/2 for a Gaussian; ``inf`` if not finite.  Separable classes saturate the
+    likelihood and fail it; compare with ``log(AXIS_CHECK_FACTOR)``.
     """
     w = np.asarray(w, dtype=float)
     la = np.asarray(log_alpha, dtype=float)

@@ -1,20 +1,8 @@
 """Type-II MAP of the RVM models: the optimisers behind :func:`rvm_pymc.inference.fit_map`.
 
-Regression maximises the model's log density over the free log precisions
-(and ``log_length_scale``) with L-BFGS-B on a compiled value-and-gradient
-function; classification maximises the Laplace evidence of
-:mod:`rvm_pymc.inference._laplace` with its exact gradient, or finds the fixed point of
-Tipping's re-estimation.  Both return a :class:`MapResult`: the optimum and the
-Gaussian (Laplace) posterior of the weights there.
-
-References
-----------
-Tipping, M. E. (2001). Sparse Bayesian learning and the relevance vector
-machine. *Journal of Machine Learning Research* 1, 211-244.
-
-Byrd, R. H., Lu, P., Nocedal, J. and Zhu, C. (1995). A limited memory
-algorithm for bound constrained optimization. *SIAM Journal on Scientific
-Computing* 16, 1190-1208.
+Regression: L-BFGS-B on the compiled log density of the marginal model;
+classification (:mod:`~rvm_pymc.inference._map_classification`): the Laplace
+evidence.  Both return a :class:`MapResult`.
 """
 
 from __future__ import annotations
@@ -27,7 +15,12 @@ import pytensor.tensor as pt
 from scipy import optimize
 
 from rvm_pymc._core.evidence import log_hyperprior, log_marginal_likelihood
-from rvm_pymc._core.gaussian import factor_inverse, factor_solve, spd_factor, spd_inverse
+from rvm_pymc._core.gaussian import (
+    factor_inverse,
+    gaussian_weights,
+    posterior_precision,
+    spd_inverse,
+)
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.models.data import design_matrix, model_data
 from rvm_pymc.models.spec import ModelSpec
@@ -41,17 +34,11 @@ variance of the targets (1 for classification): a prior sd of the basis's contri
 to the latent function of e^10 = 2e4 target sds.  Smaller precisions make the posterior
 precision numerically singular (e.g. along the class-shift direction of softmax)."""
 STALL_GTOL = 1e-6
-"""Largest gradient component (nats per unit of log precision) accepted as converged when
-L-BFGS-B stalls with ``J`` unchanged in floating point: the analytic gradient of a basis
-with a large precision is rounded more than ``J`` itself (seen: 4.7e-7 at the optimum of
-sinc + 1e4, 40 points, started from the reference solution)."""
+"""Largest gradient component accepted as converged when L-BFGS-B stalls with ``J``
+unchanged in floating point (the gradient is rounded more than ``J`` itself)."""
 STALL_GAIN = 1e-12
 """A stalled L-BFGS-B with a larger gradient counts as converged when a Newton step along
-the gradient would gain at most ``STALL_GAIN * (1 + |J|)`` (:func:`_newton_gain`), a
-negligible change of the log density.  The gradient in ``log beta`` sums ``N`` terms and
-is rounded the more (seen: 1.7e-6 to 2e-6 on the 150 iris rows, which have duplicates,
-depending on the CPU's BLAS kernels and the PyTensor mode; the curvature there is about
-``N / 2``, so the gain is about 2e-14)."""
+the gradient would gain at most ``STALL_GAIN * (1 + |J|)`` (:func:`_newton_gain`)."""
 STALL_STEP = 1e-2
 """Step (in log precision) of the secant that measures the curvature for :data:`STALL_GAIN`."""
 
@@ -60,11 +47,9 @@ STALL_STEP = 1e-2
 class MapResult:
     """The optimum of a type-II MAP and the Gaussian (Laplace) weight posterior there.
 
-    ``mean`` is ``(M,)`` or ``(M, K)`` and ``cov`` class-major (block ``k``
-    holds the M weights of class ``k``), over every basis of the model;
-    ``log_evidence`` is the objective ``J`` of docs/design.md section 1 without the
-    Gamma normalising constants (Laplace-approximate for classifiers); ``Phi``
-    the design matrix at the optimum.
+    ``mean`` (M,) or (M, K), ``cov`` class-major, over every basis;
+    ``log_evidence`` is ``J`` of docs/design.md section 1 without the Gamma
+    normalising constants; ``Phi`` the design at the optimum.
     """
 
     log_alpha: np.ndarray
@@ -146,15 +131,8 @@ def _bound_arrays(bounds) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _projected(x, g, bounds, prunable=()) -> tuple[np.ndarray, np.ndarray]:
-    """The gradient without the components of pruned precisions held at their upper bound.
-
-    Minimising ``-J``: a precision of ``prunable`` (the ``log alpha`` under the
-    flat prior, whose optimum may be ``alpha = inf``) at its upper bound
-    :data:`LOG_PRECISION_BOUND` with a negative gradient, or held there, is
-    pruned and does not count.  Any other variable at a bound with the
-    gradient pointing beyond it is not at an optimum (the bounds are
-    numerical limits, not part of the model): its component counts, and it
-    is returned (its index) in the second output.
+    """The gradient without pruned precisions (``prunable`` held at the upper bound), and the
+    indices of any other variable held at a bound by a gradient pointing beyond it.
     """
     pg = np.array(g, dtype=float)
     stuck = np.zeros(pg.size, dtype=bool)
@@ -170,12 +148,7 @@ def _projected(x, g, bounds, prunable=()) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _newton_gain(fun, x: np.ndarray, pg: np.ndarray, bounds) -> float:
-    """Decrease of the minimised objective that a Newton step along ``-pg`` would give.
-
-    ``|pg|^2 / (2 c)`` with ``c`` the curvature along ``pg``, the secant of the
-    gradient over a step of :data:`STALL_STEP` (clipped to the bounds); ``inf``
-    when ``c`` is not positive and finite, so that no stall is accepted there.
-    """
+    """Decrease a Newton step along ``-pg`` would give (secant curvature); ``inf`` if none."""
     gn = float(np.linalg.norm(pg))
     d = x - np.clip(x - STALL_STEP * pg / gn, *_bound_arrays(bounds))
     dd = float(d @ d)
@@ -190,24 +163,12 @@ def _newton_gain(fun, x: np.ndarray, pg: np.ndarray, bounds) -> float:
 
 
 def _lbfgs(fun, x0, bounds, max_iter: int, gtol: float, what: str, warn: bool = True, prunable=()):
-    """L-BFGS-B; if its first step fails, once more with that step no longer than 1.
+    """L-BFGS-B; if its first step fails, once more with the objective scaled by max|gradient|.
 
-    With every variable bounded, L-BFGS-B's first line search tries the full
-    gradient step.  From a data-scaled start the gradient in ``log beta`` can
-    be ~30, a factor e^30 in the noise precision, where the posterior
-    precision of nearly duplicate columns is numerically singular and the
-    objective is NaN, which ends L-BFGS-B at once ("ABNORMAL" after 0
-    iterations; seen with RVR on the iris data).  Then the objective is
-    divided by ``max(1, max|gradient at x0|)`` (and ``gtol`` with it), which
-    changes no optimum, only the length of that first step.
-
-    Converged means the largest gradient component is at most ``gtol``, or,
-    when L-BFGS-B can make no more progress because ``J`` no longer changes in
-    floating point (its line search fails at the optimum, or no relative
-    decrease is left), at most :data:`STALL_GTOL` or with a Newton gain of at
-    most :data:`STALL_GAIN`; and no variable is held at
-    a bound by a gradient pointing beyond it, but for the ``prunable``
-    precisions at the upper bound (:func:`_projected`).
+    Converged: max |gradient| <= ``gtol``, or a stall where ``J`` no longer
+    changes in floating point with a gradient below :data:`STALL_GTOL` or a
+    Newton gain below :data:`STALL_GAIN`; and no variable held at a bound by its
+    gradient, but the ``prunable`` precisions (:func:`_projected`).
     """
     x0 = np.asarray(x0, dtype=float)
 
@@ -267,20 +228,6 @@ def _warn_unconverged(what: str, res, pgrad: float) -> None:
     )
 
 
-def _posterior_precision(PtP, alpha, beta):
-    """``H = A + beta Phi^T Phi``, the posterior precision of the regression weights."""
-    H = beta * PtP
-    H[np.diag_indices_from(H)] += alpha
-    return H
-
-
-def gaussian_weights(PtP, Ptt, alpha, beta):
-    """Scaled Cholesky factor of ``H = A + beta Phi^T Phi`` and the mean ``beta H^-1 Phi^T t``."""
-    H = _posterior_precision(PtP, alpha, beta)
-    L, p = spd_factor(H, "posterior precision of the weights")
-    return L, p, beta * factor_solve(L, p, Ptt)
-
-
 def _check_initvals(initvals, shapes: dict) -> dict:
     """Validate user starting values against the free variables and their shapes."""
     if not initvals:
@@ -320,7 +267,7 @@ def map_regression(model, spec, *, initvals, max_iter, gtol, mode_kw) -> MapResu
         P = design_matrix(model, spec, o.get("log_length_scale"))
         la_, beta_ = o["log_alpha"], float(np.exp(o["log_beta"]))
         a = np.exp(la_)
-        H = _posterior_precision(P.T @ P, a, beta_)
+        H = posterior_precision(P.T @ P, a, beta_)
         Sigma = spd_inverse(H, "posterior precision of the weights")[0]
         d = np.diag(Sigma)
         mu = beta_ * Sigma @ (P.T @ t)
@@ -395,17 +342,10 @@ def _held(x: np.ndarray, bounds: list, alpha_idx: np.ndarray) -> list:
 def _prune_flat(fun, x, alpha_idx, leaving_at, bounds, max_iter, gtol):
     """Prune the precisions L-BFGS-B left creeping towards ``alpha = inf``, then re-polish.
 
-    Under the flat prior the evidence of an irrelevant basis rises towards its
-    supremum at ``alpha = inf`` with a gradient that vanishes like
-    ``1/alpha``, so the optimiser stops at a large finite value.  Candidates
-    are the bases whose (linearised) optimum is ``alpha = inf`` at the current
-    point (``leaving_at(x)``, Tipping & Faul's ``q^2 <= s``); they are set to
-    the upper bound together, and that is accepted only if the objective does
-    not fall by more than ``1e-9 (1 + |J|)`` (their whole contribution is
-    negligible); otherwise the half with the largest precisions is tried.  The
-    rest is then re-optimised with the pruned ones held at the bound.  Returns
-    the point, the L-BFGS-B iterations of those polishes and how many bases
-    were pruned.
+    Candidates (``leaving_at(x)``: ``q^2 <= s``) go to the bound together if the
+    objective falls by at most ``1e-9 (1 + |J|)``, else the half with the largest
+    precisions is tried.  Returns the point, the polishes' iterations and the
+    number pruned.
     """
     n_polish = 0
     n_start = int(np.sum(x[alpha_idx] >= LOG_PRECISION_BOUND))
@@ -438,11 +378,7 @@ def _prune_flat(fun, x, alpha_idx, leaving_at, bounds, max_iter, gtol):
 
 
 def _optimise(fun, x0, bounds, alpha_idx, leaving_at, *, max_iter, gtol, what, warn=True):
-    """L-BFGS-B, then (``leaving_at`` given: the flat prior) :func:`_prune_flat`.
-
-    Returns ``(x, n_iter, converged, max |projected gradient|, message)`` of the
-    final state, warning once (``warn``) if that did not converge.
-    """
+    """L-BFGS-B, then (flat prior) :func:`_prune_flat`; ``(x, n_iter, converged, pgrad, msg)``."""
     prunable = alpha_idx if leaving_at is not None else ()  # flat prior: alpha = inf allowed
     res, converged, pgrad = _lbfgs(
         fun, x0, bounds, max_iter, gtol, what, warn and leaving_at is None, prunable

@@ -1,32 +1,10 @@
 """Laplace type-II MAP of the RVM classifiers: :func:`rvm_pymc.inference.fit_map` on them.
 
-The objective is the Laplace evidence ``J(log alpha)`` of :mod:`rvm_pymc.inference._laplace`
-(its exact gradient costs ``O((M K)^3)`` for ``M`` bases and ``K`` weight
-columns), maximised by L-BFGS-B, or Tipping's re-estimation
-(``laplace="tipping"``).
-
-Under the flat prior (``a = b = 0``) the maximiser is sparse: most bases are
-pruned (``alpha = inf``, held at the upper bound
-:data:`~rvm_pymc.inference._map.LOG_PRECISION_BOUND`).
-A pruned basis adds nothing to ``J`` (its weight is 0 and its prior and
-curvature terms cancel to ``O(1/alpha)``), so the optimiser works on the
-*active set* only (:func:`_active_set`): the same compiled functions restricted
-to the active columns (:meth:`~rvm_pymc.inference._laplace.LaplaceFunctions.restrict`),
-``O((m K)^3)`` per gradient for ``m`` active bases.  At the end every pruned
-basis is re-tested (:func:`_entering`): the sign of the exact gradient of ``J``
-in its ``log alpha`` at ``alpha -> inf`` is that of Tipping & Faul's
-``s - q^2`` of the Laplace posterior at the mode, with ``q`` the gradient of
-the log likelihood in its weights and ``s`` the Schur complement of the
-Hessian; a basis that would raise ``J`` re-enters at its linearised optimum
-and the optimisation goes on, accepted only if ``J`` rises.
-
-References
-----------
-Tipping, M. E. (2001). Sparse Bayesian learning and the relevance vector
-machine. *Journal of Machine Learning Research* 1, 211-244.
-
-Tipping, M. E. and Faul, A. C. (2003). Fast marginal likelihood maximisation
-for sparse Bayesian models. *AISTATS 2003*.
+The Laplace evidence ``J(log alpha)`` of :mod:`rvm_pymc.inference._laplace`
+by L-BFGS-B with its exact gradient, or Tipping's fixed point
+(``laplace="tipping"``, :func:`rvm_pymc._core.ard.reestimate_alpha`).
+Under the flat prior the optimiser works on the active set
+(:func:`_active_set`) and re-tests every pruned basis (:func:`_entering`).
 """
 
 from __future__ import annotations
@@ -35,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from rvm_pymc._core.ard import reestimate_alpha
 from rvm_pymc._core.gaussian import factor_inverse, factor_solve, spd_factor, spd_inverse
 from rvm_pymc._core.progress import log
 from rvm_pymc._core.sparsity import LEAVING_SETTLED, leaving_active
@@ -67,13 +46,7 @@ MAX_ROUNDS = 20
 
 
 def _leaving(w: np.ndarray, hinv: np.ndarray, la: np.ndarray, free: np.ndarray) -> np.ndarray:
-    """Free bases whose linearised evidence increases all the way to ``alpha = inf``.
-
-    Tipping & Faul's test on the Laplace posterior at the mode (for softmax, on
-    the K x K block of a basis, with its precision shared by the K weights):
-    the reference solver's rule for dropping a basis.  At least one basis is
-    always kept.
-    """
+    """Free bases whose linearised evidence rises up to ``alpha = inf`` (one is always kept)."""
 
     m = la.size
     k = w.size // m
@@ -90,19 +63,11 @@ def _leaving(w: np.ndarray, hinv: np.ndarray, la: np.ndarray, free: np.ndarray) 
 
 
 def _tipping_fixed_point(fns, la0, floor, prior: HyperPrior, max_iter: int, tol: float):
-    """Tipping's re-estimation ``alpha = (gamma + 2a)/(w^2 + 2b)`` at the Laplace mode.
+    """Tipping's re-estimation at the Laplace mode; pruned bases held at the bound.
 
-    ``gamma_mk = 1 - alpha_m (H^-1)_{mk,mk}`` is summed over the K weight
-    columns of a basis (K = 1 for the binary model).  A precision above
-    :data:`PRUNE_PRECISION` (or with ``gamma + 2a`` numerically zero) is set
-    to ``exp(LOG_PRECISION_BOUND)`` and held there: the basis is pruned, as in
-    the reference solver.  Under the flat prior (``a = b = 0``) an irrelevant
-    precision only creeps towards infinity (by a constant factor per
-    iteration); as in the reference solver, once the others have settled (to
-    ``LEAVING_SETTLED`` of :mod:`rvm_pymc._core.sparsity` in
-    ``log alpha``) the bases whose linearised optimum is ``alpha = inf``
-    (:func:`_leaving`) are pruned, and the iteration goes on to ``tol`` until
-    none is left.
+    A precision above :data:`PRUNE_PRECISION` or infinite is pruned; under the
+    flat prior the bases whose linearised optimum is ``alpha = inf``
+    (:func:`_leaving`) are pruned once the others have settled to ``LEAVING_SETTLED``.
     """
     la = np.array(la0, dtype=float)
     m = la.size
@@ -112,12 +77,12 @@ def _tipping_fixed_point(fns, la0, floor, prior: HyperPrior, max_iter: int, tol:
     for it in range(1, max_iter + 1):
         w, H, _ = newton_mode(fns, w, la)
         hinv = spd_inverse(H, "negative Hessian")[0]
-        alpha = np.exp(la)
-        gamma = (1.0 - np.repeat(alpha, w.size // m) * np.diag(hinv)).reshape(m, -1).sum(1)
-        w2 = (w**2).reshape(m, -1).sum(1)
-        num = gamma + 2 * prior.a
+        k = w.size // m
+        sigma = np.diag(hinv).reshape(m, k).sum(1)
+        w2 = (w**2).reshape(m, k).sum(1)
         with np.errstate(divide="ignore"):
-            new = np.log(np.where(num > 0, num, 0.0)) - np.log(w2 + 2 * prior.b)
+            alpha = reestimate_alpha("mackay", np.exp(la), 0.0, sigma, w2, k, prior.a, prior.b)
+            new = np.log(alpha)
         pruned = (la >= LOG_PRECISION_BOUND) | ~(new < np.log(PRUNE_PRECISION))
         new = np.where(pruned, LOG_PRECISION_BOUND, np.maximum(new, floor))
         leaving = _leaving(w, hinv, la, ~pruned) if prunes else np.zeros(m, dtype=bool)
@@ -169,16 +134,9 @@ def _exact_map(fns: LaplaceFunctions, la0, bounds, *, prune: bool, max_iter, gto
 def _entering(fns: LaplaceFunctions, la: np.ndarray, w_active: np.ndarray, floor: np.ndarray):
     """Pruned bases that would raise ``J``, and the ``log alpha`` they re-enter at.
 
-    ``fns`` is over every basis, ``la`` has the pruned ones at the bound and
-    ``w_active`` is the mode over the others.  With the pruned weights at 0
-    (where the mode over the active bases is the mode of the whole model at
-    ``alpha = inf``), ``q_m`` is the gradient of the log density in the K
-    weights of basis ``m`` and ``s_m = H_mm - alpha_m I - H_ma H_aa^-1 H_am``
-    (evaluated at ``alpha_m = 1``, where that difference is exact).  A basis
-    enters when its linearised evidence has a finite optimum
-    (:func:`rvm_pymc.reference.leaving_active` on the Gaussian block it would
-    have at ``alpha = 1``); it starts at ``s^2 / (q^2 - s)`` of the per-column
-    means of ``s`` and ``q^2`` (the closed form for K = 1).
+    ``q`` the gradient in a pruned basis's weights and ``s`` the Schur complement
+    of the Hessian (at ``alpha = 1``); it enters when its linearised optimum is
+    finite, at ``s^2 / (q^2 - s)`` of the per-column means.
     """
     m = la.size
     k = int(np.prod(fns.shape)) // m
@@ -214,11 +172,7 @@ def _entering(fns: LaplaceFunctions, la: np.ndarray, w_active: np.ndarray, floor
 
 
 def _active_set(fns: LaplaceFunctions, la0, bounds, *, max_iter, gtol):
-    """Maximise ``J`` under the flat prior on the active set, with re-entry tests.
-
-    Returns ``(log_alpha, n_iter, converged, max |projected gradient|, message)``
-    over every basis; the caller warns if the final round did not converge.
-    """
+    """Maximise ``J`` under the flat prior on the active set, with re-entry tests."""
     la = np.array(la0, dtype=float)
     if np.all(la >= LOG_PRECISION_BOUND):
         la[0] = 0.0
@@ -263,11 +217,7 @@ def _active_set(fns: LaplaceFunctions, la0, bounds, *, max_iter, gtol):
 
 
 def _mode_and_check(fns: LaplaceFunctions, la: np.ndarray):
-    """The mode over every basis, its negative Hessian, Newton's success, :func:`axis_check`.
-
-    The check runs on the bases that are not pruned (a pruned weight is 0 with
-    an exactly Gaussian prior).
-    """
+    """The mode, its negative Hessian, Newton's success, :func:`axis_check` on unpruned bases."""
     w, H, ok = newton_mode(fns, np.zeros(int(np.prod(fns.shape))), la)
     cols = np.flatnonzero(la < LOG_PRECISION_BOUND)
     k = w.size // la.size

@@ -46,7 +46,7 @@ def _names(variables) -> set[str]:
 
 def check_user_model(model, spec: ModelSpec, fit: str, compile_kwargs=None) -> None:
     """ValueError, before any sampling or optimising, for what ``fit`` (``"nuts"``,
-    ``"collapsed"``, ``"map"``, ``"laplace_collapsed"``) cannot do with ``model``: a slab
+    ``"collapsed"``, ``"map"``) cannot do with ``model``: a slab
     but for NUTS, a non-scalar ``log_beta``, an observed variable not 1-D, MAP with free
     variables outside :data:`MAP_FREE` or a non-free ``log_beta``, a marginal model whose
     ``t_obs`` is not the RVM's marginal (tested at a point with ``compile_kwargs``)."""

@@ -1,12 +1,10 @@
 """The collapsed samplers' weight draws, drawn chain by chain as the hyperparameters are.
 
-The collapsed regression sampler and the Laplace-collapsed classifier sample
-the hyperparameters by NUTS and draw the weights afterwards, one draw per
-hyperparameter draw (:func:`exact_weight_rows`: ``w ~ N(mu, Sigma)`` exactly;
-:func:`rvm_pymc.inference._laplace_collapsed.laplace_weight_draws`: the
-Laplace Gaussian).  :class:`ChainDraws` holds them per chain, so that a
-convergence check during sampling (:mod:`rvm_pymc.inference._stop`) and the
-fit's result share one set of draws.
+The collapsed regression sampler samples the hyperparameters by NUTS and
+draws the weights afterwards, one draw per hyperparameter draw
+(:func:`exact_weight_rows`: ``w ~ N(mu, Sigma)`` exactly).  :class:`ChainDraws`
+holds them per chain, so that a convergence check during sampling
+(:mod:`rvm_pymc.inference._stop`) and the fit's result share one set of draws.
 """
 
 from __future__ import annotations
@@ -15,8 +13,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from rvm_pymc._core.gaussian import factor_draw
-from rvm_pymc.inference._map import gaussian_weights
+from rvm_pymc._core.gaussian import factor_draw, gaussian_weights
 from rvm_pymc.models.data import design_matrix, model_data
 from rvm_pymc.models.spec import ModelSpec
 

@@ -15,6 +15,7 @@ estimators' entry: one fit, returned as the package's one result
 
 import numpy as np
 
+from rvm_pymc._core.ard import slab_precision
 from rvm_pymc._core.evidence import (
     dense_log_marginal_likelihood,
     log_hyperprior,
@@ -24,7 +25,6 @@ from rvm_pymc._core.gaussian import GaussianPosterior, regression_posterior
 from rvm_pymc._core.rowqr import RowQR, row_qr
 from rvm_pymc._core.sparsity import LEAVING_SETTLED, leaving_active
 from rvm_pymc._core.validation import plain_value
-from rvm_pymc.reference._ard import slab_precision
 from rvm_pymc.reference._classification_result import ClassificationResult
 from rvm_pymc.reference._result import RegressionResult
 from rvm_pymc.reference.classification import fit_classification

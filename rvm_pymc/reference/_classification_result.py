@@ -61,9 +61,7 @@ class ClassificationResult(SparseFitMixin):
         Per iteration: ``"log_evidence"`` (Laplace, with hyperprior terms) and
         ``"n_active"``; the fast method also records ``"action"`` (0
         re-estimate -- of all active precisions at once where possible --,
-        1 add, 2 delete).  The fast method's trace need not increase at every
-        re-estimation: its fixed points (shared with MacKay and EM) are where
-        the evidence *linearised at the mode* is stationary.
+        1 add, 2 delete); it need not increase at every re-estimation.
     """
 
     method: str

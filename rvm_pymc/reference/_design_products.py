@@ -1,32 +1,11 @@
 """The fast classifier's reads of a tall design, on worker threads, rounded alike on any number.
 
-At every new mode the fast classifier's statistics need ``Phi^T B Phi_a``,
-``(Phi^2)^T d`` and ``Phi^T (t - y)``: full reads of the N x M design (at
-N = 2e5 and M = 1001, 1.6 GB each), which ran one after another on one BLAS
-thread (0.69 s a pass there, 60% of a fit).  :func:`transposed_products`
-runs them on worker threads (NumPy releases the GIL in its products), a
-matrix product cut into blocks of the columns of ``A``: block ``j`` of
-``A^T B`` is ``A[:, j]^T B``.  The rows are never split: that would change
-the rounding of every sum, and the fast classifier's sequence of moves
-follows the rounding of its statistics (a fit at N = 5e4 ended at another
-local optimum, 0.08 nats away, when the sums were split by rows).  Nor do
-the blocks follow the number of threads: they depend on ``M`` alone
-(:data:`BLOCK_COLUMNS`) and every product runs on one BLAS thread, so a fit
-makes the same BLAS calls, and ends at the same numbers, on any number of
-threads.  (Blocks of a fixed number per thread gave the whole product's
-bits at some shapes and not at others: at M = 301 and 13 or more columns of
-``B`` not, on this OpenBLAS.)  A matrix
-product is formed as ``(B^T A)^T``, the design the right operand: on one
-OpenBLAS thread 0.25 s against 0.47 s for ``A^T B`` at N = 2e5, M = 1001
-and 22 columns of ``B``; the three products of a pass then take about
-0.25 s on two threads there, against 0.35 s in the other form.  A
-matrix-vector product split by columns was slower (the design read in
-strided pieces), so those stay whole and run beside the blocks.
-
-The same applies to the element-wise work: :func:`squared` and
-:func:`scaled_rows` form each entry as before (a correctly rounded product,
-whichever thread forms it), :func:`in_background` runs a product of its own
-(the cosines of an added basis) during the mode search.  NumPy only.
+:func:`transposed_products` forms ``A^T B`` as ``(B^T A)^T`` in blocks of
+the columns of ``A`` that depend on ``M`` alone (:data:`BLOCK_COLUMNS`), each
+on one BLAS thread: the rows are never split, so a fit makes the same BLAS
+calls, and ends at the same numbers, on any number of threads.
+:func:`squared`, :func:`scaled_rows` and :func:`in_background` thread
+element-wise work and a side product likewise.  NumPy only.
 """
 
 from __future__ import annotations
@@ -73,10 +52,7 @@ def _column_blocks(m: int, parts: int) -> list[slice]:
 
 
 def _threads(size: int, workers: int | None, least: int | None = None) -> int:
-    """Worker threads for work on ``size`` entries: ``workers``, else by size.
-
-    ``least``: the fewest entries worth threads (default :data:`THREAD_MIN_ENTRIES`).
-    """
+    """Worker threads for ``size`` entries: ``workers``, else by size (at least ``least``)."""
     if workers is None:
         least = THREAD_MIN_ENTRIES if least is None else least
         return 1 if size < least else default_workers()
@@ -85,9 +61,6 @@ def _threads(size: int, workers: int | None, least: int | None = None) -> int:
 
 def squared(A: np.ndarray, workers: int | None = None) -> np.ndarray:
     """``A**2`` (the same memory order), pieces of its memory squared on worker threads.
-
-    Each entry is the same correctly rounded product whichever thread forms
-    it; ``workers`` as for :func:`transposed_products`.
 
     Examples
     --------
@@ -117,11 +90,6 @@ def scaled_rows_buffer(A: np.ndarray) -> np.ndarray:
 def scaled_rows(d: np.ndarray, A: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``d[:, None] * A``, in ``out`` if given, row ranges on worker threads when large.
 
-    ``out`` (of ``A``'s shape) saves the allocation, and with it the page
-    faults of a fresh large array at every call; without it the result has
-    the memory order NumPy gives ``d[:, None] * A``.  Each entry is the same
-    correctly rounded product either way.
-
     Examples
     --------
     >>> import numpy as np
@@ -150,11 +118,7 @@ class _Done:
 
 
 def in_background(fn, size: int, workers: int | None = None):
-    """``fn()`` started on a thread of its own; a handle whose ``result()`` waits for it.
-
-    ``size`` (entries of the arrays ``fn`` reads) and ``workers`` decide, as for
-    :func:`transposed_products`, whether a thread is worth it; if not, ``fn()``
-    runs now.  The thread runs with one BLAS thread (``single_blas_thread``).
+    """``fn()`` on a thread of its own (one BLAS thread) if worth it, else now: a handle.
 
     Examples
     --------
@@ -175,28 +139,10 @@ def in_background(fn, size: int, workers: int | None = None):
 
 
 def transposed_products(pairs, workers: int | None = None) -> list[np.ndarray]:
-    """``[A.T @ B for A, B in pairs]``, on worker threads, the same bits on any number.
+    """``[A.T @ B for A, B in pairs]`` on worker threads, the same bits on any number.
 
-    A matrix ``B`` gives ``(B^T A)^T`` (the faster form), cut into
-    ``ceil(M / BLOCK_COLUMNS)`` blocks of the columns of ``A``: the blocks
-    depend on ``M`` alone, and every product runs on one BLAS thread, so the
-    same BLAS calls form the result whatever the number of threads.  A
-    vector ``B`` is one product.
-
-    Parameters
-    ----------
-    pairs : sequence of (ndarray, ndarray)
-        ``(A, B)`` with ``A`` of shape (N, M) and ``B`` of shape (N, k) or (N,).
-    workers : int, optional
-        Threads.  Default: the CPUs this process may run on, or none (every
-        product formed in the calling thread) for fewer than
-        :data:`THREAD_MIN_ENTRIES` entries in all the ``A`` together.  Either
-        way the products run with one BLAS thread each.
-
-    Returns
-    -------
-    list of ndarray
-        ``A.T @ B`` for each pair: shape (M, k) in C order, or (M,) for a vector ``B``.
+    ``B`` of shape (N, k) or (N,); ``workers`` default: the usable CPUs, or none
+    below :data:`THREAD_MIN_ENTRIES`.  Results in C order.
 
     Examples
     --------
@@ -234,11 +180,8 @@ def transposed_products(pairs, workers: int | None = None) -> list[np.ndarray]:
     return out
 
 
-#: Columns of the design in one block of a matrix product of :func:`transposed_products`,
-#: about: ``ceil(M / 256)`` blocks, cut at multiples of 8.  Blocks of about 256 (4 at
-#: M = 1001) took 0.16 s at N = 2e5 and 22 columns of ``B`` on two threads, against
-#: 0.145 s in two blocks and 0.20-0.30 s in blocks of 128-32 (each block reads ``B``
-#: again).
+#: Columns of the design in one block of :func:`transposed_products`, about: ``ceil(M / 256)``
+#: blocks, cut at multiples of 8.
 BLOCK_COLUMNS = 256
 
 

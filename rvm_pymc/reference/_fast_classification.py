@@ -1,20 +1,9 @@
 """The fast sequential algorithm (Tipping & Faul 2003) for RVM classification.
 
 The add / delete / re-estimate loop on the linearised problem at the current
-mode (:class:`rvm_pymc.reference._linearised_state._LinearisedState`), with
-its guards.  The best single move is chosen exactly as for regression (for
-``K > 2`` classes from the shared-precision optimum of
-:mod:`rvm_pymc._core.sparsity`).  When re-estimation is the best
-move, all active precisions move together by a quasi-Newton step on the
-linearised problem (:func:`_reestimate`, :mod:`rvm_pymc.reference._linearised`).
-Two guards stop endless loops: a bar on add/delete round trips
-(:class:`_RoundTrips`) and the single re-estimation of a basis held at the
-cap (:func:`_reestimate`).
-
-References
-----------
-Tipping, M. E. and Faul, A. C. (2003). Fast marginal likelihood maximisation
-for sparse Bayesian models. *AISTATS 2003*.
+mode (:class:`~rvm_pymc.reference._linearised_state._LinearisedState`).  A
+best re-estimation moves all active precisions together (:func:`_reestimate`);
+round trips of a basis are barred (:class:`_RoundTrips`).
 """
 
 from __future__ import annotations
@@ -43,13 +32,7 @@ _RESOLVED = ("post", "W", "Sigma", "lml", "S", "Q", "H_lik", "Q_active", "X", "S
 
 
 def _anderson(history: list, u0: np.ndarray, d: np.ndarray) -> np.ndarray | None:
-    """Anderson-accelerated point from the recent joint steps on the same active set.
-
-    ``history`` holds ``(u_k, d_k)`` of the last accepted joint moves (``d_k`` the
-    quasi-Newton step at ``u_k``); with ``u0, d`` the current pair, the
-    combination of steps with the least squared residual ``d`` is extrapolated
-    (Anderson mixing, memory ``len(history)``).  None if not applicable.
-    """
+    """Anderson-accelerated point from the recent joint steps ``(u_k, d_k)`` on one active set."""
     if not history:
         return None
     dU = np.column_stack([u0 - uk for uk, _ in history])
@@ -61,12 +44,7 @@ def _anderson(history: list, u0: np.ndarray, d: np.ndarray) -> np.ndarray | None
 
 
 def _try_newton(st: _LinearisedState, tol) -> bool:
-    """The joint quasi-Newton move of :func:`_reestimate`; False (state unchanged) if rejected.
-
-    Consecutive joint moves on one active set converge linearly (the step
-    ignores the change of ``B``); their last few are combined by Anderson
-    mixing (:func:`_anderson`), tried first.
-    """
+    """The joint quasi-Newton move of :func:`_reestimate` (Anderson first); False if rejected."""
     old_alpha = st.alpha.copy()
     res0 = stationarity_residual(st)
     b = st.H_lik @ st.W.T.ravel() + st.Q_active.T.ravel()
@@ -122,27 +100,11 @@ def _try_jacobi(st: _LinearisedState, new_alpha) -> bool:
 def _reestimate(st: _LinearisedState, i: int, new_alpha: np.ndarray, relevant: np.ndarray, tol):
     """Re-estimate all active precisions jointly, else only the ``i``-th.
 
-    When a re-estimation is the best move and every active basis is relevant,
-    first the active precisions move to the joint maximum of the
-    *linearised* evidence (the Gaussian IRLS problem at the current mode,
-    Newton's method in ``log alpha``: :func:`maximise_linearised`) and the
-    mode is found again.  This is a quasi-Newton step for the fixed-point
-    equations shared by the one-at-a-time moves and the MacKay/EM updates
-    (each alpha at its linearised optimum given the others; the Jacobian
-    misses only the change of the curvature ``B`` with the mode), which
-    individual updates approach only linearly on correlated bases.  Those
-    fixed points are not maxima of the Laplace evidence itself, so the step
-    is judged by :func:`stationarity_residual`: kept when the residual
-    decreases, halved once otherwise.  Where the curvature changes fast with
-    ``alpha`` the step fails; it is then not tried again for a number of
-    re-estimations that doubles with every failure.  Next comes the
-    simultaneous move of every relevant precision to its individual optimum,
-    kept when the Laplace evidence does not decrease, and last the
-    re-estimation of basis ``i`` alone, as in Tipping & Faul (2003).  When
-    basis ``i`` is held at the cap ``alpha = 1e12`` by an earlier joint move
-    and its optimum is finite again, the joint move is skipped (it would keep
-    the basis at the cap; seen: a one-vs-rest wine fit re-estimating that way
-    to ``max_iter``) and the simultaneous or single move is made.
+    Tried in turn: the joint maximum of the linearised evidence
+    (:func:`maximise_linearised`, kept when :func:`stationarity_residual`
+    decreases; after a failure not retried for a doubling number of calls; skipped
+    when basis ``i`` is held at the cap), every relevant precision at its own
+    optimum (kept when the Laplace evidence does not fall), and basis ``i`` alone.
     """
     # The joint move holds a basis at the cap; for one whose precision is to come
     # back from it the joint move is skipped (else it keeps the basis there for ever).
@@ -165,24 +127,10 @@ def _sequential(
 ) -> tuple[int, bool]:
     """The add / delete / re-estimate loop from the current state; (iterations, converged).
 
-    Basis ``barred`` (if >= 0) is never added (the trial deletions of
-    :func:`fast_classification`).
-
-    An addition is chosen by its gain in the evidence *linearised* at the
-    current mode; at the new mode the basis can turn out to be leaving
-    (``q^2 <= s``) and be deleted again, back to the same active set with no
-    gain in the Laplace evidence.  Unchecked, that repeats for ever (seen on
-    one breast-cancer split: the same basis added and deleted 1951 times, to
-    ``max_iter``); the joint re-estimations in between can also make the
-    round trip a cycle of several moves (seen: add, re-estimate, delete,
-    re-estimate, with the Laplace evidence back to within 1e-11).  A round
-    trip with no gain in the Laplace evidence, or a repeated round trip of
-    the same basis to the same active set that gains less than 1e-3 nats
-    over the previous one, bars that basis from being added to that active
-    set again (whenever the active set is that set, for the rest of this
-    call; :class:`_RoundTrips`).  The result is then a fixed point of the
-    updates except that the barred basis may still show a tiny positive
-    linearised gain (seen: 2e-7; its addition is what the cycle undid).
+    Basis ``barred`` (if >= 0) is never added.  An addition undone by a deletion
+    back to the same active set without a gain in the Laplace evidence (or
+    repeatedly, gaining < 1e-3 nats) bars that basis from that set
+    (:class:`_RoundTrips`), so the loop cannot cycle.
     """
     converged = False
     it = 0
@@ -236,14 +184,7 @@ def _sequential(
 
 
 class _RoundTrips:
-    """Additions undone by a deletion, and the bases barred from an active set for it.
-
-    A round trip is the addition of a basis and its later deletion with the
-    active set back to what it was before the addition.  It bars that basis
-    from that active set when the Laplace evidence is no higher than before
-    the addition, or no more than 1e-3 nats above the best earlier round
-    trip of the same basis to the same set (a cycle; see :func:`_sequential`).
-    """
+    """Additions undone by a deletion, and the bases barred from an active set for it."""
 
     def __init__(self) -> None:
         self._before: dict[int, tuple[tuple[int, ...], float]] = {}  # basis -> set, lml
@@ -292,34 +233,13 @@ def fast_classification(
 ):
     """Run the sequential algorithm on normalised columns.
 
-    The start is one basis (:func:`initial_basis`) or, with ``alpha_start``
-    (precisions of the unit-norm columns, ``inf`` out of the model: a warm
-    start, e.g. a fit at a neighbouring kernel width), its bases; a warm start
-    whose mode cannot be found is replaced by the one-basis start.
-
-    Returns ``(active, alpha_n, W_n, trace, n_iter, converged)`` with ``W_n`` the
-    mode on the normalised columns.
-
-    The mode is found to a relative Newton step of ``_MODE_TOL_LOOSE`` while
-    the model is far from converged and of ``_MODE_TOL_TIGHT`` once no
-    deletion is pending and every re-estimation changes ``log alpha`` by less
-    than ``_NEAR_CONVERGED`` (or nothing improves); the convergence test is
-    only ever passed with the tight tolerance.
-
-    The greedy sequence of moves can stop in a local optimum of the active
-    set that a deletion would leave for a better one (no single move sees
-    that: deleting a relevant basis lowers the evidence before the others
-    adapt).  With ``deletion_tries > 0``, after convergence the
-    ``deletion_tries`` active bases whose deletion costs *most* in the
-    linearised evidence (the ones the solution leans on; deleting a cheap one
-    barely moves the state, and the rerun comes back to the same optimum:
-    on 5 breast-cancer splits cheapest-first gained 0-0.7 nats in up to 4.7 s,
-    costliest-first 0-5.1 nats in 0.16-0.28 s) are each deleted in turn and
-    the sequential algorithm is run again from there with that basis barred
-    from returning (for at most twice the iterations of the first run or 50,
-    whichever is larger); the first converged
-    outcome with a higher Laplace evidence is kept and the search repeats
-    from it (with the bar lifted).
+    Starts from :func:`initial_basis` or the bases of ``alpha_start`` (a warm
+    start whose mode cannot be found falls back to one basis).  Modes are found
+    to ``_MODE_TOL_LOOSE`` until near convergence, then ``_MODE_TOL_TIGHT``.
+    With ``deletion_tries > 0`` the costliest active bases are deleted in turn
+    after convergence and the algorithm rerun with each barred; the first
+    converged outcome with a higher Laplace evidence is kept and the search
+    repeats.  Returns ``(active, alpha_n, W_n, trace, n_iter, converged)``.
     """
     st = _warm_state(Phin, T, usable, alpha_start, likelihood)
     if st is None:

@@ -1,23 +1,20 @@
-"""Full re-estimation of RVM regression (MacKay, EM) on normalised columns.
-
-Every precision and the noise precision updated at once per iteration
-(:func:`rvm_pymc.reference._ard.reestimate_alpha`, a slab included), with the
-pruning rules of docs/reference_solver.md; under the flat hyperprior, columns
-parallel to rounding start as one basis
-(:func:`~rvm_pymc.reference._ard.merge_parallel`).  The entry point is
-:func:`rvm_pymc.reference.fit_regression`.
-"""
+"""Full re-estimation of RVM regression (MacKay, EM; :mod:`rvm_pymc._core.ard`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from rvm_pymc._core.ard import (
+    em_beta,
+    mackay_beta,
+    merge_parallel,
+    reestimate_alpha,
+    slab_precision,
+)
 from rvm_pymc._core.evidence import log_hyperprior, log_marginal_likelihood
 from rvm_pymc._core.gaussian import regression_posterior
 from rvm_pymc._core.sparsity import active_sq
 from rvm_pymc.priors import HyperPrior
-from rvm_pymc.reference._ard import merge_parallel, reestimate_alpha, slab_precision
-from rvm_pymc.reference._noise import mackay_beta
 
 __all__ = ["PRUNE_DATA_RATIO", "full_reestimation"]
 
@@ -41,12 +38,7 @@ def full_reestimation(
     alpha_init,
     beta_max,
 ):
-    """MacKay or EM re-estimation of all precisions on normalised columns.
-
-    The hyperprior acts on the precisions of the columns as given: on
-    normalised columns the rate ``b`` becomes ``b * ||phi_m||^2``, and a slab's
-    precision ``1/s^2`` becomes ``1 / (s^2 ||phi_m||^2)`` (``_ard``).
-    """
+    """MacKay or EM re-estimation of all precisions and the noise, on normalised columns."""
     n, _m = Phin.shape
     b_n = prior.b * scale**2
     c_n = slab_precision(prior, scale)
@@ -90,8 +82,7 @@ def full_reestimation(
             if method == "mackay":
                 new_beta = mackay_beta(n, float(np.sum(gamma)), rss, prior, beta_max)
             else:
-                em_den = rss + float(np.sum(gamma)) / beta + 2 * prior.d
-                new_beta = min((n + 2 * prior.c) / em_den, beta_max)
+                new_beta = em_beta(n, float(np.sum(gamma)), rss, beta, prior, beta_max)
         keep = new_alpha < prune_level
         if flat_alpha:
             keep &= ~_negligible(gram, PhiT_t, active, prec, beta, post, tol)
@@ -110,31 +101,11 @@ def full_reestimation(
 
 
 def _negligible(gram, PhiT_t, active, alpha, beta, post, tol):
-    """Bases to prune: negligible now and at their own optimum.
+    """Bases to prune under ``a = b = 0``: negligible now and at their own optimum.
 
-    ``alpha``: the weights' prior precisions (with a slab, ``alpha + c``; the
-    slab's floor ``c`` is far below the levels compared with here).
-
-    With ``a = b = 0`` an irrelevant precision creeps to infinity under MacKay
-    and (slowly: by about ``s_m`` per iteration, so linearly) under EM updates.
-    For basis ``m`` with sparsity and quality factors ``s_m, q_m`` (Tipping &
-    Faul 2003) the log evidence as a function of ``alpha_m`` alone is
-    ``l_m(alpha)``, maximised at ``alpha*_m = s_m^2 / (q_m^2 - s_m)`` (``inf`` when
-    ``q_m^2 <= s_m``).  A basis is pruned when either
-
-    * ``q_m^2 <= s_m`` and its whole contribution ``|l_m(alpha_m)|`` (a
-      difference of log evidences, free of units) is below ``tol``; or
-    * both ``alpha_m`` and ``alpha*_m`` exceed ``PRUNE_DATA_RATIO = 1e3`` times the
-      data precision of its (unit-norm) column, ``beta``: the weight's prior sd
-      is then below 3% of the noise sd along its column, and since
-      ``s_m <= beta`` its share of the log evidence at any
-      ``alpha >= 1e3 beta`` is below ``(q_m^2 - s_m)^2 / (2 s_m^2) < 5e-7`` nats
-      when ``q_m^2 > s_m``.  This is the rule of thumb of Tipping (2001) and
-      SparseBayes (prune a precision beyond a large threshold), scaled by the
-      data; it makes EM sparse in a few hundred iterations instead of never.
-
-    Pruning a basis whose optimum is ``alpha = inf`` raises the evidence, so
-    EM stays monotone; the fixed points are unchanged to within the shares above.
+    Either ``q^2 <= s`` with a contribution ``|l_m(alpha_m)|`` below ``tol``, or
+    ``alpha_m`` and its optimum both above ``PRUNE_DATA_RATIO * s`` (at most
+    ~5e-7 nats of evidence): EM creeps to ``alpha = inf`` only linearly.
     """
     G = gram[np.ix_(active, active)]
     S = beta * np.diag(G) - beta**2 * np.sum((G @ post.cov) * G, axis=1)

@@ -1,13 +1,4 @@
-"""The Laplace-evidence fit shared by classification and counts.
-
-One hyperparameter search for every likelihood whose weight posterior is
-replaced by its Laplace approximation (Bernoulli, softmax, Poisson): the
-checks of the common arguments, the column normalisation, the fast method or
-the full MacKay / EM re-estimation, and the final mode on the columns as
-given.  :func:`rvm_pymc.reference.fit_classification` and
-:func:`rvm_pymc.reference.fit_counts` differ only in their targets and their
-result objects.
-"""
+"""The Laplace-evidence fit shared by classification and counts (fast, MacKay, EM)."""
 
 from __future__ import annotations
 
@@ -16,22 +7,25 @@ from typing import NamedTuple
 
 import numpy as np
 
+from rvm_pymc._core.ard import merge_parallel, reestimate_alpha, slab_precision
+from rvm_pymc._core.evidence import log_alpha_prior
+from rvm_pymc._core.laplace import LaplacePosterior
 from rvm_pymc._core.sparsity import LEAVING_SETTLED, leaving_active
 from rvm_pymc._core.threads import single_blas_thread, worker_threads
 from rvm_pymc._core.validation import check_int
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import HyperPrior, resolve_prior
-from rvm_pymc.reference._ard import merge_parallel, reestimate_alpha, slab_precision
 from rvm_pymc.reference._fast_classification import fast_classification
-from rvm_pymc.reference._laplace import LaplacePosterior, find_mode
+from rvm_pymc.reference._laplace import find_mode
 from rvm_pymc.reference._options import (
     check_alpha_init,
     check_float,
     check_method_and_prior,
+    check_representable,
     normalise_columns,
 )
 
-__all__ = ["LaplaceFit", "alpha_hyperprior", "laplace_fit"]
+__all__ = ["LaplaceFit", "laplace_fit"]
 
 
 class LaplaceFit(NamedTuple):
@@ -45,15 +39,6 @@ class LaplaceFit(NamedTuple):
     trace: dict
     n_iter: int
     converged: bool
-
-
-def alpha_hyperprior(alpha: np.ndarray, prior: HyperPrior) -> float:
-    """``sum(a log alpha - b alpha)``: the Gamma hyperprior on the log precisions."""
-    # A zero a or b contributes nothing (not 0 * inf = nan when alpha under- or overflows,
-    # or is 0 under a slab).
-    with np.errstate(divide="ignore"):
-        shape = prior.a * float(np.sum(np.log(alpha))) if prior.a else 0.0
-    return shape - (prior.b * float(np.sum(alpha)) if prior.b else 0.0)
 
 
 def laplace_fit(
@@ -72,11 +57,7 @@ def laplace_fit(
     task: str,
     what: str,
 ) -> LaplaceFit:
-    """Check the common arguments, fit, and find the final mode (see ``fit_classification``).
-
-    ``Phi`` and ``T`` are checked already; ``task`` completes the message when
-    no column is usable, ``what`` names the fit in warnings.
-    """
+    """Check the common arguments, fit, and find the final mode (see ``fit_classification``)."""
     prior = resolve_prior(prior)
     check_method_and_prior(method, prior)
     m = Phi.shape[1]
@@ -102,7 +83,7 @@ def laplace_fit(
                 Phin, T, usable, max_iter, tol, align_tol, deletion_tries, start, likelihood
             )
         else:
-            out = full_reestimation(
+            out = laplace_reestimation(
                 Phin,
                 T,
                 usable,
@@ -126,14 +107,7 @@ def laplace_fit(
     s = scale[active]
     with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
         alpha, W0 = alpha_n * s**2, W_n / s[:, None]
-    # (alpha = 0 stays 0: a slab's weight; a positive alpha_n must stay positive)
-    representable = np.all(np.isfinite(alpha)) and np.all((alpha > 0) | (alpha_n == 0))
-    if not (representable and np.all(np.isfinite(W0))):
-        raise ValueError(
-            "the posterior on the scale of Phi is not representable in float64 (column "
-            f"norms span {s.min():.3g} to {s.max():.3g}); rescale the columns of Phi (for a "
-            "kernel estimator: rescale X, e.g. with sklearn's StandardScaler)"
-        )
+    check_representable(alpha, alpha_n, W0, s)
     order = np.argsort(active)
     active = np.asarray(active)[order]
     alpha = np.asarray(alpha, dtype=float)[order]
@@ -152,14 +126,14 @@ def laplace_fit(
         active=active,
         alpha=alpha,
         post=post,
-        log_evidence=post.log_evidence + alpha_hyperprior(alpha, prior),
+        log_evidence=post.log_evidence + log_alpha_prior(alpha, prior),
         trace={k: np.asarray(v) for k, v in trace.items()},
         n_iter=n_iter,
         converged=converged,
     )
 
 
-def full_reestimation(
+def laplace_reestimation(
     Phin,
     T,
     usable,
@@ -172,11 +146,10 @@ def full_reestimation(
     alpha_init,
     likelihood="bernoulli",
 ):
-    """MacKay or EM re-estimation of all precisions on normalised columns.
+    """MacKay or EM re-estimation of all precisions of a Laplace fit, on normalised columns.
 
-    The hyperprior acts on the precisions of the columns as given: on
-    normalised columns the rate ``b`` becomes ``b * ||phi_m||^2``, and a slab's
-    precision ``1/s^2`` becomes ``1 / (s^2 ||phi_m||^2)`` (``_ard``).
+    On normalised columns the rate ``b`` becomes ``b ||phi_m||^2`` and a slab's
+    precision ``1 / (s^2 ||phi_m||^2)``.
     """
     n = Phin.shape[0]
     c = T.shape[1]
@@ -206,7 +179,7 @@ def full_reestimation(
         post = find_mode(Phin[:, active], T, prec, W, likelihood=likelihood)
         W = post.mean
         trace["log_evidence"].append(
-            post.log_evidence + alpha_hyperprior(alpha * scale[active] ** 2, prior)
+            post.log_evidence + log_alpha_prior(alpha * scale[active] ** 2, prior)
         )
         trace["n_active"].append(active.size)
         w2 = np.sum(W**2, axis=1)

@@ -1,11 +1,4 @@
-"""Joint maximisation of the linearised evidence over all active precisions.
-
-At the current mode the classification evidence is replaced by that of the
-Gaussian IRLS problem; its alpha-dependent part :func:`linearised_evidence` is
-maximised over every active ``log alpha`` at once by Newton's method
-(:func:`maximise_linearised`), the joint re-estimation move of the fast
-classifier (:func:`rvm_pymc.reference._fast_classification._reestimate`).
-"""
+"""Joint maximisation of the linearised (IRLS) evidence over all active precisions."""
 
 from __future__ import annotations
 
@@ -25,12 +18,9 @@ _LOG_ALPHA_CAP = np.log(1e12)  # on unit-norm columns; the basis is then all but
 
 
 def linearised_evidence(H_lik, b, u, c):
-    """Alpha-dependent part of the linearised (Gaussian) log evidence, with Sigma and mu.
+    """Alpha-dependent part of the linearised log evidence, with Sigma and mu.
 
-    ``L(u) = 1/2 [c sum(u) - log|H_lik + A| + b^T (H_lik + A)^-1 b]`` with
-    ``A = diag(exp(u))`` repeated for the ``c`` classes (class-major), the
-    log marginal likelihood of the IRLS problem ``t_hat ~ N(0, B^-1 + Phi A^-1 Phi^T)``
-    up to terms free of ``alpha``; ``b = Phi^T B t_hat``.
+    ``L(u) = 1/2 [c sum(u) - log|H_lik + A| + b^T (H_lik + A)^-1 b]``, ``A = diag(exp(u))``.
     """
     H = H_lik.copy()
     if c == 1:
@@ -74,12 +64,8 @@ def linearised_gradient_hessian(Sigma, mu, u, c):
 
 
 def _cap_leaving(H_lik, b, u, c, out, L, Sigma, mu):
-    """Move the ``out`` bases to ``_LOG_ALPHA_CAP``, if that does not lower the objective.
-
-    Each basis is "leaving" given the others; two nearly redundant bases can
-    each be leaving given the other while capping both loses what they share.
-    If capping them together lowers the objective, only the one with the
-    largest precision is capped (if that does not lower it either, none is).
+    """Move the ``out`` bases to ``_LOG_ALPHA_CAP`` together, else the largest alone, unless
+    that lowers the objective.
     """
     floor = L - 1e-12 * (1.0 + abs(L))
     trials = [out]
@@ -96,14 +82,9 @@ def _cap_leaving(H_lik, b, u, c, out, L, Sigma, mu):
 def maximise_linearised(H_lik, b, alpha, c, tol, max_iter=50):
     """Maximise :func:`linearised_evidence` over all active ``log alpha`` by Newton's method.
 
-    A basis whose optimum given the others is ``alpha = inf``
-    (:func:`leaving_active`) is moved to ``_LOG_ALPHA_CAP`` at once, if that
-    does not lower the objective (:func:`_cap_leaving`), and held there; the
-    deletion move then removes it.
-    For the others the Hessian is made negative definite (eigenvalues
-    reflected and bounded away from zero) where it is not, steps are limited
-    to 2 in ``log alpha`` and halved until the objective does not decrease.
-    Stops when every step is below ``tol``.  Returns the new ``alpha``.
+    Leaving bases go to ``_LOG_ALPHA_CAP`` (:func:`_cap_leaving`); the Hessian is
+    made negative definite, steps are limited to 2 and halved until the objective
+    does not decrease; stops when every step is below ``tol``.
     """
     u0 = u = np.log(alpha)
     ma = u.size
@@ -123,13 +104,9 @@ def maximise_linearised(H_lik, b, alpha, c, tol, max_iter=50):
         try:  # -H is positive definite near a maximum
             step[f] = spd_solve(neg_H, g[f])
         except np.linalg.LinAlgError:
-            # Not a repair of a numerical failure: the objective is not concave in
-            # log alpha away from its maximum, so -H is indefinite there (on the
-            # benchmark every fallback had eigenvalues of -H down to -0.37 times the
-            # largest).  Modified Newton (Nocedal & Wright, section 3.4): with the
-            # eigenvalues replaced by their absolute values, bounded away from zero,
-            # the step is an ascent direction (g^T step > 0), and the step cap and
-            # the line search below accept it only if the objective does not decrease.
+            # -H is indefinite away from the maximum (the objective is not concave
+            # there): modified Newton (Nocedal & Wright 3.4), |eigenvalues| bounded
+            # away from zero, gives an ascent direction for the line search below.
             lam, V = np.linalg.eigh(neg_H)
             lam = np.maximum(np.abs(lam), 1e-8 * max(1.0, float(np.max(np.abs(lam)))))
             step[f] = V @ ((V.T @ g[f]) / lam)

@@ -1,27 +1,14 @@
-"""State of the fast classifier: the linearised problem at the current mode.
+r"""State of the fast classifier: the linearised (IRLS) problem at the current mode.
 
-At the posterior mode ``W*`` of the current model the log likelihood is
-replaced by its quadratic expansion (the IRLS linearisation): a Gaussian
-problem with per-observation precision matrices ``B_n = diag(y_n) - y_n y_n^T``
-(the scalar ``y_n (1 - y_n)`` for two classes) and targets
-``t_hat = Phi W* + B^-1 (t - y)``.  For that problem the statistics of every
-candidate basis are
+A Gaussian problem with precisions ``B_n`` (``y_n (1 - y_n)`` for two
+classes) and targets ``t_hat = Phi W* + B^-1 (t - y)``, whose statistics are
 
 .. math::
 
     S_m = \\phi_m^\\top B \\phi_m - \\phi_m^\\top B \\Phi_a \\Sigma \\Phi_a^\\top B \\phi_m,
-    \\qquad Q_m = \\phi_m^\\top B (\\hat t - \\Phi_a W^*) = \\phi_m^\\top (t - y),
+    \\qquad Q_m = \\phi_m^\\top (t - y).
 
-(``C x C`` matrices and ``C``-vectors when basis ``m`` has ``C`` weights
-sharing one precision).  After every move the mode of the *true* posterior is
-found again by Newton's method and ``B``, ``Sigma``, ``S``, ``Q`` are
-recomputed (:meth:`_LinearisedState.resolve`), so the weighted Gram matrix
-``Phi^T B Phi_a`` is refreshed once per move.
-
-References
-----------
-Tipping, M. E. and Faul, A. C. (2003). Fast marginal likelihood maximisation
-for sparse Bayesian models. *AISTATS 2003*.
+After every move the true mode is found again (:meth:`_LinearisedState.resolve`).
 """
 
 from __future__ import annotations
@@ -55,15 +42,7 @@ _MODE_TOL_LOOSE, _MODE_TOL_TIGHT = 1e-4, 1e-9
 
 
 class _LinearisedState(SequentialState):
-    """Sequential-algorithm state for classification.
-
-    Keeps the attribute contract of the regression :class:`SequentialState` that its
-    ``candidates`` method relies on (``m``, ``usable``, ``active``, ``alpha``,
-    ``S``, ``Q`` and ``G`` = ``Phi^T Phi_a`` of the normalised columns, used for
-    the near-duplicate test), and adds the weighted quantities of the
-    linearised problem.  Moves change the model and then re-find the mode
-    instead of applying the Gaussian rank-one formulas.
-    """
+    """Sequential-algorithm state for classification (the contract of :class:`SequentialState`)."""
 
     def __init__(
         self, Phin: np.ndarray, T: np.ndarray, usable: np.ndarray, likelihood: str = "bernoulli"
@@ -97,12 +76,7 @@ class _LinearisedState(SequentialState):
         return self.W[:, 0]
 
     def _cosines(self, j: int):
-        """The cosines of basis ``j`` with every column (0 for the unusable ones), started.
-
-        Returns a handle whose ``result()`` is the vector: for a large design
-        formed on a thread of its own while the caller goes on (the mode search
-        of :meth:`add`), else formed now.
-        """
+        """Handle on the cosines of basis ``j`` with every column (formed on a thread if large)."""
 
         def cosines() -> np.ndarray:
             g = self.Phin.T @ self.Phin[:, j]
@@ -112,14 +86,7 @@ class _LinearisedState(SequentialState):
         return in_background(cosines, self.Phin.size)
 
     def _active_columns(self) -> np.ndarray:
-        """``Phin[:, active]``, kept for the next call.
-
-        Made from the last one when the active set has gained or lost one
-        basis (the same numbers: copies of the columns, in the memory order a
-        gather gives, which the products' rounding depends on), else gathered:
-        a gather reads a cache line of every row of a C-order design (50 ms at
-        N = 2e5, M = 1001).
-        """
+        """``Phin[:, active]``, kept; updated by one column when possible (a gather is slow)."""
         key = tuple(self.active)
         last, Pa = self._columns_cache
         if key == last:
@@ -134,11 +101,7 @@ class _LinearisedState(SequentialState):
         return self._columns_cache[1]
 
     def resolve(self, statistics: bool = True) -> None:
-        """Re-find the mode; recompute Sigma and the candidate statistics S, Q.
-
-        With ``statistics=False`` only the mode, ``Sigma`` and the evidence (a
-        trial move is judged by them; :meth:`statistics` completes an accepted one).
-        """
+        """Re-find the mode; recompute Sigma and (``statistics``) the candidate S, Q."""
         Pa = self._active_columns()
         if self.one_column is not None:
             post = find_mode_one_column(Pa, self.one_column, self.alpha, self.W, self.mode_tol)
@@ -213,11 +176,7 @@ class _LinearisedState(SequentialState):
         self.G = np.column_stack([self.G, cosines.result()])
 
     def predicted_mode(self, alpha_new: np.ndarray) -> np.ndarray:
-        """One Newton step from the current mode at new precisions of the active bases.
-
-        ``(Phi^T B Phi + A_new)^-1 b`` with ``b = Phi^T B Phi W* + Phi^T (t - y)``:
-        the mode of the linearised problem, a warm start for the new mode.
-        """
+        """The mode of the linearised problem at new active precisions: a warm start."""
         ma, c = self.W.shape
         H = self.H_lik.copy()
         diagonal_view(H).reshape(c, ma)[...] += alpha_new
@@ -290,13 +249,9 @@ class _LinearisedState(SequentialState):
 def initial_basis(
     Phin: np.ndarray, T: np.ndarray, usable: np.ndarray, likelihood: str = "bernoulli"
 ) -> tuple[int, float]:
-    """The basis best aligned with centred pseudo-targets and a starting precision.
+    """The basis best aligned with pseudo-targets and a starting precision (as SparseBayes).
 
-    As in Tipping's SparseBayes: project ``t - mean`` onto the normalised
-    columns, and set ``alpha`` from the least-squares fit of the column to
-    logits of 0.9 / 0.1 pseudo-probabilities.  For counts the pseudo-targets
-    are the log rates ``log(t + 1/2)``, not centred (their level is what the
-    first basis, usually the bias, has to carry).
+    Logits of 0.9 / 0.1 for classes, ``log(t + 1/2)`` for counts.
     """
     c = T.shape[1]
     if likelihood == "poisson":
@@ -314,11 +269,9 @@ def initial_basis(
 
 
 def stationarity_residual(st: _LinearisedState) -> float:
-    """``||g||`` of the linearised evidence at its own linearisation point.
+    """``||g||`` of the linearised evidence, zero at the fast/MacKay/EM fixed points.
 
-    ``g_m = 1/2 [c - alpha_m (tr Sigma_mm + ||w_m||^2)]`` with the Laplace
-    covariance and the mode: zero exactly at the fixed points shared by the
-    fast, MacKay and EM updates.
+    ``g_m = 1/2 [c - alpha_m (tr Sigma_mm + ||w_m||^2)]``.
     """
     ma, c = st.W.shape
     if c == 1:  # the same numbers without the 4-index einsum

@@ -1,12 +1,4 @@
-"""The noise precision of the fast regression solver: MacKay's update, safeguarded.
-
-:func:`update_noise` moves ``beta`` of a
-:class:`rvm_pymc.reference._sequential_state.SequentialState`
-(the state of the sequential algorithm, passed in; this module does not import
-it) by MacKay's step, halved in ``log beta`` until the objective does not
-decrease; :func:`mackay_beta` is the update itself, shared with the full
-re-estimation of :mod:`rvm_pymc.reference.regression`.
-"""
+"""The noise precision of the fast regression solver: MacKay's update, safeguarded."""
 
 from __future__ import annotations
 
@@ -14,23 +6,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rvm_pymc._core.ard import mackay_beta
 from rvm_pymc._core.gaussian import factor_inverse
 
 if TYPE_CHECKING:
     from rvm_pymc.priors import HyperPrior
 
-__all__ = ["mackay_beta", "update_noise"]
+__all__ = ["update_noise"]
 
 
 def update_noise(st: Any, prior: HyperPrior, n: int) -> float:
-    """MacKay update of beta, safeguarded so that the objective never decreases.
+    """MacKay's update of beta, halved in ``log beta`` until the objective does not decrease.
 
-    The MacKay step ``beta = (N - sum(gamma) + 2c) / (rss + 2d)`` points uphill in
-    ``log beta`` but can overshoot; the step in ``log beta`` is halved until the
-    objective (log evidence + ``c log beta - d beta``) does not decrease
-    beyond the rounding of the evidence.  Each trial is a fresh factorisation
-    (``st.factorise``); only the accepted one is committed (``st.commit``).
-    Returns ``|d log beta|`` of the accepted step (``inf`` if none was found).
+    Each trial is a fresh factorisation; returns ``|d log beta|`` accepted (``inf``: none).
     """
 
     def objective(lml: float, beta: float) -> float:
@@ -54,17 +42,3 @@ def update_noise(st: Any, prior: HyperPrior, n: int) -> float:
             return abs(step)
         step *= 0.5
     return np.inf  # no acceptable step: never read as 'beta has settled'
-
-
-def mackay_beta(n: int, sum_gamma: float, rss: float, prior: HyperPrior, beta_max: float) -> float:
-    """MacKay's ``(N - sum(gamma) + 2c) / (rss + 2d)``, bounded to ``(0, beta_max]``.
-
-    An exact fit (``rss = 0``) gives ``beta_max``; a numerator that rounds to
-    zero or below (every point explained by its own weight) gives the
-    smallest positive float rather than a NaN.
-    """
-    num = max(n - sum_gamma + 2 * prior.c, 0.0)
-    den = rss + 2 * prior.d
-    if den <= 0 or num >= beta_max * den:
-        return float(beta_max)
-    return max(num / den, np.finfo(float).tiny)

@@ -9,11 +9,8 @@ from rvm_pymc.priors import HyperPrior
 
 METHODS = ("fast", "mackay", "em")
 
-#: Upper bound on the noise precision, relative to the target: ``beta <= BETA_MAX_FACTOR /
-#: var(t)``, i.e. a noise sd of at least 1e-4 of the target sd (SparseBayes bounds it the
-#: same way, at 1e6).  When the basis fits the targets exactly (two points, a noise-free
-#: target) the evidence grows without limit as the noise vanishes; the bound stops the
-#: fit there and the solver says so in one ConvergenceWarning.
+#: Upper bound on the noise precision: ``beta <= BETA_MAX_FACTOR / var(t)`` (noise sd at
+#: least 1e-4 of the target sd), where an exact fit would drive the evidence to infinity.
 BETA_MAX_FACTOR = 1e8
 
 
@@ -49,10 +46,7 @@ def check_method_and_prior(method: str, prior: HyperPrior) -> None:
 
 
 def check_alpha_init(alpha_init, n_basis: int, zero_ok: bool = False) -> np.ndarray | None:
-    """Validate a warm start: shape (M,), > 0, ``inf`` allowed, one finite at least.
-
-    ``zero_ok``: 0 is allowed too (with a slab, whose precision bounds the weight's).
-    """
+    """Validate a warm start: shape (M,), > 0 (>= 0 if ``zero_ok``), inf allowed, one finite."""
     if alpha_init is None:
         return None
     alpha_init = np.asarray(alpha_init, dtype=float)
@@ -74,12 +68,7 @@ def check_alpha_init(alpha_init, n_basis: int, zero_ok: bool = False) -> np.ndar
 
 
 def normalise_columns(Phi: np.ndarray, task: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Scale the columns of ``Phi`` to unit norm *in place*; return ``(Phi, scale, usable)``.
-
-    ``Phi`` must be the solver's own copy.  All-zero columns are not usable
-    (their scale is 1); ``task`` completes the error message when no column is
-    usable ("explain t", "separate the classes").
-    """
+    """Scale the columns of ``Phi`` to unit norm in place; ``(Phi, scale, usable)``."""
     with np.errstate(over="ignore", under="ignore"):
         norms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
     # Squares over- or underflow for entries beyond ~1e+-154: redo those columns
@@ -95,3 +84,27 @@ def normalise_columns(Phi: np.ndarray, task: str) -> tuple[np.ndarray, np.ndarra
     scale = np.where(usable, norms, 1.0)
     Phi /= scale
     return Phi, scale, usable
+
+
+def check_fixed_alpha(alpha, n_basis: int) -> np.ndarray:
+    """Precisions of a posterior at fixed ``alpha``: shape (M,), finite and > 0."""
+    alpha = np.asarray(alpha, dtype=float).reshape(-1)
+    if alpha.shape != (n_basis,):
+        raise ValueError(f"alpha has shape {alpha.shape}; expected ({n_basis},)")
+    if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0)):
+        raise ValueError("alpha must be finite and > 0 (drop pruned bases from Phi)")
+    return alpha
+
+
+def check_representable(alpha, alpha_n, values, s) -> None:
+    """Raise unless the posterior on the scale of ``Phi`` (``alpha``, ``values``) is finite.
+
+    ``alpha = 0`` stays 0 (a slab's weight); a positive ``alpha_n`` must stay positive.
+    """
+    representable = np.all(np.isfinite(alpha)) and np.all((alpha > 0) | (alpha_n == 0))
+    if not (representable and np.all(np.isfinite(values))):
+        raise ValueError(
+            "the posterior on the scale of Phi is not representable in float64 (column "
+            f"norms span {s.min():.3g} to {s.max():.3g}); rescale the columns of Phi (for a "
+            "kernel estimator: rescale X, e.g. with sklearn's StandardScaler)"
+        )

@@ -1,34 +1,16 @@
-"""State of the sequential (Tipping & Faul) algorithm: active set, posterior, statistics.
+r"""State of the sequential (Tipping & Faul) algorithm: active set, posterior, statistics.
 
-The state holds the active set, its precisions ``alpha``, the noise precision
-``beta``, the posterior ``Sigma``, ``mu`` of the active weights and the
-statistics ``S_m = phi_m^T C^-1 phi_m``, ``Q_m = phi_m^T C^-1 t`` of every
-candidate column (unit-norm columns).  Two ways of computing the statistics:
-
-- the *rank-one* way (:meth:`SequentialState.resolve` and the moves ``add``,
-  ``reestimate``, ``delete``): ``S = beta - beta^2 G^T Sigma G``,
-  ``Q = beta (Phi^T t - G mu)``, O(M M_active) a move.  With a smooth kernel
-  both are differences of nearly equal numbers and can lose every digit;
-- the *exact* way (:meth:`SequentialState.exact_statistics`), without
-  catastrophic cancellation: with ``u_m = beta H^-1 Phi_A^T phi_m``,
-
-  ``S_m = beta ||phi_m - Phi_A u_m||^2 + u_m^T A u_m``,  ``Q_m = beta phi_m^T (t - Phi_A mu)``.
-
-  ``S_m`` is the minimum over ``u`` of that sum of non-negative terms, so an
-  error in the solve for ``u_m`` changes it only to second order; O(N M_active)
-  a column.
-
-The solver (:mod:`rvm_pymc.reference.fast`) selects moves from the rank-one
-statistics and makes them on the exact ones.
-
-With ``s_m, q_m`` the sparsity and quality factors (``S_m, Q_m`` with basis ``m``
-itself left out), the contribution of basis ``m`` to the log evidence is
+``S_m = phi_m^T C^-1 phi_m`` and ``Q_m = phi_m^T C^-1 t`` of every unit-norm
+column, two ways: rank-one (``S = beta - beta^2 G^T Sigma G``, O(M M_active)
+a move, but a difference of nearly equal numbers for smooth kernels) and
+exact (:meth:`SequentialState.exact_statistics`, without cancellation,
+O(N M_active) a column).  Basis ``m`` contributes
 
 .. math::
 
     \\ell_m(\\alpha) = \\tfrac12\\left[-\\log(1 + s_m/\\alpha) + q_m^2/(\\alpha + s_m)\\right],
 
-maximised at ``alpha = s^2/(q^2 - s)`` when ``q^2 > s`` and at ``alpha = inf`` otherwise.
+maximised at ``alpha = s^2/(q^2 - s)`` when ``q^2 > s``, else at ``alpha = inf``.
 """
 
 from __future__ import annotations
@@ -61,27 +43,10 @@ class Candidate(NamedTuple):
 class SequentialState:
     """Active set, posterior and candidate statistics of the sequential algorithm.
 
-    Parameters
-    ----------
-    Phin : ndarray of shape (N, M)
-        The design; its unit-norm columns are ``Phin / scale`` (``Phin`` itself
-        when ``scale`` is None): the columns are read as needed, no normalised copy.
-    t : ndarray of shape (N,)
-        Targets.
-    usable : ndarray of bool, shape (M,)
-        Columns that may enter the model (non-zero).
-    beta : float
-        Initial noise precision.
-    scale : ndarray of shape (M,), optional
-        Column norms of ``Phin``.
-    beta_max : float
-        Upper bound of the noise updates (:func:`rvm_pymc.reference._noise.update_noise`).
-    n : int, optional
-        Number of data points, when the rows are a row compression
-        (:class:`rvm_pymc._core.rowqr.RowQR`: ``R`` and ``z`` as ``Phin`` and
-        ``t``); default the number of rows.
-    rss_offset : float
-        The compression's remainder, added to every residual sum of squares.
+    ``Phin / scale`` are the unit-norm columns (read as needed); ``usable`` the
+    columns that may enter; ``beta`` the initial noise precision, bounded by
+    ``beta_max``; ``n``, ``rss_offset`` the number of data points and remainder
+    when ``Phin``, ``t`` are a row compression (:class:`~rvm_pymc._core.rowqr.RowQR`).
     """
 
     def __init__(
@@ -144,12 +109,7 @@ class SequentialState:
         return self.mu
 
     def start(self, j, alpha) -> None:
-        """Make basis ``j`` (or the bases ``j``) with precision(s) ``alpha`` the model; solve it.
-
-        Several bases are a warm start (e.g. the relevance vectors of a fit at a
-        neighbouring kernel width).  Raises :class:`numpy.linalg.LinAlgError`
-        when their posterior precision is not numerically positive definite.
-        """
+        """Make basis ``j`` (or bases ``j``) at ``alpha`` the model; LinAlgError if singular."""
         idx = np.atleast_1d(np.asarray(j, dtype=np.intp))
         self.active = [int(i) for i in idx]
         self.alpha = np.atleast_1d(np.asarray(alpha, dtype=float)).copy()
@@ -164,11 +124,7 @@ class SequentialState:
 
     # -- the exact evidence -------------------------------------------------
     def factorise(self, alpha=None, beta=None) -> Factor | None:
-        """Factor of the active system at ``alpha``, ``beta`` (default: the state's own).
-
-        O(M_active^3 + N M_active); the state is not changed.  None when the
-        posterior precision is not numerically positive definite.
-        """
+        """Factor of the active system at ``alpha``, ``beta`` (default the state's) or None."""
         alpha = self.alpha if alpha is None else alpha
         beta = self.beta if beta is None else beta
         idx = np.asarray(self.active)
@@ -182,11 +138,7 @@ class SequentialState:
         )
 
     def factorise_move(self, j: int, alpha_j: float, g: np.ndarray | None = None):
-        """Factor of the state after moving basis ``j`` to ``alpha_j`` (inf: delete it).
-
-        The state is not changed.  ``g``: the Gram column of ``j`` when it is
-        added (:meth:`gram_column`).  None when not positive definite.
-        """
+        """Factor after moving basis ``j`` to ``alpha_j`` (inf: delete); None if singular."""
         if j not in self.active:  # addition
             idx = np.append(np.asarray(self.active, dtype=int), j)
             Gaa = np.column_stack([self.G[idx], g[idx]])
@@ -218,25 +170,11 @@ class SequentialState:
         )
 
     def _factorise(self, Gaa, PhiT_t_a, Pa, alpha, beta, key, drop=None) -> Factor | None:
-        """:func:`factorise_active` of the active system ``(Gaa, Pa, alpha, beta)``.
-
-        ``key`` names the active set; its rows for the QR route come from
-        :meth:`ActiveRows.getter` (``drop``: a deletion of the current set's
-        column ``drop``).
-        """
+        """:func:`factorise_active` of ``(Gaa, Pa, alpha, beta)``; ``key`` names the active set."""
         rows = self._rows.getter(key, Pa, tuple(self.active), drop)
         return factorise_active(
             Gaa, PhiT_t_a, Pa, self.t, alpha, beta, self.n, self.rss_offset, self.tt, rows
         )
-
-    def exact_lml(self) -> float:
-        """Log marginal likelihood of the current state from a fresh factorisation.
-
-        ``-inf`` when the posterior precision is not numerically positive
-        definite.  The factor is kept (``self.fresh``) until the state changes.
-        """
-        self.fresh = self.factorise()
-        return -np.inf if self.fresh is None else self.fresh.lml
 
     def factor(self) -> Factor:
         """The fresh factor of the current state, computed if need be; raises if singular."""
@@ -262,13 +200,8 @@ class SequentialState:
     def resolve(self, confirm: bool = False) -> None:
         """Recompute Sigma, mu, S, Q and the log evidence from the fresh factor.
 
-        The factor of the last :meth:`factorise` of this same state is used if
-        there is one.  ``S``, ``Q`` by the rank-one form (O(M M_active^2)).
-        With ``confirm`` also exactly (:meth:`exact_statistics`) wherever that
-        form is within its own rounding: ``Sigma`` carries a relative error up
-        to ``eps cond(H)``, so ``S_m`` is known to ``eps (1 + cond) beta
-        ||phi_m||^2`` and ``Q_m`` to ``eps (1 + cond) beta (|phi_m^T t| + |G_m|
-        |mu|)``; where that reaches the value itself not even its sign is known.
+        With ``confirm`` also exactly (:meth:`exact_statistics`) wherever the
+        rank-one form is within its own rounding (``eps cond(H)`` relative).
         """
         f = self.factor()
         self.Sigma = factor_inverse(f.L, f.p)
@@ -290,11 +223,9 @@ class SequentialState:
             self.freshness = 2
 
     def exact_statistics(self, cols) -> tuple[np.ndarray, np.ndarray]:
-        """``S_m, Q_m`` of columns ``cols`` without cancellation.
+        """``S_m, Q_m`` of columns ``cols`` without cancellation (zero at unusable columns).
 
-        ``S_m = beta ||phi_m - Phi_A u_m||^2 + u_m^T A u_m`` with
-        ``u_m = beta H^-1 Phi_A^T phi_m``, ``Q_m = beta phi_m^T (t - Phi_A mu)``;
-        O(N M_active) a column, in blocks of columns.  Zero at unusable columns.
+        ``S_m = beta ||phi_m - Phi_A u_m||^2 + u_m^T A u_m``, ``u_m = beta H^-1 Phi_A^T phi_m``.
         """
         f = self.factor()
         cols = np.atleast_1d(np.asarray(cols))
@@ -316,11 +247,7 @@ class SequentialState:
         return S, Q
 
     def exact_candidate(self, j: int) -> Candidate:
-        """Best move of basis ``j`` from its exact statistics (:meth:`exact_statistics`).
-
-        For an active ``j`` the sparsity and quality factors follow from
-        :func:`active_sq` with the exact ``Sigma_jj``.
-        """
+        """Best move of basis ``j`` from its exact statistics."""
         f = self.factor()
         S_arr, Q_arr = self.exact_statistics([j])
         S, Q = float(S_arr[0]), float(Q_arr[0])
@@ -351,11 +278,7 @@ class SequentialState:
 
     # -- rank-one moves -----------------------------------------------------
     def add(self, j: int, alpha_j: float, S_j=None, Q_j=None, g=None) -> None:
-        """Add basis ``j`` at precision ``alpha_j``.
-
-        ``S_j``, ``Q_j``: its exact statistics, used instead of the kept ones;
-        ``g``: its Gram column, if already computed.
-        """
+        """Add basis ``j`` at ``alpha_j`` with its exact ``S_j``, ``Q_j`` (Gram column ``g``)."""
         if S_j is not None:
             self.S, self.Q = self.S.copy(), self.Q.copy()
             self.S[j], self.Q[j] = S_j, Q_j
@@ -412,11 +335,7 @@ class SequentialState:
         self.active = [a for k, a in enumerate(self.active) if k != i]
 
     def _addable(self, align_tol):
-        """``(in_model, addable)`` masks of the current active set (cached per set).
-
-        ``addable``: usable, not in the model and not nearly parallel to an active
-        column (``|cos| > 1 - align_tol``); reconsidered whenever the active set changes.
-        """
+        """``(in_model, addable)`` masks: addable is usable, out and not parallel to one in."""
         key = (tuple(self.active), align_tol)
         if self._addable_cache[0] == key:
             return self._addable_cache[1]

@@ -1,24 +1,8 @@
 """Closed-form RVM classification: Laplace evidence, full re-estimation, the fast algorithm.
 
-Two classes use the Bernoulli-logit likelihood ``t ~ Bernoulli(sigmoid(Phi w))``;
-K > 2 classes the softmax likelihood ``t ~ Categorical(softmax(Phi W))`` with a
-K-column weight matrix and one precision per basis shared by its K weights,
-so that a basis is relevant or pruned for all classes at once (not
-one-vs-rest).  For fixed precisions the weight posterior is replaced by its
-Laplace approximation (see :mod:`rvm_pymc.reference._laplace`); the precisions
-maximise the Laplace approximation to the evidence plus the Gamma(a, b)
-hyperprior on the log precisions (docs/design.md section 1).
-
-References
-----------
-Tipping, M. E. (2001). Sparse Bayesian learning and the relevance vector
-machine. *Journal of Machine Learning Research* 1, 211-244.
-
-Tipping, M. E. and Faul, A. C. (2003). Fast marginal likelihood maximisation
-for sparse Bayesian models. *Proceedings of AISTATS 2003*.
-
-MacKay, D. J. C. (1992). The evidence framework applied to classification
-networks. *Neural Computation* 4(5), 720-736.
+Bernoulli-logit for two classes, softmax for K > 2 with one precision per
+basis shared by its K weights (a basis is relevant for all classes or none).
+The fit is :mod:`rvm_pymc.reference._laplace_fit`'s.
 """
 
 from __future__ import annotations
@@ -27,6 +11,7 @@ import warnings
 
 import numpy as np
 
+from rvm_pymc._core.laplace import LaplacePosterior
 from rvm_pymc._core.validation import (
     as_2d_float,
     check_consistent_length,
@@ -35,19 +20,15 @@ from rvm_pymc._core.validation import (
 )
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.reference._classification_result import ClassificationResult
-from rvm_pymc.reference._laplace import LaplacePosterior, find_mode
+from rvm_pymc.reference._laplace import find_mode
 from rvm_pymc.reference._laplace_fit import laplace_fit
+from rvm_pymc.reference._options import check_fixed_alpha
 
 __all__ = ["ClassificationResult", "fit_classification", "laplace_posterior"]
 
 
 def encode_labels(y) -> tuple[np.ndarray, np.ndarray]:
-    """Validate class labels; return ``(classes, T)``.
-
-    ``classes`` are the sorted distinct labels in their own dtype; ``T`` is
-    the target matrix: one 0/1 column (``classes[1]`` is 1) for two classes,
-    one-hot rows of K columns otherwise.
-    """
+    """``(classes, T)``: sorted distinct labels, and a 0/1 column (two classes) or one-hot rows."""
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
@@ -90,14 +71,7 @@ def encode_labels(y) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_softmax_memory(Phi: np.ndarray, T: np.ndarray) -> None:
-    """Refuse a softmax fit whose largest array would not fit in memory (before any work).
-
-    With every one of the ``m`` bases in the model (the start of ``"mackay"``
-    and ``"em"``, the worst case of ``"fast"``) the largest arrays are the
-    Laplace Hessian, ``(m K)^2`` floats, and the weighted Gram products of all
-    ``K (K + 1) / 2`` class pairs, ``max(n, m) m K (K + 1) / 2`` floats: both
-    grow as ``K^2``.  Two classes need nothing larger than ``Phi`` itself.
-    """
+    """Refuse a softmax fit whose Hessian, ``(m K)^2`` floats, or pair products would not fit."""
     (n, m), k = Phi.shape, T.shape[1]
     if k < 3:
         return
@@ -144,11 +118,7 @@ def laplace_posterior(Phi, y, alpha) -> LaplacePosterior:
     _, T = encode_labels(y)
     check_consistent_length(Phi=Phi, y=T)
     _check_softmax_memory(Phi, T)
-    alpha = np.asarray(alpha, dtype=float).reshape(-1)
-    if alpha.shape != (Phi.shape[1],):
-        raise ValueError(f"alpha has shape {alpha.shape}; expected ({Phi.shape[1]},)")
-    if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0)):
-        raise ValueError("alpha must be finite and > 0 (drop pruned bases from Phi)")
+    alpha = check_fixed_alpha(alpha, Phi.shape[1])
     return find_mode(Phi, T, alpha)
 
 
@@ -214,10 +184,9 @@ def fit_classification(
         ``"fast"`` only: after convergence, delete each of the
         ``deletion_tries`` active bases that cost most in the linearised
         evidence in turn, re-run the sequential algorithm without it, and keep
-        the first outcome with a higher Laplace evidence (then search again).
-        The greedy algorithm often stops in a local optimum of the active set
-        that this leaves for a better one (higher evidence, usually fewer
-        relevance vectors), at several times the cost.  Default 0 (off).
+        the first outcome with a higher Laplace evidence (then search again):
+        a way out of a local optimum of the active set, at several times the
+        cost.  Default 0 (off).
 
     Returns
     -------
@@ -232,11 +201,8 @@ def fit_classification(
 
     Notes
     -----
-    Every mode is found by Newton's method with Cholesky solves and step
-    halving; the softmax Hessian is assembled from its K x K grid of weighted
-    Gram blocks.  All three methods share their fixed points (stationarity of
-    the Laplace evidence with the curvature ``B`` held at the mode), so they
-    agree up to local optima of the active set.
+    All three methods share their fixed points (stationarity of the Laplace
+    evidence with the curvature ``B`` held at the mode).
 
     References
     ----------

@@ -1,22 +1,8 @@
 """Closed-form RVM for counts: Poisson likelihood with the log link, Laplace evidence.
 
-``t ~ Poisson(exp(Phi w))``, ``w_m ~ N(0, 1/alpha_m)``.  As for the
-Bernoulli classifier (:mod:`rvm_pymc.reference.classification`) the weight
-posterior at fixed precisions is replaced by its Laplace approximation
-(Newton/IRLS to the mode, ``B = diag(lambda)``), and the precisions maximise
-the Laplace evidence plus the Gamma(a, b) hyperprior on ``log alpha`` by the
-fast method on the linearised problem or by MacKay / EM re-estimation: the
-same code (:mod:`rvm_pymc.reference._laplace_fit`), with the Poisson
-log likelihood.
-
-References
-----------
-Tipping, M. E. (2001). Sparse Bayesian learning and the relevance vector
-machine. *Journal of Machine Learning Research* 1, 211-244.
-
-Tipping, M. E. and Faul, A. C. (2003). Fast marginal likelihood maximisation
-for sparse Bayesian models. *AISTATS 2003* (SparseBayes v2 fits Poisson
-likelihoods the same way).
+``t ~ Poisson(exp(Phi w))``: the fit of the classifier
+(:mod:`rvm_pymc.reference._laplace_fit`) with ``B = diag(lambda)``, as in
+SparseBayes (Tipping & Faul 2003).
 """
 
 from __future__ import annotations
@@ -31,10 +17,12 @@ from rvm_pymc._core.counts import (
     mixture_logpmf,
     mixture_quantiles,
 )
+from rvm_pymc._core.laplace import LaplacePosterior
 from rvm_pymc._core.validation import as_2d_float, check_consistent_length
 from rvm_pymc.priors import HyperPrior
-from rvm_pymc.reference._laplace import LaplacePosterior, find_mode
+from rvm_pymc.reference._laplace import find_mode
 from rvm_pymc.reference._laplace_fit import laplace_fit
+from rvm_pymc.reference._options import check_fixed_alpha
 from rvm_pymc.reference._result import SparseFitMixin
 
 __all__ = ["CountsResult", "fit_counts", "poisson_laplace_posterior"]
@@ -130,11 +118,7 @@ def poisson_laplace_posterior(Phi, y, alpha) -> LaplacePosterior:
     Phi = as_2d_float(Phi, "Phi")
     y = check_counts(y)
     check_consistent_length(Phi=Phi, y=y)
-    alpha = np.asarray(alpha, dtype=float).reshape(-1)
-    if alpha.shape != (Phi.shape[1],):
-        raise ValueError(f"alpha has shape {alpha.shape}; expected ({Phi.shape[1]},)")
-    if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0)):
-        raise ValueError("alpha must be finite and > 0 (drop pruned bases from Phi)")
+    alpha = check_fixed_alpha(alpha, Phi.shape[1])
     return find_mode(Phi, y[:, None], alpha, likelihood="poisson")
 
 

@@ -1,33 +1,14 @@
 """The fast sequential marginal-likelihood algorithm of Tipping & Faul (2003).
 
-Works on normalised columns (unit Euclidean norm).  The model starts from one
-basis; each step evaluates, for every basis ``m``, the change in log evidence
-of its best single move (add, delete or re-estimate ``alpha_m``, the others
-fixed), applies the best one with rank-one updates of ``Sigma``, ``mu`` and the
-statistics ``S_m``, ``Q_m`` of all ``M`` candidates
+On unit-norm columns, from one basis: each step finds every basis's best
+single move (add, delete, re-estimate; deletions first), makes the best with
+rank-one updates of ``Sigma``, ``mu``, ``S``, ``Q``
 (:class:`~rvm_pymc.reference._sequential_state.SequentialState`), and updates
-the noise precision on a schedule.  Deletions take priority.
-
-One rule keeps the fit honest on ill-conditioned (smooth) kernels, where the
-rank-one statistics are differences of nearly equal numbers: the statistics
-only *select* a move.  The move is made only if its gain, from ``S_j``, ``Q_j``
-of the chosen basis computed without cancellation, exceeds that gain's
-rounding, and the log evidence realised by the new state (a fresh
-factorisation, evaluated before the state changes) rises by more than the
-rounding of the two evaluations.  A move the statistics proposed that fails
-this means they have drifted: they are recomputed from a fresh factor, then,
-if that is refused too, exactly wherever the rank-one form is within its
-rounding (:meth:`SequentialState.resolve`); if the best move of those
-confirmed statistics fails too, no move is resolvable in float64 and the fit
-has settled at this noise level.  Nothing gains by the statistics: confirmed
-the same way before the fit settles.
-Joint re-estimations of all active precisions and noise updates are judged
-on the realised evidence in the same way.
-
-References
-----------
-Tipping, M. E. and Faul, A. C. (2003). Fast marginal likelihood maximisation
-for sparse Bayesian models. *AISTATS 2003*.
+the noise on a schedule.  The statistics only *select* a move: it is made
+only if its gain from the exact statistics exceeds its rounding and the
+realised evidence of a fresh factorisation rises; a refused move makes the
+statistics be recomputed (then exactly where undetermined), and a move
+refused on those means the fit has settled at this noise level.
 """
 
 from __future__ import annotations
@@ -98,8 +79,7 @@ class Selection(NamedTuple):
 def select_move(st: Any, align_tol: float) -> Selection:
     """Candidates of every basis and the move to make: deletions first, else the best gain.
 
-    A NaN gain is set to ``-inf`` so that it can never be selected.  ``st`` is
-    a :class:`SequentialState` or the classifier's linearised state.
+    A NaN gain never wins.  ``st`` is a :class:`SequentialState` or the classifier's state.
     """
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         delta, new_alpha, in_model, relevant = st.candidates(align_tol)
@@ -117,42 +97,13 @@ def fast_sequential(
 ) -> FastResult:
     """Run the sequential algorithm from the column best aligned with ``t`` (or a warm start).
 
-    The start is that column with a free weight (precision ``1e-6 s``, a prior
-    sd a thousand times the data's): with a wide kernel the columns explain
-    the target only in pairs of nearly parallel columns with opposite
-    weights, which can then be added one column at a time (from the column
-    at its own optimum such a fit can stay at one basis, 40-200 nats below
-    MacKay's).  When that column explains little alone (``q^2 < 2 s``: at its
-    optimum ``s^2 / (q^2 - s)`` its weight would shrink by more than half)
-    the fit is also run from it at that optimum, which then stays near the
-    empty model, and the fit with the higher objective is returned
-    (``n_iter`` counts both).
-
-    Parameters
-    ----------
-    Phin : ndarray of shape (N, M)
-        The design; with ``scale`` (the column norms) its unit-norm columns are
-        ``Phin / scale``, formed column by column as needed.
-    t : ndarray of shape (N,)
-    usable : ndarray of bool, shape (M,)
-    beta : float
-        Initial noise precision.
-    options : FastOptions
-    scale : ndarray of shape (M,), optional
-    alpha_start : ndarray of shape (M,), optional
-        A warm start: the precisions of the unit-norm columns, ``inf`` for a
-        column out of the model (e.g. a fit at a neighbouring kernel width).
-        The fit runs once, from those bases; if their posterior precision is
-        not numerically positive definite, from the cold start above.
-    rows : (int, float), optional
-        When ``Phin`` and ``t`` are a row compression
-        (:class:`rvm_pymc._core.rowqr.RowQR`: ``R`` and ``z``): the number of
-        data points and the remainder (``n`` and ``rss_offset`` of
-        :class:`SequentialState`).
-
-    Returns
-    -------
-    FastResult
+    The start column has a free weight (precision ``1e-6 s``); when it explains
+    little alone (``q^2 < 2 s``) the fit is also run from its own optimum and the
+    better fit returned (``n_iter`` counts both).  ``Phin / scale`` are the
+    unit-norm columns; ``alpha_start`` a warm start (``inf`` for a column out;
+    a warm start whose precision is not positive definite falls back to the cold
+    start); ``rows = (n, rss_offset)`` when ``Phin``, ``t`` are a row compression.
+    Returns a :class:`FastResult`.
     """
     n, rss_offset = (None, 0.0) if rows is None else rows
 
@@ -184,11 +135,7 @@ def fast_sequential(
 
 
 def _aligned(st: SequentialState, usable, options: FastOptions) -> FastOptions:
-    """``align_tol`` on the scale of the design's own angles (see ``fit_regression``).
-
-    The spread is the median of ``1 - |cos|`` between the first active column
-    and the other usable columns.
-    """
+    """``align_tol`` on the scale of the design's own angles (median ``1 - |cos|``)."""
     others = usable.copy()
     others[st.active[0]] = False
     if options.align_tol > 0 and others.any():
@@ -204,15 +151,7 @@ def _objective(fit: FastResult) -> float:
 
 
 class _FastSolver:
-    """The loop of :func:`fast_sequential` as named steps.
-
-    Each iteration: :meth:`_select` a move from the statistics; if nothing
-    gains, :meth:`_settle` (confirm on recomputed statistics, then update the
-    noise); else try the joint re-estimation (:meth:`_joint_move`) or make the
-    single move on its exact gain (:meth:`_single_move`); a refused move makes
-    the statistics be recomputed (:meth:`_refuted`).  The noise is updated on
-    a schedule (:meth:`_scheduled_noise`).
-    """
+    """The loop of :func:`fast_sequential` as named steps (select, settle, move, refute)."""
 
     def __init__(self, st: SequentialState, options: FastOptions) -> None:
         self.st, self.opt = st, options
@@ -250,10 +189,7 @@ class _FastSolver:
     def _select(self) -> tuple[Selection, bool, bool]:
         """The move to try, whether only re-estimations remain, and whether the fit settled.
 
-        Settled: no basis can be added or deleted with a gain and every
-        re-estimation would change its ``log alpha`` by less than ``tol``.  The
-        last basis is never deleted: when its optimum is ``alpha = inf`` it
-        stays, and that counts as settled.
+        The last basis is never deleted: at an optimum ``alpha = inf`` that counts as settled.
         """
         st = self.st
         sel = select_move(st, self.opt.align_tol)
@@ -272,12 +208,7 @@ class _FastSolver:
         return sel, True, dlog.max() < self.opt.tol
 
     def _settle(self) -> bool:
-        """Nothing gains at this noise level: confirm it, then update the noise.
-
-        The verdict of rank-one-updated statistics is confirmed on recomputed
-        ones (:meth:`SequentialState.resolve`).  Returns True when the fit has
-        converged (the noise update changes ``log beta`` by less than ``tol``).
-        """
+        """Nothing gains: confirm on recomputed statistics, update the noise; True: converged."""
         st = self.st
         if st.freshness < 2:
             st.resolve(confirm=True)
@@ -292,13 +223,8 @@ class _FastSolver:
     def _single_move(self, sel: Selection) -> bool:
         """Make the chosen move if its exact gain and its realised evidence agree it gains.
 
-        The gain is computed from the exact statistics of the basis
-        (:meth:`SequentialState.exact_candidate`) and must exceed its own
-        rounding; a deletion to the exact optimum (``q^2 <= s``) qualifies
-        whatever its size (a precision of 1e12 has an evidence share below any
-        rounding).  The realised log evidence of the new state, from a fresh
-        factorisation, must then not be lower beyond the rounding of the two
-        evaluations.  False if either test fails (the state is unchanged).
+        A deletion to the exact optimum (``q^2 <= s``) qualifies whatever its size.
+        False (state unchanged) if either test fails.
         """
         st, j = self.st, sel.j
         cand = st.exact_candidate(j)
@@ -328,14 +254,7 @@ class _FastSolver:
         return True
 
     def _refuted(self) -> bool:
-        """The statistics proposed a move that does not gain: recompute them.
-
-        First from a fresh factor (the rank-one updates drift), then confirmed
-        (exactly where undetermined, :meth:`SequentialState.resolve`).  A move
-        refused on confirmed statistics means that no move is resolvable in
-        float64 at this noise level: the fit settles there.  Returns True when
-        the fit has converged.
-        """
+        """A proposed move did not gain: recompute the statistics (True: the fit has converged)."""
         st = self.st
         if st.freshness == 2:
             return self._settle()
@@ -345,14 +264,8 @@ class _FastSolver:
     def _joint_move(self, sel: Selection, only_reestimates: bool) -> bool:
         """Re-estimate every active precision at once; kept if the realised evidence rises.
 
-        One-at-a-time re-estimation converges slowly on correlated bases (on
-        flat directions of the evidence, thousands of steps of 1e-5 nats).
-        Tried in turn: the joint maximum of the evidence over the active
-        precisions at this noise level (Newton in ``log alpha``,
-        :func:`maximise_linearised`: for regression the linearised evidence is
-        the evidence itself), and every precision at its one-at-a-time optimum.
-        The first whose realised gain exceeds the rounding, plus the gain of
-        the best single move unless ``only_reestimates``, is kept.
+        Tried in turn: the joint maximum over the active precisions
+        (:func:`maximise_linearised`) and every precision at its own optimum.
         """
         st = self.st
         idx = np.asarray(st.active)

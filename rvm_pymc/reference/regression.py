@@ -1,15 +1,6 @@
 """Closed-form RVM regression: the entry point, and the result on the columns as given.
 
-The fits themselves: ``_full_regression`` (MacKay, EM) and ``fast``
-(Tipping & Faul).
-
-References
-----------
-Tipping, M. E. (2001). Sparse Bayesian learning and the relevance vector
-machine. *Journal of Machine Learning Research* 1, 211-244.
-
-Tipping, M. E. and Faul, A. C. (2003). Fast marginal likelihood maximisation
-for sparse Bayesian models. *Proceedings of AISTATS 2003*.
+The fits: ``_full_regression`` (MacKay, EM) and ``fast`` (Tipping & Faul 2003).
 """
 
 from __future__ import annotations
@@ -18,6 +9,7 @@ import warnings
 
 import numpy as np
 
+from rvm_pymc._core.ard import slab_precision
 from rvm_pymc._core.evidence import log_hyperprior, log_marginal_likelihood
 from rvm_pymc._core.gaussian import regression_posterior
 from rvm_pymc._core.rowqr import RowQR
@@ -31,13 +23,13 @@ from rvm_pymc._core.validation import (
 )
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import resolve_prior
-from rvm_pymc.reference._ard import slab_precision
 from rvm_pymc.reference._full_regression import full_reestimation
 from rvm_pymc.reference._options import (
     BETA_MAX_FACTOR,
     check_alpha_init,
     check_float,
     check_method_and_prior,
+    check_representable,
     normalise_columns,
 )
 from rvm_pymc.reference._result import RegressionResult
@@ -110,37 +102,23 @@ def fit_regression(
         Full re-estimation prunes a basis when its precision on normalised
         columns exceeds ``prune_threshold / var(t)``.  With ``a = b = 0`` it
         also prunes a basis whose precision and optimal precision both exceed
-        ``1e3 * beta`` (the weight's prior sd below 3% of the noise sd along its
-        unit-norm column; at most ~5e-7 nats of evidence), or whose optimum is
-        ``alpha = inf`` and whose share of the log evidence is below ``tol``: EM
-        only approaches ``alpha = inf`` linearly, and without this rule keeps
-        every basis (Tipping 2001 and SparseBayes prune beyond a large fixed
-        threshold; this one is scaled by the data).
+        ``1e3 * beta``, or whose optimum is ``alpha = inf`` and whose share of
+        the log evidence is below ``tol`` (EM approaches ``alpha = inf`` only
+        linearly).
     noise_update_every : int
         ``"fast"`` only: update ``beta`` (and re-solve from scratch) every this
         many basis updates, and always before declaring convergence.
     noise_update_start : int
         ``"fast"`` only: the periodic noise updates start after this many
         iterations at ``beta_init`` (a fit that settles earlier updates the
-        noise then).  Updating the noise from the first moves lets a large
-        early noise estimate explain signal away, into a worse optimum; 20
-        (SparseBayes starts after 10) was chosen on Friedman #3, 8 data sets
-        x 2 widths (mean gap to MacKay's evidence -6.7 -> -0.2 nats), and
-        checked on 72 other problems (Friedman #1-#3, sinc N = 100 and 1000,
-        2-3 widths each): mean evidence change -0.5 to +24.7 nats per group,
-        test RMSE 0.43-1.03 times, CPU time about the same (median ratio
-        0.9-1.8); not better on every problem (13 of the 72 lost more than
-        1 nat, 25 gained more).  0 updates from the start.
+        noise then): an early large noise estimate explains signal away.  0
+        updates from the start.
     align_tol : float
         ``"fast"`` only: a candidate whose normalised column is nearly parallel
         to an active column is skipped, and reconsidered when that column
         leaves the model: ``1 - |cos| < align_tol x`` the median of
-        ``1 - |cos|`` between the first column and the others.  The median is
-        about 1 for a kernel narrower than the data (the rule of Tipping &
-        Faul, ``|cos| > 1 - align_tol``); with a kernel much wider than the
-        data every column is nearly parallel to every other, and only columns
-        nearly parallel on that scale are skipped (since 2026-11-26; before,
-        every column was, and the fit stopped at one basis).
+        ``1 - |cos|`` between the first column and the others (about 1 for a
+        kernel narrower than the data: Tipping & Faul's rule).
 
     Returns
     -------
@@ -290,13 +268,8 @@ def fit_regression(
 
 
 def _normalised(Phi, method, norms=None):
-    """``(Phin, scale, usable, raw)``: the unit-norm columns are ``Phin / scale`` if ``raw``.
-
-    For ``"fast"`` with column norms that are safe to form directly, ``Phin`` is
-    ``Phi`` itself and ``raw`` is True (the fast method scales the columns it
-    reads); otherwise ``Phin`` is ``Phi`` normalised in place
-    (:func:`normalise_columns`, which also handles entries whose squares over-
-    or underflow) and ``raw`` is False.  ``norms``: the column norms, if known.
+    """``(Phin, scale, usable, raw)``: unit-norm columns ``Phin / scale`` if ``raw`` (fast, safe
+    norms: ``Phi`` itself), else ``Phi`` normalised in place.
     """
     if method == "fast":
         if norms is None:
@@ -315,12 +288,8 @@ def _finalise(
 ):
     """Solve on the normalised columns, then undo the scaling analytically.
 
-    With ``phi_m = s_m phin_m``: ``alpha_m = s_m^2 alphan_m``, ``mu_m = mun_m / s_m``,
-    ``Sigma = D^-1 Sigman D^-1``; ``gamma`` and the marginal likelihood are
-    unchanged (``C`` does not depend on the column scale).  ``raw_scale`` is
-    given when ``Phin`` is the design as given (the fast method's unnormalised
-    view, :func:`_normalised`): its active columns are normalised here.  ``t``
-    is the :class:`RowQR` when ``Phin`` is its triangle.
+    ``alpha_m = s_m^2 alphan_m``, ``mu_m = mun_m / s_m``, ``Sigma = D^-1 Sigman D^-1``;
+    ``raw_scale`` when ``Phin`` is the design as given; ``t`` the RowQR for its triangle.
     """
     rows = t if isinstance(t, RowQR) else None
     if rows is not None:
@@ -339,14 +308,7 @@ def _finalise(
         alpha = alpha_n * s**2
         mean = post.mean / s
         cov = (post.cov / s[:, None]) / s[None, :]
-    # (alpha = 0 stays 0: a slab's weight; a positive alpha_n must stay positive)
-    representable = np.all(np.isfinite(alpha)) and np.all((alpha > 0) | (alpha_n == 0))
-    if not (representable and np.all(np.isfinite(cov))):
-        raise ValueError(
-            "the posterior on the scale of Phi is not representable in float64 (column "
-            f"norms span {s.min():.3g} to {s.max():.3g}); rescale the columns of Phi (for a "
-            "kernel estimator: rescale X, e.g. with sklearn's StandardScaler)"
-        )
+    check_representable(alpha, alpha_n, cov, s)
     return RegressionResult(
         method=method,
         prior=prior,
@@ -366,11 +328,7 @@ def _finalise(
 
 
 def _compressed_targets(rows: RowQR, t) -> np.ndarray:
-    """The targets ``t`` of a row compression ``rows``, checked against it.
-
-    ``t`` must have ``rows.n`` values and the squared norm that the compression
-    holds (``||z||^2 + remainder``): the targets compressed with the design.
-    """
+    """The targets ``t`` of a row compression ``rows``, checked against it (count and norm)."""
     t = as_target_float(t, "t")
     if t.shape != (rows.n,):
         raise ValueError(f"t has shape {t.shape}, but Phi (a RowQR) compresses {rows.n} rows")
