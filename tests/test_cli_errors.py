@@ -19,7 +19,6 @@ import pytest
 
 import rvm_pymc
 import rvm_pymc.reference
-from rvm_pymc._core import files as _files
 from rvm_pymc.cli import _demo as demo
 from rvm_pymc.cli import _main as cli
 
@@ -60,10 +59,17 @@ def _mkdir(name):
 
 
 def _read_only_directory(monkeypatch, tmp_path):
-    def denied(directory, base):
-        raise PermissionError(errno.EACCES, "Permission denied")
+    """No new file can be created in ``tmp_path`` (as root, chmod would not stop it)."""
+    real_open = os.open
 
-    monkeypatch.setattr(_files, "temporary_file", denied)
+    def denied(path, flags, *args, **kwargs):
+        if flags & os.O_CREAT and os.path.dirname(os.path.realpath(path)) == os.path.realpath(
+            tmp_path
+        ):
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", denied)
 
 
 USAGE_ERRORS = [

@@ -114,21 +114,27 @@ def test_cli_fit_follows_the_estimator_default(tmp_path, data):
     ],
     ids=["rvr", "rvr-joint", "rvc", "rvp", "rvr-given", "rvc-given"],
 )
-def test_nuts_target_accept_default_per_model(cls, kwargs, expected, data, monkeypatch):
-    """0.8 for the collapsed regression sampler, 0.95 with weights; a given value wins."""
-    import rvm_pymc.inference._backend as backend
+def test_nuts_target_accept_default_per_model(cls, kwargs, expected, data, pm_sample_kwargs):
+    """0.8 for the collapsed regression sampler, 0.95 with weights; a given value wins.
 
-    seen = {}
+    Read where PyMC receives it: ``pm.sample(target_accept=...)``, or the NUTS step
+    built beside the basis swaps (RVC) that ``pm.sample`` is given.
+    """
+    import pymc as pm
 
-    def record(model, **kw):
-        seen.update(kw)
-        raise _Stop
-
-    monkeypatch.setattr(backend, "nuts_posterior", record)
+    seen = pm_sample_kwargs
     X, y = data[cls]
-    with pytest.raises(_Stop):
-        cls(method="nuts", gamma=2.0, random_state=0, **kwargs).fit(X, y)
-    assert seen["target_accept"] == expected
+    sampler_kwargs = {"nuts_sampler": "pymc", **kwargs.get("sampler_kwargs", {})}
+    est = cls(method="nuts", gamma=2.0, random_state=0, sampler_kwargs=sampler_kwargs)
+    with pytest.raises(seen.stop):
+        est.fit(X, y)
+    if "step" in seen:
+        assert "target_accept" not in seen
+        steps = seen["step"] if isinstance(seen["step"], list) else [seen["step"]]
+        (nuts,) = [s for s in steps if isinstance(s, pm.NUTS)]
+        assert nuts.target_accept == expected
+    else:
+        assert seen["target_accept"] == expected
 
 
 @pytest.mark.parametrize(

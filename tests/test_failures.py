@@ -90,8 +90,22 @@ def nan_left(X: np.ndarray) -> np.ndarray:
 
 
 def _low_memory(fn, n_bytes: int = 2**30):
-    """Run ``fn`` as if only ``n_bytes`` of memory were available."""
-    with mock.patch("rvm_pymc._core.validation.available_memory", return_value=n_bytes):
+    """Run ``fn`` as if only ``n_bytes`` of memory were available.
+
+    The operating system says so: ``/proc/meminfo`` reports ``n_bytes`` available and
+    there is no cgroup limit.
+    """
+    real_open = open
+
+    def fake_open(file, *args, **kwargs):
+        if str(file) == "/proc/meminfo":
+            return io.StringIO(f"MemTotal: {4 * n_bytes // 1024} kB\n"
+                               f"MemAvailable: {n_bytes // 1024} kB\n")  # fmt: skip
+        if str(file).startswith("/sys/fs/cgroup/"):
+            raise FileNotFoundError(file)
+        return real_open(file, *args, **kwargs)
+
+    with mock.patch("builtins.open", fake_open):
         return fn()
 
 

@@ -474,10 +474,15 @@ def _blocked_h5py(monkeypatch):
 
 
 def _read_only_directory(monkeypatch):
-    def denied(directory, base):
-        raise PermissionError(errno.EACCES, "Permission denied")
+    """No new file can be created anywhere (as root, chmod would not stop it)."""
+    real_open = os.open
 
-    monkeypatch.setattr(_files, "temporary_file", denied)
+    def denied(path, flags, *args, **kwargs):
+        if flags & os.O_CREAT:
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", denied)
 
 
 SAVE_FAILURES = [

@@ -1,6 +1,6 @@
 """gamma="evidence": a search on a few centres, then the chosen width fitted exactly.
 
-The search (rvm_pymc.estimators._width_selection) fits the grid from its middle outward
+The search (docs/estimators.md, "Maximum evidence") fits the grid from its middle outward
 (each side until the evidence has fallen well below the best) and a Brent-style
 refinement on a continuous log gamma on at most 100 centres per feature, then
 fits the best width it found, and the best width of the grid, over all bases
@@ -16,10 +16,20 @@ import pytest
 
 from rvm_pymc.datasets import make_ripley, make_sinc
 from rvm_pymc.estimators import RVC, RVR
-from rvm_pymc.estimators._width_selection import DEFAULT_GRID, DROP, MARGIN, STEP, scale_gamma
 from rvm_pymc.exceptions import ConvergenceWarning
 
 GRID = 9  # the default grid: 9 widths, "scale" times logspace(-2, 2, 9)
+# the documented search (docs/estimators.md, "Maximum evidence"):
+DEFAULT_GRID = np.logspace(-2.0, 2.0, GRID)  # the default gamma_grid in units of "scale"
+DROP = 10.0  # a side stops past a width this many nats below the best and falling
+MARGIN = 3.0  # nats within which the grid's widths are also fitted exactly
+STEP = float(np.log(1.1))  # the refinement stops when the neighbours are within 10 %
+
+
+def scale_gamma(X) -> float:
+    """The "scale" width, 1 / (n_features * X.var()), as scikit-learn's SVR."""
+    X = np.asarray(X, dtype=float)
+    return float(1.0 / (X.shape[1] * X.var()))
 
 
 @pytest.fixture(scope="module")
