@@ -421,6 +421,7 @@ def test_rvc_fits_one_sample_per_class(X, y, kernel, solver):
 
 def test_dataframe_input(sinc):
     import pandas as pd
+
     X, y = sinc
     df = pd.DataFrame({"x": X[:, 0]})
     est = RVR(gamma=0.1).fit(df, pd.Series(y))

@@ -119,6 +119,7 @@ def test_round_trip_rvc(tmp_path, blobs, engine, labels):
 
 def test_round_trip_binary_bool_dataframe_kernel_object(tmp_path, blobs):
     import pandas as pd
+
     X, y = blobs
     df = pd.DataFrame(X, columns=["a", "b"])
     est = RVC(kernel=0.5 * RBF(length_scale=2.0) + Linear(), random_state=0).fit(df, y == 1)

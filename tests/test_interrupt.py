@@ -202,6 +202,7 @@ def test_ctrl_c_during_nuts_is_never_swallowed(data, mode, previous, monkeypatch
     the next; the fit must not come back with fewer chains (or fitted at all).
     """
     import pymc  # noqa: F401
+
     X, t, _, X_new = data
     est = RVR(gamma=0.5, random_state=0, draws=40, tune=40)
     if previous:
@@ -251,6 +252,7 @@ def test_reference_fit_reproducible_from_random_state(data, est_cls):
 @pytest.mark.pymc
 def test_map_fit_reproducible_from_random_state(data):
     import pymc  # noqa: F401
+
     X, t, _, X_new = data
     fits = [
         RVR(gamma=0.5, method="map", draws=20, random_state=s, sampler_kwargs=FAST).fit(X, t)
@@ -275,6 +277,7 @@ def _nuts_fits(X, t, seeds):
 def test_nuts_draws_reproducible_from_random_state(data):
     """The same random_state gives the same NUTS draws (and fit)."""
     import pymc  # noqa: F401
+
     X, t, _, X_new = data
     fits = _nuts_fits(X, t, (11, 11))
     post = [f.idata_["posterior"] for f in fits]
@@ -291,6 +294,7 @@ def test_nuts_draws_reproducible_from_random_state(data):
 @pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")
 def test_nuts_draws_differ_between_seeds(data):
     import pymc  # noqa: F401
+
     X, t, _, _ = data
     a, b = (f.idata_["posterior"] for f in _nuts_fits(X, t, (11, 12)))
     for var in ("w", "log_alpha", "log_beta"):
@@ -351,6 +355,7 @@ def test_ctrl_c_during_parallel_nuts_is_never_swallowed(data, monkeypatch):
 def test_nuts_draws_reproducible_with_parallel_chains(data):
     """cores=2 gives the same draws for the same random_state, and the same draws as cores=1."""
     import pymc  # noqa: F401
+
     X, t, _, _ = data
     kw = dict(gamma=0.5, method="nuts", draws=15, tune=15, chains=2)
     fits = [

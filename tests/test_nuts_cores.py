@@ -21,7 +21,7 @@ from rvm_pymc.estimators import RVC, RVR
 
 def _default_cores(chains, seen):
     """The ``cores`` an RVR NUTS fit with ``chains`` chains (and no ``cores``) gives pm.sample."""
-    X, y, _, _ = make_ripley(n_train=30, n_test=2, random_state=0)
+    X, _, _, _ = make_ripley(n_train=30, n_test=2, random_state=0)
     kw = {"nuts_sampler": "pymc"}
     est = RVR(method="nuts", gamma=2.0, chains=chains, random_state=0, sampler_kwargs=kw)
     seen.clear()

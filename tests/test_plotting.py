@@ -64,12 +64,14 @@ def ripley():
 @pytest.fixture(scope="module")
 def reg_fits(sinc):
     import pymc  # noqa: F401
+
     return _fit_all(RVR, *sinc, gamma=0.5)
 
 
 @pytest.fixture(scope="module")
 def clf_fits(ripley):
     import pymc  # noqa: F401
+
     return _fit_all(RVC, *ripley[:2], gamma=2.0)
 
 

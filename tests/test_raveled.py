@@ -143,6 +143,7 @@ def test_variables_in_another_order_than_the_models():
 def test_a_dims_model_of_ones_own_inside_rvmmodel():
     # pymc.dims value variables are XTensorVariables; PyMC's own cut converts them
     import pymc.dims as pmd
+
     with models.RVMModel(coords={"a": range(4)}) as model:
         pmd.Normal("x", dims="a")
         pmd.HalfNormal("s")

@@ -77,7 +77,6 @@ def test_classifiers_and_counts_default_to_the_slab_under_nuts_only():
 # ----------------------------------------------------------- the models take it
 
 
-
 def _problem(n=12, m=4, seed=0):
     rng = np.random.default_rng(seed)
     Phi = np.column_stack([np.ones(n), rng.random((n, m - 1))])

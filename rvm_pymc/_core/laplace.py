@@ -81,7 +81,7 @@ def newton_mode(
         while True:
             w_new = w + step if eta == 1.0 else w + eta * step
             new = evaluate(w_new)
-            if new[0] >= state[0] - slack:  # False for a NaN
+            if np.isfinite(new[0]) and new[0] >= state[0] - slack:
                 break
             if eta < HALVING_MIN:
                 return NewtonMode(w, state, H, (L, p), it, small, True)

@@ -1,6 +1,7 @@
 """Held-out scoring of a fitted RVR/RVC/RVP: shuffled folds and pointwise predictive densities.
 
-The yardsticks of :func:`rvm_pymc.compare` and of ``gamma="cv"``.  One implementation for every fit, read through the estimators' public API:
+The yardsticks of :func:`rvm_pymc.compare` and of ``gamma="cv"``.  One implementation
+for every fit, read through the estimators' public API:
 
 - type-II regression (reference, map): the predictive is the Gaussian
   ``N(mean, sd^2)`` of ``predict(X, return_std=True)`` (noise included);

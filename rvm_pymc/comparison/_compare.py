@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rvm_pymc._core.predictive import predictive
 from rvm_pymc.comparison._kfold import kfold, unconverged_folds_message
 from rvm_pymc.comparison._measures import (
     basis_label,
@@ -22,7 +23,6 @@ from rvm_pymc.comparison._measures import (
     same_basis,
 )
 from rvm_pymc.comparison._paired import add_paired_columns, choose_baseline
-from rvm_pymc._core.predictive import predictive
 from rvm_pymc.exceptions import ConvergenceWarning, InterpolationWarning
 
 __all__ = ["FitSet", "compare", "fit_all"]

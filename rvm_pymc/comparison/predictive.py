@@ -1,4 +1,7 @@
-"""Pointwise predictive densities of a fitted estimator (:mod:`rvm_pymc._core.predictive`)."""
+"""Pointwise predictive densities of a fitted estimator.
+
+Defined in :mod:`rvm_pymc._core.predictive`.
+"""
 
 from rvm_pymc._core.predictive import Predictive, predictive
 

@@ -540,8 +540,6 @@ def _hash_attrs(h: Any, attrs: Mapping, skip: tuple[str, ...] = ()) -> None:
         _hash_field(h, _canonical_attr(attrs[key]))
 
 
-
-
 # ------------------------------------------------------- the draws a file leaves out
 
 

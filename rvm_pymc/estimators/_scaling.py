@@ -4,7 +4,8 @@ Every fit of :class:`~rvm_pymc.estimators.RVR` and
 :class:`~rvm_pymc.estimators.RVC` sees the basis columns divided by their
 root-mean-square and, for regression, the targets centred and divided by their
 sd (with ``bias=False``, a model without a constant term, only divided by their
-root mean square); the helpers here compute those scales.  NumPy only: no other module of the package is imported.
+root mean square); the helpers here compute those scales.  NumPy only: no other
+module of the package is imported.
 """
 
 from __future__ import annotations

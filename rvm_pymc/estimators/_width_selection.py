@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from rvm_pymc._core.centres import AUTO_FULL_MAX
-from rvm_pymc._core.parallel import record_warnings, run_recorded
+from rvm_pymc._core.parallel import raise_again, record_warnings, run_recorded
 from rvm_pymc._core.predictive import predictive, shuffled_folds
 from rvm_pymc.exceptions import ConvergenceWarning, InterpolationWarning
 
@@ -209,7 +209,7 @@ def select_width(
             candidates = [scale_gamma(X)]
         else:
             g = chosen["gamma"]
-            _raise(f"gamma='cv' (folds at gamma={g:.4g})", chosen["warnings"], stacklevel=4)
+            raise_again(f"gamma='cv' (folds at gamma={g:.4g})", chosen["warnings"], stacklevel=4)
             _warn_at_an_edge("cv", "best cross-validated score", g, candidates)
             candidates, cv_path = [g], chosen["path"]
     if len(candidates) == 1:
@@ -365,7 +365,7 @@ def _evidence_width(X, design, fit, candidates, run) -> Width:
         exact.append(_exact_fit(design, fit, f["gamma"]))
     best = exact[_best(exact)]
     g = best["gamma"]
-    _raise(f"gamma={g:.4g}", best["warnings"], stacklevel=5)
+    raise_again(f"gamma={g:.4g}", best["warnings"], stacklevel=5)
     _warn_at_an_edge("evidence", "largest evidence", g, candidates, stacklevel=6)
     _warn_if_rising_into_interpolation(searched, best)
     fits = searched + exact
@@ -512,12 +512,6 @@ def _best(fits: list[dict]) -> int:
     if not np.any(np.isfinite(key)):
         key = np.array([f["log_evidence"] for f in fits])
     return int(np.argmax(key))
-
-
-def _raise(label: str, caught: list, stacklevel: int) -> None:
-    """Raise the recorded warnings of the chosen width's fits, each prefixed by ``label``."""
-    for message, category in caught:
-        warnings.warn(f"{label}: {message}", category, stacklevel=stacklevel + 1)
 
 
 def _warn_at_an_edge(rule: str, what: str, g: float, grid: list, stacklevel: int = 5) -> None:
