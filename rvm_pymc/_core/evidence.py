@@ -67,12 +67,17 @@ def log_alpha_prior(alpha: np.ndarray, prior) -> float:
     return val
 
 
+def log_beta_prior(beta: float, prior) -> float:
+    """``c log beta - d beta``: the Gamma(c, d) log density of ``log beta``, unnormalised."""
+    return prior.c * float(np.log(beta)) - prior.d * float(beta)
+
+
 def log_hyperprior(alpha: np.ndarray, beta: float, prior) -> float:
     """Hyperprior term of the log-coordinate objective (docs/design.md section 1).
 
-    ``log_alpha_prior`` plus ``c log beta - d beta``; ``prior`` has ``a, b, c, d``.
+    ``log_alpha_prior`` plus ``log_beta_prior``; ``prior`` has ``a, b, c, d``.
     """
-    return log_alpha_prior(alpha, prior) + prior.c * float(np.log(beta)) - prior.d * float(beta)
+    return log_alpha_prior(alpha, prior) + log_beta_prior(beta, prior)
 
 
 def dense_log_marginal_likelihood(

@@ -246,17 +246,16 @@ def log_hyperprior(fit) -> float:
     zero under the ``"evidence"`` prior.  ``log_evidence + log_hyperprior``
     is the objective a type-II MAP maximises.
     """
-    from rvm_pymc._core.evidence import log_hyperprior as _terms
+    from rvm_pymc._core.evidence import log_alpha_prior, log_hyperprior
 
     post = fit.posterior_
     if not post.is_type_ii:
         return float("nan")
     alpha = np.exp(np.asarray(post.log_alpha, dtype=float))
-    beta = float(np.exp(post.log_beta)) if post.log_beta is not None else 1.0
-    prior = fit.prior_
-    val = _terms(alpha, beta, prior)
-    if post.log_beta is None:  # a classifier has no beta: take out the c log 1 - d of beta = 1
-        val += prior.d
+    if post.log_beta is None:  # a classifier has no beta
+        val = log_alpha_prior(alpha, fit.prior_)
+    else:
+        val = log_hyperprior(alpha, float(np.exp(post.log_beta)), fit.prior_)
     return float(val) + 0.0  # no -0.0 under the evidence prior
 
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rvm_pymc._core.ard import mackay_beta
+from rvm_pymc._core.evidence import log_beta_prior
 from rvm_pymc._core.gaussian import factor_inverse
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ def update_noise(st: Any, prior: HyperPrior, n: int) -> float:
     """
 
     def objective(lml: float, beta: float) -> float:
-        return lml + prior.c * np.log(beta) - prior.d * beta
+        return lml + log_beta_prior(beta, prior)
 
     f = st.factor()  # rss and gamma from the fresh factor of this state
     st.lml, st.rss = f.lml, f.rss

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from rvm_pymc._core.evidence import log_beta_prior
 from rvm_pymc._core.sparsity import active_sq
 from rvm_pymc.reference._linearised import maximise_linearised
 from rvm_pymc.reference._noise import update_noise
@@ -312,7 +313,7 @@ class _FastSolver:
     def _record(self, action: int) -> None:
         """Append the objective (log evidence plus the noise hyperprior term) to the trace."""
         st, prior = self.st, self.opt.prior
-        self.trace["log_evidence"].append(st.lml + prior.c * np.log(st.beta) - prior.d * st.beta)
+        self.trace["log_evidence"].append(st.lml + log_beta_prior(st.beta, prior))
         self.trace["n_active"].append(len(st.active))
         self.trace["beta"].append(st.beta)
         self.trace["action"].append(action)
