@@ -134,6 +134,11 @@ def test_the_alpha_update_solves_its_equation():
             assert np.all(pos)
     np.testing.assert_array_equal(solve_alpha(g, D, 1.0, 0.0), (g + 2.0) / D)
     assert solve_alpha(1.0, 0.0, 1.0, 0.5) == np.inf  # the objective rises without bound
+    # Tipping's step with gamma + 2a <= 0 (alpha Sigma_mm rounded to 1 or above) prunes
+    # the basis (inf), as the reference solver does, instead of making it most relevant
+    np.testing.assert_array_equal(
+        solve_alpha([0.0, -1e-17, 0.5], 0.3, 0.0, 0.0), [np.inf, np.inf, 0.5 / 0.3]
+    )
 
 
 # ------------------------------------------------------------- Laplace (classification, counts)
