@@ -285,3 +285,23 @@ def test_a_model_from_a_newer_format_is_refused_with_upgrade_advice(indexed_fit,
     assert f"has format version {newer}" in line
     assert "saved by a newer rvm_pymc; upgrade rvm_pymc to load it" in line
     assert "re-fit" not in line
+
+
+def test_a_reader_that_leaves_early_ends_predict_quietly(indexed_fit):
+    """``rvm-pymc predict ... | head -1``: status 141 (SIGPIPE), no error, no traceback."""
+    cwd, proc = indexed_fit
+    assert proc.returncode == 0, proc.stderr
+    rng = np.random.default_rng(1)
+    many = pd.DataFrame({"a": rng.uniform(-3, 3, 20_000), "b": rng.uniform(0, 1000, 20_000)})
+    many.to_csv(cwd / "many.csv", index=False)  # far more than a pipe's buffer
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
+    predict = subprocess.Popen(
+        [sys.executable, "-m", "rvm_pymc", "predict", "run", "many.csv"],
+        cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    first = predict.stdout.readline()
+    predict.stdout.close()  # what head does after its lines
+    err = predict.stderr.read().decode()
+    assert predict.wait(timeout=300) == 141, err
+    assert first.decode() == "a,b,prediction,predictive_sd\n"
+    assert err == ""

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import re
+import stat
 import sys
 import traceback
 import warnings
@@ -58,6 +60,13 @@ def _one_line_warnings(debug: bool) -> Iterator[None]:
         yield
 
 
+def _output_is_a_pipe() -> bool:
+    try:
+        return stat.S_ISFIFO(os.fstat(sys.stdout.fileno()).st_mode)
+    except (AttributeError, OSError, ValueError):  # no file descriptor (captured output)
+        return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``rvm-pymc`` command.
 
@@ -102,6 +111,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
+        if isinstance(exc, BrokenPipeError) and _output_is_a_pipe():
+            # the reader of the output left (`predict ... | head`): the later writes and
+            # the flush at exit go nowhere instead of raising again; 128 + SIGPIPE
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 141
         if debug:
             traceback.print_exc()
         message = str(exc) if isinstance(exc, RunError) else f"{type(exc).__name__}: {exc}"
