@@ -18,8 +18,6 @@ from rvm_pymc._core.evidence import log_hyperprior, log_marginal_likelihood
 from rvm_pymc._core.gaussian import (
     factor_inverse,
     gaussian_weights,
-    posterior_precision,
-    spd_inverse,
 )
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.models.data import design_matrix, model_data
@@ -267,10 +265,8 @@ def map_regression(model, spec, *, initvals, max_iter, gtol, mode_kw) -> MapResu
         P = design_matrix(model, spec, o.get("log_length_scale"))
         la_, beta_ = o["log_alpha"], float(np.exp(o["log_beta"]))
         a = np.exp(la_)
-        H = posterior_precision(P.T @ P, a, beta_)
-        Sigma = spd_inverse(H, "posterior precision of the weights")[0]
-        d = np.diag(Sigma)
-        mu = beta_ * Sigma @ (P.T @ t)
+        L, p, mu = gaussian_weights(P.T @ P, P.T @ t, a, beta_)
+        d = np.diag(factor_inverse(L, p))
         # where alpha Sigma_mm ~ 1 the difference 1/Sigma_mm - alpha is lost to rounding:
         # such a basis (gamma_m = 1 - alpha Sigma_mm < 1e-6) is a candidate too; the
         # objective check in _prune_flat decides
