@@ -8,6 +8,7 @@ from typing import NoReturn
 from rvm_pymc._core.validation import MEMORY_FRACTION
 from rvm_pymc.cli import _types as types
 from rvm_pymc.cli._errors import UsageError
+from rvm_pymc.inference import defaults as nuts_defaults
 
 __all__ = ["DEMO_METHODS", "KERNELS", "METHODS", "PROG", "build_parser"]
 
@@ -179,13 +180,16 @@ def _model_options(p: argparse.ArgumentParser, saved: bool) -> None:
         type=types.draws,
         default=None,
         help=_draws_help(
-            "the estimator's: 6000 for classification, 2000 otherwise",
-            "draws per chain kept, 2 chains (with the default, NUTS stops once "
+            f"the estimator's: {nuts_defaults.ESTIMATOR_DRAWS['classification']} for "
+            f"classification, {nuts_defaults.ESTIMATOR_DRAWS['regression']} otherwise",
+            f"draws per chain kept, {nuts_defaults.ESTIMATOR_CHAINS} chains (with the default, "
+            "NUTS stops once "
             "converged, at most that many; a given number is kept whole)",
         ),
     )
     p.add_argument("--tune", type=types.tune, default=None,
-                   help=_draws_help("the estimator's: 500 for regression, 1000 otherwise",
+                   help=_draws_help(f"the estimator's: {nuts_defaults.COLLAPSED_TUNE} for "
+                                    f"regression, {nuts_defaults.JOINT_TUNE} otherwise",
                                     "NUTS tuning steps per chain"))  # fmt: skip
     p.add_argument(
         "--jobs", type=types.count(1, 256), default=1, metavar="N",
