@@ -19,6 +19,8 @@ from rvm_pymc.models.spec import ModelSpec, model_constants
 __all__ = [
     "MARGINAL_RTOL",
     "check_user_model",
+    "extra_free",
+    "keep_extra_free",
     "model_pointwise",
     "observed_name",
     "uses_model_likelihood",
@@ -38,6 +40,30 @@ def observed_name(spec: ModelSpec) -> str:
 
 MAP_FREE = frozenset({"log_alpha", "log_beta", "log_length_scale", "w", "W", "w_raw", "W_raw"})
 """The free variables type-II MAP knows (optimised or integrated out)."""
+
+
+def extra_free(model) -> tuple[str, ...]:
+    """The free variables of ``model`` outside the package's names (:data:`MAP_FREE`): a
+    user's own, such as the degrees of freedom ``nu`` of a Student-t likelihood.
+
+    The NUTS result keeps their draws in its ``posterior`` group and checks them with the
+    weights and the log precisions (:func:`rvm_pymc._core.convergence.check_sampling`, the
+    stopping rule of ``until_converged``)."""
+    return tuple(v.name for v in model.free_RVs if v.name not in MAP_FREE)
+
+
+def keep_extra_free(tree: xr.DataTree, model, pymc_posterior: xr.Dataset) -> xr.DataTree:
+    """``tree`` with the draws of :func:`extra_free` of ``model`` from ``pymc_posterior``
+    (``pm.sample``'s posterior) added to its ``posterior`` group, with their dims and
+    coordinates; then ``pm.sample_posterior_predictive(tree)`` holds them at their draws
+    instead of drawing them from their prior."""
+    names = [n for n in extra_free(model) if n in pymc_posterior]
+    if not names:
+        return tree
+    post = tree["posterior"].to_dataset()
+    kept = pymc_posterior[names].assign_coords(chain=post["chain"], draw=post["draw"])
+    tree["posterior"] = xr.DataTree(post.assign(kept.data_vars))
+    return tree
 
 
 def _names(variables) -> set[str]:
