@@ -110,7 +110,7 @@ def test_nu_is_in_the_convergence_check(fitted):
 
 
 def test_predictions_hold_nu_at_its_draws(fitted):
-    """The documented route (docs/pymc.md): ``pm.set_data`` and ``pm.sample_posterior_predictive``."""
+    """The route of docs/pymc.md: ``pm.set_data``, ``pm.sample_posterior_predictive``."""
     _, _, model, tree, _ = fitted
     x_new = np.linspace(-2.0, 2.0, 7)
     with model:
