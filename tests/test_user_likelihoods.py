@@ -21,7 +21,7 @@ import pytensor.tensor as pt
 import pytest
 from scipy import stats
 
-from rvm_pymc import SamplingWarning, inference
+from rvm_pymc import SamplingWarning, inference, models
 
 pytestmark = pytest.mark.pymc
 
@@ -132,3 +132,27 @@ def test_predictions_hold_nu_at_its_draws(fitted):
     sigma = np.exp(-0.5 * post["log_beta"].values)[..., None]
     u = stats.t.cdf((ppd["t_obs"].values - mu) / sigma, df=post["nu"].values[..., None])
     assert stats.kstest(u.ravel(), "uniform").pvalue > 1e-3
+
+
+def test_map_keeps_a_hyperpriors_own_variable_at_its_optimum():
+    """A marginal regression whose log precisions share a free mean ``m``: type-II MAP
+    optimises ``m`` with them (before: refused) and keeps its optimum; the optimum is the
+    mean of the optimal log precisions that the log density's gradient in ``m`` asks for."""
+    rng = np.random.default_rng(1)
+    x = np.linspace(-1.0, 1.0, N)
+    Phi = np.column_stack([np.ones(N), x, x**2])
+    t = 0.5 + 2.0 * x + 0.1 * rng.standard_normal(N)
+    with pm.Model(coords={"basis": ["1", "x", "x2"], "obs": np.arange(N)}) as model:
+        Phi_d = pm.Data("Phi", Phi, dims=("obs", "basis"))
+        t_d = pm.Data("t", t, dims="obs")
+        PtP = pm.Data("PhiTPhi", Phi.T @ Phi)
+        m = pm.Normal("m", 0.0, 10.0)
+        log_alpha = pm.Normal("log_alpha", m, 1.0, dims="basis")
+        log_beta = pm.Normal("log_beta", 0.0, 10.0)
+        pm.CustomDist("t_obs", log_alpha, log_beta, Phi_d, PtP, logp=models.marginal_logp_fast,
+                      signature="(m),(),(n,m),(m,m)->(n)", observed=t_d, dims="obs")  # fmt: skip
+    tree = inference.fit_map(model, draws=10, random_seed=0, compile_kwargs=RUN["compile_kwargs"])
+    assert tree.attrs["converged"]
+    la = tree["constant_data"]["log_alpha"].values
+    # d/dm [N(m | 0, 10) + sum N(log_alpha | m, 1)] = 0: m = sum(log_alpha) / (3 + 1/100)
+    np.testing.assert_allclose(tree.attrs["m"], la.sum() / (3 + 1e-2), rtol=1e-5)

@@ -73,8 +73,10 @@ def _names(variables) -> set[str]:
 def check_user_model(model, spec: ModelSpec, fit: str, compile_kwargs=None) -> None:
     """ValueError, before any sampling or optimising, for what ``fit`` (``"nuts"``,
     ``"collapsed"``, ``"map"``) cannot do with ``model``: a slab
-    but for NUTS, a non-scalar ``log_beta``, an observed variable not 1-D, MAP with free
-    variables outside :data:`MAP_FREE` or a non-free ``log_beta``, a marginal model whose
+    but for NUTS, a non-scalar ``log_beta``, an observed variable not 1-D, MAP of a
+    classifier with free variables outside :data:`MAP_FREE` (the Laplace evidence is a
+    function of ``log_alpha`` alone; the marginal regression's MAP optimises every free
+    variable) or a non-free ``log_beta``, a marginal model whose
     ``t_obs`` is not the RVM's marginal (tested at a point with ``compile_kwargs``)."""
     obs = observed_name(spec)
     free = _names(model.free_RVs)
@@ -104,7 +106,7 @@ def check_user_model(model, spec: ModelSpec, fit: str, compile_kwargs=None) -> N
                 "sample the model (sample_collapsed or sample_nuts)"
             )
     extra = free - MAP_FREE
-    if fit == "map" and extra:
+    if fit == "map" and extra and spec.kind != "regression_marginal":
         raise ValueError(
             f"type-II MAP optimises log_alpha (and log_beta) with the weights integrated out, "
             f"but the model has other free variables {sorted(extra)}: fix them as data, or "
