@@ -13,13 +13,10 @@ the smaller wording of help, summary and progress lines.
 from __future__ import annotations
 
 import json
-import warnings
 
 import numpy as np
 import pandas as pd
-import pytest
 
-from rvm_pymc.cli import _commands as commands
 from rvm_pymc.cli import main
 from rvm_pymc.estimators import load
 
@@ -297,42 +294,6 @@ def test_compare_survives_a_failing_psis(tmp_path, capsys, monkeypatch):
 # ------------------------------------------------------------------ 7. flags in warnings
 
 
-def test_warnings_name_the_flags_not_the_python_arguments(tmp_path, capsys, monkeypatch):
-    """Item 7: the estimators' warnings, as the command line prints them, name its flags."""
-    # each warning the fit raises, and the line the command line prints for it
-    translated = {
-        "gamma=1e-05: extend gamma_grid; or raise draws=2000":
-            "--gamma 1e-05: extend --gamma-grid; or raise --draws 2000",
-        "gamma='evidence': the largest evidence is at the smallest gamma of gamma_grid "
-        "(gamma=0.01234, its widest kernel); extend gamma_grid past that edge":
-            "--gamma evidence: the largest evidence is at the smallest gamma of --gamma-grid "
-            "(--gamma 0.01234, its widest kernel); extend --gamma-grid past that edge",
-        "increase max_iter (method='fast')": "increase max_iter (method='fast')",
-    }  # fmt: skip
-
-    real = commands.make_estimator
-
-    def warning_estimator(args, task, method=None):
-        est = real(args, task, method)
-        fit = est.fit
-
-        def fit_and_warn(X, y):
-            for message in translated:
-                warnings.warn(message, UserWarning, stacklevel=2)
-            return fit(X, y)
-
-        est.fit = fit_and_warn
-        return est
-
-    monkeypatch.setattr(commands, "make_estimator", warning_estimator)
-    _r_style_csv(tmp_path / "t.csv")
-    argv = ["fit", str(tmp_path / "t.csv"), "--target", "Price", "--numeric-only", "--gamma",
-            "0.5", "--no-plot", "--out", str(tmp_path / "run")]  # fmt: skip
-    assert main(argv) == 0
-    warned = [ln for ln in capsys.readouterr().err.splitlines() if "warning:" in ln]
-    assert warned == [f"rvm-pymc: warning: {line}" for line in translated.values()]
-
-
 def test_gamma_grid_flag_reaches_the_estimator(tmp_path, capsys):
     """Item 7: --gamma-grid 0.05,0.2,1 is the estimator's gamma_grid (saved with the model)."""
     _r_style_csv(tmp_path / "t.csv")
@@ -359,53 +320,12 @@ def test_gamma_grid_flag_reaches_the_estimator(tmp_path, capsys):
 # ------------------------------------------------------------------ 8. smaller wording
 
 
-def test_summary_says_log_evidence_not_computed_for_nuts():
-    """Item 8: 'log evidence None' for NUTS read as a bug."""
-    summary = {"data": "d.csv", "target": "y", "task": "regression", "method": "nuts",
-               "log_evidence": None, "max_rhat": None}  # fmt: skip
-    text = commands._summary_text(summary)
-    assert "  log evidence           not computed (nuts)\n" in text
-    assert "None" not in text
-
-
 def test_fit_help_names_every_estimator(capsys):
     assert main(["fit", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "RVR for regression, RVC for classification, RVP for counts" in text
     for flag in ("--numeric-only", "--one-hot", "--force-classes", "--gamma-grid"):
         assert flag in text, flag
-
-
-@pytest.mark.parametrize(
-    ("empty", "said"),
-    [
-        (True, "PyTensor's compile cache is empty, so this first compile may take a few "
-               "minutes; later runs reuse the cache"),
-        (False, "reusing PyTensor's compile cache"),
-        (None, "it may take a few minutes when PyTensor's compile cache is empty"),
-    ],
-)  # fmt: skip
-def test_compile_line_says_minutes_only_on_an_empty_cache(capsys, monkeypatch, empty, said):
-    """Item 8: 'compiles for up to a few minutes' was printed on a warm cache too."""
-    monkeypatch.setattr(commands, "compile_cache_is_empty", lambda: empty)
-    commands.announce_compilation("map")
-    assert capsys.readouterr().err == (
-        f"rvm-pymc: map: building and compiling the PyMC model ({said})\n"
-    )
-    commands.announce_compilation("reference")
-    assert capsys.readouterr().err == ""
-
-
-def test_compile_cache_is_told_empty_or_filled(tmp_path):
-    assert commands.cache_is_empty(tmp_path / "missing", numba=True)
-    (tmp_path / "numba").mkdir()
-    assert commands.cache_is_empty(tmp_path / "numba", numba=True)
-    (tmp_path / "numba" / "add-1234.py312.nbi").write_bytes(b"")
-    assert not commands.cache_is_empty(tmp_path / "numba", numba=True)
-    assert commands.cache_is_empty(tmp_path / "numba", numba=False)  # no tmp* modules
-    (tmp_path / "numba" / "tmpabc").mkdir()
-    assert not commands.cache_is_empty(tmp_path / "numba", numba=False)
-    assert commands.compile_cache_is_empty() in (True, False)  # this machine's PyTensor
 
 
 def test_one_hot_levels_are_the_same_whatever_type_pandas_reads(tmp_path, capsys):

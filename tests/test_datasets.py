@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from sklearn import datasets as skd
 
-from rvm_pymc import datasets as ds
 from rvm_pymc.datasets import (
     Dataset,
     check_random_state,
@@ -19,8 +18,6 @@ from rvm_pymc.datasets import (
     make_sinc,
     sinc,
 )
-from rvm_pymc.datasets import _classification as ds_cls
-from rvm_pymc.datasets import _regression as ds_reg
 
 GENERATORS = {
     "sinc": make_sinc,
@@ -208,27 +205,6 @@ def _sk_friedman2(X):
     return (X[:, 0] ** 2 + (X[:, 1] * X[:, 2] - 1 / (X[:, 1] * X[:, 3])) ** 2) ** 0.5
 
 
-def _sk_friedman3(X):
-    return np.arctan((X[:, 1] * X[:, 2] - 1 / (X[:, 1] * X[:, 3])) / X[:, 0])
-
-
-@pytest.mark.parametrize(
-    ("make", "formula", "sk_make", "private"),
-    [
-        (make_friedman1, _sk_friedman1, skd.make_friedman1, ds_reg._friedman1),
-        (make_friedman2, _sk_friedman2, skd.make_friedman2, ds_reg._friedman2),
-        (make_friedman3, _sk_friedman3, skd.make_friedman3, ds_reg._friedman3),
-    ],
-)
-def test_friedman_test_targets_match_scikit_learn(make, formula, sk_make, private):
-    data = make(random_state=0)
-    # noise-free test targets are the formula applied to X_test
-    np.testing.assert_allclose(data.t_test, formula(data.X_test), rtol=1e-13, atol=0)
-    # and the package's formula reproduces scikit-learn's own noise-free generator
-    X_sk, y_sk = sk_make(n_samples=500, noise=0.0, random_state=0)
-    np.testing.assert_allclose(private(X_sk), y_sk, rtol=1e-13, atol=0)
-
-
 def test_friedman_input_distributions_match_scikit_learn():
     X1 = make_friedman1(n_train=5000, n_features=7, random_state=0).X_train
     assert X1.shape[1] == 7 and X1.min() >= 0 and X1.max() < 1
@@ -248,30 +224,6 @@ def test_friedman1_noise_sd():
     resid = data.t_train - _sk_friedman1(data.X_train)
     assert data.noise_sd == 1.0
     assert abs(resid.std() - 1.0) < 0.03
-
-
-@pytest.mark.parametrize(
-    ("make", "formula"), [(make_friedman2, _sk_friedman2), (make_friedman3, _sk_friedman3)]
-)
-def test_friedman_auto_noise_is_one_third_of_signal_sd(make, formula):
-    sd = make(n_train=10, n_test=10, random_state=0).noise_sd
-    # the documented rule exactly: 100000 noise-free points drawn with the fixed seed
-    rng = np.random.default_rng(ds.FRIEDMAN_AUTO_NOISE_SEED)
-    X_ref = ds_reg._friedman23_inputs(rng, ds.FRIEDMAN_AUTO_NOISE_SIZE)
-    assert sd == pytest.approx(np.std(formula(X_ref)) / 3, rel=1e-12)
-    # a stable constant, independent of random_state
-    assert make(n_train=10, n_test=10, random_state=99).noise_sd == sd
-    # and one third of the signal sd of an independent large sample from
-    # scikit-learn's generator; the sampling error of both sd estimates is
-    # about 0.3%, so the tolerance is 1% relative
-    _, y_sk = {"friedman2": skd.make_friedman2, "friedman3": skd.make_friedman3}[
-        make.__name__.removeprefix("make_")
-    ](n_samples=200_000, noise=0.0, random_state=1)
-    assert sd == pytest.approx(y_sk.std() / 3, rel=0.01)
-    # the training noise really has that sd
-    big = make(n_train=20000, random_state=4)
-    resid = big.t_train - formula(big.X_train)
-    assert abs(resid.std() / sd - 1) < 0.03
 
 
 def test_friedman_explicit_noise_sd():
@@ -297,22 +249,6 @@ def test_ripley_class_balance_and_labels():
     assert np.bincount(odd.t_test).tolist() == [2, 1]
 
 
-def test_ripley_component_means_and_covariance():
-    X, y, comp = ds_cls._sample_ripley(100_000, np.random.default_rng(0))
-    for label in (0, 1):
-        for c in (0, 1):
-            mask = (y == label) & (comp == c)
-            assert mask.sum() == 25_000
-            np.testing.assert_allclose(
-                X[mask].mean(axis=0), ds.RIPLEY_MEANS[label, c], atol=0.01, rtol=0
-            )
-            np.testing.assert_allclose(np.cov(X[mask].T), 0.03 * np.eye(2), atol=0.002, rtol=0)
-    np.testing.assert_allclose(
-        ds.RIPLEY_MEANS,
-        [[[-0.7, 0.3], [0.3, 0.3]], [[-0.3, 0.7], [0.4, 0.7]]],
-    )
-
-
 def test_ripley_public_class_means():
     X, t, _, _ = make_ripley(n_train=100_000, n_test=2, random_state=1)
     # equal mixtures: class 0 centred at (-0.2, 0.3), class 1 at (0.05, 0.7)
@@ -327,21 +263,6 @@ def test_ripley_public_class_means():
 
 
 # --------------------------------------------------------------------------- Gaussian mixture
-
-
-def test_mixture_two_components_per_class():
-    X, t, _, _ = make_gaussian_mixture_classes(
-        n_samples=30_000, n_test=3, n_classes=3, n_components=2, cluster_sd=0.2, random_state=0
-    )
-    centres = ds_cls._mixture_centres(3, 2, 2.0)
-    for k in range(3):
-        Xk = X[t == k]
-        # the two blobs of a class lie on opposite sides of the circle
-        np.testing.assert_allclose(centres[k, 0], -centres[k, 1], atol=1e-12)
-        side = Xk @ centres[k, 0] > 0
-        assert abs(side.mean() - 0.5) < 0.02
-        np.testing.assert_allclose(Xk[side].mean(axis=0), centres[k, 0], atol=0.02)
-        np.testing.assert_allclose(Xk[~side].mean(axis=0), centres[k, 1], atol=0.02)
 
 
 # --------------------------------------------------------------------------- validation

@@ -123,26 +123,3 @@ def test_n_jobs_is_validated():
     for bad in (0, 1.5, "2", True):
         with pytest.raises(ValueError, match="n_jobs"):
             RVR(n_jobs=bad).fit(X, y)
-
-
-def test_every_width_task_and_the_rebuilt_design_have_the_same_centres(monkeypatch):
-    """A Generator random_state must not give a width's task other centres than the rebuild.
-
-    The large-N path (a subset of centres from a random pool) is forced at N = 400; the
-    fitted log evidence must be the Gaussian marginal likelihood of the fitted
-    hyperparameters on the estimator's own active design.
-    """
-    from scipy.stats import multivariate_normal
-
-    import rvm_pymc._core.centres as centres
-
-    monkeypatch.setattr(centres, "AUTO_FULL_MAX", 100)
-    monkeypatch.setattr(centres, "AUTO_MAX_CENTRES", 60)
-    monkeypatch.setattr(centres, "CENTRE_POOL", 150)
-    X, y = _sinc(400, seed=3)
-    est = RVR(gamma="evidence", gamma_grid=GRID, random_state=np.random.default_rng(0))
-    est.fit(X, y)
-    Phi = est._active_design(X)
-    cov = est.noise_var_ * np.eye(len(y)) + (Phi / est.alpha_) @ Phi.T
-    exact = multivariate_normal(np.full(len(y), est.y_offset_), cov).logpdf(y)
-    assert est.log_evidence_ == pytest.approx(exact, abs=1e-6 * abs(exact))

@@ -12,8 +12,6 @@ from scipy.special import expit, log_expit
 
 from rvm_pymc import inference, models
 from rvm_pymc.exceptions import ConvergenceWarning
-from rvm_pymc.inference import _map
-from rvm_pymc.inference._laplace import compile_laplace, newton_mode
 from rvm_pymc.priors import resolve_prior
 from rvm_pymc.reference import (
     fit_classification,
@@ -93,30 +91,6 @@ def test_regression_map_holds_reference_optimum_of_kernel_problem():
     np.testing.assert_allclose(_post(fit, "alpha")[small], alpha_ref[small], rtol=1e-3)
     assert _post(fit, "beta") == pytest.approx(ref.beta, rel=1e-4)
     assert fit.attrs["log_evidence"] == pytest.approx(ref.log_evidence, rel=1e-6)
-
-
-@pytest.mark.filterwarnings("ignore:`find_MAP` will:FutureWarning")
-def test_regression_map_prunes_under_the_flat_prior():
-    """Flat prior: irrelevant precisions are pruned to the bound, not left creeping."""
-    import warnings
-
-    from rvm_pymc.datasets import make_sinc
-    from rvm_pymc.exceptions import ConvergenceWarning
-
-    d = make_sinc(n_train=100, noise_sd=0.1, random_state=0)
-    Phi = np.column_stack([np.ones(100), np.exp(-((d.X_train - d.X_train.T) ** 2) / (2 * 2.0**2))])
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", ConvergenceWarning)
-        fit = inference.fit_map(
-            models.regression_marginal(Phi, d.t_train, prior="evidence"), draws=5
-        )
-    la = _post(fit, "log_alpha")
-    kept = la < _map.LOG_PRECISION_BOUND
-    assert fit.attrs["converged"] and 3 <= kept.sum() <= 12  # seen: 6 of 101
-    ref = fit_regression(Phi, d.t_train, method="fast")
-    # a (possibly different) local optimum of the same evidence, as sparse as the reference's
-    assert abs(fit.attrs["log_evidence"] - ref.log_evidence) < 1.0
-    assert kept.sum() <= ref.active.size + 2
 
 
 def test_regression_map_survives_a_first_step_into_nan():
@@ -334,38 +308,6 @@ def _numpy_laplace_evidence(Phi, y, log_alpha, prior):
     )
 
 
-@pytest.mark.parametrize("kind", ["binary", "softmax"])
-def test_laplace_evidence_gradient_is_exact(kind):
-    X, y, centres = _two_moons(0, n=40)
-    Phi = _rbf(X, centres, 1.5)
-    prior = resolve_prior("weakly_informative")
-    if kind == "binary":
-        model, name = models.classification_binary(Phi, y, prior=prior), "w"
-    else:
-        y3 = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.5, 0.5])
-        model, name = models.classification_softmax(Phi, y3, prior=prior), "W"
-    fns = compile_laplace(model, name, "FAST_COMPILE")
-    la = np.random.default_rng(1).uniform(-1.0, 3.0, 5)
-    w0 = np.zeros(int(np.prod(fns.shape)))
-
-    def J(la_):
-        w, _, ok = newton_mode(fns, w0, la_)
-        assert ok
-        return fns.outer(w, la_)
-
-    value, grad = J(la)
-    eps = 1e-5
-    for i in range(5):
-        e = np.zeros(5)
-        e[i] = eps
-        fd = (J(la + e)[0] - J(la - e)[0]) / (2 * eps)
-        assert grad[i] == pytest.approx(fd, rel=1e-6, abs=1e-8)
-    if kind == "binary":
-        const = 5 * (prior.a * np.log(prior.b))  # Gamma(1, b) normaliser
-        want = _numpy_laplace_evidence(Phi, y, la, prior)
-        assert value - const == pytest.approx(want, rel=1e-10)
-
-
 @pytest.mark.parametrize("prior", ["evidence", "weakly_informative"])
 def test_binary_map_matches_reference_fixed_point(prior):
     X, y, centres = _two_moons(0)
@@ -422,76 +364,6 @@ def test_softmax_map_matches_reference_fixed_point():
     p = np.exp(logits - logits.max(1, keepdims=True))
     p /= p.sum(1, keepdims=True)
     np.testing.assert_allclose(p, ref.predict_proba(Pt, moderated=False), atol=1e-3)
-
-
-def _three_class_problem(seed=4):
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((120, 2))
-    y = np.digitize(X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.standard_normal(120), [-0.6, 0.6])
-    centres = 1.5 * rng.standard_normal((12, 2))
-    return _rbf(X, centres, np.sqrt(2.0)), y
-
-
-def test_softmax_map_prunes_like_the_reference_under_the_flat_prior():
-    """Flat prior: irrelevant precisions creep to infinity; both MAP paths prune them."""
-    Phi, y = _three_class_problem()
-    ref = fit_classification(Phi, y, method="mackay", prior="evidence", tol=1e-10, max_iter=20_000)
-    assert ref.converged and 0 < ref.active.size < 12
-    model = models.classification_softmax(Phi, y, prior="evidence")
-    tipping = inference.fit_map(
-        model, laplace="tipping", gtol=1e-10, draws=10, compile_kwargs=FAST
-    )
-    assert tipping.attrs["converged"] and tipping.attrs["n_iter"] < 500
-    alpha = _post(tipping, "alpha")
-    pruned = np.setdiff1d(np.arange(12), ref.active)
-    np.testing.assert_array_equal(np.log(alpha[pruned]), _map.LOG_PRECISION_BOUND)
-    np.testing.assert_allclose(alpha[ref.active], ref.alpha, rtol=1e-6)
-    exact = inference.fit_map(model, draws=10, compile_kwargs=FAST)
-    assert exact.attrs["converged"]
-    la_ex = np.log(_post(exact, "alpha"))
-    # the same bases are pruned (held at the bound); the others are O(1/N) from Tipping's
-    np.testing.assert_array_equal(la_ex[pruned], _map.LOG_PRECISION_BOUND)
-    np.testing.assert_allclose(la_ex[ref.active], np.log(ref.alpha), atol=0.6)
-    # the exact path maximises J, so it is no lower than at Tipping's fixed point
-    assert exact.attrs["log_evidence"] >= tipping.attrs["log_evidence"] - 1e-9
-
-
-def test_laplace_functions_restricted_to_columns_are_the_smaller_model():
-    """One compile serves every active set: restrict(cols) is the model built on Phi[:, cols]."""
-    Phi, y = _three_class_problem()
-    name, build = "W", models.classification_softmax
-    cols = np.array([0, 4, 9])
-    full = compile_laplace(build(Phi, y, prior="evidence"), name, "FAST_COMPILE")
-    small = compile_laplace(build(Phi[:, cols], y, prior="evidence"), name, "FAST_COMPILE")
-    sub = full.restrict(cols)
-    assert sub.shape == small.shape
-    la = np.array([0.3, -1.0, 2.0])
-    w, H, ok = newton_mode(small, np.zeros(int(np.prod(small.shape))), la)
-    assert ok and np.max(np.abs(w)) > 0.1
-    np.testing.assert_allclose(sub.newton(w, la)[2], H, rtol=1e-12)
-    J, grad = small.outer(w, la)
-    J_sub, grad_sub = sub.outer(w, la)
-    assert J_sub == pytest.approx(float(J), rel=1e-12)
-    np.testing.assert_allclose(grad_sub, grad, rtol=1e-10, atol=1e-12)
-
-
-def test_active_set_map_lets_pruned_bases_re_enter():
-    """Flat prior, started with every basis but one pruned: the re-entry test brings the
-    relevant ones back (L-BFGS-B alone cannot: the gradient of J at the bound is ~e^-50),
-    reaching at least the evidence of the start at the reference solution."""
-    Phi, y = _three_class_problem()
-    y = (y > 0).astype(int)
-    model = models.classification_binary(Phi, y, prior="evidence")
-    ref = fit_classification(Phi, y, method="mackay", prior="evidence", tol=1e-10, max_iter=20_000)
-    la_ref = np.full(13, _map.LOG_PRECISION_BOUND)
-    la_ref[ref.active] = np.log(ref.alpha)
-    one = np.full(13, _map.LOG_PRECISION_BOUND)
-    one[0] = 0.0
-    from_ref = inference.optimise_map(model, initvals={"log_alpha": la_ref}, compile_kwargs=FAST)
-    from_one = inference.optimise_map(model, initvals={"log_alpha": one}, compile_kwargs=FAST)
-    assert from_ref.converged and from_one.converged
-    assert np.sum(from_one.log_alpha < _map.LOG_PRECISION_BOUND) >= ref.active.size
-    assert from_one.log_evidence >= from_ref.log_evidence - 1e-7
 
 
 def test_exact_laplace_map_improves_on_tipping_by_order_one_over_n():

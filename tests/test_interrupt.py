@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import scipy.optimize
 from sklearn.exceptions import NotFittedError
 
 import rvm_pymc.reference
@@ -98,73 +97,7 @@ def test_interrupted_refit_keeps_the_previous_fit(data, est_cls, monkeypatch):
     assert est.evidence_path_["gamma"][:2].tolist() == [1.0, 0.3]  # the old grid's fits
 
 
-def test_interrupt_inside_the_fast_solver(data, monkeypatch):
-    """Stopped inside the sequential algorithm itself (not at the solver's entry)."""
-    from rvm_pymc.reference._sequential_state import SequentialState
-
-    X, t, _, X_new = data
-    est = RVR(gamma=0.5).fit(X, t)
-    saved = dict(est.__dict__)
-    before = est.predict(X_new, return_std=True)
-    real = SequentialState.resolve
-    stop = _interrupt_after(real, 3)
-    monkeypatch.setattr(SequentialState, "resolve", lambda self, *a, **k: stop(self, *a, **k))
-    with pytest.raises(KeyboardInterrupt):
-        est.set_params(gamma=2.0).fit(X, t)
-    assert len(stop.calls) == 4
-    saved["gamma"] = 2.0
-    _assert_unchanged(est, saved)
-    np.testing.assert_array_equal(est.predict(X_new, return_std=True), before)
-
-
 # ------------------------------------------------------------------- map
-
-
-class _InterruptedOptimiser:
-    """Stands in for ``scipy.optimize`` in rvm_pymc.inference._map: L-BFGS-B whose objective
-    raises KeyboardInterrupt at its ``n_evals + 1``-th evaluation."""
-
-    def __init__(self, n_evals: int) -> None:
-        self.n_evals = n_evals
-        self.evals = 0
-
-    def minimize(self, fun, x0, **kwargs):
-        def objective(x):
-            self.evals += 1
-            if self.evals > self.n_evals:
-                raise KeyboardInterrupt
-            return fun(x)
-
-        return scipy.optimize.minimize(objective, x0, **kwargs)
-
-
-@pytest.mark.pymc
-@pytest.mark.parametrize("previous", [None, "reference"])
-def test_interrupted_map_fit_leaves_the_estimator_as_it_was(data, previous, monkeypatch):
-    import pymc  # noqa: F401
-
-    from rvm_pymc.inference import _map as _map
-
-    X, t, _, X_new = data
-    est = RVR(gamma=0.5, random_state=0)
-    if previous:
-        est.fit(X, t)
-        before = est.predict(X_new, return_std=True)
-    saved = dict(est.__dict__)
-    est.set_params(method="map", init="default", sampler_kwargs=FAST)
-    saved.update(method="map", init="default", sampler_kwargs=est.sampler_kwargs)
-    optimiser = _InterruptedOptimiser(5)
-    monkeypatch.setattr(_map, "optimize", optimiser)
-    with pytest.raises(KeyboardInterrupt):
-        est.fit(X, t)
-    assert optimiser.evals == 6  # stopped inside L-BFGS-B, after the model was compiled
-    _assert_unchanged(est, saved)
-    if previous:
-        assert est.model_ is None
-        np.testing.assert_array_equal(est.predict(X_new, return_std=True), before)
-    else:
-        with pytest.raises(NotFittedError):
-            est.predict(X_new)
 
 
 def _sigint_at_draw(monkeypatch, chain: int, at: int) -> list:

@@ -387,17 +387,6 @@ def test_design_of_a_symmetric_kernel_equals_kernel_of_inputs_and_centres(name, 
         np.testing.assert_allclose(Phi[:, 1:], kernel(Z, X), rtol=1e-14, atol=1e-14)
 
 
-def test_design_in_several_row_blocks(rng, monkeypatch):
-    import rvm_pymc.basis as basis_module
-
-    monkeypatch.setattr(basis_module, "_BLOCK_ENTRIES", 20)  # 20 entries: 2 centres a block
-    X = rng.normal(size=(9, 2))
-    for kernel in (RBF(gamma=0.3), CallableKernel(lambda A, B: A @ B.T + 1.0)):
-        Phi = KernelBasis(kernel, bias=True).fit_transform(X)
-        np.testing.assert_allclose(Phi[:, 1:], kernel(X, X), rtol=1e-14, atol=1e-14)
-        np.testing.assert_array_equal(Phi[:, 0], 1.0)
-
-
 def test_asymmetric_kernel_keeps_its_orientation(rng):
     """A callable (or a subclass that does not declare symmetry) is evaluated as k(X, centres)."""
 
@@ -706,32 +695,3 @@ def test_bases_through_kernels_name_their_module():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert kernels.RBF is RBF
-
-
-@pytest.mark.parametrize("kernel", [RBF(gamma=0.5), Laplacian(gamma=0.3), Cauchy(gamma=2.0)])
-def test_a_large_design_filled_on_threads_is_the_one_of_one_thread(kernel, monkeypatch):
-    import rvm_pymc.basis as basis_module
-
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((3000, 2))
-    basis = KernelBasis(kernel, centres="all").fit(X[:300])
-    calls = []
-    real = basis_module.thread_map
-    monkeypatch.setattr(basis_module, "thread_map", lambda *a: calls.append(1) or real(*a))
-    monkeypatch.setattr(basis_module, "_THREAD_ENTRIES", 1)  # every design on threads
-    threaded = basis.transform(X)
-    monkeypatch.setattr(basis_module, "_THREAD_ENTRIES", 1 << 62)  # none
-    serial = basis.transform(X)
-    assert calls == [1]  # the first on threads, the second not
-    assert np.array_equal(threaded, serial) and threaded.flags.f_contiguous
-
-
-def test_a_symmetric_kernel_without_threaded_fill_is_filled_in_one_thread(monkeypatch):
-    import rvm_pymc.basis as basis_module
-
-    monkeypatch.setattr(basis_module, "_THREAD_ENTRIES", 1)
-    monkeypatch.setattr(basis_module, "thread_map", lambda *a: pytest.fail("threaded"))
-    assert Linear.symmetric and not getattr(Linear(), "threaded_fill", False)
-    X = np.random.default_rng(1).standard_normal((50, 3))
-    Phi = KernelBasis(Linear(), centres="all").fit(X).transform(X)
-    np.testing.assert_allclose(Phi[:, 1:], X @ X.T)

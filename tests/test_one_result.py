@@ -409,36 +409,3 @@ def test_a_subclass_saves_and_loads(sinc, tmp_path):
     np.testing.assert_array_equal(back.predict(X_new), est.predict(X_new))
     with pytest.raises(ValueError, match=r"unknown estimator class .MyRVR."):
         RVR.load(tmp_path / "mine.nc")
-
-
-def test_map_bounds_other_than_a_pruned_precision_are_not_converged():
-    from rvm_pymc.inference import _map as _map
-
-    bounds = [(-5.0, 50.0), (-5.0, 50.0), (-50.0, 50.0)]
-    x = np.array([50.0, 1.0, 50.0])  # log alpha_0 pruned, log beta at its upper bound
-    g = np.array([-1.0, 0.0, -1.0])
-    pg, stuck = _map._projected(x, g, bounds, prunable=[0, 1])
-    assert np.max(np.abs(pg)) == 1.0 and stuck.tolist() == [2]
-    # under a proper prior nothing is prunable: the precision at the bound is stuck too
-    assert _map._projected(x, g, bounds)[1].tolist() == [0, 2]
-
-
-@pytest.mark.parametrize(
-    ("offset", "curvature", "converged"),
-    [(3e-6, 1.0, True), (3e-6, 100.0, True), (1e-4, 1.0, False), (3e-6, 1e-4, False)],
-)
-def test_map_stall_counts_as_converged_only_without_a_gain_left(offset, curvature, converged):
-    """A stall (no decrease of J found) at a gradient above STALL_GTOL is an optimum only
-    when a Newton step would gain less than STALL_GAIN * (1 + |J|): |g|^2 / (2 curvature)
-    is 4.5e-12, 4.5e-14, 5e-9 and 4.5e-8 here, against 1.01e-10."""
-    from rvm_pymc.inference import _map as _map
-
-    def fun(x):  # minimum at x = 1; the gradient is off by ``offset`` (its rounding)
-        dx = x[0] - 1.0
-        return 100.0 + 0.5 * curvature * dx * dx, np.array([curvature * dx + offset])
-
-    res, ok, pgrad = _map._lbfgs(fun, np.array([1.0]), [(-5.0, 5.0)], 100, 1e-8, "", False)
-    message = str(res.message).upper()
-    assert "ABNORMAL" in message or "REDUCTION OF F" in message  # a stall, not gtol
-    assert _map.STALL_GTOL < pgrad <= 1.05 * offset  # the gradient's own error remains
-    assert ok is converged

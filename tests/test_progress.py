@@ -23,44 +23,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rvm_pymc._core.progress import DrawLines
-
 ROOT = Path(__file__).resolve().parents[1]
 Draw = namedtuple("Draw", ["chain", "is_last", "draw_idx", "tuning", "stats", "point"])
 RICH = ("Progress", "Divergences", "Elapsed", "━", "…")  # PyMC's rich table and bar
-
-
-def _draws(chain, n, tune, diverging=()):
-    return [Draw(chain, i == n - 1, i, i < tune, [{"diverging": i in diverging}], None)
-            for i in range(n)]  # fmt: skip
-
-
-def test_draw_lines_every_share_and_divergences_after_tuning(monkeypatch):
-    lines: list[str] = []
-    report = DrawLines(draws=60, tune=40, chains=2, every_seconds=1e9, write=lines.append)
-    for d in _draws(0, 100, 40, diverging={5, 45, 46}):  # one in tuning, two after it
-        report(trace=None, draw=d)
-    assert len(lines) == 10  # every 10 of the 100 iterations
-    assert lines[3].startswith("NUTS chain 1/2: 40/100 (tuning), 0 divergences, ")
-    assert lines[4].startswith("NUTS chain 1/2: 50/100 (sampling), 2 divergences, ")
-    assert lines[-1].startswith("NUTS chain 1/2: 100/100 (sampling), 2 divergences, ")
-    report(trace=None, draw=_draws(1, 1, 40)[0])  # another chain: its own count
-    assert len(lines) == 10
-
-    clock = iter([0.0, 0.5, 11.0, 11.5, 30.0])  # seconds: a line once 10 s have passed
-    monkeypatch.setattr("rvm_pymc._core.progress.time.monotonic", lambda: next(clock))
-    timed: list[str] = []
-    report = DrawLines(draws=1000, tune=1000, chains=1, write=timed.append)
-    for d in _draws(0, 5, 1000):
-        report(trace=None, draw=d)
-    assert [ln.split(": ")[1].split(",")[0] for ln in timed] == [
-        "3/2000 (tuning)",
-        "5/2000 (tuning)",
-    ]
-    assert timed[0].endswith("11 s elapsed") and timed[1].endswith("30 s elapsed")
-    report.summary(12.34, 1.0042, 3)
-    assert timed[-1] == ("NUTS done: 1 chain of 1000 tuning + 1000 draws in 12.3 s; "
-                         "max R-hat 1.004, 3 divergences")  # fmt: skip
 
 
 def _csv(tmp_path: Path) -> None:
@@ -119,12 +84,3 @@ def test_nuts_progress_on_a_terminal_is_a_bar_on_stderr_not_stdout(tmp_path):
     assert "Progress" in terminal and "Divergences" in terminal  # 150 columns: with stats
     assert "NUTS chain 1/2" not in terminal  # a live bar, not the lines of a log
     assert re.search(r"fitted in [\d.]+ s \(max R-hat [\d.]+, \d+ divergences\)", terminal)
-
-
-def test_plain_lines_need_pymc_s_own_sampler():
-    from rvm_pymc.inference._nuts import _resolve_sampler
-
-    assert _resolve_sampler(None, {}, 0, lines=True) == "pymc"  # chosen for the lines
-    for other in ("nutpie", "numpyro"):
-        with pytest.raises(ValueError, match="progressbar='lines' needs PyMC's own sampler"):
-            _resolve_sampler(other, {}, 0, lines=True)

@@ -158,37 +158,6 @@ def test_fits_without_a_slab_refuse_it():
 # ---------------------------------------------------- RVC(method="nuts") samples it
 
 
-class _Built(Exception):
-    """Raised in place of sampling, carrying what NUTS was given."""
-
-
-@pytest.mark.pymc
-@pytest.mark.parametrize("prior", [{"slab": 5.0}, None])
-def test_rvc_nuts_hands_the_slab_to_the_sampled_model(monkeypatch, prior):
-    """No sampling: the model NUTS would sample has the slab (given, or by default),
-    started at the reference fit."""
-    from rvm_pymc.datasets import make_ripley
-    from rvm_pymc.estimators import RVC
-    from rvm_pymc.inference import _backend
-    from rvm_pymc.models import model_spec
-
-    def capture(model, **kwargs):
-        raise _Built(model, kwargs)
-
-    monkeypatch.setattr(_backend, "nuts_posterior", capture)
-    X, y, _, _ = make_ripley(n_train=30, n_test=10, random_state=0)
-    est = RVC(gamma=2.0, method="nuts", prior=prior, random_state=0)
-    with pytest.raises(_Built) as built:
-        est.fit(X, y)
-    model, kwargs = built.value.args
-    spec = model_spec(model)
-    assert spec.prior == HyperPrior(1.0, 0.01, 0.0, 0.0, slab=5.0)
-    assert spec.parametrization == "non_centred"
-    # the start: the reference fit of the same Gamma prior without the slab
-    assert set(kwargs["initvals"]) == {"log_alpha", "w_raw"}
-    assert np.all(np.isfinite(kwargs["initvals"]["log_alpha"]))
-
-
 @pytest.mark.slow
 @pytest.mark.pymc
 @pytest.mark.filterwarnings("ignore::rvm_pymc.exceptions.SamplingWarning")  # a short run

@@ -12,7 +12,6 @@ import pytest
 from scipy.special import expit, log_expit, logsumexp, softmax
 from scipy.stats import multivariate_normal, poisson
 
-from rvm_pymc._core.ard import solve_alpha
 from rvm_pymc.priors import HyperPrior
 from rvm_pymc.reference import fit_classification, fit_counts, fit_regression, log_evidence
 
@@ -117,28 +116,6 @@ def test_a_very_wide_slab_is_no_slab(method):
     np.testing.assert_array_equal(wide.active, plain.active)
     np.testing.assert_allclose(wide.alpha, plain.alpha, rtol=1e-6)
     assert wide.log_evidence == pytest.approx(plain.log_evidence, abs=1e-8)
-
-
-def test_the_alpha_update_solves_its_equation():
-    """``g / (alpha + c) + 2a / alpha = D`` at the returned root; the limits c = 0, a = 0."""
-    rng = np.random.default_rng(0)
-    g, D, c = rng.uniform(0.05, 1, 50), rng.uniform(0.05, 5, 50), rng.uniform(0, 3, 50)
-    for a in (0.0, 1e-6, 1.0):
-        alpha = solve_alpha(g, D, a, c)
-        pos = alpha > 0
-        lhs = g[pos] / (alpha[pos] + c[pos]) + (2 * a / alpha[pos] if a else 0.0)
-        np.testing.assert_allclose(lhs, D[pos], rtol=1e-10)
-        if a == 0:  # alpha = 0 exactly where the slope at 0, g/c - D, is not positive
-            np.testing.assert_array_equal(alpha == 0, g / c <= D)
-        else:
-            assert np.all(pos)
-    np.testing.assert_array_equal(solve_alpha(g, D, 1.0, 0.0), (g + 2.0) / D)
-    assert solve_alpha(1.0, 0.0, 1.0, 0.5) == np.inf  # the objective rises without bound
-    # Tipping's step with gamma + 2a <= 0 (alpha Sigma_mm rounded to 1 or above) prunes
-    # the basis (inf), as the reference solver does, instead of making it most relevant
-    np.testing.assert_array_equal(
-        solve_alpha([0.0, -1e-17, 0.5], 0.3, 0.0, 0.0), [np.inf, np.inf, 0.5 / 0.3]
-    )
 
 
 # ------------------------------------------------------------- Laplace (classification, counts)

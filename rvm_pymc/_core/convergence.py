@@ -11,7 +11,7 @@ The statistics are ArviZ's (``arviz_stats.rhat(method="rank")``,
 ``arviz_stats.ess(method="bulk" | "tail")``: split chains, Blom's offset 3/8,
 folded draws for the tail R-hat, Geyer's initial monotone sequence on FFT
 autocovariances, the tail ESS at ArviZ's ``stats.ci_prob``), vectorised over
-the elements of ``(chain, draw, n)`` draws; ``tests/test_diagnostics.py``
+the elements of ``(chain, draw, n)`` draws; ``tests/test_internals_sampling.py``
 checks them against ArviZ.
 
 References

@@ -37,6 +37,9 @@ unchanged in floating point (the gradient is rounded more than ``J`` itself)."""
 STALL_GAIN = 1e-12
 """A stalled L-BFGS-B with a larger gradient counts as converged when a Newton step along
 the gradient would gain at most ``STALL_GAIN * (1 + |J|)`` (:func:`_newton_gain`)."""
+HYPERPARAMETERS = ("log_alpha", "log_beta", "log_length_scale")
+"""The free variables of the package's marginal models; a user's model's other free
+variables are optimised with them and their optimum kept as root attributes."""
 STALL_STEP = 1e-2
 """Step (in log precision) of the secant that measures the curvature for :data:`STALL_GAIN`."""
 
@@ -295,6 +298,15 @@ def map_regression(model, spec, *, initvals, max_iter, gtol, mode_kw) -> MapResu
     extra = {}
     if lls is not None:
         extra["log_length_scale"] = float(lls)
+    # a user's model's own free variables (e.g. a hyperprior's scale), optimised with the
+    # precisions: their optimum, as root attributes beside log_length_scale
+    own = [v.name for v in model.free_RVs if v.name not in HYPERPARAMETERS]
+    if own:
+        outs = model.replace_rvs_by_values([model[n] for n in own])
+        fn = model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore", **mode_kw)
+        for name, value in zip(own, fn(opt), strict=True):
+            value = np.asarray(value, dtype=float)
+            extra[name] = float(value) if value.ndim == 0 else value
     return MapResult(
         log_alpha=la,
         log_beta=lb,

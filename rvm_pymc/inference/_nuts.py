@@ -36,7 +36,12 @@ from rvm_pymc.exceptions import PriorWarning, SamplingWarning
 from rvm_pymc.inference._options import NutsRun, check_stopping
 from rvm_pymc.inference._stop import CHECKED, STOP_ATTRS, stop_rule
 from rvm_pymc.inference._swap import nuts_with_swaps
-from rvm_pymc.inference._user_models import uses_model_likelihood, with_model_likelihood
+from rvm_pymc.inference._user_models import (
+    extra_free,
+    keep_extra_free,
+    uses_model_likelihood,
+    with_model_likelihood,
+)
 from rvm_pymc.inference._weights import ChainDraws, chain_seeds, exact_weight_rows, seed_of
 from rvm_pymc.inference.defaults import (
     DEFAULT_SAMPLERS,
@@ -336,8 +341,10 @@ def nuts_result(
     model, spec: ModelSpec, pm_tree: xr.DataTree, w: np.ndarray, *, run, sampler, inference
 ) -> NutsResult:
     """The :class:`NutsResult` of a ``pm.sample`` tree and the weight draws ``w``, checked by
-    :func:`rvm_pymc._core.convergence.check_sampling` over ``w`` and every sampled
-    hyperparameter; ``inference`` is the ``rvm_inference`` attribute."""
+    :func:`rvm_pymc._core.convergence.check_sampling` over ``w``, every sampled
+    hyperparameter and a user's model's other free variables
+    (:func:`~rvm_pymc.inference._user_models.extra_free`); ``inference`` is the
+    ``rvm_inference`` attribute."""
     post = pm_tree["posterior"]
     la = np.asarray(post["log_alpha"].values, dtype=float)
     lb = np.asarray(post["log_beta"].values, dtype=float) if "log_beta" in post else None
@@ -347,6 +354,7 @@ def nuts_result(
         k: np.asarray(v.values) for k, v in stats.data_vars.items() if v.dims == ("chain", "draw")
     }
     sampled = {"w": w, "log_alpha": la, "log_beta": lb, "log_length_scale": lls}
+    sampled.update({n: np.asarray(post[n].values) for n in extra_free(model) if n in post})
     diag = check_sampling(
         {k: v for k, v in sampled.items() if v is not None},
         int(stats["diverging"].sum()) if "diverging" in stats else 0,
@@ -388,7 +396,8 @@ def nuts_datatree(
     For a model of one's own (not built by :mod:`rvm_pymc.models`) with weights,
     ``log_likelihood`` and ``posterior_predictive`` are the model's own
     (:func:`rvm_pymc.inference._user_models.model_pointwise`; root attribute
-    ``likelihood = "model"``); ``compile_kwargs`` compiles them.
+    ``likelihood = "model"``); ``compile_kwargs`` compiles them.  The draws of such a
+    model's other free variables (a Student-t's ``nu``) are kept in ``posterior``.
     """
     extra, latent, constant = {}, None, None
     Phi = None if spec.rbf_width else design_matrix(model, spec)
@@ -413,6 +422,8 @@ def nuts_datatree(
         constant_data=constant,
         attrs=res.attrs,
     )
+    if "pymc_posterior" in res.extra:
+        keep_extra_free(tree, model, res.extra["pymc_posterior"])
     if uses_model_likelihood(model, spec) and "pymc_posterior" in res.extra:
         with_model_likelihood(
             tree,

@@ -25,6 +25,7 @@ import numpy as np
 
 from rvm_pymc._core.convergence import passes_checks, sampling_diagnostics
 from rvm_pymc._core.progress import log
+from rvm_pymc.inference._user_models import extra_free
 from rvm_pymc.inference._weights import ChainDraws
 from rvm_pymc.inference.defaults import CHECK_EVERY, FIRST_CHECK
 
@@ -160,7 +161,8 @@ def _cut(trace: Any, length: int) -> None:
 
 CHECKED = ("log_alpha", "log_beta", "log_length_scale")
 """Variables whose draws the convergence check covers, beside the weights (``w``, or
-``W`` for softmax) of a model that samples them."""
+``W`` for softmax) of a model that samples them and a user's model's other free
+variables (:func:`~rvm_pymc.inference._user_models.extra_free`)."""
 
 
 def stop_rule(model, spec, run, sampler: str, collapsed: bool, weights=None):
@@ -169,7 +171,8 @@ def stop_rule(model, spec, run, sampler: str, collapsed: bool, weights=None):
     None for ``run.until_converged=False``, one chain, or a sampler other than
     PyMC's (which :func:`~rvm_pymc.inference._options.check_stopping` refuses for
     ``until_converged=True``).  It checks the weights (for ``collapsed``, the draws of
-    ``weights``) and the :data:`CHECKED` variables of ``model``, else its free variables.
+    ``weights``) and the :data:`CHECKED` variables of ``model`` with its other free
+    variables (:func:`~rvm_pymc.inference._user_models.extra_free`), else its free variables.
     """
     if run.until_converged is False or run.chains < 2 or sampler != "pymc":
         return None
@@ -177,6 +180,7 @@ def stop_rule(model, spec, run, sampler: str, collapsed: bool, weights=None):
     names = [n for n in names if n in model.named_vars]
     if not any(n in CHECKED for n in names):
         names = [v.name for v in model.free_RVs]
+    names += [n for n in extra_free(model) if n not in names]
     return StopWhenConverged(
         names,
         draws=run.draws,

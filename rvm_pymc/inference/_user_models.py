@@ -19,6 +19,8 @@ from rvm_pymc.models.spec import ModelSpec, model_constants
 __all__ = [
     "MARGINAL_RTOL",
     "check_user_model",
+    "extra_free",
+    "keep_extra_free",
     "model_pointwise",
     "observed_name",
     "uses_model_likelihood",
@@ -40,6 +42,30 @@ MAP_FREE = frozenset({"log_alpha", "log_beta", "log_length_scale", "w", "W", "w_
 """The free variables type-II MAP knows (optimised or integrated out)."""
 
 
+def extra_free(model) -> tuple[str, ...]:
+    """The free variables of ``model`` outside the package's names (:data:`MAP_FREE`): a
+    user's own, such as the degrees of freedom ``nu`` of a Student-t likelihood.
+
+    The NUTS result keeps their draws in its ``posterior`` group and checks them with the
+    weights and the log precisions (:func:`rvm_pymc._core.convergence.check_sampling`, the
+    stopping rule of ``until_converged``)."""
+    return tuple(v.name for v in model.free_RVs if v.name not in MAP_FREE)
+
+
+def keep_extra_free(tree: xr.DataTree, model, pymc_posterior: xr.Dataset) -> xr.DataTree:
+    """``tree`` with the draws of :func:`extra_free` of ``model`` from ``pymc_posterior``
+    (``pm.sample``'s posterior) added to its ``posterior`` group, with their dims and
+    coordinates; then ``pm.sample_posterior_predictive(tree)`` holds them at their draws
+    instead of drawing them from their prior."""
+    names = [n for n in extra_free(model) if n in pymc_posterior]
+    if not names:
+        return tree
+    post = tree["posterior"].to_dataset()
+    kept = pymc_posterior[names].assign_coords(chain=post["chain"], draw=post["draw"])
+    tree["posterior"] = xr.DataTree(post.assign(kept.data_vars))
+    return tree
+
+
 def _names(variables) -> set[str]:
     return {v.name for v in variables}
 
@@ -47,8 +73,10 @@ def _names(variables) -> set[str]:
 def check_user_model(model, spec: ModelSpec, fit: str, compile_kwargs=None) -> None:
     """ValueError, before any sampling or optimising, for what ``fit`` (``"nuts"``,
     ``"collapsed"``, ``"map"``) cannot do with ``model``: a slab
-    but for NUTS, a non-scalar ``log_beta``, an observed variable not 1-D, MAP with free
-    variables outside :data:`MAP_FREE` or a non-free ``log_beta``, a marginal model whose
+    but for NUTS, a non-scalar ``log_beta``, an observed variable not 1-D, MAP of a
+    classifier with free variables outside :data:`MAP_FREE` (the Laplace evidence is a
+    function of ``log_alpha`` alone; the marginal regression's MAP optimises every free
+    variable) or a non-free ``log_beta``, a marginal model whose
     ``t_obs`` is not the RVM's marginal (tested at a point with ``compile_kwargs``)."""
     obs = observed_name(spec)
     free = _names(model.free_RVs)
@@ -78,7 +106,7 @@ def check_user_model(model, spec: ModelSpec, fit: str, compile_kwargs=None) -> N
                 "sample the model (sample_collapsed or sample_nuts)"
             )
     extra = free - MAP_FREE
-    if fit == "map" and extra:
+    if fit == "map" and extra and spec.kind != "regression_marginal":
         raise ValueError(
             f"type-II MAP optimises log_alpha (and log_beta) with the weights integrated out, "
             f"but the model has other free variables {sorted(extra)}: fix them as data, or "
