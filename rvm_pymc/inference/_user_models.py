@@ -30,8 +30,8 @@ MARGINAL_RTOL = 1e-8
 
 
 def observed_name(spec: ModelSpec) -> str:
-    """``t_obs`` (regression), ``counts_obs`` (Poisson) or ``y_obs`` (classification)."""
-    if spec.kind == "poisson":
+    """``t_obs`` (regression), ``counts_obs`` (counts) or ``y_obs`` (classification)."""
+    if spec.kind in ("poisson", "negative_binomial"):
         return "counts_obs"
     return "t_obs" if spec.kind.startswith("regression") else "y_obs"
 
