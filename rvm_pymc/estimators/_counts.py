@@ -32,8 +32,8 @@ class RVP(RegressorMixin, _BaseRVM):
     ``likelihood="negative_binomial"`` the NB2 of mean ``mu = exp(phi(x)^T w)``
     and variance ``mu + mu^2 / r`` (dispersion ``r > 0``; the Poisson is its
     limit ``r -> inf``), ``w_m ~ N(0, 1/alpha_m)``, the precisions fitted by
-    maximum (Laplace) evidence, which prunes most weights, as for :class:`RVC`.  It follows the conventions of
-    scikit-learn's :class:`~sklearn.linear_model.PoissonRegressor`:
+    maximum (Laplace) evidence, which prunes most weights, as for :class:`RVC`.
+    It follows the conventions of scikit-learn's :class:`~sklearn.linear_model.PoissonRegressor`:
     :meth:`predict` returns the mean count, :meth:`score` is D^2, the fraction
     of Poisson deviance explained (``sklearn.metrics.d2_tweedie_score`` with
     ``power=1``), and the targets must be non-negative (not necessarily

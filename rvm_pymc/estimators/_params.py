@@ -149,9 +149,7 @@ MESSAGES: dict[str, str] = {
 """What each parameter must be, in the words of its ``ValueError``."""
 
 _ALL_CONSTRAINTS = {**REGRESSOR_CONSTRAINTS, **COUNTS_CONSTRAINTS}
-_CONSTRAINTS = {
-    name: [make_constraint(c) for c in cs] for name, cs in _ALL_CONSTRAINTS.items()
-}
+_CONSTRAINTS = {name: [make_constraint(c) for c in cs] for name, cs in _ALL_CONSTRAINTS.items()}
 _TAKE_BOOLEANS = {name for name, cs in _ALL_CONSTRAINTS.items() if "boolean" in cs}
 
 

@@ -2,8 +2,8 @@ r"""The reference solver's likelihoods for the Laplace fits: Bernoulli-logit, so
 negative binomial.
 
 Targets ``T`` (N, C): a 0/1 column, one-hot rows (softmax, ``C = K``), or
-counts (Poisson or NB2 of a fixed dispersion ``r``, log link, ``-log t!`` kept).  Basis ``m`` has one precision
-shared by its ``C`` weights; vectors and covariances are class-major
+counts (Poisson or NB2 of a fixed dispersion ``r``, log link, ``-log t!`` kept).
+Basis ``m`` has one precision shared by its ``C`` weights; vectors and covariances are class-major
 (``theta[k M + m] = W[m, k]``), the Hessian a C x C grid of blocks
 
 .. math::

@@ -196,9 +196,7 @@ def laplace_reestimation(
     for it in range(1, max_iter + 1):  # noqa: B007
         slab = c_n[active]
         prec = alpha + slab  # the weights' prior precision (alpha without a slab)
-        post = find_mode(
-            Phin[:, active], T, prec, W, likelihood=likelihood, dispersion=dispersion
-        )
+        post = find_mode(Phin[:, active], T, prec, W, likelihood=likelihood, dispersion=dispersion)
         W = post.mean
         trace["log_evidence"].append(
             post.log_evidence + log_alpha_prior(alpha * scale[active] ** 2, prior)

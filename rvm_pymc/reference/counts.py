@@ -17,10 +17,9 @@ Poisson fit (the limit ``r -> inf``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import math
 import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import minimize_scalar
