@@ -180,3 +180,29 @@ def test_short_nuts_fit_samples_the_dispersion():
     assert rates.shape == (4, 300) and r.shape == (300,)
     assert np.all(np.isfinite(est.log_predictive_density(X, y)))
     assert "log_dispersion" in est.model_.named_vars  # the fit's model in data units
+
+
+def test_command_line_fits_the_negative_binomial(tmp_path, capsys):
+    import json
+
+    import pandas as pd
+
+    from rvm_pymc.cli import main
+    from rvm_pymc.estimators import load
+
+    X, y = _overdispersed(60, seed=6)
+    path = tmp_path / "c.csv"
+    pd.DataFrame({"x": X[:, 0], "n": y}).to_csv(path, index=False)
+    argv = ["fit", str(path), "--target", "n", "--task", "counts", "--gamma", "1.0", "--no-plot"]
+    out = tmp_path / "m"
+    assert main([*argv, "--likelihood", "negative_binomial", "--out", str(out)]) == 0
+    est = load(out / "model.nc")
+    assert est.likelihood == "negative_binomial" and est.dispersion_ > 0
+    assert json.loads((out / "summary.json").read_text())["task"] == "counts"
+    # refused where it does not apply, naming the option
+    bad = [*argv, "--likelihood", "negative_binomial", "--out", str(tmp_path / "b")]
+    assert main([*bad, "--method", "map"]) == 2
+    assert "--likelihood" in capsys.readouterr().err
+    bad[bad.index("counts")] = "regression"
+    assert main(bad) == 2
+    assert "--likelihood" in capsys.readouterr().err
