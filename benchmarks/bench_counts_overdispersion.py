@@ -140,6 +140,7 @@ def kfold_table(fits: dict, X, y, folds: int, seed: int) -> pd.DataFrame:
     out = table[[c for c in cols if c in table.columns]].copy()
     out.insert(1, "elpd_per_point", out["elpd_kfold"] / len(y))
     out.insert(0, "fold_seed", seed)
+    out.attrs = {}  # compare's pointwise arrays: not part of this table
     return out
 
 
@@ -165,7 +166,10 @@ def main() -> None:
         f"max {y.max():.0f}",
     ]
     methods = ("reference",) if args.no_nuts else ("reference", "nuts")
+    pd.set_option("display.width", 200)
+    pd.set_option("display.max_columns", 30)
     fits, rows, ppc = {}, [], []
+    kfold = []
     for method in methods:
         for lik in LIKELIHOODS:
             name = f"{SHORT[lik]} {method}"
@@ -174,14 +178,14 @@ def main() -> None:
             rows.append(fit_row(name, est, wall, load))
             ppc += ppc_rows(name, est, y)
             print(f"fitted {name} in {wall:.1f} s (load {load})", flush=True)
-
-    pd.set_option("display.width", 200)
-    pd.set_option("display.max_columns", 30)
+            print(pd.DataFrame(rows[-1:]).set_index("fit").to_string(), flush=True)
+        if method == "reference":  # the reference k-fold first: it takes a minute
+            ref = dict(fits)
+            kfold = [kfold_table(ref, X, y, args.folds, seed) for seed in range(args.repeats)]
+            print(pd.concat(kfold).to_string(), flush=True)
     fit_tab = pd.DataFrame(rows).set_index("fit")
     ppc_tab = pd.DataFrame(ppc).set_index(["statistic", "fit"])
     ppc_tab = ppc_tab.sort_index(level=0, sort_remaining=False)
-    ref = {k: v for k, v in fits.items() if k.endswith("reference")}
-    kfold = [kfold_table(ref, X, y, args.folds, seed) for seed in range(args.repeats)]
     if args.nuts_kfold and not args.no_nuts:
         print(f"k-fold with NUTS refits (load {uptime()})", flush=True)
         t0 = time.perf_counter()

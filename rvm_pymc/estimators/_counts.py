@@ -50,7 +50,7 @@ class RVP(RegressorMixin, _BaseRVM):
         (NB2) adds the dispersion ``r`` for overdispersed counts (variance
         above the mean).  The reference solver fits ``r`` by maximising the
         Laplace evidence (alternating with the precisions; ``r`` within
-        :data:`rvm_pymc.reference.counts.DISPERSION_BOUNDS`, an ``r`` at the
+        ``rvm_pymc.reference.counts.DISPERSION_BOUNDS``, an ``r`` at the
         upper bound is the Poisson fit); NUTS samples ``log r`` jointly with
         the weights and precisions under the prior ``1/sqrt(r) ~
         HalfNormal(DISPERSION_PRIOR_SCALE)`` (:mod:`rvm_pymc.priors`), which

@@ -211,7 +211,7 @@ def fit_counts(
     likelihood : {"poisson", "negative_binomial"}
         ``"negative_binomial"``: NB2 with mean ``exp(Phi w)`` and variance
         ``mu + mu^2 / r``, the dispersion ``r`` fitted too (module docstring;
-        within :data:`DISPERSION_BOUNDS`, no prior on ``r``).
+        within ``DISPERSION_BOUNDS``, no prior on ``r``).
     dispersion_init : float, optional
         The negative binomial's starting ``r`` (default: from the Poisson fit).
 
