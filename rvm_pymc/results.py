@@ -10,7 +10,8 @@ nowhere else:
     for the softmax model.  A sampled fit (NUTS) adds its hyperparameter draws
     ``log_alpha`` (``basis``) and ``log_beta`` (regression); a type-II fit
     (reference, map) holds them fixed, in ``constant_data`` (what a fit samples
-    is in ``posterior``, what it holds fixed in ``constant_data``).  Its draws
+    is in ``posterior``, what it holds fixed in ``constant_data``).  A negative
+    binomial fit adds ``log_dispersion`` (``log r``) in the same way.  Its draws
     are exact draws from its Gaussian (Laplace) weight posterior, antithetic
     across chain pairs (chain ``2i + 1`` mirrors chain ``2i`` about the mean).
 ``posterior_predictive``, ``log_likelihood``
@@ -27,7 +28,7 @@ nowhere else:
     ``Phi`` (``obs, basis``): the design matrix of the bases in ``posterior``,
     in data units; ``y_offset`` (regression), so that ``Phi @ w + y_offset``
     is the latent mean of a draw; type-II fits add ``log_alpha`` (``basis``)
-    and ``log_beta`` (regression).
+    and ``log_beta`` (regression) or ``log_dispersion`` (negative binomial).
 ``sample_stats``
     NUTS: the sampler's statistics; type-II: ``lp``, the log density of each
     weight draw (log likelihood plus the log prior of the weights).
@@ -65,8 +66,14 @@ __all__ = [
     "to_datatree",
 ]
 
-KINDS = ("regression", "binary", "softmax", "poisson")
-OBS_NAMES = {"regression": "t_obs", "binary": "y_obs", "softmax": "y_obs", "poisson": "counts_obs"}
+KINDS = ("regression", "binary", "softmax", "poisson", "negative_binomial")
+OBS_NAMES = {
+    "regression": "t_obs",
+    "binary": "y_obs",
+    "softmax": "y_obs",
+    "poisson": "counts_obs",
+    "negative_binomial": "counts_obs",
+}
 """The observed variable of each kind (the name of the PyMC model's likelihood)."""
 
 TYPE_II_LOO_NOTE = (
@@ -131,8 +138,9 @@ class WeightPosterior:
 
     Attributes
     ----------
-    kind : {"regression", "binary", "softmax", "poisson"}
-        ``"poisson"``: counts, the weights those of the log rate.
+    kind : {"regression", "binary", "softmax", "poisson", "negative_binomial"}
+        ``"poisson"``, ``"negative_binomial"``: counts, the weights those of the
+        log mean.
     basis_names : tuple of str
         The bases (columns of the design matrix) it covers.
     log_alpha : ndarray
@@ -147,6 +155,9 @@ class WeightPosterior:
         Weight draws ``(chain, draw, M)`` or ``(chain, draw, M, K)``.
     y_offset : float
         Added to the latent mean of regression (the centring of the targets).
+    log_dispersion : float, ndarray or None
+        Log of the negative binomial's dispersion ``r``: a float, or
+        ``(chain, draw)`` draws; None for the other kinds.  It has no units.
     """
 
     kind: str
@@ -157,6 +168,7 @@ class WeightPosterior:
     cov: np.ndarray | None = None
     draws: np.ndarray | None = None
     y_offset: float = 0.0
+    log_dispersion: Any = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -181,6 +193,13 @@ class WeightPosterior:
             raise ValueError(f"cov must have shape {(m * k, m * k)}; got {np.shape(self.cov)}")
         if np.shape(self.log_alpha)[-1:] != (m,):
             raise ValueError(f"log_alpha must end in {m} bases; got {np.shape(self.log_alpha)}")
+        if (self.kind == "negative_binomial") != (self.log_dispersion is not None):
+            raise ValueError("log_dispersion is given for a negative_binomial posterior only")
+
+    @property
+    def likelihood_parameter(self):
+        """The log of the likelihood's own parameter: ``log_beta``, ``log_dispersion`` or None."""
+        return self.log_dispersion if self.kind == "negative_binomial" else self.log_beta
 
     @property
     def is_type_ii(self) -> bool:
@@ -357,7 +376,7 @@ def to_datatree(
     w = _type_ii_draws(post, draws, chains, rng) if post.is_type_ii else post.draws
     n_chain, n_draw = w.shape[:2]
     F = _latent(kind, Phi, w, post.y_offset) if latent is None else np.asarray(latent)
-    ll = _log_likelihood(kind, F, target, post.log_beta)
+    ll = _log_likelihood(kind, F, target, post.likelihood_parameter)
     obs_name = OBS_NAMES[kind]
     wname = "W" if kind == "softmax" else "w"
     cd = ("chain", "draw")
@@ -380,10 +399,14 @@ def to_datatree(
         constant["log_alpha"] = (("basis",), np.asarray(post.log_alpha, dtype=float))
         if post.log_beta is not None:
             constant["log_beta"] = ((), float(post.log_beta))
+        if post.log_dispersion is not None:
+            constant["log_dispersion"] = ((), float(post.log_dispersion))
     else:
         posterior["log_alpha"] = ((*cd, "basis"), np.asarray(post.log_alpha, dtype=float))
         if post.log_beta is not None:
             posterior["log_beta"] = (cd, np.asarray(post.log_beta, dtype=float))
+        if post.log_dispersion is not None:
+            posterior["log_dispersion"] = (cd, np.asarray(post.log_dispersion, dtype=float))
     posterior.update(extra_posterior or {})
     if sample_stats is None:
         la = np.broadcast_to(
@@ -393,7 +416,8 @@ def to_datatree(
     groups = {
         "posterior": _dataset(posterior, coords),
         "posterior_predictive": _dataset(
-            {obs_name: ((*cd, "obs"), _replicate(kind, F, post.log_beta, rng))}, coords
+            {obs_name: ((*cd, "obs"), _replicate(kind, F, post.likelihood_parameter, rng))},
+            coords,
         ),
         "log_likelihood": _dataset({obs_name: ((*cd, "obs"), ll)}, coords),
         "sample_stats": _dataset(
@@ -420,7 +444,7 @@ def _observed(kind: str, target: np.ndarray) -> np.ndarray:
     """The observed targets as stored: whole-number counts as int64, the dtype of their
     replicates (ArviZ draws a PPC of integers and one of floats differently)."""
     if (
-        kind == "poisson"
+        kind in ("poisson", "negative_binomial")
         and target.dtype.kind == "f"
         and np.all(target == np.round(target))
         and np.all(np.abs(target) < 2.0**53)
@@ -434,7 +458,8 @@ def _kind_of(tree: xr.DataTree) -> str:
     if "W" in post:
         return "softmax"
     if "counts_obs" in tree["observed_data"]:
-        return "poisson"
+        nb = "log_dispersion" in post or "log_dispersion" in tree["constant_data"]
+        return "negative_binomial" if nb else "poisson"
     return "regression" if "t_obs" in tree["observed_data"] else "binary"
 
 
@@ -483,6 +508,8 @@ def predictions(tree: xr.DataTree, Phi_new: np.ndarray, *, random_state=None) ->
     log_beta = None
     if kind == "regression":
         log_beta = (post if "log_beta" in post else const)["log_beta"].values
+    elif kind == "negative_binomial":  # the dispersion's log, as _replicate takes it
+        log_beta = (post if "log_dispersion" in post else const)["log_dispersion"].values
     F = _latent(kind, Phi_new, w, y_offset)
     obs_name = OBS_NAMES[kind]
     cd = ("chain", "draw")
@@ -495,7 +522,7 @@ def predictions(tree: xr.DataTree, Phi_new: np.ndarray, *, random_state=None) ->
     pred = {obs_name: ((*cd, "obs"), _replicate(kind, F, log_beta, rng))}
     if kind == "regression":
         pred["mu"] = ((*cd, "obs"), F)
-    elif kind == "poisson":
+    elif kind in ("poisson", "negative_binomial"):
         pred["mu"] = ((*cd, "obs"), np.exp(F))
     elif kind == "binary":
         pred["p"] = ((*cd, "obs"), expit(F))

@@ -87,7 +87,7 @@ def test_fast_and_mackay_reach_the_same_optimum():
 def test_predictive_mixture_mean_quantiles_and_density():
     Phi, y, _ = _sine_counts()
     res = fit_counts(Phi, y)
-    rates, weights = res.predictive(Phi)
+    rates, weights, _ = res.predictive(Phi)
     np.testing.assert_allclose(mixture_mean(rates, weights), res.predict(Phi), rtol=1e-10)
     lo, hi = res.predict_interval(Phi, 0.9)
     assert np.all(lo <= hi)

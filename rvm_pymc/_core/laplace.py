@@ -101,7 +101,8 @@ class LaplacePosterior:
     ``logdet_hessian``; ``log_likelihood`` at the mode; ``log_evidence`` the
     Laplace ``log p(T | alpha)`` without hyperprior terms; ``probs`` the fitted
     means (probabilities or rates); ``n_newton``, ``converged``; ``curvature``
-    the one-column models' ``-d^2 log p / df^2`` at the mode (None for softmax).
+    the one-column models' ``-d^2 log p / df^2`` at the mode and ``score`` their
+    ``d log p / df`` (None for softmax).
     """
 
     mean: np.ndarray
@@ -113,6 +114,7 @@ class LaplacePosterior:
     n_newton: int
     converged: bool
     curvature: np.ndarray | None = None
+    score: np.ndarray | None = None
 
 
 def laplace_posterior(

@@ -2,7 +2,10 @@
 
 Latent values, pointwise log likelihood and one replicate of the targets per
 draw for every kind of weight posterior (``"regression"``, ``"binary"``,
-``"softmax"``, ``"poisson"``), and the log prior of the weights.  Used by
+``"softmax"``, ``"poisson"``, ``"negative_binomial"``), and the log prior of the
+weights.  The likelihood's own parameter, where it has one, is passed as its log:
+``log_beta`` the noise precision (regression), ``log r`` the dispersion
+(negative_binomial); a float, or ``(chain, draw)`` draws.  Used by
 :mod:`rvm_pymc.results` to build and extend the result tree.  Their PyTensor
 twins are in :mod:`rvm_pymc.models`.
 """
@@ -12,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, log_expit, log_softmax
 
-from rvm_pymc._core.counts import poisson_logpmf
+from rvm_pymc._core.counts import negbin_logpmf, negbin_replicate, poisson_logpmf
 
 __all__ = ["LOG_2PI", "latent", "log_likelihood", "log_weight_prior", "replicate"]
 
@@ -20,14 +23,23 @@ LOG_2PI = float(np.log(2.0 * np.pi))
 
 
 def latent(kind: str, Phi: np.ndarray, w: np.ndarray, y_offset: float) -> np.ndarray:
-    """``Phi w`` for draws ``(C, D, M[, K])``: ``(C, D, N[, K])`` (the log rate for poisson)."""
+    """``Phi w`` for draws ``(C, D, M[, K])``: ``(C, D, N[, K])`` (the log mean for counts)."""
     if kind == "softmax":
         return np.einsum("nm,cdmk->cdnk", Phi, w)
     return w @ Phi.T + y_offset
 
 
+def _per_draw(log_param, F: np.ndarray) -> np.ndarray:
+    """``exp`` of a float or ``(chain, draw)`` parameter, broadcast against ``F`` (C, D, N)."""
+    lp = np.broadcast_to(np.asarray(log_param, dtype=float), F.shape[:2])[..., None]
+    return np.exp(lp)
+
+
 def log_likelihood(kind, F, target, log_beta) -> np.ndarray:
-    """Pointwise log likelihood of ``target`` at latent values ``F`` (``C, D, N``)."""
+    """Pointwise log likelihood of ``target`` at latent values ``F`` (``C, D, N``).
+
+    ``log_beta``: the log of the likelihood's parameter (module docstring), else unused.
+    """
     if kind == "regression":
         lb = np.asarray(log_beta, dtype=float)
         lb = np.broadcast_to(lb, F.shape[:2])[..., None]
@@ -36,13 +48,15 @@ def log_likelihood(kind, F, target, log_beta) -> np.ndarray:
         return log_expit(np.where(target == 1, F, -F))
     if kind == "poisson":
         return poisson_logpmf(np.asarray(target, dtype=float), F)
+    if kind == "negative_binomial":
+        return negbin_logpmf(np.asarray(target, dtype=float), F, _per_draw(log_beta, F))
     lp = log_softmax(F, axis=-1)
     idx = np.broadcast_to(target[:, None], (*lp.shape[:-1], 1))
     return np.take_along_axis(lp, idx, -1)[..., 0]
 
 
 def replicate(kind, F, log_beta, rng: np.random.Generator) -> np.ndarray:
-    """One draw of the targets per latent draw."""
+    """One draw of the targets per latent draw (``log_beta`` as for :func:`log_likelihood`)."""
     if kind == "regression":
         lb = np.broadcast_to(np.asarray(log_beta, dtype=float), F.shape[:2])[..., None]
         return F + np.exp(-0.5 * lb) * rng.standard_normal(F.shape)
@@ -50,6 +64,8 @@ def replicate(kind, F, log_beta, rng: np.random.Generator) -> np.ndarray:
         return (rng.random(F.shape) < expit(F)).astype(np.int64)
     if kind == "poisson":
         return rng.poisson(np.exp(F)).astype(np.int64)
+    if kind == "negative_binomial":
+        return negbin_replicate(F, _per_draw(log_beta, F), rng)
     return np.argmax(F + rng.gumbel(size=F.shape), axis=-1).astype(np.int64)
 
 

@@ -10,8 +10,8 @@ for every fit, read through the estimators' public API:
   the ``log_beta`` draws of ``idata_``;
 - classification: ``predict_proba`` (moderated for type-II fits, the average
   over the draws for nuts), the probability of the observed class;
-- counts (RVP): a mixture of Poissons over the posterior of the rate (the
-  Poisson-lognormal by quadrature for a type-II fit, the draws for nuts).
+- counts (RVP): a mixture of Poissons (or negative binomials) over the
+  posterior of the mean (by quadrature for a type-II fit, the draws for nuts).
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ class Predictive:
     for a type-II fit), ``loc`` and ``scale`` of shape ``(S, n)``.
     Classification: ``proba`` of shape ``(n, K)``, columns in the order of
     ``classes``.  Counts: a mixture of Poissons per input, ``rates`` of shape
-    ``(n, S)`` with ``weights`` ``(S,)`` summing to one.
+    ``(n, S)`` with ``weights`` ``(S,)`` summing to one, or of negative
+    binomials of ``dispersion`` (a float, or ``(S,)``).
     """
 
     loc: np.ndarray | None = None
@@ -45,6 +46,7 @@ class Predictive:
     classes: np.ndarray | None = None
     rates: np.ndarray | None = None
     weights: np.ndarray | None = None
+    dispersion: float | np.ndarray | None = None
 
     @property
     def is_regression(self) -> bool:
@@ -63,7 +65,8 @@ class Predictive:
     def log_density(self, y) -> np.ndarray:
         """``log p(y_i | x_i, data)`` for every new point, shape ``(n,)``."""
         if self.is_counts:
-            return mixture_logpmf(np.asarray(y, dtype=float), self.rates, self.weights)
+            y = np.asarray(y, dtype=float)
+            return mixture_logpmf(y, self.rates, self.weights, self.dispersion)
         if self.is_regression:
             y = np.asarray(y, dtype=float)
             z = (y[None, :] - self.loc) / self.scale
@@ -127,8 +130,9 @@ class Predictive:
         """
         if self.is_counts:
             y = np.asarray(y, dtype=float)
-            lo = mixture_quantiles(0.5 * (1.0 - prob), self.rates, self.weights)
-            hi = mixture_quantiles(0.5 * (1.0 + prob), self.rates, self.weights)
+            mix = (self.rates, self.weights, self.dispersion)
+            lo = mixture_quantiles(0.5 * (1.0 - prob), *mix)
+            hi = mixture_quantiles(0.5 * (1.0 + prob), *mix)
             return float(np.mean((y >= lo) & (y <= hi)))
         return float(np.mean(np.abs(self.cdf(y) - 0.5) <= prob / 2.0))
 
@@ -151,9 +155,9 @@ def predictive(fit, X, *, random_state=None) -> Predictive:
     """
     if hasattr(fit, "predict_proba"):
         return Predictive(proba=np.asarray(fit.predict_proba(X)), classes=fit.classes_)
-    if fit.posterior_.kind == "poisson":
-        rates, weights = fit.predictive_mixture(X)
-        return Predictive(rates=rates, weights=weights)
+    if fit.posterior_.kind in ("poisson", "negative_binomial"):
+        rates, weights, dispersion = fit.predictive_mixture(X)
+        return Predictive(rates=rates, weights=weights, dispersion=dispersion)
     post = fit.posterior_
     if post.is_type_ii:
         mean, sd = fit.predict(X, return_std=True)

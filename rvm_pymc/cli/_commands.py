@@ -117,7 +117,27 @@ def make_estimator(args: argparse.Namespace, task: str, method: str | None = Non
     from rvm_pymc.estimators import RVC, RVP, RVR
 
     classes = {"regression": RVR, "classification": RVC, "counts": RVP}
-    return classes[task](**_estimator_params(args, method or args.method))
+    params = _estimator_params(args, method or args.method)
+    return classes[task](**params, **_likelihood_params(args, task, [params["method"]]))
+
+
+def _likelihood_params(args: argparse.Namespace, task: str, methods) -> dict[str, Any]:
+    """RVP's ``likelihood`` from ``--likelihood`` (counts only; its negative binomial is
+    fitted by reference and nuts, not map)."""
+    likelihood = getattr(args, "likelihood", "poisson")
+    if task != "counts":
+        if likelihood != "poisson":
+            raise UsageError(
+                f"argument --likelihood: {likelihood} applies to counts (--task counts); "
+                f"the task is {task}"
+            )
+        return {}
+    if likelihood == "negative_binomial" and "map" in methods:
+        raise UsageError(
+            "argument --likelihood: negative_binomial is fitted by the methods reference and "
+            "nuts, not map (give --method reference or nuts; compare: --methods reference nuts)"
+        )
+    return {"likelihood": likelihood}
 
 
 def _estimator_params(args: argparse.Namespace, method: str) -> dict[str, Any]:
@@ -530,6 +550,7 @@ def compare_command(args: argparse.Namespace) -> int:
 
     common = _estimator_params(args, "reference")
     del common["method"]
+    common.update(_likelihood_params(args, task, args.methods))
     own = {m: {"sampler_kwargs": _estimator_params(args, m)["sampler_kwargs"]}
            for m in args.methods if m == "nuts"}  # fmt: skip
     with bars_on_stderr():

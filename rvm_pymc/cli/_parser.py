@@ -17,6 +17,7 @@ KERNELS = ("rbf", "laplacian", "cauchy", "linear", "poly", "linear_spline")
 METHODS = ("reference", "map", "nuts")
 DEMO_METHODS = METHODS
 TASKS = ("regression", "classification", "counts")
+COUNT_LIKELIHOODS = ("poisson", "negative_binomial")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -142,6 +143,11 @@ def _model_options(p: argparse.ArgumentParser, saved: bool) -> None:
         help="regression, classification or counts (a Poisson RVM; default: classification "
         "for text labels or at most 10 distinct integers, counts for more non-negative "
         "integers with a zero among them, with a note, regression otherwise)",
+    )  # fmt: skip
+    p.add_argument(
+        "--likelihood", choices=COUNT_LIKELIHOODS, default="poisson",
+        help="counts only: poisson (default) or negative_binomial, for overdispersed counts "
+        "(variance above the mean; its dispersion is fitted too, by reference or nuts)",
     )  # fmt: skip
     p.add_argument(
         "--force-classes", action="store_true",

@@ -144,7 +144,8 @@ def effective_parameters(fit) -> float:
     (with a slab, ``alpha_m + 1/s^2`` in place of ``alpha_m``)
     with ``Sigma = (Phi^T B Phi + A)^-1``, ``B = beta I`` (regression) or
     ``diag(p_i (1 - p_i))`` (binary; softmax sums the rule over the classes,
-    each with its own ``p_ik (1 - p_ik)``) or ``diag(lambda_i)`` (counts).
+    each with its own ``p_ik (1 - p_ik)``) or ``diag(lambda_i)`` (Poisson counts;
+    negative binomial: the curvature ``(t_i + r) p_i (1 - p_i)``, ``p_i = mu_i / (r + mu_i)``).
     Each ``gamma_m`` lies in [0, 1], so the sum lies in ``[0, min(N, M)]`` (per class for softmax).
 
     A type-II fit (reference, map): at its hyperparameters, with its own
@@ -170,6 +171,8 @@ def effective_parameters(fit) -> float:
     la = np.asarray(post.log_alpha, dtype=float).reshape(c * d, -1)
     slab = _slab_precision(fit)
     pick = np.unique(np.linspace(0, c * d - 1, min(EFFECTIVE_PARAMETER_DRAWS, c * d)).astype(int))
+    if post.kind == "negative_binomial":
+        counts = np.asarray(fit.idata_["observed_data"]["counts_obs"].values, dtype=float)
     if post.kind == "regression":
         lb = np.asarray(post.log_beta, dtype=float).reshape(-1)
         G0 = Phi.T @ Phi
@@ -180,6 +183,10 @@ def effective_parameters(fit) -> float:
         f = Phi @ w[s]
         if post.kind == "poisson":  # B = diag(lambda)
             b = np.exp(f)[:, None]
+        elif post.kind == "negative_binomial":  # B: NB2's curvature (t + r) p (1 - p)
+            r = float(np.exp(np.asarray(post.log_dispersion, dtype=float).reshape(-1)[s]))
+            p = expit(f - np.log(r))  # mu / (r + mu)
+            b = ((counts + r) * p * (1.0 - p))[:, None]
         else:
             p = softmax(f, axis=-1) if post.kind == "softmax" else expit(f)[:, None]
             b = p * (1.0 - p)
@@ -220,11 +227,15 @@ def log_evidence(fit) -> float:
         return log_marginal_likelihood(Phi, t, alpha, beta)
     w = np.asarray(post.mean, dtype=float).reshape(Phi.shape[1], -1)  # (M, K or 1)
     f = Phi @ w
-    if post.kind == "poisson":
-        from rvm_pymc._core.counts import poisson_logpmf
+    if post.kind in ("poisson", "negative_binomial"):
+        from rvm_pymc._core.counts import negbin_logpmf, poisson_logpmf
 
         counts = np.asarray(tree["observed_data"]["counts_obs"].values, dtype=float)
-        loglik = float(np.sum(poisson_logpmf(counts, f[:, 0])))
+        if post.kind == "poisson":
+            loglik = float(np.sum(poisson_logpmf(counts, f[:, 0])))
+        else:
+            r = float(np.exp(post.log_dispersion))
+            loglik = float(np.sum(negbin_logpmf(counts, f[:, 0], r)))
     else:
         y = np.asarray(tree["observed_data"]["y_obs"].values).astype(int)
     if post.kind == "binary":

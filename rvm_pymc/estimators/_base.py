@@ -371,7 +371,12 @@ class _BaseRVM(ResultViews, BaseEstimator):
             max_iter=max_iter,
             tol=self.tol if tol is None else max(tol, self.tol),
             start=start if solver == "fast" else None,
+            **self._reference_options(),
         )
+
+    def _reference_options(self) -> dict[str, Any]:
+        """More keywords of ``reference.fit_posterior`` from an estimator's own parameters."""
+        return {}
 
     def _kind_of_fit(self) -> str:
         if self._kind in ("regression", "counts"):

@@ -1,30 +1,39 @@
-"""RVP: relevance vector Poisson regression, for counts (see :mod:`rvm_pymc.estimators`)."""
+"""RVP: relevance vector regression for counts, Poisson or negative binomial
+(see :mod:`rvm_pymc.estimators`)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils.validation import validate_data
 
 from rvm_pymc._core.counts import (
+    CountsMixture,
     check_counts,
     gaussian_rates,
     mixture_logpmf,
     mixture_quantiles,
 )
 from rvm_pymc._core.validation import check_numeric
+from rvm_pymc.basis import Basis
 from rvm_pymc.estimators._base import _BaseRVM
+from rvm_pymc.estimators._params import COUNTS_CONSTRAINTS
+from rvm_pymc.kernels import Kernel
 
 __all__ = ["RVP"]
 
 
 class RVP(RegressorMixin, _BaseRVM):
-    """Relevance vector Poisson regression: counts with the log link, scikit-learn style.
+    """Relevance vector regression for counts (Poisson or negative binomial, log link).
 
-    Model: ``y ~ Poisson(exp(phi(x)^T w))``, ``w_m ~ N(0, 1/alpha_m)``, the
-    precisions fitted by maximum (Laplace) evidence, which prunes most
-    weights, as for :class:`RVC`.  It follows the conventions of
-    scikit-learn's :class:`~sklearn.linear_model.PoissonRegressor`:
+    Model: ``y ~ Poisson(exp(phi(x)^T w))``, or with
+    ``likelihood="negative_binomial"`` the NB2 of mean ``mu = exp(phi(x)^T w)``
+    and variance ``mu + mu^2 / r`` (dispersion ``r > 0``; the Poisson is its
+    limit ``r -> inf``), ``w_m ~ N(0, 1/alpha_m)``, the precisions fitted by
+    maximum (Laplace) evidence, which prunes most weights, as for :class:`RVC`.
+    It follows the conventions of scikit-learn's :class:`~sklearn.linear_model.PoissonRegressor`:
     :meth:`predict` returns the mean count, :meth:`score` is D^2, the fraction
     of Poisson deviance explained (``sklearn.metrics.d2_tweedie_score`` with
     ``power=1``), and the targets must be non-negative (not necessarily
@@ -36,6 +45,17 @@ class RVP(RegressorMixin, _BaseRVM):
 
     Parameters
     ----------
+    likelihood : {"poisson", "negative_binomial"}, default "poisson"
+        The distribution of a count given its mean.  ``"negative_binomial"``
+        (NB2) adds the dispersion ``r`` for overdispersed counts (variance
+        above the mean).  The reference solver fits ``r`` by maximising the
+        Laplace evidence (alternating with the precisions; ``r`` within
+        ``rvm_pymc.reference.counts.DISPERSION_BOUNDS``, an ``r`` at the
+        upper bound is the Poisson fit); NUTS samples ``log r`` jointly with
+        the weights and precisions under the prior ``1/sqrt(r) ~
+        HalfNormal(DISPERSION_PRIOR_SCALE)`` (:mod:`rvm_pymc.priors`), which
+        is centred on the Poisson and shrinks towards it.  ``method="map"``
+        takes the Poisson only.
     kernel, gamma, gamma_grid, degree, coef0, bias, method, solver, prior, \
 max_iter, tol, draws, tune, chains, sampler_kwargs, init, n_jobs, random_state
         As for :class:`RVR`; the prior uses only ``a, b`` (there is no noise
@@ -52,6 +72,9 @@ max_iter, tol, draws, tune, chains, sampler_kwargs, init, n_jobs, random_state
         Posterior mode (mean for nuts) of the active weights of the log rate.
     sigma_ : ndarray of shape (n_active, n_active)
         Their posterior covariance (Laplace for reference/map).
+    dispersion_ : float or None
+        The negative binomial's ``r``: the type-II estimate (reference), the
+        posterior median (nuts); None for the Poisson.
     alpha_, intercept_, bias_active_, active_, active_names_, relevance_indices_, \
 relevance_vectors_, gamma_, kernel_, n_iter_, converged_, log_evidence_, \
 evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, feature_names_in_
@@ -67,9 +90,75 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
     >>> est = RVP(random_state=0).fit(X, y)
     >>> bool(est.score(X, y) > 0.5), est.predict(X[:3]).shape
     (True, (3,))
+
+    Overdispersed counts:
+
+    >>> mu = np.exp(1 + np.sin(2 * X[:, 0]))
+    >>> y_nb = rng.negative_binomial(2.0, 2.0 / (2.0 + mu))
+    >>> nb = RVP(likelihood="negative_binomial", random_state=0).fit(X, y_nb)
+    >>> bool(0.5 < nb.dispersion_ < 10)
+    True
     """
 
     _kind = "counts"
+    _parameter_constraints: dict = COUNTS_CONSTRAINTS
+
+    def __init__(
+        self,
+        *,
+        likelihood: str = "poisson",
+        kernel: str | Kernel | Basis = "rbf",
+        gamma: float | str = "auto",
+        gamma_grid: Any = None,
+        degree: int = 3,
+        coef0: float = 1.0,
+        bias: bool = True,
+        method: str = "reference",
+        solver: str = "fast",
+        prior: Any = None,
+        max_iter: int | None = None,
+        tol: float = 1e-6,
+        draws: int | None = None,
+        tune: int | None = None,
+        chains: int | None = None,
+        sampler_kwargs: dict | None = None,
+        init: str = "auto",
+        n_jobs: int | None = None,
+        random_state: Any = None,
+    ) -> None:
+        super().__init__(
+            kernel=kernel,
+            gamma=gamma,
+            gamma_grid=gamma_grid,
+            degree=degree,
+            coef0=coef0,
+            bias=bias,
+            method=method,
+            solver=solver,
+            prior=prior,
+            max_iter=max_iter,
+            tol=tol,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            sampler_kwargs=sampler_kwargs,
+            init=init,
+            n_jobs=n_jobs,
+            random_state=random_state,
+        )
+        self.likelihood = likelihood
+
+    def _kind_of_fit(self) -> str:
+        return self.likelihood
+
+    def _reference_options(self) -> dict[str, Any]:
+        return {"likelihood": self.likelihood}
+
+    def _set_result(self, post) -> None:
+        super()._set_result(post)
+        self.dispersion_ = None
+        if post.log_dispersion is not None:
+            self.dispersion_ = float(np.exp(np.median(post.log_dispersion)))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -114,19 +203,24 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
             return Phi @ self.coef_, var
         return Phi @ draws.reshape(-1, Phi.shape[1]).T
 
-    def predictive_mixture(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """The posterior predictive at ``X`` as a mixture of Poissons.
+    def predictive_mixture(self, X) -> CountsMixture:
+        """The posterior predictive at ``X`` as a mixture of Poissons (or of NB2s).
 
-        Returns rates ``(n_samples, S)`` and weights ``(S,)`` summing to one:
-        Gauss-Hermite nodes of the Gaussian (Laplace) posterior of the log
-        rate for reference/map, the posterior draws with equal weights for
-        nuts.  :meth:`predict_interval`, :meth:`log_predictive_density` and
+        Returns a :class:`~rvm_pymc._core.counts.CountsMixture`: rates
+        ``(n_samples, S)`` and weights ``(S,)`` summing to one, Gauss-Hermite
+        nodes of the Gaussian (Laplace) posterior of the log mean for
+        reference/map, the posterior draws with equal weights for nuts; and
+        ``dispersion``, None for the Poisson, else ``r`` (a float for a
+        type-II fit, its draw ``(S,)`` for each component for nuts).
+        :meth:`predict_interval`, :meth:`log_predictive_density` and
         :func:`rvm_pymc.compare` read it.
         """
         lat = self._latent(X)
+        ld = self.posterior_.log_dispersion
+        r = None if ld is None else np.exp(np.asarray(ld, dtype=float).reshape(-1))
         if isinstance(lat, tuple):
-            return gaussian_rates(*lat)
-        return np.exp(lat), np.full(lat.shape[1], 1.0 / lat.shape[1])
+            return CountsMixture(*gaussian_rates(*lat), None if r is None else float(r[0]))
+        return CountsMixture(np.exp(lat), np.full(lat.shape[1], 1.0 / lat.shape[1]), r)
 
     def predict(self, X) -> np.ndarray:
         """Predictive mean count at ``X``.
@@ -152,8 +246,8 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
         """Central predictive interval of the counts at ``X``.
 
         The ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the
-        posterior predictive distribution (a Poisson mixed over the posterior
-        of the rate; by Gauss-Hermite quadrature for reference/map).
+        posterior predictive distribution (a Poisson or NB2 mixed over the
+        posterior of the mean; by Gauss-Hermite quadrature for reference/map).
 
         Returns
         -------
@@ -161,17 +255,18 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
         """
         if not 0.0 < float(level) < 1.0:
             raise ValueError(f"level must be in (0, 1); got {level!r}")
-        rates, weights = self.predictive_mixture(X)
-        lo = mixture_quantiles(0.5 * (1.0 - level), rates, weights)
-        return lo, mixture_quantiles(0.5 * (1.0 + level), rates, weights)
+        mix = self.predictive_mixture(X)
+        lo = mixture_quantiles(0.5 * (1.0 - level), *mix)
+        return lo, mixture_quantiles(0.5 * (1.0 + level), *mix)
 
     def log_predictive_density(self, X, y) -> np.ndarray:
         """Pointwise log posterior predictive probability of the counts ``y`` at ``X``."""
-        rates, weights = self.predictive_mixture(X)
-        return mixture_logpmf(check_counts(y, fitting=False), rates, weights)
+        return mixture_logpmf(check_counts(y, fitting=False), *self.predictive_mixture(X))
 
     def score(self, X, y, sample_weight=None) -> float:
         """D^2: the fraction of Poisson deviance explained (1 is perfect, 0 a constant).
+
+        The same measure of the mean for either likelihood.
 
         ``sklearn.metrics.d2_tweedie_score(y, predict(X), power=1)``, as
         :meth:`sklearn.linear_model.PoissonRegressor.score`.

@@ -394,6 +394,11 @@ def _posterior(est, tree: xr.DataTree, state: dict):
         "basis_names": tuple(str(b) for b in post["basis"].values),
         "y_offset": float(const["y_offset"].values) if regression else 0.0,
     }
+    if kind == "negative_binomial":  # sampled: in posterior; type-II: in constant_data
+        values = (post if est.method == "nuts" else const)["log_dispersion"].values
+        common["log_dispersion"] = np.asarray(values, dtype=float)
+        if est.method != "nuts":
+            common["log_dispersion"] = float(common["log_dispersion"])
     if est.method == "nuts":
         return WeightPosterior(
             **common,
@@ -547,7 +552,7 @@ DERIVED_GROUPS = ("log_likelihood", "posterior_predictive")
 """Groups whose variables are always built again (every method)."""
 TYPE_II_GROUPS = ("posterior", "sample_stats")
 """Groups whose variables are built again for a type-II fit only (its draws and ``lp``)."""
-_ADDED_CONSTANTS = ("Phi", "y_offset", "log_alpha", "log_beta")
+_ADDED_CONSTANTS = ("Phi", "y_offset", "log_alpha", "log_beta", "log_dispersion")
 """Variables of ``constant_data`` that :func:`~rvm_pymc.results.to_datatree` adds itself."""
 
 

@@ -32,6 +32,8 @@ from rvm_pymc.kernels import KERNEL_NAMES, Kernel
 from rvm_pymc.priors import HyperPrior, resolve_prior
 
 __all__ = [
+    "COUNTS_CONSTRAINTS",
+    "COUNT_LIKELIHOODS",
     "GAMMA_KERNELS",
     "INITS",
     "MESSAGES",
@@ -55,6 +57,7 @@ METHODS = ("reference", "map", "nuts")
 INITS = ("auto", "reference", "default")
 SOLVERS = ("fast", "mackay", "em")
 PREDICTIVES = ("rvm", "rvm*")
+COUNT_LIKELIHOODS = ("poisson", "negative_binomial")
 WIDTH_KERNELS = ("rbf", "laplacian", "exponential", "cauchy")
 GAMMA_KERNELS = (*WIDTH_KERNELS, "poly", "polynomial")
 
@@ -112,6 +115,12 @@ REGRESSOR_CONSTRAINTS: dict[str, list] = {
 }
 """:data:`PARAMETER_CONSTRAINTS` and the parameters of :class:`~rvm_pymc.estimators.RVR` only."""
 
+COUNTS_CONSTRAINTS: dict[str, list] = {
+    **PARAMETER_CONSTRAINTS,
+    "likelihood": [StrOptions(set(COUNT_LIKELIHOODS))],
+}
+""":data:`PARAMETER_CONSTRAINTS` and the parameters of :class:`~rvm_pymc.estimators.RVP` only."""
+
 MESSAGES: dict[str, str] = {
     "kernel": "a kernel name, 'precomputed', a Kernel, a callable k(X, Y) or a Basis",
     "gamma": "a float > 0, 'auto', 'cv', 'scale' or 'evidence'",
@@ -130,6 +139,7 @@ MESSAGES: dict[str, str] = {
     "sampler_kwargs": "None or a dict",
     "init": f"one of {INITS}",
     "predictive": f"one of {PREDICTIVES}",
+    "likelihood": f"one of {COUNT_LIKELIHOODS}",
     "n_jobs": "None or a nonzero integer (-1: all cores)",
     "random_state": (
         "None, an integer seed in [0, 2**32 - 1], a numpy.random.RandomState or a "
@@ -138,10 +148,9 @@ MESSAGES: dict[str, str] = {
 }
 """What each parameter must be, in the words of its ``ValueError``."""
 
-_CONSTRAINTS = {
-    name: [make_constraint(c) for c in cs] for name, cs in REGRESSOR_CONSTRAINTS.items()
-}
-_TAKE_BOOLEANS = {name for name, cs in REGRESSOR_CONSTRAINTS.items() if "boolean" in cs}
+_ALL_CONSTRAINTS = {**REGRESSOR_CONSTRAINTS, **COUNTS_CONSTRAINTS}
+_CONSTRAINTS = {name: [make_constraint(c) for c in cs] for name, cs in _ALL_CONSTRAINTS.items()}
+_TAKE_BOOLEANS = {name for name, cs in _ALL_CONSTRAINTS.items() if "boolean" in cs}
 
 
 def _satisfies(name: str, value: Any) -> bool:
@@ -254,6 +263,12 @@ def check_params(est: Any, X: np.ndarray) -> Checked:
         )
     if getattr(est, "predictive", "rvm") == "rvm*":
         _check_rvm_star(est)
+    if getattr(est, "likelihood", "poisson") == "negative_binomial" and est.method == "map":
+        raise ValueError(
+            "likelihood='negative_binomial' is fitted by method='reference' (the Laplace "
+            "evidence, r by type-II maximum likelihood) or method='nuts' (r sampled); "
+            "method='map' is not implemented for it"
+        )
     kwargs: dict[str, Any] = {}
     if est.method != "reference":
         from rvm_pymc.inference import check_sampler_kwargs

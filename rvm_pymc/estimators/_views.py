@@ -54,6 +54,8 @@ class ResultViews:
             fixed = {"log_alpha": post.log_alpha}
             if post.log_beta is not None:
                 fixed["log_beta"] = post.log_beta
+            if post.log_dispersion is not None:
+                fixed["log_dispersion"] = post.log_dispersion
         classes = getattr(self, "classes_", None)
         return data_unit_model(
             self._kind_of_fit(),

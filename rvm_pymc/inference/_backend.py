@@ -46,6 +46,7 @@ def _model(opts, Phi, target, names, prior, *, joint, parametrization="centred")
     build = {
         "regression": models.regression_joint,
         "poisson": models.counts_poisson,
+        "negative_binomial": models.counts_negative_binomial,
         "binary": models.classification_binary,
     }[kind]
     return build(Phi, target, **kw)
@@ -83,6 +84,8 @@ def _start(
     out: dict[str, np.ndarray] = {"log_alpha": la}
     if kind == "regression":
         out["log_beta"] = np.asarray(start.log_beta, dtype=float)
+    if kind == "negative_binomial" and start.log_dispersion is not None:
+        out["log_dispersion"] = np.clip(np.asarray(start.log_dispersion, dtype=float), -cap, cap)
     if weights:
         mean = np.asarray(start.mean, dtype=float).reshape(active.size, -1)
         full = np.zeros((len(names), mean.shape[1]))

@@ -156,6 +156,11 @@ def optimise_map(
     _idata.check_gram(model, spec)
     if spec.kind == "regression_marginal" and laplace != "exact":
         raise ValueError("laplace applies to classifiers only (regression MAP is exact)")
+    if spec.kind == "negative_binomial":
+        raise ValueError(
+            "type-II MAP of the negative binomial model (a free log_dispersion) is not "
+            "implemented: sample it (sample_nuts), or fit it by the reference solver"
+        )
     if spec.kind not in ("regression_marginal", "binary", "softmax", "poisson"):
         raise ValueError(
             "type-II MAP integrates the weights out: build the model with "

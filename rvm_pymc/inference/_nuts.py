@@ -348,12 +348,16 @@ def nuts_result(
     post = pm_tree["posterior"]
     la = np.asarray(post["log_alpha"].values, dtype=float)
     lb = np.asarray(post["log_beta"].values, dtype=float) if "log_beta" in post else None
+    ld = None  # a negative binomial's log dispersion
+    if "log_dispersion" in post:
+        ld = np.asarray(post["log_dispersion"].values, dtype=float)
     lls = np.asarray(post["log_length_scale"].values, dtype=float) if spec.rbf_width else None
     stats = pm_tree["sample_stats"].to_dataset()
     sample_stats = {
         k: np.asarray(v.values) for k, v in stats.data_vars.items() if v.dims == ("chain", "draw")
     }
     sampled = {"w": w, "log_alpha": la, "log_beta": lb, "log_length_scale": lls}
+    sampled["log_dispersion"] = ld
     sampled.update({n: np.asarray(post[n].values) for n in extra_free(model) if n in post})
     diag = check_sampling(
         {k: v for k, v in sampled.items() if v is not None},
@@ -374,6 +378,7 @@ def nuts_result(
             log_alpha=la,
             log_beta=lb,
             draws=w,
+            log_dispersion=ld if result_kind(spec) == "negative_binomial" else None,
         ),
         sample_stats=sample_stats,
         attrs={

@@ -159,7 +159,7 @@ def _cut(trace: Any, length: int) -> None:
     trace.draw_idx = min(int(trace.draw_idx), int(length))
 
 
-CHECKED = ("log_alpha", "log_beta", "log_length_scale")
+CHECKED = ("log_alpha", "log_beta", "log_length_scale", "log_dispersion")
 """Variables whose draws the convergence check covers, beside the weights (``w``, or
 ``W`` for softmax) of a model that samples them and a user's model's other free
 variables (:func:`~rvm_pymc.inference._user_models.extra_free`)."""

@@ -32,8 +32,8 @@ MARGINAL_RTOL = 1e-8
 
 
 def observed_name(spec: ModelSpec) -> str:
-    """``t_obs`` (regression), ``counts_obs`` (Poisson) or ``y_obs`` (classification)."""
-    if spec.kind == "poisson":
+    """``t_obs`` (regression), ``counts_obs`` (counts) or ``y_obs`` (classification)."""
+    if spec.kind in ("poisson", "negative_binomial"):
         return "counts_obs"
     return "t_obs" if spec.kind.startswith("regression") else "y_obs"
 
@@ -41,15 +41,19 @@ def observed_name(spec: ModelSpec) -> str:
 MAP_FREE = frozenset({"log_alpha", "log_beta", "log_length_scale", "w", "W", "w_raw", "W_raw"})
 """The free variables type-II MAP knows (optimised or integrated out)."""
 
+PACKAGE_FREE = MAP_FREE | {"log_dispersion"}
+"""The free variables of the package's own models (the negative binomial's dispersion is
+sampled, never optimised by type-II MAP)."""
+
 
 def extra_free(model) -> tuple[str, ...]:
-    """The free variables of ``model`` outside the package's names (:data:`MAP_FREE`): a
+    """The free variables of ``model`` outside the package's names (:data:`PACKAGE_FREE`): a
     user's own, such as the degrees of freedom ``nu`` of a Student-t likelihood.
 
     The NUTS result keeps their draws in its ``posterior`` group and checks them with the
     weights and the log precisions (:func:`rvm_pymc._core.convergence.check_sampling`, the
     stopping rule of ``until_converged``)."""
-    return tuple(v.name for v in model.free_RVs if v.name not in MAP_FREE)
+    return tuple(v.name for v in model.free_RVs if v.name not in PACKAGE_FREE)
 
 
 def keep_extra_free(tree: xr.DataTree, model, pymc_posterior: xr.Dataset) -> xr.DataTree:

@@ -70,6 +70,7 @@ DEFAULT_PARAMETRIZATION = {
     "binary": "non_centred",
     "softmax": "non_centred",
     "poisson": "non_centred",
+    "negative_binomial": "non_centred",
 }
 """Weights of NUTS by default (``sampler_kwargs["parametrization"]``): the centred
 classifiers mixed badly; counts follow the classifiers."""

@@ -11,14 +11,19 @@ import pytensor.tensor as pt
 
 from rvm_pymc.models._builders import RVMModel
 from rvm_pymc.models._checks import basis_coords
-from rvm_pymc.models._likelihoods import bernoulli_logit, categorical_logit, poisson_log
-from rvm_pymc.models._priors import _log_precision, weight_log_precision
+from rvm_pymc.models._likelihoods import (
+    bernoulli_logit,
+    categorical_logit,
+    negative_binomial_log,
+    poisson_log,
+)
+from rvm_pymc.models._priors import _log_dispersion, _log_precision, weight_log_precision
 from rvm_pymc.models.spec import SLAB_DATA
-from rvm_pymc.priors import HyperPrior, resolve_prior
+from rvm_pymc.priors import DISPERSION_PRIOR_SCALE, HyperPrior, resolve_prior
 
 __all__ = ["data_unit_model"]
 
-KINDS = ("regression", "binary", "softmax", "poisson")
+KINDS = ("regression", "binary", "softmax", "poisson", "negative_binomial")
 
 
 def data_unit_model(
@@ -47,7 +52,7 @@ def data_unit_model(
 
     Parameters
     ----------
-    kind : {"regression", "binary", "softmax", "poisson"}
+    kind : {"regression", "binary", "softmax", "poisson", "negative_binomial"}
     Phi : array_like of shape (N, M)
         Design matrix in data units.
     target : array_like of shape (N,)
@@ -59,7 +64,9 @@ def data_unit_model(
     prior : HyperPrior, str or mapping, optional
         The prior of the fit (stated on the scaled problem); default ``"weakly_informative"``.
     fixed : mapping, optional
-        ``{"log_alpha": ..., "log_beta": ...}`` in data units: held as data.
+        ``{"log_alpha": ..., "log_beta": ..., "log_dispersion": ...}`` in data
+        units: held as data (``log_dispersion``, which has no units, otherwise
+        free under the prior of :data:`rvm_pymc.priors.DISPERSION_PRIOR_SCALE`).
     basis_names, class_names : sequence, optional
         Coordinates ``basis`` and (softmax) ``class``.
 
@@ -114,6 +121,12 @@ def data_unit_model(
                 pm.Normal("t_obs", mu, pt.exp(-0.5 * log_beta), observed=obs_data, dims="obs")
             elif kind == "poisson":
                 poisson_log("counts_obs", Phi_d @ w, obs_data)
+            elif kind == "negative_binomial":
+                if "log_dispersion" in fixed:
+                    log_r = pm.Data("log_dispersion", float(fixed["log_dispersion"]))
+                else:
+                    log_r = _log_dispersion(DISPERSION_PRIOR_SCALE)
+                negative_binomial_log("counts_obs", Phi_d @ w, log_r, obs_data)
             else:
                 bernoulli_logit("y_obs", Phi_d @ w, obs_data)
     return model

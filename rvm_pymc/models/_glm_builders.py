@@ -5,17 +5,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pymc as pm
 
 from rvm_pymc._core.counts import check_counts
 from rvm_pymc._core.validation import as_2d_float, check_consistent_length
 from rvm_pymc.models._builders import _builder_made, _new_model
 from rvm_pymc.models._checks import check_labels, check_parametrization
-from rvm_pymc.models._likelihoods import bernoulli_logit, categorical_logit, poisson_log
-from rvm_pymc.models._priors import _ard_precisions, _weights
-from rvm_pymc.priors import resolve_prior
+from rvm_pymc.models._likelihoods import (
+    bernoulli_logit,
+    categorical_logit,
+    negative_binomial_log,
+    poisson_log,
+)
+from rvm_pymc.models._priors import _ard_precisions, _log_dispersion, _weights
+from rvm_pymc.priors import DISPERSION_PRIOR_SCALE, resolve_prior
 
-__all__ = ["classification_binary", "classification_softmax", "counts_poisson"]
+__all__ = [
+    "classification_binary",
+    "classification_softmax",
+    "counts_negative_binomial",
+    "counts_poisson",
+]
 
 
 def _one_output_glm(Phi, y, prior, parametrization, basis_names, observed, likelihood):
@@ -151,3 +162,53 @@ def counts_poisson(
     Phi = as_2d_float(Phi, "Phi", min_samples=2)
     y = check_counts(y)
     return _one_output_glm(Phi, y, prior, parametrization, basis_names, "counts_obs", poisson_log)
+
+
+def counts_negative_binomial(
+    Phi,
+    y,
+    *,
+    prior=None,
+    parametrization: str = "centred",
+    basis_names: Sequence | None = None,
+    dispersion_prior_scale: float = DISPERSION_PRIOR_SCALE,
+) -> pm.Model:
+    """RVM for overdispersed counts: ``y ~ NB2(exp(Phi w), r)`` (log link).
+
+    Mean ``mu = exp(Phi w)``, variance ``mu + mu^2 / r``.  The dispersion is
+    the free ``log_dispersion`` (``log r``) under ``1/sqrt(r) ~
+    HalfNormal(dispersion_prior_scale)`` (:data:`rvm_pymc.priors.DISPERSION_PRIOR_SCALE`),
+    whose mode is the Poisson (``r = inf``).
+
+    Parameters
+    ----------
+    Phi : array_like of shape (N, M)
+    y : array_like of shape (N,)
+        Counts (finite, >= 0, not all zero).
+    prior, parametrization, basis_names
+        As for :func:`classification_binary`.
+    dispersion_prior_scale : float
+        The scale of the half-normal prior on ``1/sqrt(r)`` (data
+        ``dispersion_prior_scale``).
+
+    Returns
+    -------
+    pymc.Model
+        Free variables ``log_alpha``, ``log_dispersion`` and ``w`` (or
+        ``w_raw``); observed ``counts_obs``; data ``Phi`` and ``y``.
+    """
+    Phi = as_2d_float(Phi, "Phi", min_samples=2)
+    y = check_counts(y)
+    scale = float(dispersion_prior_scale)
+    if not (np.isfinite(scale) and scale > 0):
+        raise ValueError(f"dispersion_prior_scale must be finite and > 0; got {scale!r}")
+    check_consistent_length(Phi=Phi, y=y)
+    check_parametrization(parametrization)
+    hp = resolve_prior(prior, default="weakly_informative")
+    model, Phi_d, y_d = _new_model(Phi, "y", y, basis_names)
+    with model:
+        log_alpha = _ard_precisions(hp)
+        log_r = _log_dispersion(scale)
+        w = _weights("w", log_alpha, parametrization, dims=("basis",), slab=hp.slab)
+        negative_binomial_log("counts_obs", Phi_d @ w, log_r, y_d)
+    return _builder_made(model)

@@ -236,3 +236,30 @@ def poisson_log(name: str, log_rate, observed) -> pt.TensorVariable:
     """
     return _observed(name, log_rate, _poisson_log_logp, _poisson_log_random, "PoissonLog",
                      observed, dtype="float64")  # fmt: skip
+
+
+def _negbin_log_logp(value, log_mean, log_r):
+    r = pt.exp(log_r)
+    return (
+        pt.gammaln(value + r) - pt.gammaln(r) - pt.gammaln(value + 1.0)
+        + value * (log_mean - log_r) - (r + value) * pt.softplus(log_mean - log_r)
+    )  # fmt: skip
+
+
+def _negbin_log_random(log_mean, log_r, rng=None, size=None):
+    log_mean, shape = _shape(log_mean, size)
+    r = np.broadcast_to(np.exp(np.asarray(log_r, dtype=float)), shape)
+    p = 1.0 / (1.0 + np.exp(np.broadcast_to(log_mean, shape) - np.log(r)))  # r / (r + mu)
+    return rng.negative_binomial(r, np.clip(p, 1e-300, 1.0)).astype(np.int64)
+
+
+def negative_binomial_log(name: str, log_mean, log_dispersion, observed) -> pt.TensorVariable:
+    """``y ~ NB2(mean exp(log_mean), dispersion exp(log_dispersion))`` (the log link).
+
+    Variance ``mu + mu^2 / r``; the log density, written in ``log_mean`` and
+    ``log r``, is :func:`rvm_pymc._core.counts.negbin_logpmf`'s
+    (non-integer counts have a density too).
+    """
+    return pm.CustomDist(name, log_mean, log_dispersion, logp=_negbin_log_logp,
+                         random=_negbin_log_random, dtype="float64", observed=observed,
+                         class_name="NegativeBinomialLog", dims="obs")  # fmt: skip

@@ -9,7 +9,7 @@ import pytensor.tensor as pt
 from pymc.distributions.shape_utils import rv_size_is_none
 from scipy.special import gammaln
 
-from rvm_pymc.models.spec import SLAB_DATA
+from rvm_pymc.models.spec import DISPERSION_SCALE_DATA, SLAB_DATA
 from rvm_pymc.priors import HyperPrior
 
 
@@ -104,6 +104,34 @@ def _noise_precision(prior: HyperPrior) -> pt.TensorVariable:
     log_beta = _log_precision("log_beta", prior.c, prior.d)
     pm.Deterministic("beta", pt.exp(log_beta))
     return log_beta
+
+
+def _log_dispersion(scale: float) -> pt.TensorVariable:
+    """A free ``log r`` under ``1/sqrt(r) ~ HalfNormal(scale)`` (:data:`DISPERSION_PRIOR_SCALE`
+    of :mod:`rvm_pymc.priors`), as a density of ``y = log r``, Jacobian included:
+    ``-log(scale) - 0.5 log(2 pi) - exp(-y) / (2 scale^2) - y / 2``."""
+    s = pm.Data(DISPERSION_SCALE_DATA, float(scale))
+
+    def logp(value, s):
+        return -pt.log(s) - 0.5 * np.log(2.0 * np.pi) - pt.exp(-value) / (2.0 * s**2) - value / 2
+
+    def random(s, rng=None, size=None):
+        return -2.0 * np.log(np.abs(rng.normal(0.0, s, size=size)))
+
+    def support_point(rv, size, s):  # r = 1 / s^2: the variation at the prior's scale
+        start = -2.0 * pt.log(s)
+        return start if rv_size_is_none(size) else pt.full(size, start)
+
+    log_r = pm.CustomDist(
+        "log_dispersion",
+        s,
+        logp=logp,
+        random=random,
+        support_point=support_point,
+        class_name="LogInvSqrtHalfNormal",
+    )
+    pm.Deterministic("dispersion", pt.exp(log_r))
+    return log_r
 
 
 def weight_log_precision(log_alpha, log_slab_precision=None):

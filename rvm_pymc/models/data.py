@@ -47,7 +47,7 @@ def target_data(model, spec: ModelSpec) -> np.ndarray:
     """The observed targets: ``t`` (regression), the counts ``y`` or the class codes ``y``."""
     if spec.kind.startswith("regression"):
         return model_data(model, "t")
-    if spec.kind == "poisson":
+    if spec.kind in ("poisson", "negative_binomial"):
         return model_data(model, "y")
     return model_data(model, "y").astype(np.int64)
 

@@ -23,7 +23,8 @@ _NAMES = (
     "data Phi and t; regression_marginal: free log_alpha, log_beta, observed t_obs, data Phi, "
     "t and PhiTPhi (or X and centres with a free log_length_scale); binary: free log_alpha, "
     "w or w_raw, observed y_obs, data Phi and y; softmax: as binary with W or W_raw "
-    "(basis, class); poisson: as binary with observed counts_obs"
+    "(basis, class); poisson: as binary with observed counts_obs; negative_binomial: as poisson "
+    "with a free log_dispersion"
 )
 
 
@@ -35,7 +36,7 @@ class ModelSpec:
     ----------
     kind : str
         ``"regression_joint"``, ``"regression_marginal"``, ``"binary"``,
-        ``"softmax"`` or ``"poisson"``.
+        ``"softmax"``, ``"poisson"`` or ``"negative_binomial"``.
     prior : HyperPrior or None
         The Gamma hyperprior of the precisions, or None for a prior of one's own.
     parametrization : str or None
@@ -62,6 +63,10 @@ PRIOR_DATA = {
 }
 """The named data that hold the Gamma(shape, rate) prior of each log precision."""
 
+
+DISPERSION_SCALE_DATA = "dispersion_prior_scale"
+"""The named data that holds the scale of the prior on a negative binomial's dispersion
+(:data:`rvm_pymc.priors.DISPERSION_PRIOR_SCALE`)."""
 
 SLAB_DATA = "slab_scale"
 """The named data that holds a model's slab scale (``HyperPrior.slab``; absent: no slab)."""
@@ -125,9 +130,10 @@ def model_spec(model) -> ModelSpec:
         kind = "regression_joint" if weights else "regression_marginal"
     elif "counts_obs" in observed:
         need("log_alpha", "Phi", "y")
-        weights, kind = "w", "poisson"
+        weights = "w"
+        kind = "negative_binomial" if "log_dispersion" in free else "poisson"
         if "w" not in free and "w_raw" not in free:
-            raise ValueError("a Poisson model needs a free w or w_raw")
+            raise ValueError("a model of counts needs a free w or w_raw")
     elif "y_obs" in observed:
         need("log_alpha", "Phi", "y")
         weights = "W" if ("W" in free or "W_raw" in free) else "w"
@@ -207,12 +213,13 @@ def data_unit_constants(kind: str, basis_scale, *, y_scale: float = 1.0, prior=N
     """The scaling and prior data of :func:`~rvm_pymc.models.data_unit_model`, by name.
 
     ``basis_scale``, the prior's named data of :data:`~rvm_pymc.models.spec.PRIOR_DATA`
-    (regression also ``y_scale``) and, with a slab, ``slab_scale``: what an
+    (regression also ``y_scale``; negative binomial ``dispersion_prior_scale``) and,
+    with a slab, ``slab_scale``: what an
     estimator's tree holds in ``constant_data``.  Needs no PyMC.
 
     Parameters
     ----------
-    kind : {"regression", "binary", "softmax", "poisson"}
+    kind : {"regression", "binary", "softmax", "poisson", "negative_binomial"}
     basis_scale : array_like of shape (M,)
     y_scale : float, default 1.0
     prior : HyperPrior, str or mapping, optional
@@ -232,4 +239,8 @@ def data_unit_constants(kind: str, basis_scale, *, y_scale: float = 1.0, prior=N
         out[shape], out[rate] = ((), np.asarray(float(hp.c))), ((), np.asarray(float(hp.d)))
     if hp.slab is not None:
         out[SLAB_DATA] = ((), np.asarray(float(hp.slab)))
+    if kind == "negative_binomial":
+        from rvm_pymc.priors import DISPERSION_PRIOR_SCALE
+
+        out[DISPERSION_SCALE_DATA] = ((), np.asarray(float(DISPERSION_PRIOR_SCALE)))
     return out

@@ -3,7 +3,8 @@
 Regression: :func:`fit_regression` with ``method="fast"`` (Tipping & Faul
 2003), ``"mackay"`` or ``"em"`` (Tipping 2001).  Classification (binary
 logistic and K-class softmax, Laplace approximation): :func:`fit_classification`
-with the same three methods; counts (Poisson, log link, Laplace approximation):
+with the same three methods; counts (Poisson or negative binomial, log link,
+Laplace approximation):
 :func:`fit_counts`.  A regression design too large to hold is fitted through
 its row compression (:func:`row_qr`, :class:`RowQR`: the triangular factor
 of ``[Phi | t]`` accumulated over row blocks), the same fit to rounding.
@@ -28,7 +29,12 @@ from rvm_pymc._core.validation import plain_value
 from rvm_pymc.reference._classification_result import ClassificationResult
 from rvm_pymc.reference._result import RegressionResult
 from rvm_pymc.reference.classification import fit_classification
-from rvm_pymc.reference.counts import CountsResult, fit_counts, poisson_laplace_posterior
+from rvm_pymc.reference.counts import (
+    CountsResult,
+    fit_counts,
+    negative_binomial_laplace_posterior,
+    poisson_laplace_posterior,
+)
 from rvm_pymc.reference.regression import fit_regression
 from rvm_pymc.results import FitInfo, WeightPosterior
 
@@ -48,6 +54,7 @@ __all__ = [
     "log_evidence",
     "log_hyperprior",
     "log_marginal_likelihood",
+    "negative_binomial_laplace_posterior",
     "poisson_laplace_posterior",
     "regression_posterior",
     "row_qr",
@@ -109,6 +116,7 @@ def fit_posterior(
     max_iter=None,
     tol: float = 1e-6,
     start: WeightPosterior | None = None,
+    likelihood: str | None = None,
 ) -> tuple[WeightPosterior, FitInfo]:
     """Fit by the reference solver; return the posterior over the active bases and its report.
 
@@ -134,7 +142,10 @@ def fit_posterior(
         precisions (``alpha_init`` of the solvers; ``"mackay"`` and ``"em"``
         then never add a basis), and for regression at its noise precision,
         updated from the first step.  None, or no basis in common: the
-        solver's own start.
+        solver's own start.  A negative binomial start also starts ``r``.
+    likelihood : {"poisson", "negative_binomial"}, optional
+        Counts only (default ``"poisson"``): :func:`fit_counts`'s likelihood, a
+        ``"negative_binomial"`` posterior with ``log_dispersion``.
 
     Returns
     -------
@@ -150,6 +161,13 @@ def fit_posterior(
     if kind not in fits:
         raise ValueError(f"kind must be one of {tuple(fits)}; got {kind!r}")
     fit = fits[kind]
+    extra = _warm_start(start, basis_names, kind)
+    if kind == "counts":
+        extra["likelihood"] = "poisson" if likelihood is None else likelihood
+        if extra["likelihood"] != "negative_binomial":
+            extra.pop("dispersion_init", None)
+    elif likelihood is not None:
+        raise ValueError(f"likelihood applies to kind='counts' only; got kind={kind!r}")
     res = fit(
         Phi,
         target,
@@ -157,7 +175,7 @@ def fit_posterior(
         prior=prior,
         max_iter=max_iter,
         tol=tol,
-        **_warm_start(start, basis_names, kind),
+        **extra,
     )
     mean = np.asarray(res.mean, dtype=float)
     if kind == "classification":
@@ -165,8 +183,9 @@ def fit_posterior(
         if kind == "binary" and mean.ndim == 2:
             mean = mean[:, 0]
     elif kind == "counts":
-        kind = "poisson"
+        kind = res.likelihood
     beta = getattr(res, "beta", None)
+    r = getattr(res, "dispersion", None)
     with np.errstate(divide="ignore"):  # alpha = 0 (a slab's weight): log alpha = -inf
         log_alpha = np.log(np.asarray(res.alpha, dtype=float))
     post = WeightPosterior(
@@ -176,6 +195,7 @@ def fit_posterior(
         log_beta=None if beta is None else float(np.log(beta)),
         mean=mean,
         cov=np.asarray(res.cov, dtype=float),
+        log_dispersion=None if r is None else float(np.log(r)),
     )
     info = FitInfo(
         log_evidence=float(res.log_evidence),
@@ -201,4 +221,6 @@ def _warm_start(start: WeightPosterior | None, basis_names, kind: str) -> dict:
     out: dict = {"alpha_init": alpha}
     if kind == "regression" and start.log_beta is not None:
         out.update(beta_init=float(np.exp(start.log_beta)), noise_update_start=0)
+    if kind == "counts" and start.log_dispersion is not None:
+        out["dispersion_init"] = float(np.exp(start.log_dispersion))
     return out

@@ -230,8 +230,9 @@ def fast_classification(
     deletion_tries=0,
     alpha_start=None,
     likelihood="bernoulli",
+    dispersion=None,
 ):
-    """Run the sequential algorithm on normalised columns.
+    """Run the sequential algorithm on normalised columns (``dispersion``: of NB2 counts).
 
     Starts from :func:`initial_basis` or the bases of ``alpha_start`` (a warm
     start whose mode cannot be found falls back to one basis).  Modes are found
@@ -241,9 +242,9 @@ def fast_classification(
     converged outcome with a higher Laplace evidence is kept and the search
     repeats.  Returns ``(active, alpha_n, W_n, trace, n_iter, converged)``.
     """
-    st = _warm_state(Phin, T, usable, alpha_start, likelihood)
+    st = _warm_state(Phin, T, usable, alpha_start, likelihood, dispersion)
     if st is None:
-        st = _LinearisedState(Phin, T, usable, likelihood)
+        st = _LinearisedState(Phin, T, usable, likelihood, dispersion)
         j0, alpha0 = initial_basis(Phin, T, usable, likelihood)
         st.add(j0, alpha0)
     trace = {"log_evidence": [st.lml], "n_active": [len(st.active)], "action": [ADD]}
@@ -286,14 +287,16 @@ def fast_classification(
     return np.asarray(st.active), st.alpha.copy(), st.W.copy(), trace, n_iter, converged
 
 
-def _warm_state(Phin, T, usable, alpha_start, likelihood) -> _LinearisedState | None:
+def _warm_state(
+    Phin, T, usable, alpha_start, likelihood, dispersion=None
+) -> _LinearisedState | None:
     """The state with the bases of ``alpha_start`` at its precisions; None if none or singular."""
     if alpha_start is None:
         return None
     warm = np.flatnonzero(np.isfinite(alpha_start) & usable)
     if warm.size == 0:
         return None
-    st = _LinearisedState(Phin, T, usable, likelihood)
+    st = _LinearisedState(Phin, T, usable, likelihood, dispersion)
     st.active, st.alpha = [int(j) for j in warm], alpha_start[warm].astype(float)
     G = Phin.T @ Phin[:, warm]
     G[~usable] = 0.0

@@ -1,8 +1,9 @@
-r"""The reference solver's likelihoods for the Laplace fits: Bernoulli-logit, softmax, Poisson.
+r"""The reference solver's likelihoods for the Laplace fits: Bernoulli-logit, softmax, Poisson,
+negative binomial.
 
 Targets ``T`` (N, C): a 0/1 column, one-hot rows (softmax, ``C = K``), or
-counts (Poisson, log link, ``-log t!`` kept).  Basis ``m`` has one precision
-shared by its ``C`` weights; vectors and covariances are class-major
+counts (Poisson or NB2 of a fixed dispersion ``r``, log link, ``-log t!`` kept).
+Basis ``m`` has one precision shared by its ``C`` weights; vectors and covariances are class-major
 (``theta[k M + m] = W[m, k]``), the Hessian a C x C grid of blocks
 
 .. math::
@@ -17,10 +18,12 @@ are :mod:`rvm_pymc._core.laplace`'s.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from scipy.special import expit, gammaln, log_expit
 
+from rvm_pymc._core.counts import negbin_logpmf
 from rvm_pymc._core.gaussian import spd_factor
 from rvm_pymc._core.laplace import LaplacePosterior, laplace_posterior, newton_mode
 from rvm_pymc.reference._design_products import scaled_rows, scaled_rows_buffer
@@ -35,9 +38,12 @@ __all__ = [
     "log_likelihood",
 ]
 
-LIKELIHOODS = ("bernoulli", "poisson")
+LIKELIHOODS = ("bernoulli", "poisson", "negative_binomial")
 """The likelihoods of :func:`find_mode`: ``"bernoulli"`` (with softmax for K > 2
-columns) and ``"poisson"`` (log link, one column of counts)."""
+columns), ``"poisson"`` and ``"negative_binomial"`` (log link, one column of
+counts; NB2 of a given dispersion)."""
+
+COUNT_LIKELIHOODS = ("poisson", "negative_binomial")
 
 
 def diagonal_view(A: np.ndarray) -> np.ndarray:
@@ -142,21 +148,37 @@ def weighted_hessian(
 
 
 class OneColumn:
-    """Log likelihood, mean and curvature of a Bernoulli or Poisson model in its latent ``f``."""
+    """Log likelihood, mean, score and curvature of a one-column model in its latent ``f``.
 
-    def __init__(self, likelihood: str, t: np.ndarray):
+    Bernoulli-logit, Poisson or NB2 (``dispersion`` ``r``, for ``"negative_binomial"``
+    only).  With ``p = mu / (r + mu)`` the NB2 score is ``t - (t + r) p`` and the
+    curvature ``-d^2 log p / df^2 = (t + r) p (1 - p)`` (positive: the log likelihood
+    is concave in ``f``); for the others the score is ``t - mean``.
+    """
+
+    def __init__(self, likelihood: str, t: np.ndarray, dispersion: float | None = None):
         if likelihood not in LIKELIHOODS:
             raise ValueError(f"likelihood must be one of {LIKELIHOODS}; got {likelihood!r}")
-        self.likelihood, self.t = likelihood, t
+        nb = likelihood == "negative_binomial"
+        if nb and not (dispersion is not None and math.isfinite(dispersion) and dispersion > 0):
+            raise ValueError(f"a negative binomial needs a dispersion > 0; got {dispersion!r}")
+        if not nb and dispersion is not None:
+            raise ValueError(f"dispersion applies to the negative binomial, not {likelihood!r}")
+        self.likelihood, self.t, self.dispersion = likelihood, t, dispersion
         if likelihood == "bernoulli":
             self._sign = 2.0 * t - 1.0
-        else:
+        elif likelihood == "poisson":
             self._const = -float(np.sum(gammaln(t + 1.0)))
+        else:
+            self._log_r = math.log(dispersion)
 
     def log_lik(self, f: np.ndarray) -> float:
-        """``log p(t | f)`` (``-inf`` where a Poisson rate overflows)."""
+        """``log p(t | f)`` (``-inf`` where a rate overflows)."""
         if self.likelihood == "bernoulli":
             return float(log_expit(f * self._sign).sum())  # the method: np.sum costs 1.5 us more
+        if self.likelihood == "negative_binomial":
+            val = float(np.sum(negbin_logpmf(self.t, f, self.dispersion)))
+            return val if np.isfinite(val) else -np.inf
         with np.errstate(over="ignore"):
             lam = np.exp(f)
         val = float(self.t @ f - np.sum(lam)) + self._const
@@ -167,8 +189,17 @@ class OneColumn:
         return expit(f) if self.likelihood == "bernoulli" else np.exp(f)
 
     def curvature(self, mean: np.ndarray) -> np.ndarray:
-        """``-d^2 log p / df^2`` from the mean: ``y (1 - y)`` or ``lambda``."""
+        """``-d^2 log p / df^2`` from the mean: ``y (1 - y)`` or ``lambda`` (not NB2)."""
         return mean * (1.0 - mean) if self.likelihood == "bernoulli" else mean
+
+    def derivatives(self, f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The mean, the score ``d log p / df`` and the curvature at ``f``, each (N,)."""
+        mean = self.mean(f)
+        if self.likelihood != "negative_binomial":
+            return mean, self.t - mean, self.curvature(mean)
+        p = expit(f - self._log_r)  # mu / (r + mu)
+        tr = self.t + self.dispersion
+        return mean, self.t - tr * p, tr * p * (1.0 - p)
 
 
 def _objective(
@@ -188,19 +219,23 @@ def find_mode(
     tol: float = 1e-10,
     max_newton: int = 100,
     likelihood: str = "bernoulli",
+    dispersion: float | None = None,
 ) -> LaplacePosterior:
     """The posterior mode (:func:`rvm_pymc._core.laplace.newton_mode`) and its Laplace posterior.
 
-    ``T`` (N, C): a 0/1 column, one-hot rows, or counts with ``likelihood="poisson"``;
+    ``T`` (N, C): a 0/1 column, one-hot rows, or counts with ``likelihood="poisson"``
+    or ``"negative_binomial"`` (of ``dispersion`` r);
     ``W0`` the start (zeros); stops at a Newton step below ``tol * (1 + max |W|)``
     or after ``max_newton``.  LinAlgError if the Hessian is not positive definite.
     """
     m, c = Phi.shape[1], T.shape[1]
     W = np.zeros((m, c)) if W0 is None else np.array(W0, dtype=float)
-    if likelihood == "poisson" and c != 1:
-        raise ValueError(f"a Poisson model has one column of counts; T has {c} columns")
-    if likelihood == "poisson" or (c == 1 and np.all((T == 0.0) | (T == 1.0))):
-        return find_mode_one_column(Phi, OneColumn(likelihood, T[:, 0]), alpha, W, tol, max_newton)
+    counts = likelihood in COUNT_LIKELIHOODS
+    if counts and c != 1:
+        raise ValueError(f"a model of counts has one column of counts; T has {c} columns")
+    if counts or (c == 1 and np.all((T == 0.0) | (T == 1.0))):
+        lik = OneColumn(likelihood, T[:, 0], dispersion)
+        return find_mode_one_column(Phi, lik, alpha, W, tol, max_newton)
 
     def derivatives(W, state):
         Y = state[2]
@@ -225,7 +260,7 @@ def find_mode_one_column(
 ) -> LaplacePosterior:
     """:func:`find_mode` of a one-column model with ``lik`` built already (zeros if overflow)."""
     w = np.zeros(Phi.shape[1]) if W0 is None else np.array(W0[:, 0], dtype=float)
-    t, PhiT = lik.t, Phi.T
+    PhiT = Phi.T
     work = scaled_rows_buffer(Phi)  # diag(d) Phi at every iteration: one allocation
     last = {}
 
@@ -235,10 +270,9 @@ def find_mode_one_column(
         return ll - 0.5 * float((alpha * w**2).sum()), ll, f
 
     def derivatives(w, state):
-        y = lik.mean(state[2])
-        d = lik.curvature(y)
-        last.update(y=y, d=d)
-        return PhiT @ (t - y) - alpha * w, weighted_hessian(Phi, d, alpha, work)
+        y, score, d = lik.derivatives(state[2])
+        last.update(y=y, d=d, score=score)
+        return PhiT @ score - alpha * w, weighted_hessian(Phi, d, alpha, work)
 
     if not math.isfinite(evaluate(w)[0]):
         w = np.zeros_like(w)
@@ -246,6 +280,7 @@ def find_mode_one_column(
     L, p = r.factor or spd_factor(r.H, "Laplace Hessian")
     obj, ll, _ = r.state
     y, d = last["y"], last["d"]
-    return laplace_posterior(
+    post = laplace_posterior(
         r.w[:, None], y[:, None], obj, ll, alpha, 1, L, p, r.n_iter, r.converged, d
     )
+    return replace(post, score=last["score"])

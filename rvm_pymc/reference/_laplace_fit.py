@@ -56,8 +56,15 @@ def laplace_fit(
     likelihood: str,
     task: str,
     what: str,
+    dispersion: float | None = None,
+    warn: bool = True,
 ) -> LaplaceFit:
-    """Check the common arguments, fit, and find the final mode (see ``fit_classification``)."""
+    """Check the common arguments, fit, and find the final mode (see ``fit_classification``).
+
+    ``dispersion``: the fixed ``r`` of a negative binomial likelihood; ``warn``: a
+    ConvergenceWarning when the precisions do not converge (a caller that iterates
+    warns itself).
+    """
     prior = resolve_prior(prior)
     check_method_and_prior(method, prior)
     m = Phi.shape[1]
@@ -80,7 +87,16 @@ def laplace_fit(
         if method == "fast":
             start = None if alpha_init is None else alpha_init / scale**2
             out = fast_classification(
-                Phin, T, usable, max_iter, tol, align_tol, deletion_tries, start, likelihood
+                Phin,
+                T,
+                usable,
+                max_iter,
+                tol,
+                align_tol,
+                deletion_tries,
+                start,
+                likelihood,
+                dispersion,
             )
         else:
             out = laplace_reestimation(
@@ -95,9 +111,10 @@ def laplace_fit(
                 method,
                 alpha_init,
                 likelihood,
+                dispersion,
             )
     active, alpha_n, W_n, trace, n_iter, converged = out
-    if not converged:
+    if not converged and warn:
         warnings.warn(
             f"{what} (method={method!r}) did not converge in {max_iter} "
             "iterations; increase max_iter or loosen tol",
@@ -113,7 +130,9 @@ def laplace_fit(
     alpha = np.asarray(alpha, dtype=float)[order]
     # the weights' prior precision: alpha, plus 1/s^2 with a slab (columns as given)
     prec = alpha + slab_precision(prior, np.ones(active.size))
-    post = find_mode(Phi[:, active], T, prec, W0[order], likelihood=likelihood)
+    post = find_mode(
+        Phi[:, active], T, prec, W0[order], likelihood=likelihood, dispersion=dispersion
+    )
     if not post.converged:
         warnings.warn(
             "Newton's method did not reach the posterior mode of the final model; "
@@ -145,6 +164,7 @@ def laplace_reestimation(
     method,
     alpha_init,
     likelihood="bernoulli",
+    dispersion=None,
 ):
     """MacKay or EM re-estimation of all precisions of a Laplace fit, on normalised columns.
 
@@ -176,7 +196,7 @@ def laplace_reestimation(
     for it in range(1, max_iter + 1):  # noqa: B007
         slab = c_n[active]
         prec = alpha + slab  # the weights' prior precision (alpha without a slab)
-        post = find_mode(Phin[:, active], T, prec, W, likelihood=likelihood)
+        post = find_mode(Phin[:, active], T, prec, W, likelihood=likelihood, dispersion=dispersion)
         W = post.mean
         trace["log_evidence"].append(
             post.log_evidence + log_alpha_prior(alpha * scale[active] ** 2, prior)

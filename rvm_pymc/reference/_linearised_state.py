@@ -26,6 +26,7 @@ from rvm_pymc.reference._design_products import (
     transposed_products,
 )
 from rvm_pymc.reference._laplace import (
+    COUNT_LIKELIHOODS,
     OneColumn,
     class_pairs,
     diagonal_view,
@@ -45,17 +46,23 @@ class _LinearisedState(SequentialState):
     """Sequential-algorithm state for classification (the contract of :class:`SequentialState`)."""
 
     def __init__(
-        self, Phin: np.ndarray, T: np.ndarray, usable: np.ndarray, likelihood: str = "bernoulli"
+        self,
+        Phin: np.ndarray,
+        T: np.ndarray,
+        usable: np.ndarray,
+        likelihood: str = "bernoulli",
+        dispersion: float | None = None,
     ):
         self.Phin, self.T = Phin, T
-        self.likelihood = likelihood  # "bernoulli" (softmax for K > 2) or "poisson"
+        # "bernoulli" (softmax for K > 2), "poisson" or "negative_binomial" (of dispersion)
+        self.likelihood = likelihood
         self.n, self.m = Phin.shape
         self.c = T.shape[1]
         self.usable = usable
         self.all_usable = bool(usable.all())
         # the likelihood of a one-column model (as find_mode chooses it), built once
-        one = likelihood == "poisson" or (self.c == 1 and np.all((T == 0.0) | (T == 1.0)))
-        self.one_column = OneColumn(likelihood, T[:, 0]) if one else None
+        one = likelihood in COUNT_LIKELIHOODS or (self.c == 1 and np.all((T == 0.0) | (T == 1.0)))
+        self.one_column = OneColumn(likelihood, T[:, 0], dispersion) if one else None
         self.Phin2 = squared(Phin)
         self.active: list[int] = []
         self.alpha = np.empty(0)
@@ -122,11 +129,15 @@ class _LinearisedState(SequentialState):
             Pa = self._active_columns()
         Y, ma, c = self.post.probs, idx.size, self.c
         if c == 1:  # two classes or counts: one weighting, plain matrix products
-            y, d = Y[:, 0], self.post.curvature  # B = diag(d): y (1 - y), or the rates
-            # Phi^T B Phi_a (M, ma), (Phi^2)^T d and Phi^T (t - y): three reads of the
+            # B = diag(d): y (1 - y), the rates, or NB2's curvature; the score t - y
+            # (NB2: its own)
+            d, score = self.post.curvature, self.post.score
+            if score is None:
+                score = self.T[:, 0] - Y[:, 0]
+            # Phi^T B Phi_a (M, ma), (Phi^2)^T d and Phi^T score: three reads of the
             # design, on worker threads when it is large
             Xm, Dg, self.Q = transposed_products(
-                [(self.Phin, scaled_rows(d, Pa)), (self.Phin2, d), (self.Phin, self.T[:, 0] - y)]
+                [(self.Phin, scaled_rows(d, Pa)), (self.Phin2, d), (self.Phin, score)]
             )
             self.S = Dg - np.einsum("ij,ij->i", Xm @ self.Sigma, Xm)
             self.H_lik = Xm[idx]
@@ -254,7 +265,7 @@ def initial_basis(
     Logits of 0.9 / 0.1 for classes, ``log(t + 1/2)`` for counts.
     """
     c = T.shape[1]
-    if likelihood == "poisson":
+    if likelihood in COUNT_LIKELIHOODS:
         pseudo = np.log(T[:, 0] + 0.5)
         proj = Phin.T @ pseudo
         j0 = int(np.argmax(np.where(usable, np.abs(proj), -np.inf)))

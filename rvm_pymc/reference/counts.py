@@ -1,17 +1,32 @@
-"""Closed-form RVM for counts: Poisson likelihood with the log link, Laplace evidence.
+r"""Closed-form RVM for counts: Poisson or negative binomial likelihood with the log link,
+Laplace evidence.
 
 ``t ~ Poisson(exp(Phi w))``: the fit of the classifier
 (:mod:`rvm_pymc.reference._laplace_fit`) with ``B = diag(lambda)``, as in
 SparseBayes (Tipping & Faul 2003).
+
+``t ~ NB2(exp(Phi w), r)`` (variance ``mu + mu^2 / r``): the same fit at a fixed
+dispersion ``r`` (Newton on the NB2 log likelihood, ``B`` its curvature), and
+``r`` by type-II maximum likelihood, coordinate ascent on the Laplace evidence
+``log p(t | alpha, r)``: the precisions at fixed ``r``, then ``log r`` at fixed
+precisions by a bounded one-dimensional search (Brent) within
+:data:`DISPERSION_BOUNDS`, until ``log r`` moves by less than
+:data:`DISPERSION_RTOL`.  Each step raises the evidence.  The start is the
+Poisson fit (the limit ``r -> inf``).
 """
 
 from __future__ import annotations
 
+import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.optimize import minimize_scalar
 
+from rvm_pymc._core.ard import slab_precision
 from rvm_pymc._core.counts import (
+    CountsMixture,
     check_counts,
     gaussian_rates,
     mixture_logpmf,
@@ -19,13 +34,32 @@ from rvm_pymc._core.counts import (
 )
 from rvm_pymc._core.laplace import LaplacePosterior
 from rvm_pymc._core.validation import as_2d_float, check_consistent_length
+from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import HyperPrior
-from rvm_pymc.reference._laplace import find_mode
-from rvm_pymc.reference._laplace_fit import laplace_fit
-from rvm_pymc.reference._options import check_fixed_alpha
+from rvm_pymc.reference._laplace import COUNT_LIKELIHOODS, find_mode
+from rvm_pymc.reference._laplace_fit import LaplaceFit, laplace_fit
+from rvm_pymc.reference._options import check_fixed_alpha, check_float
 from rvm_pymc.reference._result import SparseFitMixin
 
-__all__ = ["CountsResult", "fit_counts", "poisson_laplace_posterior"]
+__all__ = [
+    "DISPERSION_BOUNDS",
+    "CountsResult",
+    "fit_counts",
+    "negative_binomial_laplace_posterior",
+    "poisson_laplace_posterior",
+]
+
+DISPERSION_BOUNDS = (1e-3, 1e6)
+"""The range of the NB2 dispersion ``r`` searched by :func:`fit_counts`.  At ``r = 1e6``
+the variance exceeds the Poisson's by ``mu^2 / 1e6``, under 0.1% of it for every mean
+below 1000: a fit at the upper bound is the Poisson fit (no overdispersion found).  At
+``r = 1e-3`` the variance is ``1000 mu^2``."""
+
+DISPERSION_RTOL = 1e-4
+"""Coordinate ascent on ``(alpha, log r)`` stops when ``log r`` moves by less than this."""
+
+MAX_DISPERSION_STEPS = 50
+"""The most alternations of the precisions and ``r``."""
 
 
 @dataclass
@@ -36,6 +70,8 @@ class CountsResult(SparseFitMixin):
     ----------
     method : str
         ``"fast"``, ``"mackay"`` or ``"em"``.
+    likelihood : str
+        ``"poisson"`` or ``"negative_binomial"``.
     prior : HyperPrior
         Only ``a`` and ``b`` (on ``alpha``) enter, and a slab ``s``: the
         weights' prior precisions are then ``alpha + 1/s^2``.
@@ -51,14 +87,21 @@ class CountsResult(SparseFitMixin):
     log_likelihood : float
         ``log p(t | w*)`` at the mode (with the ``-log t!`` terms).
     log_evidence : float
-        Laplace approximation to ``log p(t | alpha)`` plus ``sum(a log alpha - b alpha)``.
+        Laplace approximation to ``log p(t | alpha)`` (``log p(t | alpha, r)`` at the
+        fitted ``r`` for the negative binomial) plus ``sum(a log alpha - b alpha)``.
     n_iter : int
+        Iterations of the precisions (summed over the alternations with ``r``).
     converged : bool
     trace : dict of ndarray
-        As :class:`~rvm_pymc.reference.ClassificationResult`.
+        As :class:`~rvm_pymc.reference.ClassificationResult` (of the last fit of the
+        precisions); for the negative binomial also ``dispersion``, ``r`` after each
+        alternation.
+    dispersion : float or None
+        The NB2 dispersion ``r`` (None for Poisson).
     """
 
     method: str
+    likelihood: str
     prior: HyperPrior
     n_basis: int
     active: np.ndarray
@@ -70,6 +113,7 @@ class CountsResult(SparseFitMixin):
     n_iter: int
     converged: bool
     trace: dict[str, np.ndarray] = field(repr=False)
+    dispersion: float | None = None
 
     def latent(self, Phi_new) -> tuple[np.ndarray, np.ndarray]:
         """Mean and variance of the log rate ``f = phi^T w`` under the Laplace posterior."""
@@ -82,19 +126,19 @@ class CountsResult(SparseFitMixin):
         mu, var = self.latent(Phi_new)
         return np.exp(mu + 0.5 * var)
 
-    def predictive(self, Phi_new) -> tuple[np.ndarray, np.ndarray]:
-        """The predictive mixture: Gauss-Hermite rates ``(n, S)`` and weights ``(S,)``."""
-        return gaussian_rates(*self.latent(Phi_new))
+    def predictive(self, Phi_new) -> CountsMixture:
+        """The predictive mixture: Gauss-Hermite rates ``(n, S)``, weights ``(S,)``, ``r``."""
+        return CountsMixture(*gaussian_rates(*self.latent(Phi_new)), self.dispersion)
 
     def log_predictive_density(self, Phi_new, y) -> np.ndarray:
-        """``log p(y | data)`` pointwise: the Poisson-lognormal, by quadrature."""
+        """``log p(y | data)`` pointwise: the Poisson- (NB-) lognormal, by quadrature."""
         return mixture_logpmf(check_counts(y, fitting=False), *self.predictive(Phi_new))
 
     def predict_interval(self, Phi_new, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
         """Central predictive interval of the counts: quantiles ``(1 -+ level) / 2``."""
-        rates, weights = self.predictive(Phi_new)
-        lo = mixture_quantiles(0.5 * (1.0 - level), rates, weights)
-        return lo, mixture_quantiles(0.5 * (1.0 + level), rates, weights)
+        mix = self.predictive(Phi_new)
+        lo = mixture_quantiles(0.5 * (1.0 - level), *mix)
+        return lo, mixture_quantiles(0.5 * (1.0 + level), *mix)
 
 
 def poisson_laplace_posterior(Phi, y, alpha) -> LaplacePosterior:
@@ -122,6 +166,19 @@ def poisson_laplace_posterior(Phi, y, alpha) -> LaplacePosterior:
     return find_mode(Phi, y[:, None], alpha, likelihood="poisson")
 
 
+def negative_binomial_laplace_posterior(Phi, y, alpha, dispersion) -> LaplacePosterior:
+    """As :func:`poisson_laplace_posterior` for ``y ~ NB2(exp(Phi w), dispersion)``.
+
+    ``log_evidence`` approximates ``log p(y | alpha, r)``.
+    """
+    Phi = as_2d_float(Phi, "Phi")
+    y = check_counts(y)
+    check_consistent_length(Phi=Phi, y=y)
+    alpha = check_fixed_alpha(alpha, Phi.shape[1])
+    r = check_float(dispersion, "dispersion")
+    return find_mode(Phi, y[:, None], alpha, likelihood="negative_binomial", dispersion=r)
+
+
 def fit_counts(
     Phi,
     y,
@@ -134,8 +191,10 @@ def fit_counts(
     prune_threshold: float = 1e9,
     align_tol: float = 1e-3,
     deletion_tries: int = 0,
+    likelihood: str = "poisson",
+    dispersion_init: float | None = None,
 ) -> CountsResult:
-    """Fit a Poisson RVM (log link) by maximising the Laplace-approximated evidence.
+    """Fit a Poisson or negative binomial RVM (log link) by maximising the Laplace evidence.
 
     Parameters
     ----------
@@ -149,6 +208,12 @@ def fit_counts(
     method, prior, alpha_init, max_iter, tol, prune_threshold, align_tol, deletion_tries
         As for :func:`~rvm_pymc.reference.fit_classification`; ``"fast"``
         starts from the column best aligned with ``log(y + 1/2)``.
+    likelihood : {"poisson", "negative_binomial"}
+        ``"negative_binomial"``: NB2 with mean ``exp(Phi w)`` and variance
+        ``mu + mu^2 / r``, the dispersion ``r`` fitted too (module docstring;
+        within ``DISPERSION_BOUNDS``, no prior on ``r``).
+    dispersion_init : float, optional
+        The negative binomial's starting ``r`` (default: from the Poisson fit).
 
     Returns
     -------
@@ -158,8 +223,8 @@ def fit_counts(
     ------
     ValueError
         For non-finite or mis-shaped ``Phi``, mismatched lengths, negative,
-        missing or all-zero counts, an unknown method, or ``method="fast"``
-        with ``a`` or ``b`` nonzero.
+        missing or all-zero counts, an unknown method or likelihood, or
+        ``method="fast"`` with ``a`` or ``b`` nonzero.
 
     Examples
     --------
@@ -175,23 +240,117 @@ def fit_counts(
     Phi = as_2d_float(Phi, "Phi")
     y = check_counts(y)
     check_consistent_length(Phi=Phi, y=y)
-    fit = laplace_fit(
-        Phi,
-        y[:, None],
+    if likelihood not in COUNT_LIKELIHOODS:
+        raise ValueError(f"likelihood must be one of {COUNT_LIKELIHOODS}; got {likelihood!r}")
+    if dispersion_init is not None:
+        dispersion_init = check_float(dispersion_init, "dispersion_init")
+    options = dict(
         method=method,
         prior=prior,
-        alpha_init=alpha_init,
         max_iter=max_iter,
         tol=tol,
         prune_threshold=prune_threshold,
         align_tol=align_tol,
         deletion_tries=deletion_tries,
-        likelihood="poisson",
-        task="explain the counts",
-        what="RVM Poisson regression",
     )
+    T = y[:, None]
+    if likelihood == "poisson":
+        fit = _fit_at(Phi, T, alpha_init, None, options)
+        return _result(method, likelihood, Phi, fit, fit.n_iter, fit.converged, None)
+    return _fit_negative_binomial(Phi, T, alpha_init, dispersion_init, options)
+
+
+def _fit_at(Phi, T, alpha_init, dispersion, options, warn=True) -> LaplaceFit:
+    """The Laplace-evidence fit of the precisions at a fixed dispersion (None: Poisson)."""
+    likelihood = "poisson" if dispersion is None else "negative_binomial"
+    return laplace_fit(
+        Phi,
+        T,
+        alpha_init=alpha_init,
+        likelihood=likelihood,
+        dispersion=dispersion,
+        task="explain the counts",
+        what=f"RVM {'Poisson' if dispersion is None else 'negative binomial'} regression",
+        warn=warn,
+        **options,
+    )
+
+
+def _full_alpha(fit: LaplaceFit, m: int) -> np.ndarray:
+    """The precisions of every column (inf where pruned): a warm start."""
+    alpha = np.full(m, np.inf)
+    alpha[fit.active] = fit.alpha
+    return alpha
+
+
+def best_dispersion(Phi, T, fit: LaplaceFit, start: float | None = None) -> float:
+    """The ``r`` in :data:`DISPERSION_BOUNDS` maximising the Laplace evidence at ``fit``'s
+    precisions (a bounded Brent search in ``log r``; each point a Newton mode warm-started
+    at ``fit``'s).  ``start``: unused by Brent's bracket, kept as a candidate."""
+    Pa = Phi[:, fit.active]
+    prec = fit.alpha + slab_precision(fit.prior, np.ones(fit.active.size))
+    W0 = fit.post.mean
+
+    def neg_evidence(log_r: float) -> float:
+        try:
+            post = find_mode(
+                Pa, T, prec, W0, likelihood="negative_binomial", dispersion=math.exp(log_r)
+            )
+        except np.linalg.LinAlgError:
+            return np.inf
+        return -post.log_evidence
+
+    lo, hi = (math.log(b) for b in DISPERSION_BOUNDS)
+    res = minimize_scalar(neg_evidence, bounds=(lo, hi), method="bounded",
+                          options={"xatol": 0.1 * DISPERSION_RTOL})  # fmt: skip
+    best, value = float(res.x), float(res.fun)
+    for cand in [hi] + ([] if start is None else [math.log(start)]):
+        v = neg_evidence(cand)  # Brent never evaluates the ends of the interval
+        if v < value:
+            best, value = cand, v
+    return math.exp(best)
+
+
+def _fit_negative_binomial(Phi, T, alpha_init, r0, options) -> CountsResult:
+    """Coordinate ascent on the Laplace evidence in the precisions and ``log r``."""
+    m = Phi.shape[1]
+    warm = options["method"] == "fast"  # MacKay and EM with a warm start never add a basis
+    n_iter = 0
+    if r0 is None:
+        fit = _fit_at(Phi, T, alpha_init, None, options, warn=False)
+        n_iter += fit.n_iter
+        r0 = best_dispersion(Phi, T, fit)
+        alpha_init = _full_alpha(fit, m) if warm else alpha_init
+    r, path, converged = r0, [], False
+    for _ in range(MAX_DISPERSION_STEPS):
+        fit = _fit_at(Phi, T, alpha_init, r, options, warn=False)
+        n_iter += fit.n_iter
+        r_new = best_dispersion(Phi, T, fit, start=r)
+        path.append(r)
+        if abs(math.log(r_new) - math.log(r)) < DISPERSION_RTOL:
+            converged = fit.converged
+            break
+        r = r_new
+        if warm:
+            alpha_init = _full_alpha(fit, m)
+    if not converged:
+        warnings.warn(
+            f"RVM negative binomial regression (method={options['method']!r}) did not "
+            f"converge: the precisions{'' if fit.converged else ' (last fit)'} or the "
+            f"dispersion (after {len(path)} alternations, last r = {r:.6g}); increase "
+            "max_iter or loosen tol",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    trace = {**fit.trace, "dispersion": np.asarray(path)}
+    fit = fit._replace(trace=trace)
+    return _result(options["method"], "negative_binomial", Phi, fit, n_iter, converged, r)
+
+
+def _result(method, likelihood, Phi, fit: LaplaceFit, n_iter, converged, r) -> CountsResult:
     return CountsResult(
         method=method,
+        likelihood=likelihood,
         prior=fit.prior,
         n_basis=Phi.shape[1],
         active=fit.active,
@@ -200,7 +359,8 @@ def fit_counts(
         cov=fit.post.cov,
         log_likelihood=fit.post.log_likelihood,
         log_evidence=fit.log_evidence,
-        n_iter=fit.n_iter,
-        converged=fit.converged,
+        n_iter=n_iter,
+        converged=converged,
         trace=fit.trace,
+        dispersion=r,
     )
