@@ -185,7 +185,7 @@ def _fit_nuts(opts, Phi, target, names, prior, seed, start):
     regression = opts["kind"] == "regression"
     parametrization = kw.pop("parametrization", DEFAULT_PARAMETRIZATION[opts["kind"]])
     joint = not regression or which == "joint"
-    kw.setdefault("target_accept", estimator_target_accept(joint))
+    kw.setdefault("target_accept", estimator_target_accept(joint, opts["kind"]))
     kw.setdefault("until_converged", bool(opts["until_converged"]))
     model = _model(opts, Phi, target, names, prior, joint=joint, parametrization=parametrization)
     started_from = _set_start(
