@@ -97,15 +97,16 @@ def draw_chunks(n: int, size: int = WIDTH_CHUNK) -> Iterator[slice]:
 
 
 def width_latent(
-    D_new, log_length_scale, w, *, bias: bool, y_offset: float = 0.0, chunk: int = WIDTH_CHUNK
+    D_new, gamma, w, *, bias: bool, y_offset: float = 0.0, chunk: int = WIDTH_CHUNK
 ) -> np.ndarray:
-    """``Phi(l_s) w_s + y_offset`` for every draw ``s``: the latent mean at new inputs.
+    """``[1 | exp(-gamma_s D)] w_s + y_offset`` for every draw ``s``: the latent mean at new inputs.
 
     Parameters
     ----------
     D_new : ndarray of shape (n, K)
         Squared distances of the new inputs to the centres.
-    log_length_scale : ndarray of shape (S,)
+    gamma : ndarray of shape (S,)
+        The width of each draw.
     w : ndarray of shape (S, K + bias) or (S, K + bias, C)
         Weights of the unscaled columns ``[1 | exp(-gamma D)]`` of each draw.
     bias : bool
@@ -118,18 +119,14 @@ def width_latent(
     ndarray of shape (S, n) or (S, n, C)
     """
     D_new = np.asarray(D_new, dtype=float)
-    lls = np.asarray(log_length_scale, dtype=float).reshape(-1)
+    gamma = np.asarray(gamma, dtype=float).reshape(-1)
     w = np.asarray(w, dtype=float)
-    out = np.empty((lls.size, D_new.shape[0], *w.shape[2:]))
-    for sl in draw_chunks(lls.size, chunk):
-        g = gamma_of(lls[sl])[:, None, None]
-        K = np.exp(-g * D_new[None])  # (s, n, K)
+    out = np.empty((gamma.size, D_new.shape[0], *w.shape[2:]))
+    for sl in draw_chunks(gamma.size, chunk):
+        K = np.exp(-gamma[sl, None, None] * D_new[None])  # (s, n, K)
         wk = w[sl, int(bias) :]
-        if w.ndim == 2:
-            F = np.einsum("snk,sk->sn", K, wk)
-        else:
-            F = np.einsum("snk,skc->snc", K, wk)
+        F = np.einsum("snk,sk->sn", K, wk) if w.ndim == 2 else np.einsum("snk,skc->snc", K, wk)
         if bias:
-            F += w[sl, 0][:, None] if w.ndim == 2 else w[sl, 0][:, None, :]
+            F += w[sl, 0][:, None]
         out[sl] = F + y_offset
     return out

@@ -16,6 +16,7 @@ from rvm_pymc.estimators._params import (
     regression_data,
 )
 from rvm_pymc.estimators._rvm_star import keep_training_data, rvm_star_predict
+from rvm_pymc.estimators._width_integration import integrates_width, latent_at
 from rvm_pymc.kernels import Kernel
 
 __all__ = ["METHODS", "RVC", "RVR", "SOLVERS"]
@@ -377,6 +378,11 @@ class RVR(RegressorMixin, _BaseRVM):
         """
         if self.predictive == "rvm*":
             return rvm_star_predict(self, X, return_std)
+        if integrates_width(self):  # the mixture over the draws, each at its own width
+            F = latent_at(self, self._validated(X)).reshape(-1, len(X))
+            if not return_std:
+                return F.mean(axis=0)
+            return F.mean(axis=0), np.sqrt(F.var(axis=0, ddof=1) + self.noise_var_)
         Phi = self._active_design(X)
         mean = Phi @ self.coef_ + self.y_offset_
         if not return_std:
@@ -504,6 +510,13 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
         -------
         ndarray of shape (n_samples, n_classes)
         """
+        if integrates_width(self):  # the average over the draws, each at its own width
+            F = latent_at(self, self._validated(X))
+            F = F.reshape(-1, *F.shape[2:])
+            if self.classes_.size == 2:
+                p1 = expit(F).mean(axis=0)
+                return np.column_stack([1.0 - p1, p1])
+            return softmax(F, axis=-1).mean(axis=0)
         Phi = self._active_design(X)
         draws = self.posterior_.draws
         if draws is None:

@@ -268,7 +268,7 @@ def _length_scale_prior(X, length_scale_prior) -> tuple[float, float]:
 
 
 def _rbf_width_model(X, target_name, target, centres, bias, length_scale_prior, unit_rms,
-                     **coords):  # fmt: skip
+                     basis_names=None, **coords):  # fmt: skip
     """A new RVMModel with the data of an RBF-width model (``X``, ``centres``, their squared
     distances ``sqdist``, the targets) and the free ``log_length_scale``; returns the model,
     its design matrix (a tensor of ``log_length_scale``) and the target data."""
@@ -277,6 +277,8 @@ def _rbf_width_model(X, target_name, target, centres, bias, length_scale_prior, 
         raise ValueError(f"centres has {C.shape[1]} features but X has {X.shape[1]}")
     ls_mu, ls_sd = _length_scale_prior(X, length_scale_prior)
     names = (["bias"] if bias else []) + [f"x{i}" for i in range(len(C))]
+    if basis_names is not None:
+        names = basis_coords(basis_names, len(names))
     coords = {"basis": names, "obs": np.arange(len(target)), "feature": np.arange(X.shape[1]),
               "centre": np.arange(len(C)), **coords}  # fmt: skip
     with RVMModel(coords=coords) as model:
@@ -301,6 +303,7 @@ def regression_marginal_rbf(
     length_scale_prior: tuple[float, float] | None = None,
     prior=None,
     unit_rms: bool = False,
+    basis_names: Sequence | None = None,
 ) -> pm.Model:
     """Marginal RVM regression whose RBF length scale is an unknown.
 
@@ -331,6 +334,8 @@ def regression_marginal_rbf(
         Divide every kernel column by its root mean square over the inputs at
         each width (data ``rbf_unit_rms``), as the estimators scale their
         columns, so that the prior of the precisions means the same at every width.
+    basis_names : sequence, optional
+        Coordinate values of ``basis`` (default ``"bias"``, ``"x0"``, ``"x1"``, ...).
 
     Returns
     -------
@@ -345,7 +350,9 @@ def regression_marginal_rbf(
     t = as_target_float(t, "t")
     check_consistent_length(X=X, t=t)
     hp = _no_slab(resolve_prior(prior, default="weakly_informative"), "regression_marginal_rbf")
-    model, Phi, _ = _rbf_width_model(X, "t", t, centres, bias, length_scale_prior, unit_rms)
+    model, Phi, _ = _rbf_width_model(
+        X, "t", t, centres, bias, length_scale_prior, unit_rms, basis_names
+    )
     with model:
         log_alpha = _ard_precisions(hp)
         log_beta = _noise_precision(hp)
@@ -365,6 +372,7 @@ def classification_rbf(
     parametrization: str = "centred",
     class_names: Sequence | None = None,
     unit_rms: bool = False,
+    basis_names: Sequence | None = None,
 ) -> pm.Model:
     """RVM classification (binary or softmax) whose RBF length scale is an unknown.
 
@@ -381,7 +389,7 @@ def classification_rbf(
         Class codes ``0..K-1``.
     n_classes : int, optional
         ``K``; default ``max(y) + 1`` (at least 2).  Two classes: one weight vector ``w``.
-    centres, bias, length_scale_prior, unit_rms
+    centres, bias, length_scale_prior, unit_rms, basis_names
         As for :func:`regression_marginal_rbf`.
     prior : str, mapping or HyperPrior, optional
         Only ``a, b`` (and ``slab``) are used; default ``"weakly_informative"``.
@@ -406,7 +414,7 @@ def classification_rbf(
     if k > 2:
         coords["class"] = list(range(k)) if class_names is None else list(class_names)
     model, Phi, y_d = _rbf_width_model(X, "y", y, centres, bias, length_scale_prior, unit_rms,
-                                       **coords)  # fmt: skip
+                                       basis_names, **coords)  # fmt: skip
     with model:
         log_alpha = _ard_precisions(hp)
         if k == 2:
