@@ -483,9 +483,7 @@ def predictions(tree: xr.DataTree, Phi_new: np.ndarray, *, random_state=None) ->
     w = np.asarray(post["W" if kind == "softmax" else "w"].values, dtype=float)
     y_offset = float(const["y_offset"].values) if "y_offset" in const else 0.0
     F = _latent(kind, Phi_new, w, y_offset)
-    return latent_predictions(
-        tree, F, {"Phi": (("obs", "basis"), Phi_new)}, random_state=rng
-    )
+    return latent_predictions(tree, F, {"Phi": (("obs", "basis"), Phi_new)}, random_state=rng)
 
 
 def latent_predictions(

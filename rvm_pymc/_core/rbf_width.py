@@ -99,7 +99,8 @@ def draw_chunks(n: int, size: int = WIDTH_CHUNK) -> Iterator[slice]:
 def width_latent(
     D_new, gamma, w, *, bias: bool, y_offset: float = 0.0, chunk: int = WIDTH_CHUNK
 ) -> np.ndarray:
-    """``[1 | exp(-gamma_s D)] w_s + y_offset`` for every draw ``s``: the latent mean at new inputs.
+    """``[1 | exp(-gamma_s D)] w_s + y_offset`` for every draw ``s`` (the latent mean at new
+    inputs).
 
     Parameters
     ----------

@@ -22,8 +22,8 @@ from dataclasses import replace
 import numpy as np
 
 from rvm_pymc import models
-from rvm_pymc._core.rbf_width import column_rms_at, sq_distances
 from rvm_pymc._core.convergence import MIN_ESS, RHAT_MAX, passes_checks
+from rvm_pymc._core.rbf_width import column_rms_at, sq_distances
 from rvm_pymc.inference._fits import nuts_posterior, optimise_map
 from rvm_pymc.inference._map import LOG_PRECISION_BOUND
 from rvm_pymc.inference._stop import STOP_ATTRS

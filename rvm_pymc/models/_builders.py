@@ -30,7 +30,7 @@ from rvm_pymc.models._priors import (
     _weights,
 )
 from rvm_pymc.models._raveled import shape_free_logp_dlogp
-from rvm_pymc.models.spec import RBF_DISTANCES, RBF_UNIT_RMS
+from rvm_pymc.models.spec import RBF_DISTANCES, RBF_UNIT_RMS, WIDTH_PRIOR_DATA
 from rvm_pymc.priors import HyperPrior, resolve_prior
 
 
@@ -288,7 +288,10 @@ def _rbf_width_model(X, target_name, target, centres, bias, length_scale_prior, 
         if unit_rms:
             pm.Data(RBF_UNIT_RMS, 1.0)
         target_d = pm.Data(target_name, target, dims="obs")
-        log_ls = pm.Normal("log_length_scale", mu=ls_mu, sigma=ls_sd)
+        # the prior as named data, not constants: one compiled graph for every data set
+        mu_d = pm.Data(WIDTH_PRIOR_DATA[0], ls_mu)
+        sd_d = pm.Data(WIDTH_PRIOR_DATA[1], ls_sd)
+        log_ls = pm.Normal("log_length_scale", mu=mu_d, sigma=sd_d)
         pm.Deterministic("length_scale", pt.exp(log_ls))
         Phi = rbf_columns(D_d, log_ls, bias=bias, unit_rms=unit_rms, xp=pt)
     return model, Phi, target_d

@@ -14,6 +14,7 @@ __all__ = [
     "RBF_DISTANCES",
     "RBF_UNIT_RMS",
     "SLAB_DATA",
+    "WIDTH_PRIOR_DATA",
     "ModelSpec",
     "data_unit_constants",
     "model_constants",
@@ -64,6 +65,9 @@ class ModelSpec:
 
 RBF_DISTANCES = "sqdist"
 """The named data of an RBF-width model: squared distances of the inputs to the centres."""
+
+WIDTH_PRIOR_DATA = ("length_scale_mu", "length_scale_sd")
+"""The named data of the Normal prior of an RBF-width model's ``log_length_scale``."""
 
 RBF_UNIT_RMS = "rbf_unit_rms"
 """Named data present when an RBF-width model scales its kernel columns to RMS 1."""
