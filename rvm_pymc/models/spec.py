@@ -51,7 +51,7 @@ class ModelSpec:
         Whether that RBF design matrix has a bias column first.
     rbf_unit_rms : bool
         Whether its kernel columns are scaled to root mean square 1 at every width
-        (named data :data:`RBF_UNIT_RMS`).
+        (named data ``rbf_unit_rms``).
     """
 
     kind: str
