@@ -158,7 +158,7 @@ def fit_all(
         else:
             est = cls(method=m, **{**params, **shared, **own.get(m, {})})
         if on_fit is not None:
-            on_fit(m, shared.get("gamma"))
+            on_fit(m, None if m == WIDTH_METHOD else shared.get("gamma"))
         t0 = time.perf_counter()
         fits[m] = est.fit(X, y)
         times[m] = time.perf_counter() - t0
