@@ -62,6 +62,7 @@ __all__ = [
     "FitInfo",
     "PointEstimates",
     "WeightPosterior",
+    "latent_predictions",
     "predictions",
     "to_datatree",
 ]
@@ -497,7 +498,8 @@ def predictions(tree: xr.DataTree, Phi_new: np.ndarray, *, random_state=None) ->
     if "Phi" not in const:
         raise ValueError(
             "the tree has no constant_data.Phi: its design matrix changes between draws "
-            "(the RBF-width model), so predictions need that model, not Phi_new"
+            "(the RBF-width model), so predictions need the latent mean of each draw "
+            "(latent_predictions), not Phi_new"
         )
     Phi_new = np.asarray(Phi_new, dtype=float)
     n_basis = post.sizes["basis"]
@@ -505,19 +507,49 @@ def predictions(tree: xr.DataTree, Phi_new: np.ndarray, *, random_state=None) ->
         raise ValueError(f"Phi_new must have {n_basis} columns; got shape {Phi_new.shape}")
     w = np.asarray(post["W" if kind == "softmax" else "w"].values, dtype=float)
     y_offset = float(const["y_offset"].values) if "y_offset" in const else 0.0
+    F = _latent(kind, Phi_new, w, y_offset)
+    return latent_predictions(tree, F, {"Phi": (("obs", "basis"), Phi_new)}, random_state=rng)
+
+
+def latent_predictions(
+    tree: xr.DataTree, F: np.ndarray, constant_data: Mapping[str, tuple], *, random_state=None
+) -> xr.DataTree:
+    """The ArviZ ``predictions`` groups of :func:`predictions` from the latent mean of every
+    draw at the new inputs.
+
+    Parameters
+    ----------
+    tree : xarray.DataTree
+        A tree of the result schema.
+    F : ndarray of shape (chain, draw, n) or (chain, draw, n, K)
+        The latent mean of each draw of ``tree`` at ``n`` new inputs (regression:
+        ``y_offset`` included), e.g. of a model whose design matrix changes between
+        draws (the RBF width sampled).
+    constant_data : mapping
+        ``predictions_constant_data``, ``name -> (dims, values)`` (what defines the inputs).
+    random_state : numpy.random.Generator, int or None
+        Seeds the replicates.
+
+    Returns
+    -------
+    xarray.DataTree
+    """
+    rng = np.random.default_rng(random_state)
+    kind = _kind_of(tree)
+    post, const = tree["posterior"], tree["constant_data"]
+    F = np.asarray(F, dtype=float)
     log_beta = None
     if kind == "regression":
         log_beta = (post if "log_beta" in post else const)["log_beta"].values
     elif kind == "negative_binomial":  # the dispersion's log, as _replicate takes it
         log_beta = (post if "log_dispersion" in post else const)["log_dispersion"].values
-    F = _latent(kind, Phi_new, w, y_offset)
     obs_name = OBS_NAMES[kind]
     cd = ("chain", "draw")
     coords: dict[str, Any] = {
         "chain": post["chain"].values,
         "draw": post["draw"].values,
         "basis": post["basis"].values,
-        "obs": np.arange(Phi_new.shape[0]),
+        "obs": np.arange(F.shape[2]),
     }
     pred = {obs_name: ((*cd, "obs"), _replicate(kind, F, log_beta, rng))}
     if kind == "regression":
@@ -532,6 +564,6 @@ def predictions(tree: xr.DataTree, Phi_new: np.ndarray, *, random_state=None) ->
     return xr.DataTree.from_dict(
         {
             "predictions": _dataset(pred, coords),
-            "predictions_constant_data": _dataset({"Phi": (("obs", "basis"), Phi_new)}, coords),
+            "predictions_constant_data": _dataset(dict(constant_data), coords),
         }
     )

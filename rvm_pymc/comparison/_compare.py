@@ -28,6 +28,11 @@ from rvm_pymc.exceptions import ConvergenceWarning, InterpolationWarning
 __all__ = ["FitSet", "compare", "fit_all"]
 
 METHODS = ("reference", "map", "nuts")
+"""The default methods of :func:`fit_all`."""
+WIDTH_METHOD = "nuts_width"
+"""The name of NUTS over the kernel width (``method="nuts", gamma="integrate"``) in
+:func:`fit_all`: accepted, not a default (it costs more than NUTS at one width)."""
+ALL_METHODS = (*METHODS, WIDTH_METHOD)
 COVERAGE = (0.5, 0.9, 0.95)
 
 
@@ -64,8 +69,13 @@ def fit_all(
     ----------
     X : array_like of shape (n_samples, n_features)
     y : array_like of shape (n_samples,)
-    methods : sequence of {"reference", "map", "nuts"}
-        One fit per method, named by it.
+    methods : sequence of {"reference", "map", "nuts", "nuts_width"}
+        One fit per method, named by it.  ``"nuts_width"`` is NUTS with the RBF
+        width sampled too (``method="nuts", gamma="integrate"``; needs the
+        ``"rbf"`` kernel): not fitted at the shared width (it integrates over
+        widths; a ``gamma`` or ``gamma_grid`` in ``params`` is not passed to it),
+        and not among the defaults because it costs several times a NUTS fit at
+        one width.
     task : {"regression", "classification", "counts"}, optional
         Default: regression for a ``y`` of floating-point dtype,
         classification for integers, booleans and labels (strings,
@@ -119,10 +129,12 @@ def fit_all(
 
     methods = tuple(methods)
     if not methods:
-        raise ValueError("methods must name at least one of 'reference', 'map', 'nuts'")
-    bad = [m for m in methods if m not in METHODS]
+        raise ValueError(
+            "methods must name at least one of 'reference', 'map', 'nuts', 'nuts_width'"
+        )
+    bad = [m for m in methods if m not in ALL_METHODS]
     if bad or len(set(methods)) != len(methods):
-        raise ValueError(f"methods must be distinct names from {METHODS}; got {methods}")
+        raise ValueError(f"methods must be distinct names from {ALL_METHODS}; got {methods}")
     if "method" in params:
         raise ValueError("give the methods as `methods`, not `method`")
     own = {str(m): dict(p) for m, p in (method_params or {}).items()}
@@ -140,15 +152,19 @@ def fit_all(
     fits, times = {}, {}
     shared: dict[str, float] = {}
     for m in methods:
-        est = cls(method=m, **{**params, **shared, **own.get(m, {})})
+        if m == WIDTH_METHOD:  # its own width rule, whatever the others share
+            given = {k: v for k, v in params.items() if k not in ("gamma", "gamma_grid")}
+            est = cls(method="nuts", **{**given, **own.get(m, {}), "gamma": "integrate"})
+        else:
+            est = cls(method=m, **{**params, **shared, **own.get(m, {})})
         if on_fit is not None:
-            on_fit(m, shared.get("gamma"))
+            on_fit(m, None if m == WIDTH_METHOD else shared.get("gamma"))
         t0 = time.perf_counter()
         fits[m] = est.fit(X, y)
         times[m] = time.perf_counter() - t0
         gamma = getattr(fits[m], "gamma_", None)
         first = m == methods[0]  # the first method chooses; one given its own gamma keeps it
-        searched = est.gamma in WIDTH_SEARCHES  # "scale" is one width anyway
+        searched = est.gamma in WIDTH_SEARCHES  # "scale" is one width; "integrate" none
         if same_width and first and searched and gamma is not None:
             shared = {"gamma": float(gamma)}
     width_from = methods[0] if shared else None
@@ -413,7 +429,8 @@ def compare(
         unreliable = table["elpd_loo"].isna() | bool(np.isnan(table.loc[base, "elpd_loo"]))
         table.loc[unreliable, ["elpd_loo_diff", "elpd_loo_diff_se"]] = np.nan
     table.attrs = {"baseline": base, "pointwise": frames, "folds": folds}
-    _warn(table, base, folds)
+    integrated = [n for n, f in fits.items() if getattr(f, "gamma_draws_", None) is not None]
+    _warn(table, base, folds, integrated)
     _warn_again(caught, folds)
     return table
 
@@ -448,8 +465,9 @@ def _warn_again(caught: dict[tuple[str, str, type[Warning]], list[int]], folds) 
         )
 
 
-def _warn(table: pd.DataFrame, base: str, folds: pd.DataFrame | None) -> None:
-    other = [str(n) for n in table.index[~table["same_basis"].astype(bool)]]
+def _warn(table: pd.DataFrame, base: str, folds: pd.DataFrame | None, integrated=()) -> None:
+    # a fit that integrates over the width (gamma="integrate") has no one basis: by design
+    other = [str(n) for n in table.index[~table["same_basis"].astype(bool)] if n not in integrated]
     if other:
         widths = ", ".join(f"{n} {table.loc[n, 'basis']}" for n in [base, *other])
         warnings.warn(

@@ -22,7 +22,9 @@ def _fold_fit(est, X, y, train, test, gamma=None) -> dict[str, Any]:
     seconds, diagnostics, the fold's width, relevance and the warnings of the refit."""
     from sklearn.base import clone
 
-    model = clone(est) if gamma is None else clone(est).set_params(gamma=gamma)
+    # a fit over the width (gamma="integrate") keeps its own rule in every fold
+    shared = gamma is not None and est.gamma != "integrate"
+    model = clone(est).set_params(gamma=gamma) if shared else clone(est)
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught, quiet_pymc():
         warnings.simplefilter("always")  # kept in the folds table; compare raises each once

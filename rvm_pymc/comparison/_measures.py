@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from rvm_pymc._core.convergence import sampling_diagnostics
+from rvm_pymc._core.rbf_width import rbf_columns, sq_distances
 
 __all__ = [
     "EFFECTIVE_PARAMETER_DRAWS",
@@ -165,8 +166,18 @@ def effective_parameters(fit) -> float:
         return float(np.sum(np.clip(1.0 - alpha * _weight_var(fit), 0.0, 1.0)))
     from scipy.special import expit, softmax
 
-    Phi = np.asarray(fit.idata_["constant_data"]["Phi"].values, dtype=float)
+    const = fit.idata_["constant_data"]
     c, d = post.draws.shape[:2]
+    fixed = np.asarray(const["Phi"].values, dtype=float) if "Phi" in const else None
+    if fixed is None:  # gamma="integrate": each draw's design at its own width
+        D = sq_distances(const["X"].values, const["centres"].values)
+        lls = np.asarray(fit.idata_["posterior"]["log_length_scale"].values).reshape(-1)
+
+    def design(s: int) -> np.ndarray:
+        if fixed is not None:
+            return fixed
+        return rbf_columns(D, lls[s], bias=fit.bias_active_, unit_rms=False)
+
     w = post.draws.reshape(c * d, *post.draws.shape[2:])
     la = np.asarray(post.log_alpha, dtype=float).reshape(c * d, -1)
     slab = _slab_precision(fit)
@@ -175,11 +186,14 @@ def effective_parameters(fit) -> float:
         counts = np.asarray(fit.idata_["observed_data"]["counts_obs"].values, dtype=float)
     if post.kind == "regression":
         lb = np.asarray(post.log_beta, dtype=float).reshape(-1)
-        G0 = Phi.T @ Phi
-        vals = [_gamma_sum(np.exp(lb[s]) * G0, np.exp(la[s]) + slab) for s in pick]
+        vals = []
+        for s in pick:
+            Phi = design(s)
+            vals.append(_gamma_sum(np.exp(lb[s]) * (Phi.T @ Phi), np.exp(la[s]) + slab))
         return float(np.mean(vals))
     vals = []
     for s in pick:
+        Phi = design(s)
         f = Phi @ w[s]
         if post.kind == "poisson":  # B = diag(lambda)
             b = np.exp(f)[:, None]
@@ -367,6 +381,8 @@ def basis_label(fit) -> str:
     if basis is not None and getattr(fit, "kernel_", None) is None:
         name = f"{name}[{len(basis.basis_names_)} columns]"
     g = getattr(fit, "gamma_", None)
+    if getattr(fit, "gamma_draws_", None) is not None:  # gamma="integrate"
+        return f"{name}(gamma integrated, median {g:.4g})"
     return f"{name}(gamma={g:.4g})" if g is not None else str(name)
 
 

@@ -43,6 +43,7 @@ from rvm_pymc.estimators._params import (
 from rvm_pymc.estimators._rows import compressed_design, row_blocked
 from rvm_pymc.estimators._scaling import column_rms, scale_columns, target_scale
 from rvm_pymc.estimators._views import ResultViews
+from rvm_pymc.estimators._width_integration import fit_integrated, integrates_width
 from rvm_pymc.estimators._width_selection import scale_gamma, select_width
 from rvm_pymc.exceptions import InterpolationWarning
 from rvm_pymc.inference.defaults import ESTIMATOR_CHAINS
@@ -191,11 +192,22 @@ class _BaseRVM(ResultViews, BaseEstimator):
         # a KernelBasis fills a new array for every call: ours to overwrite
         return basis, scale_columns(Phi, scale, own=type(basis) is KernelBasis), scale
 
-    def _active_design(self, X) -> np.ndarray:
-        """Validate ``X`` and return its design matrix restricted to the active bases."""
+    def _validated(self, X) -> np.ndarray:
+        """``X`` checked against the fit (numbers, features)."""
         check_numeric(X, "X")
         check_is_fitted(self, "coef_")
-        return self._design_of(validate_data(self, X, reset=False, dtype=np.float64))
+        return validate_data(self, X, reset=False, dtype=np.float64)
+
+    def _active_design(self, X) -> np.ndarray:
+        """Validate ``X`` and return its design matrix restricted to the active bases."""
+        X = self._validated(X)
+        if integrates_width(self):
+            raise ValueError(
+                "this fit integrates over the kernel width (gamma='integrate'): each posterior "
+                "draw has its own design matrix, so there is no one design_matrix(X); use "
+                "predict, predict_proba or sample_predictions, which integrate over the widths"
+            )
+        return self._design_of(X)
 
     def _design_of(self, X: np.ndarray) -> np.ndarray:
         """The design matrix of validated inputs ``X``, restricted to the active bases."""
@@ -220,7 +232,7 @@ class _BaseRVM(ResultViews, BaseEstimator):
         checked = self._check_params(X)
         prior = checked.prior
         regression = self._kind == "regression"
-        for attr in ("evidence_path_", "cv_path_"):  # only a width search has one
+        for attr in ("evidence_path_", "cv_path_", "gamma_draws_"):  # only some fits have one
             self.__dict__.pop(attr, None)
         if regression:
             t_mean, t_sd = target_scale(target, centre=bool(self.bias))
@@ -250,10 +262,11 @@ class _BaseRVM(ResultViews, BaseEstimator):
         if has_width and self.gamma in ("auto", "cv"):  # the folds' fits, under this prior
             params = {"method": "reference", "prior": prior, "solver": ref_solver, "n_jobs": 1}
             refit = functools.partial(_refit, clone(self).set_params(**params))
+        integrate = self.gamma == "integrate"  # the "scale" width: centres, start, prior
         width = select_width(
             X,
             target,
-            gamma=self.gamma,
+            gamma="scale" if integrate else self.gamma,
             grid=self.gamma_grid,
             has_width=has_width,
             classifier=self._kind == "classification",
@@ -269,6 +282,12 @@ class _BaseRVM(ResultViews, BaseEstimator):
         if width.evidence_path is not None:
             path = width.evidence_path
             self.evidence_path_ = {**path, "log_evidence": path["log_evidence"] - log_t_sd}
+        if integrate:
+            fit_integrated(
+                self, X, target, width=width, checked=checked, seed=seed, t_s=t_s,
+                t_mean=t_mean, t_sd=t_sd,
+            )  # fmt: skip
+            return
         basis, Phi, scale = width.basis, width.Phi, width.scale
         names = tuple(map(str, basis.basis_names_))
         if self.method == "reference":

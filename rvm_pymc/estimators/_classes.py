@@ -16,6 +16,7 @@ from rvm_pymc.estimators._params import (
     regression_data,
 )
 from rvm_pymc.estimators._rvm_star import keep_training_data, rvm_star_predict
+from rvm_pymc.estimators._width_integration import integrates_width, latent_at
 from rvm_pymc.kernels import Kernel
 
 __all__ = ["METHODS", "RVC", "RVR", "SOLVERS"]
@@ -40,7 +41,7 @@ class RVR(RegressorMixin, _BaseRVM):
         :class:`~rvm_pymc.kernels.Kernel`, a callable ``k(X, Y)``, or a
         :class:`~rvm_pymc.basis.Basis` (any design matrix, e.g.
         :func:`~rvm_pymc.basis.polynomial_basis`; ``bias`` is then the basis's).
-    gamma : float, "auto", "cv", "scale" or "evidence", default "auto"
+    gamma : float, "auto", "cv", "scale", "evidence" or "integrate", default "auto"
         Inverse squared width of rbf/cauchy (``exp(-gamma |x-y|^2)``), inverse
         width of laplacian, scale of poly; ignored by other kernels.
         ``"cv"`` scores the widths of ``gamma_grid`` by 5-fold cross-validation of
@@ -59,6 +60,16 @@ class RVR(RegressorMixin, _BaseRVM):
         that interpolates the targets (an ``InterpolationWarning`` says so).
         Map/nuts are then fitted at the chosen width, chosen under the prior they fit
         (NUTS's slab included: MacKay's reference fit takes it).
+        ``"integrate"`` (``method="nuts"`` and ``kernel="rbf"`` only) makes the width a
+        parameter that NUTS samples with the other unknowns: ``log l`` with
+        ``gamma = exp(-2 log l) / 2`` has a Normal prior centred on the ``"scale"``
+        width whose 2 sd reach the ends of the default grid; the design matrix is
+        recomputed at every width from the squared distances to the centres, its
+        kernel columns scaled to RMS 1 there.  RVR samples the collapsed model (the
+        weights drawn exactly at each draw's width), RVC the weights jointly.
+        ``predict``/``predict_proba`` average over the draws, each draw's design at its
+        own width; ``gamma_`` is the posterior median width and ``gamma_draws_`` every
+        draw's (also ``idata_.posterior["gamma"]``); ``design_matrix`` raises.
         ``"auto"`` is ``"cv"`` from 4 up to 2000 training points (with at least two
         rows of every class) and ``"scale"`` otherwise.  Why cross-validation: the
         real-data panel of ``benchmarks/bench_real_panel.py`` (docs, "Defaults").
@@ -196,7 +207,10 @@ class RVR(RegressorMixin, _BaseRVM):
     relevance_vectors_ : ndarray of shape (n_relevance, n_features)
         Those training points (empty for precomputed kernels and user bases).
     gamma_ : float or None
-        Kernel width used (None for kernels without one).
+        Kernel width used (None for kernels without one); with ``gamma="integrate"``
+        the posterior median width.
+    gamma_draws_ : ndarray of shape (n_chains, n_draws)
+        Only with ``gamma="integrate"``: the width of every posterior draw.
     kernel_ : Kernel or None
         The fitted kernel (None for ``"precomputed"`` and user bases, which
         keep the fitted ``basis_``).
@@ -377,6 +391,11 @@ class RVR(RegressorMixin, _BaseRVM):
         """
         if self.predictive == "rvm*":
             return rvm_star_predict(self, X, return_std)
+        if integrates_width(self):  # the mixture over the draws, each at its own width
+            F = latent_at(self, self._validated(X)).reshape(-1, len(X))
+            if not return_std:
+                return F.mean(axis=0)
+            return F.mean(axis=0), np.sqrt(F.var(axis=0, ddof=1) + self.noise_var_)
         Phi = self._active_design(X)
         mean = Phi @ self.coef_ + self.y_offset_
         if not return_std:
@@ -421,7 +440,7 @@ max_iter, tol, draws, tune, chains, sampler_kwargs, init, n_jobs, random_state
         Posterior covariance, (n_active, n_active) for two classes, class-major
         (n_active K, n_active K) otherwise.
     alpha_, intercept_, bias_active_, active_, active_names_, relevance_indices_, \
-relevance_vectors_, gamma_, kernel_, n_iter_, converged_, log_evidence_, \
+relevance_vectors_, gamma_, gamma_draws_, kernel_, n_iter_, converged_, log_evidence_, \
 evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, feature_names_in_
         As for :class:`RVR`.
 
@@ -504,6 +523,13 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
         -------
         ndarray of shape (n_samples, n_classes)
         """
+        if integrates_width(self):  # the average over the draws, each at its own width
+            F = latent_at(self, self._validated(X))
+            F = F.reshape(-1, *F.shape[2:])
+            if self.classes_.size == 2:
+                p1 = expit(F).mean(axis=0)
+                return np.column_stack([1.0 - p1, p1])
+            return softmax(F, axis=-1).mean(axis=0)
         Phi = self._active_design(X)
         draws = self.posterior_.draws
         if draws is None:

@@ -362,6 +362,9 @@ def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path, version: int)
         n_train = int(next(iter(idata["observed_data"].data_vars.values())).size)
         at_bound = bool(idata.attrs.get("noise_at_bound", False))
         est.interpolates_ = est._interpolates(n_train, at_bound)
+    if "gamma" in idata["posterior"]:  # gamma="integrate": the width of every draw
+        est.gamma_draws_ = np.asarray(idata["posterior"]["gamma"].values, dtype=float)
+        est.kernel_ = kernels.make_kernel("rbf", gamma=est.gamma_)
     est.model_ = None  # a PyMC model is not saved (as after unpickling)
     rebuilt = fitted.get(REBUILT) if version >= 4 else None
     if rebuilt is None:
@@ -592,7 +595,8 @@ def tree_inputs(tree: xr.DataTree, seed: int, type_ii: bool) -> dict[str, Any]:
 
 
 def build_tree(posterior, inputs: Mapping[str, Any]) -> xr.DataTree:
-    """The tree of ``posterior`` (a :class:`~rvm_pymc.results.WeightPosterior`) from ``inputs``."""
+    """The tree of ``posterior`` (a :class:`~rvm_pymc.results.WeightPosterior`) from ``inputs``
+    (with ``latent`` and ``extra_posterior`` for a fit whose design changes between draws)."""
     return to_datatree(
         posterior,
         Phi=inputs["Phi"],
@@ -604,6 +608,8 @@ def build_tree(posterior, inputs: Mapping[str, Any]) -> xr.DataTree:
         sample_stats=inputs["sample_stats"],
         attrs=inputs["attrs"],
         constant_data=inputs["constants"],
+        latent=inputs.get("latent"),
+        extra_posterior=inputs.get("extra_posterior"),
     )
 
 

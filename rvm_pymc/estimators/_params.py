@@ -78,7 +78,7 @@ PARAMETER_CONSTRAINTS: dict[str, list] = {
     "solver": [StrOptions(set(SOLVERS))],
     "kernel": [_KernelName(set(KERNEL_NAMES)), Kernel, Basis, callable],
     "gamma": [
-        StrOptions({"auto", "scale", "evidence", "cv"}),
+        StrOptions({"auto", "scale", "evidence", "cv", "integrate"}),
         Interval(numbers.Real, 0, None, closed="neither"),
     ],
     "gamma_grid": [None, "array-like"],
@@ -123,7 +123,7 @@ COUNTS_CONSTRAINTS: dict[str, list] = {
 
 MESSAGES: dict[str, str] = {
     "kernel": "a kernel name, 'precomputed', a Kernel, a callable k(X, Y) or a Basis",
-    "gamma": "a float > 0, 'auto', 'cv', 'scale' or 'evidence'",
+    "gamma": "a float > 0, 'auto', 'cv', 'scale', 'evidence' or 'integrate'",
     "gamma_grid": "a non-empty sequence of floats > 0",
     "degree": "an integer >= 1",
     "coef0": "a finite float",
@@ -248,6 +248,8 @@ def check_params(est: Any, X: np.ndarray) -> Checked:
             f"gamma={gamma!r} needs a kernel with a width: one of {GAMMA_KERNELS}; "
             f"got kernel={k!r}"
         )
+    if gamma == "integrate":
+        _check_integrate(est)
     if est.gamma_grid is not None:
         message = f"gamma_grid must be {MESSAGES['gamma_grid']}; got {est.gamma_grid!r}"
         try:
@@ -282,6 +284,42 @@ def check_params(est: Any, X: np.ndarray) -> Checked:
         _check_slab(est, prior, kwargs)
     draws = default_draws(est) if est.draws is None else int(est.draws)
     return Checked(prior, kwargs, draws)
+
+
+INTEGRATE_KERNELS = ("rbf",)
+"""The kernels whose width ``gamma="integrate"`` samples."""
+
+
+def _check_integrate(est: Any) -> None:
+    """``gamma="integrate"``: NUTS over the width of an RBF kernel (RVR, RVC)."""
+    k = est.kernel
+    if est.method != "nuts":
+        raise ValueError(
+            "gamma='integrate' samples the kernel width with the other unknowns and needs "
+            f"method='nuts'; got method={est.method!r}. For one width chosen from the data "
+            "use gamma='auto', 'cv' or 'evidence'"
+        )
+    if not (isinstance(k, str) and k.lower() in INTEGRATE_KERNELS):
+        shown = repr(k) if isinstance(k, str) else f"a {type(k).__name__}"
+        raise ValueError(
+            f"gamma='integrate' needs kernel='rbf' (its width is a parameter of the model); "
+            f"got kernel={shown}"
+        )
+    if est._kind not in ("regression", "classification"):
+        raise ValueError(
+            f"gamma='integrate' is for RVR and RVC; {type(est).__name__} takes gamma "
+            "'auto', 'cv', 'scale', 'evidence' or a float"
+        )
+    if (est.sampler_kwargs or {}).get("model", "collapsed") != "collapsed":
+        raise ValueError(
+            "gamma='integrate' samples RVR's collapsed model (the weights integrated out at "
+            "each width); sampler_kwargs={'model': 'joint'} is not available with it"
+        )
+    if est.gamma_grid is not None:
+        raise ValueError(
+            "gamma_grid brackets a width search; gamma='integrate' samples the width under "
+            "its prior instead: leave gamma_grid=None"
+        )
 
 
 def _check_slab(est: Any, prior: HyperPrior, kwargs: dict[str, Any]) -> None:

@@ -108,8 +108,11 @@ class ResultViews:
             ``predictions_constant_data`` (``Phi`` at ``X``); see
             :func:`rvm_pymc.results.predictions`.
         """
+        from rvm_pymc.estimators._width_integration import integrates_width, sample_predictions_at
         from rvm_pymc.results import predictions
 
+        if integrates_width(self):  # each draw's design matrix at its own width
+            return sample_predictions_at(self, self._validated(X), random_state)
         if getattr(self, "predictive", "rvm") == "rvm*":
             raise ValueError(
                 "sample_predictions draws from the RVM posterior over the relevance vectors, "

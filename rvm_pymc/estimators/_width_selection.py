@@ -40,10 +40,12 @@ __all__ = [
     "PATH_KEYS",
     "SEARCHED",
     "STEP",
+    "WIDTH_PRIOR_SD",
     "Width",
     "cv_folds",
     "scale_gamma",
     "select_width",
+    "width_prior",
     "width_rule",
 ]
 
@@ -55,6 +57,20 @@ CV_PATH_KEYS = ("gamma", "cv_lpd", "cv_lpd_se", "relevance_fraction")
 """The arrays of ``cv_path_``: one value per width scored, sorted by width."""
 DEFAULT_GRID = np.logspace(-2.0, 2.0, 9)
 """The default ``gamma_grid``, in units of the ``"scale"`` width."""
+WIDTH_PRIOR_SD = float(np.log(DEFAULT_GRID[-1] / DEFAULT_GRID[0]) / 8.0)
+"""The sd of ``gamma="integrate"``'s Normal prior of the log length scale (about 1.15):
+the default grid's ends, ``"scale"`` x 100 and / 100, lie 2 sd from its centre (``log
+gamma = -2 log l - log 2``, so the grid spans ``log(1e4) / 2`` in ``log l``)."""
+
+
+def width_prior(X: np.ndarray) -> tuple[float, float]:
+    """Mean and sd of the Normal prior of ``log_length_scale`` of ``gamma="integrate"``:
+    centred on the ``"scale"`` width, sd :data:`WIDTH_PRIOR_SD`."""
+    from rvm_pymc._core.rbf_width import log_length_scale_of
+
+    return float(log_length_scale_of(scale_gamma(X))), WIDTH_PRIOR_SD
+
+
 AUTO_CV_MAX = AUTO_FULL_MAX
 """``gamma="auto"`` is ``"cv"`` up to this many rows, ``"scale"`` above (and where no
 fold can be scored)."""

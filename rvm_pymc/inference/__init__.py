@@ -45,6 +45,7 @@ _getattr, __dir__ = attach(
         # the estimators' entry (not part of the documented API) and its options,
         # which the parameter checks read before PyMC is imported
         "fit_backend": "._backend",
+        "fit_width_backend": "._backend",
         "check_sampler_kwargs": "._options",
         "DEFAULT_PARAMETRIZATION": ".defaults",
     },

@@ -17,17 +17,20 @@ the scaled problem of the estimators' one scaling boundary and return a
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from rvm_pymc import models
 from rvm_pymc._core.convergence import MIN_ESS, RHAT_MAX, passes_checks
+from rvm_pymc._core.rbf_width import column_rms_at, sq_distances
 from rvm_pymc.inference._fits import nuts_posterior, optimise_map
 from rvm_pymc.inference._map import LOG_PRECISION_BOUND
 from rvm_pymc.inference._stop import STOP_ATTRS
 from rvm_pymc.inference.defaults import DEFAULT_PARAMETRIZATION, estimator_target_accept
 from rvm_pymc.results import FitInfo, WeightPosterior
 
-__all__ = ["fit_backend"]
+__all__ = ["fit_backend", "fit_width_backend"]
 
 _SAMPLER_START_CAP = 10.0
 """``log alpha`` at which a sampler started at the reference starts a pruned basis."""
@@ -206,9 +209,15 @@ def _fit_nuts(opts, Phi, target, names, prior, seed, start):
         random_seed=seed,
         **kw,
     )
+    extra = {"parametrization": parametrization} if joint else {}
+    return res.posterior, _nuts_info(opts, kw, res, started_from, extra, model)
+
+
+def _nuts_info(opts, kw, res, started_from, extra, model) -> FitInfo:
+    """The :class:`FitInfo` of a NUTS run ``res`` (run options ``kw``)."""
     diag_keys = ("sampler", "n_divergent", "max_rhat", "min_ess_bulk", "min_ess_tail")
     diag_keys += ("sampling_time", "rvm_inference", *STOP_ATTRS)
-    info = FitInfo(
+    return FitInfo(
         log_evidence=float("nan"),
         n_iter=opts["tune"] + int(res.posterior.draws.shape[1]),
         converged=passes_checks(
@@ -218,9 +227,103 @@ def _fit_nuts(opts, Phi, target, names, prior, seed, start):
         attrs={
             **{k: res.attrs[k] for k in diag_keys if k in res.attrs},
             "started_from": started_from,
-            **({"parametrization": parametrization} if joint else {}),
+            **extra,
         },
         sample_stats=res.sample_stats,
         model=model,
     )
-    return res.posterior, info
+
+
+def fit_width_backend(
+    opts: dict,
+    X: np.ndarray,
+    centres: np.ndarray,
+    target: np.ndarray,
+    names,
+    prior,
+    seed: int,
+    start: WeightPosterior | None,
+    *,
+    width_prior: tuple[float, float],
+    bias: bool,
+) -> tuple[WeightPosterior, FitInfo, np.ndarray]:
+    """NUTS with the RBF width a parameter (``gamma="integrate"``), on the scaled targets.
+
+    Regression: the collapsed sampler of
+    :func:`~rvm_pymc.models.regression_marginal_rbf` (NUTS over ``log alpha``,
+    ``log beta`` and ``log_length_scale``; exact weight draws given each draw);
+    classification: joint NUTS on :func:`~rvm_pymc.models.classification_rbf`.
+    The kernel columns are scaled to RMS 1 at every width inside the model
+    (``unit_rms``), as the estimators scale a fixed basis.
+
+    Parameters
+    ----------
+    opts : dict
+        As for :func:`fit_backend` (``method`` is ``"nuts"``).
+    X, centres : ndarray
+        Training inputs and kernel centres (the design is recomputed from their
+        squared distances at every width).
+    target : ndarray
+        Scaled targets or class codes.
+    names : tuple of str
+        Basis names (bias first when ``bias``).
+    prior : HyperPrior
+    seed : int
+    start : WeightPosterior or None
+        A reference posterior at the prior's central width (its columns scaled to
+        RMS 1 there), to start from.
+    width_prior : (float, float)
+        Mean and sd of the Normal prior of ``log_length_scale``.
+    bias : bool
+
+    Returns
+    -------
+    (WeightPosterior, FitInfo, ndarray)
+        The posterior over all bases with the weights and precisions of the
+        *unscaled* columns ``[1 | exp(-gamma D)]`` of each draw's width, the
+        fit's report, and the ``(chain, draw)`` draws of ``log_length_scale``.
+    """
+    kw = dict(opts["sampler_kwargs"])
+    kw.pop("model", None)
+    kind = opts["kind"]
+    regression = kind == "regression"
+    parametrization = kw.pop("parametrization", DEFAULT_PARAMETRIZATION[kind])
+    kw.setdefault("target_accept", estimator_target_accept(not regression))
+    kw.setdefault("until_converged", bool(opts["until_converged"]))
+    common = {"centres": centres, "bias": bias, "length_scale_prior": width_prior,
+              "prior": prior, "unit_rms": True, "basis_names": names}  # fmt: skip
+    if regression:
+        model = models.regression_marginal_rbf(X, target, **common)
+    else:
+        classes = opts["class_names"]
+        model = models.classification_rbf(
+            X, target, n_classes=len(classes), class_names=classes if len(classes) > 2 else None,
+            parametrization=parametrization, **common,
+        )  # fmt: skip
+    started_from = _set_start(
+        kw,
+        start,
+        names,
+        kind,
+        cap=_SAMPLER_START_CAP,
+        weights=not regression,
+        parametrization=parametrization,
+        slab=prior.slab,
+    )
+    if started_from == "reference":
+        kw["initvals"]["log_length_scale"] = np.asarray(float(width_prior[0]))
+    res = nuts_posterior(
+        model, draws=opts["draws"], tune=opts["tune"], chains=opts["chains"], random_seed=seed,
+        **kw,
+    )  # fmt: skip
+    lls = np.asarray(res.log_length_scale, dtype=float)
+    D = sq_distances(X, centres)
+    # per draw: the RMS of each column at its width (1 for the bias column)
+    rms = np.stack([column_rms_at(D, v) for v in lls.reshape(-1)]).reshape(*lls.shape, -1)
+    if bias:
+        rms = np.concatenate([np.ones((*lls.shape, 1)), rms], axis=-1)
+    post = res.posterior
+    w = post.draws / (rms if post.draws.ndim == 3 else rms[..., None])
+    post = replace(post, draws=w, log_alpha=post.log_alpha + 2.0 * np.log(rms))
+    extra = {"parametrization": parametrization} if not regression else {}
+    return post, _nuts_info(opts, kw, res, started_from, extra, model), lls

@@ -116,7 +116,9 @@ def _swap_count(run: NutsRun, spec: ModelSpec, collapsed: bool) -> int:
     """Basis-swap proposals per draw: ``run.basis_swaps``, or the default for ``spec.kind``."""
     if run.basis_swaps is not None:
         return run.basis_swaps
-    return SWAP_PROPOSALS if spec.kind in SWAP_KINDS and not collapsed else 0
+    # a swap moves weights between fixed columns: none for a model whose columns move
+    swapped = spec.kind in SWAP_KINDS and not collapsed and not spec.rbf_width
+    return SWAP_PROPOSALS if swapped else 0
 
 
 def _resolve_sampler(

@@ -34,6 +34,7 @@ __all__ = [
     "RVMModel",
     "builder_made",
     "classification_binary",
+    "classification_rbf",
     "classification_softmax",
     "counts_negative_binomial",
     "counts_poisson",

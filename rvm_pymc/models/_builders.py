@@ -9,13 +9,15 @@ import pymc as pm
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
+from rvm_pymc._core.rbf_width import rbf_columns, sq_distances
 from rvm_pymc._core.validation import as_2d_float, as_target_float, check_consistent_length
 from rvm_pymc.models._checks import (
     basis_coords,
     check_design,
+    check_labels,
     check_parametrization,
 )
-from rvm_pymc.models._likelihoods import marginal_likelihood
+from rvm_pymc.models._likelihoods import bernoulli_logit, categorical_logit, marginal_likelihood
 from rvm_pymc.models._marginal_low_rank import (
     GRAM_FACTOR_DATA,
     LOW_RANK_FRACTION,
@@ -28,6 +30,7 @@ from rvm_pymc.models._priors import (
     _weights,
 )
 from rvm_pymc.models._raveled import shape_free_logp_dlogp
+from rvm_pymc.models.spec import RBF_DISTANCES, RBF_UNIT_RMS, WIDTH_PRIOR_DATA
 from rvm_pymc.priors import HyperPrior, resolve_prior
 
 
@@ -237,14 +240,61 @@ def rbf_design(X, centres, log_length_scale, *, bias: bool = True):
     -------
     (N, K + bias) tensor or ndarray
     """
-    xp = pt if isinstance(X, Variable) else np
-    X = X if xp is pt else np.asarray(X, dtype=float)
-    centres = centres if xp is pt else np.asarray(centres, dtype=float)
-    sq = xp.sum(X**2, axis=1)[:, None] + xp.sum(centres**2, axis=1)[None, :] - 2.0 * X @ centres.T
-    K = xp.exp(-0.5 * xp.maximum(sq, 0.0) * xp.exp(-2.0 * log_length_scale))
-    if bias:
-        K = xp.concatenate([xp.ones((X.shape[0], 1)), K], axis=1)
-    return K
+    if not isinstance(X, Variable):
+        D = sq_distances(X, centres)
+        return rbf_columns(D, log_length_scale, bias=bias, unit_rms=False)
+    sq = pt.sum(X**2, axis=1)[:, None] + pt.sum(centres**2, axis=1)[None, :] - 2.0 * X @ centres.T
+    return rbf_columns(pt.maximum(sq, 0.0), log_length_scale, bias=bias, unit_rms=False, xp=pt)
+
+
+def _length_scale_prior(X, length_scale_prior) -> tuple[float, float]:
+    """``(mean, sd)`` of the Normal prior of ``log_length_scale`` (default: the log of the
+    median pairwise distance of ``X``, sd 1), checked."""
+    if length_scale_prior is None:
+        d = np.sqrt(sq_distances(X, X))
+        med = float(np.median(d[np.triu_indices(len(X), 1)]))
+        if not med > 0:
+            raise ValueError("X has no two distinct rows; cannot set a length-scale prior")
+        length_scale_prior = (float(np.log(med)), 1.0)
+    try:
+        ls_mu, ls_sd = (float(v) for v in length_scale_prior)
+    except (TypeError, ValueError) as exc:
+        raise ValueError("length_scale_prior must be a pair (mean, sd) of numbers") from exc
+    if not (np.isfinite(ls_mu) and np.isfinite(ls_sd) and ls_sd > 0):
+        raise ValueError(
+            f"length_scale_prior must be finite with sd > 0; got {length_scale_prior}"
+        )
+    return ls_mu, ls_sd
+
+
+def _rbf_width_model(X, target_name, target, centres, bias, length_scale_prior, unit_rms,
+                     basis_names=None, **coords):  # fmt: skip
+    """A new RVMModel with the data of an RBF-width model (``X``, ``centres``, their squared
+    distances ``sqdist``, the targets) and the free ``log_length_scale``; returns the model,
+    its design matrix (a tensor of ``log_length_scale``) and the target data."""
+    C = X if centres is None else as_2d_float(centres, "centres")
+    if C.shape[1] != X.shape[1]:
+        raise ValueError(f"centres has {C.shape[1]} features but X has {X.shape[1]}")
+    ls_mu, ls_sd = _length_scale_prior(X, length_scale_prior)
+    names = (["bias"] if bias else []) + [f"x{i}" for i in range(len(C))]
+    if basis_names is not None:
+        names = basis_coords(basis_names, len(names))
+    coords = {"basis": names, "obs": np.arange(len(target)), "feature": np.arange(X.shape[1]),
+              "centre": np.arange(len(C)), **coords}  # fmt: skip
+    with RVMModel(coords=coords) as model:
+        pm.Data("X", X, dims=("obs", "feature"))
+        pm.Data("centres", C, dims=("centre", "feature"))
+        D_d = pm.Data(RBF_DISTANCES, sq_distances(X, C), dims=("obs", "centre"))
+        if unit_rms:
+            pm.Data(RBF_UNIT_RMS, 1.0)
+        target_d = pm.Data(target_name, target, dims="obs")
+        # the prior as named data, not constants: one compiled graph for every data set
+        mu_d = pm.Data(WIDTH_PRIOR_DATA[0], ls_mu)
+        sd_d = pm.Data(WIDTH_PRIOR_DATA[1], ls_sd)
+        log_ls = pm.Normal("log_length_scale", mu=mu_d, sigma=sd_d)
+        pm.Deterministic("length_scale", pt.exp(log_ls))
+        Phi = rbf_columns(D_d, log_ls, bias=bias, unit_rms=unit_rms, xp=pt)
+    return model, Phi, target_d
 
 
 def regression_marginal_rbf(
@@ -255,12 +305,18 @@ def regression_marginal_rbf(
     bias: bool = True,
     length_scale_prior: tuple[float, float] | None = None,
     prior=None,
+    unit_rms: bool = False,
+    basis_names: Sequence | None = None,
 ) -> pm.Model:
     """Marginal RVM regression whose RBF length scale is an unknown.
 
-    The design matrix is :func:`rbf_design` of ``X`` against ``centres`` with
-    ``log_length_scale ~ N(m, s)``, so that type-II MAP chooses the width by
-    the evidence and NUTS integrates over it.
+    The design matrix is ``[1 | exp(-D / (2 l^2))]`` of the squared distances
+    ``D`` of ``X`` to ``centres`` (computed once, data ``sqdist``) with
+    ``log l = log_length_scale ~ N(m, s)``, so that type-II MAP chooses the
+    width by the evidence and NUTS integrates over it
+    (:mod:`rvm_pymc._core.rbf_width`; the kernel's ``gamma`` is
+    ``exp(-2 log l) / 2``).  ``Phi^T Phi`` and ``Phi^T t`` are functions of
+    the width, differentiated through.
 
     Parameters
     ----------
@@ -277,6 +333,12 @@ def regression_marginal_rbf(
         of the median pairwise distance between the inputs, and sd 1.
     prior : str, mapping or HyperPrior, optional
         Gamma hyperprior; default ``"weakly_informative"``.
+    unit_rms : bool, default False
+        Divide every kernel column by its root mean square over the inputs at
+        each width (data ``rbf_unit_rms``), as the estimators scale their
+        columns, so that the prior of the precisions means the same at every width.
+    basis_names : sequence, optional
+        Coordinate values of ``basis`` (default ``"bias"``, ``"x0"``, ``"x1"``, ...).
 
     Returns
     -------
@@ -290,34 +352,78 @@ def regression_marginal_rbf(
     X = as_2d_float(X, "X", min_samples=2)
     t = as_target_float(t, "t")
     check_consistent_length(X=X, t=t)
-    C = X if centres is None else as_2d_float(centres, "centres")
-    if C.shape[1] != X.shape[1]:
-        raise ValueError(f"centres has {C.shape[1]} features but X has {X.shape[1]}")
-    if length_scale_prior is None:
-        d = np.sqrt(np.maximum(((X[:, None, :] - X[None, :, :]) ** 2).sum(-1), 0.0))
-        med = float(np.median(d[np.triu_indices(len(X), 1)]))
-        if not med > 0:
-            raise ValueError("X has no two distinct rows; cannot set a length-scale prior")
-        length_scale_prior = (float(np.log(med)), 1.0)
-    try:
-        ls_mu, ls_sd = (float(v) for v in length_scale_prior)
-    except (TypeError, ValueError) as exc:
-        raise ValueError("length_scale_prior must be a pair (mean, sd) of numbers") from exc
-    if not (np.isfinite(ls_mu) and np.isfinite(ls_sd) and ls_sd > 0):
-        raise ValueError(
-            f"length_scale_prior must be finite with sd > 0; got {length_scale_prior}"
-        )
     hp = _no_slab(resolve_prior(prior, default="weakly_informative"), "regression_marginal_rbf")
-    names = (["bias"] if bias else []) + [f"x{i}" for i in range(len(C))]
-    coords = {"basis": names, "obs": np.arange(len(t)), "feature": np.arange(X.shape[1])}
-    with RVMModel(coords=coords) as model:
-        X_d = pm.Data("X", X, dims=("obs", "feature"))
-        C_d = pm.Data("centres", C)
-        pm.Data("t", t, dims="obs")
-        log_ls = pm.Normal("log_length_scale", mu=ls_mu, sigma=ls_sd)
-        pm.Deterministic("length_scale", pt.exp(log_ls))
+    model, Phi, _ = _rbf_width_model(
+        X, "t", t, centres, bias, length_scale_prior, unit_rms, basis_names
+    )
+    with model:
         log_alpha = _ard_precisions(hp)
         log_beta = _noise_precision(hp)
-        Phi = rbf_design(X_d, C_d, log_ls, bias=bias)
         marginal_likelihood(log_alpha, log_beta, Phi, Phi.T @ Phi)
+    return _builder_made(model)
+
+
+def classification_rbf(
+    X,
+    y,
+    *,
+    n_classes: int | None = None,
+    centres=None,
+    bias: bool = True,
+    length_scale_prior: tuple[float, float] | None = None,
+    prior=None,
+    parametrization: str = "centred",
+    class_names: Sequence | None = None,
+    unit_rms: bool = False,
+    basis_names: Sequence | None = None,
+) -> pm.Model:
+    """RVM classification (binary or softmax) whose RBF length scale is an unknown.
+
+    The design matrix of :func:`regression_marginal_rbf` (data ``X``,
+    ``centres``, ``sqdist``, free ``log_length_scale``) with the weights of
+    :func:`~rvm_pymc.models.classification_binary` (two classes) or
+    :func:`~rvm_pymc.models.classification_softmax` (``W``, K > 2), for
+    NUTS over the weights, the precisions and the width together.
+
+    Parameters
+    ----------
+    X : array_like of shape (N, d)
+    y : array_like of shape (N,)
+        Class codes ``0..K-1``.
+    n_classes : int, optional
+        ``K``; default ``max(y) + 1`` (at least 2).  Two classes: one weight vector ``w``.
+    centres, bias, length_scale_prior, unit_rms, basis_names
+        As for :func:`regression_marginal_rbf`.
+    prior : str, mapping or HyperPrior, optional
+        Only ``a, b`` (and ``slab``) are used; default ``"weakly_informative"``.
+    parametrization : {"centred", "non_centred"}
+    class_names : sequence, optional
+        Coordinate values of ``class`` (softmax).
+
+    Returns
+    -------
+    pymc.Model
+        Free variables ``log_alpha``, ``log_length_scale`` and ``w`` / ``W`` (or
+        ``w_raw`` / ``W_raw``); observed ``y_obs``.
+    """
+    X = as_2d_float(X, "X", min_samples=2)
+    if n_classes is None:
+        n_classes = max(2, int(np.max(np.asarray(y))) + 1)
+    y, k = check_labels(y, n_classes, binary=n_classes == 2)
+    check_consistent_length(X=X, y=y)
+    check_parametrization(parametrization)
+    hp = resolve_prior(prior, default="weakly_informative")
+    coords = {}
+    if k > 2:
+        coords["class"] = list(range(k)) if class_names is None else list(class_names)
+    model, Phi, y_d = _rbf_width_model(X, "y", y, centres, bias, length_scale_prior, unit_rms,
+                                       basis_names, **coords)  # fmt: skip
+    with model:
+        log_alpha = _ard_precisions(hp)
+        if k == 2:
+            w = _weights("w", log_alpha, parametrization, dims=("basis",), slab=hp.slab)
+            bernoulli_logit("y_obs", Phi @ w, y_d)
+        else:
+            W = _weights("W", log_alpha, parametrization, dims=("basis", "class"), slab=hp.slab)
+            categorical_logit("y_obs", Phi @ W, y_d)
     return _builder_made(model)

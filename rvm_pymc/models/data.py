@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from rvm_pymc._core.rbf_width import rbf_columns
 from rvm_pymc.models import rbf_design
 from rvm_pymc.models._marginal_low_rank import GRAM_FACTOR_DATA
-from rvm_pymc.models.spec import ModelSpec
+from rvm_pymc.models.spec import RBF_DISTANCES, ModelSpec
 
 
 def model_data(model, name: str) -> np.ndarray:
@@ -23,11 +24,20 @@ def model_coords(model, dim: str) -> list:
 
 
 def design_matrix(model, spec: ModelSpec, log_length_scale=None) -> np.ndarray:
-    """The design matrix; for the RBF-width model at the given log length scale."""
+    """The design matrix; for the RBF-width model at the given log length scale (from its
+    squared distances ``sqdist``, as the model computes it)."""
     if not spec.rbf_width:
         return model_data(model, "Phi")
-    return rbf_design(
-        model_data(model, "X"), model_data(model, "centres"), log_length_scale, bias=spec.rbf_bias
+    if RBF_DISTANCES not in model.named_vars:  # a model of one's own with X and centres
+        return rbf_design(
+            model_data(model, "X"), model_data(model, "centres"), log_length_scale,
+            bias=spec.rbf_bias,
+        )  # fmt: skip
+    return rbf_columns(
+        model_data(model, RBF_DISTANCES),
+        float(log_length_scale),
+        bias=spec.rbf_bias,
+        unit_rms=spec.rbf_unit_rms,
     )
 
 

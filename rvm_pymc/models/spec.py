@@ -11,7 +11,10 @@ from rvm_pymc.priors import HyperPrior, resolve_prior
 
 __all__ = [
     "PRIOR_DATA",
+    "RBF_DISTANCES",
+    "RBF_UNIT_RMS",
     "SLAB_DATA",
+    "WIDTH_PRIOR_DATA",
     "ModelSpec",
     "data_unit_constants",
     "model_constants",
@@ -47,6 +50,9 @@ class ModelSpec:
         True when the RBF length scale ``log_length_scale`` is a free variable.
     rbf_bias : bool
         Whether that RBF design matrix has a bias column first.
+    rbf_unit_rms : bool
+        Whether its kernel columns are scaled to root mean square 1 at every width
+        (named data ``rbf_unit_rms``).
     """
 
     kind: str
@@ -55,6 +61,17 @@ class ModelSpec:
     n_classes: int | None = None
     rbf_width: bool = False
     rbf_bias: bool = False
+    rbf_unit_rms: bool = False
+
+
+RBF_DISTANCES = "sqdist"
+"""The named data of an RBF-width model: squared distances of the inputs to the centres."""
+
+WIDTH_PRIOR_DATA = ("length_scale_mu", "length_scale_sd")
+"""The named data of the Normal prior of an RBF-width model's ``log_length_scale``."""
+
+RBF_UNIT_RMS = "rbf_unit_rms"
+"""Named data present when an RBF-width model scales its kernel columns to RMS 1."""
 
 
 PRIOR_DATA = {
@@ -113,6 +130,8 @@ def model_spec(model) -> ModelSpec:
         (the message lists them).
     """
     named = model.named_vars
+    rbf_width = "log_length_scale" in {rv.name for rv in model.free_RVs}
+    design = () if rbf_width else ("Phi",)
     observed = {rv.name for rv in model.observed_RVs}
     free = {rv.name for rv in model.free_RVs}
 
@@ -129,13 +148,13 @@ def model_spec(model) -> ModelSpec:
         weights = "w" if ("w" in free or "w_raw" in free) else None
         kind = "regression_joint" if weights else "regression_marginal"
     elif "counts_obs" in observed:
-        need("log_alpha", "Phi", "y")
+        need("log_alpha", *design, "y")
         weights = "w"
         kind = "negative_binomial" if "log_dispersion" in free else "poisson"
         if "w" not in free and "w_raw" not in free:
             raise ValueError("a model of counts needs a free w or w_raw")
     elif "y_obs" in observed:
-        need("log_alpha", "Phi", "y")
+        need("log_alpha", *design, "y")
         weights = "W" if ("W" in free or "W_raw" in free) else "w"
         kind = "softmax" if weights == "W" else "binary"
         if weights not in free and f"{weights}_raw" not in free:
@@ -145,7 +164,6 @@ def model_spec(model) -> ModelSpec:
         raise AssertionError("unreachable")  # pragma: no cover
     if "log_alpha" not in free:
         raise ValueError("log_alpha must be a free variable of the model")
-    rbf_width = "log_length_scale" in free
     rbf_bias = False
     if rbf_width:
         need("X", "centres")
@@ -174,7 +192,10 @@ def model_spec(model) -> ModelSpec:
         if SLAB_DATA in model.named_vars:
             slab = float(np.asarray(model[SLAB_DATA].get_value()))
         prior = HyperPrior(a=ab[0], b=ab[1], c=cd[0], d=cd[1], slab=slab)
-    return ModelSpec(kind, prior, parametrization, n_classes, rbf_width, rbf_bias)
+    rbf_unit_rms = rbf_width and RBF_UNIT_RMS in named
+    return ModelSpec(
+        kind, prior, parametrization, n_classes, rbf_width, rbf_bias, bool(rbf_unit_rms)
+    )
 
 
 def model_constants(model, *, observed: bool = True) -> dict:

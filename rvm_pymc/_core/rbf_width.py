@@ -1,0 +1,133 @@
+"""The RBF design matrix as a function of its width, for the fits that sample the width.
+
+A model whose RBF width is a free variable recomputes its design matrix from
+the squared distances ``D`` between the inputs and the centres, which do not
+change (:func:`sq_distances`), at every value of the log length scale ``l``:
+
+.. math::
+
+    \\Phi(l) = [1 \\mid \\exp(-D / (2 e^{2l}))], \\qquad
+    \\gamma = \\tfrac{1}{2} e^{-2l},
+
+the ``gamma`` of the estimators' kernel ``exp(-gamma |x - c|^2)``.  With
+``unit_rms`` every kernel column is divided by its root mean square over the
+rows of ``D`` (as the estimators scale their basis columns), so that the
+prior of the precisions means the same at every width.  :func:`rbf_columns`
+takes NumPy or PyTensor (``xp``), so that the PyMC model and the NumPy code
+that draws the weights and predicts agree term by term.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+from scipy.spatial.distance import cdist
+
+__all__ = [
+    "WIDTH_CHUNK",
+    "column_rms_at",
+    "draw_chunks",
+    "gamma_of",
+    "log_length_scale_of",
+    "rbf_columns",
+    "sq_distances",
+    "width_latent",
+]
+
+WIDTH_CHUNK = 64
+"""Draws whose design matrices :func:`width_latent` holds at once."""
+
+
+def sq_distances(X, centres) -> np.ndarray:
+    """Squared Euclidean distances ``(N, K)``: exactly 0 for identical points, never negative
+    (those of the estimators' RBF kernel)."""
+    X = np.asarray(X, dtype=float)
+    C = np.asarray(centres, dtype=float)
+    return np.maximum(cdist(X, C, "sqeuclidean"), 0.0)
+
+
+def gamma_of(log_length_scale):
+    """The kernel's ``gamma = exp(-2 l) / 2`` of a log length scale ``l``."""
+    return 0.5 * np.exp(-2.0 * np.asarray(log_length_scale, dtype=float))
+
+
+def log_length_scale_of(gamma):
+    """The log length scale ``l = -log(2 gamma) / 2`` of a kernel width ``gamma``."""
+    return -0.5 * np.log(2.0 * np.asarray(gamma, dtype=float))
+
+
+def rbf_columns(D, log_length_scale, *, bias: bool, unit_rms: bool, xp=np):
+    """``[1 | exp(-D exp(-2 l) / 2)]`` (kernel columns divided by their RMS if ``unit_rms``).
+
+    Parameters
+    ----------
+    D : (N, K) array or tensor
+        Squared distances of the inputs to the centres.
+    log_length_scale : float or scalar tensor
+    bias : bool
+        Put a column of ones first.
+    unit_rms : bool
+        Scale every kernel column to root mean square 1 over the ``N`` rows.
+    xp : module
+        ``numpy`` or ``pytensor.tensor``.
+
+    Returns
+    -------
+    (N, K + bias) array or tensor
+    """
+    K = xp.exp(-0.5 * D * xp.exp(-2.0 * log_length_scale))
+    if unit_rms:
+        K = K / xp.sqrt(xp.mean(K**2, axis=0))[None, :]
+    if bias:
+        K = xp.concatenate([xp.ones((D.shape[0], 1)), K], axis=1)
+    return K
+
+
+def column_rms_at(D, log_length_scale) -> np.ndarray:
+    """The RMS over the rows of ``D`` of every kernel column at ``l`` (NumPy), shape ``(K,)``."""
+    K = np.exp(-0.5 * np.asarray(D) * np.exp(-2.0 * float(log_length_scale)))
+    return np.sqrt(np.mean(K**2, axis=0))
+
+
+def draw_chunks(n: int, size: int = WIDTH_CHUNK) -> Iterator[slice]:
+    """Consecutive slices of at most ``size`` of ``range(n)``."""
+    for start in range(0, n, size):
+        yield slice(start, min(start + size, n))
+
+
+def width_latent(
+    D_new, gamma, w, *, bias: bool, y_offset: float = 0.0, chunk: int = WIDTH_CHUNK
+) -> np.ndarray:
+    """``[1 | exp(-gamma_s D)] w_s + y_offset`` for every draw ``s`` (the latent mean at new
+    inputs).
+
+    Parameters
+    ----------
+    D_new : ndarray of shape (n, K)
+        Squared distances of the new inputs to the centres.
+    gamma : ndarray of shape (S,)
+        The width of each draw.
+    w : ndarray of shape (S, K + bias) or (S, K + bias, C)
+        Weights of the unscaled columns ``[1 | exp(-gamma D)]`` of each draw.
+    bias : bool
+    y_offset : float
+    chunk : int
+        Draws computed at once (memory ``chunk * n * K``).
+
+    Returns
+    -------
+    ndarray of shape (S, n) or (S, n, C)
+    """
+    D_new = np.asarray(D_new, dtype=float)
+    gamma = np.asarray(gamma, dtype=float).reshape(-1)
+    w = np.asarray(w, dtype=float)
+    out = np.empty((gamma.size, D_new.shape[0], *w.shape[2:]))
+    for sl in draw_chunks(gamma.size, chunk):
+        K = np.exp(-gamma[sl, None, None] * D_new[None])  # (s, n, K)
+        wk = w[sl, int(bias) :]
+        F = np.einsum("snk,sk->sn", K, wk) if w.ndim == 2 else np.einsum("snk,skc->snc", K, wk)
+        if bias:
+            F += w[sl, 0][:, None]
+        out[sl] = F + y_offset
+    return out
