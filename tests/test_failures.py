@@ -161,7 +161,7 @@ FAILURES = [
     _row("kernel-unknown-parameter", lambda c: make_kernel("rbf", width=3.0), TE,
          "kernel 'rbf' (RBF) has no parameter(s) ['width']"),
     _row("rvr-negative-gamma", lambda c: RVR(gamma=-1.0).fit(c.X, c.t), VE,
-         "gamma must be a float > 0, 'auto', 'cv', 'scale' or 'evidence'; got -1.0"),
+         "gamma must be a float > 0, 'auto', 'cv', 'scale', 'evidence' or 'integrate'; got -1.0"),
     _row("rvr-nan-gamma", lambda c: RVR(gamma=float("nan")).fit(c.X, c.t), VE,
          "gamma must be a float > 0"),
     _row("rvr-unknown-gamma-word", lambda c: RVR(gamma="widest").fit(c.X, c.t), VE,
