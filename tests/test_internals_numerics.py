@@ -26,6 +26,7 @@ import warnings
 import extended_precision
 import numpy as np
 import pytest
+from shared_helpers import one_warning_at_most
 from threadpoolctl import threadpool_info
 
 import rvm_pymc.reference._design_products as dp
@@ -1135,29 +1136,6 @@ def test_fast_rank_one_updates_match_full_solve():
     check()
 
 
-def _one_warning_at_most(fit):
-    """Run ``fit`` turning RuntimeWarnings into errors; return its ConvergenceWarnings.
-
-    An estimator's fit of a few noise points may also say that it interpolates
-    (:class:`~rvm_pymc.exceptions.InterpolationWarning`, whenever more than half
-    the points are relevant or the noise is at its bound): that is checked apart.
-    """
-    from rvm_pymc.exceptions import InterpolationWarning
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        warnings.simplefilter("error", RuntimeWarning)
-        out = fit()
-    said = [w for w in caught if issubclass(w.category, InterpolationWarning)]
-    assert len(said) == int(getattr(out, "interpolates_", False))
-    caught = [w for w in caught if not issubclass(w.category, InterpolationWarning)]
-    assert all(issubclass(w.category, ConvergenceWarning) for w in caught), [
-        str(w.message) for w in caught
-    ]
-    assert len(caught) <= 1, [str(w.message) for w in caught]
-    return out, caught
-
-
 @pytest.mark.parametrize("method", ["fast", "mackay", "em"])
 @pytest.mark.parametrize("n", [3, 5, 40])
 def test_exactly_fitted_target_stops_at_the_noise_bound(method, n):
@@ -1166,7 +1144,7 @@ def test_exactly_fitted_target_stops_at_the_noise_bound(method, n):
     x = np.linspace(-1, 1, n)
     Phi = np.column_stack([np.ones(n), x, x**2])
     t = 1.0 + 2.0 * x  # in the span of the basis: the evidence grows as the noise vanishes
-    res, caught = _one_warning_at_most(lambda: fit_regression(Phi, t, method=method))
+    res, caught = one_warning_at_most(lambda: fit_regression(Phi, t, method=method))
     assert len(caught) == 1
     assert "upper bound" in str(caught[0].message)
     assert res.beta == pytest.approx(BETA_MAX_FACTOR / np.var(t), rel=1e-9)

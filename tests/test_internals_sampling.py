@@ -32,7 +32,7 @@ import pytest
 import scipy.optimize
 import xarray as xr
 from arviz_stats import ess, rhat
-from scipy.special import expit, log_expit
+from shared_helpers import assert_unchanged, interrupt_after, numpy_laplace_evidence, two_moons
 from sklearn.exceptions import NotFittedError
 
 import rvm_pymc.estimators._base as base
@@ -645,42 +645,10 @@ def test_regression_map_prunes_under_the_flat_prior():
     assert kept.sum() <= ref.active.size + 2
 
 
-def _two_moons(seed, n=100):
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, 2))
-    y = (X[:, 0] + 0.5 * X[:, 1] + 0.7 * rng.standard_normal(n) > 0).astype(int)
-    centres = np.array([[-1.0, -1.0], [1.0, 1.0], [1.0, -1.0], [-1.0, 1.0]])
-    return X, y, centres
-
-
-def _numpy_laplace_evidence(Phi, y, log_alpha, prior):
-    """Dense oracle: Newton to the mode, then the Laplace log evidence J (no constants)."""
-    alpha = np.exp(log_alpha)
-    w = np.zeros(Phi.shape[1])
-    for _ in range(100):
-        s = expit(Phi @ w)
-        H = Phi.T @ ((s * (1 - s))[:, None] * Phi) + np.diag(alpha)
-        step = np.linalg.solve(H, Phi.T @ (y - s) - alpha * w)
-        w = w + step
-        if np.max(np.abs(step)) < 1e-13:
-            break
-    f = Phi @ w
-    s = expit(f)
-    H = Phi.T @ ((s * (1 - s))[:, None] * Phi) + np.diag(alpha)
-    loglik = np.sum(np.where(y == 1, log_expit(f), log_expit(-f)))
-    return (
-        loglik
-        - 0.5 * np.sum(alpha * w**2)
-        + 0.5 * np.sum(log_alpha)
-        - 0.5 * np.linalg.slogdet(H)[1]
-        + np.sum(prior.a * log_alpha - prior.b * alpha)
-    )
-
-
 @pytest.mark.pymc
 @pytest.mark.parametrize("kind", ["binary", "softmax"])
 def test_laplace_evidence_gradient_is_exact(kind):
-    X, y, centres = _two_moons(0, n=40)
+    X, y, centres = two_moons(0, n=40)
     Phi = _rbf(X, centres, 1.5)
     prior = resolve_prior("weakly_informative")
     if kind == "binary":
@@ -706,7 +674,7 @@ def test_laplace_evidence_gradient_is_exact(kind):
         assert grad[i] == pytest.approx(fd, rel=1e-6, abs=1e-8)
     if kind == "binary":
         const = 5 * (prior.a * np.log(prior.b))  # Gamma(1, b) normaliser
-        want = _numpy_laplace_evidence(Phi, y, la, prior)
+        want = numpy_laplace_evidence(Phi, y, la, prior)
         assert value - const == pytest.approx(want, rel=1e-10)
 
 
@@ -834,27 +802,6 @@ def data(noisy_sinc):
     return X, t, (t > 0.2).astype(int), np.linspace(-6.0, 6.0, 11)[:, None]
 
 
-def _interrupt_after(real, n_calls: int):
-    """``real`` that raises KeyboardInterrupt on call number ``n_calls + 1``."""
-    calls = []
-
-    def wrapped(*args, **kwargs):
-        calls.append(1)
-        if len(calls) > n_calls:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    wrapped.calls = calls
-    return wrapped
-
-
-def _assert_unchanged(est, saved: dict) -> None:
-    """The same attributes, each the very object it was before the fit."""
-    assert est.__dict__.keys() == saved.keys()
-    changed = [k for k, v in saved.items() if est.__dict__[k] is not v]
-    assert not changed, changed
-
-
 def test_interrupt_inside_the_fast_solver(data, monkeypatch):
     """Stopped inside the sequential algorithm itself (not at the solver's entry)."""
     from rvm_pymc.reference._sequential_state import SequentialState
@@ -864,13 +811,13 @@ def test_interrupt_inside_the_fast_solver(data, monkeypatch):
     saved = dict(est.__dict__)
     before = est.predict(X_new, return_std=True)
     real = SequentialState.resolve
-    stop = _interrupt_after(real, 3)
+    stop = interrupt_after(real, 3)
     monkeypatch.setattr(SequentialState, "resolve", lambda self, *a, **k: stop(self, *a, **k))
     with pytest.raises(KeyboardInterrupt):
         est.set_params(gamma=2.0).fit(X, t)
     assert len(stop.calls) == 4
     saved["gamma"] = 2.0
-    _assert_unchanged(est, saved)
+    assert_unchanged(est, saved)
     np.testing.assert_array_equal(est.predict(X_new, return_std=True), before)
 
 
@@ -912,7 +859,7 @@ def test_interrupted_map_fit_leaves_the_estimator_as_it_was(data, previous, monk
     with pytest.raises(KeyboardInterrupt):
         est.fit(X, t)
     assert optimiser.evals == 6  # stopped inside L-BFGS-B, after the model was compiled
-    _assert_unchanged(est, saved)
+    assert_unchanged(est, saved)
     if previous:
         assert est.model_ is None
         np.testing.assert_array_equal(est.predict(X_new, return_std=True), before)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from shared_helpers import assert_unchanged, interrupt_after
 from sklearn.exceptions import NotFittedError
 
 import rvm_pymc.reference
@@ -28,27 +29,6 @@ def data(noisy_sinc):
     return X, t, (t > 0.2).astype(int), np.linspace(-6.0, 6.0, 11)[:, None]
 
 
-def _interrupt_after(real, n_calls: int):
-    """``real`` that raises KeyboardInterrupt on call number ``n_calls + 1``."""
-    calls = []
-
-    def wrapped(*args, **kwargs):
-        calls.append(1)
-        if len(calls) > n_calls:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    wrapped.calls = calls
-    return wrapped
-
-
-def _assert_unchanged(est, saved: dict) -> None:
-    """The same attributes, each the very object it was before the fit."""
-    assert est.__dict__.keys() == saved.keys()
-    changed = [k for k, v in saved.items() if est.__dict__[k] is not v]
-    assert not changed, changed
-
-
 # ------------------------------------------------------------- reference
 
 
@@ -58,14 +38,14 @@ def test_interrupted_first_fit_leaves_the_estimator_unfitted(data, est_cls, monk
     X, t, y, X_new = data
     name = "fit_regression" if est_cls is RVR else "fit_classification"
     real = getattr(rvm_pymc.reference, name)
-    stop = _interrupt_after(real, 2)  # the third width of the grid
+    stop = interrupt_after(real, 2)  # the third width of the grid
     monkeypatch.setattr(rvm_pymc.reference, name, stop)
     est = est_cls(gamma="evidence", gamma_grid=[0.1, 0.3, 1.0, 3.0])
     saved = dict(est.__dict__)
     with pytest.raises(KeyboardInterrupt):
         est.fit(X, t if est_cls is RVR else y)
     assert len(stop.calls) == 3  # it was stopped midway, after two completed fits
-    _assert_unchanged(est, saved)
+    assert_unchanged(est, saved)
     with pytest.raises(NotFittedError):
         est.predict(X_new)
     monkeypatch.setattr(rvm_pymc.reference, name, real)
@@ -85,13 +65,13 @@ def test_interrupted_refit_keeps_the_previous_fit(data, est_cls, monkeypatch):
     saved = dict(est.__dict__)
     name = "fit_regression" if est_cls is RVR else "fit_classification"
     monkeypatch.setattr(
-        rvm_pymc.reference, name, _interrupt_after(getattr(rvm_pymc.reference, name), 1)
+        rvm_pymc.reference, name, interrupt_after(getattr(rvm_pymc.reference, name), 1)
     )
     est.set_params(gamma_grid=[0.05, 0.1, 0.2])  # stopped at the second width
     saved["gamma"], saved["gamma_grid"] = est.gamma, est.gamma_grid  # set_params is not fit
     with pytest.raises(KeyboardInterrupt):
         est.fit(X, target)
-    _assert_unchanged(est, saved)
+    assert_unchanged(est, saved)
     assert est.idata_ is tree
     np.testing.assert_array_equal(est.predict(X_new), before)
     assert est.evidence_path_["gamma"][:2].tolist() == [1.0, 0.3]  # the old grid's fits
@@ -150,7 +130,7 @@ def test_ctrl_c_during_nuts_is_never_swallowed(data, mode, previous, monkeypatch
     with pytest.raises(KeyboardInterrupt):
         est.fit(X, t)
     assert sent == [20]  # delivered mid-way through the first chain
-    _assert_unchanged(est, saved)
+    assert_unchanged(est, saved)
     if previous:
         np.testing.assert_array_equal(est.predict(X_new, return_std=True), before)
     else:
@@ -277,7 +257,7 @@ def test_ctrl_c_during_parallel_nuts_is_never_swallowed(data, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         est.fit(X, t)
     assert sent == [2]  # both chains were running in processes of their own
-    _assert_unchanged(est, saved)
+    assert_unchanged(est, saved)
     with pytest.raises(NotFittedError):
         est.predict(X_new)
     assert chains() == []

@@ -8,6 +8,7 @@ import warnings
 import extended_precision
 import numpy as np
 import pytest
+from shared_helpers import one_warning_at_most
 
 from rvm_pymc.basis import KernelBasis
 from rvm_pymc.datasets import make_sinc
@@ -383,29 +384,6 @@ def test_fast_settles_when_the_last_basis_would_leave():
 # -- degenerate fits (issue 13): quick, one clear warning, no numpy RuntimeWarning --------
 
 
-def _one_warning_at_most(fit):
-    """Run ``fit`` turning RuntimeWarnings into errors; return its ConvergenceWarnings.
-
-    An estimator's fit of a few noise points may also say that it interpolates
-    (:class:`~rvm_pymc.exceptions.InterpolationWarning`, whenever more than half
-    the points are relevant or the noise is at its bound): that is checked apart.
-    """
-    from rvm_pymc.exceptions import InterpolationWarning
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        warnings.simplefilter("error", RuntimeWarning)
-        out = fit()
-    said = [w for w in caught if issubclass(w.category, InterpolationWarning)]
-    assert len(said) == int(getattr(out, "interpolates_", False))
-    caught = [w for w in caught if not issubclass(w.category, InterpolationWarning)]
-    assert all(issubclass(w.category, ConvergenceWarning) for w in caught), [
-        str(w.message) for w in caught
-    ]
-    assert len(caught) <= 1, [str(w.message) for w in caught]
-    return out, caught
-
-
 @pytest.mark.parametrize("method", ["fast", "mackay", "em"])
 @pytest.mark.parametrize("n", [2, 3, 4, 5])
 def test_few_points_through_the_estimator(method, n):
@@ -414,9 +392,7 @@ def test_few_points_through_the_estimator(method, n):
     rng = np.random.default_rng(n)
     X = rng.standard_normal((n, 2))
     y = rng.standard_normal(n)
-    est, _ = _one_warning_at_most(
-        lambda: RVR(gamma="scale", solver=method, max_iter=300).fit(X, y)
-    )
+    est, _ = one_warning_at_most(lambda: RVR(gamma="scale", solver=method, max_iter=300).fit(X, y))
     mean, std = est.predict(X, return_std=True)
     assert np.all(np.isfinite(mean)) and np.all(np.isfinite(std)) and np.all(std > 0)
 
