@@ -176,6 +176,59 @@ def summary(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+PAIRS = (
+    ("nuts_at_evidence", "evidence"),
+    ("nuts_width", "nuts_at_evidence"),
+    ("nuts_width", "default"),
+    ("default", "evidence"),
+)
+"""The comparisons of :func:`between_fits`: (fit, against)."""
+DEGENERATE_GAP = 1.0
+"""A set's evidence fit counts as degenerate when its lpd per point is below the cv
+default's by more than this (nats per point; the evidence width interpolates)."""
+
+
+def between_fits(frame: pd.DataFrame) -> str:
+    """Sets as the units: each set's lpd per point (mean over its splits) of one fit minus
+    another's; median, mean +- se across sets, and the sets where the first is ahead.  Split
+    by whether the set's evidence fit is degenerate (:data:`DEGENERATE_GAP`)."""
+    lpd = frame.pivot_table(index="set", columns="fit", values="lpd", aggfunc="mean")
+    degenerate = lpd["evidence"] < lpd["default"] - DEGENERATE_GAP
+    lines = [
+        "| fit - against | sets | median | mean ± se across sets | ahead in |",
+        "|---|---|---|---|---|",
+    ]
+    for fit, against in PAIRS:
+        if fit not in lpd or against not in lpd:
+            continue
+        for label, mask in (
+            ("all", np.ones(len(lpd), bool)),
+            ("evidence degenerate", degenerate.to_numpy()),
+            ("evidence sound", ~degenerate.to_numpy()),
+        ):
+            d = (lpd[fit] - lpd[against])[mask].dropna()
+            if d.empty:
+                continue
+            se = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan")
+            lines.append(
+                f"| {fit} - {against} ({label}) | {len(d)} | {d.median():+.3f} | "
+                f"{d.mean():+.4g} ± {se:.3g} | {int((d > 0).sum())} of {len(d)} |"
+            )
+    ok = frame[frame["ok"].isin(["yes", "no"])]
+    conv = ok.groupby("fit")["ok"].agg(lambda s: f"{int((s == 'yes').sum())} of {len(s)}")
+    lines.append("")
+    lines.append(
+        "NUTS fits that pass R-hat <= 1.01, bulk and tail ESS >= 400, no divergence "
+        "((set, split) fits): " + "; ".join(f"{k} {v}" for k, v in conv.items())
+    )
+    lines.append(
+        f"Sets whose evidence fit is degenerate (lpd more than {DEGENERATE_GAP:g} nat per "
+        f"point below the cv default's): {int(degenerate.sum())} of {len(lpd)} "
+        f"({', '.join(sorted(lpd.index[degenerate]))})"
+    )
+    return "\n".join(lines)
+
+
 def main(argv=None) -> None:
     import _panel_data as panel
 
@@ -226,12 +279,15 @@ def main(argv=None) -> None:
             _table(frame),
             "Paired lpd difference against the evidence fit (per test point, nats):",
             summary(frame),
+            "Between fits, sets as the units (each set's lpd per point, mean over splits):",
+            between_fits(frame),
             f"Wall time of this run: {time.perf_counter() - t_start:.0f} s.",
         ]
     )
     with open(MD, "w") as fh:
         fh.write(text + "\n")
     print(summary(frame))
+    print(between_fits(frame))
 
 
 if __name__ == "__main__":
