@@ -68,7 +68,8 @@ def width_prior(X: np.ndarray) -> tuple[float, float]:
     centred on the ``"scale"`` width, sd :data:`WIDTH_PRIOR_SD`."""
     from rvm_pymc._core.rbf_width import log_length_scale_of
 
-    return float(log_length_scale_of(scale_gamma(X))), WIDTH_PRIOR_SD
+    centre = scale_gamma(X)
+    return float(log_length_scale_of(centre)), WIDTH_PRIOR_SD
 
 
 AUTO_CV_MAX = AUTO_FULL_MAX
