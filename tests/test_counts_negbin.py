@@ -127,6 +127,24 @@ def test_equidispersed_counts_give_a_large_dispersion_and_the_poisson_fit():
     assert nb.trace["dispersion"].size >= 1 and nb.likelihood == "negative_binomial"
 
 
+def test_a_fit_stopped_before_the_dispersion_settles_reports_the_r_of_its_posterior(
+    monkeypatch,
+):
+    """Stopped after one alternation: the r returned is the one the precisions and the
+    weights were fitted at (the last of the trace), with its Laplace evidence."""
+    import rvm_pymc.reference.counts as counts
+    from rvm_pymc.exceptions import ConvergenceWarning
+
+    X, y = _overdispersed(80, seed=11)
+    Phi = np.column_stack([np.ones(80), np.exp(-((X - X[::8, 0]) ** 2))])
+    monkeypatch.setattr(counts, "MAX_DISPERSION_STEPS", 1)
+    with pytest.warns(ConvergenceWarning, match="negative binomial"):
+        nb = fit_counts(Phi, y, likelihood="negative_binomial", method="mackay")
+    assert nb.dispersion == nb.trace["dispersion"][-1]
+    post = negative_binomial_laplace_posterior(Phi[:, nb.active], y, nb.alpha, nb.dispersion)
+    assert post.log_evidence == pytest.approx(nb.log_evidence, rel=1e-6)
+
+
 def test_likelihood_is_validated():
     X, y = _overdispersed(30, seed=2)
     with pytest.raises(ValueError, match="likelihood must be one of"):
@@ -198,7 +216,9 @@ def test_command_line_fits_the_negative_binomial(tmp_path, capsys):
     assert main([*argv, "--likelihood", "negative_binomial", "--out", str(out)]) == 0
     est = load(out / "model.nc")
     assert est.likelihood == "negative_binomial" and est.dispersion_ > 0
-    assert json.loads((out / "summary.json").read_text())["task"] == "counts"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["task"] == "counts" and summary["likelihood"] == "negative_binomial"
+    assert summary["dispersion"] == pytest.approx(est.dispersion_, rel=1e-12)
     # refused where it does not apply, naming the option
     bad = [*argv, "--likelihood", "negative_binomial", "--out", str(tmp_path / "b")]
     assert main([*bad, "--method", "map"]) == 2
@@ -206,3 +226,19 @@ def test_command_line_fits_the_negative_binomial(tmp_path, capsys):
     bad[bad.index("counts")] = "regression"
     assert main(bad) == 2
     assert "--likelihood" in capsys.readouterr().err
+
+
+def test_a_poisson_pickle_from_before_the_likelihood_parameter_loads_as_poisson():
+    """State without ``likelihood`` and ``dispersion_`` (pickles written before them)."""
+    import pickle
+
+    X, y = _overdispersed(40, seed=12)
+    est = RVP(gamma=1.0).fit(X, y)
+    state = est.__getstate__()
+    del state["likelihood"], state["dispersion_"]
+    old = pickle.loads(pickle.dumps(est))
+    old.__dict__.clear()
+    old.__setstate__(state)
+    assert old.likelihood == "poisson" and old.dispersion_ is None
+    assert repr(old) == "RVP(gamma=1.0)"
+    np.testing.assert_array_equal(old.predict(X), est.predict(X))

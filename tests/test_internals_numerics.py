@@ -1308,3 +1308,19 @@ def test_auto_path_evidence_width(auto_subset):
     assert est.evidence_path_["gamma"].size >= 9  # the grid, then refined
     assert est.gamma_ in est.evidence_path_["gamma"]
     assert _rmse(est, d) < 0.05
+
+
+@pytest.mark.parametrize("max_bytes", [8, 8 * 23 * 5, 2**26])
+def test_width_latent_in_chunks_of_rows_and_draws_equals_the_direct_product(max_bytes):
+    """Every chunking of rows and draws (down to one row of one draw) gives each draw's
+    ``[1 | exp(-gamma_s D)] w_s + offset``, for one output and for several."""
+    from rvm_pymc._core.rbf_width import width_latent
+
+    rng = np.random.default_rng(0)
+    D, g = rng.random((37, 23)), rng.random(11)
+    for w in (rng.standard_normal((11, 24)), rng.standard_normal((11, 24, 3))):
+        direct = np.stack(
+            [np.hstack([np.ones((37, 1)), np.exp(-g[s] * D)]) @ w[s] + 0.5 for s in range(11)]
+        )
+        got = width_latent(D, g, w, bias=True, y_offset=0.5, max_bytes=max_bytes)
+        np.testing.assert_allclose(got, direct, rtol=1e-12, atol=1e-12)

@@ -59,6 +59,14 @@ def _design(gamma, X_new, centres):
         ),
         ({"gamma": "integrate", "method": "nuts", "gamma_grid": [0.1, 1.0]}, "gamma_grid"),
         ({"gamma": "integral", "method": "nuts"}, "gamma must be"),
+        (
+            {"gamma": "integrate", "method": "nuts", "sampler_kwargs": {"basis_swaps": 3}},
+            "basis_swaps",
+        ),
+        (  # the collapsed sampler has no slab: said so, not "use model='joint'"
+            {"gamma": "integrate", "method": "nuts", "prior": {"a": 1e-6, "b": 1e-6, "slab": 2.0}},
+            "gamma='integrate' samples the collapsed model",
+        ),
     ],
 )
 def test_integrate_is_validated(params, match):
@@ -71,6 +79,8 @@ def test_integrate_is_not_for_counts():
     X = np.arange(12.0)[:, None]
     with pytest.raises(ValueError, match="gamma='integrate' is for RVR and RVC"):
         RVP(method="nuts", gamma="integrate").fit(X, np.arange(12) % 4)
+    with pytest.raises(ValueError, match="gamma='integrate' is for RVR and RVC"):
+        RVP(gamma="integrate").fit(X, np.arange(12) % 4)  # said before "method='nuts'"
 
 
 def test_width_draws_are_in_the_posterior(rvr):

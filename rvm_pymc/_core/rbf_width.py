@@ -25,7 +25,7 @@ import numpy as np
 from scipy.spatial.distance import cdist
 
 __all__ = [
-    "WIDTH_CHUNK",
+    "WIDTH_CHUNK_BYTES",
     "column_rms_at",
     "draw_chunks",
     "gamma_of",
@@ -35,8 +35,8 @@ __all__ = [
     "width_latent",
 ]
 
-WIDTH_CHUNK = 64
-"""Draws whose design matrices :func:`width_latent` holds at once."""
+WIDTH_CHUNK_BYTES = 2**26
+"""Bytes of design matrices (draws x rows x centres) :func:`width_latent` holds at once."""
 
 
 def sq_distances(X, centres) -> np.ndarray:
@@ -90,14 +90,14 @@ def column_rms_at(D, log_length_scale) -> np.ndarray:
     return np.sqrt(np.mean(K**2, axis=0))
 
 
-def draw_chunks(n: int, size: int = WIDTH_CHUNK) -> Iterator[slice]:
+def draw_chunks(n: int, size: int) -> Iterator[slice]:
     """Consecutive slices of at most ``size`` of ``range(n)``."""
     for start in range(0, n, size):
         yield slice(start, min(start + size, n))
 
 
 def width_latent(
-    D_new, gamma, w, *, bias: bool, y_offset: float = 0.0, chunk: int = WIDTH_CHUNK
+    D_new, gamma, w, *, bias: bool, y_offset: float = 0.0, max_bytes: int = WIDTH_CHUNK_BYTES
 ) -> np.ndarray:
     """``[1 | exp(-gamma_s D)] w_s + y_offset`` for every draw ``s`` (the latent mean at new
     inputs).
@@ -112,8 +112,9 @@ def width_latent(
         Weights of the unscaled columns ``[1 | exp(-gamma D)]`` of each draw.
     bias : bool
     y_offset : float
-    chunk : int
-        Draws computed at once (memory ``chunk * n * K``).
+    max_bytes : int
+        Memory of the design matrices computed at once: chunks of draws, and of rows when
+        one draw's ``n x K`` matrix is larger.
 
     Returns
     -------
@@ -122,12 +123,17 @@ def width_latent(
     D_new = np.asarray(D_new, dtype=float)
     gamma = np.asarray(gamma, dtype=float).reshape(-1)
     w = np.asarray(w, dtype=float)
-    out = np.empty((gamma.size, D_new.shape[0], *w.shape[2:]))
-    for sl in draw_chunks(gamma.size, chunk):
-        K = np.exp(-gamma[sl, None, None] * D_new[None])  # (s, n, K)
-        wk = w[sl, int(bias) :]
-        F = np.einsum("snk,sk->sn", K, wk) if w.ndim == 2 else np.einsum("snk,skc->snc", K, wk)
-        if bias:
-            F += w[sl, 0][:, None]
-        out[sl] = F + y_offset
+    n, k = D_new.shape
+    out = np.empty((gamma.size, n, *w.shape[2:]))
+    rows = int(max(1, min(n, max_bytes // (8 * max(k, 1)))))
+    draws = int(max(1, max_bytes // (8 * rows * max(k, 1))))
+    for r in draw_chunks(n, rows):
+        for sl in draw_chunks(gamma.size, draws):
+            K = np.multiply(-gamma[sl, None, None], D_new[None, r])  # (s, rows, K)
+            np.exp(K, out=K)
+            wk = w[sl, int(bias) :]
+            F = np.einsum("snk,sk->sn", K, wk) if w.ndim == 2 else np.einsum("snk,skc->snc", K, wk)
+            if bias:
+                F += w[sl, 0][:, None]
+            out[sl, r] = F + y_offset
     return out

@@ -257,6 +257,9 @@ def _summary(args, est, pre: Preprocess, X, y, task, elapsed, left_out) -> dict[
     elif task == "counts":
         s["training_rmse"] = float(np.sqrt(np.mean((est.predict(X) - y) ** 2)))
         s["training_d2"] = float(est.score(X, y))  # Poisson deviance explained
+        s["likelihood"] = est.likelihood
+        if est.dispersion_ is not None:
+            s["dispersion"] = float(est.dispersion_)
     else:
         s["classes"] = [str(c) for c in est.classes_]
         s["training_error_rate"] = float(np.mean(est.predict(X) != y))

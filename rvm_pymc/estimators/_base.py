@@ -123,6 +123,10 @@ class _BaseRVM(ResultViews, BaseEstimator):
         # RVR pickles written before predictive="rvm*" existed had the plain RVM predictive
         if self._kind == "regression":
             state = {"predictive": "rvm", **state}
+        if self._kind == "counts":  # RVP pickles before likelihood= were Poisson
+            state = {"likelihood": "poisson", **state}
+            if "posterior_" in state:
+                state.setdefault("dispersion_", None)
         super().__setstate__(state)
         if "posterior_" in state:  # pickles before intercept_ included y_offset_
             self._set_intercept()

@@ -293,6 +293,11 @@ INTEGRATE_KERNELS = ("rbf",)
 def _check_integrate(est: Any) -> None:
     """``gamma="integrate"``: NUTS over the width of an RBF kernel (RVR, RVC)."""
     k = est.kernel
+    if est._kind not in ("regression", "classification"):
+        raise ValueError(
+            f"gamma='integrate' is for RVR and RVC; {type(est).__name__} takes gamma "
+            "'auto', 'cv', 'scale', 'evidence' or a float"
+        )
     if est.method != "nuts":
         raise ValueError(
             "gamma='integrate' samples the kernel width with the other unknowns and needs "
@@ -305,11 +310,6 @@ def _check_integrate(est: Any) -> None:
             f"gamma='integrate' needs kernel='rbf' (its width is a parameter of the model); "
             f"got kernel={shown}"
         )
-    if est._kind not in ("regression", "classification"):
-        raise ValueError(
-            f"gamma='integrate' is for RVR and RVC; {type(est).__name__} takes gamma "
-            "'auto', 'cv', 'scale', 'evidence' or a float"
-        )
     if (est.sampler_kwargs or {}).get("model", "collapsed") != "collapsed":
         raise ValueError(
             "gamma='integrate' samples RVR's collapsed model (the weights integrated out at "
@@ -319,6 +319,12 @@ def _check_integrate(est: Any) -> None:
         raise ValueError(
             "gamma_grid brackets a width search; gamma='integrate' samples the width under "
             "its prior instead: leave gamma_grid=None"
+        )
+    if (est.sampler_kwargs or {}).get("basis_swaps"):
+        raise ValueError(
+            "basis swaps move weights between fixed columns; with gamma='integrate' the "
+            "columns change with the width, so sampler_kwargs['basis_swaps'] must be 0 or "
+            "None"
         )
 
 
@@ -336,6 +342,13 @@ def _check_slab(est: Any, prior: HyperPrior, kwargs: dict[str, Any]) -> None:
             f"(solver='mackay' or 'em') take: type-II MAP integrates out weights of prior "
             f"precision alpha alone (got method={est.method!r}). Drop the slab, or use "
             "method='nuts' or 'reference'"
+        )
+    if est.gamma == "integrate" and est._kind == "regression":
+        raise ValueError(
+            f"prior has slab={prior.slab}, but RVR with gamma='integrate' samples the "
+            "collapsed model (the weights integrated out at each width, with prior "
+            "precision alpha alone), which has no slab: drop the slab, or fix the width "
+            "(a float or 'auto') and use sampler_kwargs={'model': 'joint'}"
         )
     if (
         est.method == "nuts"

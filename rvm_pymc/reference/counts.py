@@ -333,6 +333,7 @@ def _fit_negative_binomial(Phi, T, alpha_init, r0, options) -> CountsResult:
         r = r_new
         if warm:
             alpha_init = _full_alpha(fit, m)
+    r = path[-1]  # the dispersion of the last fit (not the update that followed it)
     if not converged:
         warnings.warn(
             f"RVM negative binomial regression (method={options['method']!r}) did not "
