@@ -69,7 +69,11 @@ class RVR(RegressorMixin, _BaseRVM):
         weights drawn exactly at each draw's width), RVC the weights jointly.
         ``predict``/``predict_proba`` average over the draws, each draw's design at its
         own width; ``gamma_`` is the posterior median width and ``gamma_draws_`` every
-        draw's (also ``idata_.posterior["gamma"]``); ``design_matrix`` raises.
+        draw's (also ``idata_.posterior["gamma"]``); ``design_matrix`` raises and
+        ``model_`` is None.  ``coef_``, ``sigma_`` and ``alpha_`` then summarise
+        weights of columns whose width differs from draw to draw: read the draws and
+        the predictions, not them.  A slab (RVC's default NUTS prior) acts on the
+        RMS-1 columns of each width.
         ``"auto"`` is ``"cv"`` from 4 up to 2000 training points (with at least two
         rows of every class) and ``"scale"`` otherwise.  Why cross-validation: the
         real-data panel of ``benchmarks/bench_real_panel.py`` (docs, "Defaults").
