@@ -245,3 +245,22 @@ per_set["evidence degenerate"] = per_set["evidence"] < per_set["default"] - DEGE
 print(f"{per_set.shape[0]} sets, {runs['split'].nunique()} splits each")
 display(per_set.round(3))
 print(between_fits(runs))
+
+# %% [markdown]
+# ## Conclusions on real data
+#
+# * **Where the evidence's width is sound, integration does not matter.** On
+#   the 11 sets where type-II ML at its width predicts about as well as the
+#   cross-validated default, NUTS at that width gains a median 0.022 nats per
+#   point, and NUTS over the width 0.020 more: the synthetic run above says
+#   the same.
+# * **Where the evidence's width is degenerate (19 of 30 sets at 105
+#   training rows), integrating rescues it.** NUTS over the precisions and
+#   the noise at the same width is ahead on all 19 (median 24.5 nats per
+#   point), and NUTS over the width gains a median 0.99 more (ahead on 18 of
+#   19).
+# * **NUTS over the width matches the cross-validated reference fit** (median
+#   difference 0.006 nats per point, ahead on 15 sets of 30) at many times
+#   its cost; not every run converged at its defaults (48 of 60 width
+#   fits). For prediction, `RVR()` is the economical choice; integrating
+#   over the width earns its cost when the width's uncertainty is wanted.
