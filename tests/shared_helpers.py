@@ -112,3 +112,26 @@ def one_warning_at_most(fit):
     ]
     assert len(caught) <= 1, [str(w.message) for w in caught]
     return out, caught
+
+
+def sk_friedman1(X):
+    return (
+        10 * np.sin(np.pi * X[:, 0] * X[:, 1])
+        + 20 * (X[:, 2] - 0.5) ** 2
+        + 10 * X[:, 3]
+        + 5 * X[:, 4]
+    )
+
+
+def sk_friedman2(X):
+    return (X[:, 0] ** 2 + (X[:, 1] * X[:, 2] - 1 / (X[:, 1] * X[:, 3])) ** 2) ** 0.5
+
+
+def type_ii_value(fit, name):
+    """A type-II fit's optimal hyperparameter: a point value in constant_data (or an attr)."""
+    const = fit["constant_data"]
+    if name in ("alpha", "beta"):
+        return np.exp(const[f"log_{name}"].values)
+    if name in const:
+        return const[name].values
+    return fit.attrs[name]

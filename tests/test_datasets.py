@@ -5,6 +5,7 @@ import sys
 
 import numpy as np
 import pytest
+from shared_helpers import sk_friedman1, sk_friedman2
 from sklearn import datasets as skd
 
 from rvm_pymc.datasets import (
@@ -192,19 +193,6 @@ def test_sinc_without_noise():
 # --------------------------------------------------------------------------- Friedman
 
 
-def _sk_friedman1(X):
-    return (
-        10 * np.sin(np.pi * X[:, 0] * X[:, 1])
-        + 20 * (X[:, 2] - 0.5) ** 2
-        + 10 * X[:, 3]
-        + 5 * X[:, 4]
-    )
-
-
-def _sk_friedman2(X):
-    return (X[:, 0] ** 2 + (X[:, 1] * X[:, 2] - 1 / (X[:, 1] * X[:, 3])) ** 2) ** 0.5
-
-
 def test_friedman_input_distributions_match_scikit_learn():
     X1 = make_friedman1(n_train=5000, n_features=7, random_state=0).X_train
     assert X1.shape[1] == 7 and X1.min() >= 0 and X1.max() < 1
@@ -221,7 +209,7 @@ def test_friedman_input_distributions_match_scikit_learn():
 
 def test_friedman1_noise_sd():
     data = make_friedman1(n_train=20000, random_state=3)
-    resid = data.t_train - _sk_friedman1(data.X_train)
+    resid = data.t_train - sk_friedman1(data.X_train)
     assert data.noise_sd == 1.0
     assert abs(resid.std() - 1.0) < 0.03
 
@@ -229,7 +217,7 @@ def test_friedman1_noise_sd():
 def test_friedman_explicit_noise_sd():
     data = make_friedman2(n_train=50, noise_sd=0.0, random_state=0)
     assert data.noise_sd == 0.0
-    np.testing.assert_allclose(data.t_train, _sk_friedman2(data.X_train), rtol=1e-13)
+    np.testing.assert_allclose(data.t_train, sk_friedman2(data.X_train), rtol=1e-13)
     assert make_friedman3(n_train=5, noise_sd=2, random_state=0).noise_sd == 2.0
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pymc as pm
 import pytest
 from scipy.special import expit
-from shared_helpers import numpy_laplace_evidence, two_moons
+from shared_helpers import numpy_laplace_evidence, two_moons, type_ii_value
 
 from rvm_pymc import inference, models
 from rvm_pymc.exceptions import ConvergenceWarning
@@ -41,16 +41,6 @@ def _sinc(seed, n=50):
     return x, _rbf(x[:, None], centres[:, None], width), t
 
 
-def _post(fit, name):
-    """A type-II fit's optimal hyperparameter: a point value in constant_data (or an attr)."""
-    const = fit["constant_data"]
-    if name in ("alpha", "beta"):
-        return np.exp(const[f"log_{name}"].values)
-    if name in const:
-        return const[name].values
-    return fit.attrs[name]
-
-
 # ------------------------------------------------------------------ regression
 
 
@@ -66,8 +56,8 @@ def test_regression_map_matches_reference_mackay(seed, prior):
     alpha_ref = ref.alpha_full()
     small = alpha_ref < 1e3
     assert small.sum() >= 3
-    np.testing.assert_allclose(_post(fit, "alpha")[small], alpha_ref[small], rtol=1e-3)
-    assert _post(fit, "beta") == pytest.approx(ref.beta, rel=1e-4)
+    np.testing.assert_allclose(type_ii_value(fit, "alpha")[small], alpha_ref[small], rtol=1e-3)
+    assert type_ii_value(fit, "beta") == pytest.approx(ref.beta, rel=1e-4)
     assert fit.attrs["log_evidence"] == pytest.approx(ref.log_evidence, rel=1e-6)
 
 
@@ -89,8 +79,8 @@ def test_regression_map_holds_reference_optimum_of_kernel_problem():
         compile_kwargs=FAST,
     )
     small = alpha_ref < 1e3
-    np.testing.assert_allclose(_post(fit, "alpha")[small], alpha_ref[small], rtol=1e-3)
-    assert _post(fit, "beta") == pytest.approx(ref.beta, rel=1e-4)
+    np.testing.assert_allclose(type_ii_value(fit, "alpha")[small], alpha_ref[small], rtol=1e-3)
+    assert type_ii_value(fit, "beta") == pytest.approx(ref.beta, rel=1e-4)
     assert fit.attrs["log_evidence"] == pytest.approx(ref.log_evidence, rel=1e-6)
 
 
@@ -163,7 +153,7 @@ def test_map_objective_is_not_the_find_map_objective():
         new = (gamma + 2 * (prior.a + shift)) / (post.mean**2 + 2 * prior.b)
         return np.max(np.abs(np.log(new / alpha)))
 
-    a_ours, b_ours = _post(fit, "alpha"), float(_post(fit, "beta"))
+    a_ours, b_ours = type_ii_value(fit, "alpha"), float(type_ii_value(fit, "beta"))
     a_fm = fm.posterior["alpha"].values.reshape(-1)  # one chain, one draw: the optimum
     b_fm = float(fm.posterior["beta"].values.squeeze())
     assert fixed_point_residual(a_ours, b_ours, 0.0) < 1e-6
@@ -187,18 +177,20 @@ def test_map_datatree_is_the_gaussian_posterior():
     assert fit["log_likelihood"]["t_obs"].shape == (2, 4000, 50)
     assert "alpha" not in post and "log_alpha" not in post  # point values, not draws
     np.testing.assert_array_equal(fit["observed_data"]["t_obs"].values, t)
-    g = regression_posterior(Phi, t, _post(fit, "alpha"), float(_post(fit, "beta")))
+    g = regression_posterior(
+        Phi, t, type_ii_value(fit, "alpha"), float(type_ii_value(fit, "beta"))
+    )
     w = post["w"].values[0]
     se = np.sqrt(np.diag(g.cov) / 4000)
     assert np.all(np.abs(w.mean(0) - g.mean) < 4 * se)
     np.testing.assert_allclose(np.cov(w, rowvar=False), g.cov, atol=0.1 * np.max(np.diag(g.cov)))
     # pointwise log-likelihood of each draw
-    beta = float(_post(fit, "beta"))
+    beta = float(type_ii_value(fit, "beta"))
     r = t - Phi @ w[7]
     want = 0.5 * np.log(beta / (2 * np.pi)) - 0.5 * beta * r**2
     np.testing.assert_allclose(fit["log_likelihood"]["t_obs"].values[0, 7], want, rtol=1e-12)
     assert fit.attrs["rvm_inference"] == "map"
-    want_j = log_evidence(Phi, t, _post(fit, "alpha"), beta, "weakly_informative")
+    want_j = log_evidence(Phi, t, type_ii_value(fit, "alpha"), beta, "weakly_informative")
     assert fit.attrs["log_evidence"] == pytest.approx(want_j, rel=1e-12)
 
 
@@ -227,7 +219,7 @@ def test_rbf_width_map_maximises_the_profile_evidence():
         x, t, centres=centres, prior=prior, length_scale_prior=(0.0, 1.0)
     )
     fit = inference.fit_map(model, draws=10, compile_kwargs=FAST)
-    lls = float(_post(fit, "log_length_scale"))
+    lls = float(type_ii_value(fit, "log_length_scale"))
     best = minimize_scalar(
         lambda v: -profile(v)[0],
         bounds=(lls - 0.15, lls + 0.15),
@@ -236,9 +228,11 @@ def test_rbf_width_map_maximises_the_profile_evidence():
     )
     assert lls == pytest.approx(best.x, abs=1e-3)
     value, ref = profile(lls)
-    np.testing.assert_allclose(_post(fit, "alpha"), ref.alpha_full(), rtol=1e-4)
+    np.testing.assert_allclose(type_ii_value(fit, "alpha"), ref.alpha_full(), rtol=1e-4)
     Phi = models.rbf_design(x[:, None], centres[:, None], lls)
-    want = log_evidence(Phi, t, _post(fit, "alpha"), float(_post(fit, "beta")), prior)
+    want = log_evidence(
+        Phi, t, type_ii_value(fit, "alpha"), float(type_ii_value(fit, "beta")), prior
+    )
     assert fit.attrs["log_evidence"] == pytest.approx(want, rel=1e-10)
     assert value == pytest.approx(want + norm.logpdf(lls, 0.0, 1.0), rel=1e-8)
     assert fit["posterior"]["w"].shape == (2, 10, 7)
@@ -289,7 +283,7 @@ def test_binary_map_matches_reference_fixed_point(prior):
         draws=10,
         compile_kwargs=FAST,
     )
-    alpha = _post(fit, "alpha")
+    alpha = type_ii_value(fit, "alpha")
     if prior == "evidence":
         np.testing.assert_array_equal(np.flatnonzero(alpha < 1e8), ref.active)
     else:
@@ -322,7 +316,7 @@ def test_softmax_map_matches_reference_fixed_point():
         compile_kwargs=FAST,
     )
     assert fit["posterior"]["W"].dims == ("chain", "draw", "basis", "class")
-    alpha = _post(fit, "alpha")
+    alpha = type_ii_value(fit, "alpha")
     active = ref.active
     others = np.setdiff1d(np.arange(5), active)
     assert np.all((alpha[others] > 90) & (alpha[others] < 150))  # see the binary test
@@ -342,11 +336,11 @@ def test_exact_laplace_map_improves_on_tipping_by_order_one_over_n():
     prior = resolve_prior("weakly_informative")
     model = models.classification_binary(Phi, y, prior=prior)
     tipping = inference.fit_map(model, laplace="tipping", draws=10, compile_kwargs=FAST)
-    la_tip = np.log(_post(tipping, "alpha"))
+    la_tip = np.log(type_ii_value(tipping, "alpha"))
     exact = inference.fit_map(
         model, initvals={"log_alpha": la_tip}, draws=10, gtol=1e-9, compile_kwargs=FAST
     )
-    la_ex = np.log(_post(exact, "alpha"))
+    la_ex = np.log(type_ii_value(exact, "alpha"))
     j_tip = numpy_laplace_evidence(Phi, y, la_tip, prior)
     j_ex = numpy_laplace_evidence(Phi, y, la_ex, prior)
     assert exact.attrs["log_evidence"] == pytest.approx(j_ex, rel=1e-10)
@@ -378,6 +372,6 @@ def test_softmax_map_on_separable_blobs_stays_finite():
         fit = inference.fit_map(model, draws=10, compile_kwargs=FAST)
     assert fit.attrs["converged"] and fit.attrs["laplace"] == "tipping"
     floor = np.log(np.mean(Phi**2, axis=0)) - 20.0
-    log_alpha = np.log(_post(fit, "alpha"))
+    log_alpha = np.log(type_ii_value(fit, "alpha"))
     assert np.all(log_alpha >= floor - 1e-9)
     assert np.all(np.isfinite(fit["posterior"]["W"].values))

@@ -32,7 +32,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import xarray as xr
-from shared_helpers import r_style_csv
+from shared_helpers import r_style_csv, sk_friedman1, sk_friedman2
 from sklearn import datasets as skd
 
 import rvm_pymc
@@ -579,19 +579,6 @@ def test_compile_cache_is_told_empty_or_filled(tmp_path):
 # ---- from tests/test_datasets.py
 
 
-def _sk_friedman1(X):
-    return (
-        10 * np.sin(np.pi * X[:, 0] * X[:, 1])
-        + 20 * (X[:, 2] - 0.5) ** 2
-        + 10 * X[:, 3]
-        + 5 * X[:, 4]
-    )
-
-
-def _sk_friedman2(X):
-    return (X[:, 0] ** 2 + (X[:, 1] * X[:, 2] - 1 / (X[:, 1] * X[:, 3])) ** 2) ** 0.5
-
-
 def _sk_friedman3(X):
     return np.arctan((X[:, 1] * X[:, 2] - 1 / (X[:, 1] * X[:, 3])) / X[:, 0])
 
@@ -599,8 +586,8 @@ def _sk_friedman3(X):
 @pytest.mark.parametrize(
     ("make", "formula", "sk_make", "private"),
     [
-        (make_friedman1, _sk_friedman1, skd.make_friedman1, ds_reg._friedman1),
-        (make_friedman2, _sk_friedman2, skd.make_friedman2, ds_reg._friedman2),
+        (make_friedman1, sk_friedman1, skd.make_friedman1, ds_reg._friedman1),
+        (make_friedman2, sk_friedman2, skd.make_friedman2, ds_reg._friedman2),
         (make_friedman3, _sk_friedman3, skd.make_friedman3, ds_reg._friedman3),
     ],
 )
@@ -614,7 +601,7 @@ def test_friedman_test_targets_match_scikit_learn(make, formula, sk_make, privat
 
 
 @pytest.mark.parametrize(
-    ("make", "formula"), [(make_friedman2, _sk_friedman2), (make_friedman3, _sk_friedman3)]
+    ("make", "formula"), [(make_friedman2, sk_friedman2), (make_friedman3, _sk_friedman3)]
 )
 def test_friedman_auto_noise_is_one_third_of_signal_sd(make, formula):
     sd = make(n_train=10, n_test=10, random_state=0).noise_sd

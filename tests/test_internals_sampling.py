@@ -32,7 +32,13 @@ import pytest
 import scipy.optimize
 import xarray as xr
 from arviz_stats import ess, rhat
-from shared_helpers import assert_unchanged, interrupt_after, numpy_laplace_evidence, two_moons
+from shared_helpers import (
+    assert_unchanged,
+    interrupt_after,
+    numpy_laplace_evidence,
+    two_moons,
+    type_ii_value,
+)
 from sklearn.exceptions import NotFittedError
 
 import rvm_pymc.estimators._base as base
@@ -611,16 +617,6 @@ def _rbf(x, centres, width):
     return np.column_stack([np.ones(len(x)), np.exp(-d2 / (2 * width**2))])
 
 
-def _post(fit, name):
-    """A type-II fit's optimal hyperparameter: a point value in constant_data (or an attr)."""
-    const = fit["constant_data"]
-    if name in ("alpha", "beta"):
-        return np.exp(const[f"log_{name}"].values)
-    if name in const:
-        return const[name].values
-    return fit.attrs[name]
-
-
 @pytest.mark.pymc
 @pytest.mark.filterwarnings("ignore:`find_MAP` will:FutureWarning")
 def test_regression_map_prunes_under_the_flat_prior():
@@ -636,7 +632,7 @@ def test_regression_map_prunes_under_the_flat_prior():
         fit = inference.fit_map(
             models.regression_marginal(Phi, d.t_train, prior="evidence"), draws=5
         )
-    la = _post(fit, "log_alpha")
+    la = type_ii_value(fit, "log_alpha")
     kept = la < _map.LOG_PRECISION_BOUND
     assert fit.attrs["converged"] and 3 <= kept.sum() <= 12  # seen: 6 of 101
     ref = fit_regression(Phi, d.t_train, method="fast")
@@ -697,13 +693,13 @@ def test_softmax_map_prunes_like_the_reference_under_the_flat_prior():
         model, laplace="tipping", gtol=1e-10, draws=10, compile_kwargs=FAST
     )
     assert tipping.attrs["converged"] and tipping.attrs["n_iter"] < 500
-    alpha = _post(tipping, "alpha")
+    alpha = type_ii_value(tipping, "alpha")
     pruned = np.setdiff1d(np.arange(12), ref.active)
     np.testing.assert_array_equal(np.log(alpha[pruned]), _map.LOG_PRECISION_BOUND)
     np.testing.assert_allclose(alpha[ref.active], ref.alpha, rtol=1e-6)
     exact = inference.fit_map(model, draws=10, compile_kwargs=FAST)
     assert exact.attrs["converged"]
-    la_ex = np.log(_post(exact, "alpha"))
+    la_ex = np.log(type_ii_value(exact, "alpha"))
     # the same bases are pruned (held at the bound); the others are O(1/N) from Tipping's
     np.testing.assert_array_equal(la_ex[pruned], _map.LOG_PRECISION_BOUND)
     np.testing.assert_allclose(la_ex[ref.active], np.log(ref.alpha), atol=0.6)
