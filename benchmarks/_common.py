@@ -173,3 +173,23 @@ def standardised_sinc(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     Phi = Phi / np.sqrt(np.mean(Phi**2, axis=0))
     t = (data.t_train - data.t_train.mean()) / data.t_train.std()
     return Phi, t
+
+
+def worst_diagnostics(est, names: Sequence[str]) -> dict:
+    """Worst rank R-hat (bulk and tail), smallest bulk and tail ESS over the variables
+    ``names`` of ``est.idata_.posterior`` (those present), and the divergent draws."""
+    from arviz_stats import ess, rhat
+
+    post = est.idata_["posterior"].to_dataset()
+    sub = post[[v for v in names if v in post]]
+
+    def worst(ds, pick):
+        return pick(float(pick(np.ravel(v.values))) for v in ds.data_vars.values())
+
+    stats = est.idata_["sample_stats"]
+    return {
+        "rhat": worst(rhat(sub, method="rank"), max),
+        "ess_bulk": worst(ess(sub, method="bulk"), min),
+        "ess_tail": worst(ess(sub, method="tail"), min),
+        "divergent": int(stats["diverging"].sum()) if "diverging" in stats else -1,
+    }

@@ -46,7 +46,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import header
+from _common import header, worst_diagnostics
 
 CONFIGS = {
     "today": {},
@@ -132,28 +132,14 @@ def problems() -> dict:
 
 def diagnose(est) -> dict:
     """Worst R-hat (bulk and tail) and smallest ESS (bulk, tail) over the sampled variables."""
-    from arviz_stats import ess, rhat
-
-    post = est.idata_["posterior"].to_dataset()
+    post = est.idata_["posterior"]
     collapsed = est.idata_.attrs.get("rvm_inference") == "collapsed_nuts" or (
         "log_beta" in post and (est.sampler_kwargs or {}).get("model", "collapsed") == "collapsed"
     )
     names = [v for v in ("log_alpha", "log_beta", "w", "W") if v in post]
     if collapsed:
         names = [v for v in names if v not in ("w", "W")]
-    sub = post[names]
-
-    def worst(ds, pick):
-        return pick(float(pick(np.ravel(v.values))) for v in ds.data_vars.values())
-
-    stats = est.idata_["sample_stats"]
-    return {
-        "rhat": worst(rhat(sub, method="rank"), max),
-        "ess_bulk": worst(ess(sub, method="bulk"), min),
-        "ess_tail": worst(ess(sub, method="tail"), min),
-        "divergent": int(stats["diverging"].sum()) if "diverging" in stats else -1,
-        "variables": "+".join(names),
-    }
+    return {**worst_diagnostics(est, names), "variables": "+".join(names)}
 
 
 def run(name: str, make, params: dict, seed: int = 0) -> dict:

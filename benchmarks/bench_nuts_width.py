@@ -37,7 +37,7 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
-from _common import header, load_average
+from _common import header, load_average, worst_diagnostics
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 QUICK = {"regression": ("mcycle", "cars", "hills"), "classification": ("crabs",)}
@@ -55,24 +55,10 @@ def _standardise(X):
 
 def diagnose(est) -> dict:
     """Worst R-hat and smallest bulk/tail ESS over the sampled variables (width included)."""
-    from arviz_stats import ess, rhat
-
-    post = est.idata_["posterior"].to_dataset()
-    names = [v for v in ("log_alpha", "log_beta", "log_length_scale") if v in post]
+    names = ["log_alpha", "log_beta", "log_length_scale"]
     if est._kind != "regression":  # joint NUTS: the weights are sampled too
-        names += [v for v in ("w", "W") if v in post]
-    sub = post[names]
-
-    def worst(ds, pick):
-        return pick(float(pick(np.ravel(v.values))) for v in ds.data_vars.values())
-
-    stats = est.idata_["sample_stats"]
-    return {
-        "rhat": worst(rhat(sub, method="rank"), max),
-        "ess_bulk": worst(ess(sub, method="bulk"), min),
-        "ess_tail": worst(ess(sub, method="tail"), min),
-        "divergent": int(stats["diverging"].sum()) if "diverging" in stats else -1,
-    }
+        names += ["w", "W"]
+    return worst_diagnostics(est, names)
 
 
 def fit_one(kind: str, X, y, seed: int = 0):
