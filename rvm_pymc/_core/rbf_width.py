@@ -86,7 +86,7 @@ def rbf_columns(D, log_length_scale, *, bias: bool, unit_rms: bool, xp=np):
 
 def column_rms_at(D, log_length_scale) -> np.ndarray:
     """The RMS over the rows of ``D`` of every kernel column at ``l`` (NumPy), shape ``(K,)``."""
-    K = np.exp(-0.5 * np.asarray(D) * np.exp(-2.0 * float(log_length_scale)))
+    K = rbf_columns(np.asarray(D), float(log_length_scale), bias=False, unit_rms=False)
     return np.sqrt(np.mean(K**2, axis=0))
 
 

@@ -182,14 +182,22 @@ def _fit_map(opts, Phi, target, names, prior, start):
     return post, info
 
 
-def _fit_nuts(opts, Phi, target, names, prior, seed, start):
+def _nuts_options(opts, joint: bool) -> tuple[dict, str]:
+    """NUTS's run options from ``opts["sampler_kwargs"]`` (without ``model`` and
+    ``parametrization``, with the estimators' ``target_accept`` and stopping rule) and the
+    weights' parametrization."""
     kw = dict(opts["sampler_kwargs"])
-    which = kw.pop("model", "collapsed")  # checked by check_sampler_kwargs
-    regression = opts["kind"] == "regression"
+    kw.pop("model", None)  # checked by check_sampler_kwargs
     parametrization = kw.pop("parametrization", DEFAULT_PARAMETRIZATION[opts["kind"]])
-    joint = not regression or which == "joint"
     kw.setdefault("target_accept", estimator_target_accept(joint, opts["kind"]))
     kw.setdefault("until_converged", bool(opts["until_converged"]))
+    return kw, parametrization
+
+
+def _fit_nuts(opts, Phi, target, names, prior, seed, start):
+    which = opts["sampler_kwargs"].get("model", "collapsed")
+    joint = opts["kind"] != "regression" or which == "joint"
+    kw, parametrization = _nuts_options(opts, joint)
     model = _model(opts, Phi, target, names, prior, joint=joint, parametrization=parametrization)
     started_from = _set_start(
         kw,
@@ -283,13 +291,9 @@ def fit_width_backend(
         *unscaled* columns ``[1 | exp(-gamma D)]`` of each draw's width, the
         fit's report, and the ``(chain, draw)`` draws of ``log_length_scale``.
     """
-    kw = dict(opts["sampler_kwargs"])
-    kw.pop("model", None)
     kind = opts["kind"]
     regression = kind == "regression"
-    parametrization = kw.pop("parametrization", DEFAULT_PARAMETRIZATION[kind])
-    kw.setdefault("target_accept", estimator_target_accept(not regression))
-    kw.setdefault("until_converged", bool(opts["until_converged"]))
+    kw, parametrization = _nuts_options(opts, joint=not regression)
     common = {"centres": centres, "bias": bias, "length_scale_prior": width_prior,
               "prior": prior, "unit_rms": True, "basis_names": names}  # fmt: skip
     if regression:
