@@ -64,32 +64,6 @@ def augmented_predictive(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Latent predictive mean and variance of RVM* at a block of test inputs.
 
-    Parameters
-    ----------
-    Phi_test : ndarray of shape (B, M)
-        Active bases at the test inputs.
-    K_cross : ndarray of shape (N, B)
-        ``k(x_n, x*_b)``: the new basis of each test input at the training inputs.
-    k_self : ndarray of shape (B,)
-        ``k(x*_b, x*_b)``.
-    Phi : ndarray of shape (N, M)
-        Active training design.
-    resid : ndarray of shape (N,)
-        Training residuals ``t - Phi mean``.
-    mean, cov : ndarray of shape (M,), (M, M)
-        The fitted Gaussian weight posterior.
-    beta : float
-        Noise precision.
-    prior_var : float or ndarray of shape (B,)
-        ``v*`` of each new weight (:func:`rvm_star_prior_var`), >= 0.
-
-    Returns
-    -------
-    mean : ndarray of shape (B,)
-        ``m_*``, without any target offset.
-    var : ndarray of shape (B,)
-        ``s^2_*``, the latent variance (add ``1/beta`` for the targets).
-
     Examples
     --------
     >>> Phi = np.array([[1.0], [0.5]])

@@ -79,31 +79,7 @@ def choose_centres(
     fill_to: int = 0,
     random_state: Any = None,
 ) -> np.ndarray:
-    """Indices of training points to use as kernel centres (pivoted Cholesky, then a fill).
-
-    Parameters
-    ----------
-    X : ndarray of shape (N, d)
-        Training inputs (validated, float64).
-    kernel : Kernel
-    max_centres : int
-        At most this many centres by pivoted Cholesky.
-    tol : float, optional
-        Stop at residual variances below ``tol`` times the largest ``k(x, x)``;
-        default :data:`CENTRE_TOL`.
-    pool : int, optional
-        Random subset searched; default :data:`CENTRE_POOL`.
-    fill_to : int
-        Fill up to this many by :func:`spread_fill` when the Cholesky stopped at
-        ``tol``; 0: no fill.
-    random_state : None, int, Generator or RandomState
-        Draws the pool; None is a fixed seed.
-
-    Returns
-    -------
-    ndarray of int
-        Sorted, distinct row indices into ``X``; at least one.
-    """
+    """Indices of training points to use as kernel centres (pivoted Cholesky, then a fill)."""
     tol = CENTRE_TOL if tol is None else float(tol)
     pool = CENTRE_POOL if pool is None else int(pool)
     n = X.shape[0]

@@ -164,20 +164,7 @@ def _ess(x: np.ndarray) -> np.ndarray:
 
 
 def summary(draws: np.ndarray, prob: float | None = None) -> dict[str, np.ndarray]:
-    """R-hat, bulk and tail ESS of every element of ``draws`` at once.
-
-    Parameters
-    ----------
-    draws : ndarray of shape (chain, draw, ...)
-    prob : float, optional
-        Of the tail ESS (None: ArviZ's ``stats.ci_prob``).
-
-    Returns
-    -------
-    dict
-        ``"rhat"`` (:func:`rank_rhat`, NaN for one chain), ``"ess_bulk"``,
-        ``"ess_tail"``, each of shape ``draws.shape[2:]``.
-    """
+    """R-hat, bulk and tail ESS of every element of ``draws`` at once."""
     shape, x = _flat(draws)
     rhat, bulk = _bulk(x, _usable(x, 1))
     return {
@@ -215,20 +202,7 @@ def ess_tail(draws: np.ndarray, prob: float | None = None) -> np.ndarray:
 
 
 def sampling_diagnostics(draws, n_divergent: int = 0) -> dict[str, float]:
-    """The worst R-hat and the smallest bulk and tail ESS over every element of ``draws``.
-
-    Parameters
-    ----------
-    draws : mapping of str to array of shape (chain, draw, ...)
-        Arrays, or an ``xarray.Dataset`` whose variables have ``chain`` and ``draw`` dims.
-    n_divergent : int
-
-    Returns
-    -------
-    dict
-        ``n_divergent``, ``max_rhat`` (NaN for one chain), ``min_ess_bulk``,
-        ``min_ess_tail``; elements ArviZ gives NaN (a constant's R-hat) left out.
-    """
+    """The worst R-hat and the smallest bulk and tail ESS over every element of ``draws``."""
     stats = [
         summary(v.transpose("chain", "draw", ...).values if hasattr(v, "dims") else v)
         for v in draws.values()
@@ -263,19 +237,7 @@ def passes_checks(
 def check_sampling(
     draws, n_divergent: int, *, rhat_threshold: float = RHAT_MAX, min_ess: float = MIN_ESS
 ) -> dict[str, float]:
-    """:func:`sampling_diagnostics`, with a SamplingWarning for each miss of the standard.
-
-    Parameters
-    ----------
-    draws : mapping of str to array of shape (chain, draw, ...)
-    n_divergent : int
-    rhat_threshold, min_ess : float
-
-    Returns
-    -------
-    dict
-        As :func:`sampling_diagnostics`.
-    """
+    """:func:`sampling_diagnostics`, with a SamplingWarning for each miss of the standard."""
     diag = sampling_diagnostics(draws, n_divergent)
     max_rhat, bulk, tail = diag["max_rhat"], diag["min_ess_bulk"], diag["min_ess_tail"]
     n_draws = int(np.prod(np.shape(next(iter(draws.values())))[:2]))

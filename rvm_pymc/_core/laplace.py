@@ -58,15 +58,7 @@ def newton_mode(
     polish: bool = False,
     what: str = "Laplace Hessian",
 ) -> NewtonMode:
-    """Maximise a log density by Newton's method with step halving; a :class:`NewtonMode`.
-
-    ``evaluate(w)`` returns a tuple led by the log density (NaN where undefined);
-    ``derivatives(w, evaluate(w))`` the flat gradient and the negative Hessian
-    ``H`` (the step ``H^-1 g`` is reshaped to ``w``, class-major for 2-D ``w``).
-    Converged when every step component is at most ``tol * (1 + max |w|)``; that
-    last step is taken only with ``polish``.  LinAlgError if ``H`` is not positive
-    definite (``what`` names it).
-    """
+    """Maximise a log density by Newton's method with step halving; a :class:`NewtonMode`."""
     state = evaluate(w)
     g, H = derivatives(w, state)
     for it in range(1, max_iter + 1):
@@ -95,15 +87,7 @@ def newton_mode(
 
 @dataclass(frozen=True)
 class LaplacePosterior:
-    """Laplace approximation of the weight posterior at fixed ``alpha``.
-
-    ``mean`` the mode (M, C); ``cov`` the inverse Hessian (class-major);
-    ``logdet_hessian``; ``log_likelihood`` at the mode; ``log_evidence`` the
-    Laplace ``log p(T | alpha)`` without hyperprior terms; ``probs`` the fitted
-    means (probabilities or rates); ``n_newton``, ``converged``; ``curvature``
-    the one-column models' ``-d^2 log p / df^2`` at the mode and ``score`` their
-    ``d log p / df`` (None for softmax).
-    """
+    """Laplace approximation of the weight posterior at fixed ``alpha``."""
 
     mean: np.ndarray
     cov: np.ndarray

@@ -16,21 +16,7 @@ __all__ = ["attach"]
 def attach(
     package: str, exports: Mapping[str, str]
 ) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
-    """``(__getattr__, __dir__)`` for ``package`` whose names live in other modules.
-
-    Parameters
-    ----------
-    package : str
-        The package's ``__name__``; its namespace receives each name on first use.
-    exports : mapping of str to str
-        Public name -> module that defines it (absolute, or relative to
-        ``package`` when it starts with a dot).
-
-    Returns
-    -------
-    (callable, callable)
-        The module-level ``__getattr__`` and ``__dir__``.
-    """
+    """``(__getattr__, __dir__)`` for ``package`` whose names live in other modules."""
     import sys
 
     def __getattr__(name: str) -> object:

@@ -69,25 +69,7 @@ def _diverging(stats: Any) -> bool:
 
 
 class DrawLines:
-    """Plain progress lines of a sampler, for a log or a redirected standard error.
-
-    Called after every draw as ``pm.sample``'s ``callback`` (``trace`` and
-    ``draw``, PyMC's ``Draw``: ``chain``, ``draw_idx``, ``tuning``, ``stats``),
-    it writes one line per chain every ``every_seconds`` seconds and every
-    ``every_share`` of the chain's iterations (and at its last one): the
-    chain, the iterations done of ``tune + draws``, the phase, the divergences
-    after tuning so far and the seconds since the first draw.  Holds no file:
-    lines go to ``write`` (default: the ``rvm_pymc`` logger at INFO level).
-
-    Parameters
-    ----------
-    draws, tune, chains : int
-        As given to ``pm.sample``.
-    every_seconds : float, default 10
-    every_share : float, default 0.1
-    write : callable, optional
-        Takes one line (str).
-    """
+    """Plain progress lines of a sampler, for a log or a redirected standard error."""
 
     def __init__(
         self,

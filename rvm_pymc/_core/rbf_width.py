@@ -58,24 +58,7 @@ def log_length_scale_of(gamma):
 
 
 def rbf_columns(D, log_length_scale, *, bias: bool, unit_rms: bool, xp=np):
-    """``[1 | exp(-D exp(-2 l) / 2)]`` (kernel columns divided by their RMS if ``unit_rms``).
-
-    Parameters
-    ----------
-    D : (N, K) array or tensor
-        Squared distances of the inputs to the centres.
-    log_length_scale : float or scalar tensor
-    bias : bool
-        Put a column of ones first.
-    unit_rms : bool
-        Scale every kernel column to root mean square 1 over the ``N`` rows.
-    xp : module
-        ``numpy`` or ``pytensor.tensor``.
-
-    Returns
-    -------
-    (N, K + bias) array or tensor
-    """
+    """``[1 | exp(-D exp(-2 l) / 2)]`` (kernel columns divided by their RMS if ``unit_rms``)."""
     K = xp.exp(-0.5 * D * xp.exp(-2.0 * log_length_scale))
     if unit_rms:
         K = K / xp.sqrt(xp.mean(K**2, axis=0))[None, :]
@@ -101,24 +84,6 @@ def width_latent(
 ) -> np.ndarray:
     """``[1 | exp(-gamma_s D)] w_s + y_offset`` for every draw ``s`` (the latent mean at new
     inputs).
-
-    Parameters
-    ----------
-    D_new : ndarray of shape (n, K)
-        Squared distances of the new inputs to the centres.
-    gamma : ndarray of shape (S,)
-        The width of each draw.
-    w : ndarray of shape (S, K + bias) or (S, K + bias, C)
-        Weights of the unscaled columns ``[1 | exp(-gamma D)]`` of each draw.
-    bias : bool
-    y_offset : float
-    max_bytes : int
-        Memory of the design matrices computed at once: chunks of draws, and of rows when
-        one draw's ``n x K`` matrix is larger.
-
-    Returns
-    -------
-    ndarray of shape (S, n) or (S, n, C)
     """
     D_new = np.asarray(D_new, dtype=float)
     gamma = np.asarray(gamma, dtype=float).reshape(-1)

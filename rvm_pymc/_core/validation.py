@@ -150,20 +150,7 @@ def check_finite(arr: np.ndarray, name: str) -> None:
 
 
 def as_2d_float(X, name: str = "X", *, min_samples: int = 1, copy: bool = True) -> np.ndarray:
-    """Return ``X`` as a finite 2-D float64 copy; a 1-D input becomes one column.
-
-    Parameters
-    ----------
-    X : array_like
-        Input data of shape (n_samples,) or (n_samples, n_features).
-    name : str
-        Argument name used in error messages.
-    min_samples : int
-        Smallest acceptable number of rows.
-    copy : bool
-        False: a float64 array is returned as is, not copied (for a caller that
-        only reads it).
-    """
+    """Return ``X`` as a finite 2-D float64 copy; a 1-D input becomes one column."""
     arr = _as_float_array(X, name, copy)
     if arr.ndim == 1:
         arr = arr[:, None]

@@ -114,34 +114,7 @@ def fit_backend(
     seed: int,
     start: WeightPosterior | None,
 ) -> tuple[WeightPosterior, FitInfo]:
-    """Fit by type-II MAP or NUTS on the scaled problem.
-
-    Parameters
-    ----------
-    opts : dict
-        ``method``, ``kind``, ``class_names``, ``draws``, ``tune``, ``chains``,
-        ``max_iter`` of the estimator, ``until_converged`` (the estimator's
-        ``draws`` is None: NUTS stops once converged, unless ``sampler_kwargs``
-        says otherwise) and ``sampler_kwargs`` as checked by
-        :func:`~rvm_pymc.inference.check_sampler_kwargs`.
-    Phi, target : ndarray
-        The design matrix and targets after the estimator's scaling boundary.
-    names : tuple of str
-        Basis names.
-    prior : HyperPrior
-    seed : int
-    start : WeightPosterior or None
-        The reference posterior (same prior, same scaled problem, over the
-        bases the reference kept) to start from.
-
-    Returns
-    -------
-    (WeightPosterior, FitInfo)
-        The posterior over the relevant bases (MAP: those not pruned to the
-        upper bound; NUTS: all), on the scaled problem, and the fit's report
-        (``log_evidence``, ``n_iter``, ``converged``, ``attrs``, NUTS's
-        ``sample_stats``, and ``model``, the fitted PyMC model).
-    """
+    """Fit by type-II MAP or NUTS on the scaled problem."""
     if opts["method"] == "map":
         return _fit_map(opts, Phi, target, names, prior, start)
     return _fit_nuts(opts, Phi, target, names, prior, seed, start)
@@ -255,42 +228,7 @@ def fit_width_backend(
     width_prior: tuple[float, float],
     bias: bool,
 ) -> tuple[WeightPosterior, FitInfo, np.ndarray]:
-    """NUTS with the RBF width a parameter (``gamma="integrate"``), on the scaled targets.
-
-    Regression: the collapsed sampler of
-    :func:`~rvm_pymc.models.regression_marginal_rbf` (NUTS over ``log alpha``,
-    ``log beta`` and ``log_length_scale``; exact weight draws given each draw);
-    classification: joint NUTS on :func:`~rvm_pymc.models.classification_rbf`.
-    The kernel columns are scaled to RMS 1 at every width inside the model
-    (``unit_rms``), as the estimators scale a fixed basis.
-
-    Parameters
-    ----------
-    opts : dict
-        As for :func:`fit_backend` (``method`` is ``"nuts"``).
-    X, centres : ndarray
-        Training inputs and kernel centres (the design is recomputed from their
-        squared distances at every width).
-    target : ndarray
-        Scaled targets or class codes.
-    names : tuple of str
-        Basis names (bias first when ``bias``).
-    prior : HyperPrior
-    seed : int
-    start : WeightPosterior or None
-        A reference posterior at the prior's central width (its columns scaled to
-        RMS 1 there), to start from.
-    width_prior : (float, float)
-        Mean and sd of the Normal prior of ``log_length_scale``.
-    bias : bool
-
-    Returns
-    -------
-    (WeightPosterior, FitInfo, ndarray)
-        The posterior over all bases with the weights and precisions of the
-        *unscaled* columns ``[1 | exp(-gamma D)]`` of each draw's width, the
-        fit's report, and the ``(chain, draw)`` draws of ``log_length_scale``.
-    """
+    """NUTS with the RBF width a parameter (``gamma="integrate"``), on the scaled targets."""
     kind = opts["kind"]
     regression = kind == "regression"
     kw, parametrization = _nuts_options(opts, joint=not regression)

@@ -206,27 +206,7 @@ def check_stopping(nuts_sampler: str | None, given: str, instead: str) -> None:
 def check_sampler_kwargs(
     method: str, sampler_kwargs: dict | None, kind: str | None = None, *, stops: bool = False
 ) -> dict[str, Any]:
-    """``sampler_kwargs`` as a dict, or ValueError naming keys that ``method`` does not take.
-
-    Parameters
-    ----------
-    method : {"map", "nuts"}
-    sampler_kwargs : dict or None
-    kind : str, optional
-        ``"binary"``, ``"softmax"``, ``"poisson"`` or ``"classifier"`` (an RVC
-        before its classes are known): NUTS ``model="collapsed"`` is refused.
-    stops : bool
-        The estimator's ``draws`` is None (stop once converged): a
-        ``nuts_sampler`` that cannot stop is refused unless
-        ``until_converged`` is given as False or None.
-
-    Returns
-    -------
-    dict
-        Keys the fit sets itself (the model for MAP; ``draws``, ``tune``,
-        ``chains`` and the seed for NUTS), unknown keys and unknown choices
-        are refused; the estimator's checks run this before PyMC is imported.
-    """
+    """``sampler_kwargs`` as a dict, or ValueError naming keys that ``method`` does not take."""
     allowed = MAP_KEYS if method == "map" else NUTS_KEYS
     kw = dict(sampler_kwargs or {})
     fit_keys, source = _FIT_KEYS.get(method, ((), ""))

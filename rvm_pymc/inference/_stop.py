@@ -47,30 +47,7 @@ class Converged(KeyboardInterrupt):
 
 
 class StopWhenConverged:
-    """A ``pm.sample`` callback ending sampling at the first checkpoint that passes.
-
-    Parameters
-    ----------
-    names : sequence of str
-        The recorded variables checked (every element of each).
-    draws, tune, chains : int
-        As given to ``pm.sample``: ``draws`` is the most a chain takes.
-    rhat_threshold, min_ess : float
-        The standard of :func:`rvm_pymc._core.convergence.passes_checks`.
-    first, every : int
-        The first checkpoint and the distance between checkpoints, in draws
-        a chain after tuning.
-    derived : (str, ChainDraws), optional
-        Draws computed from the recorded ``names`` and checked with them under
-        that name (a collapsed sampler's weights).
-
-    Attributes
-    ----------
-    stopped_at : int or None
-        Draws a chain kept at the checkpoint that stopped sampling, else None.
-    checks : list of (int, dict)
-        Each checkpoint and its :func:`~rvm_pymc._core.convergence.sampling_diagnostics`.
-    """
+    """A ``pm.sample`` callback ending sampling at the first checkpoint that passes."""
 
     def __init__(
         self,

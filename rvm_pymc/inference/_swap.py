@@ -51,18 +51,7 @@ CHECK_SWAPS = 4
 
 
 def neighbour_pairs(Phi: np.ndarray, k: int = NEIGHBOURS) -> np.ndarray:
-    """Pairs ``(i, j)``, ``i < j``, of each column of ``Phi`` and its ``k`` most similar others.
-
-    Parameters
-    ----------
-    Phi : ndarray of shape (N, M)
-    k : int
-
-    Returns
-    -------
-    ndarray of shape (P, 2), dtype intp
-        Sorted, without repeats; empty when ``M < 2``.
-    """
+    """Pairs ``(i, j)``, ``i < j``, of each column of ``Phi`` and its ``k`` most similar others."""
     Phi = np.asarray(Phi, dtype=float)
     m = Phi.shape[1]
     if m < 2:
@@ -217,29 +206,7 @@ class BasisSwapState(StepMethodState):
 
 
 class BasisSwap(BlockedStep):
-    """Metropolis-Hastings swaps of two neighbouring bases' values (see the module).
-
-    Parameters
-    ----------
-    vars : list of TensorVariable
-        The model's value variables with a basis axis (:func:`swap_axes`).
-    axes : dict of str to int
-        The basis axis of each of ``vars``, by name.
-    pairs : ndarray of shape (P, 2)
-        The pairs that may swap (:func:`neighbour_pairs`).
-    n_proposals : int
-        Proposals per draw.
-    relevance : str or None
-        Name of the value variable holding ``log alpha`` (weights the pairs);
-        None: every pair alike.
-    model : pm.Model, optional
-    rng : RandomGenerator, optional
-    compile_kwargs : dict, optional
-        PyTensor compile options of the log density.
-    density : FullDensity or LinearLikelihood, optional
-        How a proposal's log density is computed; default the model's whole
-        log density (:class:`FullDensity`).
-    """
+    """Metropolis-Hastings swaps of two neighbouring bases' values (see the module)."""
 
     name = "basis_swap"
     stats_dtypes_shapes: ClassVar[dict[str, Any]] = {"swap_rate": (np.float64, [])}
@@ -350,15 +317,7 @@ def nuts_with_swaps(
     compile_kwargs: dict | None,
     kind: str | None = None,
 ) -> tuple[list[dict], list[BlockedStep]] | None:
-    """A :class:`BasisSwap` and NUTS started as ``pm.sample`` starts it; None if no swap applies.
-
-    None when ``n_proposals`` is 0 or the model has no ``"Phi"`` data, no value
-    variable with a ``"basis"`` axis or fewer than two bases.  Otherwise
-    ``(initial points, [swap, nuts])`` for ``pm.sample(step=..., initvals=...)``:
-    the points of ``pm.init_nuts`` with the per-chain seeds ``pm.sample`` derives,
-    so the chains start where NUTS alone would; NUTS last, so PyMC's ``lp`` is the
-    log density of the point kept.
-    """
+    """A :class:`BasisSwap` and NUTS started as ``pm.sample`` starts it; None if no swap applies."""
     axes = swap_axes(model)
     if n_proposals <= 0 or not axes or "Phi" not in model.named_vars:
         return None

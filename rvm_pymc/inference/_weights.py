@@ -27,20 +27,7 @@ def seed_of(random_seed, *salt: int) -> np.random.Generator:
 
 
 class ChainDraws:
-    """Draws derived from each chain's draws (the collapsed samplers' weights), each once.
-
-    ``rows(draws, rng, chain, start)`` maps draws ``start, start + 1, ...``
-    of chain ``chain`` (a dict of arrays of ``n`` rows) to ``n`` rows of
-    derived draws; chain ``c`` draws from its own generator ``rng_of(c)``,
-    which its successive calls continue (numpy's generators give the same
-    stream in one call or several), so the exact weights of a chain do not
-    depend on how its rows are split between calls.  (The Laplace weights
-    solve for a mode from the previous draw's within a call: across a split,
-    the same to the solver's tolerance.)  The splits are the checkpoints of
-    :class:`~rvm_pymc.inference._stop.StopWhenConverged`, which extends the
-    draws at each check; the fit takes them after sampling without drawing
-    them again.
-    """
+    """Draws derived from each chain's draws (the collapsed samplers' weights), each once."""
 
     def __init__(
         self,

@@ -232,16 +232,7 @@ def fast_classification(
     likelihood="bernoulli",
     dispersion=None,
 ):
-    """Run the sequential algorithm on normalised columns (``dispersion``: of NB2 counts).
-
-    Starts from :func:`initial_basis` or the bases of ``alpha_start`` (a warm
-    start whose mode cannot be found falls back to one basis).  Modes are found
-    to ``_MODE_TOL_LOOSE`` until near convergence, then ``_MODE_TOL_TIGHT``.
-    With ``deletion_tries > 0`` the costliest active bases are deleted in turn
-    after convergence and the algorithm rerun with each barred; the first
-    converged outcome with a higher Laplace evidence is kept and the search
-    repeats.  Returns ``(active, alpha_n, W_n, trace, n_iter, converged)``.
-    """
+    """Run the sequential algorithm on normalised columns (``dispersion``: of NB2 counts)."""
     st = _warm_state(Phin, T, usable, alpha_start, likelihood, dispersion)
     if st is None:
         st = _LinearisedState(Phin, T, usable, likelihood, dispersion)
