@@ -67,10 +67,21 @@ def rbf_columns(D, log_length_scale, *, bias: bool, unit_rms: bool, xp=np):
     return K
 
 
-def column_rms_at(D, log_length_scale) -> np.ndarray:
-    """The RMS over the rows of ``D`` of every kernel column at ``l`` (NumPy), shape ``(K,)``."""
-    K = rbf_columns(np.asarray(D), float(log_length_scale), bias=False, unit_rms=False)
-    return np.sqrt(np.mean(K**2, axis=0))
+def column_rms_at(D, log_length_scale, max_bytes: int = WIDTH_CHUNK_BYTES) -> np.ndarray:
+    """The RMS over the rows of ``D`` of every kernel column at each ``l``: ``(*l.shape, K)``.
+
+    Elementwise as :func:`rbf_columns` (``unit_rms=False``), in chunks of draws.
+    """
+    D = np.asarray(D, dtype=float)
+    lls = np.asarray(log_length_scale, dtype=float)
+    flat = lls.reshape(-1)
+    half = -0.5 * D
+    out = np.empty((flat.size, D.shape[1]))
+    for sl in draw_chunks(flat.size, int(max(1, max_bytes // (8 * max(D.size, 1))))):
+        K = half[None] * np.exp(-2.0 * flat[sl])[:, None, None]
+        np.exp(K, out=K)
+        out[sl] = np.sqrt(np.mean(K**2, axis=1))
+    return out.reshape(*lls.shape, D.shape[1])
 
 
 def draw_chunks(n: int, size: int) -> Iterator[slice]:

@@ -261,7 +261,7 @@ def fit_width_backend(
     lls = np.asarray(res.log_length_scale, dtype=float)
     D = sq_distances(X, centres)
     # per draw: the RMS of each column at its width (1 for the bias column)
-    rms = np.stack([column_rms_at(D, v) for v in lls.reshape(-1)]).reshape(*lls.shape, -1)
+    rms = column_rms_at(D, lls)
     if bias:
         rms = np.concatenate([np.ones((*lls.shape, 1)), rms], axis=-1)
     post = res.posterior
