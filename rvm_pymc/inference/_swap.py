@@ -317,7 +317,7 @@ def nuts_with_swaps(
     compile_kwargs: dict | None,
     kind: str | None = None,
 ) -> tuple[list[dict], list[BlockedStep]] | None:
-    """A :class:`BasisSwap` and NUTS started as ``pm.sample`` starts it; None if no swap applies."""
+    """A :class:`BasisSwap` and NUTS started as ``pm.sample`` starts it; None if none applies."""
     axes = swap_axes(model)
     if n_proposals <= 0 or not axes or "Phi" not in model.named_vars:
         return None
