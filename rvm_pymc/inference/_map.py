@@ -289,6 +289,15 @@ def map_regression(model, spec, *, initvals, max_iter, gtol, mode_kw) -> MapResu
         gtol=gtol,
         what="type-II MAP",
     )
+    own = [v for v in model.free_RVs if v.name not in HYPERPARAMETERS]
+    if own and converged:
+        starts = dict(zip(names, np.cumsum([0, *sizes[:-1]]), strict=True))
+        for v in own:
+            n = model.rvs_to_values[v].name
+            idx = np.arange(sizes[names.index(n)]) + int(starts[n])
+            if _rises_along(fun, x, idx, v.name):
+                converged = False
+                break
     opt = unflatten(x)
     la, lb = opt["log_alpha"], float(opt["log_beta"])
     alpha, beta = np.exp(la), float(np.exp(lb))
@@ -300,7 +309,7 @@ def map_regression(model, spec, *, initvals, max_iter, gtol, mode_kw) -> MapResu
         extra["log_length_scale"] = float(lls)
     # a user's model's own free variables (e.g. a hyperprior's scale), optimised with the
     # precisions: their optimum, as root attributes beside log_length_scale
-    own = [v.name for v in model.free_RVs if v.name not in HYPERPARAMETERS]
+    own = [v.name for v in own]
     if own:
         outs = model.replace_rvs_by_values([model[n] for n in own])
         fn = model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore", **mode_kw)
@@ -328,6 +337,34 @@ def map_regression(model, spec, *, initvals, max_iter, gtol, mode_kw) -> MapResu
             "log_posterior": -float(fun(x)[0]),
         },
     )
+
+
+def _rises_along(fun, x: np.ndarray, idx: np.ndarray, name: str) -> bool:
+    """Warn (and True) if a unit step of a user's own variable (positions ``idx``) alone,
+    down its gradient, still raises the log density: no optimum along it (e.g. a
+    hyperprior's scale collapsing to 0, where the density of ``log_alpha`` is unbounded)."""
+    f0, g = fun(x)
+    d = np.asarray(g, dtype=float)[idx]
+    norm = float(np.linalg.norm(d))
+    if not (np.isfinite(norm) and norm > 0):
+        return False
+    trial = x.copy()
+    trial[idx] -= d / norm
+    try:
+        gain = f0 - fun(trial)[0]
+    except np.linalg.LinAlgError:
+        return False
+    if not gain > 1e-6 * (1.0 + abs(f0)):
+        return False
+    warnings.warn(
+        f"type-II MAP found no optimum: the log density still rises by {gain:.3g} at a unit "
+        f"step of the model's own free variable {name!r} alone (unconstrained value), so "
+        "the point reached is degenerate (e.g. a hyperprior scale of log_alpha collapsing "
+        "to 0); give it a proper prior or a fixed value, or sample the model",
+        ConvergenceWarning,
+        stacklevel=4,
+    )
+    return True
 
 
 # ------------------------------------------- pruning under the flat prior (both MAPs)
