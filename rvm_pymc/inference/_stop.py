@@ -8,12 +8,8 @@ with :func:`rvm_pymc._core.convergence.passes_checks`.  At the first
 checkpoint that passes every chain is cut to its first ``k`` draws and the
 callback raises :class:`Converged`, a KeyboardInterrupt, on which PyMC ends
 every chain and returns the draws recorded.  The checkpoints depend on the
-draws alone, so chains run in parallel or in sequence stop at the same one.
-
-An early-stopped fit is converged by construction (``converged_`` is the
-stopping criterion; ``tests/test_stopped_posterior.py`` checks the posterior
-independently), R-hat cannot see a mode no chain has visited, and an ESS of 400
-is the least for reliable diagnostics, not a precision target (docs/pymc.md).
+draws alone, so chains run in parallel or in sequence stop at the same one.  What an
+early stop does and does not promise: docs/pymc.md.
 """
 
 from __future__ import annotations
