@@ -38,6 +38,11 @@ def linearised_gradient_hessian(Sigma, mu, u, c):
     With ``t_m = tr(Sigma_mm)``, ``r_m = ||mu_m||^2`` (the ``c`` weights of basis ``m``):
 
     .. math::
+
+        g_m = \\tfrac12 [c - \\alpha_m (t_m + r_m)], \\qquad
+        H_{mn} = -\\tfrac12 \\delta_{mn} \\alpha_m (t_m + r_m)
+            + \\tfrac12 \\alpha_m \\alpha_n \\big(\\|\\Sigma_{mn}\\|_F^2
+            + 2 \\mu_m^\\top \\Sigma_{mn} \\mu_n\\big).
     """
     ma = u.size
     alpha = np.exp(u)
