@@ -67,10 +67,11 @@ def rbf_columns(D, log_length_scale, *, bias: bool, unit_rms: bool, xp=np):
     return K
 
 
-def column_rms_at(D, log_length_scale, max_bytes: int = WIDTH_CHUNK_BYTES) -> np.ndarray:
+def column_rms_at(D, log_length_scale, max_bytes: int = 2**20) -> np.ndarray:
     """The RMS over the rows of ``D`` of every kernel column at each ``l``: ``(*l.shape, K)``.
 
-    Elementwise as :func:`rbf_columns` (``unit_rms=False``), in chunks of draws.
+    Elementwise as :func:`rbf_columns` (``unit_rms=False``), in chunks of draws of at most
+    ``max_bytes`` (cache-sized: the ``exp`` dominates and larger chunks are slower).
     """
     D = np.asarray(D, dtype=float)
     lls = np.asarray(log_length_scale, dtype=float)
