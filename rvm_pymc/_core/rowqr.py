@@ -32,7 +32,23 @@ BLOCK_ROWS = 8192
 
 @dataclass(frozen=True)
 class RowQR:
-    """The triangular factor of ``[Phi | t]``: a design of N rows as M rows."""
+    """The triangular factor of ``[Phi | t]``: a design of N rows as M rows.
+
+    Parameters
+    ----------
+    R : ndarray of shape (M, M)
+        Upper triangular, ``R^T R = Phi^T Phi``.
+    z : ndarray of shape (M,)
+        ``R^T z = Phi^T t``.
+    n : int
+        The number N of rows of ``Phi`` (data points).
+    remainder : float
+        ``rho^2``: the residual sum of squares of ``t`` on all M columns.
+
+    See Also
+    --------
+    row_qr : builds it; ``fit_regression(rows, t)`` fits on it.
+    """
 
     R: np.ndarray
     z: np.ndarray
