@@ -45,16 +45,18 @@ import rvm_pymc.estimators._base as base
 import rvm_pymc.inference
 from rvm_pymc import inference, models
 from rvm_pymc._core.convergence import (
+    check_sampling,
     ess_bulk,
     ess_tail,
     passes_checks,
     rank_rhat,
     sampling_diagnostics,
+    separated_chains,
 )
 from rvm_pymc._core.progress import DrawLines
 from rvm_pymc.datasets import make_ripley, make_sinc
 from rvm_pymc.estimators import RVC, RVR
-from rvm_pymc.exceptions import ConvergenceWarning
+from rvm_pymc.exceptions import ConvergenceWarning, SamplingWarning
 from rvm_pymc.inference import _map, _swap, defaults
 from rvm_pymc.inference._backend import _start
 from rvm_pymc.inference._laplace import compile_laplace, newton_mode
@@ -1368,3 +1370,27 @@ def test_the_rule_checks_a_user_models_own_free_variables():
     run = NutsRun(draws=1000, chains=2, until_converged=True)
     rule = stop_rule(model, model_spec(model), run, "pymc", collapsed=False)
     assert set(rule.names) == {"w", "log_alpha", "log_beta", "nu"}
+
+
+def test_separated_chains_named_with_their_hint():
+    """Chains stuck in two modes (disjoint intervals) are named, with the caller's advice;
+    chains that mix slowly but overlap are not, and a well-mixed fit says nothing."""
+    rng = np.random.default_rng(0)
+    mixed = rng.normal(size=(2, 500))
+    apart = mixed + np.array([[0.0], [5.0]])  # chain 1 five sds away
+    slow = np.cumsum(rng.normal(scale=0.05, size=(2, 500)), axis=1)  # overlapping random walks
+    slow -= slow.mean(axis=1, keepdims=True)
+    assert separated_chains({"a": mixed, "b": apart, "v": rng.normal(size=(2, 500, 3))}) == ["b"]
+    assert separated_chains({"s": slow}) == []
+    hints = {"b": "choose one mode"}
+    with pytest.warns(SamplingWarning, match=r"chains of \['b'\] sit in separate.*choose one"):
+        check_sampling({"a": mixed, "b": apart}, 0, hints=hints)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        diag = check_sampling({"a": mixed}, 0, min_ess=100)
+    assert diag["max_rhat"] < 1.01
+    with pytest.warns(SamplingWarning) as record:  # R-hat misses, but no mode is named
+        check_sampling({"s": slow}, 0)
+    messages = [str(r.message) for r in record]
+    assert any("R-hat" in m for m in messages)
+    assert not any("separate places" in m for m in messages)

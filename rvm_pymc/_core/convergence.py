@@ -35,6 +35,7 @@ __all__ = [
     "RHAT_MAX",
     "check_sampling",
     "passes_checks",
+    "separated_chains",
     "sampling_diagnostics",
     "summary",
 ]
@@ -234,10 +235,34 @@ def passes_checks(
     )
 
 
+def separated_chains(draws, prob: float = 0.9) -> list[str]:
+    """The scalar variables of ``draws`` (name -> ``(chain, draw)``) of which two chains'
+    central ``prob`` intervals do not overlap: chains in different modes, which more
+    draws of the same chains do not join."""
+    names = []
+    for name, x in draws.items():
+        x = np.asarray(x, dtype=float)
+        if x.ndim != 2 or x.shape[0] < 2 or not np.isfinite(x).all():
+            continue
+        lo, hi = np.quantile(x, [(1.0 - prob) / 2.0, (1.0 + prob) / 2.0], axis=1)
+        if lo.max() > hi.min():
+            names.append(name)
+    return names
+
+
 def check_sampling(
-    draws, n_divergent: int, *, rhat_threshold: float = RHAT_MAX, min_ess: float = MIN_ESS
+    draws,
+    n_divergent: int,
+    *,
+    rhat_threshold: float = RHAT_MAX,
+    min_ess: float = MIN_ESS,
+    hints: dict[str, str] | None = None,
 ) -> dict[str, float]:
-    """:func:`sampling_diagnostics`, with a SamplingWarning for each miss of the standard."""
+    """:func:`sampling_diagnostics`, with a SamplingWarning for each miss of the standard.
+
+    When R-hat misses it, the message names the :func:`separated_chains`, with the
+    advice ``hints[name]`` for each of them that has one.
+    """
     diag = sampling_diagnostics(draws, n_divergent)
     max_rhat, bulk, tail = diag["max_rhat"], diag["min_ess_bulk"], diag["min_ess_tail"]
     n_draws = int(np.prod(np.shape(next(iter(draws.values())))[:2]))
@@ -248,10 +273,19 @@ def check_sampling(
             "target_accept, use a more informative prior or the other parametrization"
         )
     if np.isfinite(max_rhat) and max_rhat > rhat_threshold:
-        problems.append(
+        message = (
             f"max R-hat is {max_rhat:.3f} > {rhat_threshold} (variables {list(draws)}); "
             "the chains have not mixed"
         )
+        apart = separated_chains(draws)
+        if apart:
+            message += (
+                f". The chains of {apart} sit in separate places (their central 90% "
+                "intervals do not overlap): the posterior has several modes, between which "
+                "NUTS does not move, and more draws will not join them"
+            )
+            message += "".join(f"; {hints[n]}" for n in apart if n in (hints or {}))
+        problems.append(message)
     if min(bulk, tail) < min_ess:
         problems.append(
             f"the smallest effective sample size is {min(bulk, tail):.0f} (bulk {bulk:.0f}, "

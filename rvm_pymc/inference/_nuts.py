@@ -339,6 +339,13 @@ def _callbacks(*callbacks):
     return callback
 
 
+WIDTH_MODES_HINT = (
+    "the kernel width has several modes: fit at one width (gamma='cv', 'evidence' or a "
+    "number) rather than over it"
+)
+"""The advice of a width-integrating fit whose chains sit at different widths."""
+
+
 def nuts_result(
     model, spec: ModelSpec, pm_tree: xr.DataTree, w: np.ndarray, *, run, sampler, inference
 ) -> NutsResult:
@@ -366,6 +373,7 @@ def nuts_result(
         int(stats["diverging"].sum()) if "diverging" in stats else 0,
         rhat_threshold=run.rhat_threshold,
         min_ess=run.min_ess,
+        hints={"log_length_scale": WIDTH_MODES_HINT},
     )
     # the sampler's own clock (tuning and draws; compilation before it is not counted)
     diag["sampling_time"] = float(post.attrs.get("sampling_time", np.nan))
