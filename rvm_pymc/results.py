@@ -1,42 +1,17 @@
 """One result schema for every fit: the weight posterior and the DataTree built from it.
 
-Every fit of an RVM (the reference solver, type-II MAP in PyMC, NUTS; regression
-and classification) ends in a :class:`WeightPosterior` and is shown to ArviZ as
-one :class:`xarray.DataTree` of one layout, built by :func:`to_datatree` and
-nowhere else:
-
-``posterior``
-    ``w`` (``chain, draw, basis``), or ``W`` (``chain, draw, basis, class``)
-    for the softmax model.  A sampled fit (NUTS) adds its hyperparameter draws
-    ``log_alpha`` (``basis``) and ``log_beta`` (regression); a type-II fit
-    (reference, map) holds them fixed, in ``constant_data`` (what a fit samples
-    is in ``posterior``, what it holds fixed in ``constant_data``).  A negative
-    binomial fit adds ``log_dispersion`` (``log r``) in the same way.  Its draws
-    are exact draws from its Gaussian (Laplace) weight posterior, antithetic
-    across chain pairs (chain ``2i + 1`` mirrors chain ``2i`` about the mean).
-``posterior_predictive``, ``log_likelihood``
-    ``t_obs``, ``y_obs`` or ``counts_obs`` (``chain, draw, obs``): one replicate of the
-    training targets per draw; the pointwise log likelihood, for LOO.  From the
-    model itself for a user's model (root attribute ``likelihood = "model"``).
-    A type-II fit's ``log_likelihood`` carries the attribute ``rvm_loo_note``
-    (:data:`TYPE_II_LOO_NOTE`): PSIS-LOO of it is not a valid estimate.
-``observed_data``
-    ``t_obs`` (data units), ``counts_obs`` (Poisson counts; int64 as their
-    replicates when every count is a whole number, else float64) or ``y_obs``
-    (class codes ``0..K-1``; the labels are the ``class`` coordinate).
-``constant_data``
-    ``Phi`` (``obs, basis``): the design matrix of the bases in ``posterior``,
-    in data units; ``y_offset`` (regression), so that ``Phi @ w + y_offset``
-    is the latent mean of a draw; type-II fits add ``log_alpha`` (``basis``)
-    and ``log_beta`` (regression) or ``log_dispersion`` (negative binomial).
-``sample_stats``
-    NUTS: the sampler's statistics; type-II: ``lp``, the log density of each
-    weight draw (log likelihood plus the log prior of the weights).
-
-The estimators and :func:`rvm_pymc.inference.fit_map` default to two chains
-(``sample_nuts`` and ``sample_collapsed`` called directly keep PyMC's four).
-Everything is in the units of the data.  :func:`predictions` adds the ArviZ
-``predictions`` groups for new inputs from the draws of a tree.
+Every fit of an RVM (the reference solver, type-II MAP in PyMC, NUTS; every
+likelihood) ends in a :class:`WeightPosterior` and is shown to ArviZ as one
+:class:`xarray.DataTree` of one layout, built by :func:`to_datatree` and
+nowhere else (the groups and their rules: ``docs/design.md``, section 3):
+``posterior`` (``w`` or softmax's ``W``, and what a sampled fit samples),
+``posterior_predictive`` and ``log_likelihood`` (``t_obs``, ``y_obs`` or
+``counts_obs``; a type-II fit's ``log_likelihood`` carries
+:data:`TYPE_II_LOO_NOTE` as ``rvm_loo_note``), ``observed_data``,
+``constant_data`` (``Phi`` in data units, ``y_offset``, and what a type-II fit
+holds fixed) and ``sample_stats``.  A type-II fit's draws are exact draws of its
+Gaussian (Laplace) weight posterior, antithetic across chain pairs.
+:func:`predictions` adds the ArviZ ``predictions`` groups for new inputs.
 """
 
 from __future__ import annotations
