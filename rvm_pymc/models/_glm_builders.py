@@ -60,13 +60,9 @@ def classification_binary(
     Phi : array_like of shape (N, M)
     y : array_like of shape (N,)
         Labels in {0, 1}.
-    prior : str, mapping or HyperPrior, optional
-        Only ``a, b`` (and ``slab``) are used; default ``"weakly_informative"``.
-        With a ``slab`` the weights' prior precision is ``alpha + 1/slab^2``
-        (:func:`rvm_pymc.priors.slab_variance`; data ``slab_scale``).
-    parametrization : {"centred", "non_centred"}
-        As for :func:`regression_joint`.  Type-II MAP (Laplace) needs ``"centred"``.
-    basis_names : sequence, optional
+    prior, parametrization, basis_names
+        As for :func:`regression_joint` (of the prior only ``a, b`` and ``slab``).
+        Type-II MAP (Laplace) needs ``parametrization="centred"``.
 
     Returns
     -------
