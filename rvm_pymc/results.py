@@ -277,8 +277,7 @@ def _type_ii_draws(post: WeightPosterior, draws: int, chains: int, rng) -> np.nd
     if chains % 2 == 0:
         half = covariance_draws(post.mean, post.cov, draws * chains // 2, rng)
         half = half.reshape(chains // 2, draws, *half.shape[1:])
-        mean = post.mean
-        pairs = np.stack([half, 2.0 * mean - half], axis=1)
+        pairs = np.stack([half, 2.0 * post.mean - half], axis=1)
         out = pairs.reshape(chains, draws, *half.shape[2:])
     else:
         out = covariance_draws(post.mean, post.cov, draws * chains, rng)
@@ -371,18 +370,13 @@ def to_datatree(
         constant["Phi"] = (("obs", "basis"), Phi)
     if kind == "regression":
         constant["y_offset"] = ((), float(post.y_offset))
-    if post.is_type_ii:
-        constant["log_alpha"] = (("basis",), np.asarray(post.log_alpha, dtype=float))
-        if post.log_beta is not None:
-            constant["log_beta"] = ((), float(post.log_beta))
-        if post.log_dispersion is not None:
-            constant["log_dispersion"] = ((), float(post.log_dispersion))
-    else:
-        posterior["log_alpha"] = ((*cd, "basis"), np.asarray(post.log_alpha, dtype=float))
-        if post.log_beta is not None:
-            posterior["log_beta"] = (cd, np.asarray(post.log_beta, dtype=float))
-        if post.log_dispersion is not None:
-            posterior["log_dispersion"] = (cd, np.asarray(post.log_dispersion, dtype=float))
+    # what a type-II fit holds fixed is constant data; what a sampled fit samples, posterior
+    held, lead = (constant, ()) if post.is_type_ii else (posterior, cd)
+    held["log_alpha"] = ((*lead, "basis"), np.asarray(post.log_alpha, dtype=float))
+    for name in ("log_beta", "log_dispersion"):
+        value = getattr(post, name)
+        if value is not None:
+            held[name] = (lead, float(value) if post.is_type_ii else np.asarray(value, float))
     posterior.update(extra_posterior or {})
     if sample_stats is None:
         la = np.broadcast_to(
@@ -513,11 +507,8 @@ def latent_predictions(
     kind = _kind_of(tree)
     post, const = tree["posterior"], tree["constant_data"]
     F = np.asarray(F, dtype=float)
-    log_beta = None
-    if kind == "regression":
-        log_beta = (post if "log_beta" in post else const)["log_beta"].values
-    elif kind == "negative_binomial":  # the dispersion's log, as _replicate takes it
-        log_beta = (post if "log_dispersion" in post else const)["log_dispersion"].values
+    name = {"regression": "log_beta", "negative_binomial": "log_dispersion"}.get(kind)
+    log_beta = None if name is None else (post if name in post else const)[name].values
     obs_name = OBS_NAMES[kind]
     cd = ("chain", "draw")
     coords: dict[str, Any] = {
