@@ -72,14 +72,9 @@ def evidence_vs_cv(
 
     Notes
     -----
-    The evidence needs one fit per width and uses all the data; it is the
-    quantity the reference and MAP fits maximise, so it is comparable across
-    widths only for the same data and prior.  Cross-validation needs ``cv``
-    fits per width and measures predictive performance directly.  The two
-    need not pick the same width (in the example below the evidence prefers
-    ``gamma=1`` with 12 relevance vectors, cross-validation ``gamma=0.1`` with 5).
-    Use a shuffled ``KFold`` for data sorted by ``X``: unshuffled folds make
-    cross-validation extrapolate.
+    The evidence is comparable across widths only for the same data and prior;
+    the two criteria need not pick the same width (they do not in the example
+    below).  Use a shuffled ``KFold`` for data sorted by ``X``.
 
     Examples
     --------

@@ -61,11 +61,8 @@ __all__ = ["DISPERSION_PRIOR_SCALE", "PRESETS", "HyperPrior", "resolve_prior", "
 
 DISPERSION_PRIOR_SCALE = 1.0
 """The scale ``s`` of the prior ``1/sqrt(r) ~ HalfNormal(s)`` on a negative binomial's
-dispersion ``r`` in the PyMC models (NUTS).  ``1/sqrt(r)`` is the coefficient of
-variation of the Gamma mixing distribution behind NB2 (variance ``mu + (mu/sqrt(r))^2``):
-the prior's mode is at ``r = inf``, the Poisson, its median at ``r`` about 2.2, and
-``r < 1/4`` (a variation above 2) has prior probability 0.05.  The reference solver
-puts no prior on ``r`` (type-II maximum likelihood)."""
+dispersion ``r`` in the PyMC models (NUTS): mode at ``r = inf`` (the Poisson), median at
+``r`` about 2.2.  The reference solver puts no prior on ``r``."""
 
 
 @dataclass(frozen=True)

@@ -1,42 +1,17 @@
 """One result schema for every fit: the weight posterior and the DataTree built from it.
 
-Every fit of an RVM (the reference solver, type-II MAP in PyMC, NUTS; regression
-and classification) ends in a :class:`WeightPosterior` and is shown to ArviZ as
-one :class:`xarray.DataTree` of one layout, built by :func:`to_datatree` and
-nowhere else:
-
-``posterior``
-    ``w`` (``chain, draw, basis``), or ``W`` (``chain, draw, basis, class``)
-    for the softmax model.  A sampled fit (NUTS) adds its hyperparameter draws
-    ``log_alpha`` (``basis``) and ``log_beta`` (regression); a type-II fit
-    (reference, map) holds them fixed, in ``constant_data`` (what a fit samples
-    is in ``posterior``, what it holds fixed in ``constant_data``).  A negative
-    binomial fit adds ``log_dispersion`` (``log r``) in the same way.  Its draws
-    are exact draws from its Gaussian (Laplace) weight posterior, antithetic
-    across chain pairs (chain ``2i + 1`` mirrors chain ``2i`` about the mean).
-``posterior_predictive``, ``log_likelihood``
-    ``t_obs``, ``y_obs`` or ``counts_obs`` (``chain, draw, obs``): one replicate of the
-    training targets per draw; the pointwise log likelihood, for LOO.  From the
-    model itself for a user's model (root attribute ``likelihood = "model"``).
-    A type-II fit's ``log_likelihood`` carries the attribute ``rvm_loo_note``
-    (:data:`TYPE_II_LOO_NOTE`): PSIS-LOO of it is not a valid estimate.
-``observed_data``
-    ``t_obs`` (data units), ``counts_obs`` (Poisson counts; int64 as their
-    replicates when every count is a whole number, else float64) or ``y_obs``
-    (class codes ``0..K-1``; the labels are the ``class`` coordinate).
-``constant_data``
-    ``Phi`` (``obs, basis``): the design matrix of the bases in ``posterior``,
-    in data units; ``y_offset`` (regression), so that ``Phi @ w + y_offset``
-    is the latent mean of a draw; type-II fits add ``log_alpha`` (``basis``)
-    and ``log_beta`` (regression) or ``log_dispersion`` (negative binomial).
-``sample_stats``
-    NUTS: the sampler's statistics; type-II: ``lp``, the log density of each
-    weight draw (log likelihood plus the log prior of the weights).
-
-The estimators and :func:`rvm_pymc.inference.fit_map` default to two chains
-(``sample_nuts`` and ``sample_collapsed`` called directly keep PyMC's four).
-Everything is in the units of the data.  :func:`predictions` adds the ArviZ
-``predictions`` groups for new inputs from the draws of a tree.
+Every fit of an RVM (the reference solver, type-II MAP in PyMC, NUTS; every
+likelihood) ends in a :class:`WeightPosterior` and is shown to ArviZ as one
+:class:`xarray.DataTree` of one layout, built by :func:`to_datatree` and
+nowhere else (the groups and their rules: ``docs/design.md``, section 3):
+``posterior`` (``w`` or softmax's ``W``, and what a sampled fit samples),
+``posterior_predictive`` and ``log_likelihood`` (``t_obs``, ``y_obs`` or
+``counts_obs``; a type-II fit's ``log_likelihood`` carries
+:data:`TYPE_II_LOO_NOTE` as ``rvm_loo_note``), ``observed_data``,
+``constant_data`` (``Phi`` in data units, ``y_offset``, and what a type-II fit
+holds fixed) and ``sample_stats``.  A type-II fit's draws are exact draws of its
+Gaussian (Laplace) weight posterior, antithetic across chain pairs.
+:func:`predictions` adds the ArviZ ``predictions`` groups for new inputs.
 """
 
 from __future__ import annotations
@@ -302,8 +277,7 @@ def _type_ii_draws(post: WeightPosterior, draws: int, chains: int, rng) -> np.nd
     if chains % 2 == 0:
         half = covariance_draws(post.mean, post.cov, draws * chains // 2, rng)
         half = half.reshape(chains // 2, draws, *half.shape[1:])
-        mean = post.mean
-        pairs = np.stack([half, 2.0 * mean - half], axis=1)
+        pairs = np.stack([half, 2.0 * post.mean - half], axis=1)
         out = pairs.reshape(chains, draws, *half.shape[2:])
     else:
         out = covariance_draws(post.mean, post.cov, draws * chains, rng)
@@ -396,18 +370,13 @@ def to_datatree(
         constant["Phi"] = (("obs", "basis"), Phi)
     if kind == "regression":
         constant["y_offset"] = ((), float(post.y_offset))
-    if post.is_type_ii:
-        constant["log_alpha"] = (("basis",), np.asarray(post.log_alpha, dtype=float))
-        if post.log_beta is not None:
-            constant["log_beta"] = ((), float(post.log_beta))
-        if post.log_dispersion is not None:
-            constant["log_dispersion"] = ((), float(post.log_dispersion))
-    else:
-        posterior["log_alpha"] = ((*cd, "basis"), np.asarray(post.log_alpha, dtype=float))
-        if post.log_beta is not None:
-            posterior["log_beta"] = (cd, np.asarray(post.log_beta, dtype=float))
-        if post.log_dispersion is not None:
-            posterior["log_dispersion"] = (cd, np.asarray(post.log_dispersion, dtype=float))
+    # what a type-II fit holds fixed is constant data; what a sampled fit samples, posterior
+    held, lead = (constant, ()) if post.is_type_ii else (posterior, cd)
+    held["log_alpha"] = ((*lead, "basis"), np.asarray(post.log_alpha, dtype=float))
+    for name in ("log_beta", "log_dispersion"):
+        value = getattr(post, name)
+        if value is not None:
+            held[name] = (lead, float(value) if post.is_type_ii else np.asarray(value, float))
     posterior.update(extra_posterior or {})
     if sample_stats is None:
         la = np.broadcast_to(
@@ -538,11 +507,8 @@ def latent_predictions(
     kind = _kind_of(tree)
     post, const = tree["posterior"], tree["constant_data"]
     F = np.asarray(F, dtype=float)
-    log_beta = None
-    if kind == "regression":
-        log_beta = (post if "log_beta" in post else const)["log_beta"].values
-    elif kind == "negative_binomial":  # the dispersion's log, as _replicate takes it
-        log_beta = (post if "log_dispersion" in post else const)["log_dispersion"].values
+    name = {"regression": "log_beta", "negative_binomial": "log_dispersion"}.get(kind)
+    log_beta = None if name is None else (post if name in post else const)[name].values
     obs_name = OBS_NAMES[kind]
     cd = ("chain", "draw")
     coords: dict[str, Any] = {

@@ -53,15 +53,8 @@ SUMMARY_JSON = "summary.json"
 
 
 def compile_cache_is_empty() -> bool | None:
-    """Whether PyTensor's compile cache holds nothing yet: the first compile is then slow.
-
-    PyTensor compiles a model's functions with its default linker and keeps the
-    results on disk: the numba linker (PyTensor's default) in
-    ``base_compiledir/numba`` (``*.nbi`` index files), the C linker in
-    ``compiledir`` (one ``tmp*`` directory per module).  An empty cache means
-    every function is compiled anew (minutes); a filled one that most are
-    loaded from it.  None when that cannot be told.
-    """
+    """Whether the compile cache of PyTensor's default linker is empty (the first compile is
+    then slow): ``base_compiledir/numba`` for numba, ``compiledir`` for C; None: unknown."""
     try:
         from pytensor import config
         from pytensor.compile.mode import get_default_mode
@@ -74,16 +67,8 @@ def compile_cache_is_empty() -> bool | None:
 
 
 def cache_is_empty(cache: Path, *, numba: bool) -> bool:
-    """Whether the PyTensor cache directory ``cache`` holds no compiled function.
-
-    Parameters
-    ----------
-    cache : pathlib.Path
-        ``base_compiledir/numba`` (numba linker) or ``compiledir`` (C linker).
-    numba : bool
-        Which of the two: numba keeps ``*.nbi`` index files, the C linker one
-        ``tmp*`` directory per compiled module.
-    """
+    """Whether ``cache`` holds no compiled function: no ``*.nbi`` index file (numba), no
+    ``tmp*`` module directory (C linker)."""
     if not cache.is_dir():
         return True
     if numba:
@@ -92,11 +77,8 @@ def cache_is_empty(cache: Path, *, numba: bool) -> bool:
 
 
 def announce_compilation(method: str) -> None:
-    """A progress line before a fit that compiles a PyMC model (map, nuts).
-
-    It says that the compile may take minutes only when PyTensor's cache is
-    empty (:func:`compile_cache_is_empty`); with a filled cache it is seconds.
-    """
+    """A progress line before a fit that compiles a PyMC model (map, nuts), warning of
+    minutes only when PyTensor's cache is empty."""
     if method not in ("map", "nuts"):
         return
     empty = compile_cache_is_empty()

@@ -179,30 +179,23 @@ class Preprocess:
         except (KeyError, TypeError, ValueError) as exc:
             raise DataError(f"{path} is damaged: {type(exc).__name__}: {exc}") from None
         n = len(pre.features)
-        ok = len(pre.mean) == n and len(pre.scale) == n and n > 0
-        ok = ok and all(math.isfinite(v) for v in pre.mean + pre.scale)
-        ok = (
-            ok
+        if not (
+            len(pre.mean) == len(pre.scale) == n > 0
+            and all(math.isfinite(v) for v in pre.mean + pre.scale)
             and all(v > 0 for v in pre.scale)
             and pre.task in ("regression", "classification", "counts")
-        )
-        if not ok:
+        ):
             raise DataError(f"{path} is damaged: features, means and scales do not fit together")
         return pre
 
 
 def model_paths(model: str) -> tuple[str, str]:
     """The estimator and preprocessing files of MODEL (a fit's directory or model file)."""
-    if os.path.isdir(model):
-        nc = os.path.join(model, MODEL_FILE)
-    else:
-        nc = model
+    is_dir = os.path.isdir(model)
+    nc = os.path.join(model, MODEL_FILE) if is_dir else model
     pre = os.path.join(os.path.dirname(nc), PREPROCESS_FILE)
     if not os.path.exists(nc):
-        if os.path.isdir(model):
-            where = f"{model} holds no {MODEL_FILE}"
-        else:
-            where = f"{model}: no such file"
+        where = f"{model} holds no {MODEL_FILE}" if is_dir else f"{model}: no such file"
         raise DataError(f"{where} (give the --out directory of 'rvm-pymc fit')")
     if not os.path.exists(pre):
         raise DataError(

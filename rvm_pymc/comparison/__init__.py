@@ -12,13 +12,9 @@ Every fit other than a baseline is compared with it point by point
 for ArviZ's multi-model plots, and :func:`loo_compare` refuses to rank a
 type-II fit against a sampled one by PSIS-LOO.
 
-Why k-fold with refitting and not LOO: a type-II fit (reference, map) holds
-its hyperparameters at values fitted on all the data, so PSIS-LOO of its
-weight posterior leaves each point out of the weights but not of the
-hyperparameters, and is optimistic (by about 0.15 nats per point on the
-diabetes data).  K-fold refits everything, hyperparameters and kernel width
-included, on every training fold.  ``elpd_loo`` is reported beside it, with
-the column ``loo_optimistic`` True for the type-II fits.
+K-fold refits everything, hyperparameters and width included, on every fold;
+PSIS-LOO of a type-II fit leaves a point out of the weights only, so it is
+optimistic (``loo_optimistic``; ``docs/comparison.md``).
 """
 
 from rvm_pymc.comparison._arviz import arviz_trees, is_type_ii_tree, loo_compare

@@ -39,13 +39,10 @@ def _tree(fit_or_tree):
 def arviz_trees(fits: Mapping[str, Any], *, chains: int | None = None, draws: int | None = None):
     """The fits' DataTrees with one number of chains and draws, for multi-model ArviZ plots.
 
-    ``arviz.plot_forest`` and the other multi-model plots of ArviZ keep only
-    the models that share the largest fit's draws: a NUTS fit of 1000 draws
-    beside type-II fits of 500 silently drops the type-II fits.  Every tree
-    here keeps its first ``chains`` chains and first ``draws`` draws (default:
-    the smallest numbers among the fits), and is marked by the root
-    attribute ``rvm_type_ii`` (1: a type-II fit, whose hyperparameters are
-    point values in ``constant_data``; 0: a sampled fit), which
+    ArviZ's multi-model plots (``arviz.plot_forest``) silently drop the models
+    with fewer draws than the largest.  Every tree keeps its first ``chains``
+    chains and ``draws`` draws (default: the smallest numbers among the fits)
+    and the root attribute ``rvm_type_ii`` (1: type-II, 0: sampled), which
     :func:`loo_compare` reads.
 
     Parameters
@@ -82,11 +79,9 @@ def loo_compare(fits: Mapping[str, Any], *, allow_type_ii: bool = False, **kwarg
     """``arviz.compare`` (PSIS-LOO) of several fits, refusing to rank type-II fits against sampled.
 
     PSIS-LOO of a type-II fit (reference, map) leaves each point out of the
-    weights but not of the hyperparameters fitted on all the data: it is
-    optimistic (0.09-0.11 nats per point on the regression benchmarks,
-    ``docs/comparison.md``), and a sampled fit's LOO is not.  Ranking the two
-    kinds together by LOO favours the type-II fit by construction; the
-    honest yardstick is ``elpd_kfold`` of :func:`compare`.
+    weights but not of the hyperparameters: it is optimistic, so ranking it
+    against sampled fits favours it by construction (use ``elpd_kfold`` of
+    :func:`compare`; ``docs/comparison.md``).
 
     Parameters
     ----------

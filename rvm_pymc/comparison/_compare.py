@@ -71,45 +71,31 @@ def fit_all(
     y : array_like of shape (n_samples,)
     methods : sequence of {"reference", "map", "nuts", "nuts_width"}
         One fit per method, named by it.  ``"nuts_width"`` is NUTS with the RBF
-        width sampled too (``method="nuts", gamma="integrate"``; needs the
-        ``"rbf"`` kernel): not fitted at the shared width (it integrates over
-        widths; a ``gamma`` or ``gamma_grid`` in ``params`` is not passed to it),
-        and not among the defaults because it costs several times a NUTS fit at
-        one width.
+        width sampled too (``method="nuts", gamma="integrate"``; ``"rbf"``
+        kernel only): never fitted at the shared width (``gamma`` and
+        ``gamma_grid`` of ``params`` are not passed to it), and no default.
     task : {"regression", "classification", "counts"}, optional
-        Default: regression for a ``y`` of floating-point dtype,
-        classification for integers, booleans and labels (strings,
-        objects).  Integer-valued floats (counts, scores: scikit-learn's
-        diabetes target) are regression; give ``task="classification"`` for
-        float class codes and ``task="counts"`` for a Poisson model
-        (:class:`~rvm_pymc.estimators.RVP`).
+        Default: regression for a ``y`` of floating-point dtype, else
+        classification; ``"counts"`` fits :class:`~rvm_pymc.estimators.RVP`.
     **params
         Parameters of :class:`~rvm_pymc.RVR` / :class:`~rvm_pymc.RVC`, the
         same for every fit (kernel, gamma, prior, draws, random_state, ...).
-        MAP starts from the reference solution (``init="auto"``).  Without a
-        ``prior``, each method keeps its own default: the evidence prior
-        (``a = b = c = d = 0``, type-II maximum likelihood, which prunes) for
-        reference and map, ``"weakly_informative"`` for nuts, whose posterior
-        would otherwise be improper (``"weakly_informative_slab"`` for a
-        classifier's nuts: with a slab on the weights); the ``prior`` column
-        of :func:`compare` says which.  Give ``prior=`` to put every fit
-        under one prior (then ``solver="mackay"`` for the reference fit unless
-        ``a = b = 0`` and no slab).
+        Without a ``prior`` each method keeps its own default: the evidence
+        prior for reference and map, ``"weakly_informative"`` for nuts
+        (``"weakly_informative_slab"`` for a classifier); the ``prior`` column
+        of :func:`compare` says which.
     method_params : mapping of str to mapping, optional
         Parameters of one method's fit only, over ``params``: options that
         another method does not take, e.g.
         ``{"nuts": {"sampler_kwargs": {"target_accept": 0.95}}}``.
     same_width : bool, default True
-        Fit every method at one kernel width: the first method chooses it (by
-        its ``gamma`` rule, e.g. ``"auto"``), the others are fitted at its
-        ``gamma_``, so that the paired differences of :func:`compare` compare
-        approximations of one model (its k-fold refits do the same in each
-        fold).  False lets each method choose its own width (under its own
-        prior): then they fit different models, and ``compare`` warns.
+        The first method chooses the kernel width (by its ``gamma`` rule) and
+        the others are fitted at its ``gamma_`` (in :func:`compare`'s k-fold
+        refits too), so that they approximate one model; False: each its own
+        width (``compare`` then warns).
     on_fit : callable, optional
-        Called as ``on_fit(method, gamma)`` before each fit, ``gamma`` the width
-        of the first fit that it is fitted at (None: its own rule), e.g. to
-        report progress.
+        Called as ``on_fit(method, gamma)`` before each fit (``gamma``: the
+        shared width, None for the method's own rule).
 
     Returns
     -------
@@ -298,62 +284,33 @@ def compare(
     Returns
     -------
     pandas.DataFrame
-        Indexed by fit name.  Columns:
+        Indexed by fit name; the columns are described in ``docs/comparison.md``:
 
-        - what was fitted: ``method``, ``prior``, ``basis`` (kernel and
-          width ``gamma_``), ``gamma``, ``interpolates`` (the fit's
-          ``interpolates_``: a type-II fit keeping more than half its rows or
-          with the noise at its bound), ``same_basis`` (False for a fit whose
-          basis differs from the baseline's, :func:`same_basis`; a warning
-          names it), ``fit_time`` (seconds, fits of :func:`fit_all`),
-          ``predictive`` (regression: ``"rvm"`` or ``"rvm*"``, the RVR's
-          parameter);
-        - sparsity: ``n_relevant`` (:func:`n_relevant`: relevant bases, the
-          bias not counted), ``effective_parameters``
-          (:func:`effective_parameters`, in ``[0, min(N, M)]``);
-        - evidence, type-II fits only (NaN for nuts): ``log_evidence``
-          (:func:`log_evidence`: ``log p(targets | alpha, beta)``, exact for
-          regression, Laplace for classifiers, no hyperprior term) and
-          ``log_hyperprior`` (:func:`log_hyperprior`: the Gamma terms of the
-          fit's prior, 0 under ``"evidence"``);
-        - held out: ``lpd`` (mean log predictive density, nats per point),
-          ``rmse`` and ``coverage_50/90/95`` (regression; for counts also
-          ``d2``, the Poisson deviance explained, and the coverage of the
-          central intervals of the discrete predictive, ends included) or
-          ``error_rate``, ``brier`` and ``log_loss`` (classification);
+        - what was fitted: ``method``, ``prior``, ``basis``, ``gamma``,
+          ``interpolates``, ``same_basis`` (vs the baseline, :func:`same_basis`),
+          ``fit_time``, ``predictive`` (RVR);
+        - sparsity: ``n_relevant`` (:func:`n_relevant`), ``effective_parameters``;
+        - type-II fits only (NaN for nuts): ``log_evidence``, ``log_hyperprior``;
+        - held out: ``lpd`` (mean nats per point), ``rmse``, ``coverage_50/90/95``
+          (regression; counts add ``d2``) or ``error_rate``, ``brier``, ``log_loss``;
         - k-fold with refitting: ``elpd_kfold``, ``elpd_kfold_se``,
-          ``kfold_fit_time`` (mean seconds per fold fit), and the refits'
-          diagnostics ``kfold_folds``, ``kfold_converged`` (folds whose refit
-          converged; a warning names the others), ``kfold_max_rhat`` and
-          ``kfold_divergences`` (nuts; over the folds), ``kfold_interpolating``
-          (folds whose type-II refit interpolates; a warning names them);
-        - PSIS-LOO: ``elpd_loo``, ``elpd_loo_se``, ``p_loo``,
-          ``loo_optimistic`` (True for type-II fits, whose LOO keeps the
-          hyperparameters fitted on every point), ``pareto_k_bad`` (points
-          with Pareto k above ArviZ's threshold) and ``loo_note``: when a
-          Pareto k is above the threshold the estimate is unreliable, and
-          ``elpd_loo``, ``elpd_loo_se`` and ``p_loo`` are NaN with the reason
-          in ``loo_note``;
-        - diagnostics: ``converged`` (the fit's ``converged_``),
-          ``divergences``, ``max_rhat``, ``min_ess_bulk`` (nuts);
-        - paired differences to the baseline, fit minus baseline (positive:
-          better than the baseline), each with the standard error of the
-          pointwise differences ``sqrt(n var(d_i))`` as ``arviz.compare``'s
-          ``dse`` (:func:`paired_difference`): ``elpd_kfold_diff``,
-          ``elpd_kfold_diff_se``, ``elpd_loo_diff``, ``elpd_loo_diff_se``
-          (NaN if either LOO is unreliable) and ``lpd_diff``,
-          ``lpd_diff_se`` (held out, per point like ``lpd``: both divided by
-          the number of test points).  The baseline's row holds 0.
+          ``kfold_fit_time``, ``kfold_folds``, ``kfold_converged``,
+          ``kfold_max_rhat``, ``kfold_divergences``, ``kfold_interpolating``;
+        - PSIS-LOO: ``elpd_loo``, ``elpd_loo_se``, ``p_loo`` (NaN, with the
+          reason in ``loo_note``, when a Pareto k is above ArviZ's threshold),
+          ``loo_optimistic`` (type-II), ``pareto_k_bad``, ``loo_note``;
+        - diagnostics: ``converged``, ``divergences``, ``max_rhat``, ``min_ess_bulk``;
+        - paired differences, fit minus baseline, with the standard error
+          ``sqrt(n var(d_i))`` of :func:`paired_difference`: ``elpd_kfold_diff``,
+          ``elpd_loo_diff``, ``lpd_diff`` (per point) and their ``*_se``; 0 for
+          the baseline.
 
-        ``elpd_*`` are sums over the points (the ArviZ convention), ``lpd`` a
-        mean.  ``table.attrs`` holds ``"baseline"`` (its name),
-        ``"pointwise"`` (a dict of DataFrames, one column per fit:
-        ``"lpd"`` over the test points, ``"elpd_kfold"``, ``"elpd_loo"``
-        and ``"pareto_k"`` over the training points; ``"elpd_loo"`` keeps
-        the PSIS values even where the table says NaN) and ``"folds"`` (one
-        row per fit and fold: ``converged``, ``max_rhat``, ``divergences``,
-        ``seconds``, ``elpd``, the refit's width ``gamma``, ``n_relevant`` of
-        its ``n_train`` rows, ``interpolates`` and its ``warnings``).
+        ``elpd_*`` are sums over the points, ``lpd`` a mean.  ``table.attrs``
+        holds ``"baseline"``, ``"pointwise"`` (DataFrames of ``"lpd"``,
+        ``"elpd_kfold"``, ``"elpd_loo"`` and ``"pareto_k"``, one column per fit)
+        and ``"folds"`` (one row per fit and fold: ``converged``, ``max_rhat``,
+        ``divergences``, ``seconds``, ``elpd``, ``gamma``, ``n_relevant`` of
+        ``n_train`` rows, ``interpolates``, ``warnings``).
 
     Warns
     -----

@@ -18,8 +18,7 @@ __all__ = ["kfold"]
 
 
 def _fold_fit(est, X, y, train, test, gamma=None) -> dict[str, Any]:
-    """Refit a clone of ``est`` on one training fold (at ``gamma`` if given): held-out lpd,
-    seconds, diagnostics, the fold's width, relevance and the warnings of the refit."""
+    """Refit a clone of ``est`` on one training fold (at ``gamma`` if given) and score it."""
     from sklearn.base import clone
 
     # a fit over the width (gamma="integrate") keeps its own rule in every fold
@@ -89,31 +88,14 @@ def _folds(fits, X, y, cv, random_state) -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 def kfold(fits, X, y, cv, random_state, n_jobs):
-    """k-fold elpd with refitting, the same folds for every fit.
+    """k-fold elpd with refitting, the same folds for every fit (columns of :func:`compare`).
 
-    Returns
-    -------
-    columns : dict of str to dict
-        Per fit: ``elpd_kfold``, ``elpd_kfold_se``, ``kfold_fit_time`` and the
-        diagnostics of its refits, ``kfold_converged`` (folds whose refit
-        converged, of ``kfold_folds``), ``kfold_max_rhat`` (largest over the
-        folds), ``kfold_divergences`` (sum over the folds) and
-        ``kfold_interpolating`` (folds whose type-II refit interpolates).
-    pointwise : pandas.DataFrame
-        ``(n_samples, n_fits)``: the held-out log density of every training
-        point from the fold that left it out.
-    folds : pandas.DataFrame
-        One row per fit and fold: ``fit``, ``fold``, ``n_test``, ``seconds``,
-        ``converged``, ``max_rhat``, ``divergences``, ``elpd``, the refit's
-        width ``gamma``, ``n_relevant`` of its ``n_train`` rows,
-        ``interpolates`` and ``warnings`` (the refit's warnings, each once, as
-        ``"Category: message"`` joined by ``" | "``).
-    caught : dict
-        ``(fit, message, category) -> folds`` of every warning of the refits.
-
-    With ``fits.width_from`` (a :class:`FitSet` of one width), each fold's
-    refit of that fit chooses the fold's width and every other fit is refitted
-    at it, so that the folds too compare approximations of one model.
+    Returns ``(columns, pointwise, folds, caught)``: per fit the ``elpd_kfold*`` and
+    ``kfold_*`` columns; the held-out log density of every training point (one column
+    per fit); one row per fit and fold (the ``folds`` attribute of ``compare``'s
+    table); ``(fit, message, category) -> folds`` of the refits' warnings.  With
+    ``fits.width_from``, that fit's refit chooses each fold's width and the others
+    are refitted at it.
     """
     from joblib import Parallel, delayed
 

@@ -42,10 +42,8 @@ def relevant_bases(fit, *, prob: float = RELEVANCE_PROB) -> list[str]:
     (nuts), which prunes nothing: the bases whose weight has a sign the
     posterior is sure of, ``max(P(w_m > 0), P(w_m < 0)) >= prob`` (for
     softmax, in at least one class), i.e. whose central ``2 prob - 1``
-    posterior interval excludes 0.  The rule does not depend on the scale of
-    the data or on the hyperprior; a rule on the precisions would: under a
-    proper Gamma prior on ``alpha_m`` the posterior of an irrelevant
-    precision is about its prior, which puts it anywhere in a wide range.
+    posterior interval excludes 0 (a rule free of the data's scale and of the
+    hyperprior, unlike one on the precisions).
 
     Parameters
     ----------
@@ -74,11 +72,7 @@ def n_relevant(fit, *, prob: float = RELEVANCE_PROB) -> int:
     """The relevance count of a fit: its relevant bases (:func:`relevant_bases`), bias not counted.
 
     The one count of the package: the ``n_relevant`` column of
-    :func:`~rvm_pymc.comparison.compare`, the demo's table and the legends of
-    the plots.  It counts the relevance vectors of a kernel fit (its kernel
-    bases; the bias, a constant column, is never a relevance vector), and for
-    a sampled fit the kernel bases whose weight has a sign the posterior is
-    sure of (the rule of :func:`relevant_bases`).
+    :func:`~rvm_pymc.comparison.compare`, the demo's table and the plots' legends.
     """
     return sum(1 for n in relevant_bases(fit, prob=prob) if n != "bias")
 
@@ -88,8 +82,7 @@ def rank_bases(fit) -> list[str]:
 
     The same score for every method (the posterior mean and sd of the weight,
     in the units of the data); a basis a type-II fit pruned has no weight and
-    is not listed.  Ties keep the fit's order.  Used by the plots to pick
-    the bases shown by default.
+    is not listed.  Ties keep the fit's order.
     """
     post = fit.posterior_
     names = [str(n) for n in post.basis_names]
@@ -154,10 +147,7 @@ def effective_parameters(fit) -> float:
     same rule, evaluated at each of
     :data:`~rvm_pymc.comparison._measures.EFFECTIVE_PARAMETER_DRAWS` evenly
     spaced draws of ``(log alpha, log beta)`` (binary and softmax: ``B`` at
-    that draw's weights).  It replaces ``sum_i Var(f_i) E[b_i]``, the
-    variance of the latent function over the draws, which is unbounded: it
-    counts the spread of the precisions as parameters (894 for N = 250 on a
-    separable binary problem).
+    that draw's weights).
     """
     post = fit.posterior_
     if post.is_type_ii:
@@ -344,9 +334,7 @@ def same_basis(first, other, X=None) -> bool:
     (``gamma_``); for kernel fits the same kernel values at the relevance
     vectors of both and the same input wherever they share a training index;
     any other basis evaluated at ``X`` (the training inputs, when known) must
-    agree.  Used by :func:`~rvm_pymc.comparison.compare` (the ``same_basis``
-    column) and :func:`~rvm_pymc.comparison.compare_weights` (which refuses
-    fits of different bases).
+    agree.
     """
     f = other
     if f.n_features_in_ != first.n_features_in_ or bool(f.bias) != bool(first.bias):

@@ -25,9 +25,7 @@ def paired_difference(a, b, *, mean: bool = False) -> tuple[float, float]:
     and its standard error ``sqrt(n var(d))`` (population variance), the
     convention of ``arviz.compare`` (``elpd_diff``, ``dse``).  With
     ``mean=True`` both are divided by ``n`` (a mean per point, as the
-    ``lpd`` column).  The spread that the two fits share (hard points, easy
-    points) cancels in ``d``, so the standard error of the difference is
-    usually far below the standard errors of the two totals.
+    ``lpd`` column).
 
     Parameters
     ----------

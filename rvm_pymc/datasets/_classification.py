@@ -70,10 +70,8 @@ def make_ripley(n_train: int = 250, n_test: int = 1000, random_state=None) -> Da
 
     Parameters
     ----------
-    n_train : int, default=250
-        Number of training points (at least 2, one per class).
-    n_test : int, default=1000
-        Number of test points (at least 2).
+    n_train, n_test : int, default 250 and 1000
+        Numbers of training and test points (each at least 2).
     random_state : None, int or numpy.random.Generator, default=None
         Source of randomness; see :func:`check_random_state`.
 
@@ -126,10 +124,8 @@ def make_gaussian_mixture_classes(
 
     Parameters
     ----------
-    n_samples : int, default=300
-        Number of training points (at least ``n_classes``).
-    n_test : int, default=1000
-        Number of test points (at least ``n_classes``).
+    n_samples, n_test : int, default 300 and 1000
+        Numbers of training and test points (each at least ``n_classes``).
     n_classes : int, default=3
         Number of classes K, at least 2.
     n_components : {1, 2}, default=1

@@ -73,10 +73,8 @@ def make_sinc(
 
     Parameters
     ----------
-    n_train : int, default=100
-        Number of training points.
-    n_test : int, default=1000
-        Number of test grid points.
+    n_train, n_test : int, default 100 and 1000
+        Numbers of training points and of test grid points.
     noise : {"gaussian", "uniform", "none"} or None, default="gaussian"
         Kind of additive training noise: Gaussian with standard deviation
         ``noise_sd``, uniform on ``[-noise_width, noise_width]`` (Tipping 2001
@@ -181,14 +179,6 @@ def _friedman_auto_noise_sd(name: str) -> float:
     return float(np.std(_FRIEDMAN_FUNCTIONS[name](X)) / 3.0)
 
 
-def _resolve_friedman_noise(noise_sd, name: str) -> float:
-    if isinstance(noise_sd, str):
-        if noise_sd != "auto":
-            raise ValueError(f'noise_sd must be "auto" or a number >= 0; got {noise_sd!r}')
-        return _friedman_auto_noise_sd(name)
-    return _check_nonnegative(noise_sd, "noise_sd")
-
-
 def _friedman(name, f, inputs, n_train, n_test, sd, random_state) -> Dataset:
     """Draw ``inputs(rng, n)`` for training (with noise of sd ``sd``) and testing."""
     rng = check_random_state(random_state)
@@ -201,7 +191,12 @@ def _friedman(name, f, inputs, n_train, n_test, sd, random_state) -> Dataset:
 def _make_friedman23(name, n_train, n_test, noise_sd, random_state) -> Dataset:
     n_train = _check_count(n_train, "n_train")
     n_test = _check_count(n_test, "n_test")
-    sd = _resolve_friedman_noise(noise_sd, name)
+    if isinstance(noise_sd, str):
+        if noise_sd != "auto":
+            raise ValueError(f'noise_sd must be "auto" or a number >= 0; got {noise_sd!r}')
+        sd = _friedman_auto_noise_sd(name)
+    else:
+        sd = _check_nonnegative(noise_sd, "noise_sd")
     f = _FRIEDMAN_FUNCTIONS[name]
     return _friedman(name, f, _friedman23_inputs, n_train, n_test, sd, random_state)
 
@@ -225,10 +220,8 @@ def make_friedman1(
 
     Parameters
     ----------
-    n_train : int, default=240
-        Number of training points.
-    n_test : int, default=1000
-        Number of test points.
+    n_train, n_test : int, default 240 and 1000
+        Numbers of training and test points.
     noise_sd : float, default=1.0
         Standard deviation of the Gaussian training noise.
     n_features : int, default=10
@@ -275,10 +268,8 @@ def make_friedman2(
 
     Parameters
     ----------
-    n_train : int, default=240
-        Number of training points.
-    n_test : int, default=1000
-        Number of test points.
+    n_train, n_test : int, default 240 and 1000
+        Numbers of training and test points.
     noise_sd : float or "auto", default="auto"
         Standard deviation of the Gaussian training noise. ``"auto"`` gives
         Friedman's 3:1 signal-to-noise ratio: a third of the sd of the function

@@ -394,9 +394,8 @@ def classification_rbf(
         ``K``; default ``max(y) + 1`` (at least 2).  Two classes: one weight vector ``w``.
     centres, bias, length_scale_prior, unit_rms, basis_names
         As for :func:`regression_marginal_rbf`.
-    prior : str, mapping or HyperPrior, optional
-        Only ``a, b`` (and ``slab``) are used; default ``"weakly_informative"``.
-    parametrization : {"centred", "non_centred"}
+    prior, parametrization
+        As for :func:`~rvm_pymc.models.classification_binary`.
     class_names : sequence, optional
         Coordinate values of ``class`` (softmax).
 

@@ -29,16 +29,19 @@ __all__ = [
 ]
 
 
-def _one_output_glm(Phi, y, prior, parametrization, basis_names, observed, likelihood):
-    """The model of one latent output ``Phi @ w`` (ARD weights) observed through ``likelihood``."""
+def _one_output_glm(Phi, y, prior, parametrization, basis_names, observed, likelihood,
+                    dispersion_scale=None):  # fmt: skip
+    """The model of one latent output ``Phi @ w`` (ARD weights) observed through ``likelihood``
+    (with a ``dispersion_scale``: ``likelihood(observed, eta, log_r, y)``, NB2)."""
     check_consistent_length(Phi=Phi, y=y)
     check_parametrization(parametrization)
     hp = resolve_prior(prior, default="weakly_informative")
     model, Phi_d, y_d = _new_model(Phi, "y", y, basis_names)
     with model:
         log_alpha = _ard_precisions(hp)
+        extra = () if dispersion_scale is None else (_log_dispersion(dispersion_scale),)
         w = _weights("w", log_alpha, parametrization, dims=("basis",), slab=hp.slab)
-        likelihood(observed, Phi_d @ w, y_d)
+        likelihood(observed, Phi_d @ w, *extra, y_d)
     return _builder_made(model)
 
 
@@ -57,13 +60,9 @@ def classification_binary(
     Phi : array_like of shape (N, M)
     y : array_like of shape (N,)
         Labels in {0, 1}.
-    prior : str, mapping or HyperPrior, optional
-        Only ``a, b`` (and ``slab``) are used; default ``"weakly_informative"``.
-        With a ``slab`` the weights' prior precision is ``alpha + 1/slab^2``
-        (:func:`rvm_pymc.priors.slab_variance`; data ``slab_scale``).
-    parametrization : {"centred", "non_centred"}
-        As for :func:`regression_joint`.  Type-II MAP (Laplace) needs ``"centred"``.
-    basis_names : sequence, optional
+    prior, parametrization, basis_names
+        As for :func:`regression_joint` (of the prior only ``a, b`` and ``slab``).
+        Type-II MAP (Laplace) needs ``parametrization="centred"``.
 
     Returns
     -------
@@ -182,11 +181,8 @@ def counts_negative_binomial(
 
     Parameters
     ----------
-    Phi : array_like of shape (N, M)
-    y : array_like of shape (N,)
-        Counts (finite, >= 0, not all zero).
-    prior, parametrization, basis_names
-        As for :func:`classification_binary`.
+    Phi, y, prior, parametrization, basis_names
+        As for :func:`counts_poisson`.
     dispersion_prior_scale : float
         The scale of the half-normal prior on ``1/sqrt(r)`` (data
         ``dispersion_prior_scale``).
@@ -202,13 +198,5 @@ def counts_negative_binomial(
     scale = float(dispersion_prior_scale)
     if not (np.isfinite(scale) and scale > 0):
         raise ValueError(f"dispersion_prior_scale must be finite and > 0; got {scale!r}")
-    check_consistent_length(Phi=Phi, y=y)
-    check_parametrization(parametrization)
-    hp = resolve_prior(prior, default="weakly_informative")
-    model, Phi_d, y_d = _new_model(Phi, "y", y, basis_names)
-    with model:
-        log_alpha = _ard_precisions(hp)
-        log_r = _log_dispersion(scale)
-        w = _weights("w", log_alpha, parametrization, dims=("basis",), slab=hp.slab)
-        negative_binomial_log("counts_obs", Phi_d @ w, log_r, y_d)
-    return _builder_made(model)
+    return _one_output_glm(Phi, y, prior, parametrization, basis_names, "counts_obs",
+                           negative_binomial_log, scale)  # fmt: skip

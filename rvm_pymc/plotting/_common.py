@@ -73,11 +73,6 @@ def fit_colors(names: Sequence[str], colors: Any = None) -> dict[str, Any]:
     return dict(zip(names, colors[: len(names)], strict=True))
 
 
-def is_sampled(est) -> bool:
-    """True for a fit whose posterior is draws (NUTS), False for a type-II fit."""
-    return not est.posterior_.is_type_ii
-
-
 def relevant_names(est) -> list[str]:
     """The bases a fit counts as relevant, as the comparison table does."""
     from rvm_pymc.comparison import relevant_bases

@@ -13,7 +13,6 @@ from rvm_pymc.plotting._common import (
     check_prob,
     fit_colors,
     full_basis_names,
-    is_sampled,
     new_axes,
     ordered_union,
     relevant_names,
@@ -118,7 +117,7 @@ def plot_log_alpha(
         x = np.array([p for p, _ in shown], dtype=float) + _dodge(k, len(fits))
         cols_j = [j for _, j in shown]
         la = np.asarray(post.log_alpha, dtype=float)
-        if is_sampled(est):
+        if not post.is_type_ii:  # NUTS draws
             flat = la.reshape(-1, la.shape[-1])[:, cols_j]
             med = np.median(flat, axis=0)
             q = np.quantile(flat, [lo_q, hi_q], axis=0)
