@@ -46,7 +46,7 @@ from rvm_pymc.estimators._width_integration import fit_integrated, integrates_wi
 from rvm_pymc.estimators._width_selection import Fitted, Width, scale_gamma, select_width
 from rvm_pymc.exceptions import InterpolationWarning
 from rvm_pymc.kernels import Kernel, make_kernel
-from rvm_pymc.models.spec import data_unit_constants
+from rvm_pymc.models.spec import DISPERSION_SCALE_DATA, data_unit_constants
 from rvm_pymc.priors import resolve_prior
 
 __all__ = ["INITS", "METHODS", "SOLVERS"]
@@ -342,6 +342,8 @@ class _BaseRVM(ResultViews, BaseEstimator):
         constants = data_unit_constants(
             self._kind_of_fit(), scale[active], y_scale=t_sd, prior=prior
         )
+        if self.method != "nuts":  # the dispersion's prior is NUTS's (reference: r by evidence)
+            constants.pop(DISPERSION_SCALE_DATA, None)
         self._check_interpolation(X.shape[0], bool(info.attrs.get("noise_at_bound", False)), prior)
         self._tree_inputs = {
             "Phi": Phi_data,
