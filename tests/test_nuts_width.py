@@ -16,6 +16,7 @@ import pytest
 from scipy.special import expit
 
 from rvm_pymc import RVC, RVP, RVR, compare, fit_all
+from rvm_pymc.comparison import effective_parameters
 from rvm_pymc.estimators import load
 from rvm_pymc.exceptions import SamplingWarning
 
@@ -151,11 +152,16 @@ def test_compare_has_its_own_row():
     assert len(mine) == 2 and mine["gamma"].nunique() == 2  # each fold samples its own width
 
 
-def test_classifier_integrates_over_the_width():
+@pytest.fixture(scope="module")
+def rvc():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(30, 2))
     y = np.where(X[:, 0] + 0.5 * rng.normal(size=30) > 0, "b", "a")
-    est = _fit(RVC(method="nuts", gamma="integrate", **SHORT), X, y)
+    return _fit(RVC(method="nuts", gamma="integrate", **SHORT), X, y), X, rng
+
+
+def test_classifier_integrates_over_the_width(rvc):
+    est, _, rng = rvc
     post = est.idata_["posterior"]
     gamma = post["gamma"].values.reshape(-1)
     assert np.std(gamma) > 0
@@ -168,3 +174,27 @@ def test_classifier_integrates_over_the_width():
     np.testing.assert_allclose(proba[:, 1], p1, rtol=1e-10)
     np.testing.assert_allclose(proba.sum(1), 1.0)
     assert set(est.predict(X_new)) <= {"a", "b"}
+
+
+def test_classifier_effective_parameters_use_the_slab_at_each_width(rvc):
+    """RVC's default slab bounds the weights of the columns scaled to RMS 1 at each draw's
+    width (the tree says so: ``rbf_unit_rms``): in data units its precision is
+    ``rms_s^2 / slab^2``, which the effective number of parameters uses draw by draw."""
+    est, X, _ = rvc
+    tree = est.idata_
+    assert float(tree["constant_data"]["rbf_unit_rms"]) == 1.0
+    centres = tree["constant_data"]["centres"].values
+    post = tree["posterior"]
+    gamma = post["gamma"].values.reshape(-1)
+    w = post["w"].values.reshape(gamma.size, -1)
+    log_alpha = post["log_alpha"].values.reshape(gamma.size, -1)
+    slab = est.prior_.slab
+    assert slab is not None  # RVC's default prior for nuts
+    terms = []
+    for g, ws, la in zip(gamma, w, log_alpha, strict=True):
+        Phi = _design(g, X, centres)
+        p = expit(Phi @ ws)
+        alpha = np.exp(la) + np.mean(Phi**2, axis=0) / slab**2
+        S = (Phi * (p * (1 - p))[:, None]).T @ Phi + np.diag(alpha)
+        terms.append(np.sum(np.clip(1.0 - alpha * np.diag(np.linalg.inv(S)), 0.0, 1.0)))
+    assert effective_parameters(est) == pytest.approx(np.mean(terms), rel=1e-8)

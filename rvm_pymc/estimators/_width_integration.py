@@ -20,6 +20,7 @@ import numpy as np
 
 from rvm_pymc._core.rbf_width import gamma_of, sq_distances, width_latent
 from rvm_pymc.estimators._width_selection import Fitted, width_prior
+from rvm_pymc.models.spec import RBF_UNIT_RMS
 
 __all__ = ["fit_integrated", "integrates_width", "latent_at", "sample_predictions_at"]
 
@@ -51,9 +52,12 @@ def fit_integrated(options, X, t_s, width, prior, seed: int, start) -> Fitted:
             "log_length_scale": (("chain", "draw"), lls),
             "gamma": (("chain", "draw"), gammas),
         },
+        # the model divided each kernel column by its RMS at the draw's width (a slab's
+        # precision is of those columns); basis_scale (ones) is of the unscaled ones
         "constants": {
             "X": (("obs", "feature"), X),
             "centres": (("centre", "feature"), basis.centres_),
+            RBF_UNIT_RMS: ((), np.asarray(1.0)),
         },
         "attrs": {"width": "integrated"},
     }
