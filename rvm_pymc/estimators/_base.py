@@ -35,6 +35,7 @@ from rvm_pymc.estimators._params import (
     SOLVERS,
     WIDTH_KERNELS,
     Checked,
+    backend_options,
     check_params,
     default_prior,
     validate_params,
@@ -232,7 +233,7 @@ class _BaseRVM(ResultViews, BaseEstimator):
     def _fit_at_widths(self, X: np.ndarray, target: np.ndarray) -> None:
         """Scale, choose the width, fit by one backend, then :meth:`_set_fit`."""
         checked = self._check_params(X)
-        prior = checked.prior
+        prior, options = checked.prior, backend_options(self, checked)
         regression = self._kind == "regression"
         for attr in ("evidence_path_", "cv_path_", "gamma_draws_"):  # only some fits have one
             self.__dict__.pop(attr, None)
@@ -286,7 +287,7 @@ class _BaseRVM(ResultViews, BaseEstimator):
             self.evidence_path_ = {**path, "log_evidence": path["log_evidence"] - log_t_sd}
         start = width.reference[0] if self._starts_from_reference() else None
         if integrate:
-            fitted = fit_integrated(checked.options, X, t_s, width, prior, seed, start)
+            fitted = fit_integrated(options, X, t_s, width, prior, seed, start)
         elif self.method == "reference":
             fitted = Fitted(*width.reference, width.scale)
         else:
@@ -299,12 +300,12 @@ class _BaseRVM(ResultViews, BaseEstimator):
             used = np.any(Phi != 0.0, axis=0)
             if not used.all():
                 Phi, names = Phi[:, used], tuple(n for n, u in zip(names, used, strict=True) if u)
-            fit = fit_backend(checked.options, Phi, t_s, names, prior, seed, start)
+            fit = fit_backend(options, Phi, t_s, names, prior, seed, start)
             fitted = Fitted(*fit, width.scale)
-        self._set_fit(X, target, width, fitted, checked, seed, (t_mean, t_sd, log_t_sd))
+        self._set_fit(X, target, width, fitted, checked, options, seed, (t_mean, t_sd, log_t_sd))
 
     def _set_fit(
-        self, X, target, width: Width, fitted: Fitted, checked: Checked, seed: int, scaling
+        self, X, target, width: Width, fitted: Fitted, checked: Checked, options, seed, scaling
     ) -> None:
         """Every fitted attribute, from the fit at ``width`` (either path): the one map back
         to the units of the data (``scaling``: the targets' mean, scale and the log evidence's
@@ -365,7 +366,7 @@ class _BaseRVM(ResultViews, BaseEstimator):
                 **tree.get("attrs", {}),
             },
             "draws": checked.draws,
-            "chains": checked.options["chains"],
+            "chains": options["chains"],
             "constants": {**constants, **tree.get("constants", {})},
             "extra_posterior": tree.get("extra_posterior"),
         }

@@ -44,6 +44,7 @@ __all__ = [
     "SOLVERS",
     "WIDTH_KERNELS",
     "Checked",
+    "backend_options",
     "check_params",
     "classification_data",
     "default_draws",
@@ -219,8 +220,6 @@ class Checked(NamedTuple):
     """The options of the PyMC fit (``{}`` for ``method="reference"``)."""
     draws: int
     """Posterior draws per chain (``draws``, or :func:`default_draws` for None)."""
-    options: dict[str, Any]
-    """The options of :func:`rvm_pymc.inference.fit_backend` (and ``fit_width_backend``)."""
 
 
 def check_params(est: Any, X: np.ndarray) -> Checked:
@@ -285,19 +284,24 @@ def check_params(est: Any, X: np.ndarray) -> Checked:
     if prior.slab is not None:
         _check_slab(est, prior, kwargs)
     draws = default_draws(est) if est.draws is None else int(est.draws)
+    return Checked(prior, kwargs, draws)
+
+
+def backend_options(est: Any, checked: Checked) -> dict[str, Any]:
+    """The options of :func:`rvm_pymc.inference.fit_backend` (and ``fit_width_backend``)
+    from ``est``'s parameters, ``checked``, and its classes (of a fitted ``classes_``)."""
     classes = getattr(est, "classes_", None)
-    options = {
+    return {
         "method": est.method,
         "kind": est._kind_of_fit(),
         "class_names": None if classes is None else [str(c) for c in classes],
-        "draws": draws,
+        "draws": checked.draws,
         "until_converged": est.draws is None,
         "tune": default_tune(est) if est.tune is None else int(est.tune),
         "chains": ESTIMATOR_CHAINS if est.chains is None else int(est.chains),
         "max_iter": est.max_iter,
-        "sampler_kwargs": kwargs,
+        "sampler_kwargs": checked.sampler_kwargs,
     }
-    return Checked(prior, kwargs, draws, options)
 
 
 INTEGRATE_KERNELS = ("rbf",)
