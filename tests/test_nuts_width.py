@@ -152,6 +152,29 @@ def test_compare_has_its_own_row():
     assert len(mine) == 2 and mine["gamma"].nunique() == 2  # each fold samples its own width
 
 
+@pytest.mark.parametrize(
+    ("task", "params", "match"),
+    [
+        ("regression", {"kernel": "linear"}, "kernel='rbf'"),
+        (
+            "regression",
+            {"method_params": {"nuts_width": {"prior": {"a": 1e-6, "b": 1e-6, "slab": 2.0}}}},
+            "collapsed",
+        ),
+        ("counts", {}, "is for RVR and RVC"),
+    ],
+)
+def test_fit_all_checks_nuts_width_before_any_fit(task, params, match):
+    """fit_all refuses a "nuts_width" that cannot be fitted before fitting the others."""
+    X, y = _sinc(12)
+    y = np.arange(12) % 4 if task == "counts" else y
+    fitted = []
+    with pytest.raises(ValueError, match=f"methods includes 'nuts_width'.*{match}"):
+        fit_all(X, y, methods=["reference", "nuts_width"], task=task, gamma=0.5,
+                on_fit=lambda m, g: fitted.append(m), **params)  # fmt: skip
+    assert fitted == []
+
+
 @pytest.fixture(scope="module")
 def rvc():
     rng = np.random.default_rng(2)
