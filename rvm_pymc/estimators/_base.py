@@ -44,7 +44,7 @@ from rvm_pymc.estimators._rows import compressed_design, row_blocked
 from rvm_pymc.estimators._scaling import column_rms, scale_columns, target_scale
 from rvm_pymc.estimators._views import ResultViews
 from rvm_pymc.estimators._width_integration import fit_integrated, integrates_width
-from rvm_pymc.estimators._width_selection import Fitted, Width, scale_gamma, select_width
+from rvm_pymc.estimators._width_selection import Fitted, Width, select_width
 from rvm_pymc.exceptions import InterpolationWarning
 from rvm_pymc.kernels import Kernel, make_kernel
 from rvm_pymc.models.spec import DISPERSION_SCALE_DATA, data_unit_constants
@@ -156,10 +156,6 @@ class _BaseRVM(ResultViews, BaseEstimator):
         return resolve_prior(self.prior, default=default_prior(self))
 
     # ----------------------------------------------------------------------- basis
-
-    def _scale_gamma(self, X: np.ndarray) -> float:
-        """``1 / (n_features * X.var())`` as scikit-learn's SVR (1.0 for constant X)."""
-        return scale_gamma(X)
 
     def _make_basis(self, gamma: float | None, seed: int | None = None) -> Basis:
         """An unfitted basis for one width (``seed``: of its choice of centres at large N)."""
@@ -389,14 +385,10 @@ class _BaseRVM(ResultViews, BaseEstimator):
             return
         noise = getattr(self, "noise_var_", None)
         message = interpolation_message(
-            type(self).__name__,
-            n_rel,
-            n_train,
-            self.gamma_,
-            noise_at_bound,
+            type(self).__name__, n_rel, n_train, self.gamma_, noise_at_bound,
             None if noise is None else float(np.sqrt(noise)),
             getattr(self, "y_scale_", None) if noise is not None else None,
-        )
+        )  # fmt: skip
         warnings.warn(message, InterpolationWarning, stacklevel=6)
 
     def _reference_fit(self, t, prior, solver: str, Phi, names, start=None, cap=None, tol=None):

@@ -114,19 +114,16 @@ class Width(NamedTuple):
 
 
 class Fitted(NamedTuple):
-    """A backend's fit at the width (or, ``gamma="integrate"``, over the widths): what the
-    estimator sets its attributes from, in one place."""
+    """A backend's fit at the width (``gamma="integrate"``: over the widths), from which the
+    estimator sets its attributes in one place: the ``WeightPosterior`` of the scaled
+    problem, its ``FitInfo``, the scale of every column, the width of every draw (else
+    None) and more inputs of ``idata_`` (``extra_posterior``, ``constants``, ``attrs``)."""
 
     post: Any
-    """The :class:`~rvm_pymc.results.WeightPosterior` of the scaled columns and targets."""
     info: Any
-    """Its :class:`~rvm_pymc.results.FitInfo`."""
     scale: np.ndarray
-    """The scale of every column of the design (the basis's)."""
     gamma_draws: np.ndarray | None = None
-    """The width of every draw (``gamma="integrate"``), else None."""
     tree: dict[str, Any] | None = None
-    """More inputs of ``idata_`` (``extra_posterior``, ``constants``, ``attrs``)."""
 
 
 def scale_gamma(X: np.ndarray) -> float:
