@@ -198,6 +198,17 @@ def test_short_nuts_fit_samples_the_dispersion():
     assert rates.shape == (4, 300) and r.shape == (300,)
     assert np.all(np.isfinite(est.log_predictive_density(X, y)))
     assert "log_dispersion" in est.model_.named_vars  # the fit's model in data units
+    # the dispersion's prior is NUTS's: in its tree, not in the reference fit's
+    assert float(est.idata_["constant_data"]["dispersion_prior_scale"]) == 1.0
+    assert "dispersion_prior_scale" not in ref.idata_["constant_data"]
+
+
+def test_the_reference_fit_records_no_dispersion_prior():
+    """The reference solver fits r by its evidence, under no prior: its tree says none."""
+    X, y = _overdispersed(40, seed=3)
+    nb = RVP(likelihood="negative_binomial", gamma=1.0, random_state=0).fit(X, y)
+    const = nb.idata_["constant_data"]
+    assert "log_dispersion" in const and "dispersion_prior_scale" not in const
 
 
 def test_command_line_fits_the_negative_binomial(tmp_path, capsys):

@@ -24,6 +24,7 @@ from sklearn.exceptions import NotFittedError
 from rvm_pymc import cli
 from rvm_pymc.basis import FunctionBasis
 from rvm_pymc.estimators import RVC, RVR, load
+from rvm_pymc.estimators._width_selection import scale_gamma
 from rvm_pymc.kernels import RBF, make_kernel
 from rvm_pymc.reference import fit_classification, fit_regression
 
@@ -451,7 +452,7 @@ def test_linear_kernel_on_X_whose_squares_overflow_names_the_scale(data):
 
 
 def test_scale_gamma_of_constant_X_is_one():
-    assert RVR()._scale_gamma(np.full((20, 2), 1e-300)) == 1.0
+    assert scale_gamma(np.full((20, 2), 1e-300)) == 1.0
 
 
 @pytest.mark.parametrize("scale", [1e-160, 1e160])

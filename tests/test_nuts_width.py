@@ -16,6 +16,7 @@ import pytest
 from scipy.special import expit
 
 from rvm_pymc import RVC, RVP, RVR, compare, fit_all
+from rvm_pymc.comparison import effective_parameters
 from rvm_pymc.estimators import load
 from rvm_pymc.exceptions import SamplingWarning
 
@@ -151,11 +152,39 @@ def test_compare_has_its_own_row():
     assert len(mine) == 2 and mine["gamma"].nunique() == 2  # each fold samples its own width
 
 
-def test_classifier_integrates_over_the_width():
+@pytest.mark.parametrize(
+    ("task", "params", "match"),
+    [
+        ("regression", {"kernel": "linear"}, "kernel='rbf'"),
+        (
+            "regression",
+            {"method_params": {"nuts_width": {"prior": {"a": 1e-6, "b": 1e-6, "slab": 2.0}}}},
+            "collapsed",
+        ),
+        ("counts", {}, "is for RVR and RVC"),
+    ],
+)
+def test_fit_all_checks_nuts_width_before_any_fit(task, params, match):
+    """fit_all refuses a "nuts_width" that cannot be fitted before fitting the others."""
+    X, y = _sinc(12)
+    y = np.arange(12) % 4 if task == "counts" else y
+    fitted = []
+    with pytest.raises(ValueError, match=f"methods includes 'nuts_width'.*{match}"):
+        fit_all(X, y, methods=["reference", "nuts_width"], task=task, gamma=0.5,
+                on_fit=lambda m, g: fitted.append(m), **params)  # fmt: skip
+    assert fitted == []
+
+
+@pytest.fixture(scope="module")
+def rvc():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(30, 2))
     y = np.where(X[:, 0] + 0.5 * rng.normal(size=30) > 0, "b", "a")
-    est = _fit(RVC(method="nuts", gamma="integrate", **SHORT), X, y)
+    return _fit(RVC(method="nuts", gamma="integrate", **SHORT), X, y), X, rng
+
+
+def test_classifier_integrates_over_the_width(rvc):
+    est, _, rng = rvc
     post = est.idata_["posterior"]
     gamma = post["gamma"].values.reshape(-1)
     assert np.std(gamma) > 0
@@ -168,3 +197,27 @@ def test_classifier_integrates_over_the_width():
     np.testing.assert_allclose(proba[:, 1], p1, rtol=1e-10)
     np.testing.assert_allclose(proba.sum(1), 1.0)
     assert set(est.predict(X_new)) <= {"a", "b"}
+
+
+def test_classifier_effective_parameters_use_the_slab_at_each_width(rvc):
+    """RVC's default slab bounds the weights of the columns scaled to RMS 1 at each draw's
+    width (the tree says so: ``rbf_unit_rms``): in data units its precision is
+    ``rms_s^2 / slab^2``, which the effective number of parameters uses draw by draw."""
+    est, X, _ = rvc
+    tree = est.idata_
+    assert float(tree["constant_data"]["rbf_unit_rms"]) == 1.0
+    centres = tree["constant_data"]["centres"].values
+    post = tree["posterior"]
+    gamma = post["gamma"].values.reshape(-1)
+    w = post["w"].values.reshape(gamma.size, -1)
+    log_alpha = post["log_alpha"].values.reshape(gamma.size, -1)
+    slab = est.prior_.slab
+    assert slab is not None  # RVC's default prior for nuts
+    terms = []
+    for g, ws, la in zip(gamma, w, log_alpha, strict=True):
+        Phi = _design(g, X, centres)
+        p = expit(Phi @ ws)
+        alpha = np.exp(la) + np.mean(Phi**2, axis=0) / slab**2
+        S = (Phi * (p * (1 - p))[:, None]).T @ Phi + np.diag(alpha)
+        terms.append(np.sum(np.clip(1.0 - alpha * np.diag(np.linalg.inv(S)), 0.0, 1.0)))
+    assert effective_parameters(est) == pytest.approx(np.mean(terms), rel=1e-8)

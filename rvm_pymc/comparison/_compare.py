@@ -135,12 +135,23 @@ def fit_all(
     if task not in classes:
         raise ValueError(f"task must be one of {tuple(classes)}; got {task!r}")
     cls = classes[task]
+    if WIDTH_METHOD in methods:  # its own width rule, whatever the others share
+        given = {k: v for k, v in params.items() if k not in ("gamma", "gamma_grid")}
+        width_est = cls(
+            method="nuts", **{**given, **own.get(WIDTH_METHOD, {}), "gamma": "integrate"}
+        )
+        try:  # before any fit: its parameters are its own, not the shared width's
+            width_est._check_params(X)
+        except ValueError as exc:
+            raise ValueError(
+                f"methods includes {WIDTH_METHOD!r} (method='nuts', gamma='integrate'), "
+                f"which cannot be fitted here: {exc}"
+            ) from None
     fits, times = {}, {}
     shared: dict[str, float] = {}
     for m in methods:
-        if m == WIDTH_METHOD:  # its own width rule, whatever the others share
-            given = {k: v for k, v in params.items() if k not in ("gamma", "gamma_grid")}
-            est = cls(method="nuts", **{**given, **own.get(m, {}), "gamma": "integrate"})
+        if m == WIDTH_METHOD:
+            est = width_est
         else:
             est = cls(method=m, **{**params, **shared, **own.get(m, {})})
         if on_fit is not None:

@@ -14,6 +14,7 @@ import pandas as pd
 
 from rvm_pymc._core.convergence import sampling_diagnostics
 from rvm_pymc._core.rbf_width import rbf_columns, sq_distances
+from rvm_pymc.models.spec import RBF_UNIT_RMS
 
 __all__ = [
     "EFFECTIVE_PARAMETER_DRAWS",
@@ -168,6 +169,12 @@ def effective_parameters(fit) -> float:
             return fixed
         return rbf_columns(D, lls[s], bias=fit.bias_active_, unit_rms=False)
 
+    def alpha_at(s: int, Phi: np.ndarray) -> np.ndarray:
+        # a model of columns scaled to RMS 1 at each width: the slab's precision of those
+        if RBF_UNIT_RMS in const:
+            return np.exp(la[s]) + slab * np.mean(Phi**2, axis=0)
+        return np.exp(la[s]) + slab
+
     w = post.draws.reshape(c * d, *post.draws.shape[2:])
     la = np.asarray(post.log_alpha, dtype=float).reshape(c * d, -1)
     slab = _slab_precision(fit)
@@ -179,7 +186,7 @@ def effective_parameters(fit) -> float:
         vals = []
         for s in pick:
             Phi = design(s)
-            vals.append(_gamma_sum(np.exp(lb[s]) * (Phi.T @ Phi), np.exp(la[s]) + slab))
+            vals.append(_gamma_sum(np.exp(lb[s]) * (Phi.T @ Phi), alpha_at(s, Phi)))
         return float(np.mean(vals))
     vals = []
     for s in pick:
@@ -194,7 +201,7 @@ def effective_parameters(fit) -> float:
         else:
             p = softmax(f, axis=-1) if post.kind == "softmax" else expit(f)[:, None]
             b = p * (1.0 - p)
-        alpha = np.exp(la[s]) + slab
+        alpha = alpha_at(s, Phi)
         vals.append(sum(_gamma_sum((Phi * b[:, [k]]).T @ Phi, alpha) for k in range(b.shape[1])))
     return float(np.mean(vals))
 

@@ -35,20 +35,19 @@ from rvm_pymc.estimators._params import (
     SOLVERS,
     WIDTH_KERNELS,
     Checked,
+    backend_options,
     check_params,
     default_prior,
-    default_tune,
     validate_params,
 )
 from rvm_pymc.estimators._rows import compressed_design, row_blocked
 from rvm_pymc.estimators._scaling import column_rms, scale_columns, target_scale
 from rvm_pymc.estimators._views import ResultViews
 from rvm_pymc.estimators._width_integration import fit_integrated, integrates_width
-from rvm_pymc.estimators._width_selection import scale_gamma, select_width
+from rvm_pymc.estimators._width_selection import Fitted, Width, select_width
 from rvm_pymc.exceptions import InterpolationWarning
-from rvm_pymc.inference.defaults import ESTIMATOR_CHAINS
-from rvm_pymc.kernels import Kernel
-from rvm_pymc.models.spec import data_unit_constants
+from rvm_pymc.kernels import Kernel, make_kernel
+from rvm_pymc.models.spec import DISPERSION_SCALE_DATA, data_unit_constants
 from rvm_pymc.priors import resolve_prior
 
 __all__ = ["INITS", "METHODS", "SOLVERS"]
@@ -158,10 +157,6 @@ class _BaseRVM(ResultViews, BaseEstimator):
 
     # ----------------------------------------------------------------------- basis
 
-    def _scale_gamma(self, X: np.ndarray) -> float:
-        """``1 / (n_features * X.var())`` as scikit-learn's SVR (1.0 for constant X)."""
-        return scale_gamma(X)
-
     def _make_basis(self, gamma: float | None, seed: int | None = None) -> Basis:
         """An unfitted basis for one width (``seed``: of its choice of centres at large N)."""
         k = self.kernel
@@ -232,9 +227,9 @@ class _BaseRVM(ResultViews, BaseEstimator):
             self._fit_at_widths(X, target)
 
     def _fit_at_widths(self, X: np.ndarray, target: np.ndarray) -> None:
-        """Scale, fit by one backend, map the posterior back, set the attributes."""
+        """Scale, choose the width, fit by one backend, then :meth:`_set_fit`."""
         checked = self._check_params(X)
-        prior = checked.prior
+        prior, options = checked.prior, backend_options(self, checked)
         regression = self._kind == "regression"
         for attr in ("evidence_path_", "cv_path_", "gamma_draws_"):  # only some fits have one
             self.__dict__.pop(attr, None)
@@ -286,66 +281,90 @@ class _BaseRVM(ResultViews, BaseEstimator):
         if width.evidence_path is not None:
             path = width.evidence_path
             self.evidence_path_ = {**path, "log_evidence": path["log_evidence"] - log_t_sd}
+        start = width.reference[0] if self._starts_from_reference() else None
         if integrate:
-            fit_integrated(
-                self, X, target, width=width, checked=checked, seed=seed, t_s=t_s,
-                t_mean=t_mean, t_sd=t_sd,
-            )  # fmt: skip
-            return
-        basis, Phi, scale = width.basis, width.Phi, width.scale
-        names = tuple(map(str, basis.basis_names_))
-        if self.method == "reference":
-            post, info = width.reference
+            fitted = fit_integrated(options, X, t_s, width, prior, seed, start)
+        elif self.method == "reference":
+            fitted = Fitted(*width.reference, width.scale)
         else:
             from rvm_pymc.inference import fit_backend
 
-            start = width.reference[0] if self._starts_from_reference() else None
-            opts = self._pymc_options(checked)
             # a column that is zero at every training input (the linear kernel of a point
             # at the origin) says nothing about the data: left out, as the reference
             # solver leaves it (PyMC's models refuse all-zero columns)
+            Phi, names = width.Phi, tuple(map(str, width.basis.basis_names_))
             used = np.any(Phi != 0.0, axis=0)
-            fit_Phi, fit_names = Phi, names
             if not used.all():
-                fit_Phi = Phi[:, used]
-                fit_names = tuple(n for n, u in zip(names, used, strict=True) if u)
-            post, info = fit_backend(opts, fit_Phi, t_s, fit_names, prior, seed, start)
-        position = {n: i for i, n in enumerate(names)}
+                Phi, names = Phi[:, used], tuple(n for n, u in zip(names, used, strict=True) if u)
+            fit = fit_backend(options, Phi, t_s, names, prior, seed, start)
+            fitted = Fitted(*fit, width.scale)
+        self._set_fit(X, target, width, fitted, checked, options, seed, (t_mean, t_sd, log_t_sd))
+
+    def _set_fit(
+        self, X, target, width: Width, fitted: Fitted, checked: Checked, options, seed, scaling
+    ) -> None:
+        """Every fitted attribute, from the fit at ``width`` (either path): the one map back
+        to the units of the data (``scaling``: the targets' mean, scale and the log evidence's
+        shift), the active set, ``model_``, the interpolation check and ``idata_``'s inputs."""
+        post, info, scale, prior = fitted.post, fitted.info, fitted.scale, checked.prior
+        basis, Phi, draws = width.basis, width.Phi, fitted.gamma_draws
+        t_mean, t_sd, log_t_sd = scaling
+        position = {str(n): i for i, n in enumerate(basis.basis_names_)}
         active = np.array([position[n] for n in post.basis_names], dtype=np.intp)
-        self.gamma_ = width.gamma
+        self.gamma_ = width.gamma if draws is None else float(np.median(draws))
         self.basis_ = basis
         self.kernel_ = basis.kernel_ if hasattr(basis, "kernel_") else None
+        if draws is not None:  # the median width (for show); predictions use every draw's
+            self.gamma_draws_ = draws
+            self.kernel_ = make_kernel("rbf", gamma=self.gamma_)
         self.basis_scale_ = scale
         self.y_scale_ = t_sd
         self._set_active(active, X)
         # the one map back to the units of the data
         self._set_result(post.to_data_units(scale[active], t_mean, t_sd))
         # the active columns in data units; of a row compression built anew from X (N x
-        # active) when idata_ is first read ("Phi_of_X"), not in every fit
-        Phi_data = X if isinstance(Phi, RowQR) else Phi[:, active] * scale[active]
+        # active) when idata_ is first read ("Phi_of_X"); none over the widths (each draw
+        # has its own: idata_ computes the draws' latent means)
+        Phi_data = None
+        if draws is None:
+            Phi_data = X if isinstance(Phi, RowQR) else Phi[:, active] * scale[active]
         self.model_ = None
-        if self.method != "reference":  # PyMC is imported already
+        if self.method != "reference" and draws is None:  # PyMC is imported already
             self.model_ = self._data_unit_model(Phi_data, target, scale[active], prior)
         self.n_iter_ = int(info.n_iter)
         self.converged_ = bool(info.converged)
+        self.log_evidence_ = float(info.log_evidence - log_t_sd)
+        tree = fitted.tree or {}
         # model_'s scaling and prior data, kept in constant_data by every method
         constants = data_unit_constants(
             self._kind_of_fit(), scale[active], y_scale=t_sd, prior=prior
         )
-        at_bound = bool(info.attrs.get("noise_at_bound", False))
-        self._check_interpolation(X.shape[0], at_bound, prior)
-        self.log_evidence_ = float(info.log_evidence - log_t_sd)
+        if self.method != "nuts":  # the dispersion's prior is NUTS's (reference: r by evidence)
+            constants.pop(DISPERSION_SCALE_DATA, None)
+        self._check_interpolation(X.shape[0], bool(info.attrs.get("noise_at_bound", False)), prior)
         self._tree_inputs = {
             "Phi": Phi_data,
-            "Phi_of_X": isinstance(Phi, RowQR),
+            "Phi_of_X": isinstance(Phi, RowQR) and draws is None,
             "target": target,
             "classes": getattr(self, "classes_", None),
             "seed": seed,
             "sample_stats": info.sample_stats,
-            "attrs": {**info.attrs, **_fit_attrs(self, info.library)},
+            "attrs": {
+                **info.attrs,
+                "inference_library": info.library,
+                "rvm_estimator": type(self).__name__,
+                "method": self.method,
+                "solver": self.solver,
+                "log_evidence": self.log_evidence_,
+                "n_iter": self.n_iter_,
+                "converged": int(self.converged_),
+                "interpolates": int(self.interpolates_),
+                **tree.get("attrs", {}),
+            },
             "draws": checked.draws,
-            "chains": self._chains(),
-            "constants": constants,
+            "chains": options["chains"],
+            "constants": {**constants, **tree.get("constants", {})},
+            "extra_posterior": tree.get("extra_posterior"),
         }
         self._idata = None
 
@@ -366,15 +385,11 @@ class _BaseRVM(ResultViews, BaseEstimator):
             return
         noise = getattr(self, "noise_var_", None)
         message = interpolation_message(
-            type(self).__name__,
-            n_rel,
-            n_train,
-            self.gamma_,
-            noise_at_bound,
+            type(self).__name__, n_rel, n_train, self.gamma_, noise_at_bound,
             None if noise is None else float(np.sqrt(noise)),
             getattr(self, "y_scale_", None) if noise is not None else None,
-        )
-        warnings.warn(message, InterpolationWarning, stacklevel=5)
+        )  # fmt: skip
+        warnings.warn(message, InterpolationWarning, stacklevel=6)
 
     def _reference_fit(self, t, prior, solver: str, Phi, names, start=None, cap=None, tol=None):
         """The reference backend on the scaled problem: ``(WeightPosterior, FitInfo)``."""
@@ -411,24 +426,6 @@ class _BaseRVM(ResultViews, BaseEstimator):
             return False
         init = "reference" if self.init == "auto" else self.init
         return self.method != "reference" and init == "reference"
-
-    def _pymc_options(self, checked: Checked) -> dict[str, Any]:
-        """The options of :func:`rvm_pymc.inference.fit_backend` (parameters ``checked``)."""
-        classes = getattr(self, "classes_", None)
-        return {
-            "method": self.method,
-            "kind": self._kind_of_fit(),
-            "class_names": None if classes is None else [str(c) for c in classes],
-            "draws": checked.draws,
-            "until_converged": self.draws is None,
-            "tune": default_tune(self) if self.tune is None else int(self.tune),
-            "chains": self._chains(),
-            "max_iter": self.max_iter,
-            "sampler_kwargs": checked.sampler_kwargs,
-        }
-
-    def _chains(self) -> int:
-        return ESTIMATOR_CHAINS if self.chains is None else int(self.chains)
 
     def _set_result(self, post) -> None:
         """Hold the one posterior (data units); the fitted attributes are read from it."""
@@ -544,17 +541,3 @@ def _seed(random_state: Any) -> int:
     if isinstance(random_state, np.random.Generator):
         return int(random_state.integers(2**31 - 1))
     return int(check_random_state(random_state).randint(2**31 - 1))
-
-
-def _fit_attrs(est: _BaseRVM, library: str) -> dict[str, Any]:
-    """Root attributes of ``idata_``."""
-    return {
-        "inference_library": library,
-        "rvm_estimator": type(est).__name__,
-        "method": est.method,
-        "solver": est.solver,
-        "log_evidence": float(getattr(est, "log_evidence_", np.nan)),
-        "n_iter": int(getattr(est, "n_iter_", 0)),
-        "converged": int(bool(getattr(est, "converged_", False))),
-        "interpolates": int(bool(getattr(est, "interpolates_", False))),
-    }

@@ -27,7 +27,7 @@ from sklearn.utils.validation import validate_data
 
 from rvm_pymc._core.validation import check_numeric
 from rvm_pymc.basis import Basis
-from rvm_pymc.inference.defaults import estimator_draws, estimator_tune
+from rvm_pymc.inference.defaults import ESTIMATOR_CHAINS, estimator_draws, estimator_tune
 from rvm_pymc.kernels import KERNEL_NAMES, Kernel
 from rvm_pymc.priors import HyperPrior, resolve_prior
 
@@ -44,6 +44,7 @@ __all__ = [
     "SOLVERS",
     "WIDTH_KERNELS",
     "Checked",
+    "backend_options",
     "check_params",
     "classification_data",
     "default_draws",
@@ -284,6 +285,23 @@ def check_params(est: Any, X: np.ndarray) -> Checked:
         _check_slab(est, prior, kwargs)
     draws = default_draws(est) if est.draws is None else int(est.draws)
     return Checked(prior, kwargs, draws)
+
+
+def backend_options(est: Any, checked: Checked) -> dict[str, Any]:
+    """The options of :func:`rvm_pymc.inference.fit_backend` (and ``fit_width_backend``)
+    from ``est``'s parameters, ``checked``, and its classes (of a fitted ``classes_``)."""
+    classes = getattr(est, "classes_", None)
+    return {
+        "method": est.method,
+        "kind": est._kind_of_fit(),
+        "class_names": None if classes is None else [str(c) for c in classes],
+        "draws": checked.draws,
+        "until_converged": est.draws is None,
+        "tune": default_tune(est) if est.tune is None else int(est.tune),
+        "chains": ESTIMATOR_CHAINS if est.chains is None else int(est.chains),
+        "max_iter": est.max_iter,
+        "sampler_kwargs": checked.sampler_kwargs,
+    }
 
 
 INTEGRATE_KERNELS = ("rbf",)

@@ -80,10 +80,13 @@ class ResultViews:
         check_is_fitted(self, "coef_")
         if getattr(self, "_idata", None) is None:
             from rvm_pymc.estimators._io import build_tree
+            from rvm_pymc.estimators._width_integration import integrates_width, latent_at
 
             inp = self._tree_inputs
             # a fit on the row compression kept X, not its N x active design
             Phi = self._design_of(inp["Phi"]) if inp.get("Phi_of_X") else inp["Phi"]
+            if integrates_width(self) and "latent" not in inp:  # each draw at its own width
+                inp = {**inp, "latent": latent_at(self, inp["constants"]["X"][1])}
             self._idata = build_tree(self.posterior_, {**inp, "Phi": Phi})
         return self._idata
 

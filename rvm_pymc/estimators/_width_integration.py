@@ -19,9 +19,8 @@ from typing import Any
 import numpy as np
 
 from rvm_pymc._core.rbf_width import gamma_of, sq_distances, width_latent
-from rvm_pymc.estimators._width_selection import width_prior
-from rvm_pymc.kernels import make_kernel
-from rvm_pymc.models.spec import data_unit_constants
+from rvm_pymc.estimators._width_selection import Fitted, width_prior
+from rvm_pymc.models.spec import RBF_UNIT_RMS
 
 __all__ = ["fit_integrated", "integrates_width", "latent_at", "sample_predictions_at"]
 
@@ -31,70 +30,38 @@ def integrates_width(est: Any) -> bool:
     return getattr(est, "gamma_draws_", None) is not None
 
 
-def fit_integrated(est, X, target, *, width, checked, seed, t_s, t_mean, t_sd) -> None:
-    """Fit ``est`` by NUTS over the width and set its attributes (the scaled targets ``t_s``).
+def fit_integrated(options, X, t_s, width, prior, seed: int, start) -> Fitted:
+    """NUTS over the width on the scaled targets ``t_s`` (``options``: of the backend).
 
     ``width``: the :class:`~._width_selection.Width` of the ``"scale"`` width, whose
-    basis gives the centres and whose reference fit is the start.
+    basis gives the centres; ``start``: its reference posterior, or None.  Returns the
+    posterior over all bases (unscaled columns), the width of every draw, and what the
+    tree holds besides (``idata_`` computes each draw's latent mean when first read).
     """
     from rvm_pymc.inference import fit_width_backend
 
     basis = width.basis
     names = tuple(map(str, basis.basis_names_))
-    bias = bool(basis.bias)
-    centres = basis.centres_
-    start = width.reference[0] if est._starts_from_reference() else None
-    prior = checked.prior
     post, info, lls = fit_width_backend(
-        est._pymc_options(checked), X, centres, t_s, names, prior, seed, start,
-        width_prior=width_prior(X), bias=bias,
+        options, X, basis.centres_, t_s, names, prior, seed, start,
+        width_prior=width_prior(X), bias=bool(basis.bias),
     )  # fmt: skip
-    ones = np.ones(len(names))
-    post = post.to_data_units(ones, t_mean, t_sd)
     gammas = gamma_of(lls)
-    est.gamma_ = float(np.median(gammas))
-    est.gamma_draws_ = gammas
-    est.basis_ = basis
-    est.kernel_ = basis.kernel_
-    est.basis_scale_ = ones
-    est.y_scale_ = t_sd
-    est._set_active(np.arange(len(names)), X)
-    est.kernel_ = make_kernel("rbf", gamma=est.gamma_)  # the median width (for show)
-    est._set_result(post)
-    est.model_ = None
-    est.n_iter_ = int(info.n_iter)
-    est.converged_ = bool(info.converged)
-    est._check_interpolation(X.shape[0], False, prior)
-    est.log_evidence_ = float("nan")
-    from rvm_pymc.estimators._base import _fit_attrs
-
-    w = post.draws
-    chains, draws = w.shape[:2]
-    F = width_latent(
-        sq_distances(X, centres), gammas, w.reshape(-1, *w.shape[2:]), bias=bias,
-        y_offset=post.y_offset,
-    ).reshape(chains, draws, *(-1, *w.shape[3:]))  # fmt: skip
-    constants = data_unit_constants(est._kind_of_fit(), ones, y_scale=t_sd, prior=prior)
-    constants["X"] = (("obs", "feature"), X)
-    constants["centres"] = (("centre", "feature"), centres)
-    est._tree_inputs = {
-        "Phi": None,
-        "Phi_of_X": False,
-        "latent": F,
+    tree = {
         "extra_posterior": {
             "log_length_scale": (("chain", "draw"), lls),
             "gamma": (("chain", "draw"), gammas),
         },
-        "target": target,
-        "classes": getattr(est, "classes_", None),
-        "seed": seed,
-        "sample_stats": info.sample_stats,
-        "attrs": {**info.attrs, **_fit_attrs(est, info.library), "width": "integrated"},
-        "draws": checked.draws,
-        "chains": est._chains(),
-        "constants": constants,
+        # the model divided each kernel column by its RMS at the draw's width (a slab's
+        # precision is of those columns); basis_scale (ones) is of the unscaled ones
+        "constants": {
+            "X": (("obs", "feature"), X),
+            "centres": (("centre", "feature"), basis.centres_),
+            RBF_UNIT_RMS: ((), np.asarray(1.0)),
+        },
+        "attrs": {"width": "integrated"},
     }
-    est._idata = None
+    return Fitted(post, info, np.ones(len(names)), gammas, tree)
 
 
 def latent_at(est, X: np.ndarray) -> np.ndarray:

@@ -41,6 +41,7 @@ __all__ = [
     "SEARCHED",
     "STEP",
     "WIDTH_PRIOR_SD",
+    "Fitted",
     "Width",
     "cv_folds",
     "scale_gamma",
@@ -110,6 +111,19 @@ class Width(NamedTuple):
     """``"evidence"``: :data:`PATH_KEYS` of every fit of the search."""
     cv_path: dict[str, np.ndarray] | None = None
     """``"cv"``: :data:`CV_PATH_KEYS` of every width scored."""
+
+
+class Fitted(NamedTuple):
+    """A backend's fit at the width (``gamma="integrate"``: over the widths), from which the
+    estimator sets its attributes in one place: the ``WeightPosterior`` of the scaled
+    problem, its ``FitInfo``, the scale of every column, the width of every draw (else
+    None) and more inputs of ``idata_`` (``extra_posterior``, ``constants``, ``attrs``)."""
+
+    post: Any
+    info: Any
+    scale: np.ndarray
+    gamma_draws: np.ndarray | None = None
+    tree: dict[str, Any] | None = None
 
 
 def scale_gamma(X: np.ndarray) -> float:
@@ -211,7 +225,7 @@ def select_width(
     """
     rule = width_rule(gamma, X, y, classifier)
     candidates = _candidates(rule, X, grid, has_width)
-    cv_path = None
+    cv_path, folds = None, None
     if rule == "cv" and candidates[0] is not None:
         try:
             chosen = _cv_width(X, y, classifier, refit, candidates, fold_seed, run)
@@ -226,15 +240,17 @@ def select_width(
             candidates = [scale_gamma(X)]
         else:
             g = chosen["gamma"]
-            raise_again(f"gamma='cv' (folds at gamma={g:.4g})", chosen["warnings"], stacklevel=4)
             _warn_at_an_edge("cv", "best cross-validated score", g, candidates)
             candidates, cv_path = [g], chosen["path"]
-    if len(candidates) == 1:
-        g = candidates[0]
-        basis, Phi, scale = design(g, compress=need_reference)
-        ref = fit(Phi, basis.basis_names_) if need_reference else None
-        return Width(g, basis, Phi, scale, ref, None, cv_path)
-    return _evidence_width(X, design, fit, candidates, run)
+            folds = (f"gamma='cv' (folds at gamma={g:.4g})", chosen["warnings"])
+    if len(candidates) > 1:
+        return _evidence_width(X, design, fit, candidates, run)
+    if folds is not None:  # the warnings of the chosen width's folds, before its own fit
+        raise_again(*folds, stacklevel=4)
+    g = candidates[0]
+    basis, Phi, scale = design(g, compress=need_reference)
+    ref = fit(Phi, basis.basis_names_) if need_reference else None
+    return Width(g, basis, Phi, scale, ref, None, cv_path)
 
 
 # ------------------------------------------------------------------ cross-validation
