@@ -1324,3 +1324,24 @@ def test_width_latent_in_chunks_of_rows_and_draws_equals_the_direct_product(max_
         )
         got = width_latent(D, g, w, bias=True, y_offset=0.5, max_bytes=max_bytes)
         np.testing.assert_allclose(got, direct, rtol=1e-12, atol=1e-12)
+
+
+def test_column_rms_at_equals_the_rms_of_each_draws_columns():
+    """The RMS of every kernel column at each of a (chain, draw) array of log length scales,
+    in chunks down to one draw, equals the columns of ``rbf_columns`` draw by draw; a
+    scalar gives one row."""
+    from rvm_pymc._core.rbf_width import column_rms_at, rbf_columns, sq_distances
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(25, 3))
+    D = sq_distances(X, X[:7])
+    lls = rng.normal(scale=0.7, size=(2, 5))
+    direct = np.stack(
+        [np.sqrt(np.mean(rbf_columns(D, v, bias=False, unit_rms=False) ** 2, axis=0))
+         for v in lls.reshape(-1)]
+    ).reshape(2, 5, 7)  # fmt: skip
+    for max_bytes in (1, 8 * D.size * 3, 2**20):
+        np.testing.assert_allclose(column_rms_at(D, lls, max_bytes), direct, rtol=1e-14)
+    assert column_rms_at(D, 0.2).shape == (7,)
+    at = np.sqrt(np.mean(rbf_columns(D, 0.2, bias=False, unit_rms=False) ** 2, axis=0))
+    np.testing.assert_allclose(column_rms_at(D, 0.2), at, rtol=1e-14)

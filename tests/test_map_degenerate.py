@@ -28,8 +28,10 @@ def test_map_warns_when_a_hyperprior_scale_of_log_alpha_collapses():
         log_beta = pm.Normal("log_beta", 0.0, 10.0)
         pm.CustomDist("t_obs", log_alpha, log_beta, Phi_d, PtP, logp=models.marginal_logp_fast,
                       signature="(m),(),(n,m),(m,m)->(n)", observed=t_d, dims="obs")  # fmt: skip
-    with pytest.warns(ConvergenceWarning, match="'s' alone"):
+    with pytest.warns(ConvergenceWarning, match="'s' alone") as record:
         tree = inference.fit_map(
             model, draws=10, random_seed=0, compile_kwargs={"mode": "FAST_COMPILE"}
         )
     assert not tree.attrs["converged"]
+    ours = [r for r in record if "'s' alone" in str(r.message)]
+    assert ours[0].filename == __file__  # reported at the user's call

@@ -9,6 +9,7 @@ times that draw's weights.
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import numpy as np
@@ -221,3 +222,17 @@ def test_classifier_effective_parameters_use_the_slab_at_each_width(rvc):
         S = (Phi * (p * (1 - p))[:, None]).T @ Phi + np.diag(alpha)
         terms.append(np.sum(np.clip(1.0 - alpha * np.diag(np.linalg.inv(S)), 0.0, 1.0)))
     assert effective_parameters(est) == pytest.approx(np.mean(terms), rel=1e-8)
+
+
+def test_effective_parameters_of_a_fit_saved_without_the_unit_rms_flag(rvc):
+    """A width-integrating fit saved before ``rbf_unit_rms`` was recorded (its tree has no
+    such constant) gets the same effective number of parameters: every such fit scaled
+    its columns to RMS 1."""
+    est, _, _ = rvc
+    before = effective_parameters(est)
+    old = copy.deepcopy(est)
+    old.idata_["constant_data"] = (
+        old.idata_["constant_data"].to_dataset().drop_vars("rbf_unit_rms")
+    )
+    assert "rbf_unit_rms" not in old.idata_["constant_data"]
+    assert effective_parameters(old) == before

@@ -35,8 +35,8 @@ __all__ = [
     "RHAT_MAX",
     "check_sampling",
     "passes_checks",
-    "separated_chains",
     "sampling_diagnostics",
+    "separated_chains",
     "summary",
 ]
 
@@ -235,17 +235,22 @@ def passes_checks(
     )
 
 
-def separated_chains(draws, prob: float = 0.9) -> list[str]:
-    """The scalar variables of ``draws`` (name -> ``(chain, draw)``) of which two chains'
-    central ``prob`` intervals do not overlap: chains in different modes, which more
-    draws of the same chains do not join."""
+def separated_chains(draws, prob: float = 0.9, min_chain_ess: float = 5.0) -> list[str]:
+    """The scalar variables of ``draws`` (name -> ``(chain, draw)``) whose chains appear to
+    sit in different modes: two chains' central ``prob`` intervals are apart by more than
+    the largest within-chain sd, and every chain has a bulk ESS of its own of at
+    least ``min_chain_ess`` (a chain that barely moves is slow or stuck, not a mode)."""
     names = []
     for name, x in draws.items():
         x = np.asarray(x, dtype=float)
         if x.ndim != 2 or x.shape[0] < 2 or not np.isfinite(x).all():
             continue
         lo, hi = np.quantile(x, [(1.0 - prob) / 2.0, (1.0 + prob) / 2.0], axis=1)
-        if lo.max() > hi.min():
+        sd = x.std(axis=1)
+        if not (sd.min() > 0 and lo.max() - hi.min() > sd.max()):  # 0: a stuck chain
+            continue
+        own = ess_bulk(x.T[None])  # each chain on its own: one chain, an element a chain
+        if np.all(own >= min_chain_ess):
             names.append(name)
     return names
 
@@ -280,9 +285,9 @@ def check_sampling(
         apart = separated_chains(draws)
         if apart:
             message += (
-                f". The chains of {apart} sit in separate places (their central 90% "
-                "intervals do not overlap): the posterior has several modes, between which "
-                "NUTS does not move, and more draws will not join them"
+                f". The chains of {apart} appear to sit in separate modes (their central "
+                "90% intervals lie far apart): NUTS does not move between them, and more "
+                "draws of the same chains are unlikely to join them"
             )
             message += "".join(f"; {hints[n]}" for n in apart if n in (hints or {}))
         problems.append(message)

@@ -295,18 +295,22 @@ def compare(
     Returns
     -------
     pandas.DataFrame
-        Indexed by fit name; the columns are described in ``docs/comparison.md``:
+        Indexed by fit name; the columns are described in ``docs/comparison.md``
+        (``interpolates``: in ``docs/estimators.md``):
 
         - what was fitted: ``method``, ``prior``, ``basis``, ``gamma``,
-          ``interpolates``, ``same_basis`` (vs the baseline, :func:`same_basis`),
-          ``fit_time``, ``predictive`` (RVR);
+          ``interpolates`` (the fit kept most rows and collapsed its noise),
+          ``same_basis`` (vs the baseline, :func:`same_basis`), ``fit_time``
+          (seconds), ``predictive`` (RVR);
         - sparsity: ``n_relevant`` (:func:`n_relevant`), ``effective_parameters``;
         - type-II fits only (NaN for nuts): ``log_evidence``, ``log_hyperprior``;
         - held out: ``lpd`` (mean nats per point), ``rmse``, ``coverage_50/90/95``
-          (regression; counts add ``d2``) or ``error_rate``, ``brier``, ``log_loss``;
+          (regression; counts add ``d2``, the share of Poisson deviance explained) or
+          ``error_rate``, ``brier``, ``log_loss``;
         - k-fold with refitting: ``elpd_kfold``, ``elpd_kfold_se``,
-          ``kfold_fit_time``, ``kfold_folds``, ``kfold_converged``,
-          ``kfold_max_rhat``, ``kfold_divergences``, ``kfold_interpolating``;
+          ``kfold_fit_time`` (mean seconds per fold's fit), ``kfold_folds``,
+          ``kfold_converged``, ``kfold_max_rhat``, ``kfold_divergences``,
+          ``kfold_interpolating`` (folds whose fit interpolates);
         - PSIS-LOO: ``elpd_loo``, ``elpd_loo_se``, ``p_loo`` (NaN, with the
           reason in ``loo_note``, when a Pareto k is above ArviZ's threshold),
           ``loo_optimistic`` (type-II), ``pareto_k_bad``, ``loo_note``;

@@ -14,7 +14,6 @@ import pandas as pd
 
 from rvm_pymc._core.convergence import sampling_diagnostics
 from rvm_pymc._core.rbf_width import rbf_columns, sq_distances
-from rvm_pymc.models.spec import RBF_UNIT_RMS
 
 __all__ = [
     "EFFECTIVE_PARAMETER_DRAWS",
@@ -170,8 +169,9 @@ def effective_parameters(fit) -> float:
         return rbf_columns(D, lls[s], bias=fit.bias_active_, unit_rms=False)
 
     def alpha_at(s: int, Phi: np.ndarray) -> np.ndarray:
-        # a model of columns scaled to RMS 1 at each width: the slab's precision of those
-        if RBF_UNIT_RMS in const:
+        # gamma="integrate" scales the columns to RMS 1 at each width (every such fit,
+        # also those saved before rbf_unit_rms was recorded): the slab's precision of those
+        if fixed is None:
             return np.exp(la[s]) + slab * np.mean(Phi**2, axis=0)
         return np.exp(la[s]) + slab
 

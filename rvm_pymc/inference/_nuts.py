@@ -340,8 +340,8 @@ def _callbacks(*callbacks):
 
 
 WIDTH_MODES_HINT = (
-    "the kernel width has several modes: fit at one width (gamma='cv', 'evidence' or a "
-    "number) rather than over it"
+    "the kernel width has several modes: fit at one width rather than over it (for the "
+    "estimators, gamma='cv', 'evidence' or a number)"
 )
 """The advice of a width-integrating fit whose chains sit at different widths."""
 
