@@ -1387,8 +1387,10 @@ def test_separated_chains_named_with_their_hint():
     assert separated_chains({"s": slow, "stuck": stuck}) == []
     hints = {"b": "choose one mode"}
     match = r"chains of \['b'\] appear to sit in separate.*one mode"
-    with pytest.warns(SamplingWarning, match=match):
+    with pytest.warns(SamplingWarning, match=match) as record:
         check_sampling({"a": mixed, "b": apart}, 0, hints=hints)
+    ess_messages = [str(r.message) for r in record if "effective sample size" in str(r.message)]
+    assert ess_messages and not any("draw more" in m for m in ess_messages)  # draws won't help
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         diag = check_sampling({"a": mixed}, 0, min_ess=100)

@@ -277,6 +277,7 @@ def check_sampling(
             f"{n_divergent} of {n_draws} draws diverged; the posterior may be biased. Raise "
             "target_accept, use a more informative prior or the other parametrization"
         )
+    apart = []
     if np.isfinite(max_rhat) and max_rhat > rhat_threshold:
         message = (
             f"max R-hat is {max_rhat:.3f} > {rhat_threshold} (variables {list(draws)}); "
@@ -295,7 +296,7 @@ def check_sampling(
         problems.append(
             f"the smallest effective sample size is {min(bulk, tail):.0f} (bulk {bulk:.0f}, "
             f"tail {tail:.0f}) < {min_ess:g}: too few for stable estimates of the posterior "
-            "and its tails; draw more"
+            "and its tails" + ("" if apart else "; draw more")
         )
     for message in problems:
         warnings.warn(message, SamplingWarning, stacklevel=3)
