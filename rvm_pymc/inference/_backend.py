@@ -155,14 +155,14 @@ def _fit_map(opts, Phi, target, names, prior, start):
     return post, info
 
 
-def _nuts_options(opts, joint: bool) -> tuple[dict, str]:
+def _nuts_options(opts, joint: bool, width: bool = False) -> tuple[dict, str]:
     """NUTS's run options from ``opts["sampler_kwargs"]`` (without ``model`` and
     ``parametrization``, with the estimators' ``target_accept`` and stopping rule) and the
     weights' parametrization."""
     kw = dict(opts["sampler_kwargs"])
     kw.pop("model", None)  # checked by check_sampler_kwargs
     parametrization = kw.pop("parametrization", DEFAULT_PARAMETRIZATION[opts["kind"]])
-    kw.setdefault("target_accept", estimator_target_accept(joint, opts["kind"]))
+    kw.setdefault("target_accept", estimator_target_accept(joint, opts["kind"], width))
     kw.setdefault("until_converged", bool(opts["until_converged"]))
     return kw, parametrization
 
@@ -231,7 +231,7 @@ def fit_width_backend(
     """NUTS with the RBF width a parameter (``gamma="integrate"``), on the scaled targets."""
     kind = opts["kind"]
     regression = kind == "regression"
-    kw, parametrization = _nuts_options(opts, joint=not regression)
+    kw, parametrization = _nuts_options(opts, joint=not regression, width=True)
     common = {"centres": centres, "bias": bias, "length_scale_prior": width_prior,
               "prior": prior, "unit_rms": True, "basis_names": names}  # fmt: skip
     if regression:

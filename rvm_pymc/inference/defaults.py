@@ -31,6 +31,7 @@ __all__ = [
     "TARGET_ACCEPT",
     "TUNE",
     "UNTIL_CONVERGED",
+    "WIDTH_JOINT_TARGET_ACCEPT",
     "estimator_draws",
     "estimator_target_accept",
     "estimator_tune",
@@ -70,6 +71,10 @@ KIND_TARGET_ACCEPT = {"negative_binomial": 0.99}
 """Kinds whose estimators' ``target_accept`` is higher than :data:`JOINT_TARGET_ACCEPT`:
 the negative binomial's dispersion and weights left divergent draws at 0.95 on an
 overdispersed real data set (``benchmarks/README.md``, "Overdispersed counts")."""
+WIDTH_JOINT_TARGET_ACCEPT = 0.99
+"""The estimators' ``target_accept`` of joint NUTS over the kernel width (the
+classifiers' ``gamma="integrate"``): at :data:`JOINT_TARGET_ACCEPT` wine left 3
+divergent draws of 12,000 (``benchmarks/results/nuts_width.md``)."""
 DEFAULT_PARAMETRIZATION = {
     "regression": "centred",
     "binary": "non_centred",
@@ -107,9 +112,12 @@ def estimator_tune(collapsed: bool) -> int:
     return COLLAPSED_TUNE if collapsed else JOINT_TUNE
 
 
-def estimator_target_accept(joint: bool, kind: str | None = None) -> float:
+def estimator_target_accept(joint: bool, kind: str | None = None, width: bool = False) -> float:
     """The estimators' ``target_accept``: :data:`KIND_TARGET_ACCEPT` of ``kind``, else
+    :data:`WIDTH_JOINT_TARGET_ACCEPT` for joint NUTS over the width (``width``), else
     :data:`JOINT_TARGET_ACCEPT` or the collapsed one."""
     if kind in KIND_TARGET_ACCEPT:
         return KIND_TARGET_ACCEPT[kind]
+    if width and joint:
+        return WIDTH_JOINT_TARGET_ACCEPT
     return JOINT_TARGET_ACCEPT if joint else COLLAPSED_TARGET_ACCEPT
