@@ -28,6 +28,7 @@ import numpy as np
 from rvm_pymc._core.centres import AUTO_FULL_MAX
 from rvm_pymc._core.parallel import raise_again, record_warnings, run_recorded
 from rvm_pymc._core.predictive import predictive, shuffled_folds
+from rvm_pymc._core.rbf_width import log_length_scale_of
 from rvm_pymc.exceptions import ConvergenceWarning, InterpolationWarning
 
 __all__ = [
@@ -67,8 +68,6 @@ gamma = -2 log l - log 2``, so the grid spans ``log(1e4) / 2`` in ``log l``)."""
 def width_prior(X: np.ndarray) -> tuple[float, float]:
     """Mean and sd of the Normal prior of ``log_length_scale`` of ``gamma="integrate"``:
     centred on the ``"scale"`` width, sd :data:`WIDTH_PRIOR_SD`."""
-    from rvm_pymc._core.rbf_width import log_length_scale_of
-
     centre = scale_gamma(X)
     return float(log_length_scale_of(centre)), WIDTH_PRIOR_SD
 

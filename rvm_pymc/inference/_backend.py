@@ -23,11 +23,12 @@ import numpy as np
 
 from rvm_pymc import models
 from rvm_pymc._core.convergence import MIN_ESS, RHAT_MAX, passes_checks
-from rvm_pymc._core.rbf_width import column_rms_at, sq_distances
+from rvm_pymc._core.rbf_width import column_rms_at
 from rvm_pymc.inference._fits import nuts_posterior, optimise_map
 from rvm_pymc.inference._map import LOG_PRECISION_BOUND
 from rvm_pymc.inference._stop import STOP_ATTRS
 from rvm_pymc.inference.defaults import DEFAULT_PARAMETRIZATION, estimator_target_accept
+from rvm_pymc.models.spec import RBF_DISTANCES
 from rvm_pymc.results import FitInfo, WeightPosterior
 
 __all__ = ["fit_backend", "fit_width_backend"]
@@ -259,7 +260,7 @@ def fit_width_backend(
         **kw,
     )  # fmt: skip
     lls = np.asarray(res.log_length_scale, dtype=float)
-    D = sq_distances(X, centres)
+    D = np.asarray(model[RBF_DISTANCES].get_value(), dtype=float)  # the model's own
     # per draw: the RMS of each column at its width (1 for the bias column)
     rms = column_rms_at(D, lls)
     if bias:
