@@ -69,7 +69,7 @@ from rvm_pymc.inference._stop import (
     StopWhenConverged,
     stop_rule,
 )
-from rvm_pymc.inference._weights import ChainDraws, chain_seeds
+from rvm_pymc.inference._weights import ChainDraws, chain_seeds, reported_draws
 from rvm_pymc.models.spec import model_spec
 from rvm_pymc.priors import PRESETS, HyperPrior, resolve_prior
 from rvm_pymc.reference import (
@@ -313,7 +313,7 @@ def test_derived_draws_are_checked_with_the_recorded_ones():
         return d["x"] + 0.5 * chain + 0.1 * rng.standard_normal(d["x"].shape)
 
     derived = ChainDraws(rows, lambda c: np.random.default_rng([3, c]))
-    chains, rule = _chains(), _rule(derived=("w", derived))
+    chains, rule = _chains(), _rule(report=lambda d: {**d, "w": derived.upto(d)})
     _drive(chains, rule, "parallel")
     assert rule.stopped_at is None
     assert all(d["max_rhat"] > 1.01 for _, d in rule.checks)
@@ -403,12 +403,14 @@ def test_the_rule_checks_what_the_fit_reports(which):
     if collapsed:
         weights = ChainDraws(lambda d, rng, c, s: d["log_alpha"], chain_seeds(0))
     on = NutsRun(until_converged=True, chains=2)
-    rule = stop_rule(model, spec, on, "pymc", collapsed, weights)
-    assert set(rule.names) | ({rule.derived[0]} if rule.derived else set()) == expected
+    report = reported_draws(model, spec, weights)
+    rule = stop_rule(model, spec, on, "pymc", collapsed, report)
+    assert rule.report_draws is report
+    assert set(rule.names) | ({"w"} if collapsed else set()) == expected
     for off in (NutsRun(until_converged=False), NutsRun(until_converged=True, chains=1)):
-        assert stop_rule(model, spec, off, "pymc", collapsed, weights) is None
+        assert stop_rule(model, spec, off, "pymc", collapsed, report) is None
     auto = NutsRun(until_converged=None, chains=2)
-    assert stop_rule(model, spec, auto, "pymc", collapsed, weights) is not None
+    assert stop_rule(model, spec, auto, "pymc", collapsed, report) is not None
 
 
 @pytest.mark.filterwarnings(  # PyMC forks a process per chain

@@ -236,3 +236,23 @@ def test_effective_parameters_of_a_fit_saved_without_the_unit_rms_flag(rvc):
     )
     assert "rbf_unit_rms" not in old.idata_["constant_data"]
     assert effective_parameters(old) == before
+
+
+@pytest.mark.parametrize("fixture", ["rvr", "rvc"])
+def test_diagnostics_are_those_of_the_posterior_one_reads(fixture, request):
+    """The sampler's columns have RMS 1 at each width; the posterior holds the weights and
+    precisions of the unscaled columns, a different function of each draw.  The recorded
+    R-hat and ESS (what ``converged_`` and the stopping rule read) are those of the
+    posterior's own draws, as ArviZ computes them."""
+    from arviz_stats import ess, rhat
+
+    est = request.getfixturevalue(fixture)[0]
+    post = est.idata_["posterior"].to_dataset()[["w", "log_alpha", "log_length_scale"]]
+
+    def worst(ds, pick):
+        return pick(float(pick(np.ravel(v.values))) for v in ds.data_vars.values())
+
+    attrs = est.idata_.attrs
+    assert attrs["max_rhat"] == pytest.approx(worst(rhat(post, method="rank"), max), rel=1e-9)
+    assert attrs["min_ess_bulk"] == pytest.approx(worst(ess(post, method="bulk"), min), rel=1e-9)
+    assert attrs["min_ess_tail"] == pytest.approx(worst(ess(post, method="tail"), min), rel=1e-9)

@@ -17,18 +17,14 @@ the scaled problem of the estimators' one scaling boundary and return a
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from rvm_pymc import models
 from rvm_pymc._core.convergence import MIN_ESS, RHAT_MAX, passes_checks
-from rvm_pymc._core.rbf_width import column_rms_at
 from rvm_pymc.inference._fits import nuts_posterior, optimise_map
 from rvm_pymc.inference._map import LOG_PRECISION_BOUND
 from rvm_pymc.inference._stop import STOP_ATTRS
 from rvm_pymc.inference.defaults import DEFAULT_PARAMETRIZATION, estimator_target_accept
-from rvm_pymc.models.spec import RBF_DISTANCES
 from rvm_pymc.results import FitInfo, WeightPosterior
 
 __all__ = ["fit_backend", "fit_width_backend"]
@@ -259,14 +255,7 @@ def fit_width_backend(
         model, draws=opts["draws"], tune=opts["tune"], chains=opts["chains"], random_seed=seed,
         **kw,
     )  # fmt: skip
+    # res.posterior holds the weights and log_alpha of the unscaled columns (reported_draws)
     lls = np.asarray(res.log_length_scale, dtype=float)
-    D = np.asarray(model[RBF_DISTANCES].get_value(), dtype=float)  # the model's own
-    # per draw: the RMS of each column at its width (1 for the bias column)
-    rms = column_rms_at(D, lls)
-    if bias:
-        rms = np.concatenate([np.ones((*lls.shape, 1)), rms], axis=-1)
-    post = res.posterior
-    w = post.draws / (rms if post.draws.ndim == 3 else rms[..., None])
-    post = replace(post, draws=w, log_alpha=post.log_alpha + 2.0 * np.log(rms))
     extra = {"parametrization": parametrization} if not regression else {}
-    return post, _nuts_info(opts, kw, res, started_from, extra, model), lls
+    return res.posterior, _nuts_info(opts, kw, res, started_from, extra, model), lls

@@ -31,6 +31,7 @@ import xarray as xr
 from rvm_pymc._core.convergence import check_sampling
 from rvm_pymc._core.parallel import default_cores
 from rvm_pymc._core.progress import PLAIN_PROGRESS, DrawLines, note_once
+from rvm_pymc._core.rbf_width import gamma_of, sq_distances, width_latent
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc.exceptions import PriorWarning, SamplingWarning
 from rvm_pymc.inference._options import NutsRun, check_stopping
@@ -42,7 +43,13 @@ from rvm_pymc.inference._user_models import (
     uses_model_likelihood,
     with_model_likelihood,
 )
-from rvm_pymc.inference._weights import ChainDraws, chain_seeds, exact_weight_rows, seed_of
+from rvm_pymc.inference._weights import (
+    ChainDraws,
+    chain_seeds,
+    exact_weight_rows,
+    reported_draws,
+    seed_of,
+)
 from rvm_pymc.inference.defaults import (
     DEFAULT_SAMPLERS,
     JAX_COLLAPSED_MAX_BASES,
@@ -240,14 +247,13 @@ def run_nuts(model, spec: ModelSpec, *, collapsed: bool, run: NutsRun) -> NutsRe
     weights = None
     if collapsed:
         weights = ChainDraws(exact_weight_rows(model, spec), chain_seeds(run.random_seed))
-    pm_tree = pymc_sample(model, spec, run, sampler, collapsed=collapsed, weights=weights)
+    report = reported_draws(model, spec, weights)
+    pm_tree = pymc_sample(model, spec, run, sampler, collapsed=collapsed, report=report)
     post = pm_tree["posterior"]
-    if weights is not None:
-        w = weights.upto({k: post[k].values for k in CHECKED if k in post})
-    else:
-        w = np.asarray(post["W" if spec.kind == "softmax" else "w"].values, dtype=float)
+    recorded = [*CHECKED, *(() if collapsed else ("W" if spec.kind == "softmax" else "w",))]
+    drawn = report({k: np.asarray(post[k].values, dtype=float) for k in recorded if k in post})
     inference = "collapsed_nuts" if collapsed else "nuts"
-    return nuts_result(model, spec, pm_tree, w, run=run, sampler=sampler, inference=inference)
+    return nuts_result(model, spec, pm_tree, drawn, run=run, sampler=sampler, inference=inference)
 
 
 def pymc_sample(
@@ -257,14 +263,14 @@ def pymc_sample(
     sampler: str,
     *,
     collapsed: bool,
-    weights: ChainDraws | None = None,
+    report=None,
 ) -> xr.DataTree:
     """``pm.sample`` of ``sample_model`` with the options of ``run``, as PyMC returns it.
 
     ``spec``: of the RVM model sampled (before its weights were integrated out, for
-    ``collapsed``); ``weights``: a collapsed sampler's weight draws, which
-    ``run.until_converged`` checks with the hyperparameters.  One BLAS thread; SIGINT
-    raises KeyboardInterrupt (:func:`_interruptible`).
+    ``collapsed``); ``report``: the map of the recorded draws to those the fit reports
+    (:func:`~rvm_pymc.inference._weights.reported_draws`), which ``run.until_converged``
+    checks.  One BLAS thread; SIGINT raises KeyboardInterrupt (:func:`_interruptible`).
     """
     _warn_if_near_improper(spec, collapsed)
     if run.chains == 1:
@@ -286,7 +292,7 @@ def pymc_sample(
     interruptible = _interruptible(active=sampler == "pymc")
     plain = run.progressbar == PLAIN_PROGRESS
     swaps = _swap_count(run, spec, collapsed)
-    stop = stop_rule(sample_model, spec, run, sampler, collapsed, weights)
+    stop = stop_rule(sample_model, spec, run, sampler, collapsed, report)
     with single_blas_thread(), interruptible as on_draw, sample_model:
         callback = _callbacks(
             on_draw, DrawLines(run.draws, run.tune, run.chains) if plain else None, stop
@@ -347,20 +353,19 @@ WIDTH_MODES_HINT = (
 
 
 def nuts_result(
-    model, spec: ModelSpec, pm_tree: xr.DataTree, w: np.ndarray, *, run, sampler, inference
+    model, spec: ModelSpec, pm_tree: xr.DataTree, drawn: dict, *, run, sampler, inference
 ) -> NutsResult:
-    """The :class:`NutsResult` of a ``pm.sample`` tree and the weight draws ``w``, checked by
-    :func:`rvm_pymc._core.convergence.check_sampling` over ``w``, every sampled
-    hyperparameter and a user's model's other free variables
-    (:func:`~rvm_pymc.inference._user_models.extra_free`); ``inference`` is the
+    """The :class:`NutsResult` of a ``pm.sample`` tree and ``drawn``, the draws of the
+    weights (``w`` or ``W``) and the :data:`~rvm_pymc.inference._stop.CHECKED` variables
+    as the fit reports them (:func:`~rvm_pymc.inference._weights.reported_draws`), checked
+    by :func:`rvm_pymc._core.convergence.check_sampling` with a user's model's other free
+    variables (:func:`~rvm_pymc.inference._user_models.extra_free`); ``inference`` is the
     ``rvm_inference`` attribute."""
     post = pm_tree["posterior"]
-    la = np.asarray(post["log_alpha"].values, dtype=float)
-    lb = np.asarray(post["log_beta"].values, dtype=float) if "log_beta" in post else None
-    ld = None  # a negative binomial's log dispersion
-    if "log_dispersion" in post:
-        ld = np.asarray(post["log_dispersion"].values, dtype=float)
-    lls = np.asarray(post["log_length_scale"].values, dtype=float) if spec.rbf_width else None
+    w = drawn["W" if "W" in drawn else "w"]
+    la, lb = drawn["log_alpha"], drawn.get("log_beta")
+    ld = drawn.get("log_dispersion")  # a negative binomial's log dispersion
+    lls = drawn["log_length_scale"] if spec.rbf_width else None
     stats = pm_tree["sample_stats"].to_dataset()
     sample_stats = {
         k: np.asarray(v.values) for k, v in stats.data_vars.items() if v.dims == ("chain", "draw")
@@ -420,9 +425,11 @@ def nuts_datatree(
         lls, w = res.log_length_scale, res.posterior.draws
         extra["log_length_scale"] = (("chain", "draw"), lls)
         X, C = model_data(model, "X"), model_data(model, "centres")
-        latent = np.empty((*lls.shape, X.shape[0]))
-        for idx in np.ndindex(lls.shape):
-            latent[idx] = design_matrix(model, spec, float(lls[idx])) @ w[idx]
+        # the weights are of the unscaled columns (reported_draws), at each draw's width
+        F = width_latent(
+            sq_distances(X, C), gamma_of(lls), w.reshape(-1, *w.shape[2:]), bias=spec.rbf_bias
+        )
+        latent = F.reshape(*lls.shape, *F.shape[1:])
         constant = {"X": (("obs", "feature"), X), "centres": (("centre", "feature"), C)}
     rng = seed_of(random_seed, 7907)
     tree = to_datatree(

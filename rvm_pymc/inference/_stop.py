@@ -4,7 +4,8 @@
 :data:`~rvm_pymc.inference.defaults.FIRST_CHECK` draws a chain, and every
 :data:`~rvm_pymc.inference.defaults.CHECK_EVERY` after, once every chain has
 that many draws after tuning, it checks the first ``k`` draws of each chain
-with :func:`rvm_pymc._core.convergence.passes_checks`.  At the first
+with :func:`rvm_pymc._core.convergence.passes_checks`, as the fit reports them
+(:func:`~rvm_pymc.inference._weights.reported_draws`).  At the first
 checkpoint that passes every chain is cut to its first ``k`` draws and the
 callback raises :class:`Converged`, a KeyboardInterrupt, on which PyMC ends
 every chain and returns the draws recorded.  The checkpoints depend on the
@@ -14,7 +15,7 @@ early stop does and does not promise: docs/pymc.md.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,6 @@ import numpy as np
 from rvm_pymc._core.convergence import passes_checks, sampling_diagnostics
 from rvm_pymc._core.progress import log
 from rvm_pymc.inference._user_models import extra_free
-from rvm_pymc.inference._weights import ChainDraws
 from rvm_pymc.inference.defaults import CHECK_EVERY, FIRST_CHECK
 
 __all__ = [
@@ -56,7 +56,7 @@ class StopWhenConverged:
         min_ess: float,
         first: int = FIRST_CHECK,
         every: int = CHECK_EVERY,
-        derived: tuple[str, ChainDraws] | None = None,
+        report: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]] | None = None,
     ) -> None:
         if not names:
             raise ValueError("StopWhenConverged needs at least one variable to check")
@@ -64,7 +64,7 @@ class StopWhenConverged:
         self.draws, self.tune, self.chains = int(draws), int(tune), int(chains)
         self.rhat_threshold, self.min_ess = float(rhat_threshold), float(min_ess)
         self.every = int(every)
-        self.derived = derived
+        self.report_draws = report
         self.next = int(first)
         self.traces: dict[int, Any] = {}
         self.stopped_at: int | None = None
@@ -103,15 +103,14 @@ class StopWhenConverged:
         )
 
     def diagnostics(self, k: int) -> dict[str, float]:
-        """The diagnostics of each chain's first ``k`` draws."""
+        """The diagnostics of each chain's first ``k`` draws (as the fit reports them)."""
         chains = [self.traces[c] for c in sorted(self.traces)]
         values = {
             name: np.stack([t.get_values(name, burn=self.tune)[:k] for t in chains])
             for name in self.names
         }
-        if self.derived is not None:
-            name, draws = self.derived
-            values[name] = draws.upto(values)
+        if self.report_draws is not None:
+            values = self.report_draws(values)
         n_div = sum(_divergent(t, self.tune, k) for t in chains)
         return sampling_diagnostics(values, n_div)
 
@@ -138,14 +137,16 @@ CHECKED = ("log_alpha", "log_beta", "log_length_scale", "log_dispersion")
 variables (:func:`~rvm_pymc.inference._user_models.extra_free`)."""
 
 
-def stop_rule(model, spec, run, sampler: str, collapsed: bool, weights=None):
+def stop_rule(model, spec, run, sampler: str, collapsed: bool, report=None):
     """The :class:`StopWhenConverged` of ``run``, or None.
 
     None for ``run.until_converged=False``, one chain, or a sampler other than
     PyMC's (which :func:`~rvm_pymc.inference._options.check_stopping` refuses for
-    ``until_converged=True``).  It checks the weights (for ``collapsed``, the draws of
-    ``weights``) and the :data:`CHECKED` variables of ``model`` with its other free
-    variables (:func:`~rvm_pymc.inference._user_models.extra_free`), else its free variables.
+    ``until_converged=True``).  It checks the weights (for ``collapsed``, those ``report``
+    adds) and the :data:`CHECKED` variables of ``model`` with its other free
+    variables (:func:`~rvm_pymc.inference._user_models.extra_free`), else its free
+    variables, each as ``report`` maps them
+    (:func:`~rvm_pymc.inference._weights.reported_draws`; None: as recorded).
     """
     if run.until_converged is False or run.chains < 2 or sampler != "pymc":
         return None
@@ -161,5 +162,5 @@ def stop_rule(model, spec, run, sampler: str, collapsed: bool, weights=None):
         chains=run.chains,
         rhat_threshold=run.rhat_threshold,
         min_ess=run.min_ess,
-        derived=None if weights is None else ("w", weights),
+        report=report,
     )

@@ -5,6 +5,9 @@ draws the weights afterwards, one draw per hyperparameter draw
 (:func:`exact_weight_rows`: ``w ~ N(mu, Sigma)`` exactly).  :class:`ChainDraws`
 holds them per chain, so that a convergence check during sampling
 (:mod:`rvm_pymc.inference._stop`) and the fit's result share one set of draws.
+:func:`reported_draws` maps the recorded draws to those a fit reports (with those
+weights, and for an RBF-width model with unit-RMS columns, of the unscaled columns):
+what the convergence check and the stopping rule check.
 """
 
 from __future__ import annotations
@@ -14,10 +17,13 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from rvm_pymc._core.gaussian import factor_draw, gaussian_weights
+from rvm_pymc._core.rbf_width import column_rms_at
 from rvm_pymc.models.data import design_matrix, model_data
-from rvm_pymc.models.spec import ModelSpec
+from rvm_pymc.models.spec import RBF_DISTANCES, ModelSpec
 
-__all__ = ["ChainDraws", "chain_seeds", "exact_weight_rows", "seed_of"]
+__all__ = ["ChainDraws", "chain_seeds", "exact_weight_rows", "reported_draws", "seed_of"]
+
+Draws = dict[str, np.ndarray]
 
 
 def seed_of(random_seed, *salt: int) -> np.random.Generator:
@@ -85,3 +91,37 @@ def exact_weight_rows(model, spec: ModelSpec):
 def _gram(model, spec, t, log_length_scale: float) -> tuple[np.ndarray, np.ndarray]:
     Phi = design_matrix(model, spec, log_length_scale)
     return Phi.T @ Phi, Phi.T @ t
+
+
+def reported_draws(model, spec: ModelSpec, weights: ChainDraws | None) -> Callable[[Draws], Draws]:
+    """``report(draws)``: the draws ``(chain, k, ...)`` recorded by the sampler as the fit
+    reports them.
+
+    With the collapsed sampler's ``weights``, ``w`` is added (drawn from the recorded
+    hyperparameters).  For an RBF-width model whose kernel columns are scaled to RMS 1
+    at every width (``spec.rbf_unit_rms``), the weights and ``log_alpha`` become those
+    of the unscaled columns ``[1 | exp(-gamma D)]``, draw by draw: ``w / r``,
+    ``log_alpha + 2 log r`` with ``r`` each column's RMS at the draw's width (1 for the
+    bias).  The convergence standard is checked on what this returns, so that it holds
+    for the posterior a user reads.
+    """
+    D = None
+    if spec.rbf_width and spec.rbf_unit_rms:
+        D = model_data(model, RBF_DISTANCES)
+
+    def report(draws: Draws) -> Draws:
+        out = dict(draws)
+        if weights is not None:
+            out["w"] = weights.upto(draws)
+        if D is not None:
+            lls = np.asarray(draws["log_length_scale"], dtype=float)
+            rms = column_rms_at(D, lls)
+            if spec.rbf_bias:
+                rms = np.concatenate([np.ones((*lls.shape, 1)), rms], axis=-1)
+            name = "W" if "W" in out else "w"
+            w = np.asarray(out[name], dtype=float)
+            out[name] = w / (rms if w.ndim == 3 else rms[..., None])
+            out["log_alpha"] = np.asarray(out["log_alpha"], dtype=float) + 2.0 * np.log(rms)
+        return out
+
+    return report
