@@ -17,13 +17,18 @@ also the posterior median ``gamma_`` and its 5-95 % range in units of the
 N = 150, fitted once to compile and timed on the second fit ("warm").
 
 Results are appended to ``benchmarks/results/nuts_width.jsonl`` and the table
-written to ``benchmarks/results/nuts_width.md``.
+written to ``benchmarks/results/nuts_width.md`` (``--out`` names another file).
+``--seeds`` fits every set once a seed (a default judged by one seed can pass or
+fail by the luck of that seed); ``--target-accept`` overrides the estimators'
+default step-size target, for a study of that default.
 
 Usage::
 
     python benchmarks/bench_nuts_width.py                      # every set with N <= 300
     python benchmarks/bench_nuts_width.py --kind regression --only mcycle,cars
     python benchmarks/bench_nuts_width.py --quick    # 3 regression sets + 1 classification set
+    python benchmarks/bench_nuts_width.py --kind regression --seeds 0,1 --target-accept 0.95 \
+        --no-timing --out nuts_width_ta095.md
 """
 
 from __future__ import annotations
@@ -61,11 +66,12 @@ def diagnose(est) -> dict:
     return worst_diagnostics(est, names)
 
 
-def fit_one(kind: str, X, y, seed: int = 0):
+def fit_one(kind: str, X, y, seed: int = 0, target_accept: float | None = None):
     from rvm_pymc import RVC, RVR
 
     cls = RVR if kind == "regression" else RVC
-    est = cls(method="nuts", gamma="integrate", random_state=seed)
+    sk = {} if target_accept is None else {"target_accept": target_accept}
+    est = cls(method="nuts", gamma="integrate", random_state=seed, sampler_kwargs=sk)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0 = time.perf_counter()
@@ -74,14 +80,14 @@ def fit_one(kind: str, X, y, seed: int = 0):
     return est, wall
 
 
-def run(name: str, kind: str, max_n: int, seed: int) -> dict:
+def run(name: str, kind: str, max_n: int, seed: int, target_accept=None) -> dict:
     import _panel_data as panel
 
     from rvm_pymc.estimators._width_selection import scale_gamma
 
     data = panel.load(name, max_n=max_n)
     X, y = _standardise(data.X), data.y
-    est, wall = fit_one(kind, X, y, seed)
+    est, wall = fit_one(kind, X, y, seed, target_accept)
     d = diagnose(est)
     d["ok"] = d["rhat"] <= 1.01 and min(d["ess_bulk"], d["ess_tail"]) >= 400 and not d["divergent"]
     g = est.gamma_draws_.ravel() / scale_gamma(X)
@@ -97,6 +103,7 @@ def run(name: str, kind: str, max_n: int, seed: int) -> dict:
         "gamma_rel": float(np.median(g)),
         "gamma_5_95": f"{lo:.3g}-{hi:.3g}",
         "seed": seed,
+        "target_accept": target_accept,
         "load": load_average(),
         **d,
     }
@@ -137,8 +144,11 @@ def main(argv=None) -> None:
     parser.add_argument("--max-n", type=int, default=300, help="sets with at most this many rows")
     parser.add_argument("--quick", action="store_true", help=f"only {QUICK}")
     parser.add_argument("--no-timing", action="store_true", help="skip the N = 150 timing row")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", default="0", help="comma-separated seeds, one fit each")
+    parser.add_argument("--target-accept", type=float, help="override the default")
+    parser.add_argument("--out", default="nuts_width.md", help="table file in results/")
     args = parser.parse_args(argv)
+    seeds = [int(s) for s in args.seeds.split(",")]
     kinds = ("regression", "classification") if args.kind == "both" else (args.kind,)
     sets = []
     for kind in kinds:
@@ -151,10 +161,12 @@ def main(argv=None) -> None:
             names = [n for n in names if n in QUICK[kind]]
         sets += [(n, kind) for n in names]
     os.makedirs(RESULTS, exist_ok=True)
-    about = f"sets with N <= {args.max_n} rows, features standardised; seed {args.seed}"
+    about = f"sets with N <= {args.max_n} rows, features standardised; seeds {args.seeds}"
+    if args.target_accept is not None:
+        about += f"; target_accept {args.target_accept} (not the default)"
     lines = [header("NUTS over the RBF width (gamma='integrate') at the defaults", [about])]
     cols = COLUMNS.split()
-    lines += ["| " + " | ".join(cols) + " | load |", "|" + "---|" * (len(cols) + 1)]
+    lines += ["| " + " | ".join(cols) + " | seed | load |", "|" + "---|" * (len(cols) + 2)]
     print("\n".join(lines), flush=True)
     jsonl = os.path.join(RESULTS, "nuts_width.jsonl")
     for name, kind in sets:
@@ -165,14 +177,16 @@ def main(argv=None) -> None:
             continue
         if len(full.y) > args.max_n:
             continue
-        row = run(name, kind, args.max_n, args.seed)
-        line = "| " + " | ".join(_cell(row[c]) for c in cols) + f" | {row['load']} |"
-        print(line, flush=True)
-        lines.append(line)
-        with open(jsonl, "a") as fh:
-            fh.write(json.dumps(row) + "\n")
+        for seed in seeds:
+            row = run(name, kind, args.max_n, seed, args.target_accept)
+            line = "| " + " | ".join(_cell(row[c]) for c in cols)
+            line += f" | {seed} | {row['load']} |"
+            print(line, flush=True)
+            lines.append(line)
+            with open(jsonl, "a") as fh:
+                fh.write(json.dumps(row) + "\n")
     if not args.no_timing and "regression" in kinds:
-        row = timing(150, args.seed)
+        row = timing(150, seeds[0])
         line = (
             f"\nTiming, {row['set']}, N = {row['N']}: first fit (compiles) "
             f"{row['first_fit']:.1f} s, warm fit {row['wall']:.1f} s, {row['draws']} draws a "
@@ -184,7 +198,7 @@ def main(argv=None) -> None:
         lines.append(line)
         with open(jsonl, "a") as fh:
             fh.write(json.dumps(row) + "\n")
-    with open(os.path.join(RESULTS, "nuts_width.md"), "w") as fh:
+    with open(os.path.join(RESULTS, args.out), "w") as fh:
         fh.write("\n".join(lines) + "\n")
 
 
