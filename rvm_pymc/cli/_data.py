@@ -1,23 +1,35 @@
-"""Data files of the command line: CSV tables in, and the standardisation ``fit`` saves
-beside the model as ``model.json`` (feature names, means, sds, target, task) for ``predict``."""
+"""Files and messages of the command line: CSV tables in; the standardisation ``fit`` saves
+beside the model as ``model.json`` (feature names, means, sds, target, task) for ``predict``;
+output paths checked before any fitting by making (and removing) an empty file where the
+output will go; progress on standard error (standard output keeps the results)."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import errno
 import json
 import math
 import os
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from rvm_pymc.cli._errors import DataError
+from rvm_pymc._core.progress import PLAIN_PROGRESS
+from rvm_pymc.cli._main import DataError, UsageError
 
 __all__ = [
     "DataError",
     "Preprocess",
     "bad_rows",
+    "bars_on_stderr",
+    "check_output_dir",
+    "check_output_file",
+    "nuts_progress",
+    "progress",
     "read_table",
     "shown_value",
     "where",
@@ -203,3 +215,130 @@ def model_paths(model: str) -> tuple[str, str]:
             "(the feature names and their standardisation)"
         )
     return nc, pre
+
+
+# ------------------------------------------------------------------ output paths
+
+
+def image_formats() -> dict[str, str]:
+    """The image types matplotlib writes: suffix (without the dot) -> description."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return FigureCanvasBase.get_supported_filetypes()
+
+
+def file_system_type(path: str) -> str | None:
+    """The type of the file system holding ``path`` (``proc``, ``tmpfs``, ...; None unknown)."""
+    target = os.path.realpath(path)
+    best, kind = "", None
+    try:
+        with open("/proc/self/mounts", encoding="utf-8") as fh:
+            for line in fh:
+                fields = line.split()
+                if len(fields) < 3:
+                    continue
+                point = fields[1].replace("\\040", " ")
+                inside = target == point or target.startswith(point.rstrip("/") + "/")
+                if inside and len(point) >= len(best):
+                    best, kind = point, fields[2]
+    except OSError:
+        return None
+    return kind
+
+
+def _why_not(directory: str, exc: OSError) -> str:
+    """Why no file can be created in the existing ``directory``, in words that name it."""
+    reason = exc.strerror or str(exc)
+    if exc.errno == errno.EROFS:
+        return f"{directory} is on a read-only file system"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"no permission to create files in {directory} ({reason})"
+    if exc.errno == errno.ENOSPC:
+        return f"the file system of {directory} is full ({reason})"
+    if exc.errno == errno.ENOENT and os.path.isdir(directory):
+        # a virtual file system (/proc, /sys) that takes no new files
+        kind = file_system_type(directory)
+        system = f"a {kind} file system" if kind else "a file system"
+        return f"{directory} is on {system}, which takes no new files"
+    return f"cannot create files in {directory} ({reason})"
+
+
+def _probe(option: str, directory: str, base: str, creating: str) -> None:
+    """UsageError (naming ``creating``) unless a file can be created in ``directory``."""
+    from rvm_pymc._core import files
+
+    try:
+        probe = files.temporary_file(directory, base)
+    except OSError as exc:
+        raise UsageError(
+            f"argument {option}: cannot create {creating}: {_why_not(directory, exc)}"
+        ) from None
+    os.unlink(probe)
+
+
+def check_output_file(option: str, path: str, *, image: bool = False) -> None:
+    """UsageError (naming ``option``) for a file ``path`` the command could not write, or
+    with ``image`` whose suffix is no image type matplotlib writes."""
+    if image:
+        suffix = os.path.splitext(path)[1].lower().lstrip(".")
+        formats = image_formats()
+        if suffix not in formats:
+            raise UsageError(
+                f"argument {option}: {path!r} must end in an image type matplotlib writes "
+                f"({', '.join('.' + f for f in sorted(formats))}), or be 'none'"
+            )
+    target = os.path.realpath(path)
+    directory = os.path.dirname(target)
+    if os.path.isdir(target):
+        raise UsageError(f"argument {option}: {path} is a directory")
+    if not os.path.isdir(directory):
+        raise UsageError(f"argument {option}: the directory {directory} does not exist")
+    _probe(option, directory, os.path.basename(target), path)
+    if os.path.exists(target) and not os.access(target, os.W_OK):
+        raise UsageError(f"argument {option}: {path} exists and is not writable")
+
+
+def check_output_dir(option: str, path: str) -> None:
+    """UsageError (naming ``option``) for a directory the command could not create or write."""
+    target = os.path.realpath(path)
+    if os.path.exists(target) and not os.path.isdir(target):
+        raise UsageError(f"argument {option}: {path} exists and is not a directory")
+    if os.path.isdir(target):
+        _probe(option, target, "rvm-pymc", f"files in {path}")
+        return
+    parent = os.path.dirname(target)
+    if os.path.exists(parent) and not os.path.isdir(parent):
+        raise UsageError(f"argument {option}: {parent} is a file, not a directory")
+    if not os.path.isdir(parent):
+        raise UsageError(f"argument {option}: the directory {parent} does not exist")
+    _probe(option, parent, os.path.basename(target), path)
+
+
+# ------------------------------------------------------------------ progress
+
+
+def progress(message: str) -> None:
+    """One progress line on standard error (standard output keeps the results)."""
+    print(f"rvm-pymc: {message}", file=sys.stderr, flush=True)
+
+
+STATS_COLUMNS = 120
+"""A terminal at least this wide shows PyMC's bar with its statistics; a narrower one the bar."""
+
+
+def nuts_progress(jobs: int = 1) -> bool | str:
+    """``progressbar`` of a NUTS fit: a live bar on a terminal with one job, else plain lines."""
+    if not (sys.stderr.isatty() and jobs == 1):
+        return PLAIN_PROGRESS
+    try:
+        columns = os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError):
+        columns = 80
+    return True if columns >= STATS_COLUMNS else "split"
+
+
+@contextlib.contextmanager
+def bars_on_stderr() -> Iterator[None]:
+    """While fitting, what is written to standard output (PyMC's bar) goes to standard error."""
+    with contextlib.redirect_stdout(sys.stderr):
+        yield
