@@ -27,7 +27,6 @@ import numpy as np
 
 from rvm_pymc._core.files import atomic_write
 from rvm_pymc._core.validation import MEMORY_FRACTION, available_memory
-from rvm_pymc.cli._columns import load_data, one_hot, split_features
 from rvm_pymc.cli._data import (
     MODEL_FILE,
     PREPROCESS_FILE,
@@ -36,10 +35,13 @@ from rvm_pymc.cli._data import (
     bars_on_stderr,
     check_output_dir,
     check_output_file,
+    load_data,
     model_paths,
     nuts_progress,
+    one_hot,
     progress,
     read_table,
+    split_features,
 )
 from rvm_pymc.cli._main import RunError, UsageError
 from rvm_pymc.comparison import n_relevant
@@ -47,10 +49,8 @@ from rvm_pymc.comparison import n_relevant
 __all__ = [
     "NO_PRUNING",
     "announce_compilation",
-    "check_compare_arguments",
+    "check_data_arguments",
     "check_demo_arguments",
-    "check_fit_arguments",
-    "check_predict_arguments",
     "compare_command",
     "demo_command",
     "fit_command",
@@ -159,33 +159,21 @@ def _pymc_nuts(jobs: int = 1) -> dict[str, Any]:
     return {"progressbar": nuts_progress(jobs), "nuts_sampler": "pymc"}
 
 
-def _check_grid(args: argparse.Namespace) -> None:
-    """``--gamma-grid`` is the grid of ``--gamma cv`` / ``auto`` / ``evidence`` only."""
+def check_data_arguments(args: argparse.Namespace) -> None:
+    """``--gamma-grid`` (of ``fit`` and ``compare``) only with ``--gamma cv``, ``auto`` or
+    ``evidence``; ``--out``: of ``fit`` a directory that exists or can be made, and written
+    to; of ``predict`` and ``compare`` a file that can be written, if given (``predict``:
+    ``-`` is standard output)."""
     from rvm_pymc.estimators import WIDTH_SEARCHES
 
-    if args.gamma_grid is not None and args.gamma not in WIDTH_SEARCHES:
+    if getattr(args, "gamma_grid", None) is not None and args.gamma not in WIDTH_SEARCHES:
         raise UsageError(
             f"argument --gamma-grid: only --gamma cv, auto or evidence tries a grid of widths; "
             f"got --gamma {args.gamma}"
         )
-
-
-def check_fit_arguments(args: argparse.Namespace) -> None:
-    """``--out`` of ``fit``: a directory that exists or can be made, and written to."""
-    _check_grid(args)
-    check_output_dir("--out", args.out)
-
-
-def check_predict_arguments(args: argparse.Namespace) -> None:
-    """``--out`` of ``predict``: a file that can be written (``-`` or none: standard output)."""
-    if args.out not in (None, "-"):
-        check_output_file("--out", args.out)
-
-
-def check_compare_arguments(args: argparse.Namespace) -> None:
-    """``--out`` of ``compare``: a file that can be written, if given."""
-    _check_grid(args)
-    if args.out is not None:
+    if args.command == "fit":
+        check_output_dir("--out", args.out)
+    elif args.out is not None and not (args.command == "predict" and args.out == "-"):
         check_output_file("--out", args.out)
 
 
@@ -463,7 +451,7 @@ def predict_command(args: argparse.Namespace) -> int:
         pre = Preprocess.from_json(fh.read(), pre_path)
     table = read_table(args.data)
     encoded = one_hot(table, pre.one_hot, args.data, fitted=True) if pre.one_hot else table
-    X_raw, _ = split_features(encoded, None, args.data, pre.features)
+    X_raw = split_features(encoded, args.data, pre.features)
     from rvm_pymc.estimators import load
 
     try:

@@ -20,17 +20,14 @@ from rvm_pymc._core.validation import MEMORY_FRACTION
 from rvm_pymc.inference import defaults as nuts_defaults
 
 __all__ = [
-    "DRAWS_RANGE",
     "GAMMA_RANGE",
     "MAX_NOISE_SD",
     "MAX_SEED",
     "MIN_N_TRAIN",
-    "PROG",
     "DataError",
     "RunError",
     "UsageError",
     "build_parser",
-    "cli_words",
     "main",
 ]
 
@@ -91,51 +88,30 @@ def number(
     return value
 
 
-def count(low: int, high: int, why: str = "") -> Callable[[str], int]:
-    """The type of a whole number in ``[low, high]``."""
+def ranged(
+    low: float,
+    high: float = math.inf,
+    why: str = "",
+    *,
+    integer: bool = True,
+    low_open: bool = False,
+) -> Callable[[str], float | int]:
+    """The argument type of a number (whole if ``integer``) in ``[low, high]``: :func:`number`."""
 
-    def parse(text: str) -> int:
-        return int(number(text, integer=True, low=low, high=high, why=why))
+    def parse(text: str) -> float | int:
+        return number(text, integer=integer, low=low, high=high, low_open=low_open, why=why)
 
     return parse
 
 
-def seed(text: str) -> int:
-    """A random seed in ``[0, MAX_SEED]``."""
-    return int(number(text, integer=True, low=0, high=MAX_SEED))
-
-
-def draws(text: str) -> int:
-    """Draws per chain, in :data:`DRAWS_RANGE`."""
-    low, high = DRAWS_RANGE
-    why = " (R-hat and ESS of fewer draws say little)"
-    return int(number(text, integer=True, low=low, high=high, why=why))
-
-
-def tune(text: str) -> int:
-    """NUTS tuning steps per chain, in :data:`DRAWS_RANGE`."""
-    low, high = DRAWS_RANGE
-    why = " (fewer cannot adapt the step size)"
-    return int(number(text, integer=True, low=low, high=high, why=why))
-
-
-def n_train(text: str) -> int:
-    """Training points of the demo, at least :data:`MIN_N_TRAIN`."""
-    why = " (fewer points cannot be fitted reliably)"
-    return int(number(text, integer=True, low=MIN_N_TRAIN, why=why))
-
-
-def noise_sd(text: str) -> float:
-    """Noise sd of the demo, in ``(0, MAX_NOISE_SD]``."""
-    why = " (the signal has amplitude 1)"
-    return float(number(text, integer=False, low=0.0, high=MAX_NOISE_SD, low_open=True, why=why))
-
-
-def demo_gamma(text: str) -> float:
-    """One RBF width of the demo's grid, in :data:`GAMMA_RANGE`."""
-    low, high = GAMMA_RANGE
-    why = " (outside it the RBF kernel on inputs in [-10, 10] is flat or diagonal)"
-    return float(number(text, integer=False, low=low, high=high, why=why))
+seed = ranged(0, MAX_SEED)
+draws = ranged(*DRAWS_RANGE, " (R-hat and ESS of fewer draws say little)")
+tune = ranged(*DRAWS_RANGE, " (fewer cannot adapt the step size)")
+n_train = ranged(MIN_N_TRAIN, why=" (fewer points cannot be fitted reliably)")
+noise_sd = ranged(0.0, MAX_NOISE_SD, " (the signal has amplitude 1)", integer=False, low_open=True)
+demo_gamma = ranged(*GAMMA_RANGE, " (outside it the RBF kernel on inputs in [-10, 10] is flat or "
+                    "diagonal)", integer=False)  # fmt: skip
+fraction = ranged(*FRACTION_RANGE, integer=False)
 
 
 def kernel_gamma(text: str) -> float | str:
@@ -157,12 +133,6 @@ def gamma_grid(text: str) -> list[float]:
             f"expected widths separated by commas, e.g. 0.01,0.1,1; got {text!r}"
         )
     return [float(number(part, integer=False, low=0.0, low_open=True)) for part in parts]
-
-
-def fraction(text: str) -> float:
-    """A held-out share of the rows, in :data:`FRACTION_RANGE`."""
-    low, high = FRACTION_RANGE
-    return float(number(text, integer=False, low=low, high=high))
 
 
 # ------------------------------------------------------------------ the parser
@@ -354,7 +324,7 @@ def _model_options(p: argparse.ArgumentParser, saved: bool) -> None:
                                     f"regression, {nuts_defaults.JOINT_TUNE} otherwise",
                                     "NUTS tuning steps per chain"))  # fmt: skip
     p.add_argument(
-        "--jobs", type=count(1, 256), default=1, metavar="N",
+        "--jobs", type=ranged(1, 256), default=1, metavar="N",
         help="processes for the independent fits: the widths (and folds) of --gamma cv and "
         "evidence and the "
         "folds of compare, in [1, 256] (default 1)",
@@ -363,9 +333,7 @@ def _model_options(p: argparse.ArgumentParser, saved: bool) -> None:
 
 def _add_data_commands(sub, common: argparse.ArgumentParser) -> None:
     from rvm_pymc.cli._commands import (
-        check_compare_arguments,
-        check_fit_arguments,
-        check_predict_arguments,
+        check_data_arguments,
         compare_command,
         fit_command,
         predict_command,
@@ -393,7 +361,7 @@ def _add_data_commands(sub, common: argparse.ArgumentParser) -> None:
         "only (default rvm_fit)",
     )  # fmt: skip
     fit.add_argument("--no-plot", action="store_true", help="do not write fit.png")
-    fit.set_defaults(func=fit_command, check=check_fit_arguments)
+    fit.set_defaults(func=fit_command, check=check_data_arguments)
 
     predict = sub.add_parser(
         "predict",
@@ -414,7 +382,7 @@ def _add_data_commands(sub, common: argparse.ArgumentParser) -> None:
     predict.add_argument(
         "--out", default=None, metavar="FILE", help="CSV file to write (default: standard output)"
     )
-    predict.set_defaults(func=predict_command, check=check_predict_arguments)
+    predict.set_defaults(func=predict_command, check=check_data_arguments)
 
     compare = sub.add_parser(
         "compare",
@@ -439,7 +407,7 @@ def _add_data_commands(sub, common: argparse.ArgumentParser) -> None:
         help=f"held-out share of the rows, in [{low:g}, {high:g}] (default 0.25)",
     )  # fmt: skip
     compare.add_argument(
-        "--cv", type=count(0, 50), default=5,
+        "--cv", type=ranged(0, 50), default=5,
         help="folds of the cross-validation, in [0, 50]; 0 skips it (default 5)",
     )  # fmt: skip
     compare.add_argument(
@@ -448,7 +416,7 @@ def _add_data_commands(sub, common: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="also write the full table as CSV: one row per method, every column",
     )
-    compare.set_defaults(func=compare_command, check=check_compare_arguments)
+    compare.set_defaults(func=compare_command, check=check_data_arguments)
 
 
 def _version() -> str:
