@@ -400,15 +400,46 @@ def compare(
         table.loc[unreliable, ["elpd_loo_diff", "elpd_loo_diff_se"]] = np.nan
     table.attrs = {"baseline": base, "pointwise": frames, "folds": folds}
     integrated = [n for n, f in fits.items() if getattr(f, "gamma_draws_", None) is not None]
-    _warn(table, base, folds, integrated)
-    _warn_again(caught, folds)
+    _warn(table, base, folds, integrated, caught)
     return table
 
 
-def _warn_again(caught: dict[tuple[str, str, type[Warning]], list[int]], folds) -> None:
-    """Raise every distinct warning of the k-fold refits once, naming the fit and folds;
-    the folds whose refit interpolates in one warning per fit."""
+def _warn(table: pd.DataFrame, base: str, folds, integrated, caught) -> None:
+    """The warnings of :func:`compare`: fits of another basis than the baseline's; k-fold
+    refits that did not converge, and per fit those that interpolate; every other distinct
+    warning of the refits once, naming the fit and the folds."""
+    # a fit that integrates over the width (gamma="integrate") has no one basis: by design
+    other = [str(n) for n in table.index[~table["same_basis"].astype(bool)] if n not in integrated]
+    if other:
+        widths = ", ".join(f"{n} {table.loc[n, 'basis']}" for n in [base, *other])
+        warnings.warn(
+            f"compare: {other} are not fits of the basis of the baseline {base!r} ({widths}): "
+            "their differences compare different models, not approximations of one posterior "
+            "(give gamma= a number to fit every method on one basis)",
+            UserWarning,
+            stacklevel=3,
+        )
     if folds is not None:
+        parts = []
+        for name, mine in folds.groupby("fit", sort=False):
+            bad = mine[~mine["converged"]]
+            if bad.empty:
+                continue
+            what = f"{name!r}: folds {', '.join(str(int(i)) for i in bad['fold'])} of {len(mine)}"
+            rhat, div = bad["max_rhat"].to_numpy(float), bad["divergences"].to_numpy(float)
+            if np.isfinite(rhat).any():
+                what += f" (max R-hat {np.nanmax(rhat):.3g}, {int(np.nansum(div))} divergences)"
+            parts.append(what)
+        if parts:
+            warnings.warn(
+                "compare: k-fold refits that did not converge feed elpd_kfold: "
+                + "; ".join(parts)
+                + ". Their held-out densities rest on unconverged fits (see the kfold_* columns "
+                "and table.attrs['folds']); refit with more draws or tuning before ranking by "
+                "elpd_kfold",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
         for name, mine in folds[folds["interpolates"]].groupby("fit", sort=False):
             which = ", ".join(
                 f"{int(r.fold)} ({int(r.n_relevant)} of {int(r.n_train)} rows at gamma="
@@ -433,23 +464,6 @@ def _warn_again(caught: dict[tuple[str, str, type[Warning]], list[int]], folds) 
             category,
             stacklevel=3,
         )
-
-
-def _warn(table: pd.DataFrame, base: str, folds: pd.DataFrame | None, integrated=()) -> None:
-    # a fit that integrates over the width (gamma="integrate") has no one basis: by design
-    other = [str(n) for n in table.index[~table["same_basis"].astype(bool)] if n not in integrated]
-    if other:
-        widths = ", ".join(f"{n} {table.loc[n, 'basis']}" for n in [base, *other])
-        warnings.warn(
-            f"compare: {other} are not fits of the basis of the baseline {base!r} ({widths}): "
-            "their differences compare different models, not approximations of one posterior "
-            "(give gamma= a number to fit every method on one basis)",
-            UserWarning,
-            stacklevel=3,
-        )
-    msg = None if folds is None else unconverged_folds_message(folds)
-    if msg:
-        warnings.warn(msg, ConvergenceWarning, stacklevel=3)
 
 
 # ------------------------------------------------------------------ k-fold
@@ -594,28 +608,6 @@ def kfold(fits, X, y, cv, random_state, n_jobs):
             "kfold_interpolating": int(mine["interpolates"].sum()),
         }
     return out, pointwise, table, caught
-
-
-def unconverged_folds_message(folds: pd.DataFrame) -> str | None:
-    """One sentence naming, per fit, the folds whose refit did not converge; None if all did."""
-    parts = []
-    for name, mine in folds.groupby("fit", sort=False):
-        bad = mine[~mine["converged"]]
-        if bad.empty:
-            continue
-        what = f"{name!r}: folds {', '.join(str(int(i)) for i in bad['fold'])} of {len(mine)}"
-        rhat, div = bad["max_rhat"].to_numpy(float), bad["divergences"].to_numpy(float)
-        if np.isfinite(rhat).any():
-            what += f" (max R-hat {np.nanmax(rhat):.3g}, {int(np.nansum(div))} divergences)"
-        parts.append(what)
-    if not parts:
-        return None
-    return (
-        "compare: k-fold refits that did not converge feed elpd_kfold: "
-        + "; ".join(parts)
-        + ". Their held-out densities rest on unconverged fits (see the kfold_* columns and "
-        "table.attrs['folds']); refit with more draws or tuning before ranking by elpd_kfold"
-    )
 
 
 # ------------------------------------------------------------------ paired differences
