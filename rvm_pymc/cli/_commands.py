@@ -236,16 +236,15 @@ def _summary(args, est, pre: Preprocess, X, y, task, elapsed, left_out) -> dict[
         "fit_seconds": round(elapsed, 3),
     }
     if task == "regression":
-        mean = est.predict(X)
         s["noise_sd"] = float(np.sqrt(est.noise_var_))
-        s["training_rmse"] = float(np.sqrt(np.mean((mean - y) ** 2)))
-    elif task == "counts":
+    if task != "classification":
         s["training_rmse"] = float(np.sqrt(np.mean((est.predict(X) - y) ** 2)))
+    if task == "counts":
         s["training_d2"] = float(est.score(X, y))  # Poisson deviance explained
         s["likelihood"] = est.likelihood
         if est.dispersion_ is not None:
             s["dispersion"] = float(est.dispersion_)
-    else:
+    elif task == "classification":
         s["classes"] = [str(c) for c in est.classes_]
         s["training_error_rate"] = float(np.mean(est.predict(X) != y))
     if est.method == "nuts":

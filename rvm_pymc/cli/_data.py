@@ -417,42 +417,35 @@ INDEX_NAMES = frozenset(
 
 
 @dataclass
-class IndexColumns:
-    """Row-index columns: ``dropped`` (column -> why) and ``kept`` (column of another name
-    holding the row numbers -> ``'1..N'``, kept as a feature)."""
-
-    dropped: dict[str, str] = field(default_factory=dict)
-    kept: dict[str, str] = field(default_factory=dict)
-
-
-def index_columns(table, skip: Sequence[str] = ()) -> IndexColumns:
-    """The columns of ``table`` (but ``skip``) that are row indices, not features."""
-    out = IndexColumns()
-    for name in table.columns:
-        if name in skip:
-            continue
-        if name == ROWNAMES:
-            out.dropped[name] = "R's row names"
-        elif UNNAMED.fullmatch(name):
-            out.dropped[name] = "an empty header, as pandas writes its index"
-        elif (numbers := row_numbers(table[name])) is not None:
-            if name == "X" or name.lower() in INDEX_NAMES:
-                out.dropped[name] = f"named so and holding the row numbers {numbers}"
-            else:
-                out.kept[name] = numbers
-    return out
-
-
-# ------------------------------------------------------------------ the features
-
-
-@dataclass
 class Selection:
-    """The feature columns; row indices left out (-> why); features holding the row numbers."""
+    """The feature columns; row indices left out (-> why); features holding the row numbers
+    (-> ``'1..N'``)."""
 
     features: list[str]
     index: dict[str, str] = field(default_factory=dict)
     kept_numbers: dict[str, str] = field(default_factory=dict)
+
+
+def index_columns(table, skip: Sequence[str] = ()) -> Selection:
+    """The columns of ``table`` (but ``skip``) that are row indices, not features (``index``),
+    and those of another name that hold the row numbers (``kept_numbers``); no features."""
+    out = Selection([])
+    for name in table.columns:
+        if name in skip:
+            continue
+        if name == ROWNAMES:
+            out.index[name] = "R's row names"
+        elif UNNAMED.fullmatch(name):
+            out.index[name] = "an empty header, as pandas writes its index"
+        elif (numbers := row_numbers(table[name])) is not None:
+            if name == "X" or name.lower() in INDEX_NAMES:
+                out.index[name] = f"named so and holding the row numbers {numbers}"
+            else:
+                out.kept_numbers[name] = numbers
+    return out
+
+
+# ------------------------------------------------------------------ the features
 
 
 def select_features(
@@ -479,14 +472,14 @@ def select_features(
             raise DataError(f"{path}: --features names {_names(repeated)} more than once")
         return Selection(list(features))
     found = index_columns(table, skip=[target, *drop])
-    chosen = [c for c in columns if c != target and c not in drop and c not in found.dropped]
-    if not chosen:
-        left = [*drop, *found.dropped]
+    found.features = [c for c in columns if c != target and c not in drop and c not in found.index]
+    if not found.features:
+        left = [*drop, *found.index]
         raise DataError(
             f"{path}: no feature columns besides the target {target!r}"
             + (f" (left out: {_names(left)})" if left else "")
         )
-    return Selection(chosen, found.dropped, found.kept)
+    return found
 
 
 # ------------------------------------------------------------------ numbers
@@ -512,22 +505,22 @@ class ColumnProblem:
         return f"{self.name!r} ({'; '.join(parts)})"
 
 
-def column_problems(table, columns: Sequence[str]) -> list[ColumnProblem]:
-    """The columns of ``columns`` that do not hold a finite number in every row, in order."""
+def column_problem(table, name: str) -> ColumnProblem:
+    """Where the column ``name`` holds no finite number (its rows of text and of empty cells)."""
     import pandas as pd
 
-    out = []
-    for name in columns:
-        col = table[name]
-        values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
-        missing = col.isna().to_numpy()
-        bad = ~np.isfinite(values)
-        if not bad.any():
-            continue
-        text = np.flatnonzero(bad & ~missing)
-        first = shown_value(col.iloc[int(text[0])]) if text.size else ""
-        out.append(ColumnProblem(str(name), text, np.flatnonzero(missing), first))
-    return out
+    col = table[name]
+    values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
+    missing = col.isna().to_numpy()
+    text = np.flatnonzero(~np.isfinite(values) & ~missing)
+    first = shown_value(col.iloc[int(text[0])]) if text.size else ""
+    return ColumnProblem(str(name), text, np.flatnonzero(missing), first)
+
+
+def column_problems(table, columns: Sequence[str]) -> list[ColumnProblem]:
+    """The columns of ``columns`` that do not hold a finite number in every row, in order."""
+    found = [column_problem(table, name) for name in columns]
+    return [p for p in found if p.text.size or p.missing.size]
 
 
 def _one_column_message(path: str, problem: ColumnProblem, table) -> str:
@@ -716,14 +709,6 @@ CLASS_SHARE = 0.2
 ``--force-classes`` is given."""
 
 
-def _non_numeric(y) -> np.ndarray:
-    """Rows of ``y`` with a value that is present but not a finite number."""
-    import pandas as pd
-
-    values = pd.to_numeric(y, errors="coerce").to_numpy(dtype=float)
-    return np.flatnonzero(~np.isfinite(values) & ~y.isna().to_numpy())
-
-
 def _task(table, target: str, requested: str | None, path: str) -> str:
     """The task asked for, or the one the target implies; numbers with a few text values are
     refused unless the task is given."""
@@ -731,15 +716,15 @@ def _task(table, target: str, requested: str | None, path: str) -> str:
 
     if requested is not None:
         return requested
-    y = table[target]
-    present = y.dropna()
-    text = _non_numeric(y)
+    present = table[target].dropna()
+    problem = column_problem(table, target)
+    text = problem.text
     if present.size and text.size:
         if text.size > (1.0 - NUMERIC_SHARE) * present.size:
             return "classification"  # labels given as text
         raise DataError(
             f"{path}: the target column {target!r} holds numbers but also the non-numeric "
-            f"value {shown_value(y.iloc[int(text[0])])} on {bad_rows(table, text)}; fix or "
+            f"value {problem.first_text} on {bad_rows(table, text)}; fix or "
             "remove those rows, or give --task classification if the column holds class labels"
         )
     values = pd.to_numeric(present, errors="coerce").to_numpy(dtype=float)
@@ -762,13 +747,13 @@ def _target(table, target: str, task: str, path: str) -> np.ndarray:
     import pandas as pd
 
     y = table[target]
-    missing = np.flatnonzero(y.isna().to_numpy())
+    problem = column_problem(table, target)
+    text, missing = problem.text, problem.missing
     if task in ("regression", "counts"):
-        text = _non_numeric(y)
         if text.size:
             raise DataError(
                 f"{path}: the target column {target!r} has the non-numeric value "
-                f"{shown_value(y.iloc[int(text[0])])} on {bad_rows(table, text)}; {task} "
+                f"{problem.first_text} on {bad_rows(table, text)}; {task} "
                 "needs a number in every row (give --task classification for class labels)"
             )
         if missing.size:
