@@ -41,7 +41,7 @@ from rvm_pymc import __version__
 from rvm_pymc import datasets as ds
 from rvm_pymc._core import files as _files
 from rvm_pymc.cli import _commands as commands
-from rvm_pymc.cli import _demo as demo
+from rvm_pymc.cli import _commands as demo
 from rvm_pymc.cli import _main as cli
 from rvm_pymc.cli import main
 from rvm_pymc.datasets import _classification as ds_cls
@@ -474,7 +474,7 @@ NO_PRUNING = "n/a (no pruning)"  # what the demo's table and legend show for a s
 def test_demo_reports_no_relevance_count_for_nuts(tmp_path, monkeypatch):
     from argparse import Namespace
 
-    from rvm_pymc.cli import _demo
+    from rvm_pymc.cli import _commands as _demo
 
     out = tmp_path / "demo.png"
     args = Namespace(n_train=30, noise_sd=0.1, seed=0, method="fast", gammas=[0.2, 0.5],

@@ -13,11 +13,9 @@ exit status is 0 for success, 1 for a failed run, 2 for bad usage or data, 130
 for Ctrl-C.
 """
 
+from rvm_pymc._core.lazy import attach
 from rvm_pymc._core.validation import MEMORY_FRACTION
-from rvm_pymc.cli._demo import check_demo_arguments
-from rvm_pymc.cli._main import main
-from rvm_pymc.cli._parser import build_parser
-from rvm_pymc.cli._types import GAMMA_RANGE, MAX_NOISE_SD, MAX_SEED, MIN_N_TRAIN
+from rvm_pymc.cli._main import GAMMA_RANGE, MAX_NOISE_SD, MAX_SEED, MIN_N_TRAIN, build_parser, main
 
 __all__ = [
     "GAMMA_RANGE",
@@ -29,3 +27,6 @@ __all__ = [
     "check_demo_arguments",
     "main",
 ]
+
+# the commands import pandas and the comparison: not on ``import rvm_pymc.cli``
+__getattr__, __dir__ = attach(__name__, {"check_demo_arguments": "rvm_pymc.cli._commands"})

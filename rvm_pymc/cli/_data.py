@@ -1,26 +1,46 @@
-"""Data files of the command line: CSV tables in, and the standardisation ``fit`` saves
-beside the model as ``model.json`` (feature names, means, sds, target, task) for ``predict``."""
+"""Files and messages of the command line: CSV tables in, and which of their columns are
+features (row indices left out, names checked, every feature a number or, with
+``--one-hot``, text of at most :data:`MAX_LEVELS` values as 0/1 columns) and the target,
+with the task it implies (text or a few integers: classes; many non-negative integers with
+a zero: counts; other numbers: regression); the standardisation ``fit`` saves beside the
+model as ``model.json`` (feature names, means, sds, target, task) for ``predict``; output
+paths checked before any fitting by making (and removing) an empty file where the output
+will go; progress on standard error (standard output keeps the results)."""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import csv
+import difflib
+import errno
 import json
 import math
 import os
+import re
+import shlex
+import sys
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from rvm_pymc.cli._errors import DataError
+from rvm_pymc._core.progress import PLAIN_PROGRESS
+from rvm_pymc.cli._main import DataError, UsageError
 
 __all__ = [
     "DataError",
     "Preprocess",
-    "bad_rows",
+    "bars_on_stderr",
+    "check_output_dir",
+    "check_output_file",
+    "load_data",
+    "nuts_progress",
+    "one_hot",
+    "progress",
     "read_table",
-    "shown_value",
-    "where",
+    "split_features",
 ]
 
 MODEL_FILE = "model.nc"
@@ -123,7 +143,7 @@ class Preprocess:
         Free-form facts about the fit (method, kernel, width), for people.
     one_hot : dict
         Text column -> its levels, each a 0/1 feature ``COL=level``
-        (``--one-hot``; :func:`rvm_pymc.cli._columns.one_hot`); empty without.
+        (``--one-hot``; :func:`one_hot`); empty without.
     """
 
     features: list[str]
@@ -203,3 +223,644 @@ def model_paths(model: str) -> tuple[str, str]:
             "(the feature names and their standardisation)"
         )
     return nc, pre
+
+
+# ------------------------------------------------------------------ output paths
+
+
+def image_formats() -> dict[str, str]:
+    """The image types matplotlib writes: suffix (without the dot) -> description."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return FigureCanvasBase.get_supported_filetypes()
+
+
+def file_system_type(path: str) -> str | None:
+    """The type of the file system holding ``path`` (``proc``, ``tmpfs``, ...; None unknown)."""
+    target = os.path.realpath(path)
+    best, kind = "", None
+    try:
+        with open("/proc/self/mounts", encoding="utf-8") as fh:
+            for line in fh:
+                fields = line.split()
+                if len(fields) < 3:
+                    continue
+                point = fields[1].replace("\\040", " ")
+                inside = target == point or target.startswith(point.rstrip("/") + "/")
+                if inside and len(point) >= len(best):
+                    best, kind = point, fields[2]
+    except OSError:
+        return None
+    return kind
+
+
+def _why_not(directory: str, exc: OSError) -> str:
+    """Why no file can be created in the existing ``directory``, in words that name it."""
+    reason = exc.strerror or str(exc)
+    if exc.errno == errno.EROFS:
+        return f"{directory} is on a read-only file system"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"no permission to create files in {directory} ({reason})"
+    if exc.errno == errno.ENOSPC:
+        return f"the file system of {directory} is full ({reason})"
+    if exc.errno == errno.ENOENT and os.path.isdir(directory):
+        # a virtual file system (/proc, /sys) that takes no new files
+        kind = file_system_type(directory)
+        system = f"a {kind} file system" if kind else "a file system"
+        return f"{directory} is on {system}, which takes no new files"
+    return f"cannot create files in {directory} ({reason})"
+
+
+def _probe(option: str, directory: str, base: str, creating: str) -> None:
+    """UsageError (naming ``creating``) unless a file can be created in ``directory``."""
+    from rvm_pymc._core import files
+
+    try:
+        probe = files.temporary_file(directory, base)
+    except OSError as exc:
+        raise UsageError(
+            f"argument {option}: cannot create {creating}: {_why_not(directory, exc)}"
+        ) from None
+    os.unlink(probe)
+
+
+def check_output_file(option: str, path: str, *, image: bool = False) -> None:
+    """UsageError (naming ``option``) for a file ``path`` the command could not write, or
+    with ``image`` whose suffix is no image type matplotlib writes."""
+    if image:
+        suffix = os.path.splitext(path)[1].lower().lstrip(".")
+        formats = image_formats()
+        if suffix not in formats:
+            raise UsageError(
+                f"argument {option}: {path!r} must end in an image type matplotlib writes "
+                f"({', '.join('.' + f for f in sorted(formats))}), or be 'none'"
+            )
+    target = os.path.realpath(path)
+    directory = os.path.dirname(target)
+    if os.path.isdir(target):
+        raise UsageError(f"argument {option}: {path} is a directory")
+    if not os.path.isdir(directory):
+        raise UsageError(f"argument {option}: the directory {directory} does not exist")
+    _probe(option, directory, os.path.basename(target), path)
+    if os.path.exists(target) and not os.access(target, os.W_OK):
+        raise UsageError(f"argument {option}: {path} exists and is not writable")
+
+
+def check_output_dir(option: str, path: str) -> None:
+    """UsageError (naming ``option``) for a directory the command could not create or write."""
+    target = os.path.realpath(path)
+    if os.path.exists(target) and not os.path.isdir(target):
+        raise UsageError(f"argument {option}: {path} exists and is not a directory")
+    if os.path.isdir(target):
+        _probe(option, target, "rvm-pymc", f"files in {path}")
+        return
+    parent = os.path.dirname(target)
+    if os.path.exists(parent) and not os.path.isdir(parent):
+        raise UsageError(f"argument {option}: {parent} is a file, not a directory")
+    if not os.path.isdir(parent):
+        raise UsageError(f"argument {option}: the directory {parent} does not exist")
+    _probe(option, parent, os.path.basename(target), path)
+
+
+# ------------------------------------------------------------------ progress
+
+
+def progress(message: str) -> None:
+    """One progress line on standard error (standard output keeps the results)."""
+    print(f"rvm-pymc: {message}", file=sys.stderr, flush=True)
+
+
+STATS_COLUMNS = 120
+"""A terminal at least this wide shows PyMC's bar with its statistics; a narrower one the bar."""
+
+
+def nuts_progress(jobs: int = 1) -> bool | str:
+    """``progressbar`` of a NUTS fit: a live bar on a terminal with one job, else plain lines."""
+    if not (sys.stderr.isatty() and jobs == 1):
+        return PLAIN_PROGRESS
+    try:
+        columns = os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError):
+        columns = 80
+    return True if columns >= STATS_COLUMNS else "split"
+
+
+@contextlib.contextmanager
+def bars_on_stderr() -> Iterator[None]:
+    """While fitting, what is written to standard output (PyMC's bar) goes to standard error."""
+    with contextlib.redirect_stdout(sys.stderr):
+        yield
+
+
+# ------------------------------------------------------------------ the columns (docs/cli.md)
+
+
+UNNAMED = re.compile(r"Unnamed: \d+")
+ROWNAMES = "rownames"
+
+
+def _lines(table, rows: np.ndarray, shown: int = 5) -> str:
+    """``'line 7'``, ``'3 lines: 7, 9, 12'``, ``'93 lines: 2, 3, 4, 5, 6, ...'``."""
+    if rows.size == 1:
+        return where(table, int(rows[0]))
+    return f"{rows.size} {listed(table, rows, shown)}"
+
+
+def _names(names: Sequence[str]) -> str:
+    return ", ".join(str(n) for n in names)
+
+
+def _close(name: str, columns: Sequence[str]) -> list[str]:
+    """The columns a mistyped ``name`` most likely meant (case ignored first)."""
+    same_case = [c for c in columns if c.lower() == name.lower()]
+    lowered = {c.lower(): c for c in columns}
+    near = difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.6)
+    return list(dict.fromkeys(same_case + [lowered[c] for c in near]))
+
+
+def _no_columns(path: str, said: str, names: Sequence[str], columns: Sequence[str]):
+    """The error for ``names`` that are no columns (``said`` so): the closest names and every
+    column."""
+    guesses = dict.fromkeys(g for n in names for g in _close(n, columns))
+    mean = f"; did you mean {' or '.join(repr(g) for g in guesses)}?" if guesses else ""
+    return DataError(f"{path}: {said}{mean} (columns: {_names(columns)})")
+
+
+# ------------------------------------------------------------------ row indices
+
+
+MIN_ROWS_FOR_NUMBERS = 10
+"""Fewest rows in which a column of the row numbers is taken for one."""
+
+
+def row_numbers(col) -> str | None:
+    """``'0..N-1'`` or ``'1..N'`` if ``col`` holds exactly the row numbers (else None)."""
+    import pandas as pd
+
+    values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
+    n = values.size
+    if n < MIN_ROWS_FOR_NUMBERS or not np.all(np.isfinite(values)):
+        return None
+    steps = np.arange(n, dtype=float)
+    if np.array_equal(values, steps):
+        return f"0..{n - 1}"
+    if np.array_equal(values, steps + 1):
+        return f"1..{n}"
+    return None
+
+
+INDEX_NAMES = frozenset(
+    ("id", "index", "idx", "row", "rowid", "row_id", "row.id", "rowname", "row.names")
+) | frozenset(("row_names", "rownum", "row_number", "obs", "..1"))
+"""Names (case aside) of a column that is a row index when it holds the row numbers; also
+``X``, R's ``read.csv`` name of an empty header."""
+
+
+@dataclass
+class Selection:
+    """The feature columns; row indices left out (-> why); features holding the row numbers
+    (-> ``'1..N'``)."""
+
+    features: list[str]
+    index: dict[str, str] = field(default_factory=dict)
+    kept_numbers: dict[str, str] = field(default_factory=dict)
+
+
+def index_columns(table, skip: Sequence[str] = ()) -> Selection:
+    """The columns of ``table`` (but ``skip``) that are row indices, not features (``index``),
+    and those of another name that hold the row numbers (``kept_numbers``); no features."""
+    out = Selection([])
+    for name in table.columns:
+        if name in skip:
+            continue
+        if name == ROWNAMES:
+            out.index[name] = "R's row names"
+        elif UNNAMED.fullmatch(name):
+            out.index[name] = "an empty header, as pandas writes its index"
+        elif (numbers := row_numbers(table[name])) is not None:
+            if name == "X" or name.lower() in INDEX_NAMES:
+                out.index[name] = f"named so and holding the row numbers {numbers}"
+            else:
+                out.kept_numbers[name] = numbers
+    return out
+
+
+# ------------------------------------------------------------------ the features
+
+
+def select_features(
+    table,
+    target: str,
+    path: str,
+    features: Sequence[str] | None = None,
+    drop: Sequence[str] = (),
+) -> Selection:
+    """The ``features`` given, or every column but the target, ``drop`` and row indices;
+    DataError for unknown, repeated or no columns, or the target among them."""
+    columns = list(table.columns)
+    if target not in columns:
+        raise _no_columns(path, f"no column {target!r}", [target], columns)
+    for option, names in (("--features", features or ()), ("--drop", drop)):
+        if missing := [c for c in names if c not in columns]:
+            said = f"{option} names {_names(missing)}, not a column of the file"
+            raise _no_columns(path, said, missing, columns)
+        if target in names:
+            raise DataError(f"{path}: {option} names the target {target!r}; it is never a feature")
+    if features is not None:
+        repeated = sorted({c for c in features if list(features).count(c) > 1})
+        if repeated:
+            raise DataError(f"{path}: --features names {_names(repeated)} more than once")
+        return Selection(list(features))
+    found = index_columns(table, skip=[target, *drop])
+    found.features = [c for c in columns if c != target and c not in drop and c not in found.index]
+    if not found.features:
+        left = [*drop, *found.index]
+        raise DataError(
+            f"{path}: no feature columns besides the target {target!r}"
+            + (f" (left out: {_names(left)})" if left else "")
+        )
+    return found
+
+
+# ------------------------------------------------------------------ numbers
+
+
+@dataclass
+class ColumnProblem:
+    """Why a feature column is not a number in every row: its rows of text and of empty
+    cells (0-based), and its first text value as shown."""
+
+    name: str
+    text: np.ndarray
+    missing: np.ndarray
+    first_text: str = ""
+
+    def describe(self, table) -> str:
+        """``'Cylinders' (text 'rotary' on line 59)``, ``'Luggage.room' (missing on 11 ...)``."""
+        parts = []
+        if self.text.size:
+            parts.append(f"text {self.first_text} on {_lines(table, self.text, 3)}")
+        if self.missing.size:
+            parts.append(f"missing on {_lines(table, self.missing, 3)}")
+        return f"{self.name!r} ({'; '.join(parts)})"
+
+
+def column_problem(table, name: str) -> ColumnProblem:
+    """Where the column ``name`` holds no finite number (its rows of text and of empty cells)."""
+    import pandas as pd
+
+    col = table[name]
+    values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
+    missing = col.isna().to_numpy()
+    text = np.flatnonzero(~np.isfinite(values) & ~missing)
+    first = shown_value(col.iloc[int(text[0])]) if text.size else ""
+    return ColumnProblem(str(name), text, np.flatnonzero(missing), first)
+
+
+def column_problems(table, columns: Sequence[str]) -> list[ColumnProblem]:
+    """The columns of ``columns`` that do not hold a finite number in every row, in order."""
+    found = [column_problem(table, name) for name in columns]
+    return [p for p in found if p.text.size or p.missing.size]
+
+
+def _one_column_message(path: str, problem: ColumnProblem, table) -> str:
+    """One bad column, in the words of a single value: its first bad row and how many."""
+    if problem.text.size:
+        what, rows = f"the non-numeric value {problem.first_text}", problem.text
+    else:
+        what, rows = "a missing value", problem.missing
+    more = ""
+    if problem.text.size and problem.missing.size:
+        more = f" and missing values on {_lines(table, problem.missing, 3)}"
+    return f"{path}: column {problem.name!r} has {what} on {bad_rows(table, rows)}{more}"
+
+
+def numeric_features(
+    table,
+    columns: Sequence[str],
+    path: str,
+    *,
+    numeric_only: bool = False,
+    predicting: bool = False,
+    suggest_one_hot: bool = True,
+) -> tuple[np.ndarray, list[str], list[ColumnProblem]]:
+    """``X`` (float), its columns and the :class:`ColumnProblem` left out (``numeric_only``).
+
+    Otherwise DataError naming every column that is not a number in every row and
+    where (advice for ``predicting`` a saved model; ``--one-hot`` named if
+    ``suggest_one_hot``).
+    """
+    import pandas as pd
+
+    problems = column_problems(table, columns)
+    if problems and not numeric_only:
+        raise DataError(_refusal(path, problems, table, predicting, suggest_one_hot))
+    bad = {p.name for p in problems}
+    kept = [c for c in columns if c not in bad]
+    if not kept:
+        raise DataError(
+            f"{path}: no feature column holds a number in every row (left out by "
+            f"--numeric-only: {'; '.join(p.describe(table) for p in problems)})"
+        )
+    X = np.column_stack(
+        [pd.to_numeric(table[c], errors="coerce").to_numpy(dtype=float) for c in kept]
+    )
+    return X, kept, problems
+
+
+def _refusal(
+    path: str, problems: list[ColumnProblem], table, predicting: bool, suggest_one_hot: bool
+) -> str:
+    if predicting:
+        advice = "the model needs a number in every row of its features; fix those rows"
+    else:
+        names = " ".join(shlex.quote(p.name) for p in problems)
+        text = suggest_one_hot and any(p.text.size for p in problems)
+        advice = (
+            "features must be numbers: give --numeric-only to leave "
+            f"{'it' if len(problems) == 1 else 'them'} out"
+            + (", --one-hot to encode text of a few values as 0/1 columns" if text else "")
+            + f", or --drop {names}, or fix those rows"
+        )
+    if len(problems) == 1:
+        return f"{_one_column_message(path, problems[0], table)}; {advice}"
+    described = ", ".join(p.describe(table) for p in problems)
+    return (
+        f"{path}: {len(problems)} feature columns are not a number in every row: "
+        f"{described}; {advice}"
+    )
+
+
+# ------------------------------------------------------------------ text as 0/1 columns
+
+
+MAX_LEVELS = 20
+"""Most distinct values of a text column that ``--one-hot`` encodes (more identify rows)."""
+MISSING_LEVEL = "NA"
+
+
+def _is_text(col) -> bool:
+    import pandas as pd
+
+    present = col.dropna()
+    return bool(present.size) and bool(pd.to_numeric(present, errors="coerce").isna().any())
+
+
+def _level_text(value) -> str:
+    """A cell's level name, whatever type pandas read: ``'2'`` and 2.0 are both ``2``."""
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return value
+    else:
+        number = float(value)
+    if np.isfinite(number) and number == int(number):
+        return str(int(number))
+    return str(number)
+
+
+def _level_texts(col):
+    """The level of every cell of the column ``col`` (an empty cell: :data:`MISSING_LEVEL`)."""
+    import pandas as pd
+
+    cells = zip(col.astype(object), col.isna(), strict=True)
+    texts = [MISSING_LEVEL if missing else _level_text(v) for v, missing in cells]
+    return pd.Series(texts, index=col.index, dtype=object)
+
+
+def one_hot_levels(table, columns: Sequence[str]) -> dict[str, list[str]]:
+    """Text columns of ``columns`` of at most :data:`MAX_LEVELS` levels (``NA`` one) -> levels."""
+    out = {}
+    for name in columns:
+        col = table[name]
+        if _is_text(col):
+            levels = sorted(set(_level_texts(col)))
+            if len(levels) <= MAX_LEVELS:
+                out[str(name)] = levels
+    return out
+
+
+def _indicator(name: str, level: str) -> str:
+    return f"{name}={level}"
+
+
+def one_hot(table, levels: dict[str, list[str]], path: str, *, fitted: bool = False):
+    """A copy of ``table`` with a 0/1 column ``COL=level`` per level; DataError if one exists
+    already or (``fitted``: a saved model's levels) a value has no level."""
+    import pandas as pd
+
+    extra = {}
+    for name, known in levels.items():
+        if name not in table.columns:
+            continue  # split_features names the missing column
+        values = _level_texts(table[name])
+        if fitted:
+            new = np.flatnonzero(~values.isin(known).to_numpy())
+            if new.size:
+                raise DataError(
+                    f"{path}: column {name!r} has the value {shown_value(values.iloc[new[0]])} "
+                    f"on {bad_rows(table, new)}, which the model was not fitted with (its "
+                    f"values: {', '.join(known)}); such rows cannot be predicted"
+                )
+        for level in known:
+            column = _indicator(name, level)
+            if column in table.columns:
+                raise DataError(
+                    f"{path}: --one-hot would make a column {column!r}, which the file has "
+                    "already; rename that column"
+                )
+            extra[column] = (values == level).to_numpy(dtype=float)
+    out = pd.concat([table, pd.DataFrame(extra, index=table.index)], axis=1)
+    out.attrs = dict(table.attrs)
+    return out
+
+
+def encoded_features(features: Sequence[str], levels: dict[str, list[str]]) -> list[str]:
+    """``features`` with each encoded column replaced, in place, by its indicator columns."""
+    out = []
+    for name in features:
+        if name in levels:
+            out.extend(_indicator(name, level) for level in levels[name])
+        else:
+            out.append(name)
+    return out
+
+
+def split_features(table, path: str, features: list[str]) -> np.ndarray:
+    """A saved model's ``features`` (float array); DataError for missing columns or values
+    that are not numbers."""
+    columns = list(table.columns)
+    if missing := [c for c in features if c not in columns]:
+        said = f"the model needs the feature column{'s' * (len(missing) > 1)} {_names(missing)}"
+        raise _no_columns(path, f"{said}, not in the file", missing, columns)
+    return numeric_features(table, features, path, predicting=True)[0]
+
+
+# ------------------------------------------------------------------ the target
+
+
+MAX_GUESSED_CLASSES = 10
+"""Most distinct integers of a numeric target taken for class codes."""
+NUMERIC_SHARE = 0.8
+"""Share of numbers from which a target's few text values are taken for mistakes, not labels."""
+CLASS_SHARE = 0.2
+"""A classification target with more classes than this share of the rows is refused unless
+``--force-classes`` is given."""
+
+
+def _task(table, target: str, requested: str | None, path: str) -> str:
+    """The task asked for, or the one the target implies; numbers with a few text values are
+    refused unless the task is given."""
+    import pandas as pd
+
+    if requested is not None:
+        return requested
+    present = table[target].dropna()
+    problem = column_problem(table, target)
+    text = problem.text
+    if present.size and text.size:
+        if text.size > (1.0 - NUMERIC_SHARE) * present.size:
+            return "classification"  # labels given as text
+        raise DataError(
+            f"{path}: the target column {target!r} holds numbers but also the non-numeric "
+            f"value {problem.first_text} on {bad_rows(table, text)}; fix or "
+            "remove those rows, or give --task classification if the column holds class labels"
+        )
+    values = pd.to_numeric(present, errors="coerce").to_numpy(dtype=float)
+    # few distinct integers are classes; many non-negative ones with a zero are counts
+    integers = bool(np.all(values == np.round(values)))
+    if integers and np.unique(values).size <= MAX_GUESSED_CLASSES:
+        return "classification"
+    if integers and values.size and values.min() == 0:
+        progress(
+            f"note: the target column {target!r} holds non-negative integers with zeros: "
+            "taken for counts (a Poisson RVM, log link); give --task regression for a "
+            "Gaussian one"
+        )
+        return "counts"
+    return "regression"
+
+
+def _target(table, target: str, task: str, path: str) -> np.ndarray:
+    """The target column: floats for regression and counts, labels for classification."""
+    import pandas as pd
+
+    y = table[target]
+    problem = column_problem(table, target)
+    text, missing = problem.text, problem.missing
+    if task in ("regression", "counts"):
+        if text.size:
+            raise DataError(
+                f"{path}: the target column {target!r} has the non-numeric value "
+                f"{problem.first_text} on {bad_rows(table, text)}; {task} "
+                "needs a number in every row (give --task classification for class labels)"
+            )
+        if missing.size:
+            raise DataError(
+                f"{path}: the target column {target!r} has a missing value on "
+                f"{bad_rows(table, missing)}; remove or fill those rows"
+            )
+        values = pd.to_numeric(y).to_numpy(dtype=float)
+        negative = np.flatnonzero(values < 0)
+        if task == "counts" and negative.size:
+            raise DataError(
+                f"{path}: the target column {target!r} has the negative value "
+                f"{shown_value(y.iloc[int(negative[0])])} on {bad_rows(table, negative)}; "
+                "counts must be >= 0 (give --task regression for a signed quantity)"
+            )
+        if task == "counts" and not np.any(values > 0):
+            raise DataError(f"{path}: the target column {target!r} is all zero; no counts to fit")
+        return values
+    if missing.size:
+        raise DataError(
+            f"{path}: the target column {target!r} has a missing label on "
+            f"{bad_rows(table, missing)}; remove or label those rows"
+        )
+    values = y.to_numpy()
+    if np.unique(values.astype(str)).size < 2:
+        raise DataError(f"{path}: column {target!r} has one class only; classification needs two")
+    return values
+
+
+def check_classes(y: np.ndarray, target: str, path: str, force: bool) -> None:
+    """DataError for more classes than ``CLASS_SHARE`` of the rows (unless ``force``); a
+    warning naming the classes of a single row."""
+    labels, counts = np.unique(np.asarray(y).astype(str), return_counts=True)
+    n, k = int(counts.sum()), int(labels.size)
+    single = [str(c) for c in labels[counts < 2]]
+    shown = ", ".join(repr(c) for c in single[:5]) + (", ..." if len(single) > 5 else "")
+    singles = f"; {len(single)} of them with a single row ({shown})" if single else ""
+    if k > CLASS_SHARE * n and not force:
+        raise DataError(
+            f"{path}: the classification target {target!r} has {k} classes in {n} rows "
+            f"(more than {CLASS_SHARE:g} x {n} = {CLASS_SHARE * n:g}{singles}): too few rows "
+            "per class to learn them, and a softmax RVM over many classes fits slowly into a "
+            "large model; choose another target, or give --force-classes to fit it anyway"
+        )
+    if single:
+        progress(
+            f"warning: the classification target {target!r} has {len(single)} "
+            f"class{'es' if len(single) > 1 else ''} with a single row ({shown}) among "
+            f"{k} classes in {n} rows: the classifier cannot learn "
+            f"{'them' if len(single) > 1 else 'it'}; check the labels"
+        )
+
+
+@dataclass
+class Data:
+    """A table read for ``fit`` or ``compare``: the rows as read, features ``X`` and their
+    names, target ``y``, task, columns left out besides ``--drop``, ``--one-hot`` levels."""
+
+    table: Any
+    X: np.ndarray
+    features: list[str]
+    y: np.ndarray
+    task: str
+    left_out: list[str]
+    one_hot: dict[str, list[str]]
+
+
+def load_data(args: argparse.Namespace) -> Data:
+    """Read DATA as :class:`Data`, with a note for each column left out or encoded."""
+    table = read_table(args.data)
+    chosen = select_features(table, args.target, args.data, args.features, args.drop)
+    task = _task(table, args.target, args.task, args.data)
+    y = _target(table, args.target, task, args.data)
+    levels = one_hot_levels(table, chosen.features) if args.one_hot else {}
+    encoded = one_hot(table, levels, args.data) if levels else table
+    X, names, skipped = numeric_features(
+        encoded,
+        encoded_features(chosen.features, levels),
+        args.data,
+        numeric_only=args.numeric_only,
+        suggest_one_hot=not args.one_hot,
+    )
+    # the notes once the table is accepted: a refused one gets its one error line alone
+    for name, why in chosen.index.items():
+        progress(
+            f"note: column {name!r} is a row index ({why}); left out of the features "
+            "(name it in --features to use it)"
+        )
+    for name, numbers in chosen.kept_numbers.items():
+        if name in names:
+            progress(
+                f"note: column {name!r} holds the row numbers {numbers}; kept as a feature "
+                f"(--drop {name} if it is a row index)"
+            )
+    if levels:
+        progress(
+            f"note: --one-hot encoded {len(levels)} text column{'s' if len(levels) > 1 else ''} "
+            "as 0/1 columns: "
+            + ", ".join(f"{name!r} ({', '.join(lv)})" for name, lv in levels.items())
+        )
+    if skipped:
+        progress(
+            f"note: --numeric-only left out {len(skipped)} column"
+            f"{'s' if len(skipped) > 1 else ''} that are not a number in every row: "
+            + ", ".join(p.describe(table) for p in skipped)
+        )
+    if task == "classification":  # refused, or a warning of classes of one row
+        check_classes(y, args.target, args.data, args.force_classes)
+    left_out = [*chosen.index, *(p.name for p in skipped)]
+    return Data(table, X, names, y, task, left_out, levels)

@@ -18,7 +18,7 @@ optimistic (``loo_optimistic``; ``docs/comparison.md``).
 """
 
 from rvm_pymc.comparison._arviz import arviz_trees, is_type_ii_tree, loo_compare
-from rvm_pymc.comparison._compare import FitSet, compare, fit_all
+from rvm_pymc.comparison._compare import FitSet, compare, fit_all, paired_difference
 from rvm_pymc.comparison._measures import (
     effective_parameters,
     log_evidence,
@@ -28,7 +28,6 @@ from rvm_pymc.comparison._measures import (
     relevant_bases,
     same_basis,
 )
-from rvm_pymc.comparison._paired import paired_difference
 from rvm_pymc.comparison._weights import compare_weights, summary
 
 __all__ = [

@@ -1,4 +1,7 @@
-"""fit_all and compare of :mod:`rvm_pymc.comparison`: several fits of one model, one table."""
+"""fit_all and compare of :mod:`rvm_pymc.comparison`: several fits of one model, one table;
+k-fold cross-validation with refitting (the same folds for every fit, the pointwise held-out
+densities and the diagnostics of every fold's refit) and the paired differences between
+fits (the pointwise convention of ``arviz.compare``)."""
 
 from __future__ import annotations
 
@@ -10,8 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rvm_pymc._core.predictive import predictive
-from rvm_pymc.comparison._kfold import kfold, unconverged_folds_message
+from rvm_pymc._core.predictive import predictive, shuffled_folds
+from rvm_pymc._core.progress import quiet_pymc
 from rvm_pymc.comparison._measures import (
     basis_label,
     check_fits,
@@ -22,10 +25,9 @@ from rvm_pymc.comparison._measures import (
     n_relevant,
     same_basis,
 )
-from rvm_pymc.comparison._paired import add_paired_columns, choose_baseline
 from rvm_pymc.exceptions import ConvergenceWarning, InterpolationWarning
 
-__all__ = ["FitSet", "compare", "fit_all"]
+__all__ = ["FitSet", "compare", "fit_all", "paired_difference"]
 
 METHODS = ("reference", "map", "nuts")
 """The default methods of :func:`fit_all`."""
@@ -181,19 +183,15 @@ def _held_out(fit, X_test, y_test, seed) -> tuple[dict[str, float], np.ndarray]:
     pred = predictive(fit, X_test, random_state=seed)
     lpd_i = pred.log_density(y_test)
     out: dict[str, float] = {"lpd": float(np.mean(lpd_i))}
-    if pred.is_counts:
-        from sklearn.metrics import d2_tweedie_score
-
+    if pred.is_regression or pred.is_counts:
         y = np.asarray(y_test, float)
         out["rmse"] = float(np.sqrt(np.mean((pred.mean() - y) ** 2)))
-        out["d2"] = float(d2_tweedie_score(y, pred.mean(), power=1))
+        if pred.is_counts:  # the share of Poisson deviance explained
+            from sklearn.metrics import d2_tweedie_score
+
+            out["d2"] = float(d2_tweedie_score(y, pred.mean(), power=1))
         for p in COVERAGE:
             out[f"coverage_{round(p * 100)}"] = pred.coverage(y, p)
-        return out, lpd_i
-    if pred.is_regression:
-        out["rmse"] = float(np.sqrt(np.mean((pred.mean() - np.asarray(y_test, float)) ** 2)))
-        for p in COVERAGE:
-            out[f"coverage_{round(p * 100)}"] = pred.coverage(y_test, p)
         return out, lpd_i
     proba = pred.proba
     idx = pred.class_index(y_test)
@@ -402,15 +400,46 @@ def compare(
         table.loc[unreliable, ["elpd_loo_diff", "elpd_loo_diff_se"]] = np.nan
     table.attrs = {"baseline": base, "pointwise": frames, "folds": folds}
     integrated = [n for n, f in fits.items() if getattr(f, "gamma_draws_", None) is not None]
-    _warn(table, base, folds, integrated)
-    _warn_again(caught, folds)
+    _warn(table, base, folds, integrated, caught)
     return table
 
 
-def _warn_again(caught: dict[tuple[str, str, type[Warning]], list[int]], folds) -> None:
-    """Raise every distinct warning of the k-fold refits once, naming the fit and folds;
-    the folds whose refit interpolates in one warning per fit."""
+def _warn(table: pd.DataFrame, base: str, folds, integrated, caught) -> None:
+    """The warnings of :func:`compare`: fits of another basis than the baseline's; k-fold
+    refits that did not converge, and per fit those that interpolate; every other distinct
+    warning of the refits once, naming the fit and the folds."""
+    # a fit that integrates over the width (gamma="integrate") has no one basis: by design
+    other = [str(n) for n in table.index[~table["same_basis"].astype(bool)] if n not in integrated]
+    if other:
+        widths = ", ".join(f"{n} {table.loc[n, 'basis']}" for n in [base, *other])
+        warnings.warn(
+            f"compare: {other} are not fits of the basis of the baseline {base!r} ({widths}): "
+            "their differences compare different models, not approximations of one posterior "
+            "(give gamma= a number to fit every method on one basis)",
+            UserWarning,
+            stacklevel=3,
+        )
     if folds is not None:
+        parts = []
+        for name, mine in folds.groupby("fit", sort=False):
+            bad = mine[~mine["converged"]]
+            if bad.empty:
+                continue
+            what = f"{name!r}: folds {', '.join(str(int(i)) for i in bad['fold'])} of {len(mine)}"
+            rhat, div = bad["max_rhat"].to_numpy(float), bad["divergences"].to_numpy(float)
+            if np.isfinite(rhat).any():
+                what += f" (max R-hat {np.nanmax(rhat):.3g}, {int(np.nansum(div))} divergences)"
+            parts.append(what)
+        if parts:
+            warnings.warn(
+                "compare: k-fold refits that did not converge feed elpd_kfold: "
+                + "; ".join(parts)
+                + ". Their held-out densities rest on unconverged fits (see the kfold_* columns "
+                "and table.attrs['folds']); refit with more draws or tuning before ranking by "
+                "elpd_kfold",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
         for name, mine in folds[folds["interpolates"]].groupby("fit", sort=False):
             which = ", ".join(
                 f"{int(r.fold)} ({int(r.n_relevant)} of {int(r.n_train)} rows at gamma="
@@ -437,18 +466,210 @@ def _warn_again(caught: dict[tuple[str, str, type[Warning]], list[int]], folds) 
         )
 
 
-def _warn(table: pd.DataFrame, base: str, folds: pd.DataFrame | None, integrated=()) -> None:
-    # a fit that integrates over the width (gamma="integrate") has no one basis: by design
-    other = [str(n) for n in table.index[~table["same_basis"].astype(bool)] if n not in integrated]
-    if other:
-        widths = ", ".join(f"{n} {table.loc[n, 'basis']}" for n in [base, *other])
-        warnings.warn(
-            f"compare: {other} are not fits of the basis of the baseline {base!r} ({widths}): "
-            "their differences compare different models, not approximations of one posterior "
-            "(give gamma= a number to fit every method on one basis)",
-            UserWarning,
-            stacklevel=3,
+# ------------------------------------------------------------------ k-fold
+
+
+def _fold_fit(est, X, y, train, test, gamma=None) -> dict[str, Any]:
+    """Refit a clone of ``est`` on one training fold (at ``gamma`` if given) and score it."""
+    from sklearn.base import clone
+
+    # a fit over the width (gamma="integrate") keeps its own rule in every fold
+    shared = gamma is not None and est.gamma != "integrate"
+    model = clone(est).set_params(gamma=gamma) if shared else clone(est)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught, quiet_pymc():
+        warnings.simplefilter("always")  # kept in the folds table; compare raises each once
+        model.fit(X[train], y[train])
+    elapsed = time.perf_counter() - t0
+    seed = getattr(est, "random_state", None)
+    lpd = predictive(model, X[test], random_state=seed).log_density(y[test])
+    return {
+        "lpd": lpd,
+        "seconds": elapsed,
+        "diagnostics": diagnostics(model),
+        "gamma": float(model.gamma_) if getattr(model, "gamma_", None) is not None else np.nan,
+        "n_relevant": int(model.n_relevance_),
+        "interpolates": bool(getattr(model, "interpolates_", False)),
+        "warnings": _distinct([(str(w.message), w.category) for w in caught]),
+    }
+
+
+def _distinct(caught: list[tuple[str, type[Warning]]]) -> list[tuple[str, type[Warning]]]:
+    """The warnings in the order raised, each message once."""
+    seen: dict[str, type[Warning]] = {}
+    for message, category in caught:
+        seen.setdefault(message, category)
+    return list(seen.items())
+
+
+def _fold_fits(fits, X, y, train, test, width_from) -> dict[str, dict[str, Any]]:
+    """Every fit's refit on one fold; with ``width_from``, that fit's refit chooses the
+    fold's width and the others are refitted at it (one width per comparison)."""
+    out = {}
+    gamma = None
+    if width_from is not None:
+        out[width_from] = _fold_fit(fits[width_from], X, y, train, test)
+        g = out[width_from]["gamma"]
+        gamma = None if np.isnan(g) else g
+    for name, est in fits.items():
+        if name not in out:
+            out[name] = _fold_fit(est, X, y, train, test, gamma)
+    return out
+
+
+def _folds(fits, X, y, cv, random_state) -> list[tuple[np.ndarray, np.ndarray]]:
+    from sklearn.model_selection import check_cv
+
+    classification = any(hasattr(f, "predict_proba") for f in fits.values())
+    if isinstance(cv, int | np.integer):
+        folds = shuffled_folds(y, int(cv), classification, random_state)
+    else:
+        folds = list(check_cv(cv, y, classifier=classification).split(X, y))
+    # elpd_kfold is a sum over the points of one held-out density each: the test folds must
+    # partition the data (ShuffleSplit left points out, NaN; RepeatedKFold overwrote them)
+    tested = np.zeros(len(y), dtype=int)
+    for _, te in folds:
+        np.add.at(tested, te, 1)
+    if not np.all(tested == 1):
+        raise ValueError(
+            "cv must put every training point in exactly one test fold (KFold, "
+            f"StratifiedKFold, ...); {int(np.sum(tested == 0))} points are in none and "
+            f"{int(np.sum(tested > 1))} in several"
         )
-    msg = None if folds is None else unconverged_folds_message(folds)
-    if msg:
-        warnings.warn(msg, ConvergenceWarning, stacklevel=3)
+    return folds
+
+
+def kfold(fits, X, y, cv, random_state, n_jobs):
+    """k-fold elpd with refitting, the same folds for every fit (columns of :func:`compare`).
+
+    Returns ``(columns, pointwise, folds, caught)``: per fit the ``elpd_kfold*`` and
+    ``kfold_*`` columns; the held-out log density of every training point (one column
+    per fit); one row per fit and fold (the ``folds`` attribute of ``compare``'s
+    table); ``(fit, message, category) -> folds`` of the refits' warnings.  With
+    ``fits.width_from``, that fit's refit chooses each fold's width and the others
+    are refitted at it.
+    """
+    from joblib import Parallel, delayed
+
+    folds = _folds(fits, X, y, cv, random_state)
+    width_from = getattr(fits, "width_from", None)
+    if width_from is None:  # every (fit, fold) an independent task
+        flat = Parallel(n_jobs=n_jobs)(
+            delayed(_fold_fit)(est, X, y, tr, te) for tr, te in folds for est in fits.values()
+        )
+        k = len(fits)
+        res = [dict(zip(fits, flat[i * k : (i + 1) * k], strict=True)) for i in range(len(folds))]
+    else:  # a fold's width first: its fits one after another
+        res = Parallel(n_jobs=n_jobs)(
+            delayed(_fold_fits)(dict(fits), X, y, tr, te, width_from) for tr, te in folds
+        )
+    pointwise = pd.DataFrame(np.nan, index=pd.RangeIndex(len(y), name="obs"), columns=list(fits))
+    rows = []
+    caught: dict[tuple[str, str, type[Warning]], list[int]] = {}
+    for name in fits:
+        for i, ((_, te), fold) in enumerate(zip(folds, res, strict=True)):
+            r = fold[name]
+            pointwise.loc[te, name] = r["lpd"]
+            diag = r["diagnostics"]
+            rows.append(
+                {
+                    "fit": name,
+                    "fold": i,
+                    "n_test": len(te),
+                    "seconds": r["seconds"],
+                    "converged": bool(diag["converged"]),
+                    "max_rhat": diag["max_rhat"],
+                    "divergences": diag["divergences"],
+                    "elpd": float(np.sum(r["lpd"])),
+                    "gamma": r["gamma"],
+                    "n_relevant": r["n_relevant"],
+                    "n_train": len(y) - len(te),
+                    "interpolates": r["interpolates"],
+                    "warnings": " | ".join(f"{c.__name__}: {m}" for m, c in r["warnings"]),
+                }
+            )
+            for message, category in r["warnings"]:
+                caught.setdefault((name, message, category), []).append(i)
+    table = pd.DataFrame(rows)
+    out = {}
+    for name in fits:
+        lpd = pointwise[name].to_numpy()
+        mine = table[table["fit"] == name]
+        rhat = mine["max_rhat"].to_numpy(dtype=float)
+        div = mine["divergences"].to_numpy(dtype=float)
+        out[name] = {
+            "elpd_kfold": float(np.sum(lpd)),
+            "elpd_kfold_se": float(np.sqrt(lpd.size * np.var(lpd))),
+            "kfold_fit_time": float(mine["seconds"].mean()),
+            "kfold_folds": len(folds),
+            "kfold_converged": int(mine["converged"].sum()),
+            "kfold_max_rhat": float(np.max(rhat)) if np.isfinite(rhat).any() else np.nan,
+            "kfold_divergences": float(np.sum(div)) if np.isfinite(div).any() else np.nan,
+            "kfold_interpolating": int(mine["interpolates"].sum()),
+        }
+    return out, pointwise, table, caught
+
+
+# ------------------------------------------------------------------ paired differences
+
+
+PAIRED = {
+    "lpd": ("lpd_diff", "lpd_diff_se", True),
+    "elpd_kfold": ("elpd_kfold_diff", "elpd_kfold_diff_se", False),
+    "elpd_loo": ("elpd_loo_diff", "elpd_loo_diff_se", False),
+}
+"""Pointwise quantity -> (difference column, its standard error column, whether a mean)."""
+
+
+def paired_difference(a, b, *, mean: bool = False) -> tuple[float, float]:
+    """The paired difference of two pointwise vectors and its standard error.
+
+    ``d_i = a_i - b_i`` over the same points; the difference is ``sum_i d_i``
+    and its standard error ``sqrt(n var(d))`` (population variance), the
+    convention of ``arviz.compare`` (``elpd_diff``, ``dse``).  With
+    ``mean=True`` both are divided by ``n`` (a mean per point, as the
+    ``lpd`` column).
+
+    Parameters
+    ----------
+    a, b : array_like of shape (n,)
+        Pointwise values of two fits at the same points (log densities).
+    mean : bool, default False
+
+    Returns
+    -------
+    (float, float)
+        The difference and its standard error; NaN if any value is not finite.
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"a and b must be vectors of one length; got {a.shape} and {b.shape}")
+    d = a - b
+    if d.size == 0 or not np.all(np.isfinite(d)):
+        return float("nan"), float("nan")
+    diff, se = float(np.sum(d)), float(np.sqrt(d.size * np.var(d)))
+    return (diff / d.size, se / d.size) if mean else (diff, se)
+
+
+def choose_baseline(fits: Mapping[str, Any], baseline: str | None) -> str:
+    """The given baseline (a key of ``fits``), else ``"reference"`` if present, else the first."""
+    if baseline is None:
+        return "reference" if "reference" in fits else next(iter(fits))
+    if baseline not in fits:
+        raise ValueError(f"baseline {baseline!r} is not among the fits {list(fits)}")
+    return baseline
+
+
+def add_paired_columns(
+    table: pd.DataFrame, pointwise: Mapping[str, pd.DataFrame], baseline: str
+) -> pd.DataFrame:
+    """Add ``<quantity>_diff`` and ``<quantity>_diff_se`` (fit minus baseline) for every quantity
+    of :data:`PAIRED` present in ``pointwise``; the baseline's row holds 0 and 0."""
+    for what, (col, col_se, mean) in PAIRED.items():
+        if what not in pointwise:
+            continue
+        pw = pointwise[what]
+        pairs = [paired_difference(pw[name], pw[baseline], mean=mean) for name in table.index]
+        table[col] = [d for d, _ in pairs]
+        table[col_se] = [s for _, s in pairs]
+    return table

@@ -24,9 +24,13 @@ Relevance counts and relevant bases are those of the comparison table
 ``docs/estimators.md`` ("Plots").
 """
 
-from rvm_pymc.plotting._classification import plot_class_probability_2d, plot_reliability
 from rvm_pymc.plotting._evidence import plot_evidence_vs_cv, plot_solver_trace
-from rvm_pymc.plotting._regression import plot_predictive_1d, plot_regression_1d
+from rvm_pymc.plotting._predictive import (
+    plot_class_probability_2d,
+    plot_predictive_1d,
+    plot_regression_1d,
+    plot_reliability,
+)
 from rvm_pymc.plotting._trace import diagnostic_tree, plot_trace, trace_selection
 from rvm_pymc.plotting._weights import plot_log_alpha, plot_weights_forest
 

@@ -134,6 +134,13 @@ def check_inputs(X, n_features: int, what: str = "X") -> np.ndarray:
     return X
 
 
+def padded_grid(X: np.ndarray, n: int) -> np.ndarray:
+    """``n`` points over the range of each column of ``X`` widened by 5% on each side."""
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    pad = 0.05 * np.where(hi > lo, hi - lo, 1.0)
+    return np.linspace(lo - pad, hi + pad, int(n))
+
+
 def check_fits_features(fits: Mapping[str, Any], n_features: int, what: str = "fits") -> None:
     """Refuse fits trained on another number of features."""
     for name, est in fits.items():
