@@ -31,7 +31,7 @@ from threadpoolctl import threadpool_info
 
 import rvm_pymc.reference._design_products as dp
 import rvm_pymc.reference._laplace_fit as _laplace_fit
-import rvm_pymc.reference._sequential_factor as sequential_factor
+import rvm_pymc.reference._sequential_state as sequential_factor
 import rvm_pymc.reference.regression as regression
 from rvm_pymc import RVC, RVR
 from rvm_pymc._core import centres as _centres

@@ -15,15 +15,108 @@ maximised at ``alpha = s^2/(q^2 - s)`` when ``q^2 > s``, else at ``alpha = inf``
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 
-from rvm_pymc._core.gaussian import factor_inverse, factor_solve
+from rvm_pymc._core.ard import mackay_beta
+from rvm_pymc._core.evidence import LOG_2PI, log_beta_prior
+from rvm_pymc._core.gaussian import factor_inverse, factor_logdet, factor_solve, regression_factor
+from rvm_pymc._core.rowqr import column_triangle, triangle_without
 from rvm_pymc._core.sparsity import active_sq, ell, gain_rounding
-from rvm_pymc.reference._sequential_factor import ActiveRows, Factor, factorise_active
 
-__all__ = ["Candidate", "Factor", "SequentialState"]
+__all__ = ["ActiveRows", "Candidate", "Factor", "SequentialState", "factorise_active"]
+
+
+class Factor(NamedTuple):
+    """A fresh factorisation of ``A + beta Phi_A^T Phi_A``: factor, mean, residual, ``lml``, its
+    ``rounding``, ``cond`` and ``rss`` of all the data.
+    """
+
+    L: np.ndarray
+    p: np.ndarray
+    mu: np.ndarray
+    resid: np.ndarray
+    lml: float
+    cond: float
+    rounding: float
+    rss: float
+
+
+def factorise_active(
+    Gaa, PhiT_t_a, Pa, t, alpha, beta, n: int, rss_offset: float, tt: float, triangle=None
+) -> Factor | None:
+    """Factor, mean, residual and log evidence of the active system ``(Gaa, Pa, alpha, beta)``.
+
+    ``n``, ``rss_offset``, ``tt``: data count, residual offset and ``||t||^2`` of a
+    row compression; ``triangle`` the QR route's rows.  The rounding of the
+    evidence is eps times its terms (residual, ``M eps cond(H)`` of the log
+    determinant).  None when not positive definite.
+    """
+    try:
+        f = regression_factor(
+            Pa,
+            t,
+            alpha,
+            beta,
+            gram=Gaa,
+            PhiT_t=PhiT_t_a,
+            triangle=triangle,
+            what="posterior precision (fast RVM)",
+        )
+    except np.linalg.LinAlgError:
+        return None
+    L, p, mu, cond = f.L, f.p, f.mean, f.cond
+    fit = Pa @ mu
+    resid = t - fit
+    rss = float(resid @ resid) + rss_offset
+    terms = np.array(
+        [
+            n * LOG_2PI,
+            factor_logdet(L, p),
+            -float(np.sum(np.log(alpha))),
+            -n * np.log(beta),
+            beta * rss,
+            float(np.sum(alpha * mu**2)),
+        ]
+    )
+    lml = -0.5 * float(terms.sum())
+    resid_err = 2.0 * beta * np.sqrt(rss) * (np.sqrt(tt) + math.sqrt(float(fit @ fit)))
+    logdet_err = L.shape[0] * (np.sqrt(cond) if f.qr else cond)
+    rounding = np.finfo(float).eps * (float(np.abs(terms).sum()) + resid_err + logdet_err)
+    return Factor(L, p, mu, resid, lml, cond, rounding, rss)
+
+
+class ActiveRows:
+    """The QR route's rows (:func:`~rvm_pymc._core.rowqr.column_triangle`) of the active sets,
+    kept for the current set and the last asked; a deletion's from the larger set's.
+    """
+
+    def __init__(self, t: np.ndarray) -> None:
+        self.t = t
+        self.kept: dict[tuple, np.ndarray] = {}  # active set -> its rows
+
+    def getter(
+        self, key: tuple, columns: np.ndarray, current: tuple, drop: int | None = None
+    ) -> Callable[[], np.ndarray]:
+        """A callable returning the rows of set ``key`` (``drop``: ``current`` without it)."""
+
+        def rows() -> np.ndarray:
+            T = self.kept.get(key)
+            if T is None:
+                parent = None if drop is None else self.kept.get(current)
+                if parent is not None:
+                    T = triangle_without(parent, drop)
+                else:
+                    T = column_triangle(columns, self.t)
+                self.kept = {k: v for k, v in self.kept.items() if k == current}
+                self.kept[key] = T
+            return T
+
+        return rows
+
 
 #: Entries per N x block temporary of the exact statistics (8 MB of float64).
 _BLOCK_ENTRIES = 2**20
@@ -195,6 +288,33 @@ class SequentialState:
             self.beta = float(beta)
         self.fresh = fresh
         self.resolve()
+
+    def update_noise(self, prior) -> float:
+        """MacKay's update of beta, halved in ``log beta`` until the objective does not decrease.
+
+        Each trial is a fresh factorisation; returns ``|d log beta|`` accepted (``inf``: none).
+        """
+
+        def objective(lml: float, beta: float) -> float:
+            return lml + log_beta_prior(beta, prior)
+
+        f = self.factor()  # rss and gamma from the fresh factor of this state
+        self.lml, self.rss = f.lml, f.rss
+        old_obj = objective(f.lml, self.beta)
+        gamma = 1.0 - self.alpha * factor_inverse(f.L, f.p).diagonal()
+        beta_new = mackay_beta(self.n, float(np.sum(gamma)), self.rss, prior, self.beta_max)
+        step = np.log(beta_new) - np.log(self.beta)
+        if step == 0.0:
+            return 0.0
+        log_beta0 = np.log(self.beta)
+        for _ in range(40):
+            beta = float(np.exp(log_beta0 + step))
+            trial = self.factorise(beta=beta)  # the evidence alone; S, Q for the accepted step
+            if trial is not None and objective(trial.lml, beta) >= old_obj - f.rounding:
+                self.commit(beta=beta, fresh=trial)
+                return abs(step)
+            step *= 0.5
+        return np.inf  # no acceptable step: never read as 'beta has settled'
 
     # -- full solve ---------------------------------------------------------
     def resolve(self, confirm: bool = False) -> None:

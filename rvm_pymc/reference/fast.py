@@ -20,7 +20,6 @@ import numpy as np
 from rvm_pymc._core.evidence import log_beta_prior
 from rvm_pymc._core.sparsity import active_sq
 from rvm_pymc.reference._linearised import maximise_linearised
-from rvm_pymc.reference._noise import update_noise
 from rvm_pymc.reference._sequential_state import SequentialState
 
 if TYPE_CHECKING:
@@ -215,7 +214,7 @@ class _FastSolver:
             st.resolve(confirm=True)
             if not self._select()[2]:
                 return False
-        dbeta = 0.0 if self.opt.fixed_noise else update_noise(st, self.opt.prior, st.n)
+        dbeta = 0.0 if self.opt.fixed_noise else st.update_noise(self.opt.prior)
         self.since_noise = 0
         self._record(NOISE)
         self.converged = dbeta < self.opt.tol
@@ -306,7 +305,7 @@ class _FastSolver:
         self.since_noise += 1
         if self.since_noise >= opt.noise_update_every and not opt.fixed_noise:
             if it >= opt.noise_update_start:
-                update_noise(self.st, opt.prior, self.st.n)
+                self.st.update_noise(opt.prior)
                 self.since_noise = 0
                 self._record(NOISE)
 
