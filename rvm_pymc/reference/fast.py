@@ -19,8 +19,7 @@ import numpy as np
 
 from rvm_pymc._core.evidence import log_beta_prior
 from rvm_pymc._core.sparsity import active_sq
-from rvm_pymc.reference._linearised import maximise_linearised
-from rvm_pymc.reference._sequential_state import SequentialState
+from rvm_pymc.reference._sequential_state import SequentialState, maximise_linearised
 
 if TYPE_CHECKING:
     from rvm_pymc.priors import HyperPrior
