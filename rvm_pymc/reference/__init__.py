@@ -26,8 +26,7 @@ from rvm_pymc._core.gaussian import GaussianPosterior, regression_posterior
 from rvm_pymc._core.rowqr import RowQR, row_qr
 from rvm_pymc._core.sparsity import LEAVING_SETTLED, leaving_active
 from rvm_pymc._core.validation import plain_value
-from rvm_pymc.reference._classification_result import ClassificationResult
-from rvm_pymc.reference._result import RegressionResult
+from rvm_pymc.reference._result import ClassificationResult, RegressionResult
 from rvm_pymc.reference.classification import fit_classification
 from rvm_pymc.reference.counts import (
     CountsResult,

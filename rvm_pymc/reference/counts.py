@@ -2,7 +2,7 @@ r"""Closed-form RVM for counts: Poisson or negative binomial likelihood with the
 Laplace evidence.
 
 ``t ~ Poisson(exp(Phi w))``: the fit of the classifier
-(:mod:`rvm_pymc.reference._laplace_fit`) with ``B = diag(lambda)``, as in
+(:func:`~rvm_pymc.reference.classification.laplace_fit`) with ``B = diag(lambda)``, as in
 SparseBayes (Tipping & Faul 2003).
 
 ``t ~ NB2(exp(Phi w), r)`` (variance ``mu + mu^2 / r``): the same fit at a fixed
@@ -37,9 +37,9 @@ from rvm_pymc._core.validation import as_2d_float, check_consistent_length
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import HyperPrior
 from rvm_pymc.reference._laplace import COUNT_LIKELIHOODS, find_mode
-from rvm_pymc.reference._laplace_fit import LaplaceFit, laplace_fit
 from rvm_pymc.reference._options import check_fixed_alpha, check_float
 from rvm_pymc.reference._result import SparseFitMixin
+from rvm_pymc.reference.classification import LaplaceFit, laplace_fit
 
 __all__ = [
     "DISPERSION_BOUNDS",

@@ -1,6 +1,7 @@
-"""Closed-form RVM regression: the entry point, and the result on the columns as given.
+"""Closed-form RVM regression: the entry point, full re-estimation (MacKay, EM;
+:mod:`rvm_pymc._core.ard`), and the result on the columns as given.
 
-The fits: ``_full_regression`` (MacKay, EM) and ``fast`` (Tipping & Faul 2003).
+The fast fit is :mod:`~rvm_pymc.reference.fast`'s (Tipping & Faul 2003).
 """
 
 from __future__ import annotations
@@ -9,10 +10,17 @@ import warnings
 
 import numpy as np
 
-from rvm_pymc._core.ard import slab_precision
+from rvm_pymc._core.ard import (
+    em_beta,
+    mackay_beta,
+    merge_parallel,
+    reestimate_alpha,
+    slab_precision,
+)
 from rvm_pymc._core.evidence import log_hyperprior, log_marginal_likelihood
 from rvm_pymc._core.gaussian import regression_posterior
 from rvm_pymc._core.rowqr import RowQR
+from rvm_pymc._core.sparsity import active_sq
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc._core.validation import (
     as_2d_float,
@@ -22,8 +30,7 @@ from rvm_pymc._core.validation import (
     check_int,
 )
 from rvm_pymc.exceptions import ConvergenceWarning
-from rvm_pymc.priors import resolve_prior
-from rvm_pymc.reference._full_regression import full_reestimation
+from rvm_pymc.priors import HyperPrior, resolve_prior
 from rvm_pymc.reference._options import (
     BETA_MAX_FACTOR,
     check_alpha_init,
@@ -35,7 +42,7 @@ from rvm_pymc.reference._options import (
 from rvm_pymc.reference._result import RegressionResult
 from rvm_pymc.reference.fast import FastOptions, fast_sequential
 
-__all__ = ["fit_regression"]
+__all__ = ["PRUNE_DATA_RATIO", "fit_regression", "full_reestimation"]
 
 
 def fit_regression(
@@ -339,3 +346,105 @@ def _compressed_targets(rows: RowQR, t) -> np.ndarray:
             f"squared norm {held:.6g}): compress the design with these targets"
         )
     return t
+
+
+#: Full re-estimation prunes a basis whose precision and optimal precision both
+#: exceed this multiple of the noise precision (on unit-norm columns); see _negligible.
+PRUNE_DATA_RATIO = 1e3
+
+
+def full_reestimation(
+    Phin,
+    t,
+    usable,
+    scale,
+    beta,
+    prior: HyperPrior,
+    fixed_noise,
+    max_iter,
+    tol,
+    prune_level,
+    method,
+    alpha_init,
+    beta_max,
+):
+    """MacKay or EM re-estimation of all precisions and the noise, on normalised columns."""
+    n, _m = Phin.shape
+    b_n = prior.b * scale**2
+    c_n = slab_precision(prior, scale)
+    if alpha_init is None:
+        active = np.flatnonzero(usable)
+        # Start every weight with prior variance ||t||^2 / M on the normalised scale.
+        # (floored relative to the noise precision so that A + beta Phi^T Phi stays
+        # well conditioned when t has a large mean)
+        alpha = np.full(active.size, max(active.size / float(t @ t), 1e-8 * beta))
+    else:
+        active = np.flatnonzero(np.isfinite(alpha_init) & usable)
+        alpha = alpha_init[active] / scale[active] ** 2
+    gram = Phin.T @ Phin
+    PhiT_t = Phin.T @ t
+    flat_alpha = prior.a == 0 and prior.b == 0
+    if flat_alpha and prior.slab is None:  # the evidence is flat along parallel columns
+        keep, alpha = merge_parallel(gram[np.ix_(active, active)], alpha)
+        active = active[keep]
+    trace = {"log_evidence": [], "n_active": [], "beta": []}
+    converged = False
+    it = 0
+    for it in range(1, max_iter + 1):  # noqa: B007
+        Pa = Phin[:, active]
+        c = c_n[active]
+        prec = alpha + c  # the weights' prior precision (alpha without a slab)
+        post = regression_posterior(
+            Pa, t, prec, beta, gram=gram[np.ix_(active, active)], PhiT_t=PhiT_t[active]
+        )
+        lml = log_marginal_likelihood(Pa, t, prec, beta, post)
+        trace["log_evidence"].append(lml + log_hyperprior(alpha * scale[active] ** 2, beta, prior))
+        trace["n_active"].append(active.size)
+        trace["beta"].append(beta)
+        sdiag = np.diag(post.cov)
+        gamma = 1.0 - prec * sdiag
+        mu2 = post.mean**2
+        new_alpha = reestimate_alpha(method, alpha, c, sdiag, mu2, 1, prior.a, b_n[active])
+        new_beta = beta
+        if not fixed_noise:
+            resid = t - Pa @ post.mean
+            rss = float(resid @ resid)
+            if method == "mackay":
+                new_beta = mackay_beta(n, float(np.sum(gamma)), rss, prior, beta_max)
+            else:
+                new_beta = em_beta(n, float(np.sum(gamma)), rss, beta, prior, beta_max)
+        keep = new_alpha < prune_level
+        if flat_alpha:
+            keep &= ~_negligible(gram, PhiT_t, active, prec, beta, post, tol)
+        if not np.any(keep):  # never prune the last basis
+            keep[np.argmin(new_alpha)] = True
+            new_alpha = np.minimum(new_alpha, prune_level)
+        # in the log of the prior precision (log alpha without a slab; alpha may reach 0)
+        dlog = np.abs(np.log(new_alpha[keep] + c[keep]) - np.log(prec[keep]))
+        dbeta = abs(np.log(new_beta) - np.log(beta))
+        pruned = not np.all(keep)
+        active, alpha, beta = active[keep], new_alpha[keep], new_beta
+        if not pruned and dlog.max(initial=0.0) < tol and dbeta < tol:
+            converged = True
+            break
+    return active, alpha, beta, trace, it, converged
+
+
+def _negligible(gram, PhiT_t, active, alpha, beta, post, tol):
+    """Bases to prune under ``a = b = 0``: negligible now and at their own optimum.
+
+    Either ``q^2 <= s`` with a contribution ``|l_m(alpha_m)|`` below ``tol``, or
+    ``alpha_m`` and its optimum both above ``PRUNE_DATA_RATIO * s`` (at most
+    ~5e-7 nats of evidence): EM creeps to ``alpha = inf`` only linearly.
+    """
+    G = gram[np.ix_(active, active)]
+    S = beta * np.diag(G) - beta**2 * np.sum((G @ post.cov) * G, axis=1)
+    Q = beta * (PhiT_t[active] - G @ post.mean)
+    s, q = active_sq(alpha, S, Q, np.diag(post.cov), post.mean)
+    q2 = q**2
+    contribution = 0.5 * (-np.log1p(s / alpha) + q2 / (alpha + s))
+    leaving = q2 <= s
+    with np.errstate(divide="ignore", over="ignore"):
+        alpha_opt = np.where(leaving, np.inf, s**2 / np.where(leaving, 1.0, q2 - s))
+    level = PRUNE_DATA_RATIO * s
+    return (leaving & (np.abs(contribution) < tol)) | ((alpha > level) & (alpha_opt > level))
