@@ -23,6 +23,7 @@ from rvm_pymc._core.validation import (
     check_consistent_length,
     check_int,
     check_memory,
+    check_positive,
     plain_value,
 )
 from rvm_pymc.exceptions import ConvergenceWarning
@@ -32,7 +33,6 @@ from rvm_pymc.reference._laplace import find_mode
 from rvm_pymc.reference._options import (
     check_alpha_init,
     check_fixed_alpha,
-    check_float,
     check_method_and_prior,
     check_representable,
     normalise_columns,
@@ -339,9 +339,9 @@ def laplace_fit(
     prior = resolve_prior(prior)
     check_method_and_prior(method, prior)
     m = Phi.shape[1]
-    tol = check_float(tol, "tol")
-    prune_threshold = check_float(prune_threshold, "prune_threshold")
-    align_tol = check_float(align_tol, "align_tol", strict=False)
+    tol = check_positive(tol, "tol")
+    prune_threshold = check_positive(prune_threshold, "prune_threshold")
+    align_tol = check_positive(align_tol, "align_tol", allow_zero=True)
     alpha_init = check_alpha_init(alpha_init, m, zero_ok=prior.slab is not None)
     if max_iter is None:
         max_iter = 10 * m + 100 if method == "fast" else 5000

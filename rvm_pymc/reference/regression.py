@@ -28,13 +28,13 @@ from rvm_pymc._core.validation import (
     check_consistent_length,
     check_finite,
     check_int,
+    check_positive,
 )
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import HyperPrior, resolve_prior
 from rvm_pymc.reference._options import (
     BETA_MAX_FACTOR,
     check_alpha_init,
-    check_float,
     check_method_and_prior,
     check_representable,
     normalise_columns,
@@ -208,16 +208,16 @@ def fit_regression(
         raise ValueError(
             f"t spans {np.ptp(t):.3g}, a scale whose square over- or underflows; rescale t"
         )
-    tol = check_float(tol, "tol")
-    prune_threshold = check_float(prune_threshold, "prune_threshold")
+    tol = check_positive(tol, "tol")
+    prune_threshold = check_positive(prune_threshold, "prune_threshold")
     noise_update_every = check_int(noise_update_every, "noise_update_every", 1)
     noise_update_start = check_int(noise_update_start, "noise_update_start", 0)
-    align_tol = check_float(align_tol, "align_tol", strict=False)
+    align_tol = check_positive(align_tol, "align_tol", allow_zero=True)
     if align_tol >= 1:
         raise ValueError(f"align_tol must be in [0, 1); got {align_tol!r}")
     if fixed_noise and beta_init is None:
         raise ValueError("fixed_noise=True requires beta_init (the fixed noise precision)")
-    beta0 = 100.0 / var_t if beta_init is None else check_float(beta_init, "beta_init")
+    beta0 = 100.0 / var_t if beta_init is None else check_positive(beta_init, "beta_init")
     alpha_init = check_alpha_init(alpha_init, m, zero_ok=prior.slab is not None)
     if max_iter is None:
         max_iter = 20 * m + 1000 if method == "fast" else 5000
