@@ -574,7 +574,7 @@ def test_deletion_cost_is_ell_from_the_posterior(kind, ripley, three_class):
     """The deletion search ranks by ell_m(alpha_m); check it against the posterior form
     s_m = Sigma_mm^-1 - alpha_m I, q_m = Sigma_mm^-1 w_m (a different algebra)."""
     from rvm_pymc._core.sparsity import ell_shared, rotate
-    from rvm_pymc.reference._fast_classification import _MODE_TOL_TIGHT, _LinearisedState
+    from rvm_pymc.reference.fast import _MODE_TOL_TIGHT, _LinearisedState
 
     P, t = (ripley if kind == "binary" else three_class)[:2]
     classes = np.unique(t)

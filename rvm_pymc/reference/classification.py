@@ -28,7 +28,6 @@ from rvm_pymc._core.validation import (
 )
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import HyperPrior, resolve_prior
-from rvm_pymc.reference._fast_classification import fast_classification
 from rvm_pymc.reference._laplace import find_mode
 from rvm_pymc.reference._options import (
     check_alpha_init,
@@ -38,6 +37,7 @@ from rvm_pymc.reference._options import (
     normalise_columns,
 )
 from rvm_pymc.reference._result import ClassificationResult
+from rvm_pymc.reference.fast import fast_classification
 
 __all__ = [
     "ClassificationResult",
