@@ -631,12 +631,11 @@ def _anderson(history: list, u0: np.ndarray, d: np.ndarray) -> np.ndarray | None
 
 def _try_newton(st: _LinearisedState, tol) -> bool:
     """The joint quasi-Newton move of :func:`_reestimate` (Anderson first); False if rejected."""
-    old_alpha = st.alpha.copy()
     res0 = stationarity_residual(st)
     b = st.H_lik @ st.W.T.ravel() + st.Q_active.T.ravel()
-    u0 = np.log(old_alpha)
+    u0 = np.log(st.alpha)
     try:
-        d = np.log(maximise_linearised(st.H_lik, b, old_alpha, st.c, tol)) - u0
+        d = np.log(maximise_linearised(st.H_lik, b, st.alpha, st.c, tol)) - u0
     except np.linalg.LinAlgError:
         return False
     key = tuple(st.active)
@@ -645,39 +644,29 @@ def _try_newton(st: _LinearisedState, tol) -> bool:
     accelerated = _anderson(history, u0, d)
     if accelerated is not None and np.all(accelerated <= _LOG_ALPHA_CAP):
         proposals.insert(0, accelerated)
-    saved = {k: getattr(st, k) for k in _RESOLVED}
     for u in proposals:
-        st.alpha = np.exp(u)
-        st.W = st.predicted_mode(st.alpha)
-        try:
-            st.resolve(statistics=False)  # S, Q only for the accepted proposal
-            if stationarity_residual(st) < res0:
-                st.statistics()
-                st.joint_history = [*((key, uk, dk) for uk, dk in history), (key, u0, d)]
-                return True
-        except np.linalg.LinAlgError:
-            pass
-        for k, v in saved.items():
-            setattr(st, k, v)
-    st.alpha = old_alpha
+        if _trial(st, np.exp(u), lambda: stationarity_residual(st) < res0):
+            st.joint_history = [*((key, uk, dk) for uk, dk in history), (key, u0, d)]
+            return True
     st.joint_history = []
     return False
 
 
-def _try_jacobi(st: _LinearisedState, new_alpha) -> bool:
-    """Every active precision to its one-at-a-time optimum at once, if the evidence rises."""
-    old_alpha, old_lml = st.alpha.copy(), st.lml
-    saved = {k: getattr(st, k) for k in _RESOLVED}
-    st.W = st.predicted_mode(new_alpha)
-    st.alpha = new_alpha.copy()
+def _trial(st: _LinearisedState, alpha, accept) -> bool:
+    """Move to precisions ``alpha`` from the predicted mode; kept (S, Q found) if ``accept()``.
+
+    A rejected or singular move leaves the whole resolved state as it was.
+    """
+    old_alpha, saved = st.alpha, {k: getattr(st, k) for k in _RESOLVED}
+    st.W, st.alpha = st.predicted_mode(alpha), alpha
     try:
         st.resolve(statistics=False)  # S, Q only if accepted
-        if st.lml >= old_lml - 1e-12 * (1.0 + abs(old_lml)):
+        if accept():
             st.statistics()
             return True
     except np.linalg.LinAlgError:
         pass
-    st.alpha = old_alpha  # a rejected move leaves the whole resolved state as it was
+    st.alpha = old_alpha
     for k, v in saved.items():
         setattr(st, k, v)
     return False
@@ -703,7 +692,11 @@ def _reestimate(st: _LinearisedState, i: int, new_alpha: np.ndarray, relevant: n
         else:
             st.newton_skip = st.newton_backoff
             st.newton_backoff = min(2 * st.newton_backoff, 32)
-    if np.count_nonzero(relevant) > 1 and _try_jacobi(st, np.where(relevant, new_alpha, st.alpha)):
+    # every relevant precision to its one-at-a-time optimum at once, if the evidence rises
+    lml = st.lml
+    if np.count_nonzero(relevant) > 1 and _trial(
+        st, np.where(relevant, new_alpha, st.alpha), lambda: st.lml >= lml - 1e-12 * (1 + abs(lml))
+    ):
         return
     st.reestimate(i, new_alpha[i])
 
