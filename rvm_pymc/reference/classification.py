@@ -13,10 +13,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from rvm_pymc._core.ard import merge_parallel, reestimate_alpha, slab_precision
+from rvm_pymc._core.ard import slab_precision
 from rvm_pymc._core.evidence import log_alpha_prior
 from rvm_pymc._core.laplace import LaplacePosterior
-from rvm_pymc._core.sparsity import LEAVING_SETTLED, leaving_active
 from rvm_pymc._core.threads import single_blas_thread, worker_threads
 from rvm_pymc._core.validation import (
     as_2d_float,
@@ -38,6 +37,7 @@ from rvm_pymc.reference._options import (
 )
 from rvm_pymc.reference._result import ClassificationResult
 from rvm_pymc.reference.fast import fast_classification
+from rvm_pymc.reference.regression import full_reestimation as laplace_reestimation
 
 __all__ = [
     "ClassificationResult",
@@ -371,19 +371,9 @@ def laplace_fit(
             )
         else:
             out = laplace_reestimation(
-                Phin,
-                T,
-                usable,
-                scale,
-                prior,
-                max_iter,
-                tol,
-                prune_threshold,
-                method,
-                alpha_init,
-                likelihood,
-                dispersion,
-            )
+                Phin, T, usable, scale, None, prior, True, max_iter, tol, prune_threshold,
+                method, alpha_init, None, likelihood, dispersion,
+            )  # fmt: skip
     active, alpha_n, W_n, trace, n_iter, converged = out
     if not converged and warn:
         warnings.warn(
@@ -421,88 +411,3 @@ def laplace_fit(
         n_iter=n_iter,
         converged=converged,
     )
-
-
-def laplace_reestimation(
-    Phin,
-    T,
-    usable,
-    scale,
-    prior: HyperPrior,
-    max_iter,
-    tol,
-    prune_level,
-    method,
-    alpha_init,
-    likelihood="bernoulli",
-    dispersion=None,
-):
-    """MacKay or EM re-estimation of all precisions of a Laplace fit, on normalised columns.
-
-    On normalised columns the rate ``b`` becomes ``b ||phi_m||^2`` and a slab's
-    precision ``1 / (s^2 ||phi_m||^2)``.
-    """
-    n = Phin.shape[0]
-    c = T.shape[1]
-    b_n = prior.b * scale**2
-    c_n = slab_precision(prior, scale)
-    flat = prior.a == 0.0 and prior.b == 0.0
-    if alpha_init is None:
-        active = np.flatnonzero(usable)
-        # Start with an average prior variance of one for the latent function.
-        alpha = np.full(active.size, active.size / n)
-    else:
-        active = np.flatnonzero(np.isfinite(alpha_init) & usable)
-        if active.size == 0:
-            raise ValueError("alpha_init is finite only on all-zero columns of Phi")
-        alpha = alpha_init[active] / scale[active] ** 2
-    if flat and prior.slab is None:  # the evidence is flat along parallel columns
-        Pa = Phin[:, active]
-        keep, alpha = merge_parallel(Pa.T @ Pa, alpha)
-        active = active[keep]
-    W = np.zeros((active.size, c))
-    trace = {"log_evidence": [], "n_active": []}
-    converged = False
-    it = 0
-    for it in range(1, max_iter + 1):  # noqa: B007
-        slab = c_n[active]
-        prec = alpha + slab  # the weights' prior precision (alpha without a slab)
-        post = find_mode(Phin[:, active], T, prec, W, likelihood=likelihood, dispersion=dispersion)
-        W = post.mean
-        trace["log_evidence"].append(
-            post.log_evidence + log_alpha_prior(alpha * scale[active] ** 2, prior)
-        )
-        trace["n_active"].append(active.size)
-        w2 = np.sum(W**2, axis=1)
-        sdiag = np.diag(post.cov).reshape(c, active.size).sum(axis=0)
-        new_alpha = reestimate_alpha(method, alpha, slab, sdiag, w2, c, prior.a, b_n[active])
-        keep = new_alpha < prune_level
-        if not np.any(keep):  # never prune the last basis
-            keep[np.argmin(new_alpha)] = True
-            new_alpha = np.minimum(new_alpha, prune_level)
-        pruned = not np.all(keep)
-        # Under the flat prior a basis whose linearised optimum is alpha = inf
-        # (q^2 <= s) is on its way out: its alpha may grow by a constant factor per
-        # iteration for a long time, and the others keep moving (slightly) while it
-        # does; it is dropped once the rest has settled to LEAVING_SETTLED, and the
-        # iteration goes on to tol.  With b > 0 the hyperprior term -b alpha gives
-        # every basis a finite optimum: no basis is leaving, none is dropped (except
-        # by prune_level), and the iteration runs to the fixed point of all of them.
-        if flat:
-            leaving = leaving_active(prec, W, post.cov)
-            if np.all(leaving):
-                leaving[:] = False
-        else:
-            leaving = np.zeros(active.size, dtype=bool)
-        # in the log of the prior precision (log alpha without a slab; alpha may reach 0)
-        dlog = np.abs(np.log(new_alpha + slab) - np.log(prec))[~leaving]
-        early = flat and np.any(leaving) and np.all(dlog < max(tol, LEAVING_SETTLED))
-        if not pruned and early:
-            keep = keep & ~leaving
-        elif not pruned and np.all(dlog < tol):
-            converged = True
-            keep = keep & ~leaving
-        active, alpha, W = active[keep], new_alpha[keep], W[keep]
-        if converged:
-            break
-    return active, alpha, W, trace, it, converged

@@ -17,10 +17,10 @@ from rvm_pymc._core.ard import (
     reestimate_alpha,
     slab_precision,
 )
-from rvm_pymc._core.evidence import log_hyperprior, log_marginal_likelihood
+from rvm_pymc._core.evidence import log_alpha_prior, log_hyperprior, log_marginal_likelihood
 from rvm_pymc._core.gaussian import regression_posterior
 from rvm_pymc._core.rowqr import RowQR
-from rvm_pymc._core.sparsity import active_sq
+from rvm_pymc._core.sparsity import LEAVING_SETTLED, active_sq, leaving_active
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc._core.validation import (
     as_2d_float,
@@ -32,6 +32,7 @@ from rvm_pymc._core.validation import (
 )
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import HyperPrior, resolve_prior
+from rvm_pymc.reference._laplace import find_mode
 from rvm_pymc.reference._options import (
     BETA_MAX_FACTOR,
     check_alpha_init,
@@ -367,67 +368,110 @@ def full_reestimation(
     method,
     alpha_init,
     beta_max,
+    likelihood=None,
+    dispersion=None,
 ):
-    """MacKay or EM re-estimation of all precisions and the noise, on normalised columns."""
-    n, _m = Phin.shape
+    """MacKay or EM re-estimation of all precisions (and the noise), on normalised columns.
+
+    Regression (``likelihood`` None): the Gaussian posterior, and ``beta`` unless
+    ``fixed_noise``.  Else the Laplace posterior (:func:`find_mode` of ``likelihood``,
+    ``t`` its targets ``T``), ``beta`` unused, and the third value returned the mode ``W``.
+    On normalised columns the rate ``b`` becomes ``b ||phi_m||^2`` and a slab's precision
+    ``1 / (s^2 ||phi_m||^2)``.
+    """
+    gaussian = likelihood is None
+    n = Phin.shape[0]
     b_n = prior.b * scale**2
     c_n = slab_precision(prior, scale)
+    flat = prior.a == 0 and prior.b == 0
     if alpha_init is None:
         active = np.flatnonzero(usable)
-        # Start every weight with prior variance ||t||^2 / M on the normalised scale.
-        # (floored relative to the noise precision so that A + beta Phi^T Phi stays
-        # well conditioned when t has a large mean)
-        alpha = np.full(active.size, max(active.size / float(t @ t), 1e-8 * beta))
+        # Regression: every weight with prior variance ||t||^2 / M on the normalised scale
+        # (floored relative to the noise precision so that A + beta Phi^T Phi stays well
+        # conditioned when t has a large mean); else an average prior variance of one for
+        # the latent function.
+        start = max(active.size / float(t @ t), 1e-8 * beta) if gaussian else active.size / n
+        alpha = np.full(active.size, start)
     else:
         active = np.flatnonzero(np.isfinite(alpha_init) & usable)
+        if active.size == 0 and not gaussian:
+            raise ValueError("alpha_init is finite only on all-zero columns of Phi")
         alpha = alpha_init[active] / scale[active] ** 2
-    gram = Phin.T @ Phin
-    PhiT_t = Phin.T @ t
-    flat_alpha = prior.a == 0 and prior.b == 0
-    if flat_alpha and prior.slab is None:  # the evidence is flat along parallel columns
-        keep, alpha = merge_parallel(gram[np.ix_(active, active)], alpha)
+    if gaussian:
+        gram, PhiT_t = Phin.T @ Phin, Phin.T @ t
+    if flat and prior.slab is None:  # the evidence is flat along parallel columns
+        Pa = Phin[:, active]
+        keep, alpha = merge_parallel(
+            gram[np.ix_(active, active)] if gaussian else Pa.T @ Pa, alpha
+        )
         active = active[keep]
-    trace = {"log_evidence": [], "n_active": [], "beta": []}
+    W = None if gaussian else np.zeros((active.size, t.shape[1]))
+    trace = {"log_evidence": [], "n_active": [], **({"beta": []} if gaussian else {})}
     converged = False
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007
-        Pa = Phin[:, active]
         c = c_n[active]
         prec = alpha + c  # the weights' prior precision (alpha without a slab)
-        post = regression_posterior(
-            Pa, t, prec, beta, gram=gram[np.ix_(active, active)], PhiT_t=PhiT_t[active]
-        )
-        lml = log_marginal_likelihood(Pa, t, prec, beta, post)
-        trace["log_evidence"].append(lml + log_hyperprior(alpha * scale[active] ** 2, beta, prior))
+        Pa = Phin[:, active]
+        if gaussian:
+            G = gram[np.ix_(active, active)]
+            post = regression_posterior(Pa, t, prec, beta, gram=G, PhiT_t=PhiT_t[active])
+            lml = log_marginal_likelihood(Pa, t, prec, beta, post)
+            trace["log_evidence"].append(
+                lml + log_hyperprior(alpha * scale[active] ** 2, beta, prior)
+            )
+            trace["beta"].append(beta)
+            k, sdiag, w2 = 1, np.diag(post.cov), post.mean**2
+        else:
+            post = find_mode(Pa, t, prec, W, likelihood=likelihood, dispersion=dispersion)
+            W = post.mean
+            trace["log_evidence"].append(
+                post.log_evidence + log_alpha_prior(alpha * scale[active] ** 2, prior)
+            )
+            k, w2 = t.shape[1], np.sum(W**2, axis=1)
+            sdiag = np.diag(post.cov).reshape(k, active.size).sum(axis=0)
         trace["n_active"].append(active.size)
-        trace["beta"].append(beta)
-        sdiag = np.diag(post.cov)
-        gamma = 1.0 - prec * sdiag
-        mu2 = post.mean**2
-        new_alpha = reestimate_alpha(method, alpha, c, sdiag, mu2, 1, prior.a, b_n[active])
+        new_alpha = reestimate_alpha(method, alpha, c, sdiag, w2, k, prior.a, b_n[active])
         new_beta = beta
-        if not fixed_noise:
+        if gaussian and not fixed_noise:
             resid = t - Pa @ post.mean
-            rss = float(resid @ resid)
+            rss, sum_gamma = float(resid @ resid), float(np.sum(1.0 - prec * sdiag))
             if method == "mackay":
-                new_beta = mackay_beta(n, float(np.sum(gamma)), rss, prior, beta_max)
+                new_beta = mackay_beta(n, sum_gamma, rss, prior, beta_max)
             else:
-                new_beta = em_beta(n, float(np.sum(gamma)), rss, beta, prior, beta_max)
+                new_beta = em_beta(n, sum_gamma, rss, beta, prior, beta_max)
         keep = new_alpha < prune_level
-        if flat_alpha:
+        if gaussian and flat:
             keep &= ~_negligible(gram, PhiT_t, active, prec, beta, post, tol)
         if not np.any(keep):  # never prune the last basis
             keep[np.argmin(new_alpha)] = True
             new_alpha = np.minimum(new_alpha, prune_level)
-        # in the log of the prior precision (log alpha without a slab; alpha may reach 0)
-        dlog = np.abs(np.log(new_alpha[keep] + c[keep]) - np.log(prec[keep]))
-        dbeta = abs(np.log(new_beta) - np.log(beta))
         pruned = not np.all(keep)
-        active, alpha, beta = active[keep], new_alpha[keep], new_beta
-        if not pruned and dlog.max(initial=0.0) < tol and dbeta < tol:
+        # Laplace, under the flat prior: a basis whose linearised optimum is alpha = inf
+        # (q^2 <= s) is on its way out: its alpha may grow by a constant factor per
+        # iteration for a long time, and the others keep moving (slightly) while it
+        # does; it is dropped once the rest has settled to LEAVING_SETTLED, and the
+        # iteration goes on to tol.  With b > 0 the hyperprior term -b alpha gives
+        # every basis a finite optimum: no basis is leaving, none is dropped (except
+        # by prune_level), and the iteration runs to the fixed point of all of them.
+        leaving = np.zeros(active.size, dtype=bool)
+        if flat and not gaussian:
+            leaving = leaving_active(prec, W, post.cov)
+            if np.all(leaving):
+                leaving[:] = False
+        # in the log of the prior precision (log alpha without a slab; alpha may reach 0)
+        dlog = np.abs(np.log(new_alpha + c) - np.log(prec))[~leaving]
+        settled = not gaussian or abs(np.log(new_beta) - np.log(beta)) < tol
+        if not pruned and np.any(leaving) and np.all(dlog < max(tol, LEAVING_SETTLED)):
+            keep = keep & ~leaving
+        elif not pruned and np.all(dlog < tol) and settled:
             converged = True
+            keep = keep & ~leaving
+        active, alpha, beta = active[keep], new_alpha[keep], new_beta
+        W = None if gaussian else W[keep]
+        if converged:
             break
-    return active, alpha, beta, trace, it, converged
+    return active, alpha, beta if gaussian else W, trace, it, converged
 
 
 def _negligible(gram, PhiT_t, active, alpha, beta, post, tol):
