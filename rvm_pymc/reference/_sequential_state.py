@@ -251,35 +251,24 @@ class SequentialState:
 
     def factorise_move(self, j: int, alpha_j: float, g: np.ndarray | None = None):
         """Factor after moving basis ``j`` to ``alpha_j`` (inf: delete); None if singular."""
+        drop = None
         if j not in self.active:  # addition
             idx = np.append(np.asarray(self.active, dtype=int), j)
             Gaa = np.column_stack([self.G[idx], g[idx]])
             Pa = np.column_stack([self.active_columns(), self.columns(j)])
-            return self._factorise(
-                Gaa,
-                self.PhiT_t[idx],
-                Pa,
-                np.append(self.alpha, alpha_j),
-                self.beta,
-                tuple(idx.tolist()),
-            )
-        i = self.active.index(j)
-        if np.isfinite(alpha_j):  # re-estimation
+            alpha = np.append(self.alpha, alpha_j)
+        elif np.isfinite(alpha_j):  # re-estimation
             alpha = self.alpha.copy()
-            alpha[i] = alpha_j
+            alpha[self.active.index(j)] = alpha_j
             return self.factorise(alpha=alpha)
-        keep = np.arange(len(self.active)) != i  # deletion
-        idx = np.asarray(self.active)[keep]
-        Gaa = self.G[np.ix_(idx, keep)]
-        return self._factorise(
-            Gaa,
-            self.PhiT_t[idx],
-            self.active_columns()[:, keep],
-            self.alpha[keep],
-            self.beta,
-            tuple(idx.tolist()),
-            drop=i,
-        )
+        else:  # deletion
+            drop = self.active.index(j)
+            keep = np.arange(len(self.active)) != drop
+            idx = np.asarray(self.active)[keep]
+            Gaa, Pa = self.G[np.ix_(idx, keep)], self.active_columns()[:, keep]
+            alpha = self.alpha[keep]
+        key = tuple(idx.tolist())
+        return self._factorise(Gaa, self.PhiT_t[idx], Pa, alpha, self.beta, key, drop=drop)
 
     def _factorise(self, Gaa, PhiT_t_a, Pa, alpha, beta, key, drop=None) -> Factor | None:
         """:func:`factorise_active` of ``(Gaa, Pa, alpha, beta)``; ``key`` names the active set."""
