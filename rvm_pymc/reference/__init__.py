@@ -167,20 +167,10 @@ def fit_posterior(
             extra.pop("dispersion_init", None)
     elif likelihood is not None:
         raise ValueError(f"likelihood applies to kind='counts' only; got kind={kind!r}")
-    res = fit(
-        Phi,
-        target,
-        method=solver,
-        prior=prior,
-        max_iter=max_iter,
-        tol=tol,
-        **extra,
-    )
+    res = fit(Phi, target, method=solver, prior=prior, max_iter=max_iter, tol=tol, **extra)
     mean = np.asarray(res.mean, dtype=float)
     if kind == "classification":
-        kind = "binary" if len(res.classes) == 2 else "softmax"
-        if kind == "binary" and mean.ndim == 2:
-            mean = mean[:, 0]
+        kind = "binary" if len(res.classes) == 2 else "softmax"  # (binary: mean is (M,))
     elif kind == "counts":
         kind = res.likelihood
     beta = getattr(res, "beta", None)
