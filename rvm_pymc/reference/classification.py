@@ -353,7 +353,7 @@ def laplace_fit(
     Phin, scale, usable = normalise_columns(Phi.copy(), task)
 
     # loops of small products: one BLAS thread (see _threads); the large products on
-    # worker threads kept for the fit (_design_products)
+    # worker threads kept for the fit (_laplace.transposed_products)
     with single_blas_thread(), worker_threads():
         if method == "fast":
             start = None if alpha_init is None else alpha_init / scale**2

@@ -36,12 +36,6 @@ import numpy as np
 from rvm_pymc._core.evidence import log_beta_prior
 from rvm_pymc._core.gaussian import spd_solve
 from rvm_pymc._core.sparsity import active_sq, ell, ell_shared, maximise_shared, rotate
-from rvm_pymc.reference._design_products import (
-    in_background,
-    scaled_rows,
-    squared,
-    transposed_products,
-)
 from rvm_pymc.reference._laplace import (
     COUNT_LIKELIHOODS,
     OneColumn,
@@ -49,8 +43,12 @@ from rvm_pymc.reference._laplace import (
     diagonal_view,
     find_mode,
     find_mode_one_column,
+    in_background,
     pair_grams,
     pair_weights,
+    scaled_rows,
+    squared,
+    transposed_products,
 )
 from rvm_pymc.reference._sequential_state import (
     _LOG_ALPHA_CAP,
