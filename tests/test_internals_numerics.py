@@ -29,9 +29,9 @@ import pytest
 from shared_helpers import one_warning_at_most
 from threadpoolctl import threadpool_info
 
-import rvm_pymc.reference._design_products as dp
-import rvm_pymc.reference._laplace_fit as _laplace_fit
-import rvm_pymc.reference._sequential_factor as sequential_factor
+import rvm_pymc.reference._laplace as dp
+import rvm_pymc.reference._sequential_state as sequential_factor
+import rvm_pymc.reference.classification as _laplace_fit
 import rvm_pymc.reference.regression as regression
 from rvm_pymc import RVC, RVR
 from rvm_pymc._core import centres as _centres

@@ -514,7 +514,7 @@ def _linearised_problem(P, t, res):
 def test_linearised_evidence_derivatives_and_joint_optimum(kind, fits, ripley, three_class):
     from scipy.optimize import minimize
 
-    from rvm_pymc.reference._linearised import (
+    from rvm_pymc.reference._sequential_state import (
         linearised_evidence,
         linearised_gradient_hessian,
         maximise_linearised,
@@ -574,7 +574,7 @@ def test_deletion_cost_is_ell_from_the_posterior(kind, ripley, three_class):
     """The deletion search ranks by ell_m(alpha_m); check it against the posterior form
     s_m = Sigma_mm^-1 - alpha_m I, q_m = Sigma_mm^-1 w_m (a different algebra)."""
     from rvm_pymc._core.sparsity import ell_shared, rotate
-    from rvm_pymc.reference._linearised_state import _MODE_TOL_TIGHT, _LinearisedState
+    from rvm_pymc.reference.fast import _MODE_TOL_TIGHT, _LinearisedState
 
     P, t = (ripley if kind == "binary" else three_class)[:2]
     classes = np.unique(t)
@@ -608,7 +608,7 @@ def test_linearised_maximiser_does_not_cap_redundant_pairs_together():
     from scipy.optimize import minimize
 
     from rvm_pymc._core.sparsity import leaving_active
-    from rvm_pymc.reference import _linearised as fc
+    from rvm_pymc.reference import _sequential_state as fc
 
     rng = np.random.default_rng(0)
 

@@ -26,8 +26,7 @@ from rvm_pymc._core.gaussian import GaussianPosterior, regression_posterior
 from rvm_pymc._core.rowqr import RowQR, row_qr
 from rvm_pymc._core.sparsity import LEAVING_SETTLED, leaving_active
 from rvm_pymc._core.validation import plain_value
-from rvm_pymc.reference._classification_result import ClassificationResult
-from rvm_pymc.reference._result import RegressionResult
+from rvm_pymc.reference._result import ClassificationResult, RegressionResult
 from rvm_pymc.reference.classification import fit_classification
 from rvm_pymc.reference.counts import (
     CountsResult,
@@ -168,20 +167,10 @@ def fit_posterior(
             extra.pop("dispersion_init", None)
     elif likelihood is not None:
         raise ValueError(f"likelihood applies to kind='counts' only; got kind={kind!r}")
-    res = fit(
-        Phi,
-        target,
-        method=solver,
-        prior=prior,
-        max_iter=max_iter,
-        tol=tol,
-        **extra,
-    )
+    res = fit(Phi, target, method=solver, prior=prior, max_iter=max_iter, tol=tol, **extra)
     mean = np.asarray(res.mean, dtype=float)
     if kind == "classification":
-        kind = "binary" if len(res.classes) == 2 else "softmax"
-        if kind == "binary" and mean.ndim == 2:
-            mean = mean[:, 0]
+        kind = "binary" if len(res.classes) == 2 else "softmax"  # (binary: mean is (M,))
     elif kind == "counts":
         kind = res.likelihood
     beta = getattr(res, "beta", None)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from rvm_pymc._core.validation import plain_value
 from rvm_pymc.priors import HyperPrior
 
 METHODS = ("fast", "mackay", "em")
@@ -12,18 +11,6 @@ METHODS = ("fast", "mackay", "em")
 #: Upper bound on the noise precision: ``beta <= BETA_MAX_FACTOR / var(t)`` (noise sd at
 #: least 1e-4 of the target sd), where an exact fit would drive the evidence to infinity.
 BETA_MAX_FACTOR = 1e8
-
-
-def check_float(value, name: str, *, strict: bool = True) -> float:
-    """Return ``value`` as a float after checking it is finite and > 0 (>= 0 if not strict)."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a number; got {plain_value(value)!r}") from exc
-    if not np.isfinite(v) or v < 0 or (strict and v == 0):
-        bound = ">" if strict else ">="
-        raise ValueError(f"{name} must be finite and {bound} 0; got {plain_value(value)!r}")
-    return v
 
 
 def check_method_and_prior(method: str, prior: HyperPrior) -> None:

@@ -11,19 +11,131 @@ O(N M_active) a column).  Basis ``m`` contributes
     \\ell_m(\\alpha) = \\tfrac12\\left[-\\log(1 + s_m/\\alpha) + q_m^2/(\\alpha + s_m)\\right],
 
 maximised at ``alpha = s^2/(q^2 - s)`` when ``q^2 > s``, else at ``alpha = inf``.
+Also the joint move of both fast solvers: :func:`maximise_linearised`, the joint
+maximum of the linearised (IRLS) evidence over all active precisions.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 
-from rvm_pymc._core.gaussian import factor_inverse, factor_solve
-from rvm_pymc._core.sparsity import active_sq, ell, gain_rounding
-from rvm_pymc.reference._sequential_factor import ActiveRows, Factor, factorise_active
+from rvm_pymc._core.ard import mackay_beta
+from rvm_pymc._core.evidence import LOG_2PI, log_beta_prior
+from rvm_pymc._core.gaussian import (
+    factor_inverse,
+    factor_logdet,
+    factor_solve,
+    regression_factor,
+    spd_inverse,
+    spd_solve,
+)
+from rvm_pymc._core.rowqr import column_triangle, triangle_without
+from rvm_pymc._core.sparsity import active_sq, ell, gain_rounding, leaving_active
+from rvm_pymc.reference._laplace import diagonal_view
 
-__all__ = ["Candidate", "Factor", "SequentialState"]
+__all__ = [
+    "ActiveRows",
+    "Candidate",
+    "Factor",
+    "SequentialState",
+    "factorise_active",
+    "linearised_evidence",
+    "linearised_gradient_hessian",
+    "maximise_linearised",
+]
+
+
+class Factor(NamedTuple):
+    """A fresh factorisation of ``A + beta Phi_A^T Phi_A``: factor, mean, residual, ``lml``, its
+    ``rounding``, ``cond`` and ``rss`` of all the data.
+    """
+
+    L: np.ndarray
+    p: np.ndarray
+    mu: np.ndarray
+    resid: np.ndarray
+    lml: float
+    cond: float
+    rounding: float
+    rss: float
+
+
+def factorise_active(
+    Gaa, PhiT_t_a, Pa, t, alpha, beta, n: int, rss_offset: float, tt: float, triangle=None
+) -> Factor | None:
+    """Factor, mean, residual and log evidence of the active system ``(Gaa, Pa, alpha, beta)``.
+
+    ``n``, ``rss_offset``, ``tt``: data count, residual offset and ``||t||^2`` of a
+    row compression; ``triangle`` the QR route's rows.  The rounding of the
+    evidence is eps times its terms (residual, ``M eps cond(H)`` of the log
+    determinant).  None when not positive definite.
+    """
+    try:
+        f = regression_factor(
+            Pa,
+            t,
+            alpha,
+            beta,
+            gram=Gaa,
+            PhiT_t=PhiT_t_a,
+            triangle=triangle,
+            what="posterior precision (fast RVM)",
+        )
+    except np.linalg.LinAlgError:
+        return None
+    L, p, mu, cond = f.L, f.p, f.mean, f.cond
+    fit = Pa @ mu
+    resid = t - fit
+    rss = float(resid @ resid) + rss_offset
+    terms = np.array(
+        [
+            n * LOG_2PI,
+            factor_logdet(L, p),
+            -float(np.sum(np.log(alpha))),
+            -n * np.log(beta),
+            beta * rss,
+            float(np.sum(alpha * mu**2)),
+        ]
+    )
+    lml = -0.5 * float(terms.sum())
+    resid_err = 2.0 * beta * np.sqrt(rss) * (np.sqrt(tt) + math.sqrt(float(fit @ fit)))
+    logdet_err = L.shape[0] * (np.sqrt(cond) if f.qr else cond)
+    rounding = np.finfo(float).eps * (float(np.abs(terms).sum()) + resid_err + logdet_err)
+    return Factor(L, p, mu, resid, lml, cond, rounding, rss)
+
+
+class ActiveRows:
+    """The QR route's rows (:func:`~rvm_pymc._core.rowqr.column_triangle`) of the active sets,
+    kept for the current set and the last asked; a deletion's from the larger set's.
+    """
+
+    def __init__(self, t: np.ndarray) -> None:
+        self.t = t
+        self.kept: dict[tuple, np.ndarray] = {}  # active set -> its rows
+
+    def getter(
+        self, key: tuple, columns: np.ndarray, current: tuple, drop: int | None = None
+    ) -> Callable[[], np.ndarray]:
+        """A callable returning the rows of set ``key`` (``drop``: ``current`` without it)."""
+
+        def rows() -> np.ndarray:
+            T = self.kept.get(key)
+            if T is None:
+                parent = None if drop is None else self.kept.get(current)
+                if parent is not None:
+                    T = triangle_without(parent, drop)
+                else:
+                    T = column_triangle(columns, self.t)
+                self.kept = {k: v for k, v in self.kept.items() if k == current}
+                self.kept[key] = T
+            return T
+
+        return rows
+
 
 #: Entries per N x block temporary of the exact statistics (8 MB of float64).
 _BLOCK_ENTRIES = 2**20
@@ -139,35 +251,24 @@ class SequentialState:
 
     def factorise_move(self, j: int, alpha_j: float, g: np.ndarray | None = None):
         """Factor after moving basis ``j`` to ``alpha_j`` (inf: delete); None if singular."""
+        drop = None
         if j not in self.active:  # addition
             idx = np.append(np.asarray(self.active, dtype=int), j)
             Gaa = np.column_stack([self.G[idx], g[idx]])
             Pa = np.column_stack([self.active_columns(), self.columns(j)])
-            return self._factorise(
-                Gaa,
-                self.PhiT_t[idx],
-                Pa,
-                np.append(self.alpha, alpha_j),
-                self.beta,
-                tuple(idx.tolist()),
-            )
-        i = self.active.index(j)
-        if np.isfinite(alpha_j):  # re-estimation
+            alpha = np.append(self.alpha, alpha_j)
+        elif np.isfinite(alpha_j):  # re-estimation
             alpha = self.alpha.copy()
-            alpha[i] = alpha_j
+            alpha[self.active.index(j)] = alpha_j
             return self.factorise(alpha=alpha)
-        keep = np.arange(len(self.active)) != i  # deletion
-        idx = np.asarray(self.active)[keep]
-        Gaa = self.G[np.ix_(idx, keep)]
-        return self._factorise(
-            Gaa,
-            self.PhiT_t[idx],
-            self.active_columns()[:, keep],
-            self.alpha[keep],
-            self.beta,
-            tuple(idx.tolist()),
-            drop=i,
-        )
+        else:  # deletion
+            drop = self.active.index(j)
+            keep = np.arange(len(self.active)) != drop
+            idx = np.asarray(self.active)[keep]
+            Gaa, Pa = self.G[np.ix_(idx, keep)], self.active_columns()[:, keep]
+            alpha = self.alpha[keep]
+        key = tuple(idx.tolist())
+        return self._factorise(Gaa, self.PhiT_t[idx], Pa, alpha, self.beta, key, drop=drop)
 
     def _factorise(self, Gaa, PhiT_t_a, Pa, alpha, beta, key, drop=None) -> Factor | None:
         """:func:`factorise_active` of ``(Gaa, Pa, alpha, beta)``; ``key`` names the active set."""
@@ -195,6 +296,33 @@ class SequentialState:
             self.beta = float(beta)
         self.fresh = fresh
         self.resolve()
+
+    def update_noise(self, prior) -> float:
+        """MacKay's update of beta, halved in ``log beta`` until the objective does not decrease.
+
+        Each trial is a fresh factorisation; returns ``|d log beta|`` accepted (``inf``: none).
+        """
+
+        def objective(lml: float, beta: float) -> float:
+            return lml + log_beta_prior(beta, prior)
+
+        f = self.factor()  # rss and gamma from the fresh factor of this state
+        self.lml, self.rss = f.lml, f.rss
+        old_obj = objective(f.lml, self.beta)
+        gamma = 1.0 - self.alpha * factor_inverse(f.L, f.p).diagonal()
+        beta_new = mackay_beta(self.n, float(np.sum(gamma)), self.rss, prior, self.beta_max)
+        step = np.log(beta_new) - np.log(self.beta)
+        if step == 0.0:
+            return 0.0
+        log_beta0 = np.log(self.beta)
+        for _ in range(40):
+            beta = float(np.exp(log_beta0 + step))
+            trial = self.factorise(beta=beta)  # the evidence alone; S, Q for the accepted step
+            if trial is not None and objective(trial.lml, beta) >= old_obj - f.rounding:
+                self.commit(beta=beta, fresh=trial)
+                return abs(step)
+            step *= 0.5
+        return np.inf  # no acceptable step: never read as 'beta has settled'
 
     # -- full solve ---------------------------------------------------------
     def resolve(self, confirm: bool = False) -> None:
@@ -374,3 +502,124 @@ class SequentialState:
             d_act[0] = -np.inf
         delta[idx] = d_act
         return delta, new_alpha, in_model, relevant
+
+
+_LOG_ALPHA_CAP = np.log(1e12)  # on unit-norm columns; the basis is then all but pruned
+
+
+def linearised_evidence(H_lik, b, u, c):
+    """Alpha-dependent part of the linearised log evidence, with Sigma and mu.
+
+    ``L(u) = 1/2 [c sum(u) - log|H_lik + A| + b^T (H_lik + A)^-1 b]``, ``A = diag(exp(u))``.
+    """
+    H = H_lik.copy()
+    if c == 1:
+        H.flat[:: H.shape[0] + 1] += np.exp(u)
+    else:
+        diagonal_view(H).reshape(c, -1)[...] += np.exp(u)
+    Sigma, logdet = spd_inverse(H, "linearised posterior precision")
+    mu = Sigma @ b
+    return 0.5 * (c * float(u.sum()) - logdet + float(b @ mu)), Sigma, mu
+
+
+def linearised_gradient_hessian(Sigma, mu, u, c):
+    """Gradient and Hessian of :func:`linearised_evidence` in ``u = log alpha``.
+
+    With ``t_m = tr(Sigma_mm)``, ``r_m = ||mu_m||^2`` (the ``c`` weights of basis ``m``):
+
+    .. math::
+
+        g_m = \\tfrac12 [c - \\alpha_m (t_m + r_m)], \\qquad
+        H_{mn} = -\\tfrac12 \\delta_{mn} \\alpha_m (t_m + r_m)
+            + \\tfrac12 \\alpha_m \\alpha_n \\big(\\|\\Sigma_{mn}\\|_F^2
+            + 2 \\mu_m^\\top \\Sigma_{mn} \\mu_n\\big).
+    """
+    ma = u.size
+    alpha = np.exp(u)
+    if c == 1:  # the same sums with one class, without the 4-index einsums
+        d = alpha * (Sigma.diagonal() + mu * mu)
+        H = Sigma * (Sigma + 2.0 * (mu[:, None] * mu))
+        H *= 0.5 * alpha[:, None] * alpha
+        H.flat[:: ma + 1] -= 0.5 * d
+        return 0.5 * (c - d), H
+    S4 = Sigma.reshape(c, ma, c, ma)
+    M = mu.reshape(c, ma)
+    tr = np.einsum("kmkm->m", S4)
+    r = np.sum(M**2, axis=0)
+    F = np.einsum("kmln,kmln->mn", S4, S4) + 2.0 * np.einsum("km,kmln,ln->mn", M, S4, M)
+    g = 0.5 * (c - alpha * (tr + r))
+    H = 0.5 * alpha[:, None] * alpha[None, :] * F
+    diagonal_view(H)[...] -= 0.5 * alpha * (tr + r)
+    return g, H
+
+
+def _cap_leaving(H_lik, b, u, c, out, L, Sigma, mu):
+    """Move the ``out`` bases to ``_LOG_ALPHA_CAP`` together, else the largest alone, unless
+    that lowers the objective.
+    """
+    floor = L - 1e-12 * (1.0 + abs(L))
+    trials = [out]
+    if np.count_nonzero(out) > 1:
+        trials.append(np.arange(u.size) == np.argmax(np.where(out, u, -np.inf)))
+    for trial in trials:
+        u_try = np.where(trial, _LOG_ALPHA_CAP, u)
+        L_try, Sigma_try, mu_try = linearised_evidence(H_lik, b, u_try, c)
+        if L_try >= floor:
+            return trial, u_try, L_try, Sigma_try, mu_try
+    return np.zeros_like(out), u, L, Sigma, mu
+
+
+def maximise_linearised(H_lik, b, alpha, c, tol, max_iter=50):
+    """Maximise :func:`linearised_evidence` over all active ``log alpha`` by Newton's method.
+
+    Leaving bases go to ``_LOG_ALPHA_CAP`` (:func:`_cap_leaving`); the Hessian is
+    made negative definite, steps are limited to 2 and halved until the objective
+    does not decrease; stops when every step is below ``tol``.
+    """
+    u0 = u = np.log(alpha)
+    ma = u.size
+    L, Sigma, mu = linearised_evidence(H_lik, b, u, c)
+    rising = np.ones(ma, dtype=bool)
+    for _ in range(max_iter):
+        free = u < _LOG_ALPHA_CAP
+        if (free & rising).any():  # only a basis whose alpha grows can be on its way out
+            out = free & leaving_active(np.exp(u), mu.reshape(c, ma).T, Sigma)
+            if out.any() and np.count_nonzero(free & ~out) >= 1:
+                out, u, L, Sigma, mu = _cap_leaving(H_lik, b, u, c, out, L, Sigma, mu)
+                free &= ~out
+        g, H = linearised_gradient_hessian(Sigma, mu, u, c)
+        f = slice(None) if free.all() else np.flatnonzero(free)
+        neg_H = -H if isinstance(f, slice) else -H[np.ix_(f, f)]
+        step = np.zeros(ma)
+        try:  # -H is positive definite near a maximum
+            step[f] = spd_solve(neg_H, g[f])
+        except np.linalg.LinAlgError:
+            # -H is indefinite away from the maximum (the objective is not concave
+            # there): modified Newton (Nocedal & Wright 3.4), |eigenvalues| bounded
+            # away from zero, gives an ascent direction for the line search below.
+            lam, V = np.linalg.eigh(neg_H)
+            lam = np.maximum(np.abs(lam), 1e-8 * max(1.0, float(np.max(np.abs(lam)))))
+            step[f] = V @ ((V.T @ g[f]) / lam)
+        big = np.abs(step).max(initial=0.0)
+        if big > 2.0:
+            step *= 2.0 / big
+        eta = 1.0
+        while True:
+            u_new = np.minimum(u + eta * step, _LOG_ALPHA_CAP)
+            try:
+                L_new, Sigma_new, mu_new = linearised_evidence(H_lik, b, u_new, c)
+            except np.linalg.LinAlgError:
+                L_new = -np.inf
+            if L_new >= L - 1e-12 * (1.0 + abs(L)) or eta < 1e-6:
+                break
+            eta *= 0.5
+        if L_new < L - 1e-12 * (1.0 + abs(L)):
+            break
+        # inexact: the linearisation itself is only accurate to about the size of the move
+        moved = np.abs(u_new - u0).max(initial=0.0)
+        done = np.abs(u_new - u).max(initial=0.0) < max(tol, 1e-3 * moved)
+        rising = u_new - u > 0.5
+        u, L, Sigma, mu = u_new, L_new, Sigma_new, mu_new
+        if done:
+            break
+    return np.exp(u)

@@ -2,29 +2,50 @@
 
 Bernoulli-logit for two classes, softmax for K > 2 with one precision per
 basis shared by its K weights (a basis is relevant for all classes or none).
-The fit is :mod:`rvm_pymc.reference._laplace_fit`'s.
+The Laplace-evidence fit (:func:`laplace_fit`: fast, MacKay, EM) is shared with
+``counts``.
 """
 
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
+from rvm_pymc._core.ard import slab_precision
+from rvm_pymc._core.evidence import log_alpha_prior
 from rvm_pymc._core.laplace import LaplacePosterior
+from rvm_pymc._core.threads import single_blas_thread, worker_threads
 from rvm_pymc._core.validation import (
     as_2d_float,
     check_consistent_length,
+    check_int,
     check_memory,
+    check_positive,
     plain_value,
 )
 from rvm_pymc.exceptions import ConvergenceWarning
-from rvm_pymc.reference._classification_result import ClassificationResult
+from rvm_pymc.priors import HyperPrior, resolve_prior
 from rvm_pymc.reference._laplace import find_mode
-from rvm_pymc.reference._laplace_fit import laplace_fit
-from rvm_pymc.reference._options import check_fixed_alpha
+from rvm_pymc.reference._options import (
+    check_alpha_init,
+    check_fixed_alpha,
+    check_method_and_prior,
+    check_representable,
+    normalise_columns,
+)
+from rvm_pymc.reference._result import ClassificationResult
+from rvm_pymc.reference.fast import fast_classification
+from rvm_pymc.reference.regression import full_reestimation as laplace_reestimation
 
-__all__ = ["ClassificationResult", "fit_classification", "laplace_posterior"]
+__all__ = [
+    "ClassificationResult",
+    "LaplaceFit",
+    "fit_classification",
+    "laplace_fit",
+    "laplace_posterior",
+]
 
 
 def encode_labels(y) -> tuple[np.ndarray, np.ndarray]:
@@ -276,3 +297,117 @@ def fit_classification(
             stacklevel=2,
         )
     return result
+
+
+class LaplaceFit(NamedTuple):
+    """Outcome of :func:`laplace_fit` on the columns of ``Phi`` as given."""
+
+    prior: HyperPrior
+    active: np.ndarray
+    alpha: np.ndarray
+    post: LaplacePosterior
+    log_evidence: float  # Laplace evidence plus the hyperprior terms
+    trace: dict
+    n_iter: int
+    converged: bool
+
+
+def laplace_fit(
+    Phi: np.ndarray,
+    T: np.ndarray,
+    *,
+    method: str,
+    prior,
+    alpha_init,
+    max_iter,
+    tol,
+    prune_threshold,
+    align_tol,
+    deletion_tries,
+    likelihood: str,
+    task: str,
+    what: str,
+    dispersion: float | None = None,
+    warn: bool = True,
+) -> LaplaceFit:
+    """Check the common arguments, fit, and find the final mode (see ``fit_classification``).
+
+    ``dispersion``: the fixed ``r`` of a negative binomial likelihood; ``warn``: a
+    ConvergenceWarning when the precisions do not converge (a caller that iterates
+    warns itself).
+    """
+    prior = resolve_prior(prior)
+    check_method_and_prior(method, prior)
+    m = Phi.shape[1]
+    tol = check_positive(tol, "tol")
+    prune_threshold = check_positive(prune_threshold, "prune_threshold")
+    align_tol = check_positive(align_tol, "align_tol", allow_zero=True)
+    alpha_init = check_alpha_init(alpha_init, m, zero_ok=prior.slab is not None)
+    if max_iter is None:
+        max_iter = 10 * m + 100 if method == "fast" else 5000
+    max_iter = check_int(max_iter, "max_iter", 1)
+    deletion_tries = check_int(deletion_tries, "deletion_tries", 0)
+    if deletion_tries and method != "fast":
+        raise ValueError(f"deletion_tries is used by method='fast' only; got method={method!r}")
+
+    Phin, scale, usable = normalise_columns(Phi.copy(), task)
+
+    # loops of small products: one BLAS thread (see _threads); the large products on
+    # worker threads kept for the fit (_laplace.transposed_products)
+    with single_blas_thread(), worker_threads():
+        if method == "fast":
+            start = None if alpha_init is None else alpha_init / scale**2
+            out = fast_classification(
+                Phin,
+                T,
+                usable,
+                max_iter,
+                tol,
+                align_tol,
+                deletion_tries,
+                start,
+                likelihood,
+                dispersion,
+            )
+        else:
+            out = laplace_reestimation(
+                Phin, T, usable, scale, None, prior, True, max_iter, tol, prune_threshold,
+                method, alpha_init, None, likelihood, dispersion,
+            )  # fmt: skip
+    active, alpha_n, W_n, trace, n_iter, converged = out
+    if not converged and warn:
+        warnings.warn(
+            f"{what} (method={method!r}) did not converge in {max_iter} "
+            "iterations; increase max_iter or loosen tol",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    s = scale[active]
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
+        alpha, W0 = alpha_n * s**2, W_n / s[:, None]
+    check_representable(alpha, alpha_n, W0, s)
+    order = np.argsort(active)
+    active = np.asarray(active)[order]
+    alpha = np.asarray(alpha, dtype=float)[order]
+    # the weights' prior precision: alpha, plus 1/s^2 with a slab (columns as given)
+    prec = alpha + slab_precision(prior, np.ones(active.size))
+    post = find_mode(
+        Phi[:, active], T, prec, W0[order], likelihood=likelihood, dispersion=dispersion
+    )
+    if not post.converged:
+        warnings.warn(
+            "Newton's method did not reach the posterior mode of the final model; "
+            "the Laplace approximation may be inaccurate",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return LaplaceFit(
+        prior=prior,
+        active=active,
+        alpha=alpha,
+        post=post,
+        log_evidence=post.log_evidence + log_alpha_prior(alpha, prior),
+        trace={k: np.asarray(v) for k, v in trace.items()},
+        n_iter=n_iter,
+        converged=converged,
+    )

@@ -2,7 +2,7 @@ r"""Closed-form RVM for counts: Poisson or negative binomial likelihood with the
 Laplace evidence.
 
 ``t ~ Poisson(exp(Phi w))``: the fit of the classifier
-(:mod:`rvm_pymc.reference._laplace_fit`) with ``B = diag(lambda)``, as in
+(:func:`~rvm_pymc.reference.classification.laplace_fit`) with ``B = diag(lambda)``, as in
 SparseBayes (Tipping & Faul 2003).
 
 ``t ~ NB2(exp(Phi w), r)`` (variance ``mu + mu^2 / r``): the same fit at a fixed
@@ -33,13 +33,13 @@ from rvm_pymc._core.counts import (
     mixture_quantiles,
 )
 from rvm_pymc._core.laplace import LaplacePosterior
-from rvm_pymc._core.validation import as_2d_float, check_consistent_length
+from rvm_pymc._core.validation import as_2d_float, check_consistent_length, check_positive
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.priors import HyperPrior
 from rvm_pymc.reference._laplace import COUNT_LIKELIHOODS, find_mode
-from rvm_pymc.reference._laplace_fit import LaplaceFit, laplace_fit
-from rvm_pymc.reference._options import check_fixed_alpha, check_float
+from rvm_pymc.reference._options import check_fixed_alpha
 from rvm_pymc.reference._result import SparseFitMixin
+from rvm_pymc.reference.classification import LaplaceFit, laplace_fit
 
 __all__ = [
     "DISPERSION_BOUNDS",
@@ -175,7 +175,7 @@ def negative_binomial_laplace_posterior(Phi, y, alpha, dispersion) -> LaplacePos
     y = check_counts(y)
     check_consistent_length(Phi=Phi, y=y)
     alpha = check_fixed_alpha(alpha, Phi.shape[1])
-    r = check_float(dispersion, "dispersion")
+    r = check_positive(dispersion, "dispersion")
     return find_mode(Phi, y[:, None], alpha, likelihood="negative_binomial", dispersion=r)
 
 
@@ -243,7 +243,7 @@ def fit_counts(
     if likelihood not in COUNT_LIKELIHOODS:
         raise ValueError(f"likelihood must be one of {COUNT_LIKELIHOODS}; got {likelihood!r}")
     if dispersion_init is not None:
-        dispersion_init = check_float(dispersion_init, "dispersion_init")
+        dispersion_init = check_positive(dispersion_init, "dispersion_init")
     options = dict(
         method=method,
         prior=prior,

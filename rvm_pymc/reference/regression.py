@@ -1,6 +1,7 @@
-"""Closed-form RVM regression: the entry point, and the result on the columns as given.
+"""Closed-form RVM regression: the entry point, full re-estimation (MacKay, EM;
+:mod:`rvm_pymc._core.ard`), and the result on the columns as given.
 
-The fits: ``_full_regression`` (MacKay, EM) and ``fast`` (Tipping & Faul 2003).
+The fast fit is :mod:`~rvm_pymc.reference.fast`'s (Tipping & Faul 2003).
 """
 
 from __future__ import annotations
@@ -9,10 +10,17 @@ import warnings
 
 import numpy as np
 
-from rvm_pymc._core.ard import slab_precision
-from rvm_pymc._core.evidence import log_hyperprior, log_marginal_likelihood
+from rvm_pymc._core.ard import (
+    em_beta,
+    mackay_beta,
+    merge_parallel,
+    reestimate_alpha,
+    slab_precision,
+)
+from rvm_pymc._core.evidence import log_alpha_prior, log_hyperprior, log_marginal_likelihood
 from rvm_pymc._core.gaussian import regression_posterior
 from rvm_pymc._core.rowqr import RowQR
+from rvm_pymc._core.sparsity import LEAVING_SETTLED, active_sq, leaving_active
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc._core.validation import (
     as_2d_float,
@@ -20,14 +28,14 @@ from rvm_pymc._core.validation import (
     check_consistent_length,
     check_finite,
     check_int,
+    check_positive,
 )
 from rvm_pymc.exceptions import ConvergenceWarning
-from rvm_pymc.priors import resolve_prior
-from rvm_pymc.reference._full_regression import full_reestimation
+from rvm_pymc.priors import HyperPrior, resolve_prior
+from rvm_pymc.reference._laplace import find_mode
 from rvm_pymc.reference._options import (
     BETA_MAX_FACTOR,
     check_alpha_init,
-    check_float,
     check_method_and_prior,
     check_representable,
     normalise_columns,
@@ -35,7 +43,7 @@ from rvm_pymc.reference._options import (
 from rvm_pymc.reference._result import RegressionResult
 from rvm_pymc.reference.fast import FastOptions, fast_sequential
 
-__all__ = ["fit_regression"]
+__all__ = ["PRUNE_DATA_RATIO", "fit_regression", "full_reestimation"]
 
 
 def fit_regression(
@@ -201,16 +209,16 @@ def fit_regression(
         raise ValueError(
             f"t spans {np.ptp(t):.3g}, a scale whose square over- or underflows; rescale t"
         )
-    tol = check_float(tol, "tol")
-    prune_threshold = check_float(prune_threshold, "prune_threshold")
+    tol = check_positive(tol, "tol")
+    prune_threshold = check_positive(prune_threshold, "prune_threshold")
     noise_update_every = check_int(noise_update_every, "noise_update_every", 1)
     noise_update_start = check_int(noise_update_start, "noise_update_start", 0)
-    align_tol = check_float(align_tol, "align_tol", strict=False)
+    align_tol = check_positive(align_tol, "align_tol", allow_zero=True)
     if align_tol >= 1:
         raise ValueError(f"align_tol must be in [0, 1); got {align_tol!r}")
     if fixed_noise and beta_init is None:
         raise ValueError("fixed_noise=True requires beta_init (the fixed noise precision)")
-    beta0 = 100.0 / var_t if beta_init is None else check_float(beta_init, "beta_init")
+    beta0 = 100.0 / var_t if beta_init is None else check_positive(beta_init, "beta_init")
     alpha_init = check_alpha_init(alpha_init, m, zero_ok=prior.slab is not None)
     if max_iter is None:
         max_iter = 20 * m + 1000 if method == "fast" else 5000
@@ -339,3 +347,148 @@ def _compressed_targets(rows: RowQR, t) -> np.ndarray:
             f"squared norm {held:.6g}): compress the design with these targets"
         )
     return t
+
+
+#: Full re-estimation prunes a basis whose precision and optimal precision both
+#: exceed this multiple of the noise precision (on unit-norm columns); see _negligible.
+PRUNE_DATA_RATIO = 1e3
+
+
+def full_reestimation(
+    Phin,
+    t,
+    usable,
+    scale,
+    beta,
+    prior: HyperPrior,
+    fixed_noise,
+    max_iter,
+    tol,
+    prune_level,
+    method,
+    alpha_init,
+    beta_max,
+    likelihood=None,
+    dispersion=None,
+):
+    """MacKay or EM re-estimation of all precisions (and the noise), on normalised columns.
+
+    Regression (``likelihood`` None): the Gaussian posterior, and ``beta`` unless
+    ``fixed_noise``.  Else the Laplace posterior (:func:`find_mode` of ``likelihood``,
+    ``t`` its targets ``T``), ``beta`` unused, and the third value returned the mode ``W``.
+    On normalised columns the rate ``b`` becomes ``b ||phi_m||^2`` and a slab's precision
+    ``1 / (s^2 ||phi_m||^2)``.
+    """
+    gaussian = likelihood is None
+    n = Phin.shape[0]
+    b_n = prior.b * scale**2
+    c_n = slab_precision(prior, scale)
+    flat = prior.a == 0 and prior.b == 0
+    if alpha_init is None:
+        active = np.flatnonzero(usable)
+        # Regression: every weight with prior variance ||t||^2 / M on the normalised scale
+        # (floored relative to the noise precision so that A + beta Phi^T Phi stays well
+        # conditioned when t has a large mean); else an average prior variance of one for
+        # the latent function.
+        start = max(active.size / float(t @ t), 1e-8 * beta) if gaussian else active.size / n
+        alpha = np.full(active.size, start)
+    else:
+        active = np.flatnonzero(np.isfinite(alpha_init) & usable)
+        if active.size == 0 and not gaussian:
+            raise ValueError("alpha_init is finite only on all-zero columns of Phi")
+        alpha = alpha_init[active] / scale[active] ** 2
+    if gaussian:
+        gram, PhiT_t = Phin.T @ Phin, Phin.T @ t
+    if flat and prior.slab is None:  # the evidence is flat along parallel columns
+        Pa = Phin[:, active]
+        keep, alpha = merge_parallel(
+            gram[np.ix_(active, active)] if gaussian else Pa.T @ Pa, alpha
+        )
+        active = active[keep]
+    W = None if gaussian else np.zeros((active.size, t.shape[1]))
+    trace = {"log_evidence": [], "n_active": [], **({"beta": []} if gaussian else {})}
+    converged = False
+    it = 0
+    for it in range(1, max_iter + 1):  # noqa: B007
+        c = c_n[active]
+        prec = alpha + c  # the weights' prior precision (alpha without a slab)
+        Pa = Phin[:, active]
+        if gaussian:
+            G = gram[np.ix_(active, active)]
+            post = regression_posterior(Pa, t, prec, beta, gram=G, PhiT_t=PhiT_t[active])
+            lml = log_marginal_likelihood(Pa, t, prec, beta, post)
+            trace["log_evidence"].append(
+                lml + log_hyperprior(alpha * scale[active] ** 2, beta, prior)
+            )
+            trace["beta"].append(beta)
+            k, sdiag, w2 = 1, np.diag(post.cov), post.mean**2
+        else:
+            post = find_mode(Pa, t, prec, W, likelihood=likelihood, dispersion=dispersion)
+            W = post.mean
+            trace["log_evidence"].append(
+                post.log_evidence + log_alpha_prior(alpha * scale[active] ** 2, prior)
+            )
+            k, w2 = t.shape[1], np.sum(W**2, axis=1)
+            sdiag = np.diag(post.cov).reshape(k, active.size).sum(axis=0)
+        trace["n_active"].append(active.size)
+        new_alpha = reestimate_alpha(method, alpha, c, sdiag, w2, k, prior.a, b_n[active])
+        new_beta = beta
+        if gaussian and not fixed_noise:
+            resid = t - Pa @ post.mean
+            rss, sum_gamma = float(resid @ resid), float(np.sum(1.0 - prec * sdiag))
+            if method == "mackay":
+                new_beta = mackay_beta(n, sum_gamma, rss, prior, beta_max)
+            else:
+                new_beta = em_beta(n, sum_gamma, rss, beta, prior, beta_max)
+        keep = new_alpha < prune_level
+        if gaussian and flat:
+            keep &= ~_negligible(gram, PhiT_t, active, prec, beta, post, tol)
+        if not np.any(keep):  # never prune the last basis
+            keep[np.argmin(new_alpha)] = True
+            new_alpha = np.minimum(new_alpha, prune_level)
+        pruned = not np.all(keep)
+        # Laplace, under the flat prior: a basis whose linearised optimum is alpha = inf
+        # (q^2 <= s) is on its way out: its alpha may grow by a constant factor per
+        # iteration for a long time, and the others keep moving (slightly) while it
+        # does; it is dropped once the rest has settled to LEAVING_SETTLED, and the
+        # iteration goes on to tol.  With b > 0 the hyperprior term -b alpha gives
+        # every basis a finite optimum: no basis is leaving, none is dropped (except
+        # by prune_level), and the iteration runs to the fixed point of all of them.
+        leaving = np.zeros(active.size, dtype=bool)
+        if flat and not gaussian:
+            leaving = leaving_active(prec, W, post.cov)
+            if np.all(leaving):
+                leaving[:] = False
+        # in the log of the prior precision (log alpha without a slab; alpha may reach 0)
+        dlog = np.abs(np.log(new_alpha + c) - np.log(prec))[~leaving]
+        settled = not gaussian or abs(np.log(new_beta) - np.log(beta)) < tol
+        if not pruned and np.any(leaving) and np.all(dlog < max(tol, LEAVING_SETTLED)):
+            keep = keep & ~leaving
+        elif not pruned and np.all(dlog < tol) and settled:
+            converged = True
+            keep = keep & ~leaving
+        active, alpha, beta = active[keep], new_alpha[keep], new_beta
+        W = None if gaussian else W[keep]
+        if converged:
+            break
+    return active, alpha, beta if gaussian else W, trace, it, converged
+
+
+def _negligible(gram, PhiT_t, active, alpha, beta, post, tol):
+    """Bases to prune under ``a = b = 0``: negligible now and at their own optimum.
+
+    Either ``q^2 <= s`` with a contribution ``|l_m(alpha_m)|`` below ``tol``, or
+    ``alpha_m`` and its optimum both above ``PRUNE_DATA_RATIO * s`` (at most
+    ~5e-7 nats of evidence): EM creeps to ``alpha = inf`` only linearly.
+    """
+    G = gram[np.ix_(active, active)]
+    S = beta * np.diag(G) - beta**2 * np.sum((G @ post.cov) * G, axis=1)
+    Q = beta * (PhiT_t[active] - G @ post.mean)
+    s, q = active_sq(alpha, S, Q, np.diag(post.cov), post.mean)
+    q2 = q**2
+    contribution = 0.5 * (-np.log1p(s / alpha) + q2 / (alpha + s))
+    leaving = q2 <= s
+    with np.errstate(divide="ignore", over="ignore"):
+        alpha_opt = np.where(leaving, np.inf, s**2 / np.where(leaving, 1.0, q2 - s))
+    level = PRUNE_DATA_RATIO * s
+    return (leaving & (np.abs(contribution) < tol)) | ((alpha > level) & (alpha_opt > level))
