@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import inspect
 import numbers
 import warnings
 from typing import Any
@@ -50,7 +51,7 @@ from rvm_pymc.kernels import Kernel, make_kernel
 from rvm_pymc.models.spec import DISPERSION_SCALE_DATA, data_unit_constants
 from rvm_pymc.priors import resolve_prior
 
-__all__ = ["INITS", "METHODS", "SOLVERS"]
+__all__ = ["INITS", "METHODS", "SOLVERS", "init_with"]
 
 
 class _BaseRVM(ResultViews, BaseEstimator):
@@ -529,6 +530,23 @@ class _BaseRVM(ResultViews, BaseEstimator):
         from rvm_pymc.estimators._io import load_estimator
 
         return load_estimator(path, {cls.__name__: cls}, expected=cls)
+
+
+def init_with(name: str, default: str, first: bool = False):
+    """The ``__init__`` of an estimator that takes one keyword more than :class:`_BaseRVM`
+    (``first``: listed first); its signature is what scikit-learn reads the parameters from."""
+    base = list(inspect.signature(_BaseRVM.__init__).parameters.values())
+    kind = inspect.Parameter.KEYWORD_ONLY
+    extra = inspect.Parameter(name, kind, default=default, annotation="str")
+    params = [base[0], extra, *base[1:]] if first else [*base, extra]
+
+    def __init__(self, **params: Any) -> None:
+        value = params.pop(name, default)
+        _BaseRVM.__init__(self, **params)
+        setattr(self, name, value)
+
+    __init__.__signature__ = inspect.Signature(params, return_annotation="None")
+    return __init__
 
 
 def _refit(spec: _BaseRVM, gamma: float, X: np.ndarray, y: np.ndarray) -> _BaseRVM:

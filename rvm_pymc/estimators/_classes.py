@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from scipy.special import expit, softmax
 from sklearn.base import ClassifierMixin, RegressorMixin
 
-from rvm_pymc.basis import Basis
-from rvm_pymc.estimators._base import METHODS, SOLVERS, _BaseRVM
+from rvm_pymc.estimators._base import METHODS, SOLVERS, _BaseRVM, init_with
 from rvm_pymc.estimators._params import (
     REGRESSOR_CONSTRAINTS,
     classification_data,
@@ -17,7 +14,6 @@ from rvm_pymc.estimators._params import (
 )
 from rvm_pymc.estimators._rvm_star import keep_training_data, rvm_star_predict
 from rvm_pymc.estimators._width_integration import integrates_width, latent_at
-from rvm_pymc.kernels import Kernel
 
 __all__ = ["METHODS", "RVC", "RVR", "SOLVERS"]
 
@@ -301,50 +297,7 @@ class RVR(RegressorMixin, _BaseRVM):
     _kind = "regression"
     _parameter_constraints: dict = REGRESSOR_CONSTRAINTS
 
-    def __init__(
-        self,
-        *,
-        kernel: str | Kernel | Basis = "rbf",
-        gamma: float | str = "auto",
-        gamma_grid: Any = None,
-        degree: int = 3,
-        coef0: float = 1.0,
-        bias: bool = True,
-        method: str = "reference",
-        solver: str = "fast",
-        prior: Any = None,
-        max_iter: int | None = None,
-        tol: float = 1e-6,
-        draws: int | None = None,
-        tune: int | None = None,
-        chains: int | None = None,
-        sampler_kwargs: dict | None = None,
-        init: str = "auto",
-        n_jobs: int | None = None,
-        random_state: Any = None,
-        predictive: str = "rvm",
-    ) -> None:
-        super().__init__(
-            kernel=kernel,
-            gamma=gamma,
-            gamma_grid=gamma_grid,
-            degree=degree,
-            coef0=coef0,
-            bias=bias,
-            method=method,
-            solver=solver,
-            prior=prior,
-            max_iter=max_iter,
-            tol=tol,
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            sampler_kwargs=sampler_kwargs,
-            init=init,
-            n_jobs=n_jobs,
-            random_state=random_state,
-        )
-        self.predictive = predictive
+    __init__ = init_with("predictive", "rvm")
 
     def fit(self, X, y):
         """Fit the model.

@@ -17,10 +17,8 @@ from rvm_pymc._core.counts import (
     mixture_quantiles,
 )
 from rvm_pymc._core.validation import check_numeric
-from rvm_pymc.basis import Basis
-from rvm_pymc.estimators._base import _BaseRVM
+from rvm_pymc.estimators._base import _BaseRVM, init_with
 from rvm_pymc.estimators._params import COUNTS_CONSTRAINTS
-from rvm_pymc.kernels import Kernel
 
 __all__ = ["RVP"]
 
@@ -103,50 +101,7 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
     _kind = "counts"
     _parameter_constraints: dict = COUNTS_CONSTRAINTS
 
-    def __init__(
-        self,
-        *,
-        likelihood: str = "poisson",
-        kernel: str | Kernel | Basis = "rbf",
-        gamma: float | str = "auto",
-        gamma_grid: Any = None,
-        degree: int = 3,
-        coef0: float = 1.0,
-        bias: bool = True,
-        method: str = "reference",
-        solver: str = "fast",
-        prior: Any = None,
-        max_iter: int | None = None,
-        tol: float = 1e-6,
-        draws: int | None = None,
-        tune: int | None = None,
-        chains: int | None = None,
-        sampler_kwargs: dict | None = None,
-        init: str = "auto",
-        n_jobs: int | None = None,
-        random_state: Any = None,
-    ) -> None:
-        super().__init__(
-            kernel=kernel,
-            gamma=gamma,
-            gamma_grid=gamma_grid,
-            degree=degree,
-            coef0=coef0,
-            bias=bias,
-            method=method,
-            solver=solver,
-            prior=prior,
-            max_iter=max_iter,
-            tol=tol,
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            sampler_kwargs=sampler_kwargs,
-            init=init,
-            n_jobs=n_jobs,
-            random_state=random_state,
-        )
-        self.likelihood = likelihood
+    __init__ = init_with("likelihood", "poisson", first=True)
 
     def _kind_of_fit(self) -> str:
         return self.likelihood
