@@ -47,8 +47,7 @@ from rvm_pymc._core.files import (
 )
 from rvm_pymc._core.version import VERSION
 from rvm_pymc.basis import Basis, PrecomputedBasis
-from rvm_pymc.estimators._classes import RVC, RVR
-from rvm_pymc.estimators._counts import RVP
+from rvm_pymc.estimators._classes import RVC, RVP, RVR
 from rvm_pymc.priors import HyperPrior
 from rvm_pymc.results import WeightPosterior, to_datatree
 
