@@ -11,7 +11,6 @@ See :mod:`rvm_pymc.estimators` for the public classes.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
 import inspect
@@ -113,17 +112,6 @@ class _BaseRVM(BaseEstimator):
         self.init = init
         self.n_jobs = n_jobs
         self.random_state = random_state
-
-    @contextlib.contextmanager
-    def _unchanged_on_failure(self):
-        """Restore every attribute if the block fails (also on KeyboardInterrupt)."""
-        saved = dict(self.__dict__)
-        try:
-            yield
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(saved)
-            raise
 
     def __getstate__(self):
         # a PyMC model does not pickle (its distributions are classes made at run time)
@@ -343,10 +331,45 @@ class _BaseRVM(BaseEstimator):
 
     # --------------------------------------------------------------------- fitting
 
-    def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
-        """:meth:`_fit_at_widths` on one BLAS thread (every method; ``_core.threads``)."""
-        with single_blas_thread():
-            self._fit_at_widths(X, target)
+    def fit(self, X, y):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+            Training inputs (the kernel matrix for ``kernel="precomputed"``).
+        y : array_like of shape (n_samples,)
+            :class:`RVR`: targets (not constant); :class:`RVC`: class labels, two or more
+            distinct values of any sortable type; :class:`RVP`: counts, finite, >= 0, not
+            all zero.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            For invalid data (RVP's names ``y`` for negative, missing or all-zero counts)
+            or parameters; a fit that fails (or is interrupted) leaves the estimator as it
+            was before.
+        """
+        self._fit(X, y)
+        return self
+
+    def _fit(self, X, y) -> None:
+        """Check the data (``_fit_data``), then :meth:`_fit_at_widths` on one BLAS thread
+        (every method; ``_core.threads``); on failure (KeyboardInterrupt too) every
+        attribute is restored."""
+        saved = dict(self.__dict__)
+        try:
+            X, target = self._fit_data(X, y)
+            with single_blas_thread():
+                self._fit_at_widths(X, target)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
 
     def _fit_at_widths(self, X: np.ndarray, target: np.ndarray) -> None:
         """Scale, choose the width, fit by one backend, then :meth:`_set_fit`."""

@@ -329,31 +329,10 @@ class RVR(RegressorMixin, _BaseRVM):
 
     __init__ = init_with("predictive", "rvm")
 
-    def fit(self, X, y):
-        """Fit the model.
-
-        Parameters
-        ----------
-        X : array_like of shape (n_samples, n_features)
-            Training inputs (the kernel matrix for ``kernel="precomputed"``).
-        y : array_like of shape (n_samples,)
-            Targets (not constant).
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        ValueError
-            For invalid data or parameters; a fit that fails (or is
-            interrupted) leaves the estimator as it was before.
-        """
-        with self._unchanged_on_failure():
-            X, y = regression_data(self, X, y)
-            self._fit(X, y)
-            keep_training_data(self, X, y)
-        return self
+    def _fit_data(self, X, y) -> tuple[np.ndarray, np.ndarray]:
+        X, y = regression_data(self, X, y)
+        keep_training_data(self, X, y)
+        return X, y
 
     def predict(self, X, return_std: bool = False):
         """Predictive mean (and standard deviation) at ``X``.
@@ -449,29 +428,9 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
 
     _kind = "classification"
 
-    def fit(self, X, y):
-        """Fit the model.
-
-        Parameters
-        ----------
-        X : array_like of shape (n_samples, n_features)
-        y : array_like of shape (n_samples,)
-            Class labels: two or more distinct values of any sortable type.
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        ValueError
-            For invalid data or parameters; a fit that fails (or is
-            interrupted) leaves the estimator as it was before.
-        """
-        with self._unchanged_on_failure():
-            X, self.classes_, codes = classification_data(self, X, y)
-            self._fit(X, codes)
-        return self
+    def _fit_data(self, X, y) -> tuple[np.ndarray, np.ndarray]:
+        X, self.classes_, codes = classification_data(self, X, y)
+        return X, codes
 
     def _laplace(self):
         """The fitted Gaussian posterior as a ClassificationResult over the active bases."""
@@ -647,34 +606,11 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
         tags.target_tags.positive_only = True
         return tags
 
-    def fit(self, X, y):
-        """Fit the model.
-
-        Parameters
-        ----------
-        X : array_like of shape (n_samples, n_features)
-        y : array_like of shape (n_samples,)
-            Counts: finite, >= 0, not all zero.
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        ValueError
-            For invalid data (naming ``y`` for negative, missing or all-zero
-            counts) or parameters; a fit that fails leaves the estimator as
-            it was before.
-        """
-        with self._unchanged_on_failure():
-            check_numeric(X, "X")
-            check_counts(y)  # before scikit-learn's checks: the message names y and counts
-            X, y = validate_data(
-                self, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=2
-            )
-            self._fit(X, check_counts(y))
-        return self
+    def _fit_data(self, X, y) -> tuple[np.ndarray, np.ndarray]:
+        check_numeric(X, "X")
+        check_counts(y)  # before scikit-learn's checks: the message names y and counts
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=2)
+        return X, check_counts(y)
 
     def _latent(self, X) -> tuple[np.ndarray, np.ndarray] | np.ndarray:
         """Mean and variance of the log rate (type-II), or its draws ``(n, S)`` (nuts)."""
