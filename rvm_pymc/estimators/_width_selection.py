@@ -324,21 +324,14 @@ def _cv_width(X, y, classifier, refit, grid, seed, run) -> dict[str, Any]:
             scored[g] = {"cv_lpd": mean, "cv_lpd_se": se, "rv": rv, "w": caught}
 
     widths = sorted(float(g) for g in grid if np.isfinite(g))
-    mid = len(widths) // 2
-    score([widths[mid]])
-    lo, hi = mid, mid
-    open_lo, open_hi = lo > 0, hi < len(widths) - 1
-    while open_lo or open_hi:
-        score(([widths[lo - 1]] if open_lo else []) + ([widths[hi + 1]] if open_hi else []))
-        best = max(s["cv_lpd"] for s in scored.values())
-        if open_lo:
-            lo -= 1
-            s, inner = scored[widths[lo]]["cv_lpd"], scored[widths[lo + 1]]["cv_lpd"]
-            open_lo = lo > 0 and not _falls(s, inner, best)
-        if open_hi:
-            hi += 1
-            s, inner = scored[widths[hi]]["cv_lpd"], scored[widths[hi - 1]]["cv_lpd"]
-            open_hi = hi < len(widths) - 1 and not _falls(s, inner, best)
+
+    def falls(i: int, step: int) -> bool:  # a side stops below its inner neighbour and the best
+        if i == len(widths) // 2:
+            return False
+        s, inner = scored[widths[i]]["cv_lpd"], scored[widths[i - step]]["cv_lpd"]
+        return not np.isfinite(s) or (s < inner and s < max(f["cv_lpd"] for f in scored.values()))
+
+    _middle_out(len(widths), lambda todo: score([widths[i] for i in todo]), falls)
     g_best = _best_cv(scored)
     if not np.isfinite(scored[g_best]["cv_lpd"]):
         raise ValueError(
@@ -360,11 +353,6 @@ def _cv_width(X, y, classifier, refit, grid, seed, run) -> dict[str, Any]:
     for key, src in zip(CV_PATH_KEYS[1:], ("cv_lpd", "cv_lpd_se", "rv"), strict=True):
         path[key] = np.array([scored[g][src] for g in order])
     return {"gamma": g_best, "path": path, "warnings": scored[g_best]["w"]}
-
-
-def _falls(score: float, inner: float, best: float) -> bool:
-    """A side stops at a width below its inner neighbour (and the best), or unscored."""
-    return not np.isfinite(score) or (score < inner and score < best)
 
 
 def _best_cv(scored: dict[float, dict[str, Any]]) -> float:
@@ -433,39 +421,43 @@ def _search_fit(design, fit, idx, gamma: float, start=None, cap=None) -> dict[st
 def _search_grid(design, fit, idx, grid, run) -> list[dict]:
     """The grid's fits from its middle width outward (each round's as joblib tasks)."""
     widths = sorted(grid)
-    mid = len(widths) // 2
     fits: list[dict] = []
     fitted: dict[int, dict] = {}
-    last = {-1: mid, +1: mid}
-    todo = [mid]
-    while todo:
+
+    def fit_round(todo: list[int]) -> None:
         tasks = [(design, fit, idx, widths[i]) for i in todo]
         for i, (f, _) in zip(todo, run(_search_fit, tasks), strict=True):
             fitted[i] = f
             fits.append(f)
-        best = max(choice_key(f) for f in fits)
-        todo = []
-        for step in (-1, +1):
-            i = last[step]
-            inner = fitted.get(i - step) if i is not None and i != mid else None
-            if i is None or _closes(fitted[i], inner, best, step):
-                last[step] = None
-            elif 0 <= i + step < len(widths):
-                todo.append(i + step)
-                last[step] = i + step
-            else:
-                last[step] = None
+
+    def closes(i: int, step: int) -> bool:  # past the noise's bound, or DROP below and falling
+        if step > 0 and fitted[i]["noise_at_bound"]:
+            return True
+        if i == len(widths) // 2:
+            return False
+        key, best = choice_key(fitted[i]), max(choice_key(f) for f in fits)
+        return key < choice_key(fitted[i - step]) and key < best - DROP
+
+    _middle_out(len(widths), fit_round, closes)
     return fits
 
 
-def _closes(fit: dict, inner: dict | None, best: float, step: int) -> bool:
-    """Whether the grid's side in direction ``step`` ends at ``fit``."""
-    if step > 0 and fit["noise_at_bound"]:
-        return True
-    if inner is None:
-        return False
-    key = choice_key(fit)
-    return key < choice_key(inner) and key < best - DROP
+def _middle_out(n: int, fit_round, closes) -> None:
+    """Fit the positions ``0..n-1`` of a sorted grid from its middle outward, a round
+    (``fit_round(positions)``: one batch of independent fits) at a time, each side one
+    step a round until ``closes(i, step)`` at its last position ``i``, or its end."""
+    last: dict[int, int | None] = {-1: n // 2, +1: n // 2}
+    todo = [n // 2]
+    while todo:
+        fit_round(todo)
+        todo = []
+        for step in (-1, +1):
+            i = last[step]
+            if i is None or closes(i, step) or not 0 <= i + step < n:
+                last[step] = None
+            else:
+                todo.append(i + step)
+                last[step] = i + step
 
 
 def _exact_fit(design, fit, gamma: float) -> dict[str, Any]:
