@@ -554,16 +554,12 @@ class _BaseRVM(BaseEstimator):
             max_iter=max_iter,
             tol=self.tol if tol is None else max(tol, self.tol),
             start=start if solver == "fast" else None,
-            **self._reference_options(),
+            likelihood=getattr(self, "likelihood", None),  # RVP's
         )
-
-    def _reference_options(self) -> dict[str, Any]:
-        """More keywords of ``reference.fit_posterior`` from an estimator's own parameters."""
-        return {}
 
     def _kind_of_fit(self) -> str:
         if self._kind in ("regression", "counts"):
-            return "regression" if self._kind == "regression" else "poisson"
+            return "regression" if self._kind == "regression" else self.likelihood
         return "binary" if self.classes_.size == 2 else "softmax"
 
     def _starts_from_reference(self) -> bool:
@@ -580,6 +576,9 @@ class _BaseRVM(BaseEstimator):
         if post.log_beta is not None:
             self.beta_, self.noise_var_ = est.beta, est.noise_var
             self.y_offset_ = float(post.y_offset)
+        if self._kind == "counts":  # the negative binomial's r (None for the Poisson)
+            ld = post.log_dispersion
+            self.dispersion_ = None if ld is None else float(np.exp(np.median(ld)))
         self._set_intercept()
 
     def _set_intercept(self) -> None:
@@ -673,7 +672,7 @@ class _BaseRVM(BaseEstimator):
         """
         from rvm_pymc.estimators._io import load_estimator
 
-        return load_estimator(path, {cls.__name__: cls}, expected=cls)
+        return load_estimator(path, expected=cls)
 
 
 def init_with(name: str, default: str, first: bool = False):

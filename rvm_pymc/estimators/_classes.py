@@ -11,8 +11,6 @@ test inputs so that memory stays ``O(n_test)`` (a block of ``B`` test inputs hol
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from scipy.special import expit, softmax
 from sklearn.base import ClassifierMixin, RegressorMixin
@@ -588,18 +586,6 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
     _parameter_constraints: dict = COUNTS_CONSTRAINTS
 
     __init__ = init_with("likelihood", "poisson", first=True)
-
-    def _kind_of_fit(self) -> str:
-        return self.likelihood
-
-    def _reference_options(self) -> dict[str, Any]:
-        return {"likelihood": self.likelihood}
-
-    def _set_result(self, post) -> None:
-        super()._set_result(post)
-        self.dispersion_ = None
-        if post.log_dispersion is not None:
-            self.dispersion_ = float(np.exp(np.median(post.log_dispersion)))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

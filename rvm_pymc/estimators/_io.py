@@ -209,16 +209,16 @@ def _header_text(attrs: Mapping, key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-ESTIMATOR_NAMES = ("RVR", "RVC", "RVP")
+CLASSES = {"RVR": RVR, "RVC": RVC, "RVP": RVP}
 """The classes a file written by :func:`save_estimator` can hold."""
 
 
-def load_estimator(path, classes: Mapping[str, type], expected: type | None = None):
+def load_estimator(path, expected: type | None = None):
     """Read an estimator written by :func:`save_estimator`; refuse damaged or mismatched files.
 
-    ``classes``: class name -> the class to construct; ``expected``: the class the
-    caller wants (None: any of ``classes``).  ``FileNotFoundError`` if there is no
-    file; a ``ValueError`` naming ``path`` and the reason for anything else.
+    ``expected``: the class the caller wants (None: any of :data:`CLASSES`).
+    ``FileNotFoundError`` if there is no file; a ``ValueError`` naming ``path`` and the
+    reason for anything else.
     """
     shown = _check_path(path)
     tree = read_tree(path)
@@ -253,9 +253,8 @@ def load_estimator(path, classes: Mapping[str, type], expected: type | None = No
             f"{shown}: checksum mismatch: the file was modified or corrupted "
             "after it was saved; refusing to load it"
         )
-    if expected is not None and name != expected.__name__:
-        if name not in ESTIMATOR_NAMES and name not in classes:
-            raise _mismatch(path, f"unknown estimator class {name!r}")
+    classes = CLASSES if expected is None else {expected.__name__: expected}
+    if expected is not None and name != expected.__name__ and name in CLASSES:
         raise _mismatch(path, f"it holds an {name}, not an {expected.__name__}; use {name}.load")
     if name not in classes:
         raise _mismatch(path, f"unknown estimator class {name!r}")
@@ -389,32 +388,20 @@ def _check_rebuilt(rebuilt: Mapping, idata: xr.DataTree, path) -> None:
 def _posterior(est, tree: xr.DataTree, state: dict):
     """The estimator's one posterior, read from its tree (and the Gaussian of a type-II fit)."""
     post, const = tree["posterior"], tree["constant_data"]
-    regression = est._kind == "regression"
-    kind = est._kind_of_fit()
-    common = {
-        "kind": kind,
-        "basis_names": tuple(str(b) for b in post["basis"].values),
-        "y_offset": float(const["y_offset"].values) if regression else 0.0,
-    }
-    if kind == "negative_binomial":  # sampled: in posterior; type-II: in constant_data
-        values = (post if est.method == "nuts" else const)["log_dispersion"].values
-        common["log_dispersion"] = np.asarray(values, dtype=float)
-        if est.method != "nuts":
-            common["log_dispersion"] = float(common["log_dispersion"])
-    if est.method == "nuts":
-        return WeightPosterior(
-            **common,
-            log_alpha=np.asarray(post["log_alpha"].values, dtype=float),
-            log_beta=np.asarray(post["log_beta"].values, dtype=float) if regression else None,
-            draws=np.asarray(post["W" if kind == "softmax" else "w"].values, dtype=float),
-        )
-    return WeightPosterior(
-        **common,
-        log_alpha=np.asarray(const["log_alpha"].values, dtype=float),
-        log_beta=float(const["log_beta"].values) if regression else None,
-        mean=np.asarray(state["weight_mean"], dtype=float),
-        cov=np.asarray(state["weight_cov"], dtype=float),
-    )
+    kind, sampled = est._kind_of_fit(), est.method == "nuts"
+    held = post if sampled else const  # what a sampled fit samples, a type-II fit holds fixed
+    used = {"log_beta": kind == "regression", "log_dispersion": kind == "negative_binomial"}
+    wanted = ["log_alpha"] + [n for n, u in used.items() if u]
+    fields = {n: np.asarray(held[n].values, dtype=float) for n in wanted}
+    if sampled:
+        fields["draws"] = np.asarray(post["W" if kind == "softmax" else "w"].values, dtype=float)
+    else:
+        fields.update({n: float(fields[n]) for n in used if n in fields})
+        fields["mean"] = np.asarray(state["weight_mean"], dtype=float)
+        fields["cov"] = np.asarray(state["weight_cov"], dtype=float)
+    y_offset = float(const["y_offset"].values) if kind == "regression" else 0.0
+    names = tuple(str(b) for b in post["basis"].values)
+    return WeightPosterior(kind=kind, basis_names=names, y_offset=y_offset, **fields)
 
 
 def _check_consistent(est, path) -> None:
@@ -617,15 +604,9 @@ def _identical(a: xr.DataTree, b: xr.DataTree) -> bool:
     paths = sorted(node.path for node in a.subtree)
     if paths != sorted(node.path for node in b.subtree):
         return False
-    return all(
-        _dataset(a, path).identical(_dataset(b, path)) and _same_dtypes(a, b, path)
-        for path in paths
-    )
-
-
-def _same_dtypes(a: xr.DataTree, b: xr.DataTree, path: str) -> bool:
-    da, db = _dataset(a, path), _dataset(b, path)
-    return all(da.variables[k].dtype == db.variables[k].dtype for k in da.variables)
+    pairs = [(_dataset(a, path), _dataset(b, path)) for path in paths]
+    same = (v.dtype == db.variables[k].dtype for da, db in pairs for k, v in da.variables.items())
+    return all(da.identical(db) for da, db in pairs) and all(same)
 
 
 def _dropped(tree: xr.DataTree, type_ii: bool) -> dict[str, list[str]]:
@@ -685,4 +666,4 @@ def load(path):
         If the file was not written by ``save``, fails its checksum (modified
         or corrupted) or holds an inconsistent model.
     """
-    return load_estimator(path, {"RVR": RVR, "RVC": RVC, "RVP": RVP})
+    return load_estimator(path)
