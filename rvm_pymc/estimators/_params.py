@@ -1,9 +1,9 @@
 """The parameters of :class:`~rvm_pymc.estimators.RVR` and `RVC`, and their checks.
 
 Each parameter's admissible values are declared once, in scikit-learn's
-``_parameter_constraints`` form (:data:`PARAMETER_CONSTRAINTS`, read by
+``_parameter_constraints`` form (read by
 :func:`sklearn.utils._param_validation.make_constraint`), together with the
-message that names it (:data:`MESSAGES`).  :func:`validate_params` checks
+message that names it (:data:`PARAMETERS`).  :func:`validate_params` checks
 them (the estimators' ``_validate_params``, scikit-learn's hook, calls it);
 :func:`check_params` adds the checks that involve more than one
 parameter or the data, and returns what they resolved (the prior, the
@@ -38,6 +38,7 @@ __all__ = [
     "INITS",
     "MESSAGES",
     "METHODS",
+    "PARAMETERS",
     "PARAMETER_CONSTRAINTS",
     "PREDICTIVES",
     "REGRESSOR_CONSTRAINTS",
@@ -74,82 +75,63 @@ def _positive_int(left: int) -> Interval:
     return Interval(numbers.Integral, left, None, closed="left")
 
 
-PARAMETER_CONSTRAINTS: dict[str, list] = {
-    "method": [StrOptions(set(METHODS))],
-    "solver": [StrOptions(set(SOLVERS))],
-    "kernel": [_KernelName(set(KERNEL_NAMES)), Kernel, Basis, callable],
-    "gamma": [
-        StrOptions({"auto", "scale", "evidence", "cv", "integrate"}),
-        Interval(numbers.Real, 0, None, closed="neither"),
-    ],
-    "gamma_grid": [None, "array-like"],
-    "degree": [_positive_int(1)],
-    "coef0": [Interval(numbers.Real, None, None, closed="neither")],
-    "bias": ["boolean"],
-    "draws": [None, _positive_int(1)],
-    "tune": [None, _positive_int(0)],
-    "chains": [None, _positive_int(1)],
-    "max_iter": [None, _positive_int(1)],
-    "tol": [Interval(numbers.Real, 0, None, closed="neither")],
-    "n_jobs": [
-        None,
-        Interval(numbers.Integral, None, -1, closed="right"),
-        _positive_int(1),
-    ],
-    "sampler_kwargs": [None, dict],
-    "init": [StrOptions(set(INITS))],
-    "random_state": [
-        None,
-        Interval(numbers.Integral, 0, 2**32 - 1, closed="both"),
-        np.random.RandomState,
-        np.random.Generator,
-    ],
-    "prior": [None, str, Mapping, HyperPrior],
-}
-"""The admissible values of every parameter (scikit-learn's constraint objects).
-
-A boolean satisfies only ``"boolean"``: ``True`` is not an integer or a float here."""
-
-REGRESSOR_CONSTRAINTS: dict[str, list] = {
-    **PARAMETER_CONSTRAINTS,
-    "predictive": [StrOptions(set(PREDICTIVES))],
-}
-""":data:`PARAMETER_CONSTRAINTS` and the parameters of :class:`~rvm_pymc.estimators.RVR` only."""
-
-COUNTS_CONSTRAINTS: dict[str, list] = {
-    **PARAMETER_CONSTRAINTS,
-    "likelihood": [StrOptions(set(COUNT_LIKELIHOODS))],
-}
-""":data:`PARAMETER_CONSTRAINTS` and the parameters of :class:`~rvm_pymc.estimators.RVP` only."""
-
-MESSAGES: dict[str, str] = {
-    "kernel": "a kernel name, 'precomputed', a Kernel, a callable k(X, Y) or a Basis",
-    "gamma": "a float > 0, 'auto', 'cv', 'scale', 'evidence' or 'integrate'",
-    "gamma_grid": "a non-empty sequence of floats > 0",
-    "degree": "an integer >= 1",
-    "coef0": "a finite float",
-    "bias": "True or False",
-    "method": f"one of {METHODS}",
-    "solver": f"one of {SOLVERS}",
-    "prior": "None, a preset name, a mapping of a, b, c, d, slab or a HyperPrior",
-    "max_iter": "None or an integer >= 1",
-    "tol": "a finite float > 0",
-    "draws": "None or an integer >= 1",
-    "tune": "None or an integer >= 0",
-    "chains": "None or an integer >= 1",
-    "sampler_kwargs": "None or a dict",
-    "init": f"one of {INITS}",
-    "predictive": f"one of {PREDICTIVES}",
-    "likelihood": f"one of {COUNT_LIKELIHOODS}",
-    "n_jobs": "None or a nonzero integer (-1: all cores)",
-    "random_state": (
-        "None, an integer seed in [0, 2**32 - 1], a numpy.random.RandomState or a "
-        "numpy.random.Generator"
+_INT = numbers.Integral
+_POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
+PARAMETERS: dict[str, tuple[list, str]] = {
+    "method": ([StrOptions(set(METHODS))], f"one of {METHODS}"),
+    "solver": ([StrOptions(set(SOLVERS))], f"one of {SOLVERS}"),
+    "kernel": (
+        [_KernelName(set(KERNEL_NAMES)), Kernel, Basis, callable],
+        "a kernel name, 'precomputed', a Kernel, a callable k(X, Y) or a Basis",
     ),
+    "gamma": (
+        [StrOptions({"auto", "scale", "evidence", "cv", "integrate"}), _POSITIVE],
+        "a float > 0, 'auto', 'cv', 'scale', 'evidence' or 'integrate'",
+    ),
+    "gamma_grid": ([None, "array-like"], "a non-empty sequence of floats > 0"),
+    "degree": ([_positive_int(1)], "an integer >= 1"),
+    "coef0": ([Interval(numbers.Real, None, None, closed="neither")], "a finite float"),
+    "bias": (["boolean"], "True or False"),
+    "draws": ([None, _positive_int(1)], "None or an integer >= 1"),
+    "tune": ([None, _positive_int(0)], "None or an integer >= 0"),
+    "chains": ([None, _positive_int(1)], "None or an integer >= 1"),
+    "max_iter": ([None, _positive_int(1)], "None or an integer >= 1"),
+    "tol": ([_POSITIVE], "a finite float > 0"),
+    "n_jobs": (
+        [None, Interval(_INT, None, -1, closed="right"), _positive_int(1)],
+        "None or a nonzero integer (-1: all cores)",
+    ),
+    "sampler_kwargs": ([None, dict], "None or a dict"),
+    "init": ([StrOptions(set(INITS))], f"one of {INITS}"),
+    "random_state": (
+        [
+            None,
+            Interval(_INT, 0, 2**32 - 1, closed="both"),
+            np.random.RandomState,
+            np.random.Generator,
+        ],
+        "None, an integer seed in [0, 2**32 - 1], a numpy.random.RandomState or a "
+        "numpy.random.Generator",
+    ),
+    "prior": (
+        [None, str, Mapping, HyperPrior],
+        "None, a preset name, a mapping of a, b, c, d, slab or a HyperPrior",
+    ),
+    "predictive": ([StrOptions(set(PREDICTIVES))], f"one of {PREDICTIVES}"),  # RVR's
+    "likelihood": ([StrOptions(set(COUNT_LIKELIHOODS))], f"one of {COUNT_LIKELIHOODS}"),  # RVP's
 }
-"""What each parameter must be, in the words of its ``ValueError``."""
+"""Every parameter: its admissible values (scikit-learn's constraint objects; a boolean
+satisfies only ``"boolean"``: ``True`` is not an integer or a float here) and what it must
+be, in the words of its ``ValueError``."""
 
-_ALL_CONSTRAINTS = {**REGRESSOR_CONSTRAINTS, **COUNTS_CONSTRAINTS}
+MESSAGES = {name: message for name, (_, message) in PARAMETERS.items()}
+_ALL_CONSTRAINTS = {name: constraints for name, (constraints, _) in PARAMETERS.items()}
+PARAMETER_CONSTRAINTS = {
+    k: v for k, v in _ALL_CONSTRAINTS.items() if k not in ("predictive", "likelihood")
+}
+"""The constraints of RVC's parameters, which RVR and RVP share (``_parameter_constraints``)."""
+REGRESSOR_CONSTRAINTS = {**PARAMETER_CONSTRAINTS, "predictive": _ALL_CONSTRAINTS["predictive"]}
+COUNTS_CONSTRAINTS = {**PARAMETER_CONSTRAINTS, "likelihood": _ALL_CONSTRAINTS["likelihood"]}
 _CONSTRAINTS = {name: [make_constraint(c) for c in cs] for name, cs in _ALL_CONSTRAINTS.items()}
 _TAKE_BOOLEANS = {name for name, cs in _ALL_CONSTRAINTS.items() if "boolean" in cs}
 
