@@ -330,14 +330,11 @@ def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path, version: int)
         est.classes_ = np.asarray(state["classes_"]).astype(
             object if dtype == "object" else np.dtype(dtype)
         )
-    if "cv_path_gamma" in state:  # gamma="cv", the default since it was made
-        est.cv_path_ = {k[8:]: v for k, v in state.items() if k.startswith("cv_path_")}
-    if "evidence_path_gamma" in state:  # "converged" since format 3, then "noise_at_bound"
-        est.evidence_path_ = {
-            k[14:]: v if k[14:] in ("gamma", "log_evidence") else v.astype(bool)
-            for k, v in state.items()
-            if k.startswith("evidence_path_")
-        }
+    for attr in ("cv_path_", "evidence_path_"):  # evidence: "converged" since format 3, ...
+        got = {k[len(attr) :]: v for k, v in state.items() if k.startswith(attr)}
+        if got:
+            flags = () if attr == "cv_path_" else set(got) - {"gamma", "log_evidence"}
+            setattr(est, attr, {k: v.astype(bool) if k in flags else v for k, v in got.items()})
     basis = est._make_basis(est.gamma_)
     if isinstance(basis, PrecomputedBasis):
         est.kernel_ = None
@@ -427,22 +424,18 @@ def kernel_to_json(k: Any) -> Any:
     if isinstance(k, str):
         return k
     name = type(k).__name__
-    if name in ("Sum", "Product") and type(k) is kernels.kernel_class(name):
-        return {"kernel": name, "k1": kernel_to_json(k.k1), "k2": kernel_to_json(k.k2)}
-    if _is_builtin(k):
-        return {"kernel": name, "params": k.get_params()}
-    raise ValueError(
-        f"kernel={k!r} cannot be saved without pickle (only kernel names and the built-in "
-        "Kernel classes can); use joblib.dump / pickle for this estimator"
-    )
-
-
-def _is_builtin(k: Any) -> bool:
-    """Whether ``k`` is an instance of a built-in kernel class itself (not of a subclass)."""
-    try:
-        return type(k) is kernels.kernel_class(type(k).__name__)
+    try:  # an instance of a built-in kernel class itself (not of a subclass)
+        builtin = type(k) is kernels.kernel_class(name)
     except ValueError:
-        return False
+        builtin = False
+    if not builtin:
+        raise ValueError(
+            f"kernel={k!r} cannot be saved without pickle (only kernel names and the built-in "
+            "Kernel classes can); use joblib.dump / pickle for this estimator"
+        )
+    if name in ("Sum", "Product"):
+        return {"kernel": name, "k1": kernel_to_json(k.k1), "k2": kernel_to_json(k.k2)}
+    return {"kernel": name, "params": k.get_params()}
 
 
 def kernel_from_json(spec: Any) -> Any:
