@@ -51,7 +51,6 @@ from rvm_pymc.estimators._rows import (
 )
 from rvm_pymc.estimators._width_selection import (
     Fitted,
-    Width,
     fit_integrated,
     integrates_width,
     latent_at,
@@ -94,24 +93,9 @@ class _BaseRVM(BaseEstimator):
         n_jobs: int | None = None,
         random_state: Any = None,
     ) -> None:
-        self.kernel = kernel
-        self.gamma = gamma
-        self.gamma_grid = gamma_grid
-        self.degree = degree
-        self.coef0 = coef0
-        self.bias = bias
-        self.method = method
-        self.solver = solver
-        self.prior = prior
-        self.max_iter = max_iter
-        self.tol = tol
-        self.draws = draws
-        self.tune = tune
-        self.chains = chains
-        self.sampler_kwargs = sampler_kwargs
-        self.init = init
-        self.n_jobs = n_jobs
-        self.random_state = random_state
+        params = dict(locals())
+        del params["self"]
+        vars(self).update(params)  # every parameter an attribute, as given (scikit-learn)
 
     def __getstate__(self):
         # a PyMC model does not pickle (its distributions are classes made at run time)
@@ -372,7 +356,9 @@ class _BaseRVM(BaseEstimator):
             raise
 
     def _fit_at_widths(self, X: np.ndarray, target: np.ndarray) -> None:
-        """Scale, choose the width, fit by one backend, then :meth:`_set_fit`."""
+        """Scale, choose the width, fit by one backend, then set every fitted attribute: the
+        one map back to the units of the data, the active set, ``model_``, the interpolation
+        check and ``idata_``'s inputs."""
         checked = self._check_params(X)
         prior, options = checked.prior, backend_options(self, checked)
         regression = self._kind == "regression"
@@ -443,17 +429,9 @@ class _BaseRVM(BaseEstimator):
                 Phi, names = Phi[:, used], tuple(n for n, u in zip(names, used, strict=True) if u)
             fit = fit_backend(options, Phi, t_s, names, prior, seed, start)
             fitted = Fitted(*fit, width.scale)
-        self._set_fit(X, target, width, fitted, checked, options, seed, (t_mean, t_sd, log_t_sd))
-
-    def _set_fit(
-        self, X, target, width: Width, fitted: Fitted, checked: Checked, options, seed, scaling
-    ) -> None:
-        """Every fitted attribute, from the fit at ``width`` (either path): the one map back
-        to the units of the data (``scaling``: the targets' mean, scale and the log evidence's
-        shift), the active set, ``model_``, the interpolation check and ``idata_``'s inputs."""
-        post, info, scale, prior = fitted.post, fitted.info, fitted.scale, checked.prior
+        # every fitted attribute, from the fit at the width
+        post, info, scale = fitted.post, fitted.info, fitted.scale
         basis, Phi, draws = width.basis, width.Phi, fitted.gamma_draws
-        t_mean, t_sd, log_t_sd = scaling
         position = {str(n): i for i, n in enumerate(basis.basis_names_)}
         active = np.array([position[n] for n in post.basis_names], dtype=np.intp)
         self.gamma_ = width.gamma if draws is None else float(np.median(draws))
@@ -534,7 +512,7 @@ class _BaseRVM(BaseEstimator):
             None if noise is None else float(np.sqrt(noise)),
             getattr(self, "y_scale_", None) if noise is not None else None,
         )  # fmt: skip
-        warnings.warn(message, InterpolationWarning, stacklevel=6)
+        warnings.warn(message, InterpolationWarning, stacklevel=5)
 
     def _reference_fit(self, t, prior, solver: str, Phi, names, start=None, cap=None, tol=None):
         """The reference backend on the scaled problem: ``(WeightPosterior, FitInfo)``."""
