@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, softmax
 from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rvm_pymc._core.augment import augmented_predictive, rvm_star_prior_var, signal_variance
@@ -29,8 +30,6 @@ from rvm_pymc.estimators._base import METHODS, SOLVERS, _BaseRVM, init_with
 from rvm_pymc.estimators._params import (
     COUNTS_CONSTRAINTS,
     REGRESSOR_CONSTRAINTS,
-    classification_data,
-    regression_data,
 )
 from rvm_pymc.estimators._width_selection import integrates_width, latent_at
 
@@ -41,7 +40,6 @@ __all__ = [
     "RVP",
     "RVR",
     "SOLVERS",
-    "keep_training_data",
     "rvm_star_predict",
 ]
 
@@ -328,8 +326,26 @@ class RVR(RegressorMixin, _BaseRVM):
     __init__ = init_with("predictive", "rvm")
 
     def _fit_data(self, X, y) -> tuple[np.ndarray, np.ndarray]:
-        X, y = regression_data(self, X, y)
-        keep_training_data(self, X, y)
+        check_numeric(X, "X")
+        try:
+            check_numeric(y, "y")
+        except ValueError as exc:
+            if "numeric" not in str(exc):
+                raise
+            raise ValueError(f"{exc} (RVR fits numbers; for class labels use RVC)") from None
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=2)
+        y = np.asarray(y, dtype=float)
+        n_bad = int(y.size - np.count_nonzero(np.isfinite(y)))
+        if n_bad:  # None in an object array becomes NaN after scikit-learn's check
+            raise ValueError(
+                f"y has {n_bad} missing or non-finite value(s) (None, NaN or inf); "
+                "remove or impute them before fitting"
+            )
+        if self.predictive == "rvm*":  # RVM* keeps the training data; else stale ones go
+            self.X_train_, self.y_train_ = np.array(X, dtype=np.float64), np.array(y)
+        else:
+            self.__dict__.pop("X_train_", None)
+            self.__dict__.pop("y_train_", None)
         return X, y
 
     def predict(self, X, return_std: bool = False):
@@ -427,8 +443,19 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
     _kind = "classification"
 
     def _fit_data(self, X, y) -> tuple[np.ndarray, np.ndarray]:
-        X, self.classes_, codes = classification_data(self, X, y)
-        return X, codes
+        check_numeric(X, "X")
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        # 1-D integer or boolean labels are classes (binary or multiclass) by construction:
+        # scikit-learn's check of the target type (70-80 us) is for the other dtypes
+        if y.dtype.kind not in "biu":
+            check_classification_targets(y)
+        self.classes_, codes = np.unique(y, return_inverse=True)
+        if self.classes_.size < 2:
+            label = c.item() if isinstance(c := self.classes_[0], np.generic) else c
+            raise ValueError(
+                f"RVC needs samples of at least two classes; y has 1 class ({label!r})"
+            )
+        return X, codes.reshape(-1).astype(np.int64)
 
     def _laplace(self):
         """The fitted Gaussian posterior as a ClassificationResult over the active bases."""
@@ -685,16 +712,6 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
 
 BLOCK_ENTRIES = 1 << 20
 """Entries of the training-by-test kernel matrix of one block (8 MB of float64)."""
-
-
-def keep_training_data(est, X: np.ndarray, y: np.ndarray) -> None:
-    """After ``fit``: keep ``X_train_`` and ``y_train_`` for RVM*, or drop stale ones."""
-    if est.predictive == "rvm*":
-        est.X_train_ = np.array(X, dtype=np.float64)
-        est.y_train_ = np.array(y, dtype=np.float64)
-    else:
-        est.__dict__.pop("X_train_", None)
-        est.__dict__.pop("y_train_", None)
 
 
 def rvm_star_predict(est, X, return_std: bool):

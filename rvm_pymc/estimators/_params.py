@@ -10,8 +10,7 @@ parameter or the data, and returns what they resolved (the prior, the
 ``sampler_kwargs`` of a PyMC fit), so that ``fit`` runs each check once,
 before any work.  Every invalid parameter is a ``ValueError`` naming it
 (not scikit-learn's ``InvalidParameterError``, whose message does not say
-what the value should be in these words).  :func:`regression_data` and
-:func:`classification_data` check the data of a regressor's and a classifier's ``fit``.
+what the value should be in these words).
 """
 
 from __future__ import annotations
@@ -22,10 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions, make_constraint
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
 
-from rvm_pymc._core.validation import check_numeric
 from rvm_pymc.basis import Basis
 from rvm_pymc.inference.defaults import ESTIMATOR_CHAINS, estimator_draws, estimator_tune
 from rvm_pymc.kernels import KERNEL_NAMES, Kernel
@@ -47,11 +43,8 @@ __all__ = [
     "Checked",
     "backend_options",
     "check_params",
-    "classification_data",
-    "default_draws",
     "default_prior",
     "default_tune",
-    "regression_data",
     "validate_params",
 ]
 
@@ -182,11 +175,6 @@ def default_prior(est: Any) -> str:
     return "weakly_informative" if est._kind == "regression" else "weakly_informative_slab"
 
 
-def default_draws(est: Any) -> int:
-    """Draws a chain of ``draws=None`` (:func:`rvm_pymc.inference.defaults.estimator_draws`)."""
-    return estimator_draws(est._kind)
-
-
 def default_tune(est: Any) -> int:
     """NUTS tuning steps of ``tune=None`` (:func:`rvm_pymc.inference.defaults.estimator_tune`)."""
     model = (est.sampler_kwargs or {}).get("model", "collapsed")
@@ -201,7 +189,7 @@ class Checked(NamedTuple):
     sampler_kwargs: dict[str, Any]
     """The options of the PyMC fit (``{}`` for ``method="reference"``)."""
     draws: int
-    """Posterior draws per chain (``draws``, or :func:`default_draws` for None)."""
+    """Posterior draws per chain (``draws``, or ``estimator_draws`` of the kind for None)."""
 
 
 def check_params(est: Any, X: np.ndarray) -> Checked:
@@ -265,7 +253,7 @@ def check_params(est: Any, X: np.ndarray) -> Checked:
     prior = resolve_prior(est.prior, default=default_prior(est))
     if prior.slab is not None:
         _check_slab(est, prior, kwargs)
-    draws = default_draws(est) if est.draws is None else int(est.draws)
+    draws = estimator_draws(est._kind) if est.draws is None else int(est.draws)
     return Checked(prior, kwargs, draws)
 
 
@@ -380,42 +368,3 @@ def _check_rvm_star(est: Any) -> None:
             "test input (and at the test input itself), so it needs a kernel given by "
             f"name, a Kernel or a callable; got kernel={shown}"
         )
-
-
-def regression_data(est: Any, X, y) -> tuple[np.ndarray, np.ndarray]:
-    """``(X, y)`` of a regressor's ``fit``, checked: numbers only, ``y`` finite."""
-    check_numeric(X, "X")
-    try:
-        check_numeric(y, "y")
-    except ValueError as exc:
-        if "numeric" not in str(exc):
-            raise
-        raise ValueError(f"{exc} (RVR fits numbers; for class labels use RVC)") from None
-    X, y = validate_data(est, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=2)
-    y = np.asarray(y, dtype=float)
-    n_bad = int(y.size - np.count_nonzero(np.isfinite(y)))
-    if n_bad:  # None in an object array becomes NaN after scikit-learn's check
-        raise ValueError(
-            f"y has {n_bad} missing or non-finite value(s) (None, NaN or inf); "
-            "remove or impute them before fitting"
-        )
-    return X, y
-
-
-def classification_data(est: Any, X, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(X, classes, codes)`` of a classifier's ``fit``: the labels checked and encoded.
-
-    ``codes`` (int64) index ``classes`` (the sorted distinct labels); at least two
-    classes, else a ``ValueError``.
-    """
-    check_numeric(X, "X")
-    X, y = validate_data(est, X, y, dtype=np.float64, ensure_min_samples=2)
-    # 1-D integer or boolean labels are classes (binary or multiclass) by construction:
-    # scikit-learn's check of the target type (70-80 us) is for the other dtypes
-    if y.dtype.kind not in "biu":
-        check_classification_targets(y)
-    classes, codes = np.unique(y, return_inverse=True)
-    if classes.size < 2:
-        label = classes[0].item() if isinstance(classes[0], np.generic) else classes[0]
-        raise ValueError(f"RVC needs samples of at least two classes; y has 1 class ({label!r})")
-    return X, classes, codes.reshape(-1).astype(np.int64)
