@@ -201,39 +201,13 @@ def select_width(
     need_reference: bool = False,
     fold_seed: int = 0,
 ) -> Width:
-    """The width of a fit, with its reference fit when ``need_reference`` or searched.
+    """The :class:`Width` of a fit, with its reference fit when ``need_reference`` or searched.
 
-    Parameters
-    ----------
-    X : ndarray
-        Training inputs.
-    y : ndarray
-        Targets as given to ``fit`` (``"cv"``'s folds refit on them).
-    gamma : float or str
-        The ``gamma`` parameter (``"auto"``, ``"cv"``, ``"scale"``, ``"evidence"``).
-    grid : array_like or None
-        ``gamma_grid`` (None: :data:`DEFAULT_GRID` times ``"scale"``).
-    has_width : bool
-        The kernel takes a ``gamma``.
-    classifier : bool
-        Stratified folds; a class of one row cannot be cross-validated.
-    design : callable
-        ``design(gamma, centres=None, compress=True) -> (basis, Phi, scale)``.
-    fit : callable
-        ``fit(Phi, names, start=None, cap=None, tol=None) -> (post, info)``.
-    refit : callable, optional
-        ``refit(gamma, X, y) -> fitted estimator`` (``"cv"``).
-    run : callable, default :func:`~rvm_pymc._core.parallel.run_recorded`
-        ``run(fn, tasks) -> [(fn(*task), its warnings), ...]``: where the independent
-        fits of a search run.
-    need_reference : bool
-        Fit the reference solver at a single width too.
-    fold_seed : int
-        Of the shuffle of ``"cv"``'s folds.
-
-    Returns
-    -------
-    Width
+    ``y``: the targets as given to ``fit`` (``"cv"``'s folds refit on them); ``gamma``,
+    ``grid``: the estimator's ``gamma`` and ``gamma_grid`` (None: :data:`DEFAULT_GRID` times
+    ``"scale"``); ``has_width``: the kernel takes a ``gamma``; ``classifier``: stratified
+    folds; ``design``, ``fit``, ``refit``, ``run``: the callables of the module docstring;
+    ``fold_seed``: of the shuffle of ``"cv"``'s folds.
     """
     rule = width_rule(gamma, X, y, classifier)
     candidates = _candidates(rule, X, grid, has_width)
