@@ -66,7 +66,7 @@ __all__ = ["INITS", "METHODS", "SOLVERS", "init_with"]
 
 
 class _BaseRVM(BaseEstimator):
-    """Parameters, validation, basis and fitting shared by :class:`RVR` and :class:`RVC`."""
+    """Parameters, validation, basis, fitting and views shared by RVR, RVC and RVP."""
 
     _kind = ""
     _parameter_constraints: dict = PARAMETER_CONSTRAINTS

@@ -281,7 +281,7 @@ class RVR(RegressorMixin, _BaseRVM):
         classifiers and counts heavy-tailed importance ratios): its
         ``log_likelihood`` group says so in the attribute ``rvm_loo_note``;
         compare fits by :func:`rvm_pymc.compare`'s ``elpd_kfold``.
-        :meth:`diagnostic_tree` is the part of it ArviZ's trace and rank
+        :func:`rvm_pymc.plotting.diagnostic_tree` is the part of it ArviZ's trace and rank
         plots can draw.
     posterior_ : rvm_pymc.results.WeightPosterior
         The estimator's one posterior, in the units of the data.
