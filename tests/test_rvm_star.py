@@ -164,7 +164,7 @@ def test_map_fit_gives_the_rvm_star_of_its_own_posterior(fits, sinc):
 
 
 def test_blocks_give_the_same_predictions(fits, monkeypatch):
-    from rvm_pymc.estimators import _rvm_star
+    from rvm_pymc.estimators import _classes as _rvm_star
 
     _, star = fits
     xs = np.linspace(-15, 15, 101)[:, None]

@@ -22,13 +22,7 @@ point ``i``; ``relevance_indices_`` lists only training points.  References: tho
 of :mod:`rvm_pymc.reference`.
 """
 
-from rvm_pymc.estimators._classes import (
-    METHODS,
-    RVC,
-    RVR,
-    SOLVERS,
-)
-from rvm_pymc.estimators._counts import RVP
+from rvm_pymc.estimators._classes import METHODS, RVC, RVP, RVR, SOLVERS
 from rvm_pymc.estimators._io import load
 from rvm_pymc.estimators._width_selection import SEARCHED as WIDTH_SEARCHES
 

@@ -1,17 +1,19 @@
-"""Shared machinery of :class:`~rvm_pymc.estimators.RVR` and :class:`~rvm_pymc.estimators.RVC`.
+"""Shared machinery of :class:`~rvm_pymc.estimators.RVR`, ``RVC`` and ``RVP``.
 
 Parameters (checked by :mod:`._params`), the basis, the one scaling boundary,
 the fit (scale -> one backend -> ``WeightPosterior.to_data_units`` ->
-attributes), the active set and the save/load entry points.  The width of
-``gamma`` is chosen in :mod:`._width_selection`.  See
-:mod:`rvm_pymc.estimators` for the public classes.
+attributes), the active set, what a fit shows to ArviZ and PyMC (``idata_``,
+built on first access; ``model_``, the fit's PyMC model in the units of the
+data; the design matrix and predictive draws at new inputs) and the save/load
+entry points.  The width of ``gamma`` is chosen in :mod:`._width_selection`.
+See :mod:`rvm_pymc.estimators` for the public classes.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
+import inspect
 import numbers
 import warnings
 from typing import Any
@@ -40,21 +42,31 @@ from rvm_pymc.estimators._params import (
     default_prior,
     validate_params,
 )
-from rvm_pymc.estimators._rows import compressed_design, row_blocked
-from rvm_pymc.estimators._scaling import column_rms, scale_columns, target_scale
-from rvm_pymc.estimators._views import ResultViews
-from rvm_pymc.estimators._width_integration import fit_integrated, integrates_width
-from rvm_pymc.estimators._width_selection import Fitted, Width, select_width
+from rvm_pymc.estimators._rows import (
+    column_rms,
+    compressed_design,
+    row_blocked,
+    scale_columns,
+    target_scale,
+)
+from rvm_pymc.estimators._width_selection import (
+    Fitted,
+    fit_integrated,
+    integrates_width,
+    latent_at,
+    sample_predictions_at,
+    select_width,
+)
 from rvm_pymc.exceptions import InterpolationWarning
 from rvm_pymc.kernels import Kernel, make_kernel
 from rvm_pymc.models.spec import DISPERSION_SCALE_DATA, data_unit_constants
 from rvm_pymc.priors import resolve_prior
 
-__all__ = ["INITS", "METHODS", "SOLVERS"]
+__all__ = ["INITS", "METHODS", "SOLVERS", "init_with"]
 
 
-class _BaseRVM(ResultViews, BaseEstimator):
-    """Parameters, validation, basis and fitting shared by :class:`RVR` and :class:`RVC`."""
+class _BaseRVM(BaseEstimator):
+    """Parameters, validation, basis, fitting and views shared by RVR, RVC and RVP."""
 
     _kind = ""
     _parameter_constraints: dict = PARAMETER_CONSTRAINTS
@@ -81,35 +93,9 @@ class _BaseRVM(ResultViews, BaseEstimator):
         n_jobs: int | None = None,
         random_state: Any = None,
     ) -> None:
-        self.kernel = kernel
-        self.gamma = gamma
-        self.gamma_grid = gamma_grid
-        self.degree = degree
-        self.coef0 = coef0
-        self.bias = bias
-        self.method = method
-        self.solver = solver
-        self.prior = prior
-        self.max_iter = max_iter
-        self.tol = tol
-        self.draws = draws
-        self.tune = tune
-        self.chains = chains
-        self.sampler_kwargs = sampler_kwargs
-        self.init = init
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-
-    @contextlib.contextmanager
-    def _unchanged_on_failure(self):
-        """Restore every attribute if the block fails (also on KeyboardInterrupt)."""
-        saved = dict(self.__dict__)
-        try:
-            yield
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(saved)
-            raise
+        params = dict(locals())
+        del params["self"]
+        vars(self).update(params)  # every parameter an attribute, as given (scikit-learn)
 
     def __getstate__(self):
         # a PyMC model does not pickle (its distributions are classes made at run time)
@@ -219,15 +205,160 @@ class _BaseRVM(ResultViews, BaseEstimator):
             cols.append(self.kernel_(X, self.relevance_vectors_))
         return np.hstack(cols) if cols else np.zeros((X.shape[0], 0))
 
+    # ------------------------------------------- views: idata_, model_, new inputs
+
+    def design_matrix(self, X) -> np.ndarray:
+        """The design matrix of ``X`` over the bases of the fit, in the units of the data.
+
+        Its columns are the bases of ``idata_`` (coordinate ``basis``, the
+        active bases ``active_names_``), unscaled: what the data ``Phi`` of
+        ``model_`` and ``idata_.constant_data`` hold for the training inputs.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_active)
+
+        Examples
+        --------
+        Posterior predictive draws at new inputs from ``model_`` (map and nuts)::
+
+            import pymc as pm
+
+            with est.model_:
+                pm.set_data({"Phi": est.design_matrix(X_new)},
+                            coords={"obs": np.arange(len(X_new))})
+                pred = pm.sample_posterior_predictive(est.idata_, predictions=True)
+        """
+        return self._active_design(X)
+
+    def _data_unit_model(self, Phi, target, scale, prior):
+        """``model_``: the fit's RVM in data units (:func:`~rvm_pymc.models.data_unit_model`)."""
+        from rvm_pymc.models import data_unit_model
+
+        post = self.posterior_
+        fixed = None
+        if post.is_type_ii:
+            fixed = {"log_alpha": post.log_alpha}
+            if post.log_beta is not None:
+                fixed["log_beta"] = post.log_beta
+            if post.log_dispersion is not None:
+                fixed["log_dispersion"] = post.log_dispersion
+        classes = getattr(self, "classes_", None)
+        return data_unit_model(
+            self._kind_of_fit(),
+            Phi,
+            target,
+            basis_scale=scale,
+            y_offset=post.y_offset,
+            y_scale=self.y_scale_,
+            prior=prior,
+            fixed=fixed,
+            basis_names=post.basis_names,
+            class_names=None if classes is None else [str(c) for c in classes],
+        )
+
+    @property
+    def idata_(self):
+        """The fit as an ArviZ DataTree of the result schema (:mod:`rvm_pymc.results`).
+
+        Built on first access from the estimator's one posterior (a grid search
+        that never looks at it does not pay for the draws) and kept.
+        """
+        check_is_fitted(self, "coef_")
+        if getattr(self, "_idata", None) is None:
+            from rvm_pymc.estimators._io import build_tree
+
+            inp = self._tree_inputs
+            # a fit on the row compression kept X, not its N x active design
+            Phi = self._design_of(inp["Phi"]) if inp.get("Phi_of_X") else inp["Phi"]
+            if integrates_width(self) and "latent" not in inp:  # each draw at its own width
+                inp = {**inp, "latent": latent_at(self, inp["constants"]["X"][1])}
+            self._idata = build_tree(self.posterior_, {**inp, "Phi": Phi})
+        return self._idata
+
+    @idata_.setter
+    def idata_(self, tree) -> None:
+        self._idata = tree
+
+    def sample_predictions(self, X, *, random_state=None):
+        """Posterior predictive draws at new inputs, as the ArviZ ``predictions`` groups.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+        random_state : int, Generator or None
+            Seeds the replicates (the weight draws are those of ``idata_``).
+
+        Returns
+        -------
+        xarray.DataTree
+            ``predictions`` (replicates ``t_obs``/``y_obs`` and the latent
+            mean ``mu`` or probabilities ``p`` of every draw) and
+            ``predictions_constant_data`` (``Phi`` at ``X``); see
+            :func:`rvm_pymc.results.predictions`.
+        """
+        from rvm_pymc.results import predictions
+
+        if integrates_width(self):  # each draw's design matrix at its own width
+            return sample_predictions_at(self, self._validated(X), random_state)
+        if getattr(self, "predictive", "rvm") == "rvm*":
+            raise ValueError(
+                "sample_predictions draws from the RVM posterior over the relevance vectors, "
+                "not from RVM*'s (predictive='rvm*'); use predict(X, return_std=True)"
+            )
+        Phi = self._active_design(X)  # X checked before the draws of idata_ are made
+        return predictions(self.idata_, Phi, random_state=random_state)
+
     # --------------------------------------------------------------------- fitting
 
-    def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
-        """:meth:`_fit_at_widths` on one BLAS thread (every method; ``_core.threads``)."""
-        with single_blas_thread():
-            self._fit_at_widths(X, target)
+    def fit(self, X, y):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+            Training inputs (the kernel matrix for ``kernel="precomputed"``).
+        y : array_like of shape (n_samples,)
+            :class:`RVR`: targets (not constant); :class:`RVC`: class labels, two or more
+            distinct values of any sortable type; :class:`RVP`: counts, finite, >= 0, not
+            all zero.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            For invalid data (RVP's names ``y`` for negative, missing or all-zero counts)
+            or parameters; a fit that fails (or is interrupted) leaves the estimator as it
+            was before.
+        """
+        self._fit(X, y)
+        return self
+
+    def _fit(self, X, y) -> None:
+        """Check the data (``_fit_data``), then :meth:`_fit_at_widths` on one BLAS thread
+        (every method; ``_core.threads``); on failure (KeyboardInterrupt too) every
+        attribute is restored."""
+        saved = dict(self.__dict__)
+        try:
+            X, target = self._fit_data(X, y)
+            with single_blas_thread():
+                self._fit_at_widths(X, target)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
 
     def _fit_at_widths(self, X: np.ndarray, target: np.ndarray) -> None:
-        """Scale, choose the width, fit by one backend, then :meth:`_set_fit`."""
+        """Scale, choose the width, fit by one backend, then set every fitted attribute: the
+        one map back to the units of the data, the active set, ``model_``, the interpolation
+        check and ``idata_``'s inputs."""
         checked = self._check_params(X)
         prior, options = checked.prior, backend_options(self, checked)
         regression = self._kind == "regression"
@@ -298,17 +429,9 @@ class _BaseRVM(ResultViews, BaseEstimator):
                 Phi, names = Phi[:, used], tuple(n for n, u in zip(names, used, strict=True) if u)
             fit = fit_backend(options, Phi, t_s, names, prior, seed, start)
             fitted = Fitted(*fit, width.scale)
-        self._set_fit(X, target, width, fitted, checked, options, seed, (t_mean, t_sd, log_t_sd))
-
-    def _set_fit(
-        self, X, target, width: Width, fitted: Fitted, checked: Checked, options, seed, scaling
-    ) -> None:
-        """Every fitted attribute, from the fit at ``width`` (either path): the one map back
-        to the units of the data (``scaling``: the targets' mean, scale and the log evidence's
-        shift), the active set, ``model_``, the interpolation check and ``idata_``'s inputs."""
-        post, info, scale, prior = fitted.post, fitted.info, fitted.scale, checked.prior
+        # every fitted attribute, from the fit at the width
+        post, info, scale = fitted.post, fitted.info, fitted.scale
         basis, Phi, draws = width.basis, width.Phi, fitted.gamma_draws
-        t_mean, t_sd, log_t_sd = scaling
         position = {str(n): i for i, n in enumerate(basis.basis_names_)}
         active = np.array([position[n] for n in post.basis_names], dtype=np.intp)
         self.gamma_ = width.gamma if draws is None else float(np.median(draws))
@@ -389,7 +512,7 @@ class _BaseRVM(ResultViews, BaseEstimator):
             None if noise is None else float(np.sqrt(noise)),
             getattr(self, "y_scale_", None) if noise is not None else None,
         )  # fmt: skip
-        warnings.warn(message, InterpolationWarning, stacklevel=6)
+        warnings.warn(message, InterpolationWarning, stacklevel=5)
 
     def _reference_fit(self, t, prior, solver: str, Phi, names, start=None, cap=None, tol=None):
         """The reference backend on the scaled problem: ``(WeightPosterior, FitInfo)``."""
@@ -409,16 +532,12 @@ class _BaseRVM(ResultViews, BaseEstimator):
             max_iter=max_iter,
             tol=self.tol if tol is None else max(tol, self.tol),
             start=start if solver == "fast" else None,
-            **self._reference_options(),
+            likelihood=getattr(self, "likelihood", None),  # RVP's
         )
-
-    def _reference_options(self) -> dict[str, Any]:
-        """More keywords of ``reference.fit_posterior`` from an estimator's own parameters."""
-        return {}
 
     def _kind_of_fit(self) -> str:
         if self._kind in ("regression", "counts"):
-            return "regression" if self._kind == "regression" else "poisson"
+            return "regression" if self._kind == "regression" else self.likelihood
         return "binary" if self.classes_.size == 2 else "softmax"
 
     def _starts_from_reference(self) -> bool:
@@ -435,6 +554,9 @@ class _BaseRVM(ResultViews, BaseEstimator):
         if post.log_beta is not None:
             self.beta_, self.noise_var_ = est.beta, est.noise_var
             self.y_offset_ = float(post.y_offset)
+        if self._kind == "counts":  # the negative binomial's r (None for the Poisson)
+            ld = post.log_dispersion
+            self.dispersion_ = None if ld is None else float(np.exp(np.median(ld)))
         self._set_intercept()
 
     def _set_intercept(self) -> None:
@@ -528,7 +650,24 @@ class _BaseRVM(ResultViews, BaseEstimator):
         """
         from rvm_pymc.estimators._io import load_estimator
 
-        return load_estimator(path, {cls.__name__: cls}, expected=cls)
+        return load_estimator(path, expected=cls)
+
+
+def init_with(name: str, default: str, first: bool = False):
+    """The ``__init__`` of an estimator that takes one keyword more than :class:`_BaseRVM`
+    (``first``: listed first); its signature is what scikit-learn reads the parameters from."""
+    base = list(inspect.signature(_BaseRVM.__init__).parameters.values())
+    kind = inspect.Parameter.KEYWORD_ONLY
+    extra = inspect.Parameter(name, kind, default=default, annotation="str")
+    params = [base[0], extra, *base[1:]] if first else [*base, extra]
+
+    def __init__(self, **params: Any) -> None:
+        value = params.pop(name, default)
+        _BaseRVM.__init__(self, **params)
+        setattr(self, name, value)
+
+    __init__.__signature__ = inspect.Signature(params, return_annotation="None")
+    return __init__
 
 
 def _refit(spec: _BaseRVM, gamma: float, X: np.ndarray, y: np.ndarray) -> _BaseRVM:

@@ -1,25 +1,47 @@
-"""RVR and RVC: the estimators' public classes (see :mod:`rvm_pymc.estimators`)."""
+"""RVR, RVC and RVP: the estimators' public classes (see :mod:`rvm_pymc.estimators`).
+
+``RVR(predictive="rvm*")`` predicts by RVM* (:func:`rvm_star_predict`): the mathematics
+(the rank-one update and the prior of the new weight) is :mod:`rvm_pymc._core.augment`;
+here it is fed the fitted posterior in the units of the data, the training inputs kept
+by ``fit`` (``X_train_``, ``y_train_``: RVM* evaluates the new basis ``k(x, x*)`` at every
+training input, so the prediction is no longer sparse) and the kernel, block by block of
+test inputs so that memory stays ``O(n_test)`` (a block of ``B`` test inputs holds an
+``N x B`` kernel matrix, ``N B <=`` :data:`BLOCK_ENTRIES`).
+"""
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 from scipy.special import expit, softmax
 from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from rvm_pymc.basis import Basis
-from rvm_pymc.estimators._base import METHODS, SOLVERS, _BaseRVM
-from rvm_pymc.estimators._params import (
-    REGRESSOR_CONSTRAINTS,
-    classification_data,
-    regression_data,
+from rvm_pymc._core.augment import augmented_predictive, rvm_star_prior_var, signal_variance
+from rvm_pymc._core.counts import (
+    CountsMixture,
+    check_counts,
+    gaussian_rates,
+    mixture_logpmf,
+    mixture_quantiles,
 )
-from rvm_pymc.estimators._rvm_star import keep_training_data, rvm_star_predict
-from rvm_pymc.estimators._width_integration import integrates_width, latent_at
-from rvm_pymc.kernels import Kernel
+from rvm_pymc._core.validation import check_numeric
+from rvm_pymc.estimators._base import METHODS, SOLVERS, _BaseRVM, init_with
+from rvm_pymc.estimators._params import (
+    COUNTS_CONSTRAINTS,
+    REGRESSOR_CONSTRAINTS,
+)
+from rvm_pymc.estimators._width_selection import integrates_width, latent_at
 
-__all__ = ["METHODS", "RVC", "RVR", "SOLVERS"]
+__all__ = [
+    "BLOCK_ENTRIES",
+    "METHODS",
+    "RVC",
+    "RVP",
+    "RVR",
+    "SOLVERS",
+    "rvm_star_predict",
+]
 
 
 class RVR(RegressorMixin, _BaseRVM):
@@ -259,7 +281,7 @@ class RVR(RegressorMixin, _BaseRVM):
         classifiers and counts heavy-tailed importance ratios): its
         ``log_likelihood`` group says so in the attribute ``rvm_loo_note``;
         compare fits by :func:`rvm_pymc.compare`'s ``elpd_kfold``.
-        :meth:`diagnostic_tree` is the part of it ArviZ's trace and rank
+        :func:`rvm_pymc.plotting.diagnostic_tree` is the part of it ArviZ's trace and rank
         plots can draw.
     posterior_ : rvm_pymc.results.WeightPosterior
         The estimator's one posterior, in the units of the data.
@@ -301,76 +323,30 @@ class RVR(RegressorMixin, _BaseRVM):
     _kind = "regression"
     _parameter_constraints: dict = REGRESSOR_CONSTRAINTS
 
-    def __init__(
-        self,
-        *,
-        kernel: str | Kernel | Basis = "rbf",
-        gamma: float | str = "auto",
-        gamma_grid: Any = None,
-        degree: int = 3,
-        coef0: float = 1.0,
-        bias: bool = True,
-        method: str = "reference",
-        solver: str = "fast",
-        prior: Any = None,
-        max_iter: int | None = None,
-        tol: float = 1e-6,
-        draws: int | None = None,
-        tune: int | None = None,
-        chains: int | None = None,
-        sampler_kwargs: dict | None = None,
-        init: str = "auto",
-        n_jobs: int | None = None,
-        random_state: Any = None,
-        predictive: str = "rvm",
-    ) -> None:
-        super().__init__(
-            kernel=kernel,
-            gamma=gamma,
-            gamma_grid=gamma_grid,
-            degree=degree,
-            coef0=coef0,
-            bias=bias,
-            method=method,
-            solver=solver,
-            prior=prior,
-            max_iter=max_iter,
-            tol=tol,
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            sampler_kwargs=sampler_kwargs,
-            init=init,
-            n_jobs=n_jobs,
-            random_state=random_state,
-        )
-        self.predictive = predictive
+    __init__ = init_with("predictive", "rvm")
 
-    def fit(self, X, y):
-        """Fit the model.
-
-        Parameters
-        ----------
-        X : array_like of shape (n_samples, n_features)
-            Training inputs (the kernel matrix for ``kernel="precomputed"``).
-        y : array_like of shape (n_samples,)
-            Targets (not constant).
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        ValueError
-            For invalid data or parameters; a fit that fails (or is
-            interrupted) leaves the estimator as it was before.
-        """
-        with self._unchanged_on_failure():
-            X, y = regression_data(self, X, y)
-            self._fit(X, y)
-            keep_training_data(self, X, y)
-        return self
+    def _fit_data(self, X, y) -> tuple[np.ndarray, np.ndarray]:
+        check_numeric(X, "X")
+        try:
+            check_numeric(y, "y")
+        except ValueError as exc:
+            if "numeric" not in str(exc):
+                raise
+            raise ValueError(f"{exc} (RVR fits numbers; for class labels use RVC)") from None
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=2)
+        y = np.asarray(y, dtype=float)
+        n_bad = int(y.size - np.count_nonzero(np.isfinite(y)))
+        if n_bad:  # None in an object array becomes NaN after scikit-learn's check
+            raise ValueError(
+                f"y has {n_bad} missing or non-finite value(s) (None, NaN or inf); "
+                "remove or impute them before fitting"
+            )
+        if self.predictive == "rvm*":  # RVM* keeps the training data; else stale ones go
+            self.X_train_, self.y_train_ = np.array(X, dtype=np.float64), np.array(y)
+        else:
+            self.__dict__.pop("X_train_", None)
+            self.__dict__.pop("y_train_", None)
+        return X, y
 
     def predict(self, X, return_std: bool = False):
         """Predictive mean (and standard deviation) at ``X``.
@@ -466,29 +442,20 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
 
     _kind = "classification"
 
-    def fit(self, X, y):
-        """Fit the model.
-
-        Parameters
-        ----------
-        X : array_like of shape (n_samples, n_features)
-        y : array_like of shape (n_samples,)
-            Class labels: two or more distinct values of any sortable type.
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        ValueError
-            For invalid data or parameters; a fit that fails (or is
-            interrupted) leaves the estimator as it was before.
-        """
-        with self._unchanged_on_failure():
-            X, self.classes_, codes = classification_data(self, X, y)
-            self._fit(X, codes)
-        return self
+    def _fit_data(self, X, y) -> tuple[np.ndarray, np.ndarray]:
+        check_numeric(X, "X")
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        # 1-D integer or boolean labels are classes (binary or multiclass) by construction:
+        # scikit-learn's check of the target type (70-80 us) is for the other dtypes
+        if y.dtype.kind not in "biu":
+            check_classification_targets(y)
+        self.classes_, codes = np.unique(y, return_inverse=True)
+        if self.classes_.size < 2:
+            label = c.item() if isinstance(c := self.classes_[0], np.generic) else c
+            raise ValueError(
+                f"RVC needs samples of at least two classes; y has 1 class ({label!r})"
+            )
+        return X, codes.reshape(-1).astype(np.int64)
 
     def _laplace(self):
         """The fitted Gaussian posterior as a ClassificationResult over the active bases."""
@@ -565,3 +532,244 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
         """Most probable class, as the labels given to ``fit``."""
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
+
+
+class RVP(RegressorMixin, _BaseRVM):
+    """Relevance vector regression for counts (Poisson or negative binomial, log link).
+
+    Model: ``y ~ Poisson(exp(phi(x)^T w))``, or with
+    ``likelihood="negative_binomial"`` the NB2 of mean ``mu = exp(phi(x)^T w)``
+    and variance ``mu + mu^2 / r`` (dispersion ``r > 0``; the Poisson is its
+    limit ``r -> inf``), ``w_m ~ N(0, 1/alpha_m)``, the precisions fitted by
+    maximum (Laplace) evidence, which prunes most weights, as for :class:`RVC`.
+    It follows the conventions of scikit-learn's :class:`~sklearn.linear_model.PoissonRegressor`:
+    :meth:`predict` returns the mean count, :meth:`score` is D^2, the fraction
+    of Poisson deviance explained (``sklearn.metrics.d2_tweedie_score`` with
+    ``power=1``), and the targets must be non-negative (not necessarily
+    integers).
+
+    The name: RVR and RVC are Relevance Vector Regression and Classification;
+    RVP is the Relevance Vector machine for Poisson counts (the P of
+    ``PoissonRegressor``; SparseBayes calls the same likelihood "Poisson").
+
+    Parameters
+    ----------
+    likelihood : {"poisson", "negative_binomial"}, default "poisson"
+        The distribution of a count given its mean.  ``"negative_binomial"``
+        (NB2) adds the dispersion ``r`` for overdispersed counts (variance
+        above the mean).  The reference solver fits ``r`` by maximising the
+        Laplace evidence (alternating with the precisions; ``r`` within
+        ``rvm_pymc.reference.counts.DISPERSION_BOUNDS``, an ``r`` at the
+        upper bound is the Poisson fit); NUTS samples ``log r`` jointly with
+        the weights and precisions under the prior ``1/sqrt(r) ~
+        HalfNormal(DISPERSION_PRIOR_SCALE)`` (:mod:`rvm_pymc.priors`), which
+        is centred on the Poisson and shrinks towards it.  ``method="map"``
+        takes the Poisson only.
+    kernel, gamma, gamma_grid, degree, coef0, bias, method, solver, prior, \
+max_iter, tol, draws, tune, chains, sampler_kwargs, init, n_jobs, random_state
+        As for :class:`RVR`; the prior uses only ``a, b`` (there is no noise
+        precision) and ``slab``.  The default prior of ``method="nuts"`` is
+        ``"weakly_informative_slab"``, as for :class:`RVC`: Gamma(1, 0.01) on
+        every ``alpha`` and a slab of scale 5 on the weights (on Linnerud's
+        chin-ups 2 x 2000 draws without it had 20 divergent transitions, with
+        it none; ``docs/pymc.md``).  The counts are not scaled (their log rate
+        has no units); the basis columns are, as for every estimator.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_active,)
+        Posterior mode (mean for nuts) of the active weights of the log rate.
+    sigma_ : ndarray of shape (n_active, n_active)
+        Their posterior covariance (Laplace for reference/map).
+    dispersion_ : float or None
+        The negative binomial's ``r``: the type-II estimate (reference), the
+        posterior median (nuts); None for the Poisson.
+    alpha_, intercept_, bias_active_, active_, active_names_, relevance_indices_, \
+relevance_vectors_, gamma_, kernel_, n_iter_, converged_, log_evidence_, \
+evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, feature_names_in_
+        As for :class:`RVR`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rvm_pymc.estimators import RVP
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-2, 2, size=(80, 1))
+    >>> y = rng.poisson(np.exp(1 + np.sin(2 * X[:, 0])))
+    >>> est = RVP(random_state=0).fit(X, y)
+    >>> bool(est.score(X, y) > 0.5), est.predict(X[:3]).shape
+    (True, (3,))
+
+    Overdispersed counts:
+
+    >>> mu = np.exp(1 + np.sin(2 * X[:, 0]))
+    >>> y_nb = rng.negative_binomial(2.0, 2.0 / (2.0 + mu))
+    >>> nb = RVP(likelihood="negative_binomial", random_state=0).fit(X, y_nb)
+    >>> bool(0.5 < nb.dispersion_ < 10)
+    True
+    """
+
+    _kind = "counts"
+    _parameter_constraints: dict = COUNTS_CONSTRAINTS
+
+    __init__ = init_with("likelihood", "poisson", first=True)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.positive_only = True
+        return tags
+
+    def _fit_data(self, X, y) -> tuple[np.ndarray, np.ndarray]:
+        check_numeric(X, "X")
+        check_counts(y)  # before scikit-learn's checks: the message names y and counts
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=2)
+        return X, check_counts(y)
+
+    def _latent(self, X) -> tuple[np.ndarray, np.ndarray] | np.ndarray:
+        """Mean and variance of the log rate (type-II), or its draws ``(n, S)`` (nuts)."""
+        Phi = self._active_design(X)
+        draws = self.posterior_.draws
+        if draws is None:
+            var = np.maximum(np.einsum("ij,jk,ik->i", Phi, self.sigma_, Phi), 0.0)
+            return Phi @ self.coef_, var
+        return Phi @ draws.reshape(-1, Phi.shape[1]).T
+
+    def predictive_mixture(self, X) -> CountsMixture:
+        """The posterior predictive at ``X`` as a mixture of Poissons (or of NB2s).
+
+        Returns a :class:`~rvm_pymc._core.counts.CountsMixture`: rates
+        ``(n_samples, S)`` and weights ``(S,)`` summing to one, Gauss-Hermite
+        nodes of the Gaussian (Laplace) posterior of the log mean for
+        reference/map, the posterior draws with equal weights for nuts; and
+        ``dispersion``, None for the Poisson, else ``r`` (a float for a
+        type-II fit, its draw ``(S,)`` for each component for nuts).
+        :meth:`predict_interval`, :meth:`log_predictive_density` and
+        :func:`rvm_pymc.compare` read it.
+        """
+        lat = self._latent(X)
+        ld = self.posterior_.log_dispersion
+        r = None if ld is None else np.exp(np.asarray(ld, dtype=float).reshape(-1))
+        if isinstance(lat, tuple):
+            return CountsMixture(*gaussian_rates(*lat), None if r is None else float(r[0]))
+        return CountsMixture(np.exp(lat), np.full(lat.shape[1], 1.0 / lat.shape[1]), r)
+
+    def predict(self, X) -> np.ndarray:
+        """Predictive mean count at ``X``.
+
+        ``E[exp(f)] = exp(mu + s^2 / 2)`` under the Gaussian (Laplace)
+        posterior of the log rate ``f`` (reference, map); the average of
+        ``exp(f)`` over the draws (nuts).
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        lat = self._latent(X)
+        if isinstance(lat, tuple):
+            return np.exp(lat[0] + 0.5 * lat[1])
+        return np.exp(lat).mean(axis=1)
+
+    def predict_interval(self, X, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
+        """Central predictive interval of the counts at ``X``.
+
+        The ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the
+        posterior predictive distribution (a Poisson or NB2 mixed over the
+        posterior of the mean; by Gauss-Hermite quadrature for reference/map).
+
+        Returns
+        -------
+        (lower, upper) : ndarrays of shape (n_samples,)
+        """
+        if not 0.0 < float(level) < 1.0:
+            raise ValueError(f"level must be in (0, 1); got {level!r}")
+        mix = self.predictive_mixture(X)
+        lo = mixture_quantiles(0.5 * (1.0 - level), *mix)
+        return lo, mixture_quantiles(0.5 * (1.0 + level), *mix)
+
+    def log_predictive_density(self, X, y) -> np.ndarray:
+        """Pointwise log posterior predictive probability of the counts ``y`` at ``X``."""
+        return mixture_logpmf(check_counts(y, fitting=False), *self.predictive_mixture(X))
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """D^2: the fraction of Poisson deviance explained (1 is perfect, 0 a constant).
+
+        The same measure of the mean for either likelihood.
+
+        ``sklearn.metrics.d2_tweedie_score(y, predict(X), power=1)``, as
+        :meth:`sklearn.linear_model.PoissonRegressor.score`.
+        """
+        from sklearn.metrics import d2_tweedie_score
+
+        y = check_counts(y, fitting=False)
+        return float(d2_tweedie_score(y, self.predict(X), sample_weight=sample_weight, power=1))
+
+
+# ------------------------------------------------------------- RVM* (RVR)
+
+BLOCK_ENTRIES = 1 << 20
+"""Entries of the training-by-test kernel matrix of one block (8 MB of float64)."""
+
+
+def rvm_star_predict(est, X, return_std: bool):
+    """Predictive mean (and sd, noise included) of RVM* at ``X`` for a fitted RVR.
+
+    Parameters
+    ----------
+    est : RVR
+        Fitted with ``predictive="rvm*"`` by method ``"reference"`` or ``"map"``.
+    X : array_like of shape (n_samples, n_features)
+    return_std : bool
+
+    Returns
+    -------
+    y_mean : ndarray of shape (n_samples,)
+    y_std : ndarray of shape (n_samples,), only when ``return_std``
+
+    Raises
+    ------
+    ValueError
+        If ``predictive="rvm*"`` was set after the fit (the training inputs
+        were not kept): refit.
+    """
+    check_numeric(X, "X")
+    check_is_fitted(est, "coef_")
+    if not hasattr(est, "X_train_"):
+        raise ValueError(
+            "predictive='rvm*' was set after the fit, which did not keep the training "
+            "inputs RVM* needs; refit the estimator"
+        )
+    X = validate_data(est, X, reset=False, dtype=np.float64)
+    post = est.posterior_
+    beta = float(np.exp(post.log_beta))
+    kernel = est.kernel_
+    Phi = est._design_of(est.X_train_)
+    resid = est.y_train_ - est.y_offset_ - Phi @ post.mean
+    sig = signal_variance(est.y_scale_**2, 1.0 / beta)
+    n_train = est.X_train_.shape[0]
+    block = max(1, BLOCK_ENTRIES // max(n_train, 1))
+    mean = np.empty(X.shape[0])
+    var = np.empty(X.shape[0])
+    for s in range(0, X.shape[0], block):
+        xb = X[s : s + block]
+        k_self = kernel.diag(xb)
+        m, v = augmented_predictive(
+            est._design_of(xb),
+            kernel(est.X_train_, xb),
+            k_self,
+            Phi,
+            resid,
+            post.mean,
+            post.cov,
+            beta,
+            rvm_star_prior_var(sig, k_self),
+        )
+        mean[s : s + xb.shape[0]] = m
+        var[s : s + xb.shape[0]] = v
+    mean += est.y_offset_
+    if not return_std:
+        return mean
+    return mean, np.sqrt(var + 1.0 / beta)

@@ -47,8 +47,7 @@ from rvm_pymc._core.files import (
 )
 from rvm_pymc._core.version import VERSION
 from rvm_pymc.basis import Basis, PrecomputedBasis
-from rvm_pymc.estimators._classes import RVC, RVR
-from rvm_pymc.estimators._counts import RVP
+from rvm_pymc.estimators._classes import RVC, RVP, RVR
 from rvm_pymc.priors import HyperPrior
 from rvm_pymc.results import WeightPosterior, to_datatree
 
@@ -210,16 +209,16 @@ def _header_text(attrs: Mapping, key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-ESTIMATOR_NAMES = ("RVR", "RVC", "RVP")
+CLASSES = {"RVR": RVR, "RVC": RVC, "RVP": RVP}
 """The classes a file written by :func:`save_estimator` can hold."""
 
 
-def load_estimator(path, classes: Mapping[str, type], expected: type | None = None):
+def load_estimator(path, expected: type | None = None):
     """Read an estimator written by :func:`save_estimator`; refuse damaged or mismatched files.
 
-    ``classes``: class name -> the class to construct; ``expected``: the class the
-    caller wants (None: any of ``classes``).  ``FileNotFoundError`` if there is no
-    file; a ``ValueError`` naming ``path`` and the reason for anything else.
+    ``expected``: the class the caller wants (None: any of :data:`CLASSES`).
+    ``FileNotFoundError`` if there is no file; a ``ValueError`` naming ``path`` and the
+    reason for anything else.
     """
     shown = _check_path(path)
     tree = read_tree(path)
@@ -254,9 +253,8 @@ def load_estimator(path, classes: Mapping[str, type], expected: type | None = No
             f"{shown}: checksum mismatch: the file was modified or corrupted "
             "after it was saved; refusing to load it"
         )
-    if expected is not None and name != expected.__name__:
-        if name not in ESTIMATOR_NAMES and name not in classes:
-            raise _mismatch(path, f"unknown estimator class {name!r}")
+    classes = CLASSES if expected is None else {expected.__name__: expected}
+    if expected is not None and name != expected.__name__ and name in CLASSES:
         raise _mismatch(path, f"it holds an {name}, not an {expected.__name__}; use {name}.load")
     if name not in classes:
         raise _mismatch(path, f"unknown estimator class {name!r}")
@@ -332,14 +330,11 @@ def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path, version: int)
         est.classes_ = np.asarray(state["classes_"]).astype(
             object if dtype == "object" else np.dtype(dtype)
         )
-    if "cv_path_gamma" in state:  # gamma="cv", the default since it was made
-        est.cv_path_ = {k[8:]: v for k, v in state.items() if k.startswith("cv_path_")}
-    if "evidence_path_gamma" in state:  # "converged" since format 3, then "noise_at_bound"
-        est.evidence_path_ = {
-            k[14:]: v if k[14:] in ("gamma", "log_evidence") else v.astype(bool)
-            for k, v in state.items()
-            if k.startswith("evidence_path_")
-        }
+    for attr in ("cv_path_", "evidence_path_"):  # evidence: "converged" since format 3, ...
+        got = {k[len(attr) :]: v for k, v in state.items() if k.startswith(attr)}
+        if got:
+            flags = () if attr == "cv_path_" else set(got) - {"gamma", "log_evidence"}
+            setattr(est, attr, {k: v.astype(bool) if k in flags else v for k, v in got.items()})
     basis = est._make_basis(est.gamma_)
     if isinstance(basis, PrecomputedBasis):
         est.kernel_ = None
@@ -390,32 +385,20 @@ def _check_rebuilt(rebuilt: Mapping, idata: xr.DataTree, path) -> None:
 def _posterior(est, tree: xr.DataTree, state: dict):
     """The estimator's one posterior, read from its tree (and the Gaussian of a type-II fit)."""
     post, const = tree["posterior"], tree["constant_data"]
-    regression = est._kind == "regression"
-    kind = est._kind_of_fit()
-    common = {
-        "kind": kind,
-        "basis_names": tuple(str(b) for b in post["basis"].values),
-        "y_offset": float(const["y_offset"].values) if regression else 0.0,
-    }
-    if kind == "negative_binomial":  # sampled: in posterior; type-II: in constant_data
-        values = (post if est.method == "nuts" else const)["log_dispersion"].values
-        common["log_dispersion"] = np.asarray(values, dtype=float)
-        if est.method != "nuts":
-            common["log_dispersion"] = float(common["log_dispersion"])
-    if est.method == "nuts":
-        return WeightPosterior(
-            **common,
-            log_alpha=np.asarray(post["log_alpha"].values, dtype=float),
-            log_beta=np.asarray(post["log_beta"].values, dtype=float) if regression else None,
-            draws=np.asarray(post["W" if kind == "softmax" else "w"].values, dtype=float),
-        )
-    return WeightPosterior(
-        **common,
-        log_alpha=np.asarray(const["log_alpha"].values, dtype=float),
-        log_beta=float(const["log_beta"].values) if regression else None,
-        mean=np.asarray(state["weight_mean"], dtype=float),
-        cov=np.asarray(state["weight_cov"], dtype=float),
-    )
+    kind, sampled = est._kind_of_fit(), est.method == "nuts"
+    held = post if sampled else const  # what a sampled fit samples, a type-II fit holds fixed
+    used = {"log_beta": kind == "regression", "log_dispersion": kind == "negative_binomial"}
+    wanted = ["log_alpha"] + [n for n, u in used.items() if u]
+    fields = {n: np.asarray(held[n].values, dtype=float) for n in wanted}
+    if sampled:
+        fields["draws"] = np.asarray(post["W" if kind == "softmax" else "w"].values, dtype=float)
+    else:
+        fields.update({n: float(fields[n]) for n in used if n in fields})
+        fields["mean"] = np.asarray(state["weight_mean"], dtype=float)
+        fields["cov"] = np.asarray(state["weight_cov"], dtype=float)
+    y_offset = float(const["y_offset"].values) if kind == "regression" else 0.0
+    names = tuple(str(b) for b in post["basis"].values)
+    return WeightPosterior(kind=kind, basis_names=names, y_offset=y_offset, **fields)
 
 
 def _check_consistent(est, path) -> None:
@@ -441,22 +424,18 @@ def kernel_to_json(k: Any) -> Any:
     if isinstance(k, str):
         return k
     name = type(k).__name__
-    if name in ("Sum", "Product") and type(k) is kernels.kernel_class(name):
-        return {"kernel": name, "k1": kernel_to_json(k.k1), "k2": kernel_to_json(k.k2)}
-    if _is_builtin(k):
-        return {"kernel": name, "params": k.get_params()}
-    raise ValueError(
-        f"kernel={k!r} cannot be saved without pickle (only kernel names and the built-in "
-        "Kernel classes can); use joblib.dump / pickle for this estimator"
-    )
-
-
-def _is_builtin(k: Any) -> bool:
-    """Whether ``k`` is an instance of a built-in kernel class itself (not of a subclass)."""
-    try:
-        return type(k) is kernels.kernel_class(type(k).__name__)
+    try:  # an instance of a built-in kernel class itself (not of a subclass)
+        builtin = type(k) is kernels.kernel_class(name)
     except ValueError:
-        return False
+        builtin = False
+    if not builtin:
+        raise ValueError(
+            f"kernel={k!r} cannot be saved without pickle (only kernel names and the built-in "
+            "Kernel classes can); use joblib.dump / pickle for this estimator"
+        )
+    if name in ("Sum", "Product"):
+        return {"kernel": name, "k1": kernel_to_json(k.k1), "k2": kernel_to_json(k.k2)}
+    return {"kernel": name, "params": k.get_params()}
 
 
 def kernel_from_json(spec: Any) -> Any:
@@ -618,15 +597,9 @@ def _identical(a: xr.DataTree, b: xr.DataTree) -> bool:
     paths = sorted(node.path for node in a.subtree)
     if paths != sorted(node.path for node in b.subtree):
         return False
-    return all(
-        _dataset(a, path).identical(_dataset(b, path)) and _same_dtypes(a, b, path)
-        for path in paths
-    )
-
-
-def _same_dtypes(a: xr.DataTree, b: xr.DataTree, path: str) -> bool:
-    da, db = _dataset(a, path), _dataset(b, path)
-    return all(da.variables[k].dtype == db.variables[k].dtype for k in da.variables)
+    pairs = [(_dataset(a, path), _dataset(b, path)) for path in paths]
+    same = (v.dtype == db.variables[k].dtype for da, db in pairs for k, v in da.variables.items())
+    return all(da.identical(db) for da, db in pairs) and all(same)
 
 
 def _dropped(tree: xr.DataTree, type_ii: bool) -> dict[str, list[str]]:
@@ -686,4 +659,4 @@ def load(path):
         If the file was not written by ``save``, fails its checksum (modified
         or corrupted) or holds an inconsistent model.
     """
-    return load_estimator(path, {"RVR": RVR, "RVC": RVC, "RVP": RVP})
+    return load_estimator(path)

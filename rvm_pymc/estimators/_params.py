@@ -1,17 +1,16 @@
 """The parameters of :class:`~rvm_pymc.estimators.RVR` and `RVC`, and their checks.
 
 Each parameter's admissible values are declared once, in scikit-learn's
-``_parameter_constraints`` form (:data:`PARAMETER_CONSTRAINTS`, read by
+``_parameter_constraints`` form (read by
 :func:`sklearn.utils._param_validation.make_constraint`), together with the
-message that names it (:data:`MESSAGES`).  :func:`validate_params` checks
+message that names it (:data:`PARAMETERS`).  :func:`validate_params` checks
 them (the estimators' ``_validate_params``, scikit-learn's hook, calls it);
 :func:`check_params` adds the checks that involve more than one
 parameter or the data, and returns what they resolved (the prior, the
 ``sampler_kwargs`` of a PyMC fit), so that ``fit`` runs each check once,
 before any work.  Every invalid parameter is a ``ValueError`` naming it
 (not scikit-learn's ``InvalidParameterError``, whose message does not say
-what the value should be in these words).  :func:`regression_data` and
-:func:`classification_data` check the data of a regressor's and a classifier's ``fit``.
+what the value should be in these words).
 """
 
 from __future__ import annotations
@@ -22,10 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions, make_constraint
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
 
-from rvm_pymc._core.validation import check_numeric
 from rvm_pymc.basis import Basis
 from rvm_pymc.inference.defaults import ESTIMATOR_CHAINS, estimator_draws, estimator_tune
 from rvm_pymc.kernels import KERNEL_NAMES, Kernel
@@ -38,6 +34,7 @@ __all__ = [
     "INITS",
     "MESSAGES",
     "METHODS",
+    "PARAMETERS",
     "PARAMETER_CONSTRAINTS",
     "PREDICTIVES",
     "REGRESSOR_CONSTRAINTS",
@@ -46,11 +43,8 @@ __all__ = [
     "Checked",
     "backend_options",
     "check_params",
-    "classification_data",
-    "default_draws",
     "default_prior",
     "default_tune",
-    "regression_data",
     "validate_params",
 ]
 
@@ -74,82 +68,63 @@ def _positive_int(left: int) -> Interval:
     return Interval(numbers.Integral, left, None, closed="left")
 
 
-PARAMETER_CONSTRAINTS: dict[str, list] = {
-    "method": [StrOptions(set(METHODS))],
-    "solver": [StrOptions(set(SOLVERS))],
-    "kernel": [_KernelName(set(KERNEL_NAMES)), Kernel, Basis, callable],
-    "gamma": [
-        StrOptions({"auto", "scale", "evidence", "cv", "integrate"}),
-        Interval(numbers.Real, 0, None, closed="neither"),
-    ],
-    "gamma_grid": [None, "array-like"],
-    "degree": [_positive_int(1)],
-    "coef0": [Interval(numbers.Real, None, None, closed="neither")],
-    "bias": ["boolean"],
-    "draws": [None, _positive_int(1)],
-    "tune": [None, _positive_int(0)],
-    "chains": [None, _positive_int(1)],
-    "max_iter": [None, _positive_int(1)],
-    "tol": [Interval(numbers.Real, 0, None, closed="neither")],
-    "n_jobs": [
-        None,
-        Interval(numbers.Integral, None, -1, closed="right"),
-        _positive_int(1),
-    ],
-    "sampler_kwargs": [None, dict],
-    "init": [StrOptions(set(INITS))],
-    "random_state": [
-        None,
-        Interval(numbers.Integral, 0, 2**32 - 1, closed="both"),
-        np.random.RandomState,
-        np.random.Generator,
-    ],
-    "prior": [None, str, Mapping, HyperPrior],
-}
-"""The admissible values of every parameter (scikit-learn's constraint objects).
-
-A boolean satisfies only ``"boolean"``: ``True`` is not an integer or a float here."""
-
-REGRESSOR_CONSTRAINTS: dict[str, list] = {
-    **PARAMETER_CONSTRAINTS,
-    "predictive": [StrOptions(set(PREDICTIVES))],
-}
-""":data:`PARAMETER_CONSTRAINTS` and the parameters of :class:`~rvm_pymc.estimators.RVR` only."""
-
-COUNTS_CONSTRAINTS: dict[str, list] = {
-    **PARAMETER_CONSTRAINTS,
-    "likelihood": [StrOptions(set(COUNT_LIKELIHOODS))],
-}
-""":data:`PARAMETER_CONSTRAINTS` and the parameters of :class:`~rvm_pymc.estimators.RVP` only."""
-
-MESSAGES: dict[str, str] = {
-    "kernel": "a kernel name, 'precomputed', a Kernel, a callable k(X, Y) or a Basis",
-    "gamma": "a float > 0, 'auto', 'cv', 'scale', 'evidence' or 'integrate'",
-    "gamma_grid": "a non-empty sequence of floats > 0",
-    "degree": "an integer >= 1",
-    "coef0": "a finite float",
-    "bias": "True or False",
-    "method": f"one of {METHODS}",
-    "solver": f"one of {SOLVERS}",
-    "prior": "None, a preset name, a mapping of a, b, c, d, slab or a HyperPrior",
-    "max_iter": "None or an integer >= 1",
-    "tol": "a finite float > 0",
-    "draws": "None or an integer >= 1",
-    "tune": "None or an integer >= 0",
-    "chains": "None or an integer >= 1",
-    "sampler_kwargs": "None or a dict",
-    "init": f"one of {INITS}",
-    "predictive": f"one of {PREDICTIVES}",
-    "likelihood": f"one of {COUNT_LIKELIHOODS}",
-    "n_jobs": "None or a nonzero integer (-1: all cores)",
-    "random_state": (
-        "None, an integer seed in [0, 2**32 - 1], a numpy.random.RandomState or a "
-        "numpy.random.Generator"
+_INT = numbers.Integral
+_POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
+PARAMETERS: dict[str, tuple[list, str]] = {
+    "method": ([StrOptions(set(METHODS))], f"one of {METHODS}"),
+    "solver": ([StrOptions(set(SOLVERS))], f"one of {SOLVERS}"),
+    "kernel": (
+        [_KernelName(set(KERNEL_NAMES)), Kernel, Basis, callable],
+        "a kernel name, 'precomputed', a Kernel, a callable k(X, Y) or a Basis",
     ),
+    "gamma": (
+        [StrOptions({"auto", "scale", "evidence", "cv", "integrate"}), _POSITIVE],
+        "a float > 0, 'auto', 'cv', 'scale', 'evidence' or 'integrate'",
+    ),
+    "gamma_grid": ([None, "array-like"], "a non-empty sequence of floats > 0"),
+    "degree": ([_positive_int(1)], "an integer >= 1"),
+    "coef0": ([Interval(numbers.Real, None, None, closed="neither")], "a finite float"),
+    "bias": (["boolean"], "True or False"),
+    "draws": ([None, _positive_int(1)], "None or an integer >= 1"),
+    "tune": ([None, _positive_int(0)], "None or an integer >= 0"),
+    "chains": ([None, _positive_int(1)], "None or an integer >= 1"),
+    "max_iter": ([None, _positive_int(1)], "None or an integer >= 1"),
+    "tol": ([_POSITIVE], "a finite float > 0"),
+    "n_jobs": (
+        [None, Interval(_INT, None, -1, closed="right"), _positive_int(1)],
+        "None or a nonzero integer (-1: all cores)",
+    ),
+    "sampler_kwargs": ([None, dict], "None or a dict"),
+    "init": ([StrOptions(set(INITS))], f"one of {INITS}"),
+    "random_state": (
+        [
+            None,
+            Interval(_INT, 0, 2**32 - 1, closed="both"),
+            np.random.RandomState,
+            np.random.Generator,
+        ],
+        "None, an integer seed in [0, 2**32 - 1], a numpy.random.RandomState or a "
+        "numpy.random.Generator",
+    ),
+    "prior": (
+        [None, str, Mapping, HyperPrior],
+        "None, a preset name, a mapping of a, b, c, d, slab or a HyperPrior",
+    ),
+    "predictive": ([StrOptions(set(PREDICTIVES))], f"one of {PREDICTIVES}"),  # RVR's
+    "likelihood": ([StrOptions(set(COUNT_LIKELIHOODS))], f"one of {COUNT_LIKELIHOODS}"),  # RVP's
 }
-"""What each parameter must be, in the words of its ``ValueError``."""
+"""Every parameter: its admissible values (scikit-learn's constraint objects; a boolean
+satisfies only ``"boolean"``: ``True`` is not an integer or a float here) and what it must
+be, in the words of its ``ValueError``."""
 
-_ALL_CONSTRAINTS = {**REGRESSOR_CONSTRAINTS, **COUNTS_CONSTRAINTS}
+MESSAGES = {name: message for name, (_, message) in PARAMETERS.items()}
+_ALL_CONSTRAINTS = {name: constraints for name, (constraints, _) in PARAMETERS.items()}
+PARAMETER_CONSTRAINTS = {
+    k: v for k, v in _ALL_CONSTRAINTS.items() if k not in ("predictive", "likelihood")
+}
+"""The constraints of RVC's parameters, which RVR and RVP share (``_parameter_constraints``)."""
+REGRESSOR_CONSTRAINTS = {**PARAMETER_CONSTRAINTS, "predictive": _ALL_CONSTRAINTS["predictive"]}
+COUNTS_CONSTRAINTS = {**PARAMETER_CONSTRAINTS, "likelihood": _ALL_CONSTRAINTS["likelihood"]}
 _CONSTRAINTS = {name: [make_constraint(c) for c in cs] for name, cs in _ALL_CONSTRAINTS.items()}
 _TAKE_BOOLEANS = {name for name, cs in _ALL_CONSTRAINTS.items() if "boolean" in cs}
 
@@ -200,11 +175,6 @@ def default_prior(est: Any) -> str:
     return "weakly_informative" if est._kind == "regression" else "weakly_informative_slab"
 
 
-def default_draws(est: Any) -> int:
-    """Draws a chain of ``draws=None`` (:func:`rvm_pymc.inference.defaults.estimator_draws`)."""
-    return estimator_draws(est._kind)
-
-
 def default_tune(est: Any) -> int:
     """NUTS tuning steps of ``tune=None`` (:func:`rvm_pymc.inference.defaults.estimator_tune`)."""
     model = (est.sampler_kwargs or {}).get("model", "collapsed")
@@ -219,7 +189,7 @@ class Checked(NamedTuple):
     sampler_kwargs: dict[str, Any]
     """The options of the PyMC fit (``{}`` for ``method="reference"``)."""
     draws: int
-    """Posterior draws per chain (``draws``, or :func:`default_draws` for None)."""
+    """Posterior draws per chain (``draws``, or ``estimator_draws`` of the kind for None)."""
 
 
 def check_params(est: Any, X: np.ndarray) -> Checked:
@@ -283,7 +253,7 @@ def check_params(est: Any, X: np.ndarray) -> Checked:
     prior = resolve_prior(est.prior, default=default_prior(est))
     if prior.slab is not None:
         _check_slab(est, prior, kwargs)
-    draws = default_draws(est) if est.draws is None else int(est.draws)
+    draws = estimator_draws(est._kind) if est.draws is None else int(est.draws)
     return Checked(prior, kwargs, draws)
 
 
@@ -398,42 +368,3 @@ def _check_rvm_star(est: Any) -> None:
             "test input (and at the test input itself), so it needs a kernel given by "
             f"name, a Kernel or a callable; got kernel={shown}"
         )
-
-
-def regression_data(est: Any, X, y) -> tuple[np.ndarray, np.ndarray]:
-    """``(X, y)`` of a regressor's ``fit``, checked: numbers only, ``y`` finite."""
-    check_numeric(X, "X")
-    try:
-        check_numeric(y, "y")
-    except ValueError as exc:
-        if "numeric" not in str(exc):
-            raise
-        raise ValueError(f"{exc} (RVR fits numbers; for class labels use RVC)") from None
-    X, y = validate_data(est, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=2)
-    y = np.asarray(y, dtype=float)
-    n_bad = int(y.size - np.count_nonzero(np.isfinite(y)))
-    if n_bad:  # None in an object array becomes NaN after scikit-learn's check
-        raise ValueError(
-            f"y has {n_bad} missing or non-finite value(s) (None, NaN or inf); "
-            "remove or impute them before fitting"
-        )
-    return X, y
-
-
-def classification_data(est: Any, X, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(X, classes, codes)`` of a classifier's ``fit``: the labels checked and encoded.
-
-    ``codes`` (int64) index ``classes`` (the sorted distinct labels); at least two
-    classes, else a ``ValueError``.
-    """
-    check_numeric(X, "X")
-    X, y = validate_data(est, X, y, dtype=np.float64, ensure_min_samples=2)
-    # 1-D integer or boolean labels are classes (binary or multiclass) by construction:
-    # scikit-learn's check of the target type (70-80 us) is for the other dtypes
-    if y.dtype.kind not in "biu":
-        check_classification_targets(y)
-    classes, codes = np.unique(y, return_inverse=True)
-    if classes.size < 2:
-        label = classes[0].item() if isinstance(classes[0], np.generic) else classes[0]
-        raise ValueError(f"RVC needs samples of at least two classes; y has 1 class ({label!r})")
-    return X, classes, codes.reshape(-1).astype(np.int64)

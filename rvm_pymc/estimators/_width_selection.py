@@ -1,4 +1,4 @@
-"""Kernel width selection: a given width, ``"scale"``, ``"cv"`` or ``"evidence"``.
+"""The kernel width: a given width, ``"scale"``, ``"cv"``, ``"evidence"`` or ``"integrate"``.
 
 One entry point, :func:`select_width`.  It never sees the estimator: it takes a
 *design factory* (``design(gamma, centres=None, compress=True) -> (basis, Phi,
@@ -16,6 +16,14 @@ is fitted on a few fixed centres from its middle outward, refined on a continuou
 ``log gamma`` (Brent), and the best widths are fitted over all bases; the best
 exact fit is returned, number for number.  What was measured:
 ``benchmarks/README.md``.
+
+``"integrate"`` (:func:`fit_integrated`): NUTS samples the log length scale ``l`` of the
+RBF kernel ``exp(-gamma |x - c|^2)``, ``gamma = exp(-2 l) / 2``, beside the precisions
+(and the noise, for RVR), under :func:`width_prior`; the backend is
+:func:`rvm_pymc.inference.fit_width_backend`.  Every basis stays in.  The posterior holds,
+for each draw, the weights of the unscaled columns ``[1 | exp(-gamma_s D)]`` in the units
+of the data, and ``gamma_draws_`` the widths: a prediction computes each draw's design
+matrix at its own width (:func:`latent_at`).
 """
 
 from __future__ import annotations
@@ -28,8 +36,9 @@ import numpy as np
 from rvm_pymc._core.centres import AUTO_FULL_MAX
 from rvm_pymc._core.parallel import raise_again, record_warnings, run_recorded
 from rvm_pymc._core.predictive import predictive, shuffled_folds
-from rvm_pymc._core.rbf_width import log_length_scale_of
+from rvm_pymc._core.rbf_width import gamma_of, log_length_scale_of, sq_distances, width_latent
 from rvm_pymc.exceptions import ConvergenceWarning, InterpolationWarning
+from rvm_pymc.models.spec import RBF_UNIT_RMS
 
 __all__ = [
     "AUTO_CV_MAX",
@@ -45,6 +54,10 @@ __all__ = [
     "Fitted",
     "Width",
     "cv_folds",
+    "fit_integrated",
+    "integrates_width",
+    "latent_at",
+    "sample_predictions_at",
     "scale_gamma",
     "select_width",
     "width_prior",
@@ -188,39 +201,13 @@ def select_width(
     need_reference: bool = False,
     fold_seed: int = 0,
 ) -> Width:
-    """The width of a fit, with its reference fit when ``need_reference`` or searched.
+    """The :class:`Width` of a fit, with its reference fit when ``need_reference`` or searched.
 
-    Parameters
-    ----------
-    X : ndarray
-        Training inputs.
-    y : ndarray
-        Targets as given to ``fit`` (``"cv"``'s folds refit on them).
-    gamma : float or str
-        The ``gamma`` parameter (``"auto"``, ``"cv"``, ``"scale"``, ``"evidence"``).
-    grid : array_like or None
-        ``gamma_grid`` (None: :data:`DEFAULT_GRID` times ``"scale"``).
-    has_width : bool
-        The kernel takes a ``gamma``.
-    classifier : bool
-        Stratified folds; a class of one row cannot be cross-validated.
-    design : callable
-        ``design(gamma, centres=None, compress=True) -> (basis, Phi, scale)``.
-    fit : callable
-        ``fit(Phi, names, start=None, cap=None, tol=None) -> (post, info)``.
-    refit : callable, optional
-        ``refit(gamma, X, y) -> fitted estimator`` (``"cv"``).
-    run : callable, default :func:`~rvm_pymc._core.parallel.run_recorded`
-        ``run(fn, tasks) -> [(fn(*task), its warnings), ...]``: where the independent
-        fits of a search run.
-    need_reference : bool
-        Fit the reference solver at a single width too.
-    fold_seed : int
-        Of the shuffle of ``"cv"``'s folds.
-
-    Returns
-    -------
-    Width
+    ``y``: the targets as given to ``fit`` (``"cv"``'s folds refit on them); ``gamma``,
+    ``grid``: the estimator's ``gamma`` and ``gamma_grid`` (None: :data:`DEFAULT_GRID` times
+    ``"scale"``); ``has_width``: the kernel takes a ``gamma``; ``classifier``: stratified
+    folds; ``design``, ``fit``, ``refit``, ``run``: the callables of the module docstring;
+    ``fold_seed``: of the shuffle of ``"cv"``'s folds.
     """
     rule = width_rule(gamma, X, y, classifier)
     candidates = _candidates(rule, X, grid, has_width)
@@ -311,21 +298,14 @@ def _cv_width(X, y, classifier, refit, grid, seed, run) -> dict[str, Any]:
             scored[g] = {"cv_lpd": mean, "cv_lpd_se": se, "rv": rv, "w": caught}
 
     widths = sorted(float(g) for g in grid if np.isfinite(g))
-    mid = len(widths) // 2
-    score([widths[mid]])
-    lo, hi = mid, mid
-    open_lo, open_hi = lo > 0, hi < len(widths) - 1
-    while open_lo or open_hi:
-        score(([widths[lo - 1]] if open_lo else []) + ([widths[hi + 1]] if open_hi else []))
-        best = max(s["cv_lpd"] for s in scored.values())
-        if open_lo:
-            lo -= 1
-            s, inner = scored[widths[lo]]["cv_lpd"], scored[widths[lo + 1]]["cv_lpd"]
-            open_lo = lo > 0 and not _falls(s, inner, best)
-        if open_hi:
-            hi += 1
-            s, inner = scored[widths[hi]]["cv_lpd"], scored[widths[hi - 1]]["cv_lpd"]
-            open_hi = hi < len(widths) - 1 and not _falls(s, inner, best)
+
+    def falls(i: int, step: int) -> bool:  # a side stops below its inner neighbour and the best
+        if i == len(widths) // 2:
+            return False
+        s, inner = scored[widths[i]]["cv_lpd"], scored[widths[i - step]]["cv_lpd"]
+        return not np.isfinite(s) or (s < inner and s < max(f["cv_lpd"] for f in scored.values()))
+
+    _middle_out(len(widths), lambda todo: score([widths[i] for i in todo]), falls)
     g_best = _best_cv(scored)
     if not np.isfinite(scored[g_best]["cv_lpd"]):
         raise ValueError(
@@ -347,11 +327,6 @@ def _cv_width(X, y, classifier, refit, grid, seed, run) -> dict[str, Any]:
     for key, src in zip(CV_PATH_KEYS[1:], ("cv_lpd", "cv_lpd_se", "rv"), strict=True):
         path[key] = np.array([scored[g][src] for g in order])
     return {"gamma": g_best, "path": path, "warnings": scored[g_best]["w"]}
-
-
-def _falls(score: float, inner: float, best: float) -> bool:
-    """A side stops at a width below its inner neighbour (and the best), or unscored."""
-    return not np.isfinite(score) or (score < inner and score < best)
 
 
 def _best_cv(scored: dict[float, dict[str, Any]]) -> float:
@@ -420,39 +395,43 @@ def _search_fit(design, fit, idx, gamma: float, start=None, cap=None) -> dict[st
 def _search_grid(design, fit, idx, grid, run) -> list[dict]:
     """The grid's fits from its middle width outward (each round's as joblib tasks)."""
     widths = sorted(grid)
-    mid = len(widths) // 2
     fits: list[dict] = []
     fitted: dict[int, dict] = {}
-    last = {-1: mid, +1: mid}
-    todo = [mid]
-    while todo:
+
+    def fit_round(todo: list[int]) -> None:
         tasks = [(design, fit, idx, widths[i]) for i in todo]
         for i, (f, _) in zip(todo, run(_search_fit, tasks), strict=True):
             fitted[i] = f
             fits.append(f)
-        best = max(choice_key(f) for f in fits)
-        todo = []
-        for step in (-1, +1):
-            i = last[step]
-            inner = fitted.get(i - step) if i is not None and i != mid else None
-            if i is None or _closes(fitted[i], inner, best, step):
-                last[step] = None
-            elif 0 <= i + step < len(widths):
-                todo.append(i + step)
-                last[step] = i + step
-            else:
-                last[step] = None
+
+    def closes(i: int, step: int) -> bool:  # past the noise's bound, or DROP below and falling
+        if step > 0 and fitted[i]["noise_at_bound"]:
+            return True
+        if i == len(widths) // 2:
+            return False
+        key, best = choice_key(fitted[i]), max(choice_key(f) for f in fits)
+        return key < choice_key(fitted[i - step]) and key < best - DROP
+
+    _middle_out(len(widths), fit_round, closes)
     return fits
 
 
-def _closes(fit: dict, inner: dict | None, best: float, step: int) -> bool:
-    """Whether the grid's side in direction ``step`` ends at ``fit``."""
-    if step > 0 and fit["noise_at_bound"]:
-        return True
-    if inner is None:
-        return False
-    key = choice_key(fit)
-    return key < choice_key(inner) and key < best - DROP
+def _middle_out(n: int, fit_round, closes) -> None:
+    """Fit the positions ``0..n-1`` of a sorted grid from its middle outward, a round
+    (``fit_round(positions)``: one batch of independent fits) at a time, each side one
+    step a round until ``closes(i, step)`` at its last position ``i``, or its end."""
+    last: dict[int, int | None] = {-1: n // 2, +1: n // 2}
+    todo = [n // 2]
+    while todo:
+        fit_round(todo)
+        todo = []
+        for step in (-1, +1):
+            i = last[step]
+            if i is None or closes(i, step) or not 0 <= i + step < n:
+                last[step] = None
+            else:
+                todo.append(i + step)
+                last[step] = i + step
 
 
 def _exact_fit(design, fit, gamma: float) -> dict[str, Any]:
@@ -581,3 +560,72 @@ def _warn_if_rising_into_interpolation(searched: list[dict], best: dict) -> None
                 stacklevel=6,
             )
             return
+
+
+# ------------------------------------------- gamma="integrate": NUTS over the width
+
+
+def integrates_width(est: Any) -> bool:
+    """Whether ``est`` was fitted with ``gamma="integrate"`` (it holds width draws)."""
+    return getattr(est, "gamma_draws_", None) is not None
+
+
+def fit_integrated(options, X, t_s, width, prior, seed: int, start) -> Fitted:
+    """NUTS over the width on the scaled targets ``t_s`` (``options``: of the backend).
+
+    ``width``: the :class:`Width` of the ``"scale"`` width, whose
+    basis gives the centres; ``start``: its reference posterior, or None.  Returns the
+    posterior over all bases (unscaled columns), the width of every draw, and what the
+    tree holds besides (``idata_`` computes each draw's latent mean when first read).
+    """
+    from rvm_pymc.inference import fit_width_backend
+
+    basis = width.basis
+    names = tuple(map(str, basis.basis_names_))
+    post, info, lls = fit_width_backend(
+        options, X, basis.centres_, t_s, names, prior, seed, start,
+        width_prior=width_prior(X), bias=bool(basis.bias),
+    )  # fmt: skip
+    gammas = gamma_of(lls)
+    tree = {
+        "extra_posterior": {
+            "log_length_scale": (("chain", "draw"), lls),
+            "gamma": (("chain", "draw"), gammas),
+        },
+        # the model divided each kernel column by its RMS at the draw's width (a slab's
+        # precision is of those columns); basis_scale (ones) is of the unscaled ones
+        "constants": {
+            "X": (("obs", "feature"), X),
+            "centres": (("centre", "feature"), basis.centres_),
+            RBF_UNIT_RMS: ((), np.asarray(1.0)),
+        },
+        "attrs": {"width": "integrated"},
+    }
+    return Fitted(post, info, np.ones(len(names)), gammas, tree)
+
+
+def latent_at(est, X: np.ndarray) -> np.ndarray:
+    """The latent mean of every draw at validated inputs ``X``: ``(chain, draw, n[, K])``
+    (regression: ``y_offset`` included), each draw's design at its own width."""
+    w = est.posterior_.draws
+    chains, draws = w.shape[:2]
+    F = width_latent(
+        sq_distances(X, est.relevance_vectors_),
+        est.gamma_draws_,
+        w.reshape(-1, *w.shape[2:]),
+        bias=est.bias_active_,
+        y_offset=est.posterior_.y_offset,
+    )
+    return F.reshape(chains, draws, *F.shape[1:])
+
+
+def sample_predictions_at(est, X: np.ndarray, random_state=None):
+    """The ``predictions`` groups of ``sample_predictions`` of a width-integrating fit."""
+    from rvm_pymc.results import latent_predictions
+
+    return latent_predictions(
+        est.idata_,
+        latent_at(est, X),
+        {"X": (("obs", "feature"), X)},
+        random_state=random_state,
+    )
