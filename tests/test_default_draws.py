@@ -1,7 +1,8 @@
 """The default number of draws per chain (``draws=None``), resolved at ``fit`` per estimator.
 
 As the docstrings of RVR and RVC and docs/pymc.md ("Default length") say: 6000
-for RVC, 2000 for RVR and RVP, whatever the method (so that an estimator's
+for RVC and for NUTS over the kernel width (``gamma="integrate"``), 2000 for RVR
+and RVP, whatever the method (so that an estimator's
 reference, map and nuts trees keep as many draws); ``get_params`` and ``clone``
 keep the ``None`` of the signature.  No PyMC model is compiled: the map and nuts
 fits stop at the backend, whose options are recorded.
@@ -74,6 +75,26 @@ def test_pymc_fits_get_the_same_draws(cls, method, data, monkeypatch):
     assert seen["until_converged"] is False  # a given length is kept
 
 
+def test_nuts_over_the_width_takes_up_to_6000_draws(monkeypatch):
+    """gamma='integrate' (RVR and RVC): the width's cap, 6000, stopping once converged."""
+    seen = {}
+
+    def record(opts, *args, **kwargs):
+        seen.update(opts)
+        raise _Stop
+
+    monkeypatch.setattr(rvm_pymc.inference, "fit_width_backend", record)
+    X, _, _, _ = make_ripley(n_train=30, n_test=2, random_state=0)
+    fits = ((RVR, X[:, 0]), (RVC, (X[:, 0] > 0).astype(int)))
+    for cls, y in fits:
+        est = cls(method="nuts", gamma="integrate")
+        seen.clear()
+        with pytest.raises(_Stop):
+            est.fit(X, y)
+        assert (seen["draws"], seen["until_converged"]) == (6000, True)
+        assert est.get_params()["draws"] is None
+
+
 def test_draws_below_one_is_refused_by_name(data):
     X, y = data[RVC]
     for bad in (0, -5, 2.5, True):
@@ -111,14 +132,14 @@ def test_cli_fit_follows_the_estimator_default(tmp_path, data):
         (RVP, {}, 0.95),
         (RVR, {"sampler_kwargs": {"target_accept": 0.9}}, 0.9),
         (RVC, {"sampler_kwargs": {"target_accept": 0.85}}, 0.85),
-        (RVR, {"gamma": "integrate"}, 0.8),  # collapsed over the width too
+        (RVR, {"gamma": "integrate"}, 0.95),  # collapsed over the width
         (RVC, {"gamma": "integrate"}, 0.99),  # joint over the width
     ],
     ids=["rvr", "rvr-joint", "rvc", "rvp", "rvr-given", "rvc-given", "rvr-width", "rvc-width"],
 )
 def test_nuts_target_accept_default_per_model(cls, kwargs, expected, data, pm_sample_kwargs):
-    """0.8 for the collapsed regression sampler, 0.95 with weights, 0.99 for weights over
-    the width; a given value wins.
+    """0.8 for the collapsed regression sampler, 0.95 with weights or collapsed over the
+    width, 0.99 for weights over the width; a given value wins.
 
     Read where PyMC receives it: ``pm.sample(target_accept=...)``, or the NUTS step
     built beside the basis swaps (RVC) that ``pm.sample`` is given.

@@ -134,7 +134,7 @@ class RVR(RegressorMixin, _BaseRVM):
         Posterior draws per chain kept in ``idata_`` (Gaussian draws for
         reference/map, antithetic across chain pairs; NUTS draws for nuts);
         None: 2000 (6000 for :class:`RVC`) for reference and map, and for
-        nuts at most that many: NUTS then stops at the first checkpoint (500
+        nuts at most that many (6000 over the width, ``gamma="integrate"``): NUTS then stops at the first checkpoint (500
         draws a chain, then every 250) whose draws pass the ``converged_``
         check and keeps them (``until_converged`` of
         :func:`rvm_pymc.inference.sample_nuts`; ``sampler_kwargs={"until_converged":
@@ -154,7 +154,8 @@ class RVR(RegressorMixin, _BaseRVM):
         ``init`` and is on the scaled problem (``Phi / basis_scale_``,
         ``(y - y_offset_) / y_scale_``).  NUTS runs with ``target_accept``
         0.8 for the collapsed regression sampler and 0.95 for the models with
-        weights (classifiers, counts, ``model="joint"``) unless given here.
+        weights (classifiers, counts, ``model="joint"``) and for the collapsed
+        sampler over the width (0.99 for the classifiers') unless given here.
     init : {"auto", "reference", "default"}, default "auto"
         Where MAP and NUTS start: ``"reference"`` at the reference solution
         under the same prior (``solver`` for ``a = b = 0`` without a slab,

@@ -253,7 +253,8 @@ def check_params(est: Any, X: np.ndarray) -> Checked:
     prior = resolve_prior(est.prior, default=default_prior(est))
     if prior.slab is not None:
         _check_slab(est, prior, kwargs)
-    draws = estimator_draws(est._kind) if est.draws is None else int(est.draws)
+    width = est.gamma == "integrate"
+    draws = estimator_draws(est._kind, width) if est.draws is None else int(est.draws)
     return Checked(prior, kwargs, draws)
 
 

@@ -31,6 +31,8 @@ __all__ = [
     "TARGET_ACCEPT",
     "TUNE",
     "UNTIL_CONVERGED",
+    "WIDTH_COLLAPSED_TARGET_ACCEPT",
+    "WIDTH_DRAWS",
     "WIDTH_JOINT_TARGET_ACCEPT",
     "estimator_draws",
     "estimator_target_accept",
@@ -57,6 +59,11 @@ ESTIMATOR_DRAWS = {"regression": 2000, "counts": 2000, "classification": 6000}
 takes, stopping at the first checkpoint that passes the convergence standard.  RVC's
 6000: at 2 x 4000 breast cancer at the estimator's width ended at smallest ESS 356-379
 (``docs/pymc.md``, "Default length")."""
+WIDTH_DRAWS = 6000
+"""Draws a chain of ``draws=None`` for NUTS over the kernel width (``gamma="integrate"``),
+of every kind: at 2000 (RVR's) uscrime at ``target_accept`` 0.95 stopped at the cap with
+a tail ESS of 391 and 356 (seeds 0, 1), and passed at 2250 draws with this cap
+(``benchmarks/results/nuts_width.md``)."""
 COLLAPSED_TUNE = 500
 """Tuning steps of ``tune=None`` for RVR's collapsed sampler."""
 JOINT_TUNE = 1000
@@ -75,6 +82,10 @@ WIDTH_JOINT_TARGET_ACCEPT = 0.99
 """The estimators' ``target_accept`` of joint NUTS over the kernel width (the
 classifiers' ``gamma="integrate"``): at :data:`JOINT_TARGET_ACCEPT` wine left 3
 divergent draws of 12,000 (``benchmarks/results/nuts_width.md``)."""
+WIDTH_COLLAPSED_TARGET_ACCEPT = 0.95
+"""The same for RVR's collapsed NUTS over the width: at :data:`COLLAPSED_TARGET_ACCEPT`
+uscrime left 4 divergent draws (seed 0) and mtcars ended at R-hat 1.012 (seeds 0, 2 of
+0-3); at 0.95 both converged on every seed tried (``benchmarks/results/nuts_width.md``)."""
 DEFAULT_PARAMETRIZATION = {
     "regression": "centred",
     "binary": "non_centred",
@@ -102,8 +113,11 @@ CHECK_EVERY = 250
 """Draws a chain between two checkpoints."""
 
 
-def estimator_draws(kind: str) -> int:
-    """Draws a chain of ``draws=None`` for an estimator of ``kind`` (its ``_kind``)."""
+def estimator_draws(kind: str, width: bool = False) -> int:
+    """Draws a chain of ``draws=None`` for an estimator of ``kind`` (its ``_kind``), or
+    :data:`WIDTH_DRAWS` over the kernel width (``width``)."""
+    if width:
+        return WIDTH_DRAWS
     return ESTIMATOR_DRAWS.get(kind, ESTIMATOR_DRAWS["regression"])
 
 
@@ -114,10 +128,11 @@ def estimator_tune(collapsed: bool) -> int:
 
 def estimator_target_accept(joint: bool, kind: str | None = None, width: bool = False) -> float:
     """The estimators' ``target_accept``: :data:`KIND_TARGET_ACCEPT` of ``kind``, else
-    :data:`WIDTH_JOINT_TARGET_ACCEPT` for joint NUTS over the width (``width``), else
-    :data:`JOINT_TARGET_ACCEPT` or the collapsed one."""
+    over the width (``width``) :data:`WIDTH_JOINT_TARGET_ACCEPT` or
+    :data:`WIDTH_COLLAPSED_TARGET_ACCEPT`, else :data:`JOINT_TARGET_ACCEPT` or the
+    collapsed one."""
     if kind in KIND_TARGET_ACCEPT:
         return KIND_TARGET_ACCEPT[kind]
-    if width and joint:
-        return WIDTH_JOINT_TARGET_ACCEPT
+    if width:
+        return WIDTH_JOINT_TARGET_ACCEPT if joint else WIDTH_COLLAPSED_TARGET_ACCEPT
     return JOINT_TARGET_ACCEPT if joint else COLLAPSED_TARGET_ACCEPT
