@@ -9,7 +9,7 @@ standardised, as the command line does).  One row per set, columns as in
 ``bench_nuts_defaults.py``: wall time of ``fit`` (the first fit of a model
 includes its compilation), draws a chain kept, the worst rank-normalised
 R-hat and the smallest bulk/tail ESS over every sampled variable (the log
-precisions, ``log_beta`` for RVR, the weights for RVC, and
+precisions, ``log_beta`` for RVR, the weights (RVR: drawn exactly per draw), and
 ``log_length_scale``, the width), the divergences, the estimator's
 ``converged_`` and ``ok`` (R-hat <= 1.01, both ESS >= 400, no divergence);
 also the posterior median ``gamma_`` and its 5-95 % range in units of the
@@ -60,10 +60,8 @@ def _standardise(X):
 
 def diagnose(est) -> dict:
     """Worst R-hat and smallest bulk/tail ESS over the sampled variables (width included)."""
-    names = ["log_alpha", "log_beta", "log_length_scale"]
-    if est._kind != "regression":  # joint NUTS: the weights are sampled too
-        names += ["w", "W"]
-    return worst_diagnostics(est, names)
+    # the weights too: sampled (RVC) or drawn exactly per draw (RVR), as converged_ checks
+    return worst_diagnostics(est, ["log_alpha", "log_beta", "log_length_scale", "w", "W"])
 
 
 def fit_one(kind: str, X, y, seed: int = 0, target_accept: float | None = None):
@@ -109,14 +107,14 @@ def run(name: str, kind: str, max_n: int, seed: int, target_accept=None) -> dict
     }
 
 
-def timing(max_n: int = 150, seed: int = 0) -> dict:
+def timing(max_n: int = 150, seed: int = 0, target_accept=None) -> dict:
     """Warm wall time of one RVR fit at N = ``max_n`` (the second of two fits)."""
     import _panel_data as panel
 
     data = panel.load(TIMING_SET, max_n=max_n)
     X, y = _standardise(data.X), data.y
-    _, cold = fit_one("regression", X, y, seed)
-    est, warm = fit_one("regression", X, y, seed + 1)
+    _, cold = fit_one("regression", X, y, seed, target_accept)
+    est, warm = fit_one("regression", X, y, seed + 1, target_accept)
     return {
         "set": f"{TIMING_SET} (timing)",
         "kind": "regression",
@@ -186,7 +184,7 @@ def main(argv=None) -> None:
             with open(jsonl, "a") as fh:
                 fh.write(json.dumps(row) + "\n")
     if not args.no_timing and "regression" in kinds:
-        row = timing(150, seeds[0])
+        row = timing(150, seeds[0], args.target_accept)
         line = (
             f"\nTiming, {row['set']}, N = {row['N']}: first fit (compiles) "
             f"{row['first_fit']:.1f} s, warm fit {row['wall']:.1f} s, {row['draws']} draws a "

@@ -1,4 +1,16 @@
-"""Warnings and errors raised by rvm_pymc."""
+"""Warnings and errors raised by rvm_pymc, and :func:`warn_user`, which raises a warning
+at the user's line."""
+
+import os
+import warnings
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_user(message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` at the first frame outside this package: the user's line, however
+    deep in the package the warning is raised (no stack level to count by hand)."""
+    warnings.warn(message, category, skip_file_prefixes=(_PACKAGE,))
 
 
 class ConvergenceWarning(UserWarning):

@@ -291,8 +291,9 @@ def test_gamma_auto_is_cv_up_to_2000_points_and_scale_above(sinc, monkeypatch):
 def test_gamma_evidence_refines_the_grid_maximum(sinc):
     X, y = sinc
     grid = [0.001, 0.003, 0.01, 0.03]
-    with pytest.warns(ConvergenceWarning, match="largest gamma of gamma_grid"):
+    with pytest.warns(ConvergenceWarning, match="largest gamma of gamma_grid") as seen:
         est = RVR(gamma="evidence", gamma_grid=grid).fit(X, y)  # the best is past the edge, 0.03
+    assert {w.filename for w in seen if "gamma_grid" in str(w.message)} == {__file__}
     path = est.evidence_path_
     # the grid from its middle out (0.001 left out: 0.003 is far below), then refined
     np.testing.assert_array_equal(path["gamma"][:3], [0.01, 0.003, 0.03])
@@ -601,3 +602,11 @@ def test_lazy_export_never_imports_pymc():
         "assert 'pymc' not in sys.modules and 'pytensor' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_gamma_cv_edge_warning_points_at_the_users_line(sinc):
+    """The width search's warnings are raised deep in the package; they name the caller."""
+    X, y = sinc
+    with pytest.warns(ConvergenceWarning, match="best cross-validated score is at") as seen:
+        RVR(gamma="cv", gamma_grid=[1e-3, 2e-3, 4e-3], random_state=0).fit(X, y)
+    assert {w.filename for w in seen if "gamma_grid" in str(w.message)} == {__file__}

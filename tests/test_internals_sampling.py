@@ -69,7 +69,12 @@ from rvm_pymc.inference._stop import (
     StopWhenConverged,
     stop_rule,
 )
-from rvm_pymc.inference._weights import ChainDraws, chain_seeds, reported_draws
+from rvm_pymc.inference._weights import (
+    ChainDraws,
+    chain_seeds,
+    exact_weight_rows,
+    reported_draws,
+)
 from rvm_pymc.models.spec import model_spec
 from rvm_pymc.priors import PRESETS, HyperPrior, resolve_prior
 from rvm_pymc.reference import (
@@ -317,6 +322,49 @@ def test_derived_draws_are_checked_with_the_recorded_ones():
     _drive(chains, rule, "parallel")
     assert rule.stopped_at is None
     assert all(d["max_rhat"] > 1.01 for _, d in rule.checks)
+
+
+@pytest.mark.parametrize("which", ["binary", "softmax", "softmax_no_bias", "collapsed"])
+def test_reported_draws_are_those_of_the_unscaled_columns(which):
+    """The estimators' width model scales its kernel columns to RMS 1 at every width;
+    ``unscaled`` reports the weights of the unscaled columns, with the same latent mean
+    at every draw and the weight prior's precision of those columns; without it (the
+    public samplers' trees) the model's own draws are kept."""
+    from rvm_pymc._core.rbf_width import rbf_columns, sq_distances
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(15, 2))
+    bias = which != "softmax_no_bias"
+    if which == "collapsed":
+        t = X[:, 0] + 0.1 * rng.normal(size=15)
+        model = models.regression_marginal_rbf(X, t, unit_rms=True)
+    else:
+        y = (X[:, 0] > 0).astype(int) if which == "binary" else np.arange(15) % 3
+        model = models.classification_rbf(X, y, unit_rms=True, bias=bias)
+    spec = model_spec(model)
+    m = len(model.coords["basis"])
+    lls = 0.3 * rng.normal(size=(2, 4))
+    draws = {"log_alpha": rng.normal(size=(2, 4, m)), "log_length_scale": lls}
+    weights = None
+    if which == "collapsed":
+        draws["log_beta"] = rng.normal(size=(2, 4))
+        weights = ChainDraws(exact_weight_rows(model, spec), chain_seeds(0))
+    else:
+        name = "w" if which == "binary" else "W"
+        draws[name] = rng.normal(size=(2, 4, m) + (() if which == "binary" else (3,)))
+    kept = reported_draws(model, spec, weights)(draws)
+    out = reported_draws(model, spec, weights, unscaled=True)(draws)
+    name = "W" if "W" in out else "w"
+    np.testing.assert_array_equal(kept["log_alpha"], draws["log_alpha"])
+    assert set(out) == set(draws) | {name}
+    D = sq_distances(X, X)
+    for c, s in itertools.product(range(2), range(4)):
+        scaled = rbf_columns(D, lls[c, s], bias=bias, unit_rms=True)
+        plain = rbf_columns(D, lls[c, s], bias=bias, unit_rms=False)
+        np.testing.assert_allclose(plain @ out[name][c, s], scaled @ kept[name][c, s], atol=1e-12)
+        rms = np.sqrt(np.mean(plain**2, axis=0))
+        want = draws["log_alpha"][c, s] + 2.0 * np.log(rms)
+        np.testing.assert_allclose(out["log_alpha"][c, s], want, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.filterwarnings(  # PyMC forks a process per chain

@@ -1002,3 +1002,18 @@ def test_fast_warm_start_from_a_neighbouring_width():
     assert warm.converged
     assert warm.log_evidence > cold.log_evidence - 1.0
     assert warm.n_iter < cold.n_iter
+
+
+def test_a_result_pickled_under_its_old_module_still_loads():
+    """ClassificationResult moved into ``_result``; a pickle naming its old module loads."""
+    import pickle
+
+    X, y, _, _ = make_ripley(n_train=30, n_test=2, random_state=0)
+    res = fit_classification(X[:, :1], y)
+    old = pickle.dumps(res, protocol=2).replace(
+        b"rvm_pymc.reference._result", b"rvm_pymc.reference._classification_result"
+    )
+    assert b"_classification_result" in old
+    back = pickle.loads(old)
+    assert type(back) is type(res)
+    np.testing.assert_array_equal(back.mean, res.mean)

@@ -14,6 +14,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rvm_pymc.exceptions import warn_user
+
 __all__ = ["default_cores", "raise_again", "record_warnings", "run_recorded", "run_tasks"]
 
 
@@ -55,11 +57,15 @@ def run_recorded(
 
 
 def raise_again(
-    label: str, caught: Sequence[tuple[str, type[Warning]]], *, stacklevel: int = 2
+    label: str, caught: Sequence[tuple[str, type[Warning]]], *, stacklevel: int | None = 2
 ) -> None:
-    """Raise recorded warnings again in this process, each prefixed by ``label``."""
+    """Raise recorded warnings again in this process, each prefixed by ``label``
+    (``stacklevel`` None: at the user's line, :func:`rvm_pymc.exceptions.warn_user`)."""
     for message, category in caught:
-        warnings.warn(f"{label}: {message}", category, stacklevel=stacklevel + 1)
+        if stacklevel is None:
+            warn_user(f"{label}: {message}", category)
+        else:
+            warnings.warn(f"{label}: {message}", category, stacklevel=stacklevel + 1)
 
 
 def default_cores(chains: int) -> int:

@@ -661,9 +661,17 @@ def init_with(name: str, default: str, first: bool = False):
     extra = inspect.Parameter(name, kind, default=default, annotation="str")
     params = [base[0], extra, *base[1:]] if first else [*base, extra]
 
-    def __init__(self, **params: Any) -> None:
-        value = params.pop(name, default)
-        _BaseRVM.__init__(self, **params)
+    names = {p.name for p in params[1:]}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        where = f"{type(self).__name__}.__init__()"
+        if args:  # as Python words it for the keyword-only signature
+            raise TypeError(f"{where} takes 1 positional argument but {len(args) + 1} were given")
+        for key in kwargs:
+            if key not in names:
+                raise TypeError(f"{where} got an unexpected keyword argument {key!r}")
+        value = kwargs.pop(name, default)
+        _BaseRVM.__init__(self, **kwargs)
         setattr(self, name, value)
 
     __init__.__signature__ = inspect.Signature(params, return_annotation="None")

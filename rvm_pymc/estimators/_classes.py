@@ -134,8 +134,9 @@ class RVR(RegressorMixin, _BaseRVM):
         Posterior draws per chain kept in ``idata_`` (Gaussian draws for
         reference/map, antithetic across chain pairs; NUTS draws for nuts);
         None: 2000 (6000 for :class:`RVC`) for reference and map, and for
-        nuts at most that many (6000 over the width, ``gamma="integrate"``): NUTS then stops at the first checkpoint (500
-        draws a chain, then every 250) whose draws pass the ``converged_``
+        nuts at most that many (6000 over the width, ``gamma="integrate"``):
+        NUTS then stops at the first checkpoint (500 draws a chain, then every
+        250) whose draws pass the ``converged_``
         check and keeps them (``until_converged`` of
         :func:`rvm_pymc.inference.sample_nuts`; ``sampler_kwargs={"until_converged":
         False}`` runs the whole length).  An integer is the length of every

@@ -28,7 +28,6 @@ matrix at its own width (:func:`latent_at`).
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -37,7 +36,7 @@ from rvm_pymc._core.centres import AUTO_FULL_MAX
 from rvm_pymc._core.parallel import raise_again, record_warnings, run_recorded
 from rvm_pymc._core.predictive import predictive, shuffled_folds
 from rvm_pymc._core.rbf_width import gamma_of, log_length_scale_of, sq_distances, width_latent
-from rvm_pymc.exceptions import ConvergenceWarning, InterpolationWarning
+from rvm_pymc.exceptions import ConvergenceWarning, InterpolationWarning, warn_user
 from rvm_pymc.models.spec import RBF_UNIT_RMS
 
 __all__ = [
@@ -218,11 +217,7 @@ def select_width(
         except ValueError as exc:
             if gamma != "auto":
                 raise
-            warnings.warn(
-                f"gamma='auto': {exc}; fitted at gamma='scale' instead",
-                ConvergenceWarning,
-                stacklevel=5,
-            )
+            warn_user(f"gamma='auto': {exc}; fitted at gamma='scale' instead", ConvergenceWarning)
             candidates = [scale_gamma(X)]
         else:
             g = chosen["gamma"]
@@ -232,7 +227,7 @@ def select_width(
     if len(candidates) > 1:
         return _evidence_width(X, design, fit, candidates, run)
     if folds is not None:  # the warnings of the chosen width's folds, before its own fit
-        raise_again(*folds, stacklevel=4)
+        raise_again(*folds, stacklevel=None)
     g = candidates[0]
     basis, Phi, scale = design(g, compress=need_reference)
     ref = fit(Phi, basis.basis_names_) if need_reference else None
@@ -372,8 +367,8 @@ def _evidence_width(X, design, fit, candidates, run) -> Width:
         exact.append(_exact_fit(design, fit, f["gamma"]))
     best = exact[_best(exact)]
     g = best["gamma"]
-    raise_again(f"gamma={g:.4g}", best["warnings"], stacklevel=5)
-    _warn_at_an_edge("evidence", "largest evidence", g, candidates, stacklevel=6)
+    raise_again(f"gamma={g:.4g}", best["warnings"], stacklevel=None)
+    _warn_at_an_edge("evidence", "largest evidence", g, candidates)
     _warn_if_rising_into_interpolation(searched, best)
     fits = searched + exact
     path = {k: np.array([f[k] for f in fits]) for k in PATH_KEYS}
@@ -525,19 +520,18 @@ def _best(fits: list[dict]) -> int:
     return int(np.argmax(key))
 
 
-def _warn_at_an_edge(rule: str, what: str, g: float, grid: list, stacklevel: int = 5) -> None:
+def _warn_at_an_edge(rule: str, what: str, g: float, grid: list) -> None:
     """Warn when the width chosen from ``grid`` (3 or more) is at its edge."""
     ends = (float(np.log(min(grid))), float(np.log(max(grid))))
     x = float(np.log(g))
     if len(grid) <= 2 or min(abs(x - e) for e in ends) >= STEP / 2:
         return
     edge = "smallest" if abs(x - ends[0]) < STEP / 2 else "largest"
-    warnings.warn(
+    warn_user(
         f"gamma={rule!r}: the {what} is at the {edge} gamma of gamma_grid "
         f"(gamma={g:.4g}, its {'widest' if edge == 'smallest' else 'narrowest'} kernel); "
         "the best width may lie outside the grid: extend gamma_grid past that edge",
         ConvergenceWarning,
-        stacklevel=stacklevel,
     )
 
 
@@ -549,7 +543,7 @@ def _warn_if_rising_into_interpolation(searched: list[dict], best: dict) -> None
     beside = ([below[-1]] if below else []) + ([above[0]] if above else [])
     for f in searched:
         if f["x"] in beside and f["noise_at_bound"] and f["log_evidence"] > best["log_evidence"]:
-            warnings.warn(
+            warn_user(
                 f"gamma='evidence': the evidence still rises past the chosen "
                 f"gamma={best['gamma']:.4g}, toward gamma={f['gamma']:.4g}, where the fit "
                 "interpolates the targets (its noise precision at the bound): the evidence "
@@ -557,7 +551,6 @@ def _warn_if_rising_into_interpolation(searched: list[dict], best: dict) -> None
                 "last that estimates the noise; compare widths by cross-validation "
                 "(rvm_pymc.model_selection.evidence_vs_cv) before trusting it",
                 ConvergenceWarning,
-                stacklevel=6,
             )
             return
 

@@ -23,8 +23,11 @@ from rvm_pymc import models
 from rvm_pymc._core.convergence import MIN_ESS, RHAT_MAX, passes_checks
 from rvm_pymc.inference._fits import nuts_posterior, optimise_map
 from rvm_pymc.inference._map import LOG_PRECISION_BOUND
+from rvm_pymc.inference._nuts import run_nuts
+from rvm_pymc.inference._options import NutsRun
 from rvm_pymc.inference._stop import STOP_ATTRS
 from rvm_pymc.inference.defaults import DEFAULT_PARAMETRIZATION, estimator_target_accept
+from rvm_pymc.models.spec import model_spec
 from rvm_pymc.results import FitInfo, WeightPosterior
 
 __all__ = ["fit_backend", "fit_width_backend"]
@@ -251,11 +254,10 @@ def fit_width_backend(
     )
     if started_from == "reference":
         kw["initvals"]["log_length_scale"] = np.asarray(float(width_prior[0]))
-    res = nuts_posterior(
-        model, draws=opts["draws"], tune=opts["tune"], chains=opts["chains"], random_seed=seed,
-        **kw,
-    )  # fmt: skip
-    # res.posterior holds the weights and log_alpha of the unscaled columns (reported_draws)
+    # the run reports (and checks) the weights and log_alpha of the unscaled columns
+    run = NutsRun(draws=opts["draws"], tune=opts["tune"], chains=opts["chains"],
+                  random_seed=seed, **kw)  # fmt: skip
+    res = run_nuts(model, model_spec(model), collapsed=regression, run=run, unscaled=True)
     lls = np.asarray(res.log_length_scale, dtype=float)
     extra = {"parametrization": parametrization} if not regression else {}
     return res.posterior, _nuts_info(opts, kw, res, started_from, extra, model), lls

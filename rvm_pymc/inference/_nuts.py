@@ -31,7 +31,6 @@ import xarray as xr
 from rvm_pymc._core.convergence import check_sampling
 from rvm_pymc._core.parallel import default_cores
 from rvm_pymc._core.progress import PLAIN_PROGRESS, DrawLines, note_once
-from rvm_pymc._core.rbf_width import gamma_of, sq_distances, width_latent
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc.exceptions import PriorWarning, SamplingWarning
 from rvm_pymc.inference._options import NutsRun, check_stopping
@@ -229,9 +228,13 @@ def _interruptible(active: bool = True) -> Iterator[Any]:
         raise KeyboardInterrupt
 
 
-def run_nuts(model, spec: ModelSpec, *, collapsed: bool, run: NutsRun) -> NutsResult:
+def run_nuts(
+    model, spec: ModelSpec, *, collapsed: bool, run: NutsRun, unscaled: bool = False
+) -> NutsResult:
     """Sample ``model`` by NUTS (``run`` as for :func:`rvm_pymc.inference.sample_nuts`);
-    for ``collapsed``, draw the weights exactly afterwards."""
+    for ``collapsed``, draw the weights exactly afterwards; ``unscaled``: report (and
+    check) an RBF-width model's weights of the unscaled columns
+    (:func:`~rvm_pymc.inference._weights.reported_draws`)."""
     n_bases = len(model_coords(model, "basis")) if collapsed else 0
     lines = run.progressbar == PLAIN_PROGRESS
     swaps = _swap_count(run, spec, collapsed) > 0
@@ -247,7 +250,7 @@ def run_nuts(model, spec: ModelSpec, *, collapsed: bool, run: NutsRun) -> NutsRe
     weights = None
     if collapsed:
         weights = ChainDraws(exact_weight_rows(model, spec), chain_seeds(run.random_seed))
-    report = reported_draws(model, spec, weights)
+    report = reported_draws(model, spec, weights, unscaled)
     pm_tree = pymc_sample(model, spec, run, sampler, collapsed=collapsed, report=report)
     post = pm_tree["posterior"]
     recorded = [*CHECKED, *(() if collapsed else ("W" if spec.kind == "softmax" else "w",))]
@@ -425,11 +428,9 @@ def nuts_datatree(
         lls, w = res.log_length_scale, res.posterior.draws
         extra["log_length_scale"] = (("chain", "draw"), lls)
         X, C = model_data(model, "X"), model_data(model, "centres")
-        # the weights are of the unscaled columns (reported_draws), at each draw's width
-        F = width_latent(
-            sq_distances(X, C), gamma_of(lls), w.reshape(-1, *w.shape[2:]), bias=spec.rbf_bias
-        )
-        latent = F.reshape(*lls.shape, *F.shape[1:])
+        latent = np.empty((*lls.shape, X.shape[0]))
+        for idx in np.ndindex(lls.shape):
+            latent[idx] = design_matrix(model, spec, float(lls[idx])) @ w[idx]
         constant = {"X": (("obs", "feature"), X), "centres": (("centre", "feature"), C)}
     rng = seed_of(random_seed, 7907)
     tree = to_datatree(

@@ -6,8 +6,8 @@ draws the weights afterwards, one draw per hyperparameter draw
 holds them per chain, so that a convergence check during sampling
 (:mod:`rvm_pymc.inference._stop`) and the fit's result share one set of draws.
 :func:`reported_draws` maps the recorded draws to those a fit reports (with those
-weights, and for an RBF-width model with unit-RMS columns, of the unscaled columns):
-what the convergence check and the stopping rule check.
+weights, and for the estimators' RBF-width model with unit-RMS columns, of the
+unscaled columns): what the convergence check and the stopping rule check.
 """
 
 from __future__ import annotations
@@ -93,31 +93,40 @@ def _gram(model, spec, t, log_length_scale: float) -> tuple[np.ndarray, np.ndarr
     return Phi.T @ Phi, Phi.T @ t
 
 
-def reported_draws(model, spec: ModelSpec, weights: ChainDraws | None) -> Callable[[Draws], Draws]:
+def reported_draws(
+    model, spec: ModelSpec, weights: ChainDraws | None, unscaled: bool = False
+) -> Callable[[Draws], Draws]:
     """``report(draws)``: the draws ``(chain, k, ...)`` recorded by the sampler as the fit
     reports them.
 
     With the collapsed sampler's ``weights``, ``w`` is added (drawn from the recorded
-    hyperparameters).  For an RBF-width model whose kernel columns are scaled to RMS 1
-    at every width (``spec.rbf_unit_rms``), the weights and ``log_alpha`` become those
-    of the unscaled columns ``[1 | exp(-gamma D)]``, draw by draw: ``w / r``,
-    ``log_alpha + 2 log r`` with ``r`` each column's RMS at the draw's width (1 for the
-    bias).  The convergence standard is checked on what this returns, so that it holds
-    for the posterior a user reads.
+    hyperparameters).  With ``unscaled``, for an RBF-width model whose kernel columns
+    are scaled to RMS 1 at every width (``spec.rbf_unit_rms``, the estimators'), the
+    weights and ``log_alpha`` become those of the unscaled columns
+    ``[1 | exp(-gamma D)]``, draw by draw: ``w / r``, ``log_alpha + 2 log r`` with ``r``
+    each column's RMS at the draw's width (1 for the bias; computed once a draw).
+    The convergence standard is checked on what this returns, so that it holds for
+    the posterior a user reads.
     """
-    D = None
-    if spec.rbf_width and spec.rbf_unit_rms:
+    rms_rows = None
+    if unscaled and spec.rbf_width and spec.rbf_unit_rms:
         D = model_data(model, RBF_DISTANCES)
+
+        def rows(draws, rng, chain: int, start: int) -> np.ndarray:
+            lls = np.asarray(draws["log_length_scale"], dtype=float)
+            rms = column_rms_at(D, lls)
+            if spec.rbf_bias:
+                rms = np.concatenate([np.ones((*lls.shape, 1)), rms], axis=-1)
+            return rms
+
+        rms_rows = ChainDraws(rows, lambda chain: None)
 
     def report(draws: Draws) -> Draws:
         out = dict(draws)
         if weights is not None:
             out["w"] = weights.upto(draws)
-        if D is not None:
-            lls = np.asarray(draws["log_length_scale"], dtype=float)
-            rms = column_rms_at(D, lls)
-            if spec.rbf_bias:
-                rms = np.concatenate([np.ones((*lls.shape, 1)), rms], axis=-1)
+        if rms_rows is not None:
+            rms = rms_rows.upto({"log_length_scale": draws["log_length_scale"]})
             name = "W" if "W" in out else "w"
             w = np.asarray(out[name], dtype=float)
             out[name] = w / (rms if w.ndim == 3 else rms[..., None])
