@@ -610,3 +610,15 @@ def test_gamma_cv_edge_warning_points_at_the_users_line(sinc):
     with pytest.warns(ConvergenceWarning, match="best cross-validated score is at") as seen:
         RVR(gamma="cv", gamma_grid=[1e-3, 2e-3, 4e-3], random_state=0).fit(X, y)
     assert {w.filename for w in seen if "gamma_grid" in str(w.message)} == {__file__}
+
+
+def test_convergence_warnings_point_at_the_users_line(sinc):
+    """A fit stopped by max_iter warns at the user's call, from the reference solver (the
+    start of a MAP fit) and from type-II MAP alike, however deep each is raised."""
+    X, y = sinc
+    with pytest.warns(ConvergenceWarning, match="did not converge") as seen:
+        RVR(method="map", gamma="scale", max_iter=2, random_state=0).fit(X, y)
+    found = [w for w in seen if "did not converge" in str(w.message)]
+    for source in ("RVM regression", "type-II MAP"):
+        assert any(str(w.message).startswith(source) for w in found), source
+    assert {w.filename for w in found} == {__file__}

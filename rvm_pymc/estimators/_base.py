@@ -15,7 +15,6 @@ import copy
 import functools
 import inspect
 import numbers
-import warnings
 from typing import Any
 
 import numpy as np
@@ -57,7 +56,7 @@ from rvm_pymc.estimators._width_selection import (
     sample_predictions_at,
     select_width,
 )
-from rvm_pymc.exceptions import InterpolationWarning
+from rvm_pymc.exceptions import InterpolationWarning, warn_user
 from rvm_pymc.kernels import Kernel, make_kernel
 from rvm_pymc.models.spec import DISPERSION_SCALE_DATA, data_unit_constants
 from rvm_pymc.priors import resolve_prior
@@ -512,7 +511,7 @@ class _BaseRVM(BaseEstimator):
             None if noise is None else float(np.sqrt(noise)),
             getattr(self, "y_scale_", None) if noise is not None else None,
         )  # fmt: skip
-        warnings.warn(message, InterpolationWarning, stacklevel=5)
+        warn_user(message, InterpolationWarning)
 
     def _reference_fit(self, t, prior, solver: str, Phi, names, start=None, cap=None, tol=None):
         """The reference backend on the scaled problem: ``(WeightPosterior, FitInfo)``."""

@@ -19,7 +19,7 @@ from rvm_pymc._core.gaussian import (
     factor_inverse,
     gaussian_weights,
 )
-from rvm_pymc.exceptions import ConvergenceWarning
+from rvm_pymc.exceptions import ConvergenceWarning, warn_user
 from rvm_pymc.models.data import design_matrix, model_data
 from rvm_pymc.models.spec import ModelSpec
 from rvm_pymc.priors import HyperPrior
@@ -221,11 +221,10 @@ def _lbfgs(fun, x0, bounds, max_iter: int, gtol: float, what: str, warn: bool = 
 
 
 def _warn_unconverged(what: str, res, pgrad: float) -> None:
-    warnings.warn(
+    warn_user(
         f"{what} did not converge: {res.message} (max |gradient| {pgrad:.3g} after "
         f"{res.nit} iterations)",
         ConvergenceWarning,
-        stacklevel=5,
     )
 
 

@@ -17,7 +17,7 @@ from rvm_pymc._core.ard import reestimate_alpha
 from rvm_pymc._core.gaussian import factor_inverse, factor_solve, spd_factor, spd_inverse
 from rvm_pymc._core.progress import log
 from rvm_pymc._core.sparsity import LEAVING_SETTLED, leaving_active
-from rvm_pymc.exceptions import ConvergenceWarning
+from rvm_pymc.exceptions import ConvergenceWarning, warn_user
 from rvm_pymc.inference._laplace import (
     AXIS_CHECK_FACTOR,
     LaplaceFunctions,
@@ -95,11 +95,10 @@ def _tipping_fixed_point(fns, la0, floor, prior: HyperPrior, max_iter: int, tol:
         la = new
         if settled:
             return la, it, True
-    warnings.warn(
+    warn_user(
         f"Tipping's re-estimation did not converge in {max_iter} iterations (last max "
         f"|d log alpha| {step:.3g})",
         ConvergenceWarning,
-        stacklevel=4,
     )
     return la, max_iter, False
 
@@ -291,16 +290,13 @@ def map_classification(model, spec, *, initvals, max_iter, gtol, mode_kw, laplac
             "Tipping fixed point",
         )
     elif laplace == "exact" and not converged:
-        warnings.warn(
+        warn_user(
             f"Laplace type-II MAP did not converge: {message} (max |gradient| {pgrad:.3g} "
             f"after {n_iter} iterations)",
             ConvergenceWarning,
-            stacklevel=3,
         )
     if not ok:
-        warnings.warn(
-            "the final inner Newton solve did not converge", ConvergenceWarning, stacklevel=3
-        )
+        warn_user("the final inner Newton solve did not converge", ConvergenceWarning)
     if check > np.log(AXIS_CHECK_FACTOR):
         warnings.warn(
             "the Laplace approximation at the optimum is unreliable: the fall of the log "

@@ -25,7 +25,7 @@ from rvm_pymc._core.validation import (
     check_positive,
     plain_value,
 )
-from rvm_pymc.exceptions import ConvergenceWarning
+from rvm_pymc.exceptions import ConvergenceWarning, warn_user
 from rvm_pymc.priors import HyperPrior, resolve_prior
 from rvm_pymc.reference._laplace import find_mode
 from rvm_pymc.reference._options import (
@@ -376,11 +376,10 @@ def laplace_fit(
             )  # fmt: skip
     active, alpha_n, W_n, trace, n_iter, converged = out
     if not converged and warn:
-        warnings.warn(
+        warn_user(
             f"{what} (method={method!r}) did not converge in {max_iter} "
             "iterations; increase max_iter or loosen tol",
             ConvergenceWarning,
-            stacklevel=3,
         )
     s = scale[active]
     with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):

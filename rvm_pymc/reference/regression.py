@@ -30,7 +30,7 @@ from rvm_pymc._core.validation import (
     check_int,
     check_positive,
 )
-from rvm_pymc.exceptions import ConvergenceWarning
+from rvm_pymc.exceptions import ConvergenceWarning, warn_user
 from rvm_pymc.priors import HyperPrior, resolve_prior
 from rvm_pymc.reference._laplace import find_mode
 from rvm_pymc.reference._options import (
@@ -261,11 +261,10 @@ def fit_regression(
         )
     elif not converged:
         few = f" (only {_n} points: the hyperparameters are barely determined)" if _n < 10 else ""
-        warnings.warn(
+        warn_user(
             f"RVM regression (method={method!r}) did not converge in {max_iter} "
             f"iterations{few}; increase max_iter or loosen tol",
             ConvergenceWarning,
-            stacklevel=2,
         )
     res = _finalise(
         Phin, scale if raw else None, scale, t if rows is None else rows, active, alpha_n, beta,
