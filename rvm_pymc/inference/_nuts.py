@@ -34,7 +34,7 @@ from rvm_pymc._core.progress import PLAIN_PROGRESS, DrawLines, note_once
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc.exceptions import PriorWarning, SamplingWarning
 from rvm_pymc.inference._options import NutsRun, check_stopping
-from rvm_pymc.inference._stop import CHECKED, STOP_ATTRS, stop_rule
+from rvm_pymc.inference._stop import STOP_ATTRS, recorded_names, stop_rule
 from rvm_pymc.inference._swap import nuts_with_swaps
 from rvm_pymc.inference._user_models import (
     extra_free,
@@ -253,8 +253,8 @@ def run_nuts(
     report = reported_draws(model, spec, weights, unscaled)
     pm_tree = pymc_sample(model, spec, run, sampler, collapsed=collapsed, report=report)
     post = pm_tree["posterior"]
-    recorded = [*CHECKED, *(() if collapsed else ("W" if spec.kind == "softmax" else "w",))]
-    drawn = report({k: np.asarray(post[k].values, dtype=float) for k in recorded if k in post})
+    names = recorded_names(spec, collapsed)
+    drawn = report({k: np.asarray(post[k].values, dtype=float) for k in names if k in post})
     inference = "collapsed_nuts" if collapsed else "nuts"
     return nuts_result(model, spec, pm_tree, drawn, run=run, sampler=sampler, inference=inference)
 

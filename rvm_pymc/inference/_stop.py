@@ -30,6 +30,7 @@ __all__ = [
     "STOP_ATTRS",
     "Converged",
     "StopWhenConverged",
+    "recorded_names",
     "stop_rule",
 ]
 
@@ -137,6 +138,12 @@ CHECKED = ("log_alpha", "log_beta", "log_length_scale", "log_dispersion")
 variables (:func:`~rvm_pymc.inference._user_models.extra_free`)."""
 
 
+def recorded_names(spec, collapsed: bool) -> list[str]:
+    """The recorded variables the convergence check reads: the weights (``w``, ``W`` for
+    softmax) of a model that samples them (not ``collapsed``), then :data:`CHECKED`."""
+    return [*(() if collapsed else ("W" if spec.kind == "softmax" else "w",)), *CHECKED]
+
+
 def stop_rule(model, spec, run, sampler: str, collapsed: bool, report=None):
     """The :class:`StopWhenConverged` of ``run``, or None.
 
@@ -150,8 +157,7 @@ def stop_rule(model, spec, run, sampler: str, collapsed: bool, report=None):
     """
     if run.until_converged is False or run.chains < 2 or sampler != "pymc":
         return None
-    names = [*(() if collapsed else ("W" if spec.kind == "softmax" else "w",)), *CHECKED]
-    names = [n for n in names if n in model.named_vars]
+    names = [n for n in recorded_names(spec, collapsed) if n in model.named_vars]
     if not any(n in CHECKED for n in names):
         names = [v.name for v in model.free_RVs]
     names += [n for n in extra_free(model) if n not in names]
