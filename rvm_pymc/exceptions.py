@@ -20,6 +20,8 @@ def warn_user(message: str, category: type[Warning]) -> None:
         frame = frame.f_back
     user = sys._getframe(1) if outermost is None else (outermost.f_back or outermost)
     scope = user.f_globals
+    # no module_globals, as warnings.warn passes none: a notebook cell's globals have no
+    # __spec__.loader, and warn_explicit raises ValueError for that
     warnings.warn_explicit(
         message,
         category,
@@ -27,7 +29,6 @@ def warn_user(message: str, category: type[Warning]) -> None:
         user.f_lineno,
         scope.get("__name__", "<string>"),
         scope.setdefault("__warningregistry__", {}),
-        scope,
     )
 
 

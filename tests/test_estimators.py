@@ -683,3 +683,12 @@ def test_reference_warnings_point_at_the_users_line(fit, says):
     """Warnings raised deep in the reference solver, or again after a joblib task, name
     the user's call: here, this file."""
     assert warned_files(fit, [says]) == {says: {__file__}}
+
+
+def test_a_warning_at_a_line_of_a_notebook_cell():
+    """A notebook cell's globals have no ``__spec__.loader``: the warning still names the
+    cell's line (warn_user once raised ValueError there)."""
+    cell = compile("RVR(kernel='linear').fit(_LINE, 1 + 2 * _LINE[:, 0])", "<cell-1>", "exec")
+    scope = {"__name__": "__main__", "__spec__": None, "RVR": RVR, "_LINE": _LINE}
+    says = "noise precision reached its upper bound"
+    assert warned_files(lambda: exec(cell, scope), [says]) == {says: {"<cell-1>"}}
