@@ -2,15 +2,34 @@
 at the user's line."""
 
 import os
+import sys
 import warnings
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def warn_user(message: str, category: type[Warning]) -> None:
-    """``warnings.warn`` at the first frame outside this package: the user's line, however
-    deep in the package the warning is raised (no stack level to count by hand)."""
-    warnings.warn(message, category, skip_file_prefixes=(_PACKAGE,))
+    """``warnings.warn`` at the user's line: the caller of the outermost frame of this
+    package, however deep in the package the warning is raised (no stack level to count by
+    hand), also from a function of the package that a library calls back (an objective
+    of ``scipy.optimize``), where the first frame outside the package is the library's."""
+    frame, outermost = sys._getframe(1), None
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(_PACKAGE):
+            outermost = frame
+        frame = frame.f_back
+    user = sys._getframe(1) if outermost is None else (outermost.f_back or outermost)
+    scope = user.f_globals
+    # no module_globals, as warnings.warn passes none: a notebook cell's globals have no
+    # __spec__.loader, and warn_explicit raises ValueError for that
+    warnings.warn_explicit(
+        message,
+        category,
+        user.f_code.co_filename,
+        user.f_lineno,
+        scope.get("__name__", "<string>"),
+        scope.setdefault("__warningregistry__", {}),
+    )
 
 
 class ConvergenceWarning(UserWarning):

@@ -135,3 +135,12 @@ def type_ii_value(fit, name):
     if name in const:
         return const[name].values
     return fit.attrs[name]
+
+
+def warned_files(fit, sayings) -> dict[str, set[str]]:
+    """The files named by the warnings of ``fit()``, for each of ``sayings``: the set of
+    those of the warnings whose message contains it (empty if none does)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit()
+    return {s: {w.filename for w in caught if s in str(w.message)} for s in sayings}

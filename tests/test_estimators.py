@@ -6,12 +6,14 @@ loading in ``test_estimators_io.py``.
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 
 import joblib
 import numpy as np
 import pytest
 from scipy.special import expit
+from shared_helpers import warned_files
 from sklearn.base import clone
 from sklearn.datasets import make_blobs
 from sklearn.exceptions import NotFittedError
@@ -22,9 +24,10 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+import rvm_pymc.reference.classification
 from rvm_pymc.basis import KernelBasis, polynomial_basis
 from rvm_pymc.datasets import make_ripley
-from rvm_pymc.estimators import RVC, RVR
+from rvm_pymc.estimators import RVC, RVP, RVR
 from rvm_pymc.exceptions import ConvergenceWarning
 from rvm_pymc.kernels import RBF
 from rvm_pymc.model_selection import evidence_vs_cv
@@ -622,3 +625,70 @@ def test_convergence_warnings_point_at_the_users_line(sinc):
     for source in ("RVM regression", "type-II MAP"):
         assert any(str(w.message).startswith(source) for w in found), source
     assert {w.filename for w in found} == {__file__}
+
+
+def _unconverged_final_mode():
+    """Newton on the concave log density of the final model does not fail in practice:
+    made to fail here, to reach the warning of it."""
+    real = rvm_pymc.reference.classification.find_mode
+
+    def stalled(*args, **kwargs):
+        return dataclasses.replace(real(*args, **kwargs), converged=False)
+
+    x = np.linspace(-1, 1, 20)[:, None]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rvm_pymc.reference.classification, "find_mode", stalled)
+        RVC(gamma=1.0).fit(x, x[:, 0] + 0.3 * np.sin(9 * x[:, 0]) > 0)
+
+
+_RNG = np.random.default_rng(0)
+_XOR = _RNG.standard_normal((40, 2))
+_LINE = np.linspace(-1, 1, 20)[:, None]
+_SINC = np.linspace(-10, 10, 30)[:, None]
+
+
+@pytest.mark.parametrize(
+    ("fit", "says"),
+    [
+        pytest.param(  # reference/regression.py
+            lambda: RVR(kernel="linear").fit(_LINE, 1 + 2 * _LINE[:, 0]),
+            "noise precision reached its upper bound",
+            id="noise-at-bound",
+        ),
+        pytest.param(  # reference/classification.py, the fast algorithm
+            lambda: RVC(gamma=0.01).fit(_XOR, _XOR[:, 0] * _XOR[:, 1] > 0),
+            "the fast algorithm stopped at a log evidence",
+            id="fast-below-empty",
+        ),
+        pytest.param(  # reference/classification.py, the final Laplace mode
+            _unconverged_final_mode, "did not reach the posterior mode", id="final-mode"
+        ),
+        pytest.param(  # reference/counts.py
+            lambda: RVP(likelihood="negative_binomial", gamma=1.0, max_iter=2).fit(
+                _LINE, np.round(np.exp(1 + 2 * _LINE[:, 0]))
+            ),
+            "RVM negative binomial regression",
+            id="negative-binomial",
+        ),
+        pytest.param(  # _core/parallel.py: a joblib task's warnings raised again
+            lambda: evidence_vs_cv(
+                RVR(max_iter=2), _SINC, np.sinc(_SINC[:, 0] / np.pi), [0.1], cv=2, search=False
+            ),
+            "gamma=0.1, fold 1: RVM regression",
+            id="evidence-vs-cv",
+        ),
+    ],
+)
+def test_reference_warnings_point_at_the_users_line(fit, says):
+    """Warnings raised deep in the reference solver, or again after a joblib task, name
+    the user's call: here, this file."""
+    assert warned_files(fit, [says]) == {says: {__file__}}
+
+
+def test_a_warning_at_a_line_of_a_notebook_cell():
+    """A notebook cell's globals have no ``__spec__.loader``: the warning still names the
+    cell's line (warn_user once raised ValueError there)."""
+    cell = compile("RVR(kernel='linear').fit(_LINE, 1 + 2 * _LINE[:, 0])", "<cell-1>", "exec")
+    scope = {"__name__": "__main__", "__spec__": None, "RVR": RVR, "_LINE": _LINE}
+    says = "noise precision reached its upper bound"
+    assert warned_files(lambda: exec(cell, scope), [says]) == {says: {"<cell-1>"}}

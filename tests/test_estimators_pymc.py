@@ -10,8 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pymc  # noqa: F401
 import pytest
+from shared_helpers import warned_files
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+import rvm_pymc.inference._laplace
 from rvm_pymc.estimators import RVC, RVR
 
 pytestmark = pytest.mark.pymc
@@ -345,8 +347,9 @@ def test_map_classifier_refuses_a_saturated_laplace_optimum():
     sc = StandardScaler().fit(X)
     X, Xt = sc.transform(X), sc.transform(Xt)
     ref = RVC(gamma="scale").fit(X, y)
-    with pytest.warns(ConvergenceWarning, match="not a valid Laplace approximation"):
+    with pytest.warns(ConvergenceWarning, match="not a valid Laplace approximation") as seen:
         mp = RVC(gamma="scale", method="map", sampler_kwargs=FAST).fit(X, y)
+    assert {w.filename for w in seen if "Laplace approximation" in str(w.message)} == {__file__}
     attrs = mp.idata_.attrs
     assert attrs["laplace"] == "tipping"
     assert attrs["axis_check"] < np.log(AXIS_CHECK_FACTOR)
@@ -371,3 +374,42 @@ def test_rvc_refuses_the_collapsed_sampler(monkeypatch):
     est = RVC(method="nuts", sampler_kwargs={**NUTS, "model": "collapsed"})
     with pytest.raises(ValueError, match=r"sampler_kwargs\['model'\]='collapsed' applies to RVR"):
         est.fit(X, y)
+
+
+def _stalled_inner_newton():
+    """Step halving finds an ascent on these concave inner problems in practice: made to
+    fail here, to reach the warning of it."""
+    real = rvm_pymc.inference._laplace.core_newton_mode
+
+    def stalled(*args, **kwargs):
+        return real(*args, **kwargs)._replace(stalled=True, converged=False)
+
+    x = np.linspace(-1, 1, 20)[:, None]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rvm_pymc.inference._laplace, "core_newton_mode", stalled)
+        RVC(gamma=1.0, method="map", sampler_kwargs=FAST).fit(x, np.sin(9 * x[:, 0]) > 0)
+
+
+def _short_nuts_under_a_near_improper_prior():
+    x = np.linspace(-1, 1, 20)[:, None]
+    t = 1.0 + 0.8 * x[:, 0] + 0.3 * np.random.default_rng(11).standard_normal(20)
+    est = RVR(gamma=1.0, method="nuts", prior="near_improper", draws=5, tune=5, chains=1)
+    est.set_params(random_state=0, sampler_kwargs=NUTS).fit(x, t)
+
+
+@pytest.mark.parametrize(
+    ("fit", "sayings"),
+    [
+        pytest.param(  # inference/_laplace.py
+            _stalled_inner_newton, ["Newton step halving failed"], id="map-inner-newton"
+        ),
+        pytest.param(  # inference/_nuts.py and _core/convergence.py
+            _short_nuts_under_a_near_improper_prior,
+            ["are below 0.001", "with one chain R-hat", "smallest effective sample size"],
+            id="nuts",
+        ),
+    ],
+)
+def test_map_and_nuts_warnings_point_at_the_users_line(fit, sayings):
+    """Warnings raised deep in type-II MAP and NUTS name the user's call: here, this file."""
+    assert warned_files(fit, sayings) == {s: {__file__} for s in sayings}

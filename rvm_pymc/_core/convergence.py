@@ -23,12 +23,10 @@ convergence of MCMC. *Bayesian Analysis* 16, 667-718.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from scipy import fft, special
 
-from rvm_pymc.exceptions import SamplingWarning
+from rvm_pymc.exceptions import SamplingWarning, warn_user
 
 __all__ = [
     "MIN_ESS",
@@ -299,5 +297,5 @@ def check_sampling(
             "and its tails" + ("" if apart else "; draw more")
         )
     for message in problems:
-        warnings.warn(message, SamplingWarning, stacklevel=3)
+        warn_user(message, SamplingWarning)
     return diag

@@ -32,18 +32,16 @@ def run_tasks(
     tasks: Sequence[tuple],
     labels: Sequence[str],
     n_jobs: int | None,
-    *,
-    stacklevel: int = 3,
 ) -> list:
     """``[fn(*task) for task in tasks]`` through :class:`joblib.Parallel`.
 
     ``fn`` is a module-level function; ``labels`` (one per task) prefix the task's
     warnings when they are raised again here; ``n_jobs`` None defers to any
-    :func:`joblib.parallel_config` in effect; ``stacklevel`` counts from the caller.
+    :func:`joblib.parallel_config` in effect.
     """
     out = run_recorded(fn, tasks, n_jobs)
     for label, (_, caught) in zip(labels, out, strict=True):
-        raise_again(label, caught, stacklevel=stacklevel + 1)
+        raise_again(label, caught)
     return [result for result, _ in out]
 
 
@@ -56,16 +54,11 @@ def run_recorded(
     return Parallel(n_jobs=n_jobs)(delayed(record_warnings)(fn, tuple(args)) for args in tasks)
 
 
-def raise_again(
-    label: str, caught: Sequence[tuple[str, type[Warning]]], *, stacklevel: int | None = 2
-) -> None:
-    """Raise recorded warnings again in this process, each prefixed by ``label``
-    (``stacklevel`` None: at the user's line, :func:`rvm_pymc.exceptions.warn_user`)."""
+def raise_again(label: str, caught: Sequence[tuple[str, type[Warning]]]) -> None:
+    """Raise recorded warnings again in this process, each prefixed by ``label``, at the
+    user's line (:func:`rvm_pymc.exceptions.warn_user`)."""
     for message, category in caught:
-        if stacklevel is None:
-            warn_user(f"{label}: {message}", category)
-        else:
-            warnings.warn(f"{label}: {message}", category, stacklevel=stacklevel + 1)
+        warn_user(f"{label}: {message}", category)
 
 
 def default_cores(chains: int) -> int:

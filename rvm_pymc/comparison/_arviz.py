@@ -3,9 +3,10 @@ and PSIS-LOO ranking that refuses to put a type-II fit against a sampled one."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from typing import Any
+
+from rvm_pymc.exceptions import warn_user
 
 __all__ = ["arviz_trees", "is_type_ii_tree", "loo_compare"]
 
@@ -118,7 +119,7 @@ def loo_compare(fits: Mapping[str, Any], *, allow_type_ii: bool = False, **kwarg
         )
         if not allow_type_ii:
             raise ValueError(msg + " (or pass allow_type_ii=True to rank them anyway)")
-        warnings.warn(msg, UserWarning, stacklevel=2)
+        warn_user(msg, UserWarning)
     table = az.compare(trees, **kwargs)
     table["type_ii"] = [kind[str(n)] for n in table.index]
     return table

@@ -25,7 +25,7 @@ from rvm_pymc.comparison._measures import (
     n_relevant,
     same_basis,
 )
-from rvm_pymc.exceptions import ConvergenceWarning, InterpolationWarning
+from rvm_pymc.exceptions import ConvergenceWarning, InterpolationWarning, warn_user
 
 __all__ = ["FitSet", "compare", "fit_all", "paired_difference"]
 
@@ -412,12 +412,11 @@ def _warn(table: pd.DataFrame, base: str, folds, integrated, caught) -> None:
     other = [str(n) for n in table.index[~table["same_basis"].astype(bool)] if n not in integrated]
     if other:
         widths = ", ".join(f"{n} {table.loc[n, 'basis']}" for n in [base, *other])
-        warnings.warn(
+        warn_user(
             f"compare: {other} are not fits of the basis of the baseline {base!r} ({widths}): "
             "their differences compare different models, not approximations of one posterior "
             "(give gamma= a number to fit every method on one basis)",
             UserWarning,
-            stacklevel=3,
         )
     if folds is not None:
         parts = []
@@ -431,14 +430,13 @@ def _warn(table: pd.DataFrame, base: str, folds, integrated, caught) -> None:
                 what += f" (max R-hat {np.nanmax(rhat):.3g}, {int(np.nansum(div))} divergences)"
             parts.append(what)
         if parts:
-            warnings.warn(
+            warn_user(
                 "compare: k-fold refits that did not converge feed elpd_kfold: "
                 + "; ".join(parts)
                 + ". Their held-out densities rest on unconverged fits (see the kfold_* columns "
                 "and table.attrs['folds']); refit with more draws or tuning before ranking by "
                 "elpd_kfold",
                 ConvergenceWarning,
-                stacklevel=3,
             )
         for name, mine in folds[folds["interpolates"]].groupby("fit", sort=False):
             which = ", ".join(
@@ -446,23 +444,21 @@ def _warn(table: pd.DataFrame, base: str, folds, integrated, caught) -> None:
                 f"{r.gamma:.4g})"
                 for r in mine.itertuples()
             )
-            warnings.warn(
+            warn_user(
                 f"compare: the k-fold refits of {name!r} interpolate their training rows in "
                 f"folds {which}: their held-out densities, and elpd_kfold, rest on predictive "
                 "bands far too narrow (see table.attrs['folds']); choose the width by "
                 "cross-validation (gamma='cv') or give a wider kernel",
                 InterpolationWarning,
-                stacklevel=3,
             )
     for (name, message, category), which_folds in caught.items():
         if issubclass(category, InterpolationWarning):
             continue  # said above, per fit
         folds_text = ", ".join(str(i) for i in which_folds)
-        warnings.warn(
+        warn_user(
             f"compare: k-fold refit of {name!r} (fold{'s' * (len(which_folds) > 1)} "
             f"{folds_text}): {message}",
             category,
-            stacklevel=3,
         )
 
 

@@ -21,7 +21,7 @@ from rvm_pymc.comparison._measures import (
     same_basis,
     weight_moments,
 )
-from rvm_pymc.exceptions import ConvergenceWarning, SamplingWarning
+from rvm_pymc.exceptions import ConvergenceWarning, SamplingWarning, warn_user
 
 __all__ = ["compare_weights", "summary"]
 
@@ -168,11 +168,10 @@ def summary(
     out = pd.concat([table, extra.reindex(columns=table.columns)])
     out.loc[extra.index, "mean"] = extra["mean"].to_numpy()
     if post.is_type_ii and not fit.converged_:
-        warnings.warn(
+        warn_user(
             f"the {fit.method} fit did not converge in {fit.n_iter_} iterations: its "
             "hyperparameters are not at an optimum of the evidence",
             ConvergenceWarning,
-            stacklevel=2,
         )
     if not post.is_type_ii:
         problems = []
@@ -183,9 +182,8 @@ def summary(
         if diag["min_ess_bulk"] < ess_min:
             problems.append(f"min bulk ESS {diag['min_ess_bulk']:.0f} < {ess_min:.0f}")
         if problems:
-            warnings.warn(
+            warn_user(
                 "the NUTS fit is not to be trusted: " + "; ".join(problems),
                 SamplingWarning,
-                stacklevel=2,
             )
     return out

@@ -227,7 +227,7 @@ def select_width(
     if len(candidates) > 1:
         return _evidence_width(X, design, fit, candidates, run)
     if folds is not None:  # the warnings of the chosen width's folds, before its own fit
-        raise_again(*folds, stacklevel=None)
+        raise_again(*folds)
     g = candidates[0]
     basis, Phi, scale = design(g, compress=need_reference)
     ref = fit(Phi, basis.basis_names_) if need_reference else None
@@ -367,7 +367,7 @@ def _evidence_width(X, design, fit, candidates, run) -> Width:
         exact.append(_exact_fit(design, fit, f["gamma"]))
     best = exact[_best(exact)]
     g = best["gamma"]
-    raise_again(f"gamma={g:.4g}", best["warnings"], stacklevel=None)
+    raise_again(f"gamma={g:.4g}", best["warnings"])
     _warn_at_an_edge("evidence", "largest evidence", g, candidates)
     _warn_if_rising_into_interpolation(searched, best)
     fits = searched + exact

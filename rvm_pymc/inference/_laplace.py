@@ -14,7 +14,6 @@ differentiates ``g^T u`` with ``u = H^-1 dJ/dw`` held fixed).  The mode is
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -25,7 +24,7 @@ from pytensor.tensor.linalg import cholesky, solve_triangular
 from scipy.linalg import eigh
 
 from rvm_pymc._core.laplace import newton_mode as core_newton_mode
-from rvm_pymc.exceptions import ConvergenceWarning
+from rvm_pymc.exceptions import ConvergenceWarning, warn_user
 
 LOG_2PI = float(np.log(2.0 * np.pi))
 AXIS_CHECK_FACTOR = 4.0
@@ -129,11 +128,10 @@ def newton_mode(
         what="negative Hessian",
     )
     if r.stalled and not r.converged:
-        warnings.warn(
+        warn_user(
             "Newton step halving failed to increase the log density; the inner "
             "Laplace mode is inaccurate",
             ConvergenceWarning,
-            stacklevel=3,
         )
     return r.w, r.H, r.converged
 

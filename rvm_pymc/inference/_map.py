@@ -7,7 +7,6 @@ evidence.  Both return a :class:`MapResult`.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -355,14 +354,13 @@ def _rises_along(fun, x: np.ndarray, idx: np.ndarray, name: str) -> bool:
         return False
     if not gain > 1e-6 * (1.0 + abs(f0)):
         return False
-    warnings.warn(
+    warn_user(
         f"type-II MAP did not reach an optimum: the log density still rises by {gain:.3g} at "
         f"a unit step of the model's own free variable {name!r} alone (unconstrained "
         "value), so the point reached may be degenerate (e.g. a hyperprior scale of "
         "log_alpha collapsing to 0); give it a proper prior or a fixed value, or sample "
         "the model",
         ConvergenceWarning,
-        stacklevel=5,
     )
     return True
 

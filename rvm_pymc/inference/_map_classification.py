@@ -9,8 +9,6 @@ Under the flat prior the optimiser works on the active set
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from rvm_pymc._core.ard import reestimate_alpha
@@ -271,7 +269,7 @@ def map_classification(model, spec, *, initvals, max_iter, gtol, mode_kw, laplac
         la_t, n_t, conv_t = _tipping_fixed_point(fns, la0, floor, spec.prior, max_iter, gtol)
         w_t, H_t, ok_t, check_t = _mode_and_check(fns, la_t)
         J_t = float(fns.outer(w_t, la_t)[0])
-        warnings.warn(
+        warn_user(
             f"the optimum of the exact Laplace evidence (J = {J:.4g}) is not a valid Laplace "
             "approximation: the fall of the log density one standard deviation along an axis "
             f"of its Gaussian differs from 1/2 by a factor {np.exp(check):.3g} (the weights "
@@ -279,7 +277,6 @@ def map_classification(model, spec, *, initvals, max_iter, gtol, mode_kw, laplac
             "small precisions without approximating the evidence); kept Tipping's fixed point "
             f"from the same start instead (laplace='tipping', J = {J_t:.4g})",
             ConvergenceWarning,
-            stacklevel=3,
         )
         attrs.update(laplace="tipping", rejected_exact_log_evidence=J, rejected_axis_check=check)
         la, w_star, H, ok, check, J = la_t, w_t, H_t, ok_t, check_t, J_t
@@ -298,12 +295,11 @@ def map_classification(model, spec, *, initvals, max_iter, gtol, mode_kw, laplac
     if not ok:
         warn_user("the final inner Newton solve did not converge", ConvergenceWarning)
     if check > np.log(AXIS_CHECK_FACTOR):
-        warnings.warn(
+        warn_user(
             "the Laplace approximation at the optimum is unreliable: the fall of the log "
             "density one standard deviation along an axis of its Gaussian differs from 1/2 by "
             f"a factor {np.exp(check):.3g} (training classes separable?)",
             ConvergenceWarning,
-            stacklevel=3,
         )
     attrs["axis_check"] = check
     L, p = spd_factor(H, "negative Hessian of the Laplace approximation")

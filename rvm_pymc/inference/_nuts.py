@@ -19,7 +19,6 @@ import contextlib
 import importlib.util
 import signal
 import threading
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +31,7 @@ from rvm_pymc._core.convergence import check_sampling
 from rvm_pymc._core.parallel import default_cores
 from rvm_pymc._core.progress import PLAIN_PROGRESS, DrawLines, note_once
 from rvm_pymc._core.threads import single_blas_thread
-from rvm_pymc.exceptions import PriorWarning, SamplingWarning
+from rvm_pymc.exceptions import PriorWarning, SamplingWarning, warn_user
 from rvm_pymc.inference._options import NutsRun, check_stopping
 from rvm_pymc.inference._stop import STOP_ATTRS, recorded_names, stop_rule
 from rvm_pymc.inference._swap import nuts_with_swaps
@@ -109,12 +108,11 @@ def _warn_if_near_improper(spec: ModelSpec, collapsed: bool) -> None:
             "NUTS over the weights will not converge (the funnel between a weight and its "
             "precision reaches the improper region)"
         )
-    warnings.warn(
+    warn_user(
         f"hyperprior parameters {small} are below {NEAR_IMPROPER}: the posterior is "
         f"(nearly) improper in the precisions; {what}; use the 'weakly_informative' preset "
         "on standardised data, or type-II MAP",
         PriorWarning,
-        stacklevel=4,
     )
 
 
@@ -241,11 +239,10 @@ def run_nuts(
     stops = run.until_converged is True
     sampler = _resolve_sampler(run.nuts_sampler, run.compile_kwargs, n_bases, lines, swaps, stops)
     if swaps and sampler != "pymc" and run.basis_swaps:
-        warnings.warn(
+        warn_user(
             f"basis_swaps={run.basis_swaps} is ignored by nuts_sampler={sampler!r}: only "
             "PyMC's NUTS takes the swap move beside it",
             SamplingWarning,
-            stacklevel=4,
         )
     weights = None
     if collapsed:
@@ -277,11 +274,10 @@ def pymc_sample(
     """
     _warn_if_near_improper(spec, collapsed)
     if run.chains == 1:
-        warnings.warn(
+        warn_user(
             "with one chain R-hat cannot be computed (max_rhat is NaN), so the fit is not "
             "counted as converged; use chains >= 2",
             SamplingWarning,
-            stacklevel=5,
         )
     ck = run.compile_kwargs
     note_once(  # once per process: a cross-validation's refits reuse the cache

@@ -8,7 +8,6 @@ The Laplace-evidence fit (:func:`laplace_fit`: fast, MacKay, EM) is shared with
 
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -288,13 +287,12 @@ def fit_classification(
     empty = Phi.shape[0] * np.log(1.0 / len(classes))
     flat = prior.a == 0.0 and prior.b == 0.0  # else log_evidence has a hyperprior term
     if method == "fast" and flat and result.log_evidence < empty - 1e-2:
-        warnings.warn(
+        warn_user(
             f"the fast algorithm stopped at a log evidence ({result.log_evidence:.6g}) below "
             f"that of the model with no basis ({empty:.6g}): no single basis raised the "
             "evidence from its start (relevant bases may only act together, e.g. with a "
             "wide kernel); try method='mackay' or a narrower kernel",
             ConvergenceWarning,
-            stacklevel=2,
         )
     return result
 
@@ -394,11 +392,10 @@ def laplace_fit(
         Phi[:, active], T, prec, W0[order], likelihood=likelihood, dispersion=dispersion
     )
     if not post.converged:
-        warnings.warn(
+        warn_user(
             "Newton's method did not reach the posterior mode of the final model; "
             "the Laplace approximation may be inaccurate",
             ConvergenceWarning,
-            stacklevel=3,
         )
     return LaplaceFit(
         prior=prior,

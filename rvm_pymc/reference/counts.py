@@ -18,7 +18,6 @@ Poisson fit (the limit ``r -> inf``).
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,7 +33,7 @@ from rvm_pymc._core.counts import (
 )
 from rvm_pymc._core.laplace import LaplacePosterior
 from rvm_pymc._core.validation import as_2d_float, check_consistent_length, check_positive
-from rvm_pymc.exceptions import ConvergenceWarning
+from rvm_pymc.exceptions import ConvergenceWarning, warn_user
 from rvm_pymc.priors import HyperPrior
 from rvm_pymc.reference._laplace import COUNT_LIKELIHOODS, find_mode
 from rvm_pymc.reference._options import check_fixed_alpha
@@ -335,13 +334,12 @@ def _fit_negative_binomial(Phi, T, alpha_init, r0, options) -> CountsResult:
             alpha_init = _full_alpha(fit, m)
     r = path[-1]  # the dispersion of the last fit (not the update that followed it)
     if not converged:
-        warnings.warn(
+        warn_user(
             f"RVM negative binomial regression (method={options['method']!r}) did not "
             f"converge: the precisions{'' if fit.converged else ' (last fit)'} or the "
             f"dispersion (after {len(path)} alternations, last r = {r:.6g}); increase "
             "max_iter or loosen tol",
             ConvergenceWarning,
-            stacklevel=3,
         )
     trace = {**fit.trace, "dispersion": np.asarray(path)}
     fit = fit._replace(trace=trace)

@@ -6,8 +6,6 @@ The fast fit is :mod:`~rvm_pymc.reference.fast`'s (Tipping & Faul 2003).
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from rvm_pymc._core.ard import (
@@ -249,7 +247,7 @@ def fit_regression(
     at_bound = not fixed_noise and beta >= beta_max * (1 - 1e-9)
     if at_bound:
         # One warning, whether or not the other hyperparameters settled.
-        warnings.warn(
+        warn_user(
             f"RVM regression (method={method!r}): the noise precision reached its upper "
             f"bound {BETA_MAX_FACTOR:.0e} / var(t) (noise sd {1 / np.sqrt(beta):.3g}, "
             f"{np.sqrt(var_t * beta) ** -1:.0e} of the target sd): the basis fits the "
@@ -257,7 +255,6 @@ def fit_regression(
             "them; the fit returned is the one at that bound"
             + ("" if converged else f" (and did not settle in {max_iter} iterations)"),
             ConvergenceWarning,
-            stacklevel=2,
         )
     elif not converged:
         few = f" (only {_n} points: the hyperparameters are barely determined)" if _n < 10 else ""
