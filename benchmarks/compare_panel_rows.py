@@ -10,8 +10,8 @@ difference of each kind.
 Usage::
 
     python benchmarks/bench_real_panel.py --methods "RVM()" gamma=evidence gamma=scale \
-        --out /tmp/panel
-    python benchmarks/compare_panel_rows.py /tmp/panel
+        --out DIR
+    python benchmarks/compare_panel_rows.py DIR
 """
 
 from __future__ import annotations
