@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+import warnings
 
 import joblib
 import numpy as np
@@ -605,6 +606,34 @@ def test_lazy_export_never_imports_pymc():
         "assert 'pymc' not in sys.modules and 'pytensor' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    ("grid", "edge"),
+    [(np.logspace(0.5, 2.0, 4), "smallest"), (np.logspace(-3.0, -2.0, 3), "largest")],
+)
+def test_gamma_cv_warns_at_a_given_grids_edges_and_the_default_grids_narrow_edge(
+    sinc, monkeypatch, grid, edge
+):
+    """A best width at an edge of a given ``gamma_grid`` warns at both edges; at the default
+    grid's, only at its narrow end (its widest kernel is about a low-order polynomial, and
+    on the real-data panel walking past it did not help: ``DEFAULT_GRID``).  sinc's best,
+    1.78 times "scale", lies below the first grid here and above the second."""
+    from rvm_pymc.estimators import _width_selection
+
+    X, y = sinc
+    scale = _width_selection.scale_gamma(X)
+    given = list(scale * grid)
+    with pytest.warns(ConvergenceWarning, match=f"{edge} gamma of gamma_grid"):
+        est = RVR(gamma="cv", gamma_grid=given, random_state=0).fit(X, y)
+    assert est.gamma_ == pytest.approx(min(given) if edge == "smallest" else max(given))
+    monkeypatch.setattr(_width_selection, "DEFAULT_GRID", grid)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        default = RVR(gamma="cv", random_state=0).fit(X, y)
+    np.testing.assert_allclose(default.cv_path_["gamma"], est.cv_path_["gamma"], rtol=1e-12)
+    warned = [w for w in seen if "gamma_grid" in str(w.message)]
+    assert len(warned) == (edge == "largest")
 
 
 def test_gamma_cv_edge_warning_points_at_the_users_line(sinc):
