@@ -714,6 +714,23 @@ def test_reference_warnings_point_at_the_users_line(fit, says):
     assert warned_files(fit, [says]) == {says: {__file__}}
 
 
+@pytest.mark.parametrize("backend", ["threading", "loky", "sequential"])
+def test_the_folds_warnings_under_every_joblib_backend(backend):
+    """Each fold's warnings come back labelled, at the user's line, under every joblib
+    backend, and the process's warning state is as it was (worker threads once swapped it
+    under each other: two of three warnings lost, later warnings swallowed)."""
+    filters = list(warnings.filters)
+    shown = warnings.showwarning
+    fit = lambda: evidence_vs_cv(  # noqa: E731
+        RVR(max_iter=2), _SINC, np.sinc(_SINC[:, 0] / np.pi), [0.1], cv=3, search=False
+    )
+    sayings = [f"gamma=0.1, fold {k}: RVM regression" for k in range(3)]
+    with joblib.parallel_config(backend=backend, n_jobs=2):
+        seen = warned_files(fit, sayings)
+    assert seen == {s: {__file__} for s in sayings}
+    assert warnings.filters == filters and warnings.showwarning is shown
+
+
 def test_a_warning_at_a_line_of_a_notebook_cell():
     """A notebook cell's globals have no ``__spec__.loader``: the warning still names the
     cell's line (warn_user once raised ValueError there)."""
