@@ -3,9 +3,9 @@
 Compares the per-split rows CSV of a new run of ``bench_real_panel.py`` (``--out DIR``)
 with the committed one, cell by cell, on the (set, split, method) rows both hold and
 whose training rows agree (a run with another ``--max-n`` subsamples large sets
-differently): numbers to a relative ``--rtol`` (1e-10 by default; times excluded),
-text (the warnings) exactly.  Prints every cell that moved and the worst relative
-difference of each kind.
+differently): numbers to ``--rtol`` (1e-10 by default) of ``max(1, |old|)``, times
+excluded, text (the warnings) exactly; rows and columns on one side only are listed.
+Prints every cell that moved and the worst difference of a number.
 
 Usage::
 
@@ -29,9 +29,17 @@ UNTIMED = {"time_s", "cpu_s"}
 
 def compare(old: pd.DataFrame, new: pd.DataFrame, rtol: float) -> list[str]:
     """Lines naming each moved cell, then a summary line."""
-    rows = old.merge(new, on=KEY, suffixes=("_old", "_new"))
+    both = old.merge(new, on=KEY, how="outer", suffixes=("_old", "_new"), indicator=True)
+    methods = set(old["method"]) & set(new["method"])
+    alone = both[(both["_merge"] != "both") & both["method"].isin(methods)]
+    lines = [f"{r.set} split {r.split} {r.method}: in the {r._merge} run only"
+             for r in alone.itertuples()]  # fmt: skip
+    lines = [line.replace("left_only", "old").replace("right_only", "new") for line in lines]
+    lines += [f"column only in the old rows: {c}" for c in sorted(set(old) - set(new))]
+    lines += [f"column only in the new rows: {c}" for c in sorted(set(new) - set(old))]
+    rows = both[both["_merge"] == "both"]
     unequal = rows["n_train_old"] != rows["n_train_new"]
-    lines = [f"subsampled differently (left out): {sorted(set(rows.loc[unequal, 'set']))}"]
+    lines.append(f"subsampled differently (left out): {sorted(set(rows.loc[unequal, 'set']))}")
     rows = rows[~unequal]
     worst = 0.0
     for col in new.columns:
@@ -50,7 +58,7 @@ def compare(old: pd.DataFrame, new: pd.DataFrame, rtol: float) -> list[str]:
         for _, r in rows[moved].iterrows():
             lines.append(f"{r.set} split {r.split} {r.method}: {col} {r[f'{col}_old']!r} -> "
                          f"{r[f'{col}_new']!r}")  # fmt: skip
-    lines.append(f"{len(rows)} rows compared; worst relative difference of a number {worst:.3g}")
+    lines.append(f"{len(rows)} rows compared; worst difference of a number {worst:.3g}")
     return lines
 
 

@@ -74,7 +74,8 @@ DEFAULT_GRID = np.logspace(-2.0, 2.0, 9)
 when its best is this grid's smallest gamma (the widest kernel, about a low-order
 polynomial): on the real-data panel that was 26 of 150 default fits, and scoring up to 4
 more steps past that edge moved 17 of them, by -0.065 nats a test point on average (8 of 17
-better; ``benchmarks/results/real_panel.md``)."""
+better; ``benchmarks/results/real_panel.md``).  No default RVC fit of the panel sat
+there; the classifiers and counts follow the same rule."""
 WIDTH_PRIOR_SD = float(np.log(DEFAULT_GRID[-1] / DEFAULT_GRID[0]) / 8.0)
 """The sd of ``gamma="integrate"``'s Normal prior of the log length scale (about 1.15):
 the default grid's ends, ``"scale"`` x 100 and / 100, lie 2 sd from its centre (``log
