@@ -1,11 +1,30 @@
 """Warnings and errors raised by rvm_pymc, and :func:`warn_user`, which raises a warning
 at the user's line."""
 
+import contextlib
 import os
 import sys
+import threading
 import warnings
+from collections.abc import Iterator
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_captured = threading.local()
+"""``_captured.into``: the list of a worker thread's :func:`recorded_in_thread` block."""
+
+
+@contextlib.contextmanager
+def recorded_in_thread() -> Iterator[list[tuple[str, type[Warning]]]]:
+    """Record :func:`warn_user`'s warnings of this thread into the list it yields, as
+    (message, category) pairs, instead of raising them: ``warnings.catch_warnings`` swaps
+    the whole process's warning state, so worker threads (joblib's threading backend)
+    must not use it."""
+    outer = getattr(_captured, "into", None)
+    _captured.into = []
+    try:
+        yield _captured.into
+    finally:
+        _captured.into = outer
 
 
 def warn_user(message: str, category: type[Warning]) -> None:
@@ -13,6 +32,10 @@ def warn_user(message: str, category: type[Warning]) -> None:
     package, however deep in the package the warning is raised (no stack level to count by
     hand), also from a function of the package that a library calls back (an objective
     of ``scipy.optimize``), where the first frame outside the package is the library's."""
+    into = getattr(_captured, "into", None)
+    if into is not None:  # a worker thread's recorded task
+        into.append((message, category))
+        return
     frame, outermost = sys._getframe(1), None
     while frame is not None:
         if frame.f_code.co_filename.startswith(_PACKAGE):

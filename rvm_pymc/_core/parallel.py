@@ -14,17 +14,27 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rvm_pymc.exceptions import warn_user
+from rvm_pymc.exceptions import recorded_in_thread, warn_user
 
 __all__ = ["default_cores", "raise_again", "record_warnings", "run_recorded", "run_tasks"]
 
 
 def record_warnings(fn: Callable, args: tuple) -> tuple[Any, list[tuple[str, type[Warning]]]]:
-    """``fn(*args)`` and the warnings it raised, as (message, category) pairs."""
-    with warnings.catch_warnings(record=True) as caught:
+    """``fn(*args)`` and the warnings it raised, as (message, category) pairs.
+
+    In a thread other than the main one (joblib's threading backend) only the package's
+    own warnings are recorded (:func:`~rvm_pymc.exceptions.recorded_in_thread`); another
+    library's are shown as it raises them: ``warnings.catch_warnings`` would swap the
+    whole process's warning state under the other threads.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        with recorded_in_thread() as caught:
+            out = fn(*args)
+        return out, caught
+    with warnings.catch_warnings(record=True) as recorded:
         warnings.simplefilter("always")
         out = fn(*args)
-    return out, [(str(w.message), w.category) for w in caught]
+    return out, [(str(w.message), w.category) for w in recorded]
 
 
 def run_tasks(

@@ -154,9 +154,9 @@ class RVR(RegressorMixin, _BaseRVM):
         ``fit`` before any work.  ``initvals`` there replaces the start of
         ``init`` and is on the scaled problem (``Phi / basis_scale_``,
         ``(y - y_offset_) / y_scale_``).  NUTS runs with ``target_accept``
-        0.8 for the collapsed regression sampler and 0.95 for the models with
-        weights (classifiers, counts, ``model="joint"``) and for the collapsed
-        sampler over the width (0.99 for the classifiers') unless given here.
+        0.8 for the collapsed regression sampler, 0.95 for the models with
+        weights (classifiers, counts, ``model="joint"``), over the width 0.9 for
+        the collapsed sampler and 0.99 for the classifiers', unless given here.
     init : {"auto", "reference", "default"}, default "auto"
         Where MAP and NUTS start: ``"reference"`` at the reference solution
         under the same prior (``solver`` for ``a = b = 0`` without a slab,
