@@ -252,7 +252,7 @@ print(between_fits(runs))
 # * **Where the evidence's width is sound, integration does not matter.** On
 #   the 11 sets where type-II ML at its width predicts about as well as the
 #   cross-validated default, NUTS at that width gains a median 0.022 nats per
-#   point, and NUTS over the width 0.020 more: the synthetic run above says
+#   point, and NUTS over the width 0.019 more: the synthetic run above says
 #   the same.
 # * **Where the evidence's width is degenerate (19 of 30 sets at 105
 #   training rows), integrating rescues it.** NUTS over the precisions and
@@ -260,7 +260,7 @@ print(between_fits(runs))
 #   point), and NUTS over the width gains a median 0.99 more (ahead on 18 of
 #   19).
 # * **NUTS over the width matches the cross-validated reference fit** (median
-#   difference 0.006 nats per point, ahead on 15 sets of 30) at many times
-#   its cost; not every run converged at its defaults (48 of 60 width
+#   difference 0.017 nats per point, ahead on 16 sets of 30) at many times
+#   its cost; not every run converged at its defaults (51 of 60 width
 #   fits). For prediction, `RVR()` is the economical choice; integrating
 #   over the width earns its cost when the width's uncertainty is wanted.
