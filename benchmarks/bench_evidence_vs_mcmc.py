@@ -29,9 +29,10 @@ its standard error across sets and the number of sets where the fit beats the
 evidence by more than 2 standard errors (and where it loses by as much).
 
 Every (set, split) is appended to ``benchmarks/results/evidence_vs_mcmc.csv``
-as it finishes; ``--resume`` skips those already there, so an interrupted run
-loses at most the set in progress.  The markdown table and summary go to
-``benchmarks/results/evidence_vs_mcmc.md``.
+(``--out`` names another) as it finishes; ``--resume`` skips those already there, so
+an interrupted run loses at most the set in progress.  The markdown table and summary
+go to ``benchmarks/results/evidence_vs_mcmc.md``.  ``--width-target-accept`` sets
+``nuts_width``'s ``target_accept`` for a study of that default.
 
 Usage::
 
@@ -39,6 +40,8 @@ Usage::
     python benchmarks/bench_evidence_vs_mcmc.py --splits 3 --resume
     python benchmarks/bench_evidence_vs_mcmc.py --quick         # 3 small sets, a smoke run
     python benchmarks/bench_evidence_vs_mcmc.py --only mcycle,cars,hills
+    python benchmarks/bench_evidence_vs_mcmc.py --max-n 150 --splits 2 \
+        --width-target-accept 0.95 --out evidence_vs_mcmc_ta095   # a study of that default
 """
 
 from __future__ import annotations
@@ -55,8 +58,6 @@ import pandas as pd
 from _common import header, load_average
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-CSV = os.path.join(RESULTS, "evidence_vs_mcmc.csv")
-MD = os.path.join(RESULTS, "evidence_vs_mcmc.md")
 FITS = ("evidence", "nuts_at_evidence", "nuts_width", "default")
 BASELINE = "evidence"
 QUICK = ("mcycle", "cars", "hills")
@@ -84,7 +85,7 @@ def _ok(est) -> str:
     return "yes" if good else "no"
 
 
-def _estimator(name: str, gamma_evidence: float | None, seed: int):
+def _estimator(name: str, gamma_evidence: float | None, seed: int, width_ta=None):
     from rvm_pymc import RVR
 
     if name == "evidence":
@@ -92,18 +93,19 @@ def _estimator(name: str, gamma_evidence: float | None, seed: int):
     if name == "nuts_at_evidence":
         return RVR(method="nuts", gamma=gamma_evidence, random_state=seed)
     if name == "nuts_width":
-        return RVR(method="nuts", gamma="integrate", random_state=seed)
+        kw = {} if width_ta is None else {"sampler_kwargs": {"target_accept": width_ta}}
+        return RVR(method="nuts", gamma="integrate", random_state=seed, **kw)
     return RVR(random_state=seed)
 
 
-def run_split(name: str, X, y, split: int, seed: int) -> list[dict]:
+def run_split(name: str, X, y, split: int, seed: int, width_ta=None) -> list[dict]:
     """The four fits on one split: one row each (pointwise lpd kept for the pairing)."""
     from rvm_pymc.comparison.predictive import predictive
 
     X_tr, X_te, y_tr, y_te = _split(X, y, split)
     rows, lpd, gamma_ev = [], {}, None
     for fit in FITS:
-        est = _estimator(fit, gamma_ev, seed)
+        est = _estimator(fit, gamma_ev, seed, width_ta)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             t0 = time.perf_counter()
@@ -239,7 +241,13 @@ def main(argv=None) -> None:
     parser.add_argument("--resume", action="store_true", help="skip (set, split) already saved")
     parser.add_argument("--max-n", type=int, default=300, help="subsample larger sets")
     parser.add_argument("--seed", type=int, default=0, help="random_state of the fits")
+    parser.add_argument(
+        "--width-target-accept", type=float, help="nuts_width's target_accept (not the default)"
+    )
+    parser.add_argument("--out", default="evidence_vs_mcmc", help="name of the .csv and .md")
     args = parser.parse_args(argv)
+    csv_path = os.path.join(RESULTS, f"{args.out}.csv")
+    md_path = os.path.join(RESULTS, f"{args.out}.md")
     names = list(panel.regression_sets())
     if args.only:
         names = [n for n in names if n in args.only.split(",")]
@@ -248,11 +256,11 @@ def main(argv=None) -> None:
     splits = 1 if args.quick else args.splits
     os.makedirs(RESULTS, exist_ok=True)
     done = set()
-    if args.resume and os.path.exists(CSV):
-        old = pd.read_csv(CSV)
+    if args.resume and os.path.exists(csv_path):
+        old = pd.read_csv(csv_path)
         done = set(zip(old["set"], old["split"], strict=True))
-    elif os.path.exists(CSV):
-        os.remove(CSV)
+    elif os.path.exists(csv_path):
+        os.remove(csv_path)
     about = f"max_n {args.max_n}, {splits} split(s) of 70/30, seed {args.seed}"
     print(header("Evidence fit against MCMC on real regression data", [about]), flush=True)
     t_start = time.perf_counter()
@@ -266,12 +274,12 @@ def main(argv=None) -> None:
             if (name, split) in done:
                 continue
             t0 = time.perf_counter()
-            rows = run_split(name, data.X, data.y, split, args.seed)
+            rows = run_split(name, data.X, data.y, split, args.seed, args.width_target_accept)
             frame = pd.DataFrame(rows)
-            frame.to_csv(CSV, mode="a", header=not os.path.exists(CSV), index=False)
+            frame.to_csv(csv_path, mode="a", header=not os.path.exists(csv_path), index=False)
             print(_table(frame), flush=True)
             print(f"({name} split {split}: {time.perf_counter() - t0:.0f} s)\n", flush=True)
-    frame = pd.read_csv(CSV)
+    frame = pd.read_csv(csv_path)
     frame = frame[frame["set"].isin(names)]
     text = "\n\n".join(
         [
@@ -284,7 +292,7 @@ def main(argv=None) -> None:
             f"Wall time of this run: {time.perf_counter() - t_start:.0f} s.",
         ]
     )
-    with open(MD, "w") as fh:
+    with open(md_path, "w") as fh:
         fh.write(text + "\n")
     print(summary(frame))
     print(between_fits(frame))
