@@ -132,14 +132,14 @@ def test_cli_fit_follows_the_estimator_default(tmp_path, data):
         (RVP, {}, 0.95),
         (RVR, {"sampler_kwargs": {"target_accept": 0.9}}, 0.9),
         (RVC, {"sampler_kwargs": {"target_accept": 0.85}}, 0.85),
-        (RVR, {"gamma": "integrate"}, 0.9),  # collapsed over the width
+        (RVR, {"gamma": "integrate"}, 0.95),  # collapsed over the width
         (RVC, {"gamma": "integrate"}, 0.99),  # joint over the width
     ],
     ids=["rvr", "rvr-joint", "rvc", "rvp", "rvr-given", "rvc-given", "rvr-width", "rvc-width"],
 )
 def test_nuts_target_accept_default_per_model(cls, kwargs, expected, data, pm_sample_kwargs):
-    """0.8 for the collapsed regression sampler, 0.9 for it over the width, 0.95 with
-    weights, 0.99 for weights over the width; a given value wins.
+    """0.8 for the collapsed regression sampler, 0.95 with weights or collapsed over the
+    width, 0.99 for weights over the width; a given value wins.
 
     Read where PyMC receives it: ``pm.sample(target_accept=...)``, or the NUTS step
     built beside the basis swaps (RVC) that ``pm.sample`` is given.

@@ -155,7 +155,7 @@ class RVR(RegressorMixin, _BaseRVM):
         ``init`` and is on the scaled problem (``Phi / basis_scale_``,
         ``(y - y_offset_) / y_scale_``).  NUTS runs with ``target_accept``
         0.8 for the collapsed regression sampler, 0.95 for the models with
-        weights (classifiers, counts, ``model="joint"``), over the width 0.9 for
+        weights (classifiers, counts, ``model="joint"``), over the width 0.95 for
         the collapsed sampler and 0.99 for the classifiers', unless given here.
     init : {"auto", "reference", "default"}, default "auto"
         Where MAP and NUTS start: ``"reference"`` at the reference solution
