@@ -17,7 +17,7 @@ LIKELIHOODS = ("normal", "student_t")
 
 def _check_one_of(argument: str, value, allowed: tuple[str, ...]):
     """Return ``value`` if it is one of ``allowed``; else ValueError naming ``argument``."""
-    if not isinstance(value, str) or value not in allowed:
+    if value not in allowed:
         raise ValueError(f"{argument} must be one of {allowed}; got {value!r}")
     return value
 
