@@ -8,6 +8,10 @@ tree) holds ``nu`` at its draws.  Before, the tree had no ``nu``: the convergenc
 never saw it and the prediction route drew it from its prior (on the data below its
 predictive mean was the prior's, 100 +- 100, not the posterior's).  Few draws, 20
 observations, FAST_COMPILE, one fit.
+
+``models.regression_joint(Phi, t, likelihood="student_t")`` builds such a model (a free
+``nu ~ Gamma(2, 0.1)``): its log density is SciPy's, it is scored by its own likelihood
+like the hand-written one (a second fit), and ``likelihood="normal"`` is the model as before.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import pytest
 from scipy import stats
 
 from rvm_pymc import SamplingWarning, inference, models
+from rvm_pymc.inference._user_models import extra_free
 
 pytestmark = pytest.mark.pymc
 
@@ -52,21 +57,113 @@ def _student(Phi, t):
     return model
 
 
-@pytest.fixture(scope="module")
-def fitted():
+def _data():
     rng = np.random.default_rng(0)
     x = np.linspace(-1.0, 1.0, N)
-    Phi = np.column_stack([np.ones(N), x])
-    t = 0.5 + 2.0 * x + 0.3 * rng.standard_t(NU, N)
-    model = _student(Phi, t)
+    return np.column_stack([np.ones(N), x]), 0.5 + 2.0 * x + 0.3 * rng.standard_t(NU, N)
+
+
+def _fit(model):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tree = inference.sample_nuts(model, draws=40, tune=40, chains=2, **RUN)
-    return Phi, t, model, tree, caught
+    return tree, caught
 
 
-def test_nu_is_in_the_posterior_and_scores_the_likelihood(fitted):
-    Phi, t, _, tree, _ = fitted
+@pytest.fixture(scope="module")
+def fitted():
+    Phi, t = _data()
+    model = _student(Phi, t)
+    return Phi, t, model, *_fit(model)
+
+
+@pytest.fixture(scope="module")
+def built():
+    """The builder's Student-t model on the same data."""
+    Phi, t = _data()
+    model = models.regression_joint(Phi, t, likelihood="student_t")
+    return Phi, t, model, *_fit(model)
+
+
+def _logp_at_a_point(model):
+    """A point off the initial one (values on the transformed scale) and the model's logp."""
+    rng = np.random.default_rng(3)
+    point = {k: v + 0.3 * rng.standard_normal(np.shape(v))
+             for k, v in model.initial_point(random_seed=0).items()}  # fmt: skip
+    return point, float(model.compile_logp()(point))
+
+
+def _rvm_priors(point, Phi):
+    """SciPy's log density of the builder's priors (weakly informative: Gamma(1, 0.01) of
+    alpha and beta, with the Jacobian of the log) at ``point``; and the mean and scale."""
+    la, lb, w = point["log_alpha"], point["log_beta"], point["w"]
+    gamma = stats.gamma(1.0, scale=100.0)
+    prior = np.sum(gamma.logpdf(np.exp(la)) + la) + gamma.logpdf(np.exp(lb)) + lb
+    prior += np.sum(stats.norm.logpdf(w, 0.0, np.exp(-0.5 * la)))
+    return prior, Phi @ w, np.exp(-0.5 * lb)
+
+
+def test_normal_likelihood_is_the_model_as_before():
+    Phi, t = _data()
+    default, normal = (
+        models.regression_joint(Phi, t),
+        models.regression_joint(Phi, t, likelihood="normal"),
+    )
+    for model in (default, normal):
+        assert [v.name for v in model.free_RVs] == ["log_alpha", "log_beta", "w"]
+        assert models.builder_made(model)
+        assert type(model["t_obs"].owner.op).__name__ == "NormalRV"
+    point, got = _logp_at_a_point(normal)
+    assert _logp_at_a_point(default)[1] == got
+    prior, mu, sigma = _rvm_priors(point, Phi)
+    want = prior + np.sum(stats.norm.logpdf(t, mu, sigma))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_student_t_builder_log_density_is_scipys():
+    Phi, t = _data()
+    model = models.regression_joint(Phi, t, likelihood="student_t")
+    assert [v.name for v in model.free_RVs] == ["log_alpha", "log_beta", "w", "nu"]
+    assert model["nu"].type.ndim == 0
+    # scored by its own likelihood, nu is a free variable of its own (kept, checked)
+    assert not models.builder_made(model)
+    assert extra_free(model) == ("nu",)
+    point, got = _logp_at_a_point(model)
+    prior, mu, sigma = _rvm_priors(point, Phi)
+    log_nu = point["nu_log__"]
+    nu = np.exp(log_nu)
+    # Gamma(alpha=2, beta=0.1) of nu, sampled on the log scale (Jacobian log nu)
+    prior += stats.gamma.logpdf(nu, 2.0, scale=10.0) + log_nu
+    want = prior + np.sum(stats.t.logpdf(t, df=nu, loc=mu, scale=sigma))
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+@pytest.mark.parametrize("bad", ["Student_t", "cauchy", None])
+def test_unknown_likelihood_is_refused(bad):
+    Phi, t = _data()
+    with pytest.raises(
+        ValueError, match=rf"likelihood must be one of \('normal', 'student_t'\); got {bad!r}"
+    ):
+        models.regression_joint(Phi, t, likelihood=bad)
+
+
+@pytest.mark.parametrize("make", [_student, models.regression_joint], ids=["own", "builder"])
+def test_map_of_a_student_t_regression_is_refused_before_compiling(make, monkeypatch):
+    """Type-II MAP integrates out the weights of a Normal likelihood: a joint model, the
+    hand-written Student-t's and the builder's alike, is refused naming the way."""
+    Phi, t = _data()
+    kw = {} if make is _student else {"likelihood": "student_t"}
+    model = make(Phi, t, **kw)
+    monkeypatch.setattr(pm.Model, "compile_fn", lambda *a, **k: pytest.fail("compiled"))
+    with pytest.raises(ValueError, match="got a joint regression model") as err:
+        inference.fit_map(model, random_seed=0, compile_kwargs=RUN["compile_kwargs"])
+    assert "a likelihood of its own" in str(err.value) and "sample_nuts" in str(err.value)
+
+
+@pytest.mark.parametrize("fit", ["fitted", "built"])
+def test_nu_is_in_the_posterior_and_scores_the_likelihood(fit, request):
+    Phi, t, _, tree, _ = request.getfixturevalue(fit)
+    assert tree.attrs["likelihood"] == "model"
     post = tree["posterior"]
     assert post["nu"].dims == ("chain", "draw")
     nu = post["nu"].values

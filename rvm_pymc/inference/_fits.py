@@ -163,8 +163,10 @@ def optimise_map(
         )
     if spec.kind not in ("regression_marginal", "binary", "softmax", "poisson"):
         raise ValueError(
-            "type-II MAP integrates the weights out: build the model with "
-            "regression_marginal (got a joint regression model)"
+            "type-II MAP integrates the weights out of the Normal likelihood of "
+            "regression_marginal (got a joint regression model): build the model with "
+            "regression_marginal, or sample a likelihood of its own (such as "
+            'regression_joint(..., likelihood="student_t")) with sample_nuts'
         )
     check_user_model(model, spec, "map", kw["mode_kw"])
     with single_blas_thread():  # small dense products: more threads only contend

@@ -15,6 +15,7 @@ from rvm_pymc.models._checks import (
     basis_coords,
     check_design,
     check_labels,
+    check_likelihood,
     check_parametrization,
 )
 from rvm_pymc.models._likelihoods import bernoulli_logit, categorical_logit, marginal_likelihood
@@ -62,8 +63,9 @@ def _builder_made(model: RVMModel) -> RVMModel:
 
 
 def builder_made(model) -> bool:
-    """Whether a builder of :mod:`rvm_pymc.models` made ``model`` as it stands (its likelihood
-    is then the package's own formulas; any other model is scored from the model itself).
+    """Whether a builder of :mod:`rvm_pymc.models` made ``model`` as it stands with a likelihood
+    of the package's own formulas (any other model, e.g. ``regression_joint(...,
+    likelihood="student_t")``, is scored from the model itself).
 
     Parameters
     ----------
@@ -104,11 +106,13 @@ def regression_joint(
     prior=None,
     parametrization: str = "centred",
     basis_names: Sequence | None = None,
+    likelihood: str = "normal",
 ) -> pm.Model:
     """RVM regression with explicit weights (for full NUTS).
 
     ``log alpha_m``, ``log beta`` with the log-Gamma priors of the module
-    docstring; ``w_m ~ N(0, 1/alpha_m)``; ``t ~ N(Phi w, 1/beta)``.
+    docstring; ``w_m ~ N(0, 1/alpha_m)``; ``t ~ N(Phi w, 1/beta)``, or with
+    ``likelihood="student_t"`` ``t ~ StudentT(nu, Phi w, beta^-1/2)``.
 
     Parameters
     ----------
@@ -125,16 +129,23 @@ def regression_joint(
         ``w = w_raw / sqrt(alpha)`` (a Deterministic).
     basis_names : sequence, optional
         Coordinate values of the ``basis`` dimension (default ``0..M-1``).
+    likelihood : {"normal", "student_t"}
+        ``"student_t"``: Student-t noise of scale ``beta^-1/2`` and free degrees of
+        freedom ``nu ~ Gamma(2, 0.1)`` (Juarez & Steel 2010), robust to outliers.  The
+        model is then not :func:`~rvm_pymc.models.builder_made`: the NUTS fits score it by its own
+        likelihood (``docs/pymc.md``) and type-II MAP refuses it.
 
     Returns
     -------
     pymc.Model
         Free variables ``log_alpha`` (basis), ``log_beta``, ``w`` or ``w_raw``
-        (basis); Deterministics ``alpha``, ``beta`` (and ``w``); observed ``t_obs``.
+        (basis) (and ``nu``); Deterministics ``alpha``, ``beta`` (and ``w``);
+        observed ``t_obs``.
 
     References
     ----------
-    Tipping (2001), JMLR 1:211-244, section 2.
+    Tipping (2001), JMLR 1:211-244, section 2.  Juarez & Steel (2010), J. Bus. Econ.
+    Stat. 28:52-66 (the prior of ``nu``).
 
     Examples
     --------
@@ -146,14 +157,20 @@ def regression_joint(
     """
     Phi, t = check_design(Phi, t, "t")
     check_parametrization(parametrization)
+    check_likelihood(likelihood)
     hp = resolve_prior(prior, default="weakly_informative")
     model, Phi_d, t_d = _new_model(Phi, "t", t, basis_names)
     with model:
         log_alpha = _ard_precisions(hp)
         log_beta = _noise_precision(hp)
         w = _weights("w", log_alpha, parametrization, dims=("basis",), slab=hp.slab)
-        pm.Normal("t_obs", mu=Phi_d @ w, sigma=pt.exp(-0.5 * log_beta), observed=t_d, dims="obs")
-    return _builder_made(model)
+        mu, sigma = Phi_d @ w, pt.exp(-0.5 * log_beta)
+        if likelihood == "normal":
+            pm.Normal("t_obs", mu=mu, sigma=sigma, observed=t_d, dims="obs")
+            return _builder_made(model)
+        nu = pm.Gamma("nu", alpha=2.0, beta=0.1)
+        pm.StudentT("t_obs", nu=nu, mu=mu, sigma=sigma, observed=t_d, dims="obs")
+    return model  # not the package's Normal: scored by its own likelihood
 
 
 def regression_marginal(

@@ -12,15 +12,24 @@ import numpy as np
 from rvm_pymc._core.validation import as_2d_float, as_target_float, check_consistent_length
 
 PARAMETRIZATIONS = ("centred", "non_centred")
+LIKELIHOODS = ("normal", "student_t")
+
+
+def _check_one_of(argument: str, value, allowed: tuple[str, ...]):
+    """Return ``value`` if it is one of ``allowed``; else ValueError naming ``argument``."""
+    if value not in allowed:
+        raise ValueError(f"{argument} must be one of {allowed}; got {value!r}")
+    return value
 
 
 def check_parametrization(parametrization: str) -> str:
     """Return ``parametrization`` if it is ``"centred"`` or ``"non_centred"``."""
-    if parametrization not in PARAMETRIZATIONS:
-        raise ValueError(
-            f"parametrization must be one of {PARAMETRIZATIONS}; got {parametrization!r}"
-        )
-    return parametrization
+    return _check_one_of("parametrization", parametrization, PARAMETRIZATIONS)
+
+
+def check_likelihood(likelihood: str) -> str:
+    """Return ``likelihood`` if it is ``"normal"`` or ``"student_t"``."""
+    return _check_one_of("likelihood", likelihood, LIKELIHOODS)
 
 
 def basis_coords(basis_names: Sequence | None, n_basis: int) -> list:
