@@ -252,15 +252,15 @@ print(between_fits(runs))
 # * **Where the evidence's width is sound, integration does not matter.** On
 #   the 11 sets where type-II ML at its width predicts about as well as the
 #   cross-validated default, NUTS at that width gains a median 0.022 nats per
-#   point, and NUTS over the width 0.019 more: the synthetic run above says
+#   point, and NUTS over the width 0.014 more: the synthetic run above says
 #   the same.
 # * **Where the evidence's width is degenerate (19 of 30 sets at 105
 #   training rows), integrating rescues it.** NUTS over the precisions and
 #   the noise at the same width is ahead on all 19 (median 24.5 nats per
-#   point), and NUTS over the width gains a median 0.99 more (ahead on 18 of
+#   point), and NUTS over the width gains a median 1.04 more (ahead on all
 #   19).
 # * **NUTS over the width matches the cross-validated reference fit** (median
-#   difference 0.017 nats per point, ahead on 16 sets of 30) at many times
-#   its cost; not every run converged at its defaults (51 of 60 width
-#   fits at `target_accept` 0.9; 55 at 0.95, the default since). For prediction, `RVR()` is the economical choice; integrating
+#   difference 0.001 nats per point, ahead on 15 sets of 30) at many times
+#   its cost; not every run converged at its defaults (55 of 60 width
+#   fits). For prediction, `RVR()` is the economical choice; integrating
 #   over the width earns its cost when the width's uncertainty is wanted.
