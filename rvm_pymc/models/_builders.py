@@ -376,7 +376,7 @@ def regression_marginal_rbf(
     with model:
         log_alpha = _ard_precisions(hp)
         log_beta = _noise_precision(hp)
-        marginal_likelihood(log_alpha, log_beta, Phi, Phi.T @ Phi)
+        marginal_likelihood(log_alpha, log_beta, Phi)
     return _builder_made(model)
 
 

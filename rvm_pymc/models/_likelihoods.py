@@ -49,7 +49,7 @@ def marginal_logp(t, log_alpha, log_beta, Phi, PhiTPhi=None) -> pt.TensorVariabl
     return _marginal_parts(log_alpha, log_beta, PhiTPhi, Phi, t)[0]
 
 
-def _marginal_random(log_alpha, log_beta, Phi, PhiTPhi, rng=None, size=None):
+def _marginal_random(log_alpha, log_beta, Phi, *gram, rng=None, size=None):
     """Draw ``t`` from the marginal model by drawing ``w`` first."""
     n, m = Phi.shape
     batch = () if size is None else tuple(size)
@@ -92,26 +92,39 @@ def _lower_inverse_blocks(L):
     return B1, X, B2
 
 
-def _marginal_pullback(inputs, outputs, cotangents):
+def _precision_gradients(log_alpha, log_beta, t, outputs):
+    """``d logp / d log alpha`` and ``d logp / d log beta`` from the forward node's factor,
+    and the blocks of ``L^-1`` they used."""
     # d/d log alpha_m = (1 - alpha_m (Sigma_mm + mu_m^2)) / 2
     # d/d log beta    = (N - M + sum_m alpha_m Sigma_mm - beta ||t - Phi mu||^2) / 2
-    # from the forward node's factor (one factorisation), as a function of
-    # (PtP, Phi^T t, t^T t)
-    log_alpha, log_beta, _, _, t = inputs
-    _, L, p, mu, resid, beta_rss = outputs
-    alpha, beta = pt.exp(log_alpha), pt.exp(log_beta)
+    _, L, p, mu, _, beta_rss = outputs
+    alpha = pt.exp(log_alpha)
     n = pt.cast(t.shape[0], "float64")
+    m = pt.cast(log_alpha.shape[0], "float64")
     B1, X, B2 = _lower_inverse_blocks(L)
     col_sq = pt.concatenate([pt.sum(B1**2, axis=0) + pt.sum(X**2, axis=0), pt.sum(B2**2, axis=0)])
     sigma_diag = p**2 * col_sq
-    m = pt.cast(log_alpha.shape[0], "float64")
     g_log_alpha = 0.5 - 0.5 * alpha * (sigma_diag + mu**2)
     g_log_beta = 0.5 * (n - m + pt.sum(alpha * sigma_diag) - beta_rss)
-    # needed only when the design matrix depends on a free variable (RBF width)
+    return g_log_alpha, g_log_beta, (B1, X, B2)
+
+
+def _posterior_covariance(p, blocks):
+    """``Sigma = P L^-T L^-1 P`` from the blocks of ``L^-1`` (one M x M product)."""
+    B1, X, B2 = blocks
     zeros = pt.zeros((B1.shape[0], B2.shape[0]))
     L_inv = pt.concatenate([pt.concatenate([B1, zeros], 1), pt.concatenate([X, B2], 1)], 0)
-    sigma = p[:, None] * (L_inv.T @ L_inv) * p[None, :]
-    g_PtP = -0.5 * beta * (sigma + pt.outer(mu, mu))
+    return p[:, None] * (L_inv.T @ L_inv) * p[None, :]
+
+
+def _marginal_pullback(inputs, outputs, cotangents):
+    # as a function of (PtP, Phi^T t, t^T t); the gradients in PtP and Phi are needed only
+    # when a given PtP depends on a free variable (a design of free variables: _design_op)
+    log_alpha, log_beta, _, _, t = inputs
+    _, _, p, mu, resid, _ = outputs
+    beta = pt.exp(log_beta)
+    g_log_alpha, g_log_beta, blocks = _precision_gradients(log_alpha, log_beta, t, outputs)
+    g_PtP = -0.5 * beta * (_posterior_covariance(p, blocks) + pt.outer(mu, mu))
     g = cotangents[0]
     return [
         g * g_log_alpha,
@@ -122,19 +135,37 @@ def _marginal_pullback(inputs, outputs, cotangents):
     ]
 
 
-def marginal_op(parts, pullback, gram: str, name: str) -> OpFromGraph:
+def _design_parts(log_alpha, log_beta, Phi, t):
+    """:func:`_marginal_parts` of a design matrix that is a function of free variables
+    (``Phi^T Phi`` formed here, so that the pullback gives the whole gradient in ``Phi``)."""
+    return _marginal_parts(log_alpha, log_beta, Phi.T @ Phi, Phi, t)
+
+
+def _design_pullback(inputs, outputs, cotangents):
+    # d/d Phi = beta (t - Phi mu) mu^T - beta Phi Sigma  (through Phi^T Phi and Phi^T t at
+    # once: one N x M x M product, where the pullback of a given Phi^T Phi takes two)
+    log_alpha, log_beta, Phi, t = inputs
+    _, _, p, mu, resid, _ = outputs
+    beta = pt.exp(log_beta)
+    g_log_alpha, g_log_beta, blocks = _precision_gradients(log_alpha, log_beta, t, outputs)
+    g_Phi = beta * (pt.outer(resid, mu) - Phi @ _posterior_covariance(p, blocks))
+    g = cotangents[0]
+    return [g * g_log_alpha, g * g_log_beta, g * g_Phi, g * (-beta) * resid]
+
+
+def marginal_op(parts, pullback, gram: str | None, name: str) -> OpFromGraph:
     """The Op of ``parts(log_alpha, log_beta, G, Phi, t)`` (log density first, then what
-    ``pullback`` reuses); ``G``, named ``gram``, is the form of ``Phi^T Phi`` taken."""
+    ``pullback`` reuses); ``G``, named ``gram``, is the form of ``Phi^T Phi`` taken. With
+    ``gram`` None the Op takes ``(log_alpha, log_beta, Phi, t)`` and forms ``Phi^T Phi``."""
     la, t = pt.dvector("log_alpha"), pt.dvector("t")
     lb = pt.dscalar("log_beta")
-    G, Phi = pt.dmatrix(gram), pt.dmatrix("Phi")
-    inputs = [la, lb, G, Phi, t]
+    grams = [] if gram is None else [pt.dmatrix(gram)]
+    inputs = [la, lb, *grams, pt.dmatrix("Phi"), t]
     return OpFromGraph(inputs, list(parts(*inputs)), pullback=pullback, inline=True, name=name)
 
 
-def apply_marginal(op: OpFromGraph, log_alpha, log_beta, G, Phi, t) -> pt.TensorVariable:
-    """The log density of a :func:`marginal_op` on float64 tensors of its five inputs."""
-    args = (log_alpha, log_beta, G, Phi, t)
+def apply_marginal(op: OpFromGraph, *args) -> pt.TensorVariable:
+    """The log density of a :func:`marginal_op` on float64 tensors of its inputs."""
     return op(*(pt.as_tensor(a, dtype="float64") for a in args))[0]
 
 
@@ -143,31 +174,41 @@ def _marginal_op() -> OpFromGraph:
     return marginal_op(_marginal_parts, _marginal_pullback, "PhiTPhi", "rvm_marginal_logp")
 
 
+@functools.cache
+def _design_op() -> OpFromGraph:
+    return marginal_op(_design_parts, _design_pullback, None, "rvm_marginal_logp_design")
+
+
 def marginal_logp_fast(t, log_alpha, log_beta, Phi, PhiTPhi=None) -> pt.TensorVariable:
     """:func:`marginal_logp` with an analytic gradient (the regression builders use it).
 
-    Same value and arguments as :func:`marginal_logp`; the gradient costs one M x M
-    factorisation, one triangular inverse and O(N M) products.
+    Same value and arguments as :func:`marginal_logp`. The gradient costs one M x M
+    factorisation, one triangular inverse and O(N M) products; without ``PhiTPhi`` (a
+    design matrix of free variables, such as an RBF width) the Op forms ``Phi^T Phi``
+    itself and its gradient in ``Phi`` costs two triangular solves with N right-hand sides.
     """
     if PhiTPhi is None:
-        PhiTPhi = Phi.T @ Phi
+        return apply_marginal(_design_op(), log_alpha, log_beta, Phi, t)
     return apply_marginal(_marginal_op(), log_alpha, log_beta, PhiTPhi, Phi, t)
 
 
 def marginal_likelihood(
-    log_alpha, log_beta, Phi, PhiTPhi, logp=None, gram_shape: str = "(m,m)"
+    log_alpha, log_beta, Phi, PhiTPhi=None, logp=None, gram_shape: str = "(m,m)"
 ) -> None:
     """Observed ``t_obs`` of the marginal model (:func:`marginal_logp_fast` on the data ``t``,
-    or ``logp`` for another form ``G`` of ``Phi^T Phi`` of shape ``gram_shape``)."""
+    or ``logp`` for another form ``G`` of ``Phi^T Phi`` of shape ``gram_shape``; without
+    ``PhiTPhi``, a design matrix of free variables)."""
+    grams = [] if PhiTPhi is None else [PhiTPhi]
+    gram_sig = "" if PhiTPhi is None else f",{gram_shape}"
     pm.CustomDist(
         "t_obs",
         log_alpha,
         log_beta,
         Phi,
-        PhiTPhi,
+        *grams,
         logp=marginal_logp_fast if logp is None else logp,
         random=_marginal_random,
-        signature=f"(m),(),(n,m),{gram_shape}->(n)",
+        signature=f"(m),(),(n,m){gram_sig}->(n)",
         class_name="MarginalNormal",
         observed=pm.modelcontext(None)["t"],
         dims="obs",
