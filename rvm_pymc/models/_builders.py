@@ -332,8 +332,8 @@ def regression_marginal_rbf(
     ``log l = log_length_scale ~ N(m, s)``, so that type-II MAP chooses the
     width by the evidence and NUTS integrates over it
     (:mod:`rvm_pymc._core.rbf_width`; the kernel's ``gamma`` is
-    ``exp(-2 log l) / 2``).  ``Phi^T Phi`` and ``Phi^T t`` are functions of
-    the width, differentiated through.
+    ``exp(-2 log l) / 2``).  The marginal's gradient in ``Phi`` (which forms
+    ``Phi^T Phi`` itself, :func:`marginal_logp_fast`) is taken through the width.
 
     Parameters
     ----------
