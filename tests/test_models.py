@@ -190,6 +190,27 @@ def test_prior_predictive_of_marginal_model():
     assert prior["prior_predictive"]["t_obs"].shape == (1, 400, 15)
 
 
+def test_prior_predictive_of_the_width_model():
+    """The marginal model of a design of free variables (no Gram parameter) draws ``t`` with
+    the spread of its prior: ``var t_n = 1/beta + sum_m Phi_nm^2 / alpha_m`` at each draw."""
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-2.0, 2.0, (12, 1))
+    hp = {"a": 6.0, "b": 6.0, "c": 6.0, "d": 6.0}
+    model = models.regression_marginal_rbf(X, np.sin(X[:, 0]), prior=hp)
+    with model:
+        prior = pm.sample_prior_predictive(4000, random_seed=2, compile_kwargs={"mode": FAST})
+    draws = prior["prior"]
+    t = prior["prior_predictive"]["t_obs"].values[0]
+    assert t.shape == (4000, 12)
+    D = (X - X.T) ** 2  # the kernel columns at each draw's width, the bias column first
+    K = np.exp(-0.5 * D[None] * np.exp(-2.0 * draws["log_length_scale"].values[0])[:, None, None])
+    inv_alpha = np.exp(-draws["log_alpha"].values[0])
+    var = np.exp(-draws["log_beta"].values[0])[:, None] + inv_alpha[:, :1]
+    var = var + np.einsum("snm,sm->sn", K**2, inv_alpha[:, 1:])
+    z = t / np.sqrt(var)  # standard normal if t was drawn from the model at each draw
+    assert abs(z.mean()) < 0.05 and abs(z.std() - 1.0) < 0.03
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [

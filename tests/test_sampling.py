@@ -95,6 +95,8 @@ def test_marginal_logp_fast_gradient_equals_autodiff(rbf_width, gram):
     fns = []
     for logp in (models.marginal_logp, models.marginal_logp_fast):
         lp = logp(pt.constant(t), la, lb, Phi, PtP)
+        if logp is models.marginal_logp_fast:  # the Op of a given or of a formed Gram
+            assert lp.owner.op.name == "rvm_marginal_logp" + ("" if gram else "_design")
         fns.append(
             pytensor.function(
                 [la, lb, lls],

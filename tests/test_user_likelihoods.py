@@ -206,9 +206,11 @@ def test_nu_is_in_the_convergence_check(fitted):
     assert any("R-hat" in m and "'nu'" in m for m in messages), messages
 
 
-def test_predictions_hold_nu_at_its_draws(fitted):
-    """The route of docs/pymc.md: ``pm.set_data``, ``pm.sample_posterior_predictive``."""
-    _, _, model, tree, _ = fitted
+@pytest.mark.parametrize("fit", ["fitted", "built"])
+def test_predictions_hold_nu_at_its_draws(fit, request):
+    """The route of docs/pymc.md: ``pm.set_data``, ``pm.sample_posterior_predictive``, for
+    the hand-written Student-t model and the builder's."""
+    _, _, model, tree, _ = request.getfixturevalue(fit)
     x_new = np.linspace(-2.0, 2.0, 7)
     with model:
         pm.set_data(

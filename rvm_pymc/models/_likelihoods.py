@@ -185,7 +185,7 @@ def marginal_logp_fast(t, log_alpha, log_beta, Phi, PhiTPhi=None) -> pt.TensorVa
     Same value and arguments as :func:`marginal_logp`. The gradient costs one M x M
     factorisation, one triangular inverse and O(N M) products; without ``PhiTPhi`` (a
     design matrix of free variables, such as an RBF width) the Op forms ``Phi^T Phi``
-    itself and its gradient in ``Phi`` costs two triangular solves with N right-hand sides.
+    itself and its gradient in ``Phi`` costs one N x M x M product (``Phi Sigma``) more.
     """
     if PhiTPhi is None:
         return apply_marginal(_design_op(), log_alpha, log_beta, Phi, t)
