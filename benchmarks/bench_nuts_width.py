@@ -42,7 +42,7 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
-from _common import header, load_average, worst_diagnostics
+from _common import header, load_average, source_state, worst_diagnostics
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 QUICK = {"regression": ("mcycle", "cars", "hills"), "classification": ("crabs",)}
@@ -62,6 +62,15 @@ def diagnose(est) -> dict:
     """Worst R-hat and smallest bulk/tail ESS over the sampled variables (width included)."""
     # the weights too: sampled (RVC) or drawn exactly per draw (RVR), as converged_ checks
     return worst_diagnostics(est, ["log_alpha", "log_beta", "log_length_scale", "w", "W"])
+
+
+def _effective(kind: str, target_accept: float | None) -> float:
+    """The ``target_accept`` a fit ran at: the one given, else the estimators' default."""
+    from rvm_pymc.inference.defaults import estimator_target_accept
+
+    if target_accept is not None:
+        return float(target_accept)
+    return estimator_target_accept(joint=kind != "regression", width=True)
 
 
 def fit_one(kind: str, X, y, seed: int = 0, target_accept: float | None = None):
@@ -101,7 +110,8 @@ def run(name: str, kind: str, max_n: int, seed: int, target_accept=None) -> dict
         "gamma_rel": float(np.median(g)),
         "gamma_5_95": f"{lo:.3g}-{hi:.3g}",
         "seed": seed,
-        "target_accept": target_accept,
+        "target_accept": _effective(kind, target_accept),
+        "source": source_state(),
         "load": load_average(),
         **d,
     }
@@ -124,6 +134,8 @@ def timing(max_n: int = 150, seed: int = 0, target_accept=None) -> dict:
         "wall": warm,
         "draws": int(est.idata_["posterior"].sizes["draw"]),
         "converged_": bool(est.converged_),
+        "target_accept": _effective("regression", target_accept),
+        "source": source_state(),
         "load": load_average(),
         **diagnose(est),
     }
