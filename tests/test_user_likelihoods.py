@@ -104,6 +104,8 @@ def _rvm_priors(point, Phi):
 
 
 def test_normal_likelihood_is_the_model_as_before():
+    """The default and ``likelihood="normal"`` are the package's Normal model: builder-made,
+    and its log density that of SciPy's Normal and priors (the guard against a change)."""
     Phi, t = _data()
     default, normal = (
         models.regression_joint(Phi, t),
@@ -150,7 +152,8 @@ def test_unknown_likelihood_is_refused(bad):
 @pytest.mark.parametrize("make", [_student, models.regression_joint], ids=["own", "builder"])
 def test_map_of_a_student_t_regression_is_refused_before_compiling(make, monkeypatch):
     """Type-II MAP integrates out the weights of a Normal likelihood: a joint model, the
-    hand-written Student-t's and the builder's alike, is refused naming the way."""
+    hand-written Student-t's and the builder's alike, is refused naming both ways before
+    compiling (as a Normal joint model is: this checks the message, not the likelihood)."""
     Phi, t = _data()
     kw = {} if make is _student else {"likelihood": "student_t"}
     model = make(Phi, t, **kw)
