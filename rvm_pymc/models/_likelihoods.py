@@ -92,7 +92,7 @@ def _lower_inverse_blocks(L):
     return B1, X, B2
 
 
-def _precision_gradients(log_alpha, log_beta, t, outputs):
+def _precision_gradients(log_alpha, t, outputs):
     """``d logp / d log alpha`` and ``d logp / d log beta`` from the forward node's factor,
     and the blocks of ``L^-1`` they used."""
     # d/d log alpha_m = (1 - alpha_m (Sigma_mm + mu_m^2)) / 2
@@ -123,7 +123,7 @@ def _marginal_pullback(inputs, outputs, cotangents):
     log_alpha, log_beta, _, _, t = inputs
     _, _, p, mu, resid, _ = outputs
     beta = pt.exp(log_beta)
-    g_log_alpha, g_log_beta, blocks = _precision_gradients(log_alpha, log_beta, t, outputs)
+    g_log_alpha, g_log_beta, blocks = _precision_gradients(log_alpha, t, outputs)
     g_PtP = -0.5 * beta * (_posterior_covariance(p, blocks) + pt.outer(mu, mu))
     g = cotangents[0]
     return [
@@ -147,7 +147,7 @@ def _design_pullback(inputs, outputs, cotangents):
     log_alpha, log_beta, Phi, t = inputs
     _, _, p, mu, resid, _ = outputs
     beta = pt.exp(log_beta)
-    g_log_alpha, g_log_beta, blocks = _precision_gradients(log_alpha, log_beta, t, outputs)
+    g_log_alpha, g_log_beta, blocks = _precision_gradients(log_alpha, t, outputs)
     g_Phi = beta * (pt.outer(resid, mu) - Phi @ _posterior_covariance(p, blocks))
     g = cotangents[0]
     return [g * g_log_alpha, g * g_log_beta, g * g_Phi, g * (-beta) * resid]
