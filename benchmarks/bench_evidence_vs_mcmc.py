@@ -98,22 +98,27 @@ def _estimator(name: str, gamma_evidence: float | None, seed: int, width_ta=None
     return RVR(random_state=seed)
 
 
-def run_split(name: str, X, y, split: int, seed: int, width_ta=None) -> list[dict]:
-    """The four fits on one split: one row each (pointwise lpd kept for the pairing)."""
+def fit_scored(est, X_tr, y_tr, X_te, seed: int):
+    """Fit ``est`` (warnings silenced) and its predictive at ``X_te``: ``(wall, predictive)``."""
     from rvm_pymc.comparison.predictive import predictive
 
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        est.fit(X_tr, y_tr)
+        wall = time.perf_counter() - t0
+    return wall, predictive(est, X_te, random_state=seed)
+
+
+def run_split(name: str, X, y, split: int, seed: int, width_ta=None) -> list[dict]:
+    """The four fits on one split: one row each (pointwise lpd kept for the pairing)."""
     X_tr, X_te, y_tr, y_te = _split(X, y, split)
     rows, lpd, gamma_ev = [], {}, None
     for fit in FITS:
         est = _estimator(fit, gamma_ev, seed, width_ta)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            t0 = time.perf_counter()
-            est.fit(X_tr, y_tr)
-            wall = time.perf_counter() - t0
+        wall, pred = fit_scored(est, X_tr, y_tr, X_te, seed)
         if fit == "evidence":
             gamma_ev = float(est.gamma_)
-        pred = predictive(est, X_te, random_state=seed)
         lpd[fit] = pred.log_density(y_te)
         rows.append(
             {

@@ -20,33 +20,25 @@ import argparse
 import json
 import os
 import sys
-import time
-import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
 import pandas as pd
 from _common import load_average, source_state
-from bench_evidence_vs_mcmc import RESULTS, _ok, _split
+from bench_evidence_vs_mcmc import RESULTS, _ok, _split, fit_scored
 
 
 def run(tune: int, path: str) -> None:
     import _panel_data as panel
 
     from rvm_pymc import RVR
-    from rvm_pymc.comparison.predictive import predictive
 
     for name in panel.regression_sets():
         data = panel.load(name, max_n=150)
         for split in (0, 1):
             X_tr, X_te, y_tr, y_te = _split(data.X, data.y, split)
             est = RVR(method="nuts", gamma="integrate", random_state=0, tune=tune)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                t0 = time.perf_counter()
-                est.fit(X_tr, y_tr)
-                wall = time.perf_counter() - t0
-            pred = predictive(est, X_te, random_state=0)
+            wall, pred = fit_scored(est, X_tr, y_tr, X_te, 0)
             a = est.idata_.attrs
             row = {"set": name, "split": split, "tune": tune, "ok": _ok(est),
                    "draws": int(est.idata_["posterior"].sizes["draw"]), "wall": wall,
