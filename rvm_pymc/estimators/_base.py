@@ -1,12 +1,7 @@
-"""Shared machinery of :class:`~rvm_pymc.estimators.RVR`, ``RVC`` and ``RVP``.
+"""The base class of RVR, RVC and RVP: basis, scaling, fit, fitted attributes and views.
 
-Parameters (checked by :mod:`._params`), the basis, the one scaling boundary,
-the fit (scale -> one backend -> ``WeightPosterior.to_data_units`` ->
-attributes), the active set, what a fit shows to ArviZ and PyMC (``idata_``,
-built on first access; ``model_``, the fit's PyMC model in the units of the
-data; the design matrix and predictive draws at new inputs) and the save/load
-entry points.  The width of ``gamma`` is chosen in :mod:`._width_selection`.
-See :mod:`rvm_pymc.estimators` for the public classes.
+A fit scales the problem, runs one backend, maps its ``WeightPosterior`` back to data
+units and sets every attribute from it.
 """
 
 from __future__ import annotations
@@ -97,24 +92,23 @@ class _BaseRVM(BaseEstimator):
         vars(self).update(params)  # every parameter an attribute, as given (scikit-learn)
 
     def __getstate__(self):
-        # a PyMC model does not pickle (its distributions are classes made at run time)
         state = super().__getstate__()
         if state.get("model_") is not None:
             state = {**state, "model_": None}
         return state
 
     def __setstate__(self, state):
-        # RVR pickles written before predictive="rvm*" existed had the plain RVM predictive
+        # defaults of pickles written by older versions
         if self._kind == "regression":
             state = {"predictive": "rvm", **state}
-        if self._kind == "counts":  # RVP pickles before likelihood= were Poisson
+        if self._kind == "counts":
             state = {"likelihood": "poisson", **state}
             if "posterior_" in state:
                 state.setdefault("dispersion_", None)
         super().__setstate__(state)
-        if "posterior_" in state:  # pickles before intercept_ included y_offset_
+        if "posterior_" in state:
             self._set_intercept()
-        if "posterior_" in state and "interpolates_" not in state:  # before the rule
+        if "posterior_" in state and "interpolates_" not in state:
             inputs = state.get("_tree_inputs") or {}
             at_bound = bool((inputs.get("attrs") or {}).get("noise_at_bound", False))
             target = inputs.get("target")
@@ -126,24 +120,20 @@ class _BaseRVM(BaseEstimator):
         tags.non_deterministic = self.method == "nuts"
         return tags
 
-    # ------------------------------------------------------------------ validation
-
     def _validate_params(self) -> None:
         """scikit-learn's hook: each parameter against ``_parameter_constraints``."""
         validate_params(self.get_params(deep=False), self._parameter_constraints)
 
     def _check_params(self, X: np.ndarray) -> Checked:
-        """Check every parameter once (``ValueError`` naming it); return the resolved ones."""
+        """:func:`check_params` of this estimator."""
         return check_params(self, X)
 
     def _prior(self):
-        """The hyperprior, defaults resolved (the preset of ``default_prior``)."""
+        """The hyperprior, defaults resolved."""
         return resolve_prior(self.prior, default=default_prior(self))
 
-    # ----------------------------------------------------------------------- basis
-
     def _make_basis(self, gamma: float | None, seed: int | None = None) -> Basis:
-        """An unfitted basis for one width (``seed``: of its choice of centres at large N)."""
+        """An unfitted basis for one width (``seed``: its choice of centres at large N)."""
         k = self.kernel
         if isinstance(k, Basis):
             return copy.deepcopy(k)
@@ -155,7 +145,6 @@ class _BaseRVM(BaseEstimator):
             params = {"degree": self.degree, "gamma": gamma, "coef0": self.coef0}
         basis = make_basis(k, bias=bool(self.bias), **params)
         if isinstance(basis, KernelBasis):
-            # above AUTO_FULL_MAX (2000) training points it keeps a subset of centres
             basis.random_state = seed
         return basis
 
@@ -177,13 +166,13 @@ class _BaseRVM(BaseEstimator):
         return basis, scale_columns(Phi, scale, own=type(basis) is KernelBasis), scale
 
     def _validated(self, X) -> np.ndarray:
-        """``X`` checked against the fit (numbers, features)."""
+        """``X`` checked against the fit."""
         check_numeric(X, "X")
         check_is_fitted(self, "coef_")
         return validate_data(self, X, reset=False, dtype=np.float64)
 
     def _active_design(self, X) -> np.ndarray:
-        """Validate ``X`` and return its design matrix restricted to the active bases."""
+        """The design matrix of ``X`` (validated) over the active bases."""
         X = self._validated(X)
         if integrates_width(self):
             raise ValueError(
@@ -194,7 +183,7 @@ class _BaseRVM(BaseEstimator):
         return self._design_of(X)
 
     def _design_of(self, X: np.ndarray) -> np.ndarray:
-        """The design matrix of validated inputs ``X``, restricted to the active bases."""
+        """The design matrix of validated ``X`` over the active bases."""
         if self.kernel_ is None:
             return self.basis_.transform(X)[:, self.active_]
         cols = []
@@ -204,14 +193,11 @@ class _BaseRVM(BaseEstimator):
             cols.append(self.kernel_(X, self.relevance_vectors_))
         return np.hstack(cols) if cols else np.zeros((X.shape[0], 0))
 
-    # ------------------------------------------- views: idata_, model_, new inputs
-
     def design_matrix(self, X) -> np.ndarray:
         """The design matrix of ``X`` over the bases of the fit, in the units of the data.
 
-        Its columns are the bases of ``idata_`` (coordinate ``basis``, the
-        active bases ``active_names_``), unscaled: what the data ``Phi`` of
-        ``model_`` and ``idata_.constant_data`` hold for the training inputs.
+        Its columns are the active bases (``active_names_``), unscaled: the
+        ``Phi`` of ``model_`` and ``idata_.constant_data``.
 
         Parameters
         ----------
@@ -235,7 +221,7 @@ class _BaseRVM(BaseEstimator):
         return self._active_design(X)
 
     def _data_unit_model(self, Phi, target, scale, prior):
-        """``model_``: the fit's RVM in data units (:func:`~rvm_pymc.models.data_unit_model`)."""
+        """``model_``: the fit's RVM in data units."""
         from rvm_pymc.models import data_unit_model
 
         post = self.posterior_
@@ -262,17 +248,12 @@ class _BaseRVM(BaseEstimator):
 
     @property
     def idata_(self):
-        """The fit as an ArviZ DataTree of the result schema (:mod:`rvm_pymc.results`).
-
-        Built on first access from the estimator's one posterior (a grid search
-        that never looks at it does not pay for the draws) and kept.
-        """
+        """The fit as an ArviZ DataTree of the result schema, built on first access."""
         check_is_fitted(self, "coef_")
         if getattr(self, "_idata", None) is None:
             from rvm_pymc.estimators._io import build_tree
 
             inp = self._tree_inputs
-            # a fit on the row compression kept X, not its N x active design
             Phi = self._design_of(inp["Phi"]) if inp.get("Phi_of_X") else inp["Phi"]
             if integrates_width(self) and "latent" not in inp:  # each draw at its own width
                 inp = {**inp, "latent": latent_at(self, inp["constants"]["X"][1])}
@@ -295,14 +276,11 @@ class _BaseRVM(BaseEstimator):
         Returns
         -------
         xarray.DataTree
-            ``predictions`` (replicates ``t_obs``/``y_obs`` and the latent
-            mean ``mu`` or probabilities ``p`` of every draw) and
-            ``predictions_constant_data`` (``Phi`` at ``X``); see
-            :func:`rvm_pymc.results.predictions`.
+            See :func:`rvm_pymc.results.predictions`.
         """
         from rvm_pymc.results import predictions
 
-        if integrates_width(self):  # each draw's design matrix at its own width
+        if integrates_width(self):
             return sample_predictions_at(self, self._validated(X), random_state)
         if getattr(self, "predictive", "rvm") == "rvm*":
             raise ValueError(
@@ -311,8 +289,6 @@ class _BaseRVM(BaseEstimator):
             )
         Phi = self._active_design(X)  # X checked before the draws of idata_ are made
         return predictions(self.idata_, Phi, random_state=random_state)
-
-    # --------------------------------------------------------------------- fitting
 
     def fit(self, X, y):
         """Fit the model.
@@ -333,17 +309,14 @@ class _BaseRVM(BaseEstimator):
         Raises
         ------
         ValueError
-            For invalid data (RVP's names ``y`` for negative, missing or all-zero counts)
-            or parameters; a fit that fails (or is interrupted) leaves the estimator as it
-            was before.
+            For invalid data or parameters; a fit that fails (or is interrupted)
+            leaves the estimator as it was.
         """
         self._fit(X, y)
         return self
 
     def _fit(self, X, y) -> None:
-        """Check the data (``_fit_data``), then :meth:`_fit_at_widths` on one BLAS thread
-        (every method; ``_core.threads``); on failure (KeyboardInterrupt too) every
-        attribute is restored."""
+        """Check the data, fit on one BLAS thread; on any failure restore every attribute."""
         saved = dict(self.__dict__)
         try:
             X, target = self._fit_data(X, y)
@@ -355,13 +328,11 @@ class _BaseRVM(BaseEstimator):
             raise
 
     def _fit_at_widths(self, X: np.ndarray, target: np.ndarray) -> None:
-        """Scale, choose the width, fit by one backend, then set every fitted attribute: the
-        one map back to the units of the data, the active set, ``model_``, the interpolation
-        check and ``idata_``'s inputs."""
+        """Scale, choose the width, fit by one backend, then set every fitted attribute."""
         checked = self._check_params(X)
         prior, options = checked.prior, backend_options(self, checked)
         regression = self._kind == "regression"
-        for attr in ("evidence_path_", "cv_path_", "gamma_draws_"):  # only some fits have one
+        for attr in ("evidence_path_", "cv_path_", "gamma_draws_"):
             self.__dict__.pop(attr, None)
         if regression:
             t_mean, t_sd = target_scale(target, centre=bool(self.bias))
@@ -369,29 +340,22 @@ class _BaseRVM(BaseEstimator):
         else:
             t_mean, t_sd, t_s = 0.0, 1.0, target
         log_t_sd = target.size * np.log(t_sd) if regression else 0.0
-        # MAP/NUTS start from (and gamma="evidence" chooses the width by) the reference
-        # solver under the same prior; "fast" needs a = b = 0 and no slab, MacKay takes any
+        # the reference fit that starts MAP/NUTS and chooses the width: under the same
+        # prior, so MacKay unless "fast" can take it (a = b = 0, no slab)
         plain = prior.a == 0 and prior.b == 0 and prior.slab is None
-        ref_solver = self.solver if plain else "mackay"
-        if self.method == "reference":
-            ref_solver = self.solver
-        seed = _seed(self.random_state)  # one draw per fit: the posterior draws below
-        # the centres at large N: None keeps KernelBasis's fixed seed (the same data give
-        # the same centres); else one seed for every call of this fit (a Generator would
-        # give a worker's fit and the rebuild of the chosen width different centres)
+        ref_solver = self.solver if plain or self.method == "reference" else "mackay"
+        seed = _seed(self.random_state)
+        # the centres at large N: one seed for every design of this fit (None: the basis's)
         basis_seed = None if self.random_state is None else seed
         need_ref = self.method == "reference" or self._starts_from_reference()
-        # every method chooses its width (gamma="auto"/"evidence") and its start under the
-        # prior it fits, a slab included (MacKay takes one; MAP refuses a slab)
-        # gamma="cv"'s folds: seeded by an integer random_state itself (0 for None)
         rs = self.random_state
         fold_seed = 0 if rs is None else int(rs) if isinstance(rs, numbers.Integral) else seed
         has_width = isinstance(self.kernel, str) and self.kernel.lower() in GAMMA_KERNELS
         refit = None
-        if has_width and self.gamma in ("auto", "cv"):  # the folds' fits, under this prior
+        if has_width and self.gamma in ("auto", "cv"):
             params = {"method": "reference", "prior": prior, "solver": ref_solver, "n_jobs": 1}
             refit = functools.partial(_refit, clone(self).set_params(**params))
-        integrate = self.gamma == "integrate"  # the "scale" width: centres, start, prior
+        integrate = self.gamma == "integrate"
         width = select_width(
             X,
             target,
@@ -419,16 +383,13 @@ class _BaseRVM(BaseEstimator):
         else:
             from rvm_pymc.inference import fit_backend
 
-            # a column that is zero at every training input (the linear kernel of a point
-            # at the origin) says nothing about the data: left out, as the reference
-            # solver leaves it (PyMC's models refuse all-zero columns)
+            # PyMC's models refuse all-zero columns: leave them out, as the reference does
             Phi, names = width.Phi, tuple(map(str, width.basis.basis_names_))
             used = np.any(Phi != 0.0, axis=0)
             if not used.all():
                 Phi, names = Phi[:, used], tuple(n for n, u in zip(names, used, strict=True) if u)
             fit = fit_backend(options, Phi, t_s, names, prior, seed, start)
             fitted = Fitted(*fit, width.scale)
-        # every fitted attribute, from the fit at the width
         post, info, scale = fitted.post, fitted.info, fitted.scale
         basis, Phi, draws = width.basis, width.Phi, fitted.gamma_draws
         position = {str(n): i for i, n in enumerate(basis.basis_names_)}
@@ -436,28 +397,24 @@ class _BaseRVM(BaseEstimator):
         self.gamma_ = width.gamma if draws is None else float(np.median(draws))
         self.basis_ = basis
         self.kernel_ = basis.kernel_ if hasattr(basis, "kernel_") else None
-        if draws is not None:  # the median width (for show); predictions use every draw's
+        if draws is not None:
             self.gamma_draws_ = draws
             self.kernel_ = make_kernel("rbf", gamma=self.gamma_)
         self.basis_scale_ = scale
         self.y_scale_ = t_sd
         self._set_active(active, X)
-        # the one map back to the units of the data
         self._set_result(post.to_data_units(scale[active], t_mean, t_sd))
-        # the active columns in data units; of a row compression built anew from X (N x
-        # active) when idata_ is first read ("Phi_of_X"); none over the widths (each draw
-        # has its own: idata_ computes the draws' latent means)
+        # the active columns in data units (a row compression: X, "Phi_of_X")
         Phi_data = None
         if draws is None:
             Phi_data = X if isinstance(Phi, RowQR) else Phi[:, active] * scale[active]
         self.model_ = None
-        if self.method != "reference" and draws is None:  # PyMC is imported already
+        if self.method != "reference" and draws is None:
             self.model_ = self._data_unit_model(Phi_data, target, scale[active], prior)
         self.n_iter_ = int(info.n_iter)
         self.converged_ = bool(info.converged)
         self.log_evidence_ = float(info.log_evidence - log_t_sd)
         tree = fitted.tree or {}
-        # model_'s scaling and prior data, kept in constant_data by every method
         constants = data_unit_constants(
             self._kind_of_fit(), scale[active], y_scale=t_sd, prior=prior
         )
@@ -491,16 +448,16 @@ class _BaseRVM(BaseEstimator):
         self._idata = None
 
     def _interpolates(self, n_train: int, noise_at_bound: bool, prior=None) -> bool:
-        """The rule of :mod:`rvm_pymc._core.interpolation` for this fit (False for NUTS)."""
+        """Whether this type-II fit interpolates (:mod:`rvm_pymc._core.interpolation`)."""
         prior = self._prior() if prior is None else prior
-        prunes = prior.a == 0 and prior.b == 0  # a proper prior on alpha prunes nothing
+        prunes = prior.a == 0 and prior.b == 0
         n_rel = self.n_relevance_
         return bool(
             self.posterior_.is_type_ii and interpolates(n_rel, n_train, noise_at_bound, prunes)
         )
 
     def _check_interpolation(self, n_train: int, noise_at_bound: bool, prior) -> None:
-        """Set ``interpolates_`` (type-II fits; False for NUTS) and warn when it is True."""
+        """Set ``interpolates_`` and warn when it is True."""
         self.interpolates_ = self._interpolates(n_train, noise_at_bound, prior)
         n_rel = self.n_relevance_
         if not self.interpolates_:
@@ -546,26 +503,26 @@ class _BaseRVM(BaseEstimator):
         return self.method != "reference" and init == "reference"
 
     def _set_result(self, post) -> None:
-        """Hold the one posterior (data units); the fitted attributes are read from it."""
+        """Hold the posterior (data units) and set the attributes read from it."""
         self.posterior_ = post
         est = post.point_estimates()
         self.coef_, self.sigma_, self.alpha_ = est.coef, est.sigma, est.alpha
         if post.log_beta is not None:
             self.beta_, self.noise_var_ = est.beta, est.noise_var
             self.y_offset_ = float(post.y_offset)
-        if self._kind == "counts":  # the negative binomial's r (None for the Poisson)
+        if self._kind == "counts":
             ld = post.log_dispersion
             self.dispersion_ = None if ld is None else float(np.exp(np.median(ld)))
         self._set_intercept()
 
     def _set_intercept(self) -> None:
-        """``intercept_``, the constant term of the latent mean (scikit-learn's convention)."""
+        """``intercept_``, the constant term of the latent mean."""
         zero = np.zeros(self.coef_.shape[1:]) if self.coef_.ndim > 1 else 0.0
         bias = self.coef_[0] if self.bias_active_ else zero
         self.intercept_ = bias + self.posterior_.y_offset
 
     def _set_active(self, active: np.ndarray, X: np.ndarray) -> None:
-        """Active bases, relevance indices and vectors from column indices of ``Phi``."""
+        """Active bases, relevance indices and vectors from column indices."""
         active = np.asarray(active, dtype=np.intp)
         basis = self.basis_
         offset = int(basis.bias)
@@ -574,16 +531,15 @@ class _BaseRVM(BaseEstimator):
         self.bias_active_ = bool(basis.bias and active.size and active[0] == 0)
         if isinstance(basis, PrecomputedBasis) or self.kernel_ is not None:
             self.relevance_indices_ = active[active >= offset] - offset
-            if hasattr(basis, "centre_indices_"):  # columns -> rows of X (a subset of centres)
+            if hasattr(basis, "centre_indices_"):  # a subset of centres
                 self.relevance_indices_ = basis.centre_indices_[self.relevance_indices_]
         else:
             self.relevance_indices_ = np.zeros(0, dtype=np.intp)
         if self.kernel_ is not None:
             self.relevance_vectors_ = X[self.relevance_indices_]
+            self.basis_ = None
         else:
             self.relevance_vectors_ = np.zeros((0, X.shape[1]))
-        if self.kernel_ is not None:
-            self.basis_ = None  # predictions need only kernel_ and relevance_vectors_
 
     @property
     def prior_(self):
@@ -597,15 +553,11 @@ class _BaseRVM(BaseEstimator):
         check_is_fitted(self, "coef_")
         return int(self.relevance_indices_.size)
 
-    # -------------------------------------------------------------------- save/load
-
     def save(self, path, engine: str | None = None) -> None:
         """Write the fitted estimator to a netCDF file, without pickle.
 
-        The file holds ``idata_`` (its groups as netCDF groups when ``h5netcdf``
-        or ``netCDF4`` is installed, else flattened into a netCDF-3 file
-        written by SciPy), the arrays needed for prediction, the parameters
-        as JSON attributes and a SHA-256 checksum of all of it.
+        The file holds ``idata_``, the arrays needed for prediction, the
+        parameters as JSON and a SHA-256 checksum of all of it.
 
         Parameters
         ----------
@@ -653,8 +605,7 @@ class _BaseRVM(BaseEstimator):
 
 
 def init_with(name: str, default: str, first: bool = False):
-    """The ``__init__`` of an estimator that takes one keyword more than :class:`_BaseRVM`
-    (``first``: listed first); its signature is what scikit-learn reads the parameters from."""
+    """The ``__init__`` of an estimator with one keyword more than :class:`_BaseRVM`."""
     base = list(inspect.signature(_BaseRVM.__init__).parameters.values())
     kind = inspect.Parameter.KEYWORD_ONLY
     extra = inspect.Parameter(name, kind, default=default, annotation="str")
@@ -664,7 +615,7 @@ def init_with(name: str, default: str, first: bool = False):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         where = f"{type(self).__name__}.__init__()"
-        if args:  # as Python words it for the keyword-only signature
+        if args:
             raise TypeError(f"{where} takes 1 positional argument but {len(args) + 1} were given")
         for key in kwargs:
             if key not in names:
@@ -683,7 +634,7 @@ def _refit(spec: _BaseRVM, gamma: float, X: np.ndarray, y: np.ndarray) -> _BaseR
 
 
 def _seed(random_state: Any) -> int:
-    """An integer seed from ``random_state`` (None, int, RandomState or Generator)."""
+    """An integer seed from ``random_state``."""
     if isinstance(random_state, np.random.Generator):
         return int(random_state.integers(2**31 - 1))
     return int(check_random_state(random_state).randint(2**31 - 1))

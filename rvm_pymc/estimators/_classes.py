@@ -1,12 +1,8 @@
-"""RVR, RVC and RVP: the estimators' public classes (see :mod:`rvm_pymc.estimators`).
+"""RVR, RVC and RVP, the estimators' public classes, and RVR's RVM* predictive.
 
-``RVR(predictive="rvm*")`` predicts by RVM* (:func:`rvm_star_predict`): the mathematics
-(the rank-one update and the prior of the new weight) is :mod:`rvm_pymc._core.augment`;
-here it is fed the fitted posterior in the units of the data, the training inputs kept
-by ``fit`` (``X_train_``, ``y_train_``: RVM* evaluates the new basis ``k(x, x*)`` at every
-training input, so the prediction is no longer sparse) and the kernel, block by block of
-test inputs so that memory stays ``O(n_test)`` (a block of ``B`` test inputs holds an
-``N x B`` kernel matrix, ``N B <=`` :data:`BLOCK_ENTRIES`).
+RVM* (:func:`rvm_star_predict`, mathematics in :mod:`rvm_pymc._core.augment`) evaluates
+``k(x, x*)`` at every training input (``X_train_``), block by block of test inputs so that
+memory stays ``O(n_test)``.
 """
 
 from __future__ import annotations
@@ -51,8 +47,8 @@ class RVR(RegressorMixin, _BaseRVM):
     ``beta``; the precisions are fitted by maximum evidence, which prunes most
     weights (``alpha_m -> inf``).  The model is fitted to the centred targets
     (``y_offset_`` is their mean), on the scale of their sd, and mapped back;
-    with ``bias=False`` (no constant term) to the targets as they are, on the
-    scale of their root mean square (``y_offset_`` is 0).
+    with ``bias=False`` to the targets as they are, on the scale of their root
+    mean square (``y_offset_`` is 0).
 
     Parameters
     ----------
@@ -69,53 +65,42 @@ class RVR(RegressorMixin, _BaseRVM):
         ``"cv"`` scores the widths of ``gamma_grid`` by 5-fold cross-validation of
         the held-out log predictive density of the reference fit (from the grid's
         middle out, each side until the score falls, then half a grid step on either
-        side of the best), and fits the best on all the data; ``cv_path_`` records
-        every width scored.  The folds are shuffled with an integer ``random_state``
-        (0 for None), stratified for a classifier.
+        side of the best) and fits the best on all the data (``cv_path_``).  The folds
+        are shuffled with an integer ``random_state`` (0 for None), stratified for a
+        classifier.
         ``"scale"`` is ``1 / (n_features * X.var())`` as in scikit-learn's SVR.
         ``"evidence"`` searches the widths on a few centres (``gamma_grid`` from
-        its middle out, then a refinement of the best on a continuous
-        ``log gamma`` to 10 %), fits the best width found and the grid's best
-        (and near ties) over all bases, keeps the best: the fit of ``gamma=<that width>``
-        itself; ``evidence_path_`` records every fit of the search.  On small noisy
-        real data the evidence (with no prior on the noise) often prefers a kernel
-        that interpolates the targets (an ``InterpolationWarning`` says so).
-        Map/nuts are then fitted at the chosen width, chosen under the prior they fit
-        (NUTS's slab included: MacKay's reference fit takes it).
-        ``"integrate"`` (``method="nuts"`` and ``kernel="rbf"`` only) makes the width a
-        parameter that NUTS samples with the other unknowns: ``log l`` with
-        ``gamma = exp(-2 log l) / 2`` has a Normal prior centred on the ``"scale"``
-        width whose 2 sd reach the ends of the default grid; the design matrix is
-        recomputed at every width from the squared distances to the centres, its
-        kernel columns scaled to RMS 1 there.  RVR samples the collapsed model (the
-        weights drawn exactly at each draw's width), RVC the weights jointly.
-        ``predict``/``predict_proba`` average over the draws, each draw's design at its
-        own width; ``gamma_`` is the posterior median width and ``gamma_draws_`` every
-        draw's (also ``idata_.posterior["gamma"]``); ``design_matrix`` raises and
-        ``model_`` is None.  ``coef_``, ``sigma_`` and ``alpha_`` then summarise
-        weights of columns whose width differs from draw to draw: read the draws and
-        the predictions, not them.  A slab (RVC's default NUTS prior) acts on the
-        RMS-1 columns of each width.
+        its middle out, then refined on a continuous ``log gamma`` to 10 %), fits
+        the best widths over all bases and keeps the best (``evidence_path_``).  On
+        small noisy data the evidence often prefers a kernel that interpolates the
+        targets (an ``InterpolationWarning`` says so).
+        Map/nuts are fitted at the width chosen under the prior they fit.
+        ``"integrate"`` (``method="nuts"`` and ``kernel="rbf"`` only) samples the
+        width with the other unknowns: ``log l`` (``gamma = exp(-2 log l) / 2``) has
+        a Normal prior centred on the ``"scale"`` width whose 2 sd reach the ends of
+        the default grid; the kernel columns are scaled to RMS 1 at every width.  RVR
+        samples the collapsed model, RVC the weights jointly.  ``predict`` and
+        ``predict_proba`` average over the draws, each at its own width; ``gamma_``
+        is the posterior median width and ``gamma_draws_`` every draw's;
+        ``design_matrix`` raises and ``model_`` is None; ``coef_``, ``sigma_`` and
+        ``alpha_`` summarise columns that change from draw to draw: read the draws
+        and the predictions instead.
         ``"auto"`` is ``"cv"`` from 4 up to 2000 training points (with at least two
-        rows of every class) and ``"scale"`` otherwise.  Why cross-validation: the
-        real-data panel of ``benchmarks/bench_real_panel.py`` (docs, "Defaults").
+        rows of every class) and ``"scale"`` otherwise (docs, "Defaults").
         The command line (``rvm-pymc fit`` and ``compare``) standardises the features
         to mean 0, sd 1 before the fit; an estimator uses ``X`` as given.
     gamma_grid : array_like, optional
-        Widths that bracket ``gamma="cv"`` and ``gamma="evidence"`` (fitted from the
-        middle out; the width chosen lies between the smallest and the largest);
+        Widths that bracket ``gamma="cv"`` and ``gamma="evidence"``;
         default ``"scale"`` x ``logspace(-2, 2, 9)``.
-    degree, coef0 : int, float
+    degree, coef0 : int, float, default 3, 1.0
         Degree and offset of the ``"poly"`` kernel.
     bias : bool, default True
-        Add a bias column (its weight has an ARD prior like every other) and,
-        for :class:`RVR`, centre the targets.  ``False``: the model has no
-        constant term: no bias column, and the targets are scaled by their
-        root mean square but not centred (``y_offset_`` is 0), so that every
-        method predicts 0 at a design row of zeros (e.g. ``x = 0`` with the
-        linear kernel).  With a :class:`~rvm_pymc.basis.Basis` as ``kernel``
-        its own columns are used (a bias column only if it has one) and
-        ``bias`` says only whether the targets are centred.
+        Add a bias column (with an ARD prior like every other) and, for
+        :class:`RVR`, centre the targets.  ``False``: no constant term; the
+        targets are scaled by their root mean square but not centred, so every
+        method predicts 0 at a design row of zeros.  With a
+        :class:`~rvm_pymc.basis.Basis` as ``kernel`` its own columns are used
+        and ``bias`` says only whether the targets are centred.
     method : {"reference", "map", "nuts"}, default "reference"
         How to fit (see the module docstring).
     solver : {"fast", "mackay", "em"}, default "fast"
@@ -124,76 +109,60 @@ class RVR(RegressorMixin, _BaseRVM):
         Gamma hyperpriors and a ``slab`` (NUTS, ``solver="mackay"``/``"em"``;
         :mod:`rvm_pymc.priors`); default ``"evidence"`` (type-II maximum
         likelihood), or ``"weakly_informative"`` for ``method="nuts"``
-        (``"weakly_informative_slab"`` for :class:`RVC` and :class:`RVP`).  A mapping is merged
-        over that default.
+        (``"weakly_informative_slab"`` for :class:`RVC` and :class:`RVP`).  A
+        mapping is merged over that default.
     max_iter : int, optional
         Iteration cap of the reference solver (its default when None).
     tol : float, default 1e-6
         Convergence tolerance on ``|d log alpha|`` of the reference solver.
     draws : int, optional
         Posterior draws per chain kept in ``idata_`` (Gaussian draws for
-        reference/map, antithetic across chain pairs; NUTS draws for nuts);
-        None: 2000 (6000 for :class:`RVC`) for reference and map, and for
-        nuts at most that many (6000 over the width, ``gamma="integrate"``):
-        NUTS then stops at the first checkpoint (500 draws a chain, then every
-        250) whose draws pass the ``converged_``
-        check and keeps them (``until_converged`` of
+        reference/map, antithetic across chain pairs; NUTS draws for nuts).
+        None: 2000 (6000 for :class:`RVC`) for reference and map; for nuts at
+        most that many (6000 with ``gamma="integrate"``): NUTS stops at the
+        first checkpoint (500 draws a chain, then every 250) whose draws pass
+        the ``converged_`` check (``until_converged`` of
         :func:`rvm_pymc.inference.sample_nuts`; ``sampler_kwargs={"until_converged":
         False}`` runs the whole length).  An integer is the length of every
         method.
     tune : int, optional
-        NUTS tuning steps per chain; None: 500 for the collapsed regression
-        sampler (``RVR``'s NUTS), 1000 for the models with weights (``RVC``,
-        ``RVP``, ``sampler_kwargs={"model": "joint"}``), each chosen by the
-        benchmark problems' table (:func:`~rvm_pymc.estimators._params.default_tune`).
+        NUTS tuning steps per chain; None: 500 for RVR's collapsed sampler,
+        1000 for the models with weights (``RVC``, ``RVP``,
+        ``sampler_kwargs={"model": "joint"}``).
     chains : int, optional
-        Chains; default 2 for every method, so that multi-model ArviZ plots
-        keep every fit.
+        Chains; default 2 for every method.
     sampler_kwargs : dict, optional
-        Extra keyword arguments for the PyMC fit (map/nuts); checked at
-        ``fit`` before any work.  ``initvals`` there replaces the start of
-        ``init`` and is on the scaled problem (``Phi / basis_scale_``,
-        ``(y - y_offset_) / y_scale_``).  NUTS runs with ``target_accept``
-        0.8 for the collapsed regression sampler, 0.95 for the models with
-        weights (classifiers, counts, ``model="joint"``), over the width 0.95 for
-        the collapsed sampler and 0.99 for the classifiers', unless given here.
+        Extra keyword arguments for the PyMC fit (map/nuts), checked at ``fit``.
+        ``initvals`` replaces the start of ``init`` and is on the scaled problem
+        (``Phi / basis_scale_``, ``(y - y_offset_) / y_scale_``).  NUTS's
+        ``target_accept`` defaults to 0.8 for the collapsed regression sampler
+        and 0.95 for the models with weights; over the width, 0.95 and 0.99.
     init : {"auto", "reference", "default"}, default "auto"
         Where MAP and NUTS start: ``"reference"`` at the reference solution
-        under the same prior (``solver`` for ``a = b = 0`` without a slab,
-        MacKay otherwise), so that a comparison measures the approximation and not
-        another local optimum of the evidence; ``"default"`` at the PyMC
-        fit's own start; ``"auto"`` is ``"reference"`` (for nuts too: chains
-        started at the evidence optimum mixed where PyMC's own start did
-        not; ``benchmarks/bench_nuts_defaults.py``).  Ignored by
-        ``method="reference"``.
+        under the same prior, so that a comparison measures the approximation
+        and not another optimum; ``"default"`` at the PyMC fit's own start;
+        ``"auto"`` is ``"reference"``.  Ignored by ``method="reference"``.
     n_jobs : int, optional
-        Parallel fits of the grid widths of ``gamma="evidence"`` through joblib,
-        two at a time (the refinement that follows is sequential)
+        Parallel fits of the grid widths of ``gamma="evidence"`` through joblib
         (``-1``: all cores).  None means 1 unless a
-        :func:`joblib.parallel_config` context says otherwise, e.g.
-        ``backend="dask"`` to run them on a ``dask.distributed`` cluster
-        (see the "Parallel and distributed fits" section of the user guide).
+        :func:`joblib.parallel_config` context says otherwise (see the "Parallel
+        and distributed fits" section of the user guide).
     random_state : int, Generator or None
         Seeds the posterior draws (and NUTS).
     predictive : {"rvm", "rvm*"}, default "rvm"
         The predictive of :meth:`predict`: the model's own (``"rvm"``), whose
         variance falls to the noise away from the relevance vectors, or RVM*
-        (Rasmussen & Quinonero-Candela 2005): the model augmented at each
-        test input ``x*`` by a basis ``k(x, x*)`` with its weight integrated
-        out (prior variance ``(var(y) - 1/beta) / k(x*, x*)^2``; see
-        :mod:`rvm_pymc._core.augment`), whose variance far from the data
-        tends to about ``var(y)``; the mean moves too.  Needs method
-        ``"reference"`` or ``"map"`` and a kernel (not ``"precomputed"`` or a
-        Basis); ``fit`` then keeps ``X_train_`` and ``y_train_``.  A
-        constructor parameter, not a ``predict`` option: it changes the mean
-        as well as the sd and decides at ``fit`` what is kept, so it is
-        cloned, searched and saved with the estimator.
+        (Rasmussen & Quinonero-Candela 2005): the model augmented at each test
+        input ``x*`` by a basis ``k(x, x*)`` with its weight integrated out
+        (:mod:`rvm_pymc._core.augment`), whose variance far from the data tends
+        to about ``var(y)``.  Needs method ``"reference"`` or ``"map"`` and a
+        kernel (not ``"precomputed"`` or a Basis); ``fit`` then keeps
+        ``X_train_`` and ``y_train_``.
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_active,)
-        Posterior mean of the active weights, in the order of ``active_names_``
-        (the bias first when it is active).
+        Posterior mean of the active weights, in the order of ``active_names_``.
     sigma_ : ndarray of shape (n_active, n_active)
         Posterior covariance of the active weights.
     alpha_ : ndarray of shape (n_active,)
@@ -201,42 +170,36 @@ class RVR(RegressorMixin, _BaseRVM):
     beta_ : float
         Noise precision (posterior median for nuts).
     noise_var_ : float
-        Noise variance used by ``predict(return_std=True)``: ``1/beta_``, or
-        the posterior mean of ``1/beta`` for nuts.
+        Noise variance of ``predict(return_std=True)``: ``1/beta_``, or the
+        posterior mean of ``1/beta`` for nuts.
     y_offset_ : float
-        Added to every prediction: the mean of the training targets (every
-        method fits the centred targets); 0.0 with ``bias=False``.
+        Mean of the training targets, added to every prediction; 0.0 with
+        ``bias=False``.
     y_scale_ : float
-        The sd of the training targets (the scale of the fitted problem);
-        their root mean square with ``bias=False``.
+        Sd of the training targets (root mean square with ``bias=False``).
     basis_scale_ : ndarray of shape (n_basis,)
         Root mean square of every column of the training design matrix (the
         columns the fits see are divided by it).
     intercept_ : float
-        The constant term of the predictive mean, as in scikit-learn's linear
-        models: the posterior mean of the bias weight (0.0 when the bias is
+        The constant term of the predictive mean: the bias weight (0.0 when
         pruned or absent) plus ``y_offset_``, so that ``predict(X)`` is
         ``design_matrix(X)[:, k:] @ coef_[k:] + intercept_`` with
-        ``k = int(bias_active_)`` (``coef_`` keeps the bias weight first).
-        For :class:`RVC` and :class:`RVP` (no ``y_offset_``) the bias weight
-        of the logit or log rate, one per class for K > 2 classes.
+        ``k = int(bias_active_)``.  For :class:`RVC` and :class:`RVP` the bias
+        weight of the logit or log rate, one per class for K > 2 classes.
     bias_active_ : bool
         Whether the bias column is relevant.
     active_ : ndarray of int
-        Columns of the design matrix that are relevant (0 is the bias): those
-        not pruned (``alpha = inf``) by reference/map; all columns for nuts,
-        which does not prune (but for a column that is zero at every training
-        input, e.g. the linear kernel of a point at the origin, which no
-        method fits).
+        Relevant columns of the design matrix (0 is the bias): those not pruned
+        by reference/map; all columns for nuts (but for a column that is zero at
+        every training input).
     active_names_ : list of str
         Their names: ``"bias"`` and ``"x<i>"`` for the kernel on training point i.
     relevance_indices_ : ndarray of int
-        Indices of the training points that are relevance vectors (bias excluded).
+        Indices of the training points that are relevance vectors.
     relevance_vectors_ : ndarray of shape (n_relevance, n_features)
         Those training points (empty for precomputed kernels and user bases).
     gamma_ : float or None
-        Kernel width used (None for kernels without one); with ``gamma="integrate"``
-        the posterior median width.
+        Kernel width used (None for kernels without one).
     gamma_draws_ : ndarray of shape (n_chains, n_draws)
         Only with ``gamma="integrate"``: the width of every posterior draw.
     kernel_ : Kernel or None
@@ -245,60 +208,48 @@ class RVR(RegressorMixin, _BaseRVM):
     n_iter_ : int
         Iterations of the fit.
     converged_ : bool
-        Whether the fit converged: the reference solver or the MAP optimiser
-        met its tolerance; NUTS had no divergent draw, a rank-normalised R-hat
-        (bulk and tail) of at most 1.01 and a bulk and tail ESS of at least
-        400 for every sampled variable (``rhat_threshold`` and ``min_ess`` in
-        ``sampler_kwargs`` change the two thresholds).  With ``draws=None``
-        this check is also NUTS's stopping rule, so a fit that stopped before
-        its most draws (``idata_.attrs["max_draws"]``) is converged by
-        construction (:mod:`rvm_pymc.inference._stop` says what that does and
-        does not assure).
+        The reference solver or MAP optimiser met its tolerance; for NUTS, no
+        divergent draw, rank-normalised R-hat (bulk and tail) at most 1.01 and
+        bulk and tail ESS at least 400 for every sampled variable
+        (``rhat_threshold`` and ``min_ess`` in ``sampler_kwargs``).  With
+        ``draws=None`` this is also NUTS's stopping rule
+        (:mod:`rvm_pymc.inference._stop`).
     log_evidence_ : float
         Log evidence (plus hyperprior terms) at the optimum, of the targets in
         their own units; NaN for nuts.
     cv_path_ : dict
-        Only with ``gamma="cv"`` (and ``"auto"`` when it is ``"cv"``): ``{"gamma",
-        "cv_lpd", "cv_lpd_se", "relevance_fraction"}`` arrays, one entry per width
-        scored, by increasing width: the mean held-out log density per training row,
-        its standard error, and the mean fraction of a fold's rows kept relevant.
+        Only with ``gamma="cv"``: ``{"gamma", "cv_lpd", "cv_lpd_se",
+        "relevance_fraction"}`` arrays, one entry per width scored, by increasing
+        width: the mean held-out log density per row, its standard error, and the
+        mean fraction of a fold's rows kept relevant.
     interpolates_ : bool
-        Whether the fit (reference or map) keeps more than half of its training rows
-        as relevance vectors (under a prior that prunes, ``a = b = 0``: a proper
-        Gamma prior on the precisions keeps every basis by design) or ended with the
-        noise precision at its bound: it then
-        interpolates, its bands are too narrow, and ``fit`` warned
-        (:class:`~rvm_pymc.exceptions.InterpolationWarning`).  False for nuts.
+        Whether the type-II fit keeps more than half of its training rows as
+        relevance vectors (under a prior that prunes, ``a = b = 0``) or ended
+        with the noise precision at its bound: its bands are then too narrow and
+        ``fit`` warned (:class:`~rvm_pymc.exceptions.InterpolationWarning`).
+        False for nuts.
     evidence_path_ : dict
         Only with ``gamma="evidence"``: ``{"gamma", "log_evidence", "converged",
-        "noise_at_bound", "all_bases"}`` arrays, one entry per fit of the search:
-        the grid's and the refinement's in the order made (on the search's
-        centres), then the fits over all bases (``all_bases``).
+        "noise_at_bound", "all_bases"}`` arrays, one entry per fit of the search
+        in the order made.
     idata_ : xarray.DataTree
-        The fit in the result schema of :mod:`rvm_pymc.results` (the same
-        groups for every method: posterior, posterior_predictive,
-        log_likelihood, observed_data, constant_data, sample_stats), built on
-        first access.  PSIS-LOO (``arviz.loo``) of a reference or map fit is
-        not a valid estimate (hyperparameters fitted on every point; for
-        classifiers and counts heavy-tailed importance ratios): its
-        ``log_likelihood`` group says so in the attribute ``rvm_loo_note``;
-        compare fits by :func:`rvm_pymc.compare`'s ``elpd_kfold``.
-        :func:`rvm_pymc.plotting.diagnostic_tree` is the part of it ArviZ's trace and rank
-        plots can draw.
+        The fit in the result schema of :mod:`rvm_pymc.results`, built on first
+        access.  PSIS-LOO of a reference or map fit is not a valid estimate
+        (``rvm_loo_note`` of its ``log_likelihood`` group); compare fits by
+        :func:`rvm_pymc.compare`'s ``elpd_kfold``.
+        :func:`rvm_pymc.plotting.diagnostic_tree` is the part ArviZ's trace and
+        rank plots can draw.
     posterior_ : rvm_pymc.results.WeightPosterior
         The estimator's one posterior, in the units of the data.
     model_ : pymc.Model or None
-        The fit's RVM as a PyMC model in the units of the data, over the bases
-        of ``idata_`` (:func:`rvm_pymc.models.data_unit_model`; map/nuts):
+        The fit's RVM as a PyMC model in the units of the data
+        (:func:`rvm_pymc.models.data_unit_model`; map/nuts):
         ``pm.sample_posterior_predictive(est.idata_, model=est.model_)``
-        replicates the data, and ``pm.set_data({"Phi": est.design_matrix(X)})``
-        gives predictions at new inputs.  The scaling of the fit is inside it
-        as data (``basis_scale``, ``y_offset``, ``y_scale``); map's
-        hyperparameters are data (point values), nuts's free variables.
-        None for reference, after unpickling and after :meth:`load`.
+        replicates the data, ``pm.set_data({"Phi": est.design_matrix(X)})``
+        predicts at new inputs.  None for reference, after unpickling and after
+        :meth:`load`.
     X_train_, y_train_ : ndarray
-        Only with ``predictive="rvm*"``: the training data, for the new basis
-        of each test input.
+        Only with ``predictive="rvm*"``: the training data.
     n_features_in_, feature_names_in_
         As in scikit-learn.
 
@@ -351,25 +302,19 @@ class RVR(RegressorMixin, _BaseRVM):
         return X, y
 
     def predict(self, X, return_std: bool = False):
-        """Predictive mean (and standard deviation) at ``X``.
+        """Predictive mean (and standard deviation) at ``X``; RVM*'s with ``predictive="rvm*"``.
 
         Parameters
         ----------
         X : array_like of shape (n_samples, n_features)
         return_std : bool, default False
             Also return the predictive sd, noise included:
-            ``sqrt(1/beta + phi(x)^T Sigma phi(x))`` (for nuts, the posterior
-            mean of ``1/beta`` and the covariance of the weight draws).
+            ``sqrt(noise_var_ + phi(x)^T sigma_ phi(x))``.
 
         Returns
         -------
         y_mean : ndarray of shape (n_samples,)
         y_std : ndarray of shape (n_samples,), only when ``return_std``
-
-        Notes
-        -----
-        With ``predictive="rvm*"`` both are those of RVM* (see ``predictive``
-        and :mod:`rvm_pymc._core.augment`), computed in blocks of test inputs.
         """
         if self.predictive == "rvm*":
             return rvm_star_predict(self, X, return_std)
@@ -390,26 +335,20 @@ class RVC(ClassifierMixin, _BaseRVM):
     """Relevance vector classification (Tipping 2001), scikit-learn style.
 
     Two classes: ``P(y = classes_[1]) = sigmoid(phi(x)^T w)``; K > 2 classes:
-    one softmax model with a K-column weight matrix whose rows share one
-    precision (a training point is relevant to all classes or none), not
-    one-vs-rest.  The weight posterior is the Laplace approximation at the
-    mode (reference, map) or the NUTS draws (nuts).
+    one softmax model whose K weight columns share one precision per row (a
+    training point is relevant to all classes or none).  The weight posterior
+    is the Laplace approximation at the mode (reference, map) or the NUTS
+    draws (nuts).
 
     Parameters
     ----------
     kernel, gamma, gamma_grid, degree, coef0, bias, method, solver, prior, \
 max_iter, tol, draws, tune, chains, sampler_kwargs, init, n_jobs, random_state
-        As for :class:`RVR`; the prior uses only ``a, b`` (there is no noise)
-        and ``slab``.  The default prior of ``method="nuts"`` is
-        ``"weakly_informative_slab"``: Gamma(1, 0.01) on every ``alpha`` and a
-        slab of scale 5 (every weight's prior precision ``alpha + 1/25`` on
-        the scaled design; :mod:`rvm_pymc.priors`).  Without the slab the
-        chains diverged and did not mix where the classes separate
-        (``docs/pymc.md``); ``prior="weakly_informative"`` drops it, a
-        mapping is merged over it (``{"slab": None}`` drops it too).
-        Default ``draws`` 6000 (for nuts, at most 6000): NUTS's ESS on breast
-        cancer at the evidence's width fell short of ``converged_``'s 400 at
-        4000 (``docs/pymc.md``, "Default length").
+        As for :class:`RVR`; the prior uses only ``a, b`` and ``slab``.  The
+        default prior of ``method="nuts"`` is ``"weakly_informative_slab"``
+        (:mod:`rvm_pymc.priors`), whose slab keeps the chains mixing where the
+        classes separate; ``prior="weakly_informative"`` or ``{"slab": None}``
+        drops it.  Default ``draws`` 6000 (for nuts, at most 6000).
 
     Attributes
     ----------
@@ -447,8 +386,7 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
     def _fit_data(self, X, y) -> tuple[np.ndarray, np.ndarray]:
         check_numeric(X, "X")
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
-        # 1-D integer or boolean labels are classes (binary or multiclass) by construction:
-        # scikit-learn's check of the target type (70-80 us) is for the other dtypes
+        # integer or boolean labels are classes by construction: skip scikit-learn's check
         if y.dtype.kind not in "biu":
             check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
@@ -484,9 +422,7 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
         """Class probabilities, columns in the order of ``classes_``.
 
         For reference/map, moderated by the weight uncertainty (MacKay's
-        probit approximation; see
-        :meth:`rvm_pymc.reference.ClassificationResult.predict_proba`); for
-        nuts, the average over the posterior draws.
+        probit approximation); for nuts, the average over the posterior draws.
 
         Parameters
         ----------
@@ -519,10 +455,8 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
         """Log-odds of the predicted probabilities.
 
         Two classes: ``log(p1 / p0)`` of :meth:`predict_proba`, shape
-        (n_samples,), positive for ``classes_[1]`` (for reference/map this is
-        ``kappa(s^2) phi^T w``, the moderated latent value).  K classes: the
-        centred log probabilities, shape (n_samples, K).  Its sign / argmax is
-        :meth:`predict`, and its ranking that of :meth:`predict_proba`.
+        (n_samples,), positive for ``classes_[1]``.  K classes: the centred log
+        probabilities, shape (n_samples, K).
         """
         p = np.clip(self.predict_proba(X), 1e-300, None)
         logp = np.log(p)
@@ -543,39 +477,26 @@ class RVP(RegressorMixin, _BaseRVM):
     ``likelihood="negative_binomial"`` the NB2 of mean ``mu = exp(phi(x)^T w)``
     and variance ``mu + mu^2 / r`` (dispersion ``r > 0``; the Poisson is its
     limit ``r -> inf``), ``w_m ~ N(0, 1/alpha_m)``, the precisions fitted by
-    maximum (Laplace) evidence, which prunes most weights, as for :class:`RVC`.
-    It follows the conventions of scikit-learn's :class:`~sklearn.linear_model.PoissonRegressor`:
-    :meth:`predict` returns the mean count, :meth:`score` is D^2, the fraction
-    of Poisson deviance explained (``sklearn.metrics.d2_tweedie_score`` with
-    ``power=1``), and the targets must be non-negative (not necessarily
-    integers).
-
-    The name: RVR and RVC are Relevance Vector Regression and Classification;
-    RVP is the Relevance Vector machine for Poisson counts (the P of
-    ``PoissonRegressor``; SparseBayes calls the same likelihood "Poisson").
+    maximum (Laplace) evidence, as for :class:`RVC`.  As scikit-learn's
+    :class:`~sklearn.linear_model.PoissonRegressor`: :meth:`predict` returns the
+    mean count, :meth:`score` is D^2 (the fraction of Poisson deviance
+    explained), and the targets must be non-negative (not necessarily integers).
 
     Parameters
     ----------
     likelihood : {"poisson", "negative_binomial"}, default "poisson"
         The distribution of a count given its mean.  ``"negative_binomial"``
-        (NB2) adds the dispersion ``r`` for overdispersed counts (variance
-        above the mean).  The reference solver fits ``r`` by maximising the
-        Laplace evidence (alternating with the precisions; ``r`` within
-        ``rvm_pymc.reference.counts.DISPERSION_BOUNDS``, an ``r`` at the
-        upper bound is the Poisson fit); NUTS samples ``log r`` jointly with
-        the weights and precisions under the prior ``1/sqrt(r) ~
-        HalfNormal(DISPERSION_PRIOR_SCALE)`` (:mod:`rvm_pymc.priors`), which
-        is centred on the Poisson and shrinks towards it.  ``method="map"``
-        takes the Poisson only.
+        (NB2) adds the dispersion ``r`` for overdispersed counts.  The reference
+        solver fits ``r`` by maximising the Laplace evidence (within
+        ``rvm_pymc.reference.counts.DISPERSION_BOUNDS``); NUTS samples ``log r``
+        under the prior ``1/sqrt(r) ~ HalfNormal(DISPERSION_PRIOR_SCALE)``
+        (:mod:`rvm_pymc.priors`), which shrinks towards the Poisson.
+        ``method="map"`` takes the Poisson only.
     kernel, gamma, gamma_grid, degree, coef0, bias, method, solver, prior, \
 max_iter, tol, draws, tune, chains, sampler_kwargs, init, n_jobs, random_state
-        As for :class:`RVR`; the prior uses only ``a, b`` (there is no noise
-        precision) and ``slab``.  The default prior of ``method="nuts"`` is
-        ``"weakly_informative_slab"``, as for :class:`RVC`: Gamma(1, 0.01) on
-        every ``alpha`` and a slab of scale 5 on the weights (on Linnerud's
-        chin-ups 2 x 2000 draws without it had 20 divergent transitions, with
-        it none; ``docs/pymc.md``).  The counts are not scaled (their log rate
-        has no units); the basis columns are, as for every estimator.
+        As for :class:`RVC` (the default prior of ``method="nuts"`` is
+        ``"weakly_informative_slab"``).  The counts are not scaled; the basis
+        columns are.
 
     Attributes
     ----------
@@ -640,13 +561,10 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
         """The posterior predictive at ``X`` as a mixture of Poissons (or of NB2s).
 
         Returns a :class:`~rvm_pymc._core.counts.CountsMixture`: rates
-        ``(n_samples, S)`` and weights ``(S,)`` summing to one, Gauss-Hermite
-        nodes of the Gaussian (Laplace) posterior of the log mean for
-        reference/map, the posterior draws with equal weights for nuts; and
-        ``dispersion``, None for the Poisson, else ``r`` (a float for a
-        type-II fit, its draw ``(S,)`` for each component for nuts).
-        :meth:`predict_interval`, :meth:`log_predictive_density` and
-        :func:`rvm_pymc.compare` read it.
+        ``(n_samples, S)`` and weights ``(S,)`` (Gauss-Hermite nodes of the
+        Laplace posterior for reference/map, the draws for nuts) and
+        ``dispersion`` (None for the Poisson, else ``r``: a float, or ``(S,)``
+        for nuts).
         """
         lat = self._latent(X)
         ld = self.posterior_.log_dispersion
@@ -658,9 +576,8 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
     def predict(self, X) -> np.ndarray:
         """Predictive mean count at ``X``.
 
-        ``E[exp(f)] = exp(mu + s^2 / 2)`` under the Gaussian (Laplace)
-        posterior of the log rate ``f`` (reference, map); the average of
-        ``exp(f)`` over the draws (nuts).
+        ``exp(mu + s^2 / 2)`` under the Laplace posterior of the log rate
+        (reference, map); the average of ``exp(f)`` over the draws (nuts).
 
         Parameters
         ----------
@@ -679,8 +596,7 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
         """Central predictive interval of the counts at ``X``.
 
         The ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the
-        posterior predictive distribution (a Poisson or NB2 mixed over the
-        posterior of the mean; by Gauss-Hermite quadrature for reference/map).
+        posterior predictive (:meth:`predictive_mixture`).
 
         Returns
         -------
@@ -697,12 +613,9 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
         return mixture_logpmf(check_counts(y, fitting=False), *self.predictive_mixture(X))
 
     def score(self, X, y, sample_weight=None) -> float:
-        """D^2: the fraction of Poisson deviance explained (1 is perfect, 0 a constant).
+        """D^2, the fraction of Poisson deviance explained (for either likelihood).
 
-        The same measure of the mean for either likelihood.
-
-        ``sklearn.metrics.d2_tweedie_score(y, predict(X), power=1)``, as
-        :meth:`sklearn.linear_model.PoissonRegressor.score`.
+        ``sklearn.metrics.d2_tweedie_score(y, predict(X), power=1)``.
         """
         from sklearn.metrics import d2_tweedie_score
 
@@ -734,8 +647,7 @@ def rvm_star_predict(est, X, return_std: bool):
     Raises
     ------
     ValueError
-        If ``predictive="rvm*"`` was set after the fit (the training inputs
-        were not kept): refit.
+        If ``predictive="rvm*"`` was set after the fit: refit.
     """
     check_numeric(X, "X")
     check_is_fitted(est, "coef_")

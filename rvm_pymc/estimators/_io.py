@@ -1,20 +1,10 @@
 """Save and load fitted estimators without pickle: the DataTree in netCDF plus JSON.
 
-A file holds the fit's ``idata_`` and, beside it, a group ``rvm_estimator`` with
-what the tree does not hold (the Gaussian of a type-II fit, the active columns,
-relevance vectors, ``basis_scale_``, the training data of ``predictive="rvm*"``,
-``classes_`` in their own dtype, ``cv_path_`` and ``evidence_path_``).  Root
-attributes: ``rvm_pymc_format``, ``rvm_pymc_format_version``,
-``rvm_estimator_class``; ``rvm_params`` (the constructor parameters as JSON) and
-``rvm_fitted`` (the fitted scalars in no group, as JSON); ``rvm_checksum``
-(SHA-256 of everything load reads).  Everything the estimator reads from its
-posterior is rebuilt from the tree on load.
-
-Format 4 leaves out the draws the rest of the file defines (a type-II fit's
-weight draws and ``lp``, every fit's ``log_likelihood`` and
-``posterior_predictive``) when the draws made again are identical (checked as it
-saves); else format 3 (the tree whole).  Formats 2 and 3 are still read.  The
-netCDF engines and the atomic write are :mod:`rvm_pymc._core.files`.
+A file holds ``idata_``, a group ``rvm_estimator`` with the fitted arrays the tree does
+not hold, and root attributes: the format header, ``rvm_params`` and ``rvm_fitted``
+(JSON) and ``rvm_checksum`` (SHA-256 of everything load reads).  Format 4 leaves out
+the draws that are made again identically on load (checked as it saves); else format 3
+(the tree whole).  Formats 2 and 3 are still read.
 """
 
 from __future__ import annotations
@@ -65,11 +55,9 @@ __all__ = [
 
 FORMAT = "rvm_pymc.estimator"
 FORMAT_VERSION = 4
-WHOLE_VERSION = 3
-"""The version of a file that holds ``idata_`` whole (its draws not made again on load)."""
+WHOLE_VERSION = 3  # a file that holds idata_ whole
 READABLE_VERSIONS = (2, 3, 4)
-REBUILT = "idata_rebuilt"
-"""Key of the fitted JSON of a version-4 file: how load makes the draws left out again."""
+REBUILT = "idata_rebuilt"  # key of the fitted JSON: how load makes the left-out draws again
 STATE = "rvm_estimator"
 _HEADER = (
     "rvm_pymc_format",
@@ -84,8 +72,7 @@ _HEADER = (
 def _digest(
     tree: xr.DataTree, cls_name: str, params: str, fitted: str, version: int = FORMAT_VERSION
 ) -> str:
-    """SHA-256 (hex) of everything :func:`load_estimator` reads: the header, both JSON
-    strings, every attribute and every variable of every group (not ``rvm_checksum``)."""
+    """SHA-256 (hex) of everything :func:`load_estimator` reads but ``rvm_checksum``."""
     h = hashlib.sha256()
     for text in (f"{FORMAT}/{version}/{cls_name}", params, fitted):
         _hash_field(h, text.encode())
@@ -101,21 +88,18 @@ def _digest(
     return h.hexdigest()
 
 
+# fitted arrays (the rvm_estimator group) and scalars (the rvm_fitted JSON) not in the tree
 _STATE_ARRAYS = ("active_", "relevance_indices_", "relevance_vectors_", "basis_scale_")
-"""Fitted arrays that are in no group of the tree (the ``rvm_estimator`` group holds them)."""
-_OPTIONAL_ARRAYS = ("X_train_", "y_train_")  # predictive="rvm*" only; in the same group
+_OPTIONAL_ARRAYS = ("X_train_", "y_train_")  # predictive="rvm*" only
 _FITTED = ("y_scale_", "gamma_", "n_features_in_")
-"""Fitted scalars that are in no group of the tree (the ``rvm_fitted`` JSON holds them)."""
-
-# ----------------------------------------------------------------------- state
 
 
 def _state(est) -> tuple[xr.Dataset, dict[str, Any]]:
-    """What the tree of a fitted estimator does not hold: arrays (a Dataset) and JSON scalars."""
+    """What the tree of a fitted estimator does not hold: arrays and JSON scalars."""
     arrays = {name: np.asarray(getattr(est, name)) for name in _STATE_ARRAYS}
     arrays.update({k: np.asarray(getattr(est, k)) for k in _OPTIONAL_ARRAYS if hasattr(est, k)})
     post = est.posterior_
-    if post.is_type_ii:  # the tree holds its draws, not the Gaussian they are drawn from
+    if post.is_type_ii:  # the tree holds its draws, not its Gaussian
         arrays["weight_mean"], arrays["weight_cov"] = post.mean, post.cov
     fitted: dict[str, Any] = {
         k: (v.item() if isinstance(v, np.generic) else v)
@@ -136,12 +120,7 @@ def _state(est) -> tuple[xr.Dataset, dict[str, Any]]:
 
 
 def save_estimator(est, path, engine: str | None = None) -> None:
-    """Write a fitted estimator to ``path`` atomically (see :meth:`RVR.save`).
-
-    ``engine``: ``"h5netcdf"``/``"netcdf4"`` (netCDF-4 groups) or ``"scipy"`` (one
-    flattened netCDF-3 file); None takes :func:`netcdf_engine`.  A failed write
-    raises an ``OSError`` naming ``path`` and leaves a file already there untouched.
-    """
+    """Write a fitted estimator to ``path`` atomically (see :meth:`RVR.save`)."""
     check_is_fitted(est, "coef_")
     _check_path(path)
     if getattr(est, "predictive", "rvm") == "rvm*" and not hasattr(est, "X_train_"):
@@ -167,7 +146,7 @@ def save_estimator(est, path, engine: str | None = None) -> None:
         node.attrs = jsonable_attrs(node.attrs)
     version = WHOLE_VERSION
     made = compact(tree, est.posterior_, (getattr(est, "_tree_inputs", None) or {}).get("seed"))
-    if made is not None:  # the draws are left out; load makes them again, identically
+    if made is not None:
         tree, fitted[REBUILT] = made
         version = FORMAT_VERSION
     fitted_json = json.dumps(fitted, sort_keys=True)
@@ -179,15 +158,11 @@ def save_estimator(est, path, engine: str | None = None) -> None:
         rvm_params=params,
         rvm_fitted=fitted_json,
     )
-    # after the update: the root attributes are part of the checksum
     tree.attrs["rvm_checksum"] = _digest(tree, type(est).__name__, params, fitted_json, version)
-    if engine in IN_MEMORY_ENGINES:  # HDF5 never writes to the disk (a full disk: OSError)
+    if engine in IN_MEMORY_ENGINES:
         atomic_write_bytes(path, tree_bytes(tree, engine))
     else:
         atomic_write(path, lambda tmp: write_tree(tree, tmp, engine))
-
-
-# ------------------------------------------------------------------------ load
 
 
 def _check_path(path) -> str:
@@ -210,15 +185,12 @@ def _header_text(attrs: Mapping, key: str) -> str | None:
 
 
 CLASSES = {"RVR": RVR, "RVC": RVC, "RVP": RVP}
-"""The classes a file written by :func:`save_estimator` can hold."""
 
 
 def load_estimator(path, expected: type | None = None):
-    """Read an estimator written by :func:`save_estimator`; refuse damaged or mismatched files.
+    """Read an estimator written by :func:`save_estimator` (of class ``expected``, if given).
 
-    ``expected``: the class the caller wants (None: any of :data:`CLASSES`).
-    ``FileNotFoundError`` if there is no file; a ``ValueError`` naming ``path`` and the
-    reason for anything else.
+    A ``ValueError`` naming ``path`` and the reason for a damaged or mismatched file.
     """
     shown = _check_path(path)
     tree = read_tree(path)
@@ -274,7 +246,7 @@ def load_estimator(path, expected: type | None = None):
 
 
 def _version_message(shown: str, version: Any) -> str:
-    """Why a file of format ``version`` is refused, and what to do: upgrade or re-fit."""
+    """Why a file of format ``version`` is refused, and what to do."""
     *first, last = map(str, READABLE_VERSIONS)
     readable = f"{', '.join(first)} and {last}" if first else last
     said = f"{shown} has format version {version!r}; rvm_pymc {VERSION} reads versions {readable}"
@@ -286,7 +258,7 @@ def _version_message(shown: str, version: Any) -> str:
 
 
 def _from_version_2(state: dict, fitted: dict, method: str) -> tuple[dict, dict]:
-    """The contents of a version-2 file (which stored ``coef_``/``sigma_``) as version 3."""
+    """The contents of a version-2 file as version 3."""
     state = dict(state)
     coef, sigma = state.pop("coef_", None), state.pop("sigma_", None)
     state.pop("alpha_", None)
@@ -296,7 +268,7 @@ def _from_version_2(state: dict, fitted: dict, method: str) -> tuple[dict, dict]
 
 
 def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path, version: int) -> None:
-    """Set every fitted attribute of ``est`` from the tree of a file and its JSON scalars."""
+    """Set every fitted attribute of ``est`` from a file's tree and JSON scalars."""
     if STATE not in tree.children:
         raise _mismatch(path, f"it has no {STATE!r} group (the relevance vectors and scales)")
     state = {str(k): v.values for k, v in tree[STATE].to_dataset().data_vars.items()}
@@ -308,7 +280,7 @@ def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path, version: int)
         raise _mismatch(path, f"it lacks the fitted {', '.join(missing)}")
     idata = tree.copy()
     del idata[STATE]
-    for key in _HEADER:  # the file's own header; the fit's attributes stay
+    for key in _HEADER:
         idata.attrs.pop(key, None)
     if idata.attrs.get("method") != est.method:
         raise _mismatch(
@@ -330,7 +302,7 @@ def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path, version: int)
         est.classes_ = np.asarray(state["classes_"]).astype(
             object if dtype == "object" else np.dtype(dtype)
         )
-    for attr in ("cv_path_", "evidence_path_"):  # evidence: "converged" since format 3, ...
+    for attr in ("cv_path_", "evidence_path_"):
         got = {k[len(attr) :]: v for k, v in state.items() if k.startswith(attr)}
         if got:
             flags = () if attr == "cv_path_" else set(got) - {"gamma", "log_evidence"}
@@ -351,20 +323,20 @@ def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path, version: int)
     est.n_iter_ = int(idata.attrs["n_iter"])
     est.converged_ = bool(idata.attrs["converged"])
     est.log_evidence_ = float(idata.attrs["log_evidence"])
-    if "interpolates" in idata.attrs:  # saved since the rule
+    if "interpolates" in idata.attrs:
         est.interpolates_ = bool(idata.attrs["interpolates"])
-    else:  # a file from before it: the rule again, on the observed rows
+    else:  # an older file: the rule again
         n_train = int(next(iter(idata["observed_data"].data_vars.values())).size)
         at_bound = bool(idata.attrs.get("noise_at_bound", False))
         est.interpolates_ = est._interpolates(n_train, at_bound)
-    if "gamma" in idata["posterior"]:  # gamma="integrate": the width of every draw
+    if "gamma" in idata["posterior"]:  # gamma="integrate"
         est.gamma_draws_ = np.asarray(idata["posterior"]["gamma"].values, dtype=float)
         est.kernel_ = kernels.make_kernel("rbf", gamma=est.gamma_)
-    est.model_ = None  # a PyMC model is not saved (as after unpickling)
+    est.model_ = None
     rebuilt = fitted.get(REBUILT) if version >= 4 else None
     if rebuilt is None:
         est.idata_ = idata
-    else:  # as after a fit: idata_ is built from these on first access
+    else:  # built on first access, as after a fit
         _check_rebuilt(rebuilt, idata, path)
         est._tree_inputs = tree_inputs(idata, int(rebuilt["seed"]), bool(rebuilt["type_ii"]))
         est.idata_ = None
@@ -372,7 +344,7 @@ def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path, version: int)
 
 
 def _check_rebuilt(rebuilt: Mapping, idata: xr.DataTree, path) -> None:
-    """What a version-4 file says of its left-out draws agrees with its tree."""
+    """Check that a version-4 file's account of its left-out draws fits its tree."""
     post = idata["posterior"]
     sizes = (int(post.sizes.get("chain", -1)), int(post.sizes.get("draw", -1)))
     if sizes != (int(rebuilt["chains"]), int(rebuilt["draws"])):
@@ -383,10 +355,10 @@ def _check_rebuilt(rebuilt: Mapping, idata: xr.DataTree, path) -> None:
 
 
 def _posterior(est, tree: xr.DataTree, state: dict):
-    """The estimator's one posterior, read from its tree (and the Gaussian of a type-II fit)."""
+    """The estimator's posterior, read from its tree (and state, for a type-II fit)."""
     post, const = tree["posterior"], tree["constant_data"]
     kind, sampled = est._kind_of_fit(), est.method == "nuts"
-    held = post if sampled else const  # what a sampled fit samples, a type-II fit holds fixed
+    held = post if sampled else const
     used = {"log_beta": kind == "regression", "log_dispersion": kind == "negative_binomial"}
     wanted = ["log_alpha"] + [n for n, u in used.items() if u]
     fields = {n: np.asarray(held[n].values, dtype=float) for n in wanted}
@@ -402,7 +374,7 @@ def _posterior(est, tree: xr.DataTree, state: dict):
 
 
 def _check_consistent(est, path) -> None:
-    """What the construction of the posterior does not check: the basis and the classes."""
+    """Check the basis and the classes (which the posterior does not)."""
     if est.active_.size != len(est.active_names_):
         raise _mismatch(path, "the active set and the bases of the idata_ posterior differ")
     if est.kernel_ is not None and est.relevance_vectors_.shape[1:] != (est.n_features_in_,):
@@ -416,15 +388,12 @@ def _check_consistent(est, path) -> None:
             raise _mismatch(path, f"{est.classes_.size} classes but weights for {want}")
 
 
-# ------------------------------------------------------------------ parameters as JSON
-
-
 def kernel_to_json(k: Any) -> Any:
     """A kernel name, or a built-in kernel (sums and products too), as JSON data."""
     if isinstance(k, str):
         return k
     name = type(k).__name__
-    try:  # an instance of a built-in kernel class itself (not of a subclass)
+    try:  # a built-in kernel class itself, not a subclass
         builtin = type(k) is kernels.kernel_class(name)
     except ValueError:
         builtin = False
@@ -449,7 +418,7 @@ def kernel_from_json(spec: Any) -> Any:
 
 
 def params_to_json(params: dict[str, Any]) -> str:
-    """An estimator's ``get_params()`` as JSON text (no pickle): kernel, prior, grid, seed."""
+    """An estimator's ``get_params()`` as JSON text."""
     out = dict(params)
     out["kernel"] = kernel_to_json(params["kernel"])
     prior = params["prior"]
@@ -482,9 +451,6 @@ def params_from_json(text: str) -> dict[str, Any]:
     return params
 
 
-# -------------------------------------------------------------------- the checksum
-
-
 def _canonical(values: np.ndarray) -> bytes:
     """Bytes of values in a form that survives every netCDF engine's round trip."""
     a = np.asarray(values)
@@ -496,8 +462,7 @@ def _canonical(values: np.ndarray) -> bytes:
 
 
 def _canonical_attr(value: Any) -> bytes:
-    """Bytes of an attribute value: a str and ``[str]``, an int and the equal float, ``[]``
-    and an empty array give the same bytes (engines return attributes in those forms)."""
+    """Bytes of an attribute value, the same for the forms engines return (str/[str], ...)."""
     if isinstance(value, str | bytes):
         a = np.asarray([value.decode() if isinstance(value, bytes) else value])
     else:
@@ -505,7 +470,7 @@ def _canonical_attr(value: Any) -> bytes:
             a = np.asarray(value)
             if a.dtype == object:
                 a = a.astype(str)
-        except (ValueError, TypeError):  # ragged: no engine writes it, but be total
+        except (ValueError, TypeError):  # ragged
             a = np.asarray([repr(value)])
     a = a.ravel()
     if a.size == 0:
@@ -514,7 +479,7 @@ def _canonical_attr(value: Any) -> bytes:
 
 
 def _hash_field(h: Any, data: bytes) -> None:
-    """Feed ``data`` to ``h`` with its length first, so fields cannot run together."""
+    """Feed ``data`` to ``h``, length first."""
     h.update(len(data).to_bytes(8, "little"))
     h.update(data)
 
@@ -527,15 +492,10 @@ def _hash_attrs(h: Any, attrs: Mapping, skip: tuple[str, ...] = ()) -> None:
         _hash_field(h, _canonical_attr(attrs[key]))
 
 
-# ------------------------------------------------------- the draws a file leaves out
-
-
+# the groups a compact file leaves out (the second: a type-II fit's only)
 DERIVED_GROUPS = ("log_likelihood", "posterior_predictive")
-"""Groups whose variables are always built again (every method)."""
 TYPE_II_GROUPS = ("posterior", "sample_stats")
-"""Groups whose variables are built again for a type-II fit only (its draws and ``lp``)."""
-_ADDED_CONSTANTS = ("Phi", "y_offset", "log_alpha", "log_beta", "log_dispersion")
-"""Variables of ``constant_data`` that :func:`~rvm_pymc.results.to_datatree` adds itself."""
+_ADDED_CONSTANTS = ("Phi", "y_offset", "log_alpha", "log_beta", "log_dispersion")  # by to_datatree
 
 
 def _dataset(tree: xr.DataTree, group: str) -> xr.Dataset:
@@ -543,8 +503,7 @@ def _dataset(tree: xr.DataTree, group: str) -> xr.Dataset:
 
 
 def tree_inputs(tree: xr.DataTree, seed: int, type_ii: bool) -> dict[str, Any]:
-    """The inputs that build ``tree``'s draws again: the keys of an estimator's
-    ``_tree_inputs`` (``type_ii``: its weight draws are made from its Gaussian)."""
+    """The inputs (an estimator's ``_tree_inputs``) that build ``tree``'s draws again."""
     const = _dataset(tree, "constant_data")
     observed = _dataset(tree, "observed_data")
     (obs_name,) = list(observed.data_vars)
@@ -574,8 +533,7 @@ def tree_inputs(tree: xr.DataTree, seed: int, type_ii: bool) -> dict[str, Any]:
 
 
 def build_tree(posterior, inputs: Mapping[str, Any]) -> xr.DataTree:
-    """The tree of ``posterior`` (a :class:`~rvm_pymc.results.WeightPosterior`) from ``inputs``
-    (with ``latent`` and ``extra_posterior`` for a fit whose design changes between draws)."""
+    """The tree of ``posterior`` from an estimator's ``_tree_inputs``."""
     return to_datatree(
         posterior,
         Phi=inputs["Phi"],
@@ -610,15 +568,14 @@ def _dropped(tree: xr.DataTree, type_ii: bool) -> dict[str, list[str]]:
 def compact(
     tree: xr.DataTree, posterior, seed: int | None
 ) -> tuple[xr.DataTree, dict[str, Any]] | None:
-    """``(compact tree, what load needs to rebuild it)``, or None when the draws built
-    again would not be identical (then the tree is saved whole)."""
+    """``(compact tree, what load needs to rebuild it)``, or None if not identical again."""
     if seed is None:
         return None
     needed = ("posterior", "observed_data", "constant_data", "sample_stats", *DERIVED_GROUPS)
     if any(g not in tree.children for g in needed) or "Phi" not in tree["constant_data"]:
         return None
     if set(tree.children) - {*needed}:
-        return None  # a group the fit does not make (added by a user): saved as it is
+        return None  # a group added by a user
     type_ii = bool(posterior.is_type_ii)
     dropped = _dropped(tree, type_ii)
     small = tree.copy()
@@ -627,7 +584,7 @@ def compact(
     try:
         inputs = tree_inputs(small, seed, type_ii)
         again = build_tree(posterior, inputs)
-    except Exception:  # not a tree of this package's fits: saved whole
+    except Exception:
         return None
     if not _identical(again, tree):
         return None

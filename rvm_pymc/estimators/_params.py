@@ -1,16 +1,9 @@
-"""The parameters of :class:`~rvm_pymc.estimators.RVR` and `RVC`, and their checks.
+"""The estimators' parameters and their checks.
 
 Each parameter's admissible values are declared once, in scikit-learn's
-``_parameter_constraints`` form (read by
-:func:`sklearn.utils._param_validation.make_constraint`), together with the
-message that names it (:data:`PARAMETERS`).  :func:`validate_params` checks
-them (the estimators' ``_validate_params``, scikit-learn's hook, calls it);
-:func:`check_params` adds the checks that involve more than one
-parameter or the data, and returns what they resolved (the prior, the
-``sampler_kwargs`` of a PyMC fit), so that ``fit`` runs each check once,
-before any work.  Every invalid parameter is a ``ValueError`` naming it
-(not scikit-learn's ``InvalidParameterError``, whose message does not say
-what the value should be in these words).
+``_parameter_constraints`` form, with the message that names it (:data:`PARAMETERS`);
+:func:`check_params` adds the checks that involve several parameters or the data.  Every
+invalid parameter is a ``ValueError`` naming it.
 """
 
 from __future__ import annotations
@@ -58,7 +51,7 @@ GAMMA_KERNELS = (*WIDTH_KERNELS, "poly", "polynomial")
 
 
 class _KernelName(StrOptions):
-    """A kernel name of :mod:`rvm_pymc.kernels` (case-insensitive, as ``make_kernel``)."""
+    """A kernel name (case-insensitive) or ``"precomputed"``."""
 
     def is_satisfied_by(self, val: Any) -> bool:
         return isinstance(val, str) and (val.lower() in self.options or val == "precomputed")
@@ -113,16 +106,14 @@ PARAMETERS: dict[str, tuple[list, str]] = {
     "predictive": ([StrOptions(set(PREDICTIVES))], f"one of {PREDICTIVES}"),  # RVR's
     "likelihood": ([StrOptions(set(COUNT_LIKELIHOODS))], f"one of {COUNT_LIKELIHOODS}"),  # RVP's
 }
-"""Every parameter: its admissible values (scikit-learn's constraint objects; a boolean
-satisfies only ``"boolean"``: ``True`` is not an integer or a float here) and what it must
-be, in the words of its ``ValueError``."""
+"""Every parameter: its admissible values (a boolean satisfies only ``"boolean"``) and what
+it must be, in the words of its ``ValueError``."""
 
 MESSAGES = {name: message for name, (_, message) in PARAMETERS.items()}
 _ALL_CONSTRAINTS = {name: constraints for name, (constraints, _) in PARAMETERS.items()}
 PARAMETER_CONSTRAINTS = {
     k: v for k, v in _ALL_CONSTRAINTS.items() if k not in ("predictive", "likelihood")
 }
-"""The constraints of RVC's parameters, which RVR and RVP share (``_parameter_constraints``)."""
 REGRESSOR_CONSTRAINTS = {**PARAMETER_CONSTRAINTS, "predictive": _ALL_CONSTRAINTS["predictive"]}
 COUNTS_CONSTRAINTS = {**PARAMETER_CONSTRAINTS, "likelihood": _ALL_CONSTRAINTS["likelihood"]}
 _CONSTRAINTS = {name: [make_constraint(c) for c in cs] for name, cs in _ALL_CONSTRAINTS.items()}
@@ -138,16 +129,7 @@ def _satisfies(name: str, value: Any) -> bool:
 def validate_params(
     params: Mapping[str, Any], constraints: Mapping[str, list] = PARAMETER_CONSTRAINTS
 ) -> None:
-    """Raise ``ValueError`` naming the first parameter outside its constraints.
-
-    Parameters
-    ----------
-    params : mapping
-        ``get_params(deep=False)`` of the estimator.
-    constraints : mapping, default :data:`PARAMETER_CONSTRAINTS`
-        The estimator's ``_parameter_constraints`` (:data:`REGRESSOR_CONSTRAINTS`
-        for :class:`~rvm_pymc.estimators.RVR`).
-    """
+    """Raise ``ValueError`` naming the first of ``params`` outside its ``constraints``."""
     for name in constraints:
         value = params[name]
         if _satisfies(name, value):
@@ -162,21 +144,14 @@ def validate_params(
 
 
 def default_prior(est: Any) -> str:
-    """The preset of ``prior=None`` (and under a partial mapping) for ``est``'s method and kind.
-
-    ``"evidence"`` for the reference solver and MAP; for NUTS,
-    ``"weakly_informative_slab"`` for the generalised linear models,
-    classifiers and counts (the slab bounds the weights: without it their
-    chains diverged, where the classes separate and on Linnerud's counts),
-    and ``"weakly_informative"`` for regression.
-    """
+    """The preset of ``prior=None`` (and under a partial mapping) for ``est``."""
     if est.method != "nuts":
         return "evidence"
     return "weakly_informative" if est._kind == "regression" else "weakly_informative_slab"
 
 
 def default_tune(est: Any) -> int:
-    """NUTS tuning steps of ``tune=None`` (:func:`rvm_pymc.inference.defaults.estimator_tune`)."""
+    """NUTS tuning steps of ``tune=None``."""
     model = (est.sampler_kwargs or {}).get("model", "collapsed")
     return estimator_tune(est._kind == "regression" and model == "collapsed")
 
@@ -185,33 +160,12 @@ class Checked(NamedTuple):
     """What :func:`check_params` resolved, for the fit to use as is."""
 
     prior: HyperPrior
-    """The hyperprior, defaults resolved."""
-    sampler_kwargs: dict[str, Any]
-    """The options of the PyMC fit (``{}`` for ``method="reference"``)."""
+    sampler_kwargs: dict[str, Any]  # {} for method="reference"
     draws: int
-    """Posterior draws per chain (``draws``, or ``estimator_draws`` of the kind for None)."""
 
 
 def check_params(est: Any, X: np.ndarray) -> Checked:
-    """Check every parameter of ``est`` once, before any work; return what they resolve to.
-
-    Parameters
-    ----------
-    est : RVR or RVC
-        The estimator whose parameters (as set by ``__init__`` or
-        ``set_params``) are checked; nothing is modified.
-    X : ndarray
-        The validated training inputs (``kernel="precomputed"`` needs them square).
-
-    Returns
-    -------
-    Checked
-
-    Raises
-    ------
-    ValueError
-        Naming the first invalid parameter.
-    """
+    """Check every parameter of ``est`` on training ``X``; return what they resolve to."""
     est._validate_params()
     k, gamma = est.kernel, est.gamma
     if gamma in ("evidence", "cv") and not (isinstance(k, str) and k.lower() in GAMMA_KERNELS):
@@ -259,8 +213,7 @@ def check_params(est: Any, X: np.ndarray) -> Checked:
 
 
 def backend_options(est: Any, checked: Checked) -> dict[str, Any]:
-    """The options of :func:`rvm_pymc.inference.fit_backend` (and ``fit_width_backend``)
-    from ``est``'s parameters, ``checked``, and its classes (of a fitted ``classes_``)."""
+    """The options of :func:`rvm_pymc.inference.fit_backend` for ``est``."""
     classes = getattr(est, "classes_", None)
     return {
         "method": est.method,
@@ -276,11 +229,10 @@ def backend_options(est: Any, checked: Checked) -> dict[str, Any]:
 
 
 INTEGRATE_KERNELS = ("rbf",)
-"""The kernels whose width ``gamma="integrate"`` samples."""
 
 
 def _check_integrate(est: Any) -> None:
-    """``gamma="integrate"``: NUTS over the width of an RBF kernel (RVR, RVC)."""
+    """Check ``gamma="integrate"``: NUTS over the width of an RBF kernel (RVR, RVC)."""
     k = est.kernel
     if est._kind not in ("regression", "classification"):
         raise ValueError(
@@ -318,7 +270,7 @@ def _check_integrate(est: Any) -> None:
 
 
 def _check_slab(est: Any, prior: HyperPrior, kwargs: dict[str, Any]) -> None:
-    """A slab is for NUTS over the weights and the reference solver's full re-estimation."""
+    """Check that a slab goes to NUTS over the weights or to MacKay/EM."""
     if est.method == "reference" and est.solver == "fast":
         raise ValueError(
             f"prior has slab={prior.slab}, which solver='fast' does not take (its sequential "
@@ -352,7 +304,7 @@ def _check_slab(est: Any, prior: HyperPrior, kwargs: dict[str, Any]) -> None:
 
 
 def _check_rvm_star(est: Any) -> None:
-    """``predictive="rvm*"`` needs a Gaussian weight posterior and a kernel it can evaluate."""
+    """Check that ``predictive="rvm*"`` has a Gaussian posterior and a kernel."""
     if est.method == "nuts":
         raise ValueError(
             "predictive='rvm*' needs the Gaussian weight posterior of method='reference' or "

@@ -1,16 +1,9 @@
-"""The design matrix's scaling boundary and, at large N, its row compression.
+"""The scaling of the design matrix and targets and, at large N, the row compression.
 
-Every fit of an estimator sees the basis columns divided by their root mean square
-(:func:`column_rms`, :func:`scale_columns`) and, for regression, the targets centred
-and divided by their sd (:func:`target_scale`; with ``bias=False``, a model without a
-constant term, only divided by their root mean square): docs/design.md section 3.
-
-Large N without the design matrix: RVR's fast reference fit sees ``Phi`` (N x M) and
-the targets only through the triangular factor of ``[Phi | t]``
-(:mod:`rvm_pymc._core.rowqr`): above :data:`ROW_BLOCKED_ENTRIES` the design is built in
-blocks of rows folded into that factor (:func:`compressed_design`), memory
-O(M^2 + block x M).  Everything else (MacKay, EM, classification, PyMC) keeps the full
-design.
+Every fit sees the basis columns divided by their root mean square and, for regression,
+the targets centred and divided by their sd.  Above :data:`ROW_BLOCKED_ENTRIES`, RVR's
+fast reference fit sees the design only through the triangular factor of ``[Phi | t]``,
+built in blocks of rows (:func:`compressed_design`).
 """
 
 from __future__ import annotations
@@ -32,11 +25,8 @@ __all__ = [
     "target_scale",
 ]
 
-#: Above this many entries (N x M) RVR's fast reference fit fits the row compression
-#: (benchmarks/README.md).
-ROW_BLOCKED_ENTRIES = 2**22
-#: ... when it has at least this many rows per column (never an N x N design).
-ROW_BLOCKED_RATIO = 4
+ROW_BLOCKED_ENTRIES = 2**22  # N x M above which RVR's fast fit uses the row compression
+ROW_BLOCKED_RATIO = 4  # ... with at least this many rows per column
 
 
 def row_blocked(est: Any, basis: Basis, n: int) -> bool:
@@ -54,12 +44,11 @@ def row_blocked(est: Any, basis: Basis, n: int) -> bool:
 def compressed_design(
     basis: Basis, X: np.ndarray, t: np.ndarray, block_rows: int = BLOCK_ROWS
 ) -> tuple[RowQR, np.ndarray]:
-    """``(RowQR of [Phi / scale | t], scale)``, ``Phi = basis.transform(X)`` made
-    ``block_rows`` rows at a time; ``scale`` the root-mean-square of every column."""
+    """``(RowQR of [Phi / scale | t], scale)``, ``Phi`` made ``block_rows`` rows at a time."""
     n = X.shape[0]
 
     def block(a: int, b: int, out: np.ndarray) -> np.ndarray:
-        basis.transform(X[a:b], out=out)  # into row_qr's workspace: no block allocated
+        basis.transform(X[a:b], out=out)
         return t[a:b]
 
     rows = row_qr(block, n, basis.n_basis_, block_rows=block_rows, into=True)
@@ -68,16 +57,9 @@ def compressed_design(
 
 
 def target_scale(t: np.ndarray, centre: bool = True) -> tuple[float, float]:
-    """Offset and scale of the targets: ``(mean, sd)``, or ``(0, root mean square)``.
+    """``(mean, sd)`` of the targets, or ``(0, root mean square)`` without ``centre``.
 
-    ``centre=True`` (a model with a constant term): the mean and the sd.
-    ``centre=False`` (a model without one, ``bias=False``): the targets are
-    only scaled, by their root mean square about 0, so that the model's
-    prediction at a design row of zeros stays 0.  ValueError if the targets
-    are constant to rounding (the noise is then not identifiable).  Both are
-    computed on ``t / max|t|`` so that they neither overflow (|t| near
-    1e160) nor mistake the rounding of the mean for a spread (``std`` of a
-    constant array is not always 0).
+    Computed on ``t / max|t|``: no overflow, and constant targets are caught.
     """
     top = float(np.max(np.abs(t)))
     if np.ptp(t) <= 8 * np.finfo(float).eps * top:
@@ -89,17 +71,9 @@ def target_scale(t: np.ndarray, centre: bool = True) -> tuple[float, float]:
 
 
 def column_rms(Phi: np.ndarray, n: int | None = None) -> np.ndarray:
-    """Root-mean-square of every column (1 for an all-zero column).
+    """Root-mean-square of every column (1 for an all-zero column) over ``n`` rows.
 
-    ``n``: the number of data points when ``Phi`` is the triangle ``R`` of a
-    row compression (:class:`rvm_pymc._core.rowqr.RowQR`; its columns have
-    the norms of the design's); default the number of rows.
-
-    ``ValueError`` when a column's squares overflow (finite entries beyond
-    about 1e154, e.g. a linear kernel on inputs near 1e100): its scale would
-    be inf and the scaled column all zeros, a silent constant model; the
-    posterior in the units of such a column (precisions ~ scale**2) is not
-    representable in float64 either.
+    ``n``: the number of data points when ``Phi`` is the ``R`` of a row compression.
     """
     with np.errstate(over="ignore"):
         rms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi) / (n or Phi.shape[0]))  # no N x M copy
@@ -114,11 +88,7 @@ def column_rms(Phi: np.ndarray, n: int | None = None) -> np.ndarray:
 
 
 def scale_columns(Phi: np.ndarray, scale: np.ndarray, *, own: bool) -> np.ndarray:
-    """``Phi / scale``: in place (no N x M copy) when ``own``, else a new array.
-
-    ``own`` says that ``Phi`` is a private array of the caller (a design matrix
-    it has just built), so that overwriting it is safe.
-    """
+    """``Phi / scale``: in place when ``own`` (``Phi`` is the caller's to overwrite)."""
     if own and isinstance(Phi, np.ndarray) and Phi.dtype == np.float64 and Phi.flags.writeable:
         Phi /= scale
         return Phi

@@ -1,29 +1,12 @@
 """The kernel width: a given width, ``"scale"``, ``"cv"``, ``"evidence"`` or ``"integrate"``.
 
-One entry point, :func:`select_width`.  It never sees the estimator: it takes a
-*design factory* (``design(gamma, centres=None, compress=True) -> (basis, Phi,
-scale)``, the estimator's one design matrix and scaling boundary), a *fit*
-(``fit(Phi, names, start=None, cap=None, tol=None) -> (WeightPosterior,
-FitInfo)``, the reference solver on the scaled targets), for ``"cv"`` a *refit*
-(``refit(gamma, X, y) -> fitted estimator``, one fold's fit) and a *runner* of
-independent fits (``run(fn, tasks) -> [(result, warnings)]``, joblib by default:
-:func:`rvm_pymc._core.parallel.run_recorded`).
-
-``"cv"`` (``"auto"`` up to :data:`AUTO_CV_MAX` rows): the widths of the grid are
-scored by the mean held-out log density over k folds, from the grid's middle
-outward, then half a step on either side of the best.  ``"evidence"``: the grid
-is fitted on a few fixed centres from its middle outward, refined on a continuous
-``log gamma`` (Brent), and the best widths are fitted over all bases; the best
-exact fit is returned, number for number.  What was measured:
-``benchmarks/README.md``.
-
-``"integrate"`` (:func:`fit_integrated`): NUTS samples the log length scale ``l`` of the
-RBF kernel ``exp(-gamma |x - c|^2)``, ``gamma = exp(-2 l) / 2``, beside the precisions
-(and the noise, for RVR), under :func:`width_prior`; the backend is
-:func:`rvm_pymc.inference.fit_width_backend`.  Every basis stays in.  The posterior holds,
-for each draw, the weights of the unscaled columns ``[1 | exp(-gamma_s D)]`` in the units
-of the data, and ``gamma_draws_`` the widths: a prediction computes each draw's design
-matrix at its own width (:func:`latent_at`).
+:func:`select_width` never sees the estimator: it takes a *design factory*
+(``design(gamma, centres=None, compress=True) -> (basis, Phi, scale)``), a *fit*
+(``fit(Phi, names, start=None, cap=None, tol=None) -> (WeightPosterior, FitInfo)``, the
+reference solver on the scaled targets), for ``"cv"`` a *refit* (``refit(gamma, X, y)``,
+one fold's fit) and a *runner* of independent fits (``run(fn, tasks) -> [(result,
+warnings)]``).  ``"integrate"`` (:func:`fit_integrated`) samples the RBF log length scale
+with NUTS; each draw's design matrix is then computed at its own width (:func:`latent_at`).
 """
 
 from __future__ import annotations
@@ -63,53 +46,31 @@ __all__ = [
     "width_rule",
 ]
 
-SEARCHED = ("auto", "cv", "evidence")
-"""The values of ``gamma`` that search ``gamma_grid`` (``"auto"`` may)."""
+SEARCHED = ("auto", "cv", "evidence")  # the values of gamma that search gamma_grid
 PATH_KEYS = ("gamma", "log_evidence", "converged", "noise_at_bound", "all_bases")
-"""The arrays of ``evidence_path_``: one value per fit of the search, in the order made."""
 CV_PATH_KEYS = ("gamma", "cv_lpd", "cv_lpd_se", "relevance_fraction")
-"""The arrays of ``cv_path_``: one value per width scored, sorted by width."""
+# the default gamma_grid, in units of the "scale" width
 DEFAULT_GRID = np.logspace(-2.0, 2.0, 9)
-"""The default ``gamma_grid``, in units of the ``"scale"`` width.  ``"cv"`` does not warn
-when its best is this grid's smallest gamma (the widest kernel, about a low-order
-polynomial): on the real-data panel that was 26 of 150 default fits, and scoring up to 4
-more steps past that edge moved 17 of them, by -0.065 nats a test point on average (8 of 17
-better; ``benchmarks/results/real_panel.md``).  No default RVC fit of the panel sat
-there; the classifiers and counts follow the same rule."""
+# the sd of gamma="integrate"'s prior of log l: the default grid's ends lie 2 sd out
 WIDTH_PRIOR_SD = float(np.log(DEFAULT_GRID[-1] / DEFAULT_GRID[0]) / 8.0)
-"""The sd of ``gamma="integrate"``'s Normal prior of the log length scale (about 1.15):
-the default grid's ends, ``"scale"`` x 100 and / 100, lie 2 sd from its centre (``log
-gamma = -2 log l - log 2``, so the grid spans ``log(1e4) / 2`` in ``log l``)."""
 
 
 def width_prior(X: np.ndarray) -> tuple[float, float]:
-    """Mean and sd of the Normal prior of ``log_length_scale`` of ``gamma="integrate"``:
-    centred on the ``"scale"`` width, sd :data:`WIDTH_PRIOR_SD`."""
+    """Mean and sd of ``gamma="integrate"``'s Normal prior of the log length scale."""
     centre = scale_gamma(X)
     return float(log_length_scale_of(centre)), WIDTH_PRIOR_SD
 
 
-AUTO_CV_MAX = AUTO_FULL_MAX
-"""``gamma="auto"`` is ``"cv"`` up to this many rows, ``"scale"`` above (and where no
-fold can be scored)."""
+AUTO_CV_MAX = AUTO_FULL_MAX  # gamma="auto" is "cv" up to this many rows
 CV_FOLDS = 5
-"""Folds of ``"cv"`` (fewer when a class has fewer rows, or at fewer than 10 rows)."""
-STEP = float(np.log(1.1))
-"""The refinement stops when the best width's fitted neighbours are this close."""
-SEARCH_CENTRES = 100
-"""The evidence search fits on at most this many centres per input feature (and bias)."""
+STEP = float(np.log(1.1))  # the refinement stops when the best's neighbours are this close
+SEARCH_CENTRES = 100  # centres of the evidence search per input feature
 SEARCH_TOL = 1e-3
-"""Tolerance of the search's fits (the exact ones: ``tol``)."""
-MAX_FITS = 8
-"""At most this many fits in the refinement."""
-REFINE_CAP = 100
-"""At most this many iterations per fit of the refinement; one stopped there is not chosen."""
-FALLBACK = 2
-"""At most this many more exact fits when the first two interpolate."""
-MARGIN = 3.0
-"""Nats by which the evidence on the centres may misjudge a width's exact fit."""
-DROP = 10.0
-"""A side of the grid stops past a width this many nats below the best and falling."""
+MAX_FITS = 8  # fits of the refinement
+REFINE_CAP = 100  # iterations per fit of the refinement; one stopped there is not chosen
+FALLBACK = 2  # more exact fits when the first two interpolate
+MARGIN = 3.0  # nats by which the evidence on the centres may misjudge an exact fit
+DROP = 10.0  # a side of the grid stops past a width this far below the best and falling
 _GOLDEN = 0.5 * (3.0 - np.sqrt(5.0))
 
 
@@ -118,22 +79,15 @@ class Width(NamedTuple):
 
     gamma: float | None
     basis: Any
-    Phi: Any
-    """The design matrix, columns divided by ``scale`` (or its row compression)."""
+    Phi: Any  # columns divided by scale (or its row compression)
     scale: np.ndarray
-    reference: tuple | None
-    """``(WeightPosterior, FitInfo)`` of the reference solver at this width, if it ran."""
+    reference: tuple | None  # (WeightPosterior, FitInfo), if it ran
     evidence_path: dict[str, np.ndarray] | None
-    """``"evidence"``: :data:`PATH_KEYS` of every fit of the search."""
     cv_path: dict[str, np.ndarray] | None = None
-    """``"cv"``: :data:`CV_PATH_KEYS` of every width scored."""
 
 
 class Fitted(NamedTuple):
-    """A backend's fit at the width (``gamma="integrate"``: over the widths), from which the
-    estimator sets its attributes in one place: the ``WeightPosterior`` of the scaled
-    problem, its ``FitInfo``, the scale of every column, the width of every draw (else
-    None) and more inputs of ``idata_`` (``extra_posterior``, ``constants``, ``attrs``)."""
+    """A backend's fit on the scaled problem, from which the estimator sets its attributes."""
 
     post: Any
     info: Any
@@ -143,11 +97,7 @@ class Fitted(NamedTuple):
 
 
 def scale_gamma(X: np.ndarray) -> float:
-    """``1 / (n_features * X.var())`` as scikit-learn's SVR (1.0 for constant X).
-
-    Computed on ``X / max|X|`` (no overflow in the squares); ``ValueError`` when
-    the width is not a finite positive float.
-    """
+    """``1 / (n_features * X.var())`` as scikit-learn's SVR (1.0 for constant X)."""
     top = float(np.max(np.abs(X)))
     if np.ptp(X) == 0:
         return 1.0
@@ -166,7 +116,7 @@ def scale_gamma(X: np.ndarray) -> float:
 
 
 def width_rule(gamma: float | str, X: np.ndarray, y, classifier: bool) -> float | str:
-    """``gamma`` with ``"auto"`` resolved: ``"cv"``, or ``"scale"`` where cv does not apply."""
+    """``gamma`` with ``"auto"`` resolved to ``"cv"`` or ``"scale"``."""
     if gamma != "auto":
         return gamma
     n = X.shape[0]
@@ -178,7 +128,7 @@ def width_rule(gamma: float | str, X: np.ndarray, y, classifier: bool) -> float 
 
 
 def _candidates(rule, X: np.ndarray, grid, has_width: bool) -> list[float | None]:
-    """The widths to fit for ``rule``: one, or the grid for ``"cv"``/``"evidence"``."""
+    """The widths to fit for ``rule``."""
     if not has_width:
         return [None]
     if rule == "scale":
@@ -207,11 +157,7 @@ def select_width(
 ) -> Width:
     """The :class:`Width` of a fit, with its reference fit when ``need_reference`` or searched.
 
-    ``y``: the targets as given to ``fit`` (``"cv"``'s folds refit on them); ``gamma``,
-    ``grid``: the estimator's ``gamma`` and ``gamma_grid`` (None: :data:`DEFAULT_GRID` times
-    ``"scale"``); ``has_width``: the kernel takes a ``gamma``; ``classifier``: stratified
-    folds; ``design``, ``fit``, ``refit``, ``run``: the callables of the module docstring;
-    ``fold_seed``: of the shuffle of ``"cv"``'s folds.
+    ``y``: the targets as given to ``fit`` (``"cv"``'s folds refit on them).
     """
     rule = width_rule(gamma, X, y, classifier)
     candidates = _candidates(rule, X, grid, has_width)
@@ -233,7 +179,7 @@ def select_width(
             folds = (f"gamma='cv' (folds at gamma={g:.4g})", chosen["warnings"])
     if len(candidates) > 1:
         return _evidence_width(X, design, fit, candidates, run)
-    if folds is not None:  # the warnings of the chosen width's folds, before its own fit
+    if folds is not None:
         raise_again(*folds)
     g = candidates[0]
     basis, Phi, scale = design(g, compress=need_reference)
@@ -241,12 +187,8 @@ def select_width(
     return Width(g, basis, Phi, scale, ref, None, cv_path)
 
 
-# ------------------------------------------------------------------ cross-validation
-
-
 def cv_folds(y, classifier: bool, seed, k: int = CV_FOLDS) -> list[tuple]:
-    """Shuffled ``k`` folds of the rows of ``y``, stratified for a classifier (fewer for a
-    small class or N); ``ValueError`` for a class of a single row or fewer than 4 rows."""
+    """Shuffled ``k`` folds of the rows of ``y``, stratified for a classifier."""
     if classifier:
         smallest = int(np.min(np.unique(y, return_counts=True)[1]))
         if smallest < 2:
@@ -266,7 +208,7 @@ def cv_folds(y, classifier: bool, seed, k: int = CV_FOLDS) -> list[tuple]:
 
 
 def _fold_score(refit, gamma, X, y, train, test) -> tuple[np.ndarray, float]:
-    """One task: the held-out log densities of ``test`` from a fit on ``train``, its RVs."""
+    """The held-out log densities of ``test`` from a fit on ``train``, and its RVs."""
     try:
         model = refit(gamma, X[train], y[train])
     except (np.linalg.LinAlgError, ValueError, FloatingPointError):
@@ -275,7 +217,7 @@ def _fold_score(refit, gamma, X, y, train, test) -> tuple[np.ndarray, float]:
 
 
 def _cv_width(X, y, classifier, refit, grid, seed, run) -> dict[str, Any]:
-    """The width of ``grid`` of best k-fold score: ``gamma``, ``path``, ``warnings``."""
+    """The width of ``grid`` of best k-fold score, with its path and warnings."""
     folds = cv_folds(y, classifier, seed)
     n = X.shape[0]
     scored: dict[float, dict[str, Any]] = {}
@@ -301,7 +243,7 @@ def _cv_width(X, y, classifier, refit, grid, seed, run) -> dict[str, Any]:
 
     widths = sorted(float(g) for g in grid if np.isfinite(g))
 
-    def falls(i: int, step: int) -> bool:  # a side stops below its inner neighbour and the best
+    def falls(i: int, step: int) -> bool:  # below its inner neighbour and the best
         if i == len(widths) // 2:
             return False
         s, inner = scored[widths[i]]["cv_lpd"], scored[widths[i - step]]["cv_lpd"]
@@ -315,7 +257,7 @@ def _cv_width(X, y, classifier, refit, grid, seed, run) -> dict[str, Any]:
             "whose fit failed (constant targets or counts all zero in its training part) or "
             "gave a held-out density of 0; give gamma a number, or 'scale'"
         )
-    if len(widths) > 1:  # half a step on either side of the best width of the grid
+    if len(widths) > 1:  # half a step on either side of the best
         i = widths.index(g_best)
         halves = []
         if i > 0:
@@ -332,16 +274,12 @@ def _cv_width(X, y, classifier, refit, grid, seed, run) -> dict[str, Any]:
 
 
 def _best_cv(scored: dict[float, dict[str, Any]]) -> float:
-    """The width of highest score; among equal scores the smallest gamma."""
+    """The width of highest score (the smallest among ties)."""
     return max(sorted(scored), key=lambda g: scored[g]["cv_lpd"])
 
 
-# ------------------------------------------------------------------- the evidence
-
-
 def search_centres(X: np.ndarray) -> np.ndarray:
-    """Rows of ``X`` the search fits on: :data:`SEARCH_CENTRES` per feature, evenly spread,
-    or all N when that is more than half of them."""
+    """Rows of ``X`` the search fits on, evenly spread (all when that is over half)."""
     n = X.shape[0]
     k = SEARCH_CENTRES * X.shape[1]
     return np.unique(np.linspace(0, n - 1, k if 2 * k <= n else n).round().astype(np.intp))
@@ -354,9 +292,8 @@ def _evidence_width(X, design, fit, candidates, run) -> Width:
     ordered = sorted(grid, key=lambda f: f["x"])
     made = _refine(design, fit, idx, ordered, _best(ordered))
     searched = grid + made
-    # exactly: the search's best and the grid's, and (centres not every point) the grid's
-    # widths within MARGIN of its best; each unless an exact fit is MARGIN above it; if
-    # all interpolate, the next best of the search
+    # exactly: the search's best, the grid's best and those within MARGIN of it; each unless
+    # an exact fit is MARGIN above it; if all interpolate, the next best of the search
     exact: list[dict] = []
     first = [searched[_best(searched)], ordered[_best(ordered)]]
     if idx.size < X.shape[0] and np.isfinite(choice_key(first[1])):
@@ -383,7 +320,7 @@ def _evidence_width(X, design, fit, candidates, run) -> Width:
 
 
 def _search_fit(design, fit, idx, gamma: float, start=None, cap=None) -> dict[str, Any]:
-    """A fit of the search at ``gamma`` on the centres ``idx``; warnings recorded."""
+    """A fit of the search at ``gamma`` on the centres ``idx``."""
     basis, Phi, _ = design(gamma, centres=idx)
     try:
         ref, caught = record_warnings(fit, (Phi, basis.basis_names_, start, cap, SEARCH_TOL))
@@ -395,7 +332,7 @@ def _search_fit(design, fit, idx, gamma: float, start=None, cap=None) -> dict[st
 
 
 def _search_grid(design, fit, idx, grid, run) -> list[dict]:
-    """The grid's fits from its middle width outward (each round's as joblib tasks)."""
+    """The grid's fits from its middle width outward."""
     widths = sorted(grid)
     fits: list[dict] = []
     fitted: dict[int, dict] = {}
@@ -406,7 +343,7 @@ def _search_grid(design, fit, idx, grid, run) -> list[dict]:
             fitted[i] = f
             fits.append(f)
 
-    def closes(i: int, step: int) -> bool:  # past the noise's bound, or DROP below and falling
+    def closes(i: int, step: int) -> bool:
         if step > 0 and fitted[i]["noise_at_bound"]:
             return True
         if i == len(widths) // 2:
@@ -419,9 +356,8 @@ def _search_grid(design, fit, idx, grid, run) -> list[dict]:
 
 
 def _middle_out(n: int, fit_round, closes) -> None:
-    """Fit the positions ``0..n-1`` of a sorted grid from its middle outward, a round
-    (``fit_round(positions)``: one batch of independent fits) at a time, each side one
-    step a round until ``closes(i, step)`` at its last position ``i``, or its end."""
+    """Fit positions ``0..n-1`` from the middle outward, one step a side per round,
+    until ``closes(i, step)`` or the end."""
     last: dict[int, int | None] = {-1: n // 2, +1: n // 2}
     todo = [n // 2]
     while todo:
@@ -437,7 +373,7 @@ def _middle_out(n: int, fit_round, closes) -> None:
 
 
 def _exact_fit(design, fit, gamma: float) -> dict[str, Any]:
-    """The fit of ``gamma=<gamma>`` over all bases, with its basis, ``Phi`` and ``scale``."""
+    """The fit at ``gamma`` over all bases."""
     basis, Phi, scale = design(gamma)
     ref, caught = record_warnings(fit, (Phi, basis.basis_names_))
     return {**_record(gamma, ref, caught), "all_bases": True, "basis": basis, "Phi": Phi,
@@ -445,7 +381,7 @@ def _exact_fit(design, fit, gamma: float) -> dict[str, Any]:
 
 
 def _refine(design, fit, idx, fits: list[dict], k: int) -> list[dict]:
-    """The refinement around the best grid width ``fits[k]`` (warm-started), in order."""
+    """The refinement around the best grid width ``fits[k]``."""
     done = list(fits)
     best = fits[k]
     made: list[dict] = []
@@ -494,7 +430,7 @@ def _vertex(x: np.ndarray, f: np.ndarray) -> float:
 
 
 def _record(gamma: float, reference: tuple | None, caught: list) -> dict[str, Any]:
-    """One fit of the search as recorded; a failed one (``reference`` None) is never chosen."""
+    """One fit of the search as recorded (``reference`` None: failed)."""
     info = None if reference is None else reference[1]
     return {
         "x": float(np.log(gamma)),
@@ -508,8 +444,7 @@ def _record(gamma: float, reference: tuple | None, caught: list) -> dict[str, An
 
 
 def choice_key(fit: dict) -> float:
-    """What the search maximises: the log evidence, ``-inf`` for a fit that interpolates
-    (noise precision at its bound) or was stopped at :data:`REFINE_CAP`."""
+    """The log evidence, ``-inf`` for a fit that interpolates or was stopped."""
     if fit["noise_at_bound"] or fit.get("stopped", False):
         return -np.inf
     return fit["log_evidence"]
@@ -520,7 +455,7 @@ def _key(fits: list[dict]) -> float:
 
 
 def _best(fits: list[dict]) -> int:
-    """Index of the highest :func:`choice_key` (the evidence, if every one interpolates)."""
+    """Index of the highest :func:`choice_key` (else of the evidence)."""
     key = np.array([choice_key(f) for f in fits])
     if not np.any(np.isfinite(key)):
         key = np.array([f["log_evidence"] for f in fits])
@@ -528,8 +463,7 @@ def _best(fits: list[dict]) -> int:
 
 
 def _warn_at_an_edge(rule: str, what: str, g: float, grid: list, *, widest: bool = True) -> None:
-    """Warn when the width chosen from ``grid`` (3 or more) is at its edge (at its smallest
-    gamma only when ``widest``)."""
+    """Warn when the width chosen from ``grid`` is at its edge."""
     ends = (float(np.log(min(grid))), float(np.log(max(grid))))
     x = float(np.log(g))
     if len(grid) <= 2 or min(abs(x - e) for e in ends) >= STEP / 2:
@@ -546,7 +480,7 @@ def _warn_at_an_edge(rule: str, what: str, g: float, grid: list, *, widest: bool
 
 
 def _warn_if_rising_into_interpolation(searched: list[dict], best: dict) -> None:
-    """Warn when the chosen width's nearest fitted neighbour interpolates at more evidence."""
+    """Warn when a neighbour of the chosen width interpolates at more evidence."""
     xs = sorted({f["x"] for f in searched} - {best["x"]})
     below = [x for x in xs if x < best["x"]]
     above = [x for x in xs if x > best["x"]]
@@ -565,22 +499,13 @@ def _warn_if_rising_into_interpolation(searched: list[dict], best: dict) -> None
             return
 
 
-# ------------------------------------------- gamma="integrate": NUTS over the width
-
-
 def integrates_width(est: Any) -> bool:
-    """Whether ``est`` was fitted with ``gamma="integrate"`` (it holds width draws)."""
+    """Whether ``est`` was fitted with ``gamma="integrate"``."""
     return getattr(est, "gamma_draws_", None) is not None
 
 
 def fit_integrated(options, X, t_s, width, prior, seed: int, start) -> Fitted:
-    """NUTS over the width on the scaled targets ``t_s`` (``options``: of the backend).
-
-    ``width``: the :class:`Width` of the ``"scale"`` width, whose
-    basis gives the centres; ``start``: its reference posterior, or None.  Returns the
-    posterior over all bases (unscaled columns), the width of every draw, and what the
-    tree holds besides (``idata_`` computes each draw's latent mean when first read).
-    """
+    """NUTS over the width on the scaled targets (centres of the ``"scale"`` ``width``)."""
     from rvm_pymc.inference import fit_width_backend
 
     basis = width.basis
@@ -595,8 +520,7 @@ def fit_integrated(options, X, t_s, width, prior, seed: int, start) -> Fitted:
             "log_length_scale": (("chain", "draw"), lls),
             "gamma": (("chain", "draw"), gammas),
         },
-        # the model divided each kernel column by its RMS at the draw's width (a slab's
-        # precision is of those columns); basis_scale (ones) is of the unscaled ones
+        # kernel columns at RMS 1 at each draw's width; basis_scale (ones): the unscaled ones
         "constants": {
             "X": (("obs", "feature"), X),
             "centres": (("centre", "feature"), basis.centres_),
@@ -608,8 +532,7 @@ def fit_integrated(options, X, t_s, width, prior, seed: int, start) -> Fitted:
 
 
 def latent_at(est, X: np.ndarray) -> np.ndarray:
-    """The latent mean of every draw at validated inputs ``X``: ``(chain, draw, n[, K])``
-    (regression: ``y_offset`` included), each draw's design at its own width."""
+    """The latent mean ``(chain, draw, n[, K])`` of every draw at validated ``X``."""
     w = est.posterior_.draws
     chains, draws = w.shape[:2]
     F = width_latent(
@@ -623,7 +546,7 @@ def latent_at(est, X: np.ndarray) -> np.ndarray:
 
 
 def sample_predictions_at(est, X: np.ndarray, random_state=None):
-    """The ``predictions`` groups of ``sample_predictions`` of a width-integrating fit."""
+    """``sample_predictions`` of a width-integrating fit."""
     from rvm_pymc.results import latent_predictions
 
     return latent_predictions(
