@@ -1,5 +1,4 @@
-"""Warnings and errors raised by rvm_pymc, and :func:`warn_user`, which raises a warning
-at the user's line."""
+"""Warnings raised by rvm_pymc, and :func:`warn_user`, which raises one at the user's line."""
 
 import contextlib
 import os
@@ -9,16 +8,15 @@ import warnings
 from collections.abc import Iterator
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_captured = threading.local()
-"""``_captured.into``: the list of a worker thread's :func:`recorded_in_thread` block."""
+_captured = threading.local()  # .into: the list of a recorded_in_thread block
 
 
 @contextlib.contextmanager
 def recorded_in_thread() -> Iterator[list[tuple[str, type[Warning]]]]:
-    """Record :func:`warn_user`'s warnings of this thread into the list it yields, as
-    (message, category) pairs, instead of raising them: ``warnings.catch_warnings`` swaps
-    the whole process's warning state, so worker threads (joblib's threading backend)
-    must not use it."""
+    """Record this thread's :func:`warn_user` warnings as (message, category) pairs.
+
+    Worker threads cannot use ``warnings.catch_warnings``: it swaps the whole process's state.
+    """
     outer = getattr(_captured, "into", None)
     _captured.into = []
     try:
@@ -28,10 +26,7 @@ def recorded_in_thread() -> Iterator[list[tuple[str, type[Warning]]]]:
 
 
 def warn_user(message: str, category: type[Warning]) -> None:
-    """``warnings.warn`` at the user's line: the caller of the outermost frame of this
-    package, however deep in the package the warning is raised (no stack level to count by
-    hand), also from a function of the package that a library calls back (an objective
-    of ``scipy.optimize``), where the first frame outside the package is the library's."""
+    """``warnings.warn`` at the user's line: the caller of the package's outermost frame."""
     into = getattr(_captured, "into", None)
     if into is not None:  # a worker thread's recorded task
         into.append((message, category))

@@ -1,12 +1,7 @@
 """Choosing the kernel width: maximum evidence next to cross-validation.
 
-An RVM offers two ways to pick a kernel width ``gamma``: the Bayesian one,
-maximising the log evidence ``log p(t | gamma)`` of the fitted model (one fit
-per width, on all the data; ``RVR(gamma="evidence")`` does it, refining the
-best width of its grid on a continuous scale), and the usual one,
-cross-validation (``GridSearchCV``; K fits per width).  :func:`evidence_vs_cv`
-computes both over one grid, plus the width the evidence search chooses from
-that grid, so that they can be compared.
+:func:`evidence_vs_cv` computes, over one grid of widths, the log evidence of the fit on
+all the data and the cross-validated score, plus the width the evidence search chooses.
 """
 
 from __future__ import annotations
@@ -49,17 +44,12 @@ def evidence_vs_cv(
     scoring : str or callable, optional
         Default the estimator's ``score`` (R^2 for RVR, accuracy for RVC).
     n_jobs : int, optional
-        Every fit (one per width on all the data, and one per width and fold)
-        is an independent joblib task; None defers to any
-        :func:`joblib.parallel_config` in effect, e.g. ``backend="dask"``.
-        Warnings of the fits are raised in the calling process, naming the
-        width and fold.
+        Every fit is an independent joblib task; None defers to any
+        :func:`joblib.parallel_config` in effect.  Warnings of the fits are
+        raised in the calling process, naming the width and fold.
     search : bool, default True
-        Also fit ``gamma="evidence"`` with ``gamma_grid=gammas`` on all the
-        data (the width of largest evidence in the grid, refined on a
-        continuous ``log gamma``; at least two widths) and add the width it
-        chose as one more row, with the evidence of that fit and its
-        cross-validated score.
+        Also fit ``gamma="evidence"`` with ``gamma_grid=gammas`` (at least two
+        widths) and add the width it chose as one more row.
 
     Returns
     -------
@@ -67,14 +57,12 @@ def evidence_vs_cv(
         ``"gamma"``; ``"log_evidence"`` of the fit on all the data;
         ``"n_relevance"`` of that fit; ``"cv_score_mean"`` and
         ``"cv_score_std"`` over the folds; ``"searched"``: True on the row
-        of the evidence search (the last).  ``pandas.DataFrame(result)``
-        makes a table of it.
+        of the evidence search (the last).
 
     Notes
     -----
-    The evidence is comparable across widths only for the same data and prior;
-    the two criteria need not pick the same width (they do not in the example
-    below).  Use a shuffled ``KFold`` for data sorted by ``X``.
+    The two criteria need not pick the same width (they do not below).  Use a
+    shuffled ``KFold`` for data sorted by ``X``.
 
     Examples
     --------
@@ -103,17 +91,16 @@ def evidence_vs_cv(
     cv = check_cv(cv, y, classifier=is_classifier(estimator))
     folds = list(cv.split(X, y))
     searched = None
-    if search:  # first: its width is scored with the grid's below
+    if search:
         spec = clone(estimator).set_params(gamma="evidence", gamma_grid=grid)
         ((g_s, *searched),) = run_tasks(
             _fit_or_score, [(spec, X, y, None, scoring)], ["the evidence search"], n_jobs
         )
     widths = np.append(grid, g_s) if search else grid
-    # one flat list of independent fits: the full-data fit of every width, then its folds
     tasks, labels = [], []
     for i, g in enumerate(widths):
         est = clone(estimator).set_params(gamma=float(g))
-        if i < grid.size:  # the search's own fit gives the evidence of its width
+        if i < grid.size:  # the search's own fit gave its evidence
             tasks.append((est, X, y, None, scoring))
             labels.append(f"gamma={g:.4g}")
         for k, fold in enumerate(folds):
@@ -137,8 +124,7 @@ def evidence_vs_cv(
 
 
 def _fit_or_score(est, X, y, fold, scoring) -> tuple[float, float, int] | float:
-    """One task of :func:`evidence_vs_cv`: the full-data fit (its width, log evidence and
-    number of relevance vectors), or the score of one fold."""
+    """The full-data fit's ``(gamma_, log_evidence_, n_relevance_)``, or one fold's score."""
     X, y = np.asarray(X), np.asarray(y)
     if fold is None:
         fitted = clone(est).fit(X, y)

@@ -6,42 +6,34 @@ The model (docs/design.md section 1) puts
 
     \\alpha_m \\sim \\mathrm{Gamma}(a, b), \\qquad \\beta \\sim \\mathrm{Gamma}(c, d)
 
-(shape, rate) on every ARD precision and on the noise precision.  A preset is a
-named :class:`HyperPrior`; user overrides are merged on top of it.
+(shape, rate).  A preset is a named :class:`HyperPrior`; user overrides are merged
+on top of it.
 
 Presets
 -------
 ``"evidence"``
-    ``a = b = c = d = 0``: Tipping's type-II maximum likelihood (flat prior on
-    the log precisions), for the reference solver and type-II MAP.
+    ``a = b = c = d = 0``: Tipping's type-II maximum likelihood.
 ``"near_improper"``
-    ``a = b = c = d = 1e-6``: the vague Gamma prior of Tipping (2001); full
-    NUTS with it warns (a nearly improper posterior).
+    ``a = b = c = d = 1e-6``: the vague prior of Tipping (2001); NUTS with it warns.
 ``"weakly_informative"``
-    A proper prior for full NUTS on standardised targets and unit-RMS basis
-    columns (as the estimators scale them): ``a = 1, b = 1e-2`` puts the prior
-    mean of each precision at 100 (weights of order 0.1); ``c, d`` likewise for
-    the noise precision.
+    ``a = c = 1, b = d = 1e-2``: a proper prior for NUTS on the scaled problem
+    (prior mean of each precision 100).
 ``"weakly_informative_slab"``
-    ``"weakly_informative"`` with a slab of scale 5 (below): the default of
-    ``RVC`` and ``RVP`` under NUTS, whose chains diverge without it where the
-    classes separate (``benchmarks/README.md``).
+    ``"weakly_informative"`` with a slab of scale 5: the NUTS default of ``RVC``
+    and ``RVP``, whose chains diverge without it where the classes separate.
 
 A slab
 ------
-``HyperPrior(..., slab=s)`` (or ``prior={"slab": s}`` merged over a preset)
-adds a fixed precision ``1/s^2`` to every weight's ARD precision, the
-regularised horseshoe's slab (Piironen & Vehtari 2017) in ARD form:
+``HyperPrior(..., slab=s)`` adds a fixed precision ``1/s^2`` to every weight's ARD
+precision, the regularised horseshoe's slab (Piironen & Vehtari 2017) in ARD form:
 
 .. math::
 
     w_m \\mid \\alpha_m \\sim N\\!\\left(0, \\frac{1}{\\alpha_m + s^{-2}}\\right),
     \\qquad \\mathrm{var}(w_m \\mid \\alpha_m) = \\frac{s^2}{1 + \\alpha_m s^2} \\le s^2
 
-(:func:`slab_variance`).  A large ``alpha_m`` still prunes its basis, but no
-weight's prior is wider than ``s`` on the scaled problem.  The PyMC models and
-the reference solver's MacKay and EM updates take a slab; the fast sequential
-solver and type-II MAP refuse it (docs/reference_solver.md).
+(:func:`slab_variance`).  The PyMC models and the reference solver's MacKay and EM
+updates take a slab; the fast solver and type-II MAP refuse it.
 
 References
 ----------
@@ -60,9 +52,8 @@ import numpy as np
 __all__ = ["DISPERSION_PRIOR_SCALE", "PRESETS", "HyperPrior", "resolve_prior", "slab_variance"]
 
 DISPERSION_PRIOR_SCALE = 1.0
-"""The scale ``s`` of the prior ``1/sqrt(r) ~ HalfNormal(s)`` on a negative binomial's
-dispersion ``r`` in the PyMC models (NUTS): mode at ``r = inf`` (the Poisson), median at
-``r`` about 2.2.  The reference solver puts no prior on ``r``."""
+"""The scale ``s`` of NUTS's prior ``1/sqrt(r) ~ HalfNormal(s)`` on a negative binomial's
+dispersion ``r`` (mode at the Poisson, ``r = inf``)."""
 
 
 @dataclass(frozen=True)
@@ -137,7 +128,7 @@ class HyperPrior:
 def slab_variance(alpha, slab: float | None):
     """A weight's prior variance given its ARD precision: ``s^2 / (1 + alpha s^2)``.
 
-    That is ``1 / (alpha + 1/s^2)``; without a slab (``slab=None``) ``1/alpha``.
+    That is ``1 / (alpha + 1/s^2)``; ``1/alpha`` without a slab.
 
     Parameters
     ----------

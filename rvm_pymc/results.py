@@ -1,17 +1,13 @@
 """One result schema for every fit: the weight posterior and the DataTree built from it.
 
-Every fit of an RVM (the reference solver, type-II MAP in PyMC, NUTS; every
-likelihood) ends in a :class:`WeightPosterior` and is shown to ArviZ as one
-:class:`xarray.DataTree` of one layout, built by :func:`to_datatree` and
-nowhere else (the groups and their rules: ``docs/design.md``, section 3):
-``posterior`` (``w`` or softmax's ``W``, and what a sampled fit samples),
-``posterior_predictive`` and ``log_likelihood`` (``t_obs``, ``y_obs`` or
-``counts_obs``; a type-II fit's ``log_likelihood`` carries
-:data:`TYPE_II_LOO_NOTE` as ``rvm_loo_note``), ``observed_data``,
-``constant_data`` (``Phi`` in data units, ``y_offset``, and what a type-II fit
-holds fixed) and ``sample_stats``.  A type-II fit's draws are exact draws of its
-Gaussian (Laplace) weight posterior, antithetic across chain pairs.
-:func:`predictions` adds the ArviZ ``predictions`` groups for new inputs.
+Every fit ends in a :class:`WeightPosterior`, shown to ArviZ as one
+:class:`xarray.DataTree` layout built by :func:`to_datatree` (``docs/design.md``,
+section 3): ``posterior`` (``w`` or softmax's ``W``, and what a sampled fit samples),
+``posterior_predictive`` and ``log_likelihood`` (``t_obs``, ``y_obs`` or ``counts_obs``),
+``observed_data``, ``constant_data`` (``Phi`` in data units, ``y_offset``, and what a
+type-II fit holds fixed) and ``sample_stats``.  A type-II fit's draws are exact draws of
+its Gaussian weight posterior, antithetic across chain pairs.  :func:`predictions` adds
+the ArviZ ``predictions`` groups for new inputs.
 """
 
 from __future__ import annotations
@@ -61,22 +57,17 @@ TYPE_II_LOO_NOTE = (
     "number of points). Compare fits by k-fold cross-validation with refitting "
     "(rvm_pymc.compare, elpd_kfold)."
 )
-"""The attribute ``rvm_loo_note`` of a type-II fit's ``log_likelihood`` group: the pointwise
-log likelihood is kept (for :func:`rvm_pymc.compare`, WAIC-style summaries, one's own
-checks), with the reason not to read its PSIS-LOO as an out-of-sample estimate."""
+"""The attribute ``rvm_loo_note`` of a type-II fit's ``log_likelihood`` group."""
 
 
 @dataclass(frozen=True)
 class FitInfo:
-    """What a fit reports beside its :class:`WeightPosterior` (every backend returns both).
+    """What a fit reports beside its :class:`WeightPosterior`.
 
-    ``log_evidence`` of the fitted problem (NaN for NUTS); ``n_iter``: iterations
-    (solver, optimiser) or tuning steps plus draws (NUTS); ``converged``;
-    ``library``: the layer that fitted (root attribute ``inference_library``);
-    ``attrs``: more root attributes of the result tree (diagnostics,
-    ``started_from``); ``sample_stats``: a sampler's ``(chain, draw)``
-    statistics (None for a type-II fit); ``model``: the fitted PyMC model of a
-    map/nuts fit, on the scaled problem (None for the reference solver).
+    ``log_evidence`` (NaN for NUTS); ``n_iter``: iterations, or tuning steps plus
+    draws (NUTS); ``converged``; ``library``: the layer that fitted; ``attrs``: more
+    root attributes of the tree; ``sample_stats``: a sampler's ``(chain, draw)``
+    statistics; ``model``: the fitted PyMC model (map/nuts, on the scaled problem).
     """
 
     log_evidence: float
@@ -91,11 +82,9 @@ class FitInfo:
 class PointEstimates(NamedTuple):
     """Point summaries of a :class:`WeightPosterior`: the estimators' fitted attributes.
 
-    ``coef``, ``sigma``: mean and covariance of the weights (of the draws, for
-    a sampled fit); ``alpha``: ``exp(log_alpha)``, or ``exp`` of the median of
-    its draws; ``beta``: the noise precision or the median of its draws, and
-    ``noise_var``: ``1/beta`` or the posterior mean of ``1/beta`` (None both,
-    for classification).
+    ``coef``, ``sigma``: mean and covariance of the weights; ``alpha``:
+    ``exp(log_alpha)`` (of its median for draws); ``beta``: the noise precision (its
+    median) and ``noise_var``: the mean of ``1/beta`` (both None but for regression).
     """
 
     coef: np.ndarray
@@ -115,8 +104,6 @@ class WeightPosterior:
     Attributes
     ----------
     kind : {"regression", "binary", "softmax", "poisson", "negative_binomial"}
-        ``"poisson"``, ``"negative_binomial"``: counts, the weights those of the
-        log mean.
     basis_names : tuple of str
         The bases (columns of the design matrix) it covers.
     log_alpha : ndarray
@@ -133,7 +120,7 @@ class WeightPosterior:
         Added to the latent mean of regression (the centring of the targets).
     log_dispersion : float, ndarray or None
         Log of the negative binomial's dispersion ``r``: a float, or
-        ``(chain, draw)`` draws; None for the other kinds.  It has no units.
+        ``(chain, draw)`` draws; None for the other kinds.
     """
 
     kind: str
@@ -300,7 +287,7 @@ def to_datatree(
     constant_data: Mapping[str, tuple] | None = None,
     attrs: Mapping[str, Any] | None = None,
 ) -> xr.DataTree:
-    """Build the DataTree of the result schema (module docstring) from a posterior.
+    """Build the DataTree of the result schema from a posterior.
 
     Parameters
     ----------
@@ -317,17 +304,14 @@ def to_datatree(
     random_state : numpy.random.Generator, int or None
         Seeds the Gaussian draws and the posterior predictive replicates.
     sample_stats : mapping, optional
-        ``(chain, draw)`` arrays of a sampler (replaces ``lp``).  Only numbers
-        and booleans are kept: text statistics (nutpie's
-        ``divergence_message``) are dropped, so that every tree can be
-        written to a file and read back unchanged.
+        ``(chain, draw)`` arrays of a sampler (replaces ``lp``); only numbers
+        and booleans are kept.
     extra_posterior : mapping, optional
         More sampled variables, ``name -> (dims, values)`` with leading
         ``("chain", "draw")`` dims (e.g. ``log_length_scale``).
     latent : ndarray of shape (chain, draw, N), optional
         The latent mean of every draw, when the design matrix differs between
-        draws (the RBF-width model); ``Phi`` is then None and
-        ``constant_data`` says what defines the design matrix.
+        draws (the RBF-width model); ``Phi`` is then None.
     constant_data : mapping, optional
         More constant data, ``name -> (dims, values)`` (e.g. ``X``, ``centres``).
     attrs : mapping, optional
@@ -370,7 +354,6 @@ def to_datatree(
         constant["Phi"] = (("obs", "basis"), Phi)
     if kind == "regression":
         constant["y_offset"] = ((), float(post.y_offset))
-    # what a type-II fit holds fixed is constant data; what a sampled fit samples, posterior
     held, lead = (constant, ()) if post.is_type_ii else (posterior, cd)
     held["log_alpha"] = ((*lead, "basis"), np.asarray(post.log_alpha, dtype=float))
     for name in ("log_beta", "log_dispersion"):
@@ -411,8 +394,7 @@ def to_datatree(
 
 
 def _observed(kind: str, target: np.ndarray) -> np.ndarray:
-    """The observed targets as stored: whole-number counts as int64, the dtype of their
-    replicates (ArviZ draws a PPC of integers and one of floats differently)."""
+    """The observed targets as stored: whole-number counts as int64, as their replicates."""
     if (
         kind in ("poisson", "negative_binomial")
         and target.dtype.kind == "f"
@@ -436,8 +418,6 @@ def _kind_of(tree: xr.DataTree) -> str:
 def predictions(tree: xr.DataTree, Phi_new: np.ndarray, *, random_state=None) -> xr.DataTree:
     """The ArviZ ``predictions`` groups for new inputs, from the draws of a result tree.
 
-    ValueError for a tree whose likelihood is its model's own (``likelihood = "model"``).
-
     Parameters
     ----------
     tree : xarray.DataTree
@@ -450,13 +430,16 @@ def predictions(tree: xr.DataTree, Phi_new: np.ndarray, *, random_state=None) ->
     Returns
     -------
     xarray.DataTree
-        ``predictions``: ``t_obs`` / ``y_obs`` / ``counts_obs`` replicates
-        (``chain, draw, obs``) and the latent mean ``mu`` (regression; the
-        rate ``exp(Phi w)`` for counts) or probabilities ``p``
-        (classification; ``p`` has a ``class`` dimension for softmax) of every
-        draw; ``predictions_constant_data``: ``Phi``.
+        ``predictions``: replicates of the observed variable and the latent
+        mean ``mu`` (the rate for counts) or probabilities ``p`` of every draw;
+        ``predictions_constant_data``: ``Phi``.
+
+    Raises
+    ------
+    ValueError
+        For a tree whose likelihood is its own PyMC model's.
     """
-    if tree.attrs.get("likelihood") == "model":  # a model of one's own (rvm_pymc.inference)
+    if tree.attrs.get("likelihood") == "model":
         raise ValueError(
             "the tree's likelihood is that of its own PyMC model, not the RVM's: predict with "
             "that model (pm.set_data, then pm.sample_posterior_predictive)"
@@ -483,8 +466,7 @@ def predictions(tree: xr.DataTree, Phi_new: np.ndarray, *, random_state=None) ->
 def latent_predictions(
     tree: xr.DataTree, F: np.ndarray, constant_data: Mapping[str, tuple], *, random_state=None
 ) -> xr.DataTree:
-    """The ArviZ ``predictions`` groups of :func:`predictions` from the latent mean of every
-    draw at the new inputs.
+    """The ArviZ ``predictions`` groups from the latent mean of every draw at new inputs.
 
     Parameters
     ----------
@@ -492,10 +474,9 @@ def latent_predictions(
         A tree of the result schema.
     F : ndarray of shape (chain, draw, n) or (chain, draw, n, K)
         The latent mean of each draw of ``tree`` at ``n`` new inputs (regression:
-        ``y_offset`` included), e.g. of a model whose design matrix changes between
-        draws (the RBF width sampled).
+        ``y_offset`` included).
     constant_data : mapping
-        ``predictions_constant_data``, ``name -> (dims, values)`` (what defines the inputs).
+        ``predictions_constant_data``, ``name -> (dims, values)``.
     random_state : numpy.random.Generator, int or None
         Seeds the replicates.
 

@@ -1,20 +1,12 @@
 """Full Bayes next to the evidence approximation: one table, the same yardsticks for every fit.
 
-:func:`fit_all` fits one model by several methods on the same data;
-:func:`compare` scores fitted RVR/RVC estimators side by side: sparsity,
-held-out accuracy and calibration, k-fold cross-validation with refitting
-(the default yardstick), PSIS-LOO beside it, and the sampler diagnostics;
-:func:`compare_weights` lines up the weights and precisions basis by basis;
-:func:`summary` is ``arviz.summary`` with the RVM's own lines and warnings.
-Every fit other than a baseline is compared with it point by point
-(:func:`paired_difference`, the convention of ``arviz.compare``);
-:func:`arviz_trees` gives the fits' DataTrees one number of chains and draws
-for ArviZ's multi-model plots, and :func:`loo_compare` refuses to rank a
-type-II fit against a sampled one by PSIS-LOO.
-
-K-fold refits everything, hyperparameters and width included, on every fold;
-PSIS-LOO of a type-II fit leaves a point out of the weights only, so it is
-optimistic (``loo_optimistic``; ``docs/comparison.md``).
+:func:`fit_all` fits one model by several methods on the same data; :func:`compare`
+scores the fits side by side (sparsity, held-out scores, k-fold cross-validation with
+refitting, PSIS-LOO, diagnostics, paired differences to a baseline);
+:func:`compare_weights` lines up the weights basis by basis; :func:`summary` is
+``arviz.summary`` with the RVM's own lines; :func:`arviz_trees` and :func:`loo_compare`
+prepare the fits for ArviZ.  PSIS-LOO of a type-II fit is optimistic (it keeps the
+hyperparameters fitted on every point); k-fold refits everything.
 """
 
 from rvm_pymc.comparison._arviz import arviz_trees, is_type_ii_tree, loo_compare
@@ -49,5 +41,4 @@ __all__ = [
     "summary",
 ]
 
-# pickles and the documentation name the public module, not the private one that defines them
-FitSet.__module__ = __name__
+FitSet.__module__ = __name__  # pickles and the docs name the public module

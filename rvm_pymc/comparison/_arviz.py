@@ -1,5 +1,4 @@
-"""The fits as ArviZ DataTrees side by side: one number of chains and draws, type-II fits marked,
-and PSIS-LOO ranking that refuses to put a type-II fit against a sampled one."""
+"""The fits as ArviZ DataTrees side by side, and a PSIS-LOO ranking that marks type-II fits."""
 
 from __future__ import annotations
 
@@ -10,17 +9,14 @@ from rvm_pymc.exceptions import warn_user
 
 __all__ = ["arviz_trees", "is_type_ii_tree", "loo_compare"]
 
-TYPE_II_ATTR = "rvm_type_ii"
-"""Root attribute that :func:`arviz_trees` sets: 1 for a type-II fit, 0 for a sampled one."""
+TYPE_II_ATTR = "rvm_type_ii"  # root attribute set by arviz_trees
 
 
 def is_type_ii_tree(tree) -> bool:
     """Whether a DataTree is a type-II fit (hyperparameters at point values, not sampled).
 
     Read from the root attribute ``rvm_type_ii`` of :func:`arviz_trees`, else
-    from the ``method`` attribute of an estimator's ``idata_`` (reference,
-    map), else from the schema (docs/design.md, section 3): ``log_alpha`` in
-    ``constant_data`` and not in ``posterior``.
+    the ``method`` attribute, else ``log_alpha`` in ``constant_data``.
     """
     attrs = dict(tree.attrs)
     if TYPE_II_ATTR in attrs:
@@ -40,11 +36,9 @@ def _tree(fit_or_tree):
 def arviz_trees(fits: Mapping[str, Any], *, chains: int | None = None, draws: int | None = None):
     """The fits' DataTrees with one number of chains and draws, for multi-model ArviZ plots.
 
-    ArviZ's multi-model plots (``arviz.plot_forest``) silently drop the models
-    with fewer draws than the largest.  Every tree keeps its first ``chains``
-    chains and ``draws`` draws (default: the smallest numbers among the fits)
-    and the root attribute ``rvm_type_ii`` (1: type-II, 0: sampled), which
-    :func:`loo_compare` reads.
+    ArviZ's multi-model plots drop the models with fewer draws than the
+    largest.  Every tree keeps its first ``chains`` chains and ``draws``
+    draws and gets the root attribute ``rvm_type_ii`` (1: type-II, 0: sampled).
 
     Parameters
     ----------
@@ -79,10 +73,8 @@ def arviz_trees(fits: Mapping[str, Any], *, chains: int | None = None, draws: in
 def loo_compare(fits: Mapping[str, Any], *, allow_type_ii: bool = False, **kwargs):
     """``arviz.compare`` (PSIS-LOO) of several fits, refusing to rank type-II fits against sampled.
 
-    PSIS-LOO of a type-II fit (reference, map) leaves each point out of the
-    weights but not of the hyperparameters: it is optimistic, so ranking it
-    against sampled fits favours it by construction (use ``elpd_kfold`` of
-    :func:`compare`; ``docs/comparison.md``).
+    PSIS-LOO of a type-II fit (reference, map) is optimistic (the point stays
+    in the hyperparameters); rank such fits by ``elpd_kfold`` of :func:`compare`.
 
     Parameters
     ----------
@@ -96,8 +88,7 @@ def loo_compare(fits: Mapping[str, Any], *, allow_type_ii: bool = False, **kwarg
     Returns
     -------
     pandas.DataFrame
-        ``arviz.compare``'s table (``elpd_diff`` and ``dse`` are the paired
-        differences to the best fit), with a column ``type_ii``.
+        ``arviz.compare``'s table with a column ``type_ii``.
 
     Raises
     ------

@@ -1,7 +1,4 @@
-"""fit_all and compare of :mod:`rvm_pymc.comparison`: several fits of one model, one table;
-k-fold cross-validation with refitting (the same folds for every fit, the pointwise held-out
-densities and the diagnostics of every fold's refit) and the paired differences between
-fits (the pointwise convention of ``arviz.compare``)."""
+"""fit_all and compare: several fits of one model, k-fold refits and paired differences."""
 
 from __future__ import annotations
 
@@ -30,10 +27,7 @@ from rvm_pymc.exceptions import ConvergenceWarning, InterpolationWarning, warn_u
 __all__ = ["FitSet", "compare", "fit_all", "paired_difference"]
 
 METHODS = ("reference", "map", "nuts")
-"""The default methods of :func:`fit_all`."""
-WIDTH_METHOD = "nuts_width"
-"""The name of NUTS over the kernel width (``method="nuts", gamma="integrate"``) in
-:func:`fit_all`: accepted, not a default (it costs more than NUTS at one width)."""
+WIDTH_METHOD = "nuts_width"  # method="nuts", gamma="integrate"; not a default
 ALL_METHODS = (*METHODS, WIDTH_METHOD)
 COVERAGE = (0.5, 0.9, 0.95)
 
@@ -41,10 +35,9 @@ COVERAGE = (0.5, 0.9, 0.95)
 class FitSet(dict):
     """Fitted estimators by name, with the data they were fitted on.
 
-    A :class:`dict` (name -> fitted RVR/RVC) that also keeps ``X``, ``y``,
+    A :class:`dict` (name -> fitted estimator) that also keeps ``X``, ``y``,
     the wall-clock ``fit_times`` (seconds) and ``width_from`` (the fit whose
-    chosen width every other fit was fitted at, or None), so that
-    :func:`compare` can refit it in cross-validation the same way.
+    width the others were fitted at, or None), for :func:`compare`'s refits.
     """
 
     def __init__(self, fits, X=None, y=None, fit_times=None, width_from=None):
@@ -72,29 +65,21 @@ def fit_all(
     X : array_like of shape (n_samples, n_features)
     y : array_like of shape (n_samples,)
     methods : sequence of {"reference", "map", "nuts", "nuts_width"}
-        One fit per method, named by it.  ``"nuts_width"`` is NUTS with the RBF
-        width sampled too (``method="nuts", gamma="integrate"``; ``"rbf"``
-        kernel only): never fitted at the shared width (``gamma`` and
-        ``gamma_grid`` of ``params`` are not passed to it), and no default.
+        One fit per method, named by it.  ``"nuts_width"`` is
+        ``method="nuts", gamma="integrate"`` (``gamma`` and ``gamma_grid`` of
+        ``params`` are not passed to it).
     task : {"regression", "classification", "counts"}, optional
         Default: regression for a ``y`` of floating-point dtype, else
         classification; ``"counts"`` fits :class:`~rvm_pymc.estimators.RVP`.
     **params
         Parameters of :class:`~rvm_pymc.RVR` / :class:`~rvm_pymc.RVC`, the
-        same for every fit (kernel, gamma, prior, draws, random_state, ...).
-        Without a ``prior`` each method keeps its own default: the evidence
-        prior for reference and map, ``"weakly_informative"`` for nuts
-        (``"weakly_informative_slab"`` for a classifier); the ``prior`` column
-        of :func:`compare` says which.
+        same for every fit; without a ``prior`` each method keeps its own default.
     method_params : mapping of str to mapping, optional
-        Parameters of one method's fit only, over ``params``: options that
-        another method does not take, e.g.
+        Parameters of one method's fit only, over ``params``, e.g.
         ``{"nuts": {"sampler_kwargs": {"target_accept": 0.95}}}``.
     same_width : bool, default True
-        The first method chooses the kernel width (by its ``gamma`` rule) and
-        the others are fitted at its ``gamma_`` (in :func:`compare`'s k-fold
-        refits too), so that they approximate one model; False: each its own
-        width (``compare`` then warns).
+        The first method chooses the kernel width and the others are fitted at
+        its ``gamma_`` (in :func:`compare`'s refits too); False: each its own.
     on_fit : callable, optional
         Called as ``on_fit(method, gamma)`` before each fit (``gamma``: the
         shared width, None for the method's own rule).
@@ -137,12 +122,12 @@ def fit_all(
     if task not in classes:
         raise ValueError(f"task must be one of {tuple(classes)}; got {task!r}")
     cls = classes[task]
-    if WIDTH_METHOD in methods:  # its own width rule, whatever the others share
+    if WIDTH_METHOD in methods:
         given = {k: v for k, v in params.items() if k not in ("gamma", "gamma_grid")}
         width_est = cls(
             method="nuts", **{**given, **own.get(WIDTH_METHOD, {}), "gamma": "integrate"}
         )
-        try:  # before any fit: its parameters are its own, not the shared width's
+        try:  # before any fit
             width_est._check_params(X)
         except ValueError as exc:
             raise ValueError(
@@ -162,8 +147,8 @@ def fit_all(
         fits[m] = est.fit(X, y)
         times[m] = time.perf_counter() - t0
         gamma = getattr(fits[m], "gamma_", None)
-        first = m == methods[0]  # the first method chooses; one given its own gamma keeps it
-        searched = est.gamma in WIDTH_SEARCHES  # "scale" is one width; "integrate" none
+        first = m == methods[0]
+        searched = est.gamma in WIDTH_SEARCHES
         if same_width and first and searched and gamma is not None:
             shared = {"gamma": float(gamma)}
     width_from = methods[0] if shared else None
@@ -204,16 +189,14 @@ def _held_out(fit, X_test, y_test, seed) -> tuple[dict[str, float], np.ndarray]:
 
 
 def _loo(fit) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
-    """PSIS-LOO columns, NaN with the reason when a Pareto k is above ArviZ's threshold
-    or when PSIS itself fails."""
+    """PSIS-LOO columns (NaN, with the reason, when unreliable or failed)."""
     import arviz as az
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # ArviZ's Pareto-k warning: the table says it
+        warnings.simplefilter("ignore")  # the table says it
         try:
             res = az.loo(fit.idata_, pointwise=True)
-        except ValueError as exc:  # e.g. "All tail values are the same": a point whose
-            # log-likelihood is the same in every draw (a fit certain of it)
+        except ValueError as exc:  # e.g. "All tail values are the same"
             n = int(np.asarray(fit.idata_["log_likelihood"].to_dataset().to_array()).shape[-1])
             row = {
                 "elpd_loo": np.nan,
@@ -258,33 +241,28 @@ def compare(
     n_jobs: int | None = None,
     random_state=None,
 ) -> pd.DataFrame:
-    """One row per fit: sparsity, held-out scores, k-fold and LOO elpd, diagnostics, and the
-    paired differences of each fit to a baseline.
+    """One row per fit: sparsity, held-out scores, k-fold and LOO elpd, diagnostics, and
+    paired differences to a baseline.
 
     Parameters
     ----------
     fits : mapping of str to fitted RVR, RVC or RVP
-        Any methods, all regressors or all classifiers (a :class:`FitSet`
-        from :func:`fit_all` carries its training data).
+        All of one kind (a :class:`FitSet` carries its training data).
     X_test, y_test : array_like, optional
         Held-out data for ``rmse`` / ``error_rate``, ``lpd``, coverage,
         ``brier`` and ``log_loss``.
     X, y : array_like, optional
-        Training data for k-fold cross-validation (both or neither); default
-        those of a :class:`FitSet`.  Without them the k-fold columns are left
-        out.
+        Training data for k-fold cross-validation; default those of a
+        :class:`FitSet`, else no k-fold columns.
     cv : int, cross-validation splitter or None, default 5
         Folds for ``elpd_kfold`` (an int: shuffled ``KFold``, stratified for
-        classifiers, seeded by ``random_state``); every fit is refitted on
-        the same folds, whose test parts must partition the training points
-        (not ``ShuffleSplit`` or ``RepeatedKFold``).  None skips
-        cross-validation.
+        classifiers); every fit is refitted on the same folds, whose test
+        parts must partition the training points.  None skips it.
     loo : bool, default True
         Add ``elpd_loo`` (ArviZ PSIS-LOO of ``idata_``).
     baseline : str, optional
-        The fit the others are compared with, point by point (the
-        ``*_diff`` columns); default ``"reference"`` when present, else the
-        first fit.
+        The fit of the ``*_diff`` columns; default ``"reference"`` when
+        present, else the first fit.
     n_jobs : int, optional
         Parallel fold fits through joblib.
     random_state : int or None
@@ -293,57 +271,38 @@ def compare(
     Returns
     -------
     pandas.DataFrame
-        Indexed by fit name; the columns are described in ``docs/comparison.md``
-        (``interpolates``: in ``docs/estimators.md``):
+        Indexed by fit name; the columns are described in ``docs/comparison.md``:
 
         - what was fitted: ``method``, ``prior``, ``basis``, ``gamma``,
-          ``interpolates`` (the fit kept most rows and collapsed its noise),
-          ``same_basis`` (vs the baseline, :func:`same_basis`), ``fit_time``
-          (seconds), ``predictive`` (RVR);
+          ``interpolates``, ``same_basis`` (:func:`same_basis`), ``fit_time``,
+          ``predictive`` (RVR);
         - sparsity: ``n_relevant`` (:func:`n_relevant`), ``effective_parameters``;
         - type-II fits only (NaN for nuts): ``log_evidence``, ``log_hyperprior``;
-        - held out: ``lpd`` (mean nats per point), ``rmse``, ``coverage_50/90/95``
-          (regression; counts add ``d2``, the share of Poisson deviance explained) or
-          ``error_rate``, ``brier``, ``log_loss``;
+        - held out: ``lpd`` (mean per point), ``rmse``, ``coverage_50/90/95``
+          (regression; counts add ``d2``) or ``error_rate``, ``brier``, ``log_loss``;
         - k-fold with refitting: ``elpd_kfold``, ``elpd_kfold_se``,
-          ``kfold_fit_time`` (mean seconds per fold's fit), ``kfold_folds``,
-          ``kfold_converged``, ``kfold_max_rhat``, ``kfold_divergences``,
-          ``kfold_interpolating`` (folds whose fit interpolates);
-        - PSIS-LOO: ``elpd_loo``, ``elpd_loo_se``, ``p_loo`` (NaN, with the
-          reason in ``loo_note``, when a Pareto k is above ArviZ's threshold),
-          ``loo_optimistic`` (type-II), ``pareto_k_bad``, ``loo_note``;
+          ``kfold_fit_time``, ``kfold_folds``, ``kfold_converged``,
+          ``kfold_max_rhat``, ``kfold_divergences``, ``kfold_interpolating``;
+        - PSIS-LOO: ``elpd_loo``, ``elpd_loo_se``, ``p_loo`` (NaN when a Pareto k
+          is too high), ``loo_optimistic``, ``pareto_k_bad``, ``loo_note``;
         - diagnostics: ``converged``, ``divergences``, ``max_rhat``, ``min_ess_bulk``;
-        - paired differences, fit minus baseline, with the standard error
-          ``sqrt(n var(d_i))`` of :func:`paired_difference`: ``elpd_kfold_diff``,
-          ``elpd_loo_diff``, ``lpd_diff`` (per point) and their ``*_se``; 0 for
-          the baseline.
+        - paired differences to the baseline (:func:`paired_difference`):
+          ``elpd_kfold_diff``, ``elpd_loo_diff``, ``lpd_diff`` and their ``*_se``.
 
-        ``elpd_*`` are sums over the points, ``lpd`` a mean.  ``table.attrs``
-        holds ``"baseline"``, ``"pointwise"`` (DataFrames of ``"lpd"``,
-        ``"elpd_kfold"``, ``"elpd_loo"`` and ``"pareto_k"``, one column per fit)
-        and ``"folds"`` (one row per fit and fold: ``converged``, ``max_rhat``,
-        ``divergences``, ``seconds``, ``elpd``, ``gamma``, ``n_relevant`` of
-        ``n_train`` rows, ``interpolates``, ``warnings``).
+        ``table.attrs`` holds ``"baseline"``, ``"pointwise"`` (DataFrames of
+        ``"lpd"``, ``"elpd_kfold"``, ``"elpd_loo"`` and ``"pareto_k"``) and
+        ``"folds"`` (one row per fit and fold).
 
     Warns
     -----
     UserWarning
-        When a fit's basis differs from the baseline's (a width chosen per
-        method, ``fit_all(same_width=False)``): the table then compares
-        models, not approximations of one posterior.
+        When a fit's basis differs from the baseline's.
     rvm_pymc.exceptions.ConvergenceWarning
         Naming the folds whose refit did not converge.
     rvm_pymc.exceptions.InterpolationWarning
         Naming, per fit, the folds whose refit interpolates.
     Warning
-        Every other warning of the k-fold refits, once per fit and message, naming
-        the folds that raised it.
-
-    Notes
-    -----
-    Held-out densities are exact given the fit: the Gaussian predictive of a
-    type-II fit, the mixture over the draws for nuts (see
-    ``rvm_pymc.comparison.predictive``).
+        Every other warning of the k-fold refits, once per fit and message.
     """
     check_fits(fits)
     if (X_test is None) != (y_test is None):
@@ -395,7 +354,7 @@ def compare(
             rows[name].update(cols)
     table = pd.DataFrame.from_dict(rows, orient="index")
     add_paired_columns(table, frames, base)
-    if "elpd_loo_diff" in table:  # an unreliable LOO (NaN in the table) has no difference either
+    if "elpd_loo_diff" in table:  # an unreliable LOO has no difference either
         unreliable = table["elpd_loo"].isna() | bool(np.isnan(table.loc[base, "elpd_loo"]))
         table.loc[unreliable, ["elpd_loo_diff", "elpd_loo_diff_se"]] = np.nan
     table.attrs = {"baseline": base, "pointwise": frames, "folds": folds}
@@ -405,10 +364,8 @@ def compare(
 
 
 def _warn(table: pd.DataFrame, base: str, folds, integrated, caught) -> None:
-    """The warnings of :func:`compare`: fits of another basis than the baseline's; k-fold
-    refits that did not converge, and per fit those that interpolate; every other distinct
-    warning of the refits once, naming the fit and the folds."""
-    # a fit that integrates over the width (gamma="integrate") has no one basis: by design
+    """The warnings of :func:`compare`."""
+    # a fit that integrates over the width has no one basis
     other = [str(n) for n in table.index[~table["same_basis"].astype(bool)] if n not in integrated]
     if other:
         widths = ", ".join(f"{n} {table.loc[n, 'basis']}" for n in [base, *other])
@@ -462,19 +419,15 @@ def _warn(table: pd.DataFrame, base: str, folds, integrated, caught) -> None:
         )
 
 
-# ------------------------------------------------------------------ k-fold
-
-
 def _fold_fit(est, X, y, train, test, gamma=None) -> dict[str, Any]:
     """Refit a clone of ``est`` on one training fold (at ``gamma`` if given) and score it."""
     from sklearn.base import clone
 
-    # a fit over the width (gamma="integrate") keeps its own rule in every fold
     shared = gamma is not None and est.gamma != "integrate"
     model = clone(est).set_params(gamma=gamma) if shared else clone(est)
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught, quiet_pymc():
-        warnings.simplefilter("always")  # kept in the folds table; compare raises each once
+        warnings.simplefilter("always")
         model.fit(X[train], y[train])
     elapsed = time.perf_counter() - t0
     seed = getattr(est, "random_state", None)
@@ -499,8 +452,7 @@ def _distinct(caught: list[tuple[str, type[Warning]]]) -> list[tuple[str, type[W
 
 
 def _fold_fits(fits, X, y, train, test, width_from) -> dict[str, dict[str, Any]]:
-    """Every fit's refit on one fold; with ``width_from``, that fit's refit chooses the
-    fold's width and the others are refitted at it (one width per comparison)."""
+    """Every fit's refit on one fold, at the width of ``width_from``'s refit if given."""
     out = {}
     gamma = None
     if width_from is not None:
@@ -521,8 +473,7 @@ def _folds(fits, X, y, cv, random_state) -> list[tuple[np.ndarray, np.ndarray]]:
         folds = shuffled_folds(y, int(cv), classification, random_state)
     else:
         folds = list(check_cv(cv, y, classifier=classification).split(X, y))
-    # elpd_kfold is a sum over the points of one held-out density each: the test folds must
-    # partition the data (ShuffleSplit left points out, NaN; RepeatedKFold overwrote them)
+    # elpd_kfold sums one held-out density per point: the test folds must partition the data
     tested = np.zeros(len(y), dtype=int)
     for _, te in folds:
         np.add.at(tested, te, 1)
@@ -536,26 +487,23 @@ def _folds(fits, X, y, cv, random_state) -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 def kfold(fits, X, y, cv, random_state, n_jobs):
-    """k-fold elpd with refitting, the same folds for every fit (columns of :func:`compare`).
+    """k-fold elpd with refitting, the same folds for every fit.
 
-    Returns ``(columns, pointwise, folds, caught)``: per fit the ``elpd_kfold*`` and
-    ``kfold_*`` columns; the held-out log density of every training point (one column
-    per fit); one row per fit and fold (the ``folds`` attribute of ``compare``'s
-    table); ``(fit, message, category) -> folds`` of the refits' warnings.  With
-    ``fits.width_from``, that fit's refit chooses each fold's width and the others
-    are refitted at it.
+    Returns ``(columns, pointwise, folds, caught)``: per fit the k-fold columns, the
+    held-out log density of every point, one row per fit and fold, and
+    ``(fit, message, category) -> folds`` of the refits' warnings.
     """
     from joblib import Parallel, delayed
 
     folds = _folds(fits, X, y, cv, random_state)
     width_from = getattr(fits, "width_from", None)
-    if width_from is None:  # every (fit, fold) an independent task
+    if width_from is None:
         flat = Parallel(n_jobs=n_jobs)(
             delayed(_fold_fit)(est, X, y, tr, te) for tr, te in folds for est in fits.values()
         )
         k = len(fits)
         res = [dict(zip(fits, flat[i * k : (i + 1) * k], strict=True)) for i in range(len(folds))]
-    else:  # a fold's width first: its fits one after another
+    else:
         res = Parallel(n_jobs=n_jobs)(
             delayed(_fold_fits)(dict(fits), X, y, tr, te, width_from) for tr, te in folds
         )
@@ -606,9 +554,6 @@ def kfold(fits, X, y, cv, random_state, n_jobs):
     return out, pointwise, table, caught
 
 
-# ------------------------------------------------------------------ paired differences
-
-
 PAIRED = {
     "lpd": ("lpd_diff", "lpd_diff_se", True),
     "elpd_kfold": ("elpd_kfold_diff", "elpd_kfold_diff_se", False),
@@ -620,16 +565,13 @@ PAIRED = {
 def paired_difference(a, b, *, mean: bool = False) -> tuple[float, float]:
     """The paired difference of two pointwise vectors and its standard error.
 
-    ``d_i = a_i - b_i`` over the same points; the difference is ``sum_i d_i``
-    and its standard error ``sqrt(n var(d))`` (population variance), the
-    convention of ``arviz.compare`` (``elpd_diff``, ``dse``).  With
-    ``mean=True`` both are divided by ``n`` (a mean per point, as the
-    ``lpd`` column).
+    ``sum_i (a_i - b_i)`` and its standard error ``sqrt(n var(d))``, the
+    convention of ``arviz.compare``; with ``mean=True`` both divided by ``n``.
 
     Parameters
     ----------
     a, b : array_like of shape (n,)
-        Pointwise values of two fits at the same points (log densities).
+        Pointwise values of two fits at the same points.
     mean : bool, default False
 
     Returns
@@ -648,7 +590,7 @@ def paired_difference(a, b, *, mean: bool = False) -> tuple[float, float]:
 
 
 def choose_baseline(fits: Mapping[str, Any], baseline: str | None) -> str:
-    """The given baseline (a key of ``fits``), else ``"reference"`` if present, else the first."""
+    """The given baseline, else ``"reference"`` if present, else the first fit."""
     if baseline is None:
         return "reference" if "reference" in fits else next(iter(fits))
     if baseline not in fits:
@@ -659,8 +601,7 @@ def choose_baseline(fits: Mapping[str, Any], baseline: str | None) -> str:
 def add_paired_columns(
     table: pd.DataFrame, pointwise: Mapping[str, pd.DataFrame], baseline: str
 ) -> pd.DataFrame:
-    """Add ``<quantity>_diff`` and ``<quantity>_diff_se`` (fit minus baseline) for every quantity
-    of :data:`PAIRED` present in ``pointwise``; the baseline's row holds 0 and 0."""
+    """Add the :data:`PAIRED` columns (fit minus baseline) of the quantities in ``pointwise``."""
     for what, (col, col_se, mean) in PAIRED.items():
         if what not in pointwise:
             continue

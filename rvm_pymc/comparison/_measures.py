@@ -1,8 +1,6 @@
 """What a fit says about its bases: relevance, effective parameters, weight moments, diagnostics.
 
-Read through the estimators' public attributes (``posterior_``, ``idata_``,
-``active_``, ``basis_scale_``, ``y_scale_``), the same for every method; used
-by :mod:`rvm_pymc.comparison` and the plots.
+Read through the estimators' public attributes, the same for every method.
 """
 
 from __future__ import annotations
@@ -32,18 +30,14 @@ __all__ = [
 ]
 
 RELEVANCE_PROB = 0.95
-"""Default of :func:`relevant_bases`: the sign of a sampled weight known with this probability."""
 
 
 def relevant_bases(fit, *, prob: float = RELEVANCE_PROB) -> list[str]:
     """Names of the bases a fit counts as relevant.
 
     A type-II fit (reference, map): the bases it did not prune.  A sampled fit
-    (nuts), which prunes nothing: the bases whose weight has a sign the
-    posterior is sure of, ``max(P(w_m > 0), P(w_m < 0)) >= prob`` (for
-    softmax, in at least one class), i.e. whose central ``2 prob - 1``
-    posterior interval excludes 0 (a rule free of the data's scale and of the
-    hyperprior, unlike one on the precisions).
+    (nuts): the bases whose weight's sign is known with probability ``prob``,
+    ``max(P(w_m > 0), P(w_m < 0)) >= prob`` (for softmax, in some class).
 
     Parameters
     ----------
@@ -69,20 +63,14 @@ def relevant_bases(fit, *, prob: float = RELEVANCE_PROB) -> list[str]:
 
 
 def n_relevant(fit, *, prob: float = RELEVANCE_PROB) -> int:
-    """The relevance count of a fit: its relevant bases (:func:`relevant_bases`), bias not counted.
-
-    The one count of the package: the ``n_relevant`` column of
-    :func:`~rvm_pymc.comparison.compare`, the demo's table and the plots' legends.
-    """
+    """The number of relevant bases (:func:`relevant_bases`), the bias not counted."""
     return sum(1 for n in relevant_bases(fit, prob=prob) if n != "bias")
 
 
 def rank_bases(fit) -> list[str]:
     """The bases of a fit, most relevant first: by ``|E[w_m]| / sd(w_m)`` (largest over classes).
 
-    The same score for every method (the posterior mean and sd of the weight,
-    in the units of the data); a basis a type-II fit pruned has no weight and
-    is not listed.  Ties keep the fit's order.
+    A pruned basis is not listed; ties keep the fit's order.
     """
     post = fit.posterior_
     names = [str(n) for n in post.basis_names]
@@ -108,12 +96,11 @@ def _weight_var(fit) -> np.ndarray:
     return d.var(axis=0).reshape(m, -1)
 
 
-EFFECTIVE_PARAMETER_DRAWS = 200
-"""Draws (evenly spaced) over which :func:`effective_parameters` of a sampled fit averages."""
+EFFECTIVE_PARAMETER_DRAWS = 200  # evenly spaced draws of a sampled fit
 
 
 def _slab_precision(fit) -> np.ndarray | float:
-    """The slab's precision of each basis of ``posterior_``, in data units; 0.0 without one."""
+    """The slab's precision of each basis, in data units; 0.0 without one."""
     slab = fit.prior_.slab
     if slab is None:
         return 0.0
@@ -122,7 +109,7 @@ def _slab_precision(fit) -> np.ndarray | float:
 
 
 def _gamma_sum(G: np.ndarray, alpha: np.ndarray) -> float:
-    """``sum_m gamma_m = trace((G + A)^-1 G)`` in [0, M], for the curvature ``G = Phi^T B Phi``."""
+    """``sum_m gamma_m = trace((G + A)^-1 G)`` for the curvature ``G = Phi^T B Phi``."""
     if G.shape[0] == 0:
         return 0.0
     S = G + np.diag(alpha)
@@ -133,21 +120,11 @@ def _gamma_sum(G: np.ndarray, alpha: np.ndarray) -> float:
 def effective_parameters(fit) -> float:
     """The number of well-determined parameters (Tipping 2001, MacKay 1992), in ``[0, min(N, M)]``.
 
-    One rule for every method, the trace of the hat matrix at the training
-    points: ``sum_m gamma_m = sum_m (1 - alpha_m Sigma_mm) = trace(B Phi Sigma Phi^T)``
-    (with a slab, ``alpha_m + 1/s^2`` in place of ``alpha_m``)
-    with ``Sigma = (Phi^T B Phi + A)^-1``, ``B = beta I`` (regression) or
-    ``diag(p_i (1 - p_i))`` (binary; softmax sums the rule over the classes,
-    each with its own ``p_ik (1 - p_ik)``) or ``diag(lambda_i)`` (Poisson counts;
-    negative binomial: the curvature ``(t_i + r) p_i (1 - p_i)``, ``p_i = mu_i / (r + mu_i)``).
-    Each ``gamma_m`` lies in [0, 1], so the sum lies in ``[0, min(N, M)]`` (per class for softmax).
-
-    A type-II fit (reference, map): at its hyperparameters, with its own
-    posterior covariance.  A sampled fit (nuts): the posterior mean of the
-    same rule, evaluated at each of
-    :data:`~rvm_pymc.comparison._measures.EFFECTIVE_PARAMETER_DRAWS` evenly
-    spaced draws of ``(log alpha, log beta)`` (binary and softmax: ``B`` at
-    that draw's weights).
+    ``sum_m gamma_m = sum_m (1 - alpha_m Sigma_mm) = trace(B Phi Sigma Phi^T)``
+    (with a slab, ``alpha_m + 1/s^2`` for ``alpha_m``), ``Sigma = (Phi^T B Phi +
+    A)^-1``, ``B`` the likelihood's curvature (``beta I`` for regression; softmax
+    sums over the classes).  A type-II fit: at its hyperparameters; a sampled fit:
+    the mean over at most 200 evenly spaced draws.
     """
     post = fit.posterior_
     if post.is_type_ii:
@@ -169,8 +146,7 @@ def effective_parameters(fit) -> float:
         return rbf_columns(D, lls[s], bias=fit.bias_active_, unit_rms=False)
 
     def alpha_at(s: int, Phi: np.ndarray) -> np.ndarray:
-        # gamma="integrate" scales the columns to RMS 1 at each width (every such fit,
-        # also those saved before rbf_unit_rms was recorded): the slab's precision of those
+        # gamma="integrate": the slab acts on the columns at RMS 1 at each width
         if fixed is None:
             return np.exp(la[s]) + slab * np.mean(Phi**2, axis=0)
         return np.exp(la[s]) + slab
@@ -209,15 +185,10 @@ def effective_parameters(fit) -> float:
 def log_evidence(fit) -> float:
     """``log p(targets | alpha, beta)`` of a type-II fit at its hyperparameters; NaN for nuts.
 
-    Computed from the fit's tree, in the units of the data, the same quantity
-    for every type-II fit whatever its prior and optimiser: regression, the
-    exact Gaussian marginal likelihood ``log N(t - y_offset | 0, I/beta + Phi
-    A^-1 Phi^T)``; classification and counts, its Laplace approximation at the posterior
-    mode ``w*`` with covariance ``Sigma``, ``log p(y | w*) + log N(w* | 0,
-    A^-1) + 1/2 log|2 pi Sigma|``.  With a slab ``s`` the weights' prior
-    precisions are ``alpha_m + 1/s^2`` on the scaled problem (in data units,
-    ``alpha_m + (basis_scale_m / y_scale)^2 / s^2``) in place of ``A``.  No
-    hyperprior term: that is :func:`log_hyperprior`.
+    In the units of the data: for regression the exact Gaussian marginal likelihood,
+    for classification and counts its Laplace approximation at the posterior mode.
+    With a slab, the weights' prior precisions include it.  No hyperprior term
+    (:func:`log_hyperprior`).
     """
     from scipy.special import log_expit, log_softmax
 
@@ -228,7 +199,6 @@ def log_evidence(fit) -> float:
         return float("nan")
     tree = fit.idata_
     Phi = np.asarray(tree["constant_data"]["Phi"].values, dtype=float)
-    # the weights' prior precisions (alpha + 1/s^2 in data units with a slab)
     alpha = np.exp(np.asarray(post.log_alpha, dtype=float)) + _slab_precision(fit)
     if post.kind == "regression":
         t = np.asarray(tree["observed_data"]["t_obs"].values, dtype=float) - post.y_offset
@@ -263,10 +233,8 @@ def log_hyperprior(fit) -> float:
     """The Gamma hyperprior terms of a type-II fit's prior at its hyperparameters; NaN for nuts.
 
     ``sum_m [a log alpha_m - b alpha_m] + c log beta - d beta`` over the
-    active bases (:func:`rvm_pymc._core.evidence.log_hyperprior`: the Gamma
-    log densities of the log precisions, without normalising constants);
-    zero under the ``"evidence"`` prior.  ``log_evidence + log_hyperprior``
-    is the objective a type-II MAP maximises.
+    active bases, without normalising constants; ``log_evidence +
+    log_hyperprior`` is the objective a type-II MAP maximises.
     """
     from rvm_pymc._core.evidence import log_alpha_prior, log_hyperprior
 
@@ -274,7 +242,7 @@ def log_hyperprior(fit) -> float:
     if not post.is_type_ii:
         return float("nan")
     alpha = np.exp(np.asarray(post.log_alpha, dtype=float))
-    if post.log_beta is None:  # a classifier has no beta
+    if post.log_beta is None:
         val = log_alpha_prior(alpha, fit.prior_)
     else:
         val = log_hyperprior(alpha, float(np.exp(post.log_beta)), fit.prior_)
@@ -282,12 +250,7 @@ def log_hyperprior(fit) -> float:
 
 
 def diagnostics(fit) -> dict[str, float]:
-    """Divergences, max R-hat, min bulk ESS (NaN for type-II fits), and ``converged``.
-
-    The statistics of the convergence standard
-    (:func:`rvm_pymc._core.convergence.sampling_diagnostics`) over the weights and
-    log precisions; ``converged`` is the fit's ``converged_``.
-    """
+    """Divergences, max R-hat, min bulk ESS (NaN for type-II fits), and ``converged_``."""
     out = {
         "divergences": np.nan,
         "max_rhat": np.nan,
@@ -337,11 +300,9 @@ def weight_moments(fit) -> pd.DataFrame:
 def same_basis(first, other, X=None) -> bool:
     """Whether two fits are fits of the same basis, so that ``"x3"`` means the same function.
 
-    Same number of features, bias setting, classes and kernel width
-    (``gamma_``); for kernel fits the same kernel values at the relevance
-    vectors of both and the same input wherever they share a training index;
-    any other basis evaluated at ``X`` (the training inputs, when known) must
-    agree.
+    Same features, bias, classes and ``gamma_``; for kernel fits the same
+    kernel values at the relevance vectors of both; any other basis must
+    agree at ``X`` (when given).
     """
     f = other
     if f.n_features_in_ != first.n_features_in_ or bool(f.bias) != bool(first.bias):
@@ -369,7 +330,7 @@ def same_basis(first, other, X=None) -> bool:
 
 
 def basis_label(fit) -> str:
-    """A short name of a fit's basis: the kernel and its width, e.g. ``"rbf(gamma=0.5)"``."""
+    """A short name of a fit's basis, e.g. ``"rbf(gamma=0.5)"``."""
     k = fit.kernel
     name = k if isinstance(k, str) else type(k).__name__
     basis = getattr(fit, "basis_", None)
@@ -382,17 +343,7 @@ def basis_label(fit) -> str:
 
 
 def check_fits(fits: Mapping) -> None:
-    """A non-empty mapping of fitted estimators, all RVR, all RVC or all RVP.
-
-    Raises
-    ------
-    ValueError
-        For an empty mapping or a mixture of kinds (regressors, classifiers, counts).
-    TypeError
-        For a value that is not an RVR/RVC/RVP.
-    sklearn.exceptions.NotFittedError
-        For an estimator not fitted yet.
-    """
+    """Check that ``fits`` maps names to fitted estimators of one class (RVR, RVC or RVP)."""
     from sklearn.utils.validation import check_is_fitted
 
     if not isinstance(fits, Mapping) or not fits:
@@ -403,7 +354,7 @@ def check_fits(fits: Mapping) -> None:
     for name, f in fits.items():
         if not isinstance(f, RVR | RVC | RVP):
             raise TypeError(f"fits[{name!r}] is not an RVR/RVC/RVP; got {type(f).__name__}")
-        check_is_fitted(f, "coef_")  # NotFittedError naming the estimator
+        check_is_fitted(f, "coef_")
         kinds.add(type(f).__name__)
     if len(kinds) > 1:
         raise ValueError(

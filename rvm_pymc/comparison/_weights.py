@@ -1,4 +1,4 @@
-"""compare_weights and summary of :mod:`rvm_pymc.comparison`: what the fits say, basis by basis."""
+"""compare_weights and summary: what the fits say, basis by basis."""
 
 from __future__ import annotations
 
@@ -48,25 +48,20 @@ def compare_weights(
     Parameters
     ----------
     fits : mapping of str to fitted RVR or RVC
-        Fits of the same basis (same kernel, width and training inputs), e.g.
-        a :class:`FitSet`.
+        Fits of the same basis, e.g. a :class:`FitSet`.
     prob : float, default 0.95
         The relevance rule of :func:`relevant_bases` for sampled fits.
 
     Returns
     -------
     table : pandas.DataFrame
-        One row per basis (``"name[k]"`` per class for softmax) of any fit;
-        columns ``(fit, quantity)``: ``w_mean``, ``w_sd``,
-        ``log_alpha_mean``, ``log_alpha_sd`` (data units; a basis a type-II
-        fit pruned has ``w`` exactly 0 with sd 0 and ``log alpha = inf``),
-        ``relevant``; and ``("z", "a|b")`` for every pair of fits, the
-        distance of their weight means in posterior sds,
-        ``(mean_a - mean_b) / sqrt(sd_a^2 + sd_b^2)`` (NaN where both sds
-        are 0).
+        One row per basis (``"name[k]"`` per class for softmax); columns
+        ``(fit, quantity)``: ``w_mean``, ``w_sd``, ``log_alpha_mean``,
+        ``log_alpha_sd`` (a pruned basis: ``w`` 0 with sd 0, ``log alpha =
+        inf``), ``relevant``; and ``("z", "a|b")`` for every pair of fits,
+        ``(mean_a - mean_b) / sqrt(sd_a^2 + sd_b^2)`` (NaN where both sds are 0).
     agreement : pandas.DataFrame
-        Fit by fit, the Jaccard index ``|A & B| / |A | B|`` of the sets of
-        relevant bases (1 on the diagonal).
+        Fit by fit, the Jaccard index of the sets of relevant bases.
     """
     check_fits(fits)
     _check_same_basis(fits)
@@ -102,9 +97,6 @@ def compare_weights(
     return table, pd.DataFrame(jac, index=names, columns=names)
 
 
-# ------------------------------------------------------------------ summary
-
-
 def summary(
     fit, *, rhat_max: float = RHAT_MAX, ess_min: float = MIN_ESS, **kwargs
 ) -> pd.DataFrame:
@@ -124,14 +116,11 @@ def summary(
     -------
     pandas.DataFrame
         The rows of ``arviz.summary`` for the weights (and, for nuts, the log
-        precisions) of the fit's relevant bases (of every basis when none is
-        relevant, as for most NUTS fits of a kernel RVM), then the RVM's own rows in
-        the ``mean`` column: ``rvm:n_relevant`` (:func:`n_relevant`, the bias
-        not counted), ``rvm:effective_parameters``, ``rvm:log_evidence``
-        (:func:`log_evidence`, type-II), ``rvm:converged`` (1 or 0) and, for
-        nuts, ``rvm:divergences``, ``rvm:max_rhat``, ``rvm:min_ess_bulk``.
-        A type-II fit's rows are statistics of its exact Gaussian draws, so
-        only ``kind="stats"`` columns are shown.
+        precisions) of the relevant bases (of every basis when none is), then
+        the RVM's own rows in the ``mean`` column: ``rvm:n_relevant``,
+        ``rvm:effective_parameters``, ``rvm:log_evidence``, ``rvm:converged``
+        and, for nuts, ``rvm:divergences``, ``rvm:max_rhat``,
+        ``rvm:min_ess_bulk``.  A type-II fit shows only ``kind="stats"`` columns.
 
     Warns
     -----
