@@ -210,7 +210,7 @@ class WeightPosterior:
         ``log beta = log beta_s - 2 log t_sd``, ``y_offset = t_mean``.
         """
         r = np.asarray(col_scale, dtype=float)
-        f = t_sd / r  # per basis
+        f = t_sd / r
         k = self._n_classes()
         changes: dict[str, Any] = {
             "log_alpha": np.asarray(self.log_alpha) + 2.0 * np.log(r / t_sd),
@@ -245,9 +245,6 @@ class WeightPosterior:
                 cov=self.cov[np.ix_(flat, flat)],
             )
         return replace(self, basis_names=names, log_alpha=la, draws=self.draws[:, :, idx])
-
-
-# -------------------------------------------------------------------- the tree
 
 
 def _dataset(variables: Mapping[str, tuple], coords: Mapping[str, Any]) -> xr.Dataset:

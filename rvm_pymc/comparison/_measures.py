@@ -190,9 +190,9 @@ def log_evidence(fit) -> float:
     With a slab, the weights' prior precisions include it.  No hyperprior term
     (:func:`log_hyperprior`).
     """
-    from scipy.special import log_expit, log_softmax
-
     from rvm_pymc._core.evidence import log_marginal_likelihood
+    from rvm_pymc._core.likelihoods import log_likelihood
+    from rvm_pymc.results import OBS_NAMES
 
     post = fit.posterior_
     if not post.is_type_ii:
@@ -207,22 +207,10 @@ def log_evidence(fit) -> float:
             return -0.5 * (t.size * np.log(2 * np.pi / beta) + beta * float(t @ t))
         return log_marginal_likelihood(Phi, t, alpha, beta)
     w = np.asarray(post.mean, dtype=float).reshape(Phi.shape[1], -1)  # (M, K or 1)
-    f = Phi @ w
-    if post.kind in ("poisson", "negative_binomial"):
-        from rvm_pymc._core.counts import negbin_logpmf, poisson_logpmf
-
-        counts = np.asarray(tree["observed_data"]["counts_obs"].values, dtype=float)
-        if post.kind == "poisson":
-            loglik = float(np.sum(poisson_logpmf(counts, f[:, 0])))
-        else:
-            r = float(np.exp(post.log_dispersion))
-            loglik = float(np.sum(negbin_logpmf(counts, f[:, 0], r)))
-    else:
-        y = np.asarray(tree["observed_data"]["y_obs"].values).astype(int)
-    if post.kind == "binary":
-        loglik = float(np.sum(log_expit(np.where(y == 1, 1.0, -1.0) * f[:, 0])))
-    elif post.kind == "softmax":
-        loglik = float(np.sum(log_softmax(f, axis=1)[np.arange(y.size), y]))
+    f = (Phi @ w) if post.kind == "softmax" else (Phi @ w)[:, 0]
+    y = np.asarray(tree["observed_data"][OBS_NAMES[post.kind]].values)
+    y = y.astype(int) if post.kind in ("binary", "softmax") else y
+    loglik = float(np.sum(log_likelihood(post.kind, f[None, None], y, post.likelihood_parameter)))
     a = np.repeat(alpha[:, None], w.shape[1], axis=1)
     logprior = 0.5 * float(np.sum(np.log(a) - a * w**2)) - 0.5 * w.size * np.log(2 * np.pi)
     _, logdet = np.linalg.slogdet(np.asarray(post.cov, dtype=float)) if w.size else (1.0, 0.0)
@@ -251,12 +239,8 @@ def log_hyperprior(fit) -> float:
 
 def diagnostics(fit) -> dict[str, float]:
     """Divergences, max R-hat, min bulk ESS (NaN for type-II fits), and ``converged_``."""
-    out = {
-        "divergences": np.nan,
-        "max_rhat": np.nan,
-        "min_ess_bulk": np.nan,
-        "converged": bool(fit.converged_),
-    }
+    out = dict.fromkeys(("divergences", "max_rhat", "min_ess_bulk"), np.nan)
+    out["converged"] = bool(fit.converged_)
     if fit.posterior_.is_type_ii:
         return out
     tree = fit.idata_

@@ -298,9 +298,7 @@ class _BaseRVM(BaseEstimator):
         X : array_like of shape (n_samples, n_features)
             Training inputs (the kernel matrix for ``kernel="precomputed"``).
         y : array_like of shape (n_samples,)
-            :class:`RVR`: targets (not constant); :class:`RVC`: class labels, two or more
-            distinct values of any sortable type; :class:`RVP`: counts, finite, >= 0, not
-            all zero.
+            Targets (RVR), class labels (RVC) or non-negative counts (RVP).
 
         Returns
         -------
@@ -570,10 +568,6 @@ class _BaseRVM(BaseEstimator):
         ValueError
             If a parameter cannot be written without pickle (a callable
             kernel, a user :class:`~rvm_pymc.basis.Basis`).
-
-        See Also
-        --------
-        load : read it back; refuses a modified file or one of another model.
         """
         from rvm_pymc.estimators._io import save_estimator
 
@@ -596,8 +590,7 @@ class _BaseRVM(BaseEstimator):
         ------
         ValueError
             If the file was not written by :meth:`save`, holds another kind of
-            estimator or an inconsistent model, or fails its checksum
-            (modified or corrupted).
+            estimator or an inconsistent model, or fails its checksum.
         """
         from rvm_pymc.estimators._io import load_estimator
 

@@ -172,14 +172,12 @@ class RVR(RegressorMixin, _BaseRVM):
     noise_var_ : float
         Noise variance of ``predict(return_std=True)``: ``1/beta_``, or the
         posterior mean of ``1/beta`` for nuts.
-    y_offset_ : float
-        Mean of the training targets, added to every prediction; 0.0 with
-        ``bias=False``.
-    y_scale_ : float
-        Sd of the training targets (root mean square with ``bias=False``).
+    y_offset_, y_scale_ : float
+        Mean and sd of the training targets (0.0 and root mean square with
+        ``bias=False``): the scaling of the fitted problem.
     basis_scale_ : ndarray of shape (n_basis,)
-        Root mean square of every column of the training design matrix (the
-        columns the fits see are divided by it).
+        Root mean square of every column of the training design matrix, by
+        which the fits divide it.
     intercept_ : float
         The constant term of the predictive mean: the bias weight (0.0 when
         pruned or absent) plus ``y_offset_``, so that ``predict(X)`` is
@@ -190,18 +188,16 @@ class RVR(RegressorMixin, _BaseRVM):
         Whether the bias column is relevant.
     active_ : ndarray of int
         Relevant columns of the design matrix (0 is the bias): those not pruned
-        by reference/map; all columns for nuts (but for a column that is zero at
-        every training input).
+        by reference/map; all non-zero columns for nuts.
     active_names_ : list of str
         Their names: ``"bias"`` and ``"x<i>"`` for the kernel on training point i.
-    relevance_indices_ : ndarray of int
-        Indices of the training points that are relevance vectors.
-    relevance_vectors_ : ndarray of shape (n_relevance, n_features)
-        Those training points (empty for precomputed kernels and user bases).
+    relevance_indices_, relevance_vectors_ : ndarray
+        The training points that are relevance vectors: their indices and
+        inputs (no inputs for precomputed kernels and user bases).
     gamma_ : float or None
         Kernel width used (None for kernels without one).
     gamma_draws_ : ndarray of shape (n_chains, n_draws)
-        Only with ``gamma="integrate"``: the width of every posterior draw.
+        Only with ``gamma="integrate"``: the width of every draw.
     kernel_ : Kernel or None
         The fitted kernel (None for ``"precomputed"`` and user bases, which
         keep the fitted ``basis_``).
@@ -219,9 +215,7 @@ class RVR(RegressorMixin, _BaseRVM):
         their own units; NaN for nuts.
     cv_path_ : dict
         Only with ``gamma="cv"``: ``{"gamma", "cv_lpd", "cv_lpd_se",
-        "relevance_fraction"}`` arrays, one entry per width scored, by increasing
-        width: the mean held-out log density per row, its standard error, and the
-        mean fraction of a fold's rows kept relevant.
+        "relevance_fraction"}`` arrays by increasing width scored.
     interpolates_ : bool
         Whether the type-II fit keeps more than half of its training rows as
         relevance vectors (under a prior that prunes, ``a = b = 0``) or ended
@@ -234,11 +228,8 @@ class RVR(RegressorMixin, _BaseRVM):
         in the order made.
     idata_ : xarray.DataTree
         The fit in the result schema of :mod:`rvm_pymc.results`, built on first
-        access.  PSIS-LOO of a reference or map fit is not a valid estimate
-        (``rvm_loo_note`` of its ``log_likelihood`` group); compare fits by
-        :func:`rvm_pymc.compare`'s ``elpd_kfold``.
-        :func:`rvm_pymc.plotting.diagnostic_tree` is the part ArviZ's trace and
-        rank plots can draw.
+        access.  PSIS-LOO of a reference or map fit is not a valid estimate;
+        compare fits by :func:`rvm_pymc.compare`'s ``elpd_kfold``.
     posterior_ : rvm_pymc.results.WeightPosterior
         The estimator's one posterior, in the units of the data.
     model_ : pymc.Model or None
@@ -362,7 +353,8 @@ max_iter, tol, draws, tune, chains, sampler_kwargs, init, n_jobs, random_state
         (n_active K, n_active K) otherwise.
     alpha_, intercept_, bias_active_, active_, active_names_, relevance_indices_, \
 relevance_vectors_, gamma_, gamma_draws_, kernel_, n_iter_, converged_, log_evidence_, \
-evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, feature_names_in_
+cv_path_, evidence_path_, interpolates_, idata_, posterior_, model_, basis_scale_, \
+n_features_in_, feature_names_in_
         As for :class:`RVR`.
 
     Examples
@@ -473,10 +465,8 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
 class RVP(RegressorMixin, _BaseRVM):
     """Relevance vector regression for counts (Poisson or negative binomial, log link).
 
-    Model: ``y ~ Poisson(exp(phi(x)^T w))``, or with
-    ``likelihood="negative_binomial"`` the NB2 of mean ``mu = exp(phi(x)^T w)``
-    and variance ``mu + mu^2 / r`` (dispersion ``r > 0``; the Poisson is its
-    limit ``r -> inf``), ``w_m ~ N(0, 1/alpha_m)``, the precisions fitted by
+    Model: ``y ~ Poisson(exp(phi(x)^T w))``, or the NB2 of that mean ``mu`` and
+    variance ``mu + mu^2 / r``, ``w_m ~ N(0, 1/alpha_m)``, the precisions fitted by
     maximum (Laplace) evidence, as for :class:`RVC`.  As scikit-learn's
     :class:`~sklearn.linear_model.PoissonRegressor`: :meth:`predict` returns the
     mean count, :meth:`score` is D^2 (the fraction of Poisson deviance
@@ -505,11 +495,11 @@ max_iter, tol, draws, tune, chains, sampler_kwargs, init, n_jobs, random_state
     sigma_ : ndarray of shape (n_active, n_active)
         Their posterior covariance (Laplace for reference/map).
     dispersion_ : float or None
-        The negative binomial's ``r``: the type-II estimate (reference), the
-        posterior median (nuts); None for the Poisson.
+        The negative binomial's ``r`` (posterior median for nuts); None for the Poisson.
     alpha_, intercept_, bias_active_, active_, active_names_, relevance_indices_, \
-relevance_vectors_, gamma_, kernel_, n_iter_, converged_, log_evidence_, \
-evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, feature_names_in_
+relevance_vectors_, gamma_, kernel_, n_iter_, converged_, log_evidence_, cv_path_, \
+evidence_path_, interpolates_, idata_, posterior_, model_, basis_scale_, n_features_in_, \
+feature_names_in_
         As for :class:`RVR`.
 
     Examples
@@ -623,32 +613,12 @@ evidence_path_, idata_, posterior_, model_, basis_scale_, n_features_in_, featur
         return float(d2_tweedie_score(y, self.predict(X), sample_weight=sample_weight, power=1))
 
 
-# ------------------------------------------------------------- RVM* (RVR)
-
 BLOCK_ENTRIES = 1 << 20
 """Entries of the training-by-test kernel matrix of one block (8 MB of float64)."""
 
 
 def rvm_star_predict(est, X, return_std: bool):
-    """Predictive mean (and sd, noise included) of RVM* at ``X`` for a fitted RVR.
-
-    Parameters
-    ----------
-    est : RVR
-        Fitted with ``predictive="rvm*"`` by method ``"reference"`` or ``"map"``.
-    X : array_like of shape (n_samples, n_features)
-    return_std : bool
-
-    Returns
-    -------
-    y_mean : ndarray of shape (n_samples,)
-    y_std : ndarray of shape (n_samples,), only when ``return_std``
-
-    Raises
-    ------
-    ValueError
-        If ``predictive="rvm*"`` was set after the fit: refit.
-    """
+    """Predictive mean (and sd, noise included) of RVM* at ``X`` for a fitted RVR."""
     check_numeric(X, "X")
     check_is_fitted(est, "coef_")
     if not hasattr(est, "X_train_"):

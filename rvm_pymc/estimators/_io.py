@@ -206,21 +206,14 @@ def load_estimator(path, expected: type | None = None):
     if not (isinstance(version, int | np.integer) and int(version) in READABLE_VERSIONS):
         raise ValueError(_version_message(shown, version))
     version = int(version)
-    header = {
-        key: _header_text(attrs, key)
-        for key in ("rvm_estimator_class", "rvm_params", "rvm_fitted", "rvm_checksum")
-    }
+    header = {key: _header_text(attrs, key) for key in _HEADER[2:]}
     missing = [key for key, value in header.items() if value is None]
     if missing:
         raise ValueError(f"{shown} is damaged: its header lacks {', '.join(missing)}")
-    name, params_json, fitted_json = (
-        header["rvm_estimator_class"],
-        header["rvm_params"],
-        header["rvm_fitted"],
-    )
+    name, params_json, fitted_json, checksum = header.values()
     with damaged_if_failing(shown, "its checksum cannot be computed"):
         digest = _digest(tree, name, params_json, fitted_json, version)
-    if digest != header["rvm_checksum"]:
+    if digest != checksum:
         raise ValueError(
             f"{shown}: checksum mismatch: the file was modified or corrupted "
             "after it was saved; refusing to load it"
@@ -613,7 +606,7 @@ def load(path):
     Raises
     ------
     ValueError
-        If the file was not written by ``save``, fails its checksum (modified
-        or corrupted) or holds an inconsistent model.
+        If the file was not written by ``save``, fails its checksum or holds an
+        inconsistent model.
     """
     return load_estimator(path)

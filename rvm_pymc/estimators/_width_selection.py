@@ -259,12 +259,8 @@ def _cv_width(X, y, classifier, refit, grid, seed, run) -> dict[str, Any]:
         )
     if len(widths) > 1:  # half a step on either side of the best
         i = widths.index(g_best)
-        halves = []
-        if i > 0:
-            halves.append(float(np.exp(0.5 * (np.log(widths[i - 1]) + np.log(g_best)))))
-        if i < len(widths) - 1:
-            halves.append(float(np.exp(0.5 * (np.log(widths[i + 1]) + np.log(g_best)))))
-        score(halves)
+        near = [widths[j] for j in (i - 1, i + 1) if 0 <= j < len(widths)]
+        score([float(np.exp(0.5 * (np.log(w) + np.log(g_best)))) for w in near])
         g_best = _best_cv(scored)
     order = sorted(scored)
     path = {"gamma": np.array(order)}
