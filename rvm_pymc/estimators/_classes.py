@@ -62,31 +62,23 @@ class RVR(RegressorMixin, _BaseRVM):
     gamma : float, "auto", "cv", "scale", "evidence" or "integrate", default "auto"
         Inverse squared width of rbf/cauchy (``exp(-gamma |x-y|^2)``), inverse
         width of laplacian, scale of poly; ignored by other kernels.
-        ``"cv"`` scores the widths of ``gamma_grid`` by 5-fold cross-validation of
-        the held-out log predictive density of the reference fit (from the grid's
-        middle out, each side until the score falls, then half a grid step on either
-        side of the best) and fits the best on all the data (``cv_path_``).  The folds
-        are shuffled with an integer ``random_state`` (0 for None), stratified for a
-        classifier.
         ``"scale"`` is ``1 / (n_features * X.var())`` as in scikit-learn's SVR.
-        ``"evidence"`` searches the widths on a few centres (``gamma_grid`` from
-        its middle out, then refined on a continuous ``log gamma`` to 10 %), fits
-        the best widths over all bases and keeps the best (``evidence_path_``).  On
-        small noisy data the evidence often prefers a kernel that interpolates the
-        targets (an ``InterpolationWarning`` says so).
-        Map/nuts are fitted at the width chosen under the prior they fit.
-        ``"integrate"`` (``method="nuts"`` and ``kernel="rbf"`` only) samples the
-        width with the other unknowns: ``log l`` (``gamma = exp(-2 log l) / 2``) has
-        a Normal prior centred on the ``"scale"`` width whose 2 sd reach the ends of
-        the default grid; the kernel columns are scaled to RMS 1 at every width.  RVR
-        samples the collapsed model, RVC the weights jointly.  ``predict`` and
-        ``predict_proba`` average over the draws, each at its own width; ``gamma_``
-        is the posterior median width and ``gamma_draws_`` every draw's;
-        ``design_matrix`` raises and ``model_`` is None; ``coef_``, ``sigma_`` and
-        ``alpha_`` summarise columns that change from draw to draw: read the draws
-        and the predictions instead.
+        ``"cv"`` picks the width of ``gamma_grid`` (refined by half steps) of best
+        5-fold cross-validated log predictive density of the reference fit
+        (``cv_path_``; folds shuffled by an integer ``random_state``, 0 for None,
+        stratified for a classifier).
+        ``"evidence"`` picks the width of largest evidence, searched over
+        ``gamma_grid`` and refined on a continuous ``log gamma``
+        (``evidence_path_``); it may prefer a kernel that interpolates the targets
+        (an ``InterpolationWarning`` says so).  Map/nuts are fitted at the width
+        chosen under the prior they fit.
+        ``"integrate"`` (``method="nuts"``, ``kernel="rbf"``) samples the width with
+        the other unknowns: predictions average over the draws, each at its own
+        width, ``gamma_`` is the posterior median and ``gamma_draws_`` every
+        draw's; ``design_matrix`` raises and ``model_`` is None.
         ``"auto"`` is ``"cv"`` from 4 up to 2000 training points (with at least two
         rows of every class) and ``"scale"`` otherwise (docs, "Defaults").
+        The user guide's "Choosing the kernel width" has the details.
         The command line (``rvm-pymc fit`` and ``compare``) standardises the features
         to mean 0, sd 1 before the fit; an estimator uses ``X`` as given.
     gamma_grid : array_like, optional
@@ -118,13 +110,10 @@ class RVR(RegressorMixin, _BaseRVM):
     draws : int, optional
         Posterior draws per chain kept in ``idata_`` (Gaussian draws for
         reference/map, antithetic across chain pairs; NUTS draws for nuts).
-        None: 2000 (6000 for :class:`RVC`) for reference and map; for nuts at
-        most that many (6000 with ``gamma="integrate"``): NUTS stops at the
-        first checkpoint (500 draws a chain, then every 250) whose draws pass
-        the ``converged_`` check (``until_converged`` of
-        :func:`rvm_pymc.inference.sample_nuts`; ``sampler_kwargs={"until_converged":
-        False}`` runs the whole length).  An integer is the length of every
-        method.
+        None: 2000 (6000 for :class:`RVC` and ``gamma="integrate"``), for nuts
+        at most: NUTS stops at the first checkpoint (500 draws a chain, then
+        every 250) whose draws pass the ``converged_`` check
+        (``sampler_kwargs={"until_converged": False}`` runs the whole length).
     tune : int, optional
         NUTS tuning steps per chain; None: 500 for RVR's collapsed sampler,
         1000 for the models with weights (``RVC``, ``RVP``,
@@ -484,9 +473,9 @@ class RVP(RegressorMixin, _BaseRVM):
         ``method="map"`` takes the Poisson only.
     kernel, gamma, gamma_grid, degree, coef0, bias, method, solver, prior, \
 max_iter, tol, draws, tune, chains, sampler_kwargs, init, n_jobs, random_state
-        As for :class:`RVC` (the default prior of ``method="nuts"`` is
-        ``"weakly_informative_slab"``).  The counts are not scaled; the basis
-        columns are.
+        As for :class:`RVR`; the prior uses only ``a, b`` and ``slab``, and the
+        default prior of ``method="nuts"`` is ``"weakly_informative_slab"``, as
+        for :class:`RVC`.  The counts are not scaled; the basis columns are.
 
     Attributes
     ----------
