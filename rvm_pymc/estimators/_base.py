@@ -92,6 +92,7 @@ class _BaseRVM(BaseEstimator):
         vars(self).update(params)  # every parameter an attribute, as given (scikit-learn)
 
     def __getstate__(self):
+        # a PyMC model does not pickle (its distributions are classes made at run time)
         state = super().__getstate__()
         if state.get("model_") is not None:
             state = {**state, "model_": None}
@@ -343,7 +344,8 @@ class _BaseRVM(BaseEstimator):
         plain = prior.a == 0 and prior.b == 0 and prior.slab is None
         ref_solver = self.solver if plain or self.method == "reference" else "mackay"
         seed = _seed(self.random_state)
-        # the centres at large N: one seed for every design of this fit (None: the basis's)
+        # the centres at large N: one seed for every design of this fit, so that a worker's
+        # fit and the rebuild of the chosen width agree (None: the basis's fixed seed)
         basis_seed = None if self.random_state is None else seed
         need_ref = self.method == "reference" or self._starts_from_reference()
         rs = self.random_state
@@ -608,7 +610,7 @@ def init_with(name: str, default: str, first: bool = False):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         where = f"{type(self).__name__}.__init__()"
-        if args:
+        if args:  # as Python words it for the keyword-only signature
             raise TypeError(f"{where} takes 1 positional argument but {len(args) + 1} were given")
         for key in kwargs:
             if key not in names:

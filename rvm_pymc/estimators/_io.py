@@ -158,8 +158,9 @@ def save_estimator(est, path, engine: str | None = None) -> None:
         rvm_params=params,
         rvm_fitted=fitted_json,
     )
+    # after the update: the root attributes are part of the checksum
     tree.attrs["rvm_checksum"] = _digest(tree, type(est).__name__, params, fitted_json, version)
-    if engine in IN_MEMORY_ENGINES:
+    if engine in IN_MEMORY_ENGINES:  # HDF5 never writes to the disk (a full disk: OSError)
         atomic_write_bytes(path, tree_bytes(tree, engine))
     else:
         atomic_write(path, lambda tmp: write_tree(tree, tmp, engine))
@@ -577,7 +578,7 @@ def compact(
     try:
         inputs = tree_inputs(small, seed, type_ii)
         again = build_tree(posterior, inputs)
-    except Exception:
+    except Exception:  # not a tree of this package's fits: saved whole
         return None
     if not _identical(again, tree):
         return None
