@@ -4,28 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from rvm_pymc.datasets._base import (
-    Dataset,
-    _check_count,
-    _check_positive,
-    check_random_state,
-)
+from rvm_pymc.datasets._base import Dataset, _check_count, _check_positive, check_random_state
 
-__all__ = [
-    "RIPLEY_COVARIANCE",
-    "RIPLEY_MEANS",
-    "make_gaussian_mixture_classes",
-    "make_ripley",
-]
+__all__ = ["RIPLEY_COVARIANCE", "RIPLEY_MEANS", "make_gaussian_mixture_classes", "make_ripley"]
 
 #: Component means of the Ripley (1996) synthetic problem: ``RIPLEY_MEANS[k]``
 #: holds the two means of class ``k``.
-RIPLEY_MEANS = np.array(
-    [
-        [[-0.7, 0.3], [0.3, 0.3]],
-        [[-0.3, 0.7], [0.4, 0.7]],
-    ]
-)
+RIPLEY_MEANS = np.array([[[-0.7, 0.3], [0.3, 0.3]], [[-0.3, 0.7], [0.4, 0.7]]])
 RIPLEY_MEANS.setflags(write=False)
 #: Isotropic variance of every Ripley component (covariance ``0.03 * I``).
 RIPLEY_COVARIANCE = 0.03

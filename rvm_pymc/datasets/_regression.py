@@ -251,10 +251,7 @@ def make_friedman1(
 
 
 def make_friedman2(
-    n_train: int = 240,
-    n_test: int = 1000,
-    noise_sd: float | str = "auto",
-    random_state=None,
+    n_train: int = 240, n_test: int = 1000, noise_sd: float | str = "auto", random_state=None
 ) -> Dataset:
     """Friedman #2 regression problem, as used by Tipping (2001).
 
@@ -294,10 +291,7 @@ def make_friedman2(
 
 
 def make_friedman3(
-    n_train: int = 240,
-    n_test: int = 1000,
-    noise_sd: float | str = "auto",
-    random_state=None,
+    n_train: int = 240, n_test: int = 1000, noise_sd: float | str = "auto", random_state=None
 ) -> Dataset:
     """Friedman #3 regression problem, as used by Tipping (2001).
 
