@@ -1,18 +1,11 @@
 r"""State of the sequential (Tipping & Faul) algorithm: active set, posterior, statistics.
 
-``S_m = phi_m^T C^-1 phi_m`` and ``Q_m = phi_m^T C^-1 t`` of every unit-norm
-column, two ways: rank-one (``S = beta - beta^2 G^T Sigma G``, O(M M_active)
-a move, but a difference of nearly equal numbers for smooth kernels) and
-exact (:meth:`SequentialState.exact_statistics`, without cancellation,
-O(N M_active) a column).  Basis ``m`` contributes
-
-.. math::
-
-    \\ell_m(\\alpha) = \\tfrac12\\left[-\\log(1 + s_m/\\alpha) + q_m^2/(\\alpha + s_m)\\right],
-
-maximised at ``alpha = s^2/(q^2 - s)`` when ``q^2 > s``, else at ``alpha = inf``.
-Also the joint move of both fast solvers: :func:`maximise_linearised`, the joint
-maximum of the linearised (IRLS) evidence over all active precisions.
+``S_m = phi_m^T C^-1 phi_m`` and ``Q_m = phi_m^T C^-1 t`` of every unit-norm column, by
+rank-one updates (cheap, but cancelling for smooth kernels) or exactly
+(:meth:`SequentialState.exact_statistics`).  Basis ``m`` contributes
+``ell_m(alpha) = 1/2 [-log(1 + s_m/alpha) + q_m^2/(alpha + s_m)]``, maximal at
+``alpha = s^2/(q^2 - s)`` when ``q^2 > s``, else at ``alpha = inf``.  Also the joint
+move of both fast solvers (:func:`maximise_linearised`).
 """
 
 from __future__ import annotations
@@ -50,9 +43,7 @@ __all__ = [
 
 
 class Factor(NamedTuple):
-    """A fresh factorisation of ``A + beta Phi_A^T Phi_A``: factor, mean, residual, ``lml``, its
-    ``rounding``, ``cond`` and ``rss`` of all the data.
-    """
+    """A fresh factorisation of ``A + beta Phi_A^T Phi_A`` and what follows from it."""
 
     L: np.ndarray
     p: np.ndarray
@@ -75,32 +66,16 @@ def factorise_active(
     determinant).  None when not positive definite.
     """
     try:
-        f = regression_factor(
-            Pa,
-            t,
-            alpha,
-            beta,
-            gram=Gaa,
-            PhiT_t=PhiT_t_a,
-            triangle=triangle,
-            what="posterior precision (fast RVM)",
-        )
+        f = regression_factor(Pa, t, alpha, beta, gram=Gaa, PhiT_t=PhiT_t_a, triangle=triangle,
+                              what="posterior precision (fast RVM)")  # fmt: skip
     except np.linalg.LinAlgError:
         return None
     L, p, mu, cond = f.L, f.p, f.mean, f.cond
     fit = Pa @ mu
     resid = t - fit
     rss = float(resid @ resid) + rss_offset
-    terms = np.array(
-        [
-            n * LOG_2PI,
-            factor_logdet(L, p),
-            -float(np.sum(np.log(alpha))),
-            -n * np.log(beta),
-            beta * rss,
-            float(np.sum(alpha * mu**2)),
-        ]
-    )
+    terms = np.array([n * LOG_2PI, factor_logdet(L, p), -float(np.sum(np.log(alpha))),
+                      -n * np.log(beta), beta * rss, float(np.sum(alpha * mu**2))])  # fmt: skip
     lml = -0.5 * float(terms.sum())
     resid_err = 2.0 * beta * np.sqrt(rss) * (np.sqrt(tt) + math.sqrt(float(fit @ fit)))
     logdet_err = L.shape[0] * (np.sqrt(cond) if f.qr else cond)
@@ -109,9 +84,7 @@ def factorise_active(
 
 
 class ActiveRows:
-    """The QR route's rows (:func:`~rvm_pymc._core.rowqr.column_triangle`) of the active sets,
-    kept for the current set and the last asked; a deletion's from the larger set's.
-    """
+    """The QR route's rows of the active sets, kept for the current set and the last asked."""
 
     def __init__(self, t: np.ndarray) -> None:
         self.t = t
@@ -240,14 +213,8 @@ class SequentialState:
         alpha = self.alpha if alpha is None else alpha
         beta = self.beta if beta is None else beta
         idx = np.asarray(self.active)
-        return self._factorise(
-            self.G[idx, :],
-            self.PhiT_t[idx],
-            self.active_columns(),
-            alpha,
-            beta,
-            tuple(self.active),
-        )
+        Pa, key = self.active_columns(), tuple(self.active)
+        return self._factorise(self.G[idx, :], self.PhiT_t[idx], Pa, alpha, beta, key)
 
     def factorise_move(self, j: int, alpha_j: float, g: np.ndarray | None = None):
         """Factor after moving basis ``j`` to ``alpha_j`` (inf: delete); None if singular."""
@@ -298,9 +265,9 @@ class SequentialState:
         self.resolve()
 
     def update_noise(self, prior) -> float:
-        """MacKay's update of beta, halved in ``log beta`` until the objective does not decrease.
+        """MacKay's update of beta, halved in ``log beta`` until the objective does not fall.
 
-        Each trial is a fresh factorisation; returns ``|d log beta|`` accepted (``inf``: none).
+        Returns ``|d log beta|`` accepted (``inf``: none).
         """
 
         def objective(lml: float, beta: float) -> float:
@@ -554,9 +521,7 @@ def linearised_gradient_hessian(Sigma, mu, u, c):
 
 
 def _cap_leaving(H_lik, b, u, c, out, L, Sigma, mu):
-    """Move the ``out`` bases to ``_LOG_ALPHA_CAP`` together, else the largest alone, unless
-    that lowers the objective.
-    """
+    """Move the ``out`` bases to the cap together, else the largest alone, if L does not fall."""
     floor = L - 1e-12 * (1.0 + abs(L))
     trials = [out]
     if np.count_nonzero(out) > 1:

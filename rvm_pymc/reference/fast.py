@@ -1,28 +1,13 @@
 r"""The fast sequential marginal-likelihood algorithm of Tipping & Faul (2003).
 
-Regression (:func:`fast_sequential`), on unit-norm columns, from one basis: each step
-finds every basis's best single move (add, delete, re-estimate; deletions first), makes
-the best with rank-one updates of ``Sigma``, ``mu``, ``S``, ``Q``
-(:class:`~rvm_pymc.reference._sequential_state.SequentialState`), and updates the noise
-on a schedule. The statistics only *select* a move: it is made only if its gain from the
-exact statistics exceeds its rounding and the realised evidence of a fresh factorisation
-rises; a refused move makes the statistics be recomputed (then exactly where
-undetermined), and a move refused on those means the fit has settled at this noise
-level.
-
-Classification (:func:`fast_classification`): the add / delete / re-estimate loop on the
-linearised (IRLS) problem at the current mode (:class:`_LinearisedState`): a Gaussian
-problem with precisions ``B_n`` (``y_n (1 - y_n)`` for two classes) and targets
-``t_hat = Phi W* + B^-1 (t - y)``, whose statistics are
-
-.. math::
-
-    S_m = \\phi_m^\\top B \\phi_m - \\phi_m^\\top B \\Phi_a \\Sigma \\Phi_a^\\top B \\phi_m,
-    \\qquad Q_m = \\phi_m^\\top (t - y).
-
-After every move the true mode is found again (:meth:`_LinearisedState.resolve`).  A
-best re-estimation moves all active precisions together (:func:`_reestimate`);
-round trips of a basis are barred (:class:`_RoundTrips`).
+Regression (:func:`fast_sequential`, unit-norm columns): each step makes the best single
+move of any basis (add, delete, re-estimate; deletions first) with rank-one updates
+(:class:`~rvm_pymc.reference._sequential_state.SequentialState`), kept only if its exact
+gain exceeds its rounding and the evidence of a fresh factorisation rises; the noise is
+updated on a schedule.  Classification (:func:`fast_classification`): the same loop on the
+linearised (IRLS) problem at the current mode (:class:`_LinearisedState`), with
+``S_m = phi_m^T B phi_m - phi_m^T B Phi_a Sigma Phi_a^T B phi_m``, ``Q_m = phi_m^T (t - y)``,
+re-finding the mode after every move.
 """
 
 from __future__ import annotations
@@ -115,10 +100,7 @@ class Selection(NamedTuple):
 
 
 def select_move(st: Any, align_tol: float) -> Selection:
-    """Candidates of every basis and the move to make: deletions first, else the best gain.
-
-    A NaN gain never wins.  ``st`` is a :class:`SequentialState` or the classifier's state.
-    """
+    """Every basis's candidates and the move to make: deletions first, else the best gain."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         delta, new_alpha, in_model, relevant = st.candidates(align_tol)
     delta[np.isnan(delta)] = -np.inf
@@ -225,10 +207,7 @@ class _FastSolver:
 
     # -- steps ----------------------------------------------------------------
     def _select(self) -> tuple[Selection, bool, bool]:
-        """The move to try, whether only re-estimations remain, and whether the fit settled.
-
-        The last basis is never deleted: at an optimum ``alpha = inf`` that counts as settled.
-        """
+        """The move to try, whether only re-estimations remain, and whether the fit settled."""
         st = self.st
         sel = select_move(st, self.opt.align_tol)
         idx = np.asarray(st.active)
@@ -259,10 +238,9 @@ class _FastSolver:
         return self.converged
 
     def _single_move(self, sel: Selection) -> bool:
-        """Make the chosen move if its exact gain and its realised evidence agree it gains.
+        """Make the chosen move if its exact gain and realised evidence agree; else False.
 
         A deletion to the exact optimum (``q^2 <= s``) qualifies whatever its size.
-        False (state unchanged) if either test fails.
         """
         st, j = self.st, sel.j
         cand = st.exact_candidate(j)
@@ -300,11 +278,7 @@ class _FastSolver:
         return False
 
     def _joint_move(self, sel: Selection, only_reestimates: bool) -> bool:
-        """Re-estimate every active precision at once; kept if the realised evidence rises.
-
-        Tried in turn: the joint maximum over the active precisions
-        (:func:`maximise_linearised`) and every precision at its own optimum.
-        """
+        """Re-estimate all active precisions (joint maximum, else each at its own optimum)."""
         st = self.st
         idx = np.asarray(st.active)
         if idx.size < 2:
@@ -327,9 +301,8 @@ class _FastSolver:
             if f is None:
                 continue
             rise, rounding = f.lml - st.lml, f.rounding + st.lml_rounding
-            # The joint optimum, when only re-estimations remain, is also kept when its
-            # gain is within rounding (not a loss): a flat evidence leaves the precisions
-            # short of their fixed point by more than tol otherwise.
+            # Only re-estimations left: the joint optimum is kept within rounding of no
+            # gain, else a flat evidence leaves the precisions short of their fixed point.
             moves = np.max(np.abs(np.log(alpha_new / st.alpha))) >= self.opt.tol
             if rise > min_gain + rounding or (stationary and moves and rise >= -rounding):
                 st.commit(alpha=alpha_new, fresh=f)
@@ -360,7 +333,7 @@ class _FastSolver:
 
 
 class _LinearisedState(SequentialState):
-    """Sequential-algorithm state for classification (the contract of :class:`SequentialState`)."""
+    """Sequential state of the Laplace fits (the contract of :class:`SequentialState`)."""
 
     def __init__(
         self,
@@ -377,7 +350,6 @@ class _LinearisedState(SequentialState):
         self.c = T.shape[1]
         self.usable = usable
         self.all_usable = bool(usable.all())
-        # the likelihood of a one-column model (as find_mode chooses it), built once
         one = likelihood in COUNT_LIKELIHOODS or (self.c == 1 and np.all((T == 0.0) | (T == 1.0)))
         self.one_column = OneColumn(likelihood, T[:, 0], dispersion) if one else None
         self.Phin2 = squared(Phin)
@@ -385,7 +357,6 @@ class _LinearisedState(SequentialState):
         self.alpha = np.empty(0)
         self.G = np.empty((self.m, 0))
         self.W = np.empty((0, self.c))
-        self.n_newton_failures = 0
         self.newton_skip, self.newton_backoff = 0, 1  # see _reestimate
         self.joint_history: list = []  # (active, log alpha, step) of joint moves
         self.mode_tol = _MODE_TOL_LOOSE  # Newton tolerance of the mode; see fast_classification
@@ -433,7 +404,6 @@ class _LinearisedState(SequentialState):
             post = find_mode(
                 Pa, self.T, self.alpha, self.W, tol=self.mode_tol, likelihood=self.likelihood
             )
-        self.n_newton_failures += not post.converged
         self.post = post
         self.W, self.Sigma, self.lml = post.mean, post.cov, post.log_evidence
         if statistics:
@@ -446,13 +416,11 @@ class _LinearisedState(SequentialState):
             Pa = self._active_columns()
         Y, ma, c = self.post.probs, idx.size, self.c
         if c == 1:  # two classes or counts: one weighting, plain matrix products
-            # B = diag(d): y (1 - y), the rates, or NB2's curvature; the score t - y
-            # (NB2: its own)
+            # B = diag(d): y (1 - y), the rates or NB2's curvature; score t - y (NB2: its own)
             d, score = self.post.curvature, self.post.score
             if score is None:
                 score = self.T[:, 0] - Y[:, 0]
-            # Phi^T B Phi_a (M, ma), (Phi^2)^T d and Phi^T score: three reads of the
-            # design, on worker threads when it is large
+            # Phi^T B Phi_a (M, ma), (Phi^2)^T d and Phi^T score: three reads of the design
             Xm, Dg, self.Q = transposed_products(
                 [(self.Phin, scaled_rows(d, Pa)), (self.Phin2, d), (self.Phin, score)]
             )
@@ -477,10 +445,7 @@ class _LinearisedState(SequentialState):
         self.Q_active = Q[idx]
         self.X = X
         self.S_scale = np.einsum("mkk->m", Dg)  # S = Dg - Z X^T: the size of its terms
-        if c == 1:
-            self.S, self.Q = S[:, 0, 0], Q[:, 0]
-        else:
-            self.S, self.Q = 0.5 * (S + np.transpose(S, (0, 2, 1))), Q
+        self.S, self.Q = 0.5 * (S + np.transpose(S, (0, 2, 1))), Q
 
     # -- moves: change the model, then re-find the mode ----------------------
     def add(self, j: int, alpha_j: float) -> None:
@@ -488,7 +453,7 @@ class _LinearisedState(SequentialState):
         if self.active:
             # warm start: the mode of the linearised problem with basis j added
             # (one Newton step from the current mode with w_j = 0)
-            if c == 1:  # the 1 x 1 system: LAPACK's solve is this one division (4 us saved)
+            if c == 1:  # the 1 x 1 system: one division
                 w_j = np.array([self.Q[j] / (alpha_j + self.S[j])])
             else:
                 w_j = np.linalg.solve(alpha_j * np.eye(c) + self.S[j], self.Q[j])
@@ -594,10 +559,7 @@ def initial_basis(
 
 
 def stationarity_residual(st: _LinearisedState) -> float:
-    """``||g||`` of the linearised evidence, zero at the fast/MacKay/EM fixed points.
-
-    ``g_m = 1/2 [c - alpha_m (tr Sigma_mm + ||w_m||^2)]``.
-    """
+    """``||g||``, ``g_m = 1/2 [c - alpha_m (tr Sigma_mm + ||w_m||^2)]``: 0 at the fixed points."""
     ma, c = st.W.shape
     if c == 1:  # the same numbers without the 4-index einsum
         w = st.W[:, 0]
@@ -651,10 +613,7 @@ def _try_newton(st: _LinearisedState, tol) -> bool:
 
 
 def _trial(st: _LinearisedState, alpha, accept) -> bool:
-    """Move to precisions ``alpha`` from the predicted mode; kept (S, Q found) if ``accept()``.
-
-    A rejected or singular move leaves the whole resolved state as it was.
-    """
+    """Move to precisions ``alpha``; kept (S, Q found) if ``accept()``, else fully undone."""
     old_alpha, saved = st.alpha, {k: getattr(st, k) for k in _RESOLVED}
     st.W, st.alpha = st.predicted_mode(alpha), alpha
     try:
@@ -673,11 +632,9 @@ def _trial(st: _LinearisedState, alpha, accept) -> bool:
 def _reestimate(st: _LinearisedState, i: int, new_alpha: np.ndarray, relevant: np.ndarray, tol):
     """Re-estimate all active precisions jointly, else only the ``i``-th.
 
-    Tried in turn: the joint maximum of the linearised evidence
-    (:func:`maximise_linearised`, kept when :func:`stationarity_residual`
-    decreases; after a failure not retried for a doubling number of calls; skipped
-    when basis ``i`` is held at the cap), every relevant precision at its own
-    optimum (kept when the Laplace evidence does not fall), and basis ``i`` alone.
+    Tried in turn: the joint Newton move (kept when :func:`stationarity_residual` falls;
+    after a failure skipped for a doubling number of calls), every relevant precision at
+    its own optimum (kept unless the Laplace evidence falls), and basis ``i`` alone.
     """
     # The joint move holds a basis at the cap; for one whose precision is to come
     # back from it the joint move is skipped (else it keeps the basis there for ever).
@@ -704,10 +661,7 @@ def _sequential(
 ) -> tuple[int, bool]:
     """The add / delete / re-estimate loop from the current state; (iterations, converged).
 
-    Basis ``barred`` (if >= 0) is never added.  An addition undone by a deletion
-    back to the same active set without a gain in the Laplace evidence (or
-    repeatedly, gaining < 1e-3 nats) bars that basis from that set
-    (:class:`_RoundTrips`), so the loop cannot cycle.
+    Basis ``barred`` (if >= 0) is never added; round trips are barred (:class:`_RoundTrips`).
     """
     converged = False
     it = 0
@@ -761,7 +715,8 @@ def _sequential(
 
 
 class _RoundTrips:
-    """Additions undone by a deletion, and the bases barred from an active set for it."""
+    """Bases barred from an active set: an addition undone by a deletion back to that set
+    without a Laplace gain (or repeatedly, gaining < 1e-3 nats), so the loop cannot cycle."""
 
     def __init__(self) -> None:
         self._before: dict[int, tuple[tuple[int, ...], float]] = {}  # basis -> set, lml
@@ -834,12 +789,9 @@ def fast_classification(
             it, conv = _sequential(trial, sub, budget, tol, align_tol, barred=gone)
             n_iter += it
             if conv and trial.lml > st.lml + 1e-6 * (1.0 + abs(st.lml)):
-                # lift the bar: the barred basis may come back (its linearised gain is
-                # positive).  If the rerun converges lower in the Laplace evidence, the
-                # barred optimum is kept (converged, but with that basis barred: its
-                # linearised gain is positive, its Laplace gain is not); if the rerun
-                # runs out of iterations, the barred state is kept and reported as not
-                # converged.  Every accepted step raises the evidence.
+                # lift the bar: the barred basis may come back.  The barred optimum is
+                # kept if the rerun ends lower in the Laplace evidence, or (reported as
+                # not converged) if it runs out of iterations.
                 barred, barred_sub = _copy_state(trial), {k: list(v) for k, v in sub.items()}
                 it, conv = _sequential(trial, sub, max_iter - n_iter, tol, align_tol)
                 n_iter += it
