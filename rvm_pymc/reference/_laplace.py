@@ -1,26 +1,13 @@
-r"""The reference solver's likelihoods for the Laplace fits: Bernoulli-logit, softmax, Poisson,
-negative binomial.
+r"""The reference solver's likelihoods for the Laplace fits: Bernoulli-logit, softmax,
+Poisson, negative binomial (NumPy only).
 
-Targets ``T`` (N, C): a 0/1 column, one-hot rows (softmax, ``C = K``), or
-counts (Poisson or NB2 of a fixed dispersion ``r``, log link, ``-log t!`` kept).
-Basis ``m`` has one precision shared by its ``C`` weights; vectors and covariances are class-major
-(``theta[k M + m] = W[m, k]``), the Hessian a C x C grid of blocks
-
-.. math::
-
-    H_{kl} = \\Phi^\\top D_{kl} \\Phi + \\delta_{kl} A, \\qquad
-    D_{kl} = \\mathrm{diag}\\big(y_{nk} (\\delta_{kl} - y_{nl})\\big),
-
-from ``C (C + 1) / 2`` weighted Gram products.  The mode and the evidence
-are :mod:`rvm_pymc._core.laplace`'s.
-
-The products of the fast classifier's reads of a tall design run on worker threads,
-rounded alike on any number: :func:`transposed_products` forms ``A^T B`` as
-``(B^T A)^T`` in blocks of the columns of ``A`` that depend on ``M`` alone
-(:data:`BLOCK_COLUMNS`), each on one BLAS thread: the rows are never split, so a fit
-makes the same BLAS calls, and ends at the same numbers, on any number of threads.
-:func:`squared`, :func:`scaled_rows` and :func:`in_background` thread element-wise work
-and a side product likewise. NumPy only.
+Targets ``T`` (N, C): a 0/1 column, one-hot rows (softmax, ``C = K``), or counts (log
+link, ``-log t!`` kept).  Basis ``m`` has one precision shared by its ``C`` weights;
+vectors and covariances are class-major (``theta[k M + m] = W[m, k]``), the Hessian a
+C x C grid of blocks ``H_kl = Phi^T D_kl Phi + delta_kl A``,
+``D_kl = diag(y_k (delta_kl - y_l))``.  The fast classifier's reads of a tall design
+run on worker threads (:func:`transposed_products`), never splitting rows, so a fit ends
+at the same numbers on any number of threads.
 """
 
 from __future__ import annotations
@@ -83,7 +70,7 @@ def _threads(size: int, workers: int | None, least: int | None = None) -> int:
 
 
 def squared(A: np.ndarray, workers: int | None = None) -> np.ndarray:
-    """``A**2`` (the same memory order), pieces of its memory squared on worker threads.
+    """``A**2`` (the same memory order), squared in pieces on worker threads.
 
     Examples
     --------
@@ -136,7 +123,6 @@ class _Done:
         self._value = value
 
     def result(self):
-        """The value."""
         return self._value
 
 
@@ -214,9 +200,7 @@ def _product(A: np.ndarray, B: np.ndarray, cols: slice) -> np.ndarray:
 
 
 LIKELIHOODS = ("bernoulli", "poisson", "negative_binomial")
-"""The likelihoods of :func:`find_mode`: ``"bernoulli"`` (with softmax for K > 2
-columns), ``"poisson"`` and ``"negative_binomial"`` (log link, one column of
-counts; NB2 of a given dispersion)."""
+"""The likelihoods of :func:`find_mode` (``"bernoulli"``: softmax for K > 2 columns)."""
 
 COUNT_LIKELIHOODS = ("poisson", "negative_binomial")
 
@@ -325,10 +309,8 @@ def weighted_hessian(
 class OneColumn:
     """Log likelihood, mean, score and curvature of a one-column model in its latent ``f``.
 
-    Bernoulli-logit, Poisson or NB2 (``dispersion`` ``r``, for ``"negative_binomial"``
-    only).  With ``p = mu / (r + mu)`` the NB2 score is ``t - (t + r) p`` and the
-    curvature ``-d^2 log p / df^2 = (t + r) p (1 - p)`` (positive: the log likelihood
-    is concave in ``f``); for the others the score is ``t - mean``.
+    NB2 (``dispersion`` r): with ``p = mu / (r + mu)`` the score is ``t - (t + r) p``, the
+    curvature ``(t + r) p (1 - p)``; for the others the score is ``t - mean``.
     """
 
     def __init__(self, likelihood: str, t: np.ndarray, dispersion: float | None = None):
@@ -350,7 +332,7 @@ class OneColumn:
     def log_lik(self, f: np.ndarray) -> float:
         """``log p(t | f)`` (``-inf`` where a rate overflows)."""
         if self.likelihood == "bernoulli":
-            return float(log_expit(f * self._sign).sum())  # the method: np.sum costs 1.5 us more
+            return float(log_expit(f * self._sign).sum())
         if self.likelihood == "negative_binomial":
             val = float(np.sum(negbin_logpmf(self.t, f, self.dispersion)))
             return val if np.isfinite(val) else -np.inf
@@ -398,10 +380,8 @@ def find_mode(
 ) -> LaplacePosterior:
     """The posterior mode (:func:`rvm_pymc._core.laplace.newton_mode`) and its Laplace posterior.
 
-    ``T`` (N, C): a 0/1 column, one-hot rows, or counts with ``likelihood="poisson"``
-    or ``"negative_binomial"`` (of ``dispersion`` r);
-    ``W0`` the start (zeros); stops at a Newton step below ``tol * (1 + max |W|)``
-    or after ``max_newton``.  LinAlgError if the Hessian is not positive definite.
+    ``W0`` the start (zeros); stops at a Newton step below ``tol * (1 + max |W|)`` or after
+    ``max_newton``.  LinAlgError if the Hessian is not positive definite.
     """
     m, c = Phi.shape[1], T.shape[1]
     W = np.zeros((m, c)) if W0 is None else np.array(W0, dtype=float)

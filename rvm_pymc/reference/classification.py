@@ -1,9 +1,7 @@
-"""Closed-form RVM classification: Laplace evidence, full re-estimation, the fast algorithm.
+"""Closed-form RVM classification by the Laplace evidence (fast, MacKay, EM).
 
-Bernoulli-logit for two classes, softmax for K > 2 with one precision per
-basis shared by its K weights (a basis is relevant for all classes or none).
-The Laplace-evidence fit (:func:`laplace_fit`: fast, MacKay, EM) is shared with
-``counts``.
+Bernoulli-logit for two classes, softmax for K > 2 with one precision per basis shared by
+its K weights.  :func:`laplace_fit` is shared with ``counts``.
 """
 
 from __future__ import annotations
@@ -250,37 +248,18 @@ def fit_classification(
     check_consistent_length(Phi=Phi, y=T)
     _check_softmax_memory(Phi, T)
     fit = laplace_fit(
-        Phi,
-        T,
-        method=method,
-        prior=prior,
-        alpha_init=alpha_init,
-        max_iter=max_iter,
-        tol=tol,
-        prune_threshold=prune_threshold,
-        align_tol=align_tol,
-        deletion_tries=deletion_tries,
-        likelihood="bernoulli",
-        task="separate the classes",
-        what="RVM classification",
-    )
+        Phi, T, method=method, prior=prior, alpha_init=alpha_init, max_iter=max_iter, tol=tol,
+        prune_threshold=prune_threshold, align_tol=align_tol, deletion_tries=deletion_tries,
+        likelihood="bernoulli", task="separate the classes", what="RVM classification",
+    )  # fmt: skip
     prior, post = fit.prior, fit.post
     binary = T.shape[1] == 1
     result = ClassificationResult(
-        method=method,
-        prior=prior,
-        classes=classes,
-        n_basis=Phi.shape[1],
-        active=fit.active,
-        alpha=fit.alpha,
-        mean=post.mean[:, 0] if binary else post.mean,
-        cov=post.cov,
-        log_likelihood=post.log_likelihood,
-        log_evidence=fit.log_evidence,
-        n_iter=fit.n_iter,
-        converged=fit.converged,
-        trace=fit.trace,
-    )
+        method=method, prior=prior, classes=classes, n_basis=Phi.shape[1], active=fit.active,
+        alpha=fit.alpha, mean=post.mean[:, 0] if binary else post.mean, cov=post.cov,
+        log_likelihood=post.log_likelihood, log_evidence=fit.log_evidence, n_iter=fit.n_iter,
+        converged=fit.converged, trace=fit.trace,
+    )  # fmt: skip
     # The model without any basis predicts 1/K everywhere: its evidence is N log(1/K).
     # One irrelevant basis that cannot be deleted (the last one) leaves the fit a little
     # below it; more than 0.01 nats below means the greedy start found nothing to build on.
@@ -311,28 +290,14 @@ class LaplaceFit(NamedTuple):
 
 
 def laplace_fit(
-    Phi: np.ndarray,
-    T: np.ndarray,
-    *,
-    method: str,
-    prior,
-    alpha_init,
-    max_iter,
-    tol,
-    prune_threshold,
-    align_tol,
-    deletion_tries,
-    likelihood: str,
-    task: str,
-    what: str,
-    dispersion: float | None = None,
-    warn: bool = True,
-) -> LaplaceFit:
+    Phi: np.ndarray, T: np.ndarray, *, method: str, prior, alpha_init, max_iter, tol,
+    prune_threshold, align_tol, deletion_tries, likelihood: str, task: str, what: str,
+    dispersion: float | None = None, warn: bool = True,
+) -> LaplaceFit:  # fmt: skip
     """Check the common arguments, fit, and find the final mode (see ``fit_classification``).
 
-    ``dispersion``: the fixed ``r`` of a negative binomial likelihood; ``warn``: a
-    ConvergenceWarning when the precisions do not converge (a caller that iterates
-    warns itself).
+    ``dispersion``: the fixed ``r`` of a negative binomial; ``warn``: a ConvergenceWarning
+    when the precisions do not converge.
     """
     prior = resolve_prior(prior)
     check_method_and_prior(method, prior)
@@ -350,23 +315,14 @@ def laplace_fit(
 
     Phin, scale, usable = normalise_columns(Phi.copy(), task)
 
-    # loops of small products: one BLAS thread (see _threads); the large products on
-    # worker threads kept for the fit (_laplace.transposed_products)
+    # loops of small products: one BLAS thread; the large products on worker threads
     with single_blas_thread(), worker_threads():
         if method == "fast":
             start = None if alpha_init is None else alpha_init / scale**2
             out = fast_classification(
-                Phin,
-                T,
-                usable,
-                max_iter,
-                tol,
-                align_tol,
-                deletion_tries,
-                start,
-                likelihood,
+                Phin, T, usable, max_iter, tol, align_tol, deletion_tries, start, likelihood,
                 dispersion,
-            )
+            )  # fmt: skip
         else:
             out = laplace_reestimation(
                 Phin, T, usable, scale, None, prior, True, max_iter, tol, prune_threshold,
@@ -398,12 +354,7 @@ def laplace_fit(
             ConvergenceWarning,
         )
     return LaplaceFit(
-        prior=prior,
-        active=active,
-        alpha=alpha,
-        post=post,
+        prior=prior, active=active, alpha=alpha, post=post,
         log_evidence=post.log_evidence + log_alpha_prior(alpha, prior),
-        trace={k: np.asarray(v) for k, v in trace.items()},
-        n_iter=n_iter,
-        converged=converged,
-    )
+        trace={k: np.asarray(v) for k, v in trace.items()}, n_iter=n_iter, converged=converged,
+    )  # fmt: skip

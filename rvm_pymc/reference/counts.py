@@ -1,18 +1,12 @@
-r"""Closed-form RVM for counts: Poisson or negative binomial likelihood with the log link,
-Laplace evidence.
+r"""Closed-form RVM for counts: Poisson or negative binomial (log link), Laplace evidence.
 
-``t ~ Poisson(exp(Phi w))``: the fit of the classifier
+``t ~ Poisson(exp(Phi w))``: the classifier's fit
 (:func:`~rvm_pymc.reference.classification.laplace_fit`) with ``B = diag(lambda)``, as in
-SparseBayes (Tipping & Faul 2003).
-
-``t ~ NB2(exp(Phi w), r)`` (variance ``mu + mu^2 / r``): the same fit at a fixed
-dispersion ``r`` (Newton on the NB2 log likelihood, ``B`` its curvature), and
-``r`` by type-II maximum likelihood, coordinate ascent on the Laplace evidence
-``log p(t | alpha, r)``: the precisions at fixed ``r``, then ``log r`` at fixed
-precisions by a bounded one-dimensional search (Brent) within
-:data:`DISPERSION_BOUNDS`, until ``log r`` moves by less than
-:data:`DISPERSION_RTOL`.  Each step raises the evidence.  The start is the
-Poisson fit (the limit ``r -> inf``).
+SparseBayes.  ``t ~ NB2(exp(Phi w), r)`` (variance ``mu + mu^2 / r``): the same fit at a
+fixed ``r``, and ``r`` by type-II maximum likelihood: coordinate ascent on the Laplace
+evidence, alternating the precisions and a bounded Brent search in ``log r`` within
+:data:`DISPERSION_BOUNDS`, from the Poisson fit, until ``log r`` moves by less than
+:data:`DISPERSION_RTOL`.
 """
 
 from __future__ import annotations
@@ -49,10 +43,8 @@ __all__ = [
 ]
 
 DISPERSION_BOUNDS = (1e-3, 1e6)
-"""The range of the NB2 dispersion ``r`` searched by :func:`fit_counts`.  At ``r = 1e6``
-the variance exceeds the Poisson's by ``mu^2 / 1e6``, under 0.1% of it for every mean
-below 1000: a fit at the upper bound is the Poisson fit (no overdispersion found).  At
-``r = 1e-3`` the variance is ``1000 mu^2``."""
+"""The range of the NB2 dispersion ``r`` searched by :func:`fit_counts`; at the upper bound
+the variance exceeds the Poisson's by under 0.1% for every mean below 1000."""
 
 DISPERSION_RTOL = 1e-4
 """Coordinate ascent on ``(alpha, log r)`` stops when ``log r`` moves by less than this."""
@@ -243,15 +235,9 @@ def fit_counts(
         raise ValueError(f"likelihood must be one of {COUNT_LIKELIHOODS}; got {likelihood!r}")
     if dispersion_init is not None:
         dispersion_init = check_positive(dispersion_init, "dispersion_init")
-    options = dict(
-        method=method,
-        prior=prior,
-        max_iter=max_iter,
-        tol=tol,
-        prune_threshold=prune_threshold,
-        align_tol=align_tol,
-        deletion_tries=deletion_tries,
-    )
+    options = dict(method=method, prior=prior, max_iter=max_iter, tol=tol,
+                   prune_threshold=prune_threshold, align_tol=align_tol,
+                   deletion_tries=deletion_tries)  # fmt: skip
     T = y[:, None]
     if likelihood == "poisson":
         fit = _fit_at(Phi, T, alpha_init, None, options)
@@ -262,17 +248,9 @@ def fit_counts(
 def _fit_at(Phi, T, alpha_init, dispersion, options, warn=True) -> LaplaceFit:
     """The Laplace-evidence fit of the precisions at a fixed dispersion (None: Poisson)."""
     likelihood = "poisson" if dispersion is None else "negative_binomial"
-    return laplace_fit(
-        Phi,
-        T,
-        alpha_init=alpha_init,
-        likelihood=likelihood,
-        dispersion=dispersion,
-        task="explain the counts",
-        what=f"RVM {'Poisson' if dispersion is None else 'negative binomial'} regression",
-        warn=warn,
-        **options,
-    )
+    what = f"RVM {'Poisson' if dispersion is None else 'negative binomial'} regression"
+    return laplace_fit(Phi, T, alpha_init=alpha_init, likelihood=likelihood, dispersion=dispersion,
+                       task="explain the counts", what=what, warn=warn, **options)  # fmt: skip
 
 
 def _full_alpha(fit: LaplaceFit, m: int) -> np.ndarray:
@@ -284,8 +262,7 @@ def _full_alpha(fit: LaplaceFit, m: int) -> np.ndarray:
 
 def best_dispersion(Phi, T, fit: LaplaceFit, start: float | None = None) -> float:
     """The ``r`` in :data:`DISPERSION_BOUNDS` maximising the Laplace evidence at ``fit``'s
-    precisions (a bounded Brent search in ``log r``; each point a Newton mode warm-started
-    at ``fit``'s).  ``start``: unused by Brent's bracket, kept as a candidate."""
+    precisions (Brent in ``log r``); ``start`` is also tried."""
     Pa = Phi[:, fit.active]
     prec = fit.alpha + slab_precision(fit.prior, np.ones(fit.active.size))
     W0 = fit.post.mean
@@ -348,18 +325,8 @@ def _fit_negative_binomial(Phi, T, alpha_init, r0, options) -> CountsResult:
 
 def _result(method, likelihood, Phi, fit: LaplaceFit, n_iter, converged, r) -> CountsResult:
     return CountsResult(
-        method=method,
-        likelihood=likelihood,
-        prior=fit.prior,
-        n_basis=Phi.shape[1],
-        active=fit.active,
-        alpha=fit.alpha,
-        mean=fit.post.mean[:, 0],
-        cov=fit.post.cov,
-        log_likelihood=fit.post.log_likelihood,
-        log_evidence=fit.log_evidence,
-        n_iter=n_iter,
-        converged=converged,
-        trace=fit.trace,
-        dispersion=r,
-    )
+        method=method, likelihood=likelihood, prior=fit.prior, n_basis=Phi.shape[1],
+        active=fit.active, alpha=fit.alpha, mean=fit.post.mean[:, 0], cov=fit.post.cov,
+        log_likelihood=fit.post.log_likelihood, log_evidence=fit.log_evidence, n_iter=n_iter,
+        converged=converged, trace=fit.trace, dispersion=r,
+    )  # fmt: skip
