@@ -1,17 +1,12 @@
 """Closed-form reference solver (NumPy/SciPy only; importing it never imports PyMC).
 
-Regression: :func:`fit_regression` with ``method="fast"`` (Tipping & Faul
-2003), ``"mackay"`` or ``"em"`` (Tipping 2001).  Classification (binary
-logistic and K-class softmax, Laplace approximation): :func:`fit_classification`
-with the same three methods; counts (Poisson or negative binomial, log link,
-Laplace approximation):
-:func:`fit_counts`.  A regression design too large to hold is fitted through
-its row compression (:func:`row_qr`, :class:`RowQR`: the triangular factor
-of ``[Phi | t]`` accumulated over row blocks), the same fit to rounding.
-The evidence helpers compute the log marginal likelihood in O(N M^2) and
-serve as the yardstick for the PyMC fits.  :func:`fit_posterior` is the
-estimators' entry: one fit, returned as the package's one result
-(:class:`~rvm_pymc.results.WeightPosterior`, :class:`~rvm_pymc.results.FitInfo`).
+:func:`fit_regression`, :func:`fit_classification` (binary logistic or softmax) and
+:func:`fit_counts` (Poisson or negative binomial), each with ``method="fast"`` (Tipping &
+Faul 2003), ``"mackay"`` or ``"em"`` (Tipping 2001); the latter two by the Laplace
+approximation.  A regression design too large to hold is fitted through its row
+compression (:func:`row_qr`, :class:`RowQR`).  The evidence helpers, O(N M^2), are the
+yardstick of the PyMC fits; :func:`fit_posterior` is the estimators' entry, returning a
+:class:`~rvm_pymc.results.WeightPosterior` and :class:`~rvm_pymc.results.FitInfo`.
 """
 
 import numpy as np
@@ -136,12 +131,11 @@ def fit_posterior(
     max_iter : int, optional
     tol : float
     start : WeightPosterior, optional
-        A warm start: a fit on (some of) the same bases, matched by name, e.g.
-        at a neighbouring kernel width.  Its bases start in the model at its
-        precisions (``alpha_init`` of the solvers; ``"mackay"`` and ``"em"``
-        then never add a basis), and for regression at its noise precision,
-        updated from the first step.  None, or no basis in common: the
-        solver's own start.  A negative binomial start also starts ``r``.
+        A warm start: a fit on (some of) the same bases, matched by name.  Its
+        bases start in the model at its precisions (``"mackay"`` and ``"em"``
+        then never add a basis), regression at its noise precision and a
+        negative binomial at its ``r``.  None, or no basis in common: the
+        solver's own start.
     likelihood : {"poisson", "negative_binomial"}, optional
         Counts only (default ``"poisson"``): :func:`fit_counts`'s likelihood, a
         ``"negative_binomial"`` posterior with ``log_dispersion``.
@@ -197,7 +191,7 @@ def fit_posterior(
 
 
 def _warm_start(start: WeightPosterior | None, basis_names, kind: str) -> dict:
-    """The keywords of the solver that start it from ``start`` (none without a common basis)."""
+    """The solver's keywords that start it from ``start`` (none without a common basis)."""
     if start is None:
         return {}
     where = {str(n): i for i, n in enumerate(basis_names)}

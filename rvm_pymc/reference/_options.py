@@ -58,8 +58,7 @@ def normalise_columns(Phi: np.ndarray, task: str) -> tuple[np.ndarray, np.ndarra
     """Scale the columns of ``Phi`` to unit norm in place; ``(Phi, scale, usable)``."""
     with np.errstate(over="ignore", under="ignore"):
         norms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
-    # Squares over- or underflow for entries beyond ~1e+-154: redo those columns
-    # scaled by their largest magnitude first.
+    # squares over- or underflow beyond ~1e+-154: redo those columns scaled first
     redo = ~np.isfinite(norms) | (norms < 1e-140)
     if np.any(redo):
         big = np.max(np.abs(Phi[:, redo]), axis=0)
@@ -84,10 +83,7 @@ def check_fixed_alpha(alpha, n_basis: int) -> np.ndarray:
 
 
 def check_representable(alpha, alpha_n, values, s) -> None:
-    """Raise unless the posterior on the scale of ``Phi`` (``alpha``, ``values``) is finite.
-
-    ``alpha = 0`` stays 0 (a slab's weight); a positive ``alpha_n`` must stay positive.
-    """
+    """Raise unless ``alpha`` (0 only where ``alpha_n`` is) and ``values`` are finite."""
     representable = np.all(np.isfinite(alpha)) and np.all((alpha > 0) | (alpha_n == 0))
     if not (representable and np.all(np.isfinite(values))):
         raise ValueError(

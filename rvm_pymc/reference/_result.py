@@ -11,8 +11,7 @@ from rvm_pymc.priors import HyperPrior
 
 
 class SparseFitMixin:
-    """Accessors shared by the reference results (needs ``n_basis``, ``active``,
-    ``alpha`` and ``mean`` attributes)."""
+    """Accessors of the reference results (from ``n_basis``, ``active``, ``alpha``, ``mean``)."""
 
     @property
     def n_relevance(self) -> int:
@@ -45,8 +44,7 @@ class SparseFitMixin:
 class RegressionResult(SparseFitMixin):
     """Outcome of a reference RVM regression fit.
 
-    All quantities are on the scale of the columns of ``Phi`` as given (any
-    internal column normalisation has been undone).
+    All quantities are on the scale of the columns of ``Phi`` as given.
 
     Attributes
     ----------
@@ -148,8 +146,7 @@ def probit_scale(var: np.ndarray) -> np.ndarray:
 class ClassificationResult(SparseFitMixin):
     """Outcome of a reference RVM classification fit (Laplace approximation).
 
-    Quantities are on the scale of the columns of ``Phi`` as given (any
-    internal column normalisation has been undone).
+    Quantities are on the scale of the columns of ``Phi`` as given.
 
     Attributes
     ----------

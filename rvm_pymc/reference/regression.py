@@ -1,5 +1,4 @@
-"""Closed-form RVM regression: the entry point, full re-estimation (MacKay, EM;
-:mod:`rvm_pymc._core.ard`), and the result on the columns as given.
+"""Closed-form RVM regression: the entry point and full re-estimation (MacKay, EM).
 
 The fast fit is :mod:`~rvm_pymc.reference.fast`'s (Tipping & Faul 2003).
 """
@@ -68,15 +67,13 @@ def fit_regression(
         Design matrix: one column per basis function (for a kernel RVM, a
         kernel column per training point plus a bias column).  With
         ``method="fast"`` also the row compression of ``[Phi | t]``
-        (:class:`RowQR`, built in row blocks by :func:`row_qr` when the
-        design would not fit in memory): the fit is then the same, to
-        rounding, at O(M^2) memory.
+        (:class:`RowQR`, from :func:`row_qr`): the same fit, to rounding, at
+        O(M^2) memory.
     t : array_like of shape (N,)
         Targets (with a RowQR: the ones compressed into it).
     method : {"fast", "mackay", "em"}
-        ``"fast"``: the sequential algorithm of Tipping & Faul (2003), which
-        adds, deletes and re-estimates one basis at a time with rank-one
-        updates (requires ``a = b = 0`` and no slab).  ``"mackay"``: full
+        ``"fast"``: the sequential algorithm of Tipping & Faul (2003), one
+        basis at a time (requires ``a = b = 0`` and no slab).  ``"mackay"``: full
         re-estimation ``alpha = (gamma + 2a)/(mu^2 + 2b)``.  ``"em"``: full
         re-estimation ``alpha = (1 + 2a)/(mu^2 + Sigma_mm + 2b)``.  All three
         have the same fixed points (docs/design.md section 1).
@@ -91,12 +88,10 @@ def fit_regression(
         target sd).
     alpha_init : array_like of shape (M,), optional
         Initial precisions of the columns as given, ``inf`` for a column left
-        out from the start (a warm start, e.g. from another fit's
-        :meth:`~RegressionResult.alpha_full`, at a neighbouring kernel width).
+        out (a warm start, e.g. another fit's :meth:`~RegressionResult.alpha_full`).
         Default: ``"mackay"``/``"em"`` start every normalised weight with prior
-        variance ``||t||^2 / M``, ``"fast"`` from the one column best aligned
-        with ``t``.  A warm start of ``"fast"`` whose posterior precision is not
-        numerically positive definite is replaced by that cold start.
+        variance ``||t||^2 / M``, ``"fast"`` from the column best aligned with
+        ``t`` (also when a warm start's posterior precision is singular).
     fixed_noise : bool
         Keep ``beta`` at ``beta_init`` (which is then required).
     max_iter : int, optional
@@ -116,15 +111,13 @@ def fit_regression(
         many basis updates, and always before declaring convergence.
     noise_update_start : int
         ``"fast"`` only: the periodic noise updates start after this many
-        iterations at ``beta_init`` (a fit that settles earlier updates the
-        noise then): an early large noise estimate explains signal away.  0
-        updates from the start.
+        iterations (a fit that settles earlier updates the noise then): an
+        early large noise estimate explains signal away.
     align_tol : float
         ``"fast"`` only: a candidate whose normalised column is nearly parallel
         to an active column is skipped, and reconsidered when that column
         leaves the model: ``1 - |cos| < align_tol x`` the median of
-        ``1 - |cos|`` between the first column and the others (about 1 for a
-        kernel narrower than the data: Tipping & Faul's rule).
+        ``1 - |cos|`` between the first column and the others.
 
     Returns
     -------
@@ -137,8 +130,7 @@ def fit_regression(
         method, or ``method="fast"`` with ``a`` or ``b`` nonzero or a slab.
     numpy.linalg.LinAlgError
         When the posterior precision is numerically singular (e.g. from an
-        ``alpha_init`` many orders of magnitude too small); there is no
-        pseudo-inverse fallback.
+        ``alpha_init`` many orders of magnitude too small).
 
     References
     ----------
@@ -158,7 +150,7 @@ def fit_regression(
     True
     """
     # The fast method only reads columns and products of Phi: a float64 array is used
-    # as given (no N x M copy; it matters at N = 1e5); the others normalise a copy.
+    # as given (no N x M copy); the others normalise a copy.
     rows = Phi if isinstance(Phi, RowQR) else None
     if rows is not None:  # a row compression: its triangle stands for the design
         if method != "fast":
@@ -222,7 +214,6 @@ def fit_regression(
         max_iter = 20 * m + 1000 if method == "fast" else 5000
     max_iter = check_int(max_iter, "max_iter", 1)
 
-    # Bound on the noise precision (never below a user's starting value)
     beta_max = max(BETA_MAX_FACTOR / var_t, beta0)
 
     Phin, scale, usable, raw = _normalised(Phi, method, norms)
@@ -246,7 +237,6 @@ def fit_regression(
     active, alpha_n, beta, trace, n_iter, converged = out
     at_bound = not fixed_noise and beta >= beta_max * (1 - 1e-9)
     if at_bound:
-        # One warning, whether or not the other hyperparameters settled.
         warn_user(
             f"RVM regression (method={method!r}): the noise precision reached its upper "
             f"bound {BETA_MAX_FACTOR:.0e} / var(t) (noise sd {1 / np.sqrt(beta):.3g}, "
@@ -272,9 +262,8 @@ def fit_regression(
 
 
 def _normalised(Phi, method, norms=None):
-    """``(Phin, scale, usable, raw)``: unit-norm columns ``Phin / scale`` if ``raw`` (fast, safe
-    norms: ``Phi`` itself), else ``Phi`` normalised in place.
-    """
+    """``(Phin, scale, usable, raw)``: unit-norm columns ``Phin / scale`` if ``raw``, else
+    ``Phi`` normalised in place."""
     if method == "fast":
         if norms is None:
             with np.errstate(over="ignore", under="ignore"):
@@ -314,21 +303,11 @@ def _finalise(
         cov = (post.cov / s[:, None]) / s[None, :]
     check_representable(alpha, alpha_n, cov, s)
     return RegressionResult(
-        method=method,
-        prior=prior,
-        n_basis=Phin.shape[1],
-        active=active,
-        alpha=alpha,
-        beta=float(beta),
-        mean=mean,
-        cov=cov,
-        gamma=gamma,
-        log_marginal_likelihood=lml,
-        log_evidence=lml + log_hyperprior(alpha, beta, prior),
-        n_iter=n_iter,
-        converged=converged,
-        trace={k: np.asarray(v) for k, v in trace.items()},
-    )
+        method=method, prior=prior, n_basis=Phin.shape[1], active=active, alpha=alpha,
+        beta=float(beta), mean=mean, cov=cov, gamma=gamma, log_marginal_likelihood=lml,
+        log_evidence=lml + log_hyperprior(alpha, beta, prior), n_iter=n_iter,
+        converged=converged, trace={k: np.asarray(v) for k, v in trace.items()},
+    )  # fmt: skip
 
 
 def _compressed_targets(rows: RowQR, t) -> np.ndarray:
@@ -351,22 +330,9 @@ PRUNE_DATA_RATIO = 1e3
 
 
 def full_reestimation(
-    Phin,
-    t,
-    usable,
-    scale,
-    beta,
-    prior: HyperPrior,
-    fixed_noise,
-    max_iter,
-    tol,
-    prune_level,
-    method,
-    alpha_init,
-    beta_max,
-    likelihood=None,
-    dispersion=None,
-):
+    Phin, t, usable, scale, beta, prior: HyperPrior, fixed_noise, max_iter, tol, prune_level,
+    method, alpha_init, beta_max, likelihood=None, dispersion=None,
+):  # fmt: skip
     """MacKay or EM re-estimation of all precisions (and the noise), on normalised columns.
 
     Regression (``likelihood`` None): the Gaussian posterior, and ``beta`` unless
@@ -382,10 +348,8 @@ def full_reestimation(
     flat = prior.a == 0 and prior.b == 0
     if alpha_init is None:
         active = np.flatnonzero(usable)
-        # Regression: every weight with prior variance ||t||^2 / M on the normalised scale
-        # (floored relative to the noise precision so that A + beta Phi^T Phi stays well
-        # conditioned when t has a large mean); else an average prior variance of one for
-        # the latent function.
+        # Regression: prior variance ||t||^2 / M per weight (floored relative to beta so
+        # that A + beta Phi^T Phi stays well conditioned); else about one for the latent.
         start = max(active.size / float(t @ t), 1e-8 * beta) if gaussian else active.size / n
         alpha = np.full(active.size, start)
     else:
@@ -443,13 +407,9 @@ def full_reestimation(
             keep[np.argmin(new_alpha)] = True
             new_alpha = np.minimum(new_alpha, prune_level)
         pruned = not np.all(keep)
-        # Laplace, under the flat prior: a basis whose linearised optimum is alpha = inf
-        # (q^2 <= s) is on its way out: its alpha may grow by a constant factor per
-        # iteration for a long time, and the others keep moving (slightly) while it
-        # does; it is dropped once the rest has settled to LEAVING_SETTLED, and the
-        # iteration goes on to tol.  With b > 0 the hyperprior term -b alpha gives
-        # every basis a finite optimum: no basis is leaving, none is dropped (except
-        # by prune_level), and the iteration runs to the fixed point of all of them.
+        # Laplace, flat prior: a basis whose linearised optimum is alpha = inf (q^2 <= s)
+        # may creep out for a long time; it is dropped once the rest has settled to
+        # LEAVING_SETTLED.  With b > 0 every basis has a finite optimum: none leaves.
         leaving = np.zeros(active.size, dtype=bool)
         if flat and not gaussian:
             leaving = leaving_active(prec, W, post.cov)
