@@ -93,7 +93,6 @@ class Basis:
                     f"{out.dtype} {out.shape}"
                 )
             Phi = self._design_into(X, out)
-        # a finite sum is the cheap check; the exact one runs only when it is not
         with np.errstate(over="ignore", invalid="ignore"):  # inf + -inf, or a sum past 1e308
             total = Phi.sum()
         if not np.isfinite(total):
@@ -150,8 +149,7 @@ class Basis:
 class KernelBasis(Basis):
     """Kernel design matrix ``Phi = [1 | k(X, centres_)]``: one column per centre.
 
-    Up to 2000 training points every training point is a centre (Tipping 2001);
-    above that, ``centres="auto"`` keeps at most 1000 of them, chosen by greedy
+    Centres beyond every training point (Tipping 2001) are chosen by greedy
     pivoted Cholesky and farthest-point filling (``docs/reference_solver.md``,
     "Large N").
 
@@ -163,9 +161,8 @@ class KernelBasis(Basis):
     bias : bool
         Put a column of ones first, so that ``n_basis_ = n_centres + 1``.
     centres : "auto", "all" or int
-        ``"all"``: every training point; an integer ``m``: ``m`` centres chosen
-        as above; ``"auto"`` (default): ``"all"`` up to 2000 training points,
-        else at most 1000.
+        ``"all"``: every training point; an integer ``m``: ``m`` chosen centres;
+        ``"auto"`` (default): ``"all"`` up to 2000 training points, else at most 1000.
     random_state : None, int, Generator or RandomState
         Draws the pool of at most 20000 training points searched for centres;
         None is a fixed seed.
@@ -229,8 +226,7 @@ class KernelBasis(Basis):
         return self.kernel_(X, self.X_fit_)
 
     def _design(self, X: np.ndarray) -> np.ndarray:
-        """One column-major (n, n_basis_) array filled block by block (for a symmetric kernel
-        as whole rows of ``Phi.T``)."""
+        """One column-major (n, n_basis_) array filled block by block."""
         n, off = X.shape[0], int(self.bias)
         if getattr(self.kernel_, "symmetric", False):
             return self._fill_columns(X, np.empty((self.n_basis_, n))).T
@@ -249,8 +245,7 @@ class KernelBasis(Basis):
         return super()._design_into(X, out)
 
     def _fill_columns(self, X: np.ndarray, PhiT: np.ndarray) -> np.ndarray:
-        """Fill ``PhiT`` (n_basis_, n) with ``Phi.T`` of a symmetric kernel, in place when it is
-        C-contiguous, else through a buffer of :data:`_COPY_ENTRIES` entries."""
+        """Fill ``PhiT`` (n_basis_, n) with ``Phi.T`` of a symmetric kernel, in blocks."""
         n, off = X.shape[0], int(self.bias)
         if off:
             PhiT[0] = 1.0

@@ -2,8 +2,7 @@ r"""Kernels: the functions ``k(x, y)`` whose columns make the design matrix of a
 
 A :class:`Kernel` maps ``X`` (n, d) and ``Y`` (m, d) to the (n, m) matrix
 :math:`K_{ij} = k(x_i, y_j)`; kernels compose with ``+`` and ``*``, also with a
-positive scalar.  The bases that turn a kernel into a design matrix live in
-:mod:`rvm_pymc.basis`, which imports this module.
+positive scalar.  :mod:`rvm_pymc.basis` turns a kernel into a design matrix.
 """
 
 from rvm_pymc.kernels._base import Constant, Kernel, Product, Sum

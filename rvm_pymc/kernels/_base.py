@@ -50,8 +50,7 @@ class Kernel:
     symmetric: bool = False  # k(x, y) == k(y, x); unknown for a subclass unless it says so
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A subclass redefining ``_evaluate`` or ``__call__`` is not symmetric unless it says
-        so; its ``fill`` goes through its ``_evaluate``."""
+        """A subclass redefining ``_evaluate`` or ``__call__`` is symmetric only if it says so."""
         super().__init_subclass__(**kwargs)
         own = vars(cls)
         if ("_evaluate" in own or "__call__" in own) and "symmetric" not in own:
@@ -74,8 +73,8 @@ class Kernel:
     def fill(self, X: np.ndarray, Y: np.ndarray, out: np.ndarray) -> np.ndarray:
         """Write ``k(X, Y)`` into ``out``, a C-contiguous float64 (n, m) array; return it.
 
-        Only ``out`` is checked: ``X`` and ``Y`` must be finite float64 arrays, and
-        the caller checks that the result is finite.
+        Only ``out`` is checked: ``X`` and ``Y`` must be finite float64 arrays; the
+        caller checks the result.
         """
         shape = (X.shape[0], Y.shape[0])
         if out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:

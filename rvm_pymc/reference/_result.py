@@ -83,8 +83,7 @@ class RegressionResult(SparseFitMixin):
         3 noise update).
     noise_at_bound : bool
         Whether the noise precision ended at its upper bound: the basis fits
-        the targets (almost) exactly, and the evidence grows without bound as
-        the noise vanishes, so its value is not that of a maximum.
+        the targets (almost) exactly and the evidence has no maximum.
     """
 
     method: str
@@ -111,8 +110,7 @@ class RegressionResult(SparseFitMixin):
         Parameters
         ----------
         Phi_new : array_like of shape (n, M)
-            Design matrix of the new points, with all ``M`` columns (the
-            pruned ones are ignored).
+            Design matrix of the new points, all ``M`` columns (pruned ones ignored).
         return_std : bool
             Also return the predictive standard deviation.
         include_noise : bool
@@ -181,10 +179,9 @@ class ClassificationResult(SparseFitMixin):
     converged : bool
         Whether the stopping criterion was met within ``max_iter``.
     trace : dict of ndarray
-        Per iteration: ``"log_evidence"`` (Laplace, with hyperprior terms) and
-        ``"n_active"``; the fast method also records ``"action"`` (0
-        re-estimate -- of all active precisions at once where possible --,
-        1 add, 2 delete); it need not increase at every re-estimation.
+        Per iteration: ``"log_evidence"`` (Laplace, with hyperprior terms; it
+        need not increase at every re-estimation) and ``"n_active"``; the fast
+        method also records ``"action"`` (0 re-estimate, 1 add, 2 delete).
     """
 
     method: str

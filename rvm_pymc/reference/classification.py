@@ -165,8 +165,7 @@ def fit_classification(
         (ints, strings, bools); they are returned as given by ``predict``.
     method : {"fast", "mackay", "em"}
         ``"fast"``: the sequential algorithm of Tipping & Faul (2003) on the
-        linearised problem at the current mode, re-finding the mode after
-        every add / delete / re-estimate (requires ``a = b = 0``).
+        linearised problem at the current mode (requires ``a = b = 0``).
         ``"mackay"``: full re-estimation ``alpha_m = (gamma_m + 2a)/(||w_m||^2 + 2b)``
         with ``gamma_m = K_m - alpha_m tr(Sigma_mm)``; ``"em"``:
         ``alpha_m = (K_m + 2a)/(||w_m||^2 + tr(Sigma_mm) + 2b)``, where ``w_m``
@@ -179,13 +178,11 @@ def fit_classification(
         Default the ``"evidence"`` preset (type-II maximum likelihood).
     alpha_init : array_like of shape (M,), optional
         Initial precisions of the columns as given, ``inf`` for a column left
-        out from the start (a warm start, e.g. from another fit's
-        :meth:`~ClassificationResult.alpha_full`, at a neighbouring kernel
-        width).  Default: ``"mackay"``/``"em"`` start from every usable
-        column, with a prior variance of the latent function of about one,
-        ``"fast"`` from the one column best aligned with the classes.  A warm
-        start of ``"fast"`` whose mode cannot be found is replaced by that
-        cold start.
+        out (a warm start, e.g. another fit's :meth:`~ClassificationResult.alpha_full`).
+        Default: ``"mackay"``/``"em"`` start from every usable column, with a
+        prior variance of the latent function of about one, ``"fast"`` from the
+        column best aligned with the classes (also when a warm start's mode
+        cannot be found).
     max_iter : int, optional
         Iteration cap; default ``10 * M + 100`` for ``"fast"``, 5000 otherwise.
         A :class:`~rvm_pymc.ConvergenceWarning` is issued when reached.
@@ -199,12 +196,11 @@ def fit_classification(
         ``"fast"`` only: skip candidates whose normalised column has
         ``|cos| > 1 - align_tol`` with an active column.
     deletion_tries : int
-        ``"fast"`` only: after convergence, delete each of the
+        ``"fast"`` only: after convergence, delete in turn each of the
         ``deletion_tries`` active bases that cost most in the linearised
-        evidence in turn, re-run the sequential algorithm without it, and keep
-        the first outcome with a higher Laplace evidence (then search again):
-        a way out of a local optimum of the active set, at several times the
-        cost.  Default 0 (off).
+        evidence, re-run without it, and keep the first outcome with a higher
+        Laplace evidence (then search again): a way out of a local optimum, at
+        several times the cost.  Default 0 (off).
 
     Returns
     -------
@@ -260,9 +256,8 @@ def fit_classification(
         log_likelihood=post.log_likelihood, log_evidence=fit.log_evidence, n_iter=fit.n_iter,
         converged=fit.converged, trace=fit.trace,
     )  # fmt: skip
-    # The model without any basis predicts 1/K everywhere: its evidence is N log(1/K).
-    # One irrelevant basis that cannot be deleted (the last one) leaves the fit a little
-    # below it; more than 0.01 nats below means the greedy start found nothing to build on.
+    # The empty model's evidence is N log(1/K); the last (undeletable) basis leaves the fit
+    # a little below it, more than 0.01 nats below: the greedy start found nothing.
     empty = Phi.shape[0] * np.log(1.0 / len(classes))
     flat = prior.a == 0.0 and prior.b == 0.0  # else log_evidence has a hyperprior term
     if method == "fast" and flat and result.log_evidence < empty - 1e-2:
