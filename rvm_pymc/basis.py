@@ -196,13 +196,8 @@ class KernelBasis(Basis):
     True
     """
 
-    def __init__(
-        self,
-        kernel: str | Kernel | Callable = "rbf",
-        bias: bool = True,
-        centres: str | int = "auto",
-        random_state: Any = None,
-    ) -> None:
+    def __init__(self, kernel: str | Kernel | Callable = "rbf", bias: bool = True,
+                 centres: str | int = "auto", random_state: Any = None) -> None:  # fmt: skip
         self.kernel = kernel
         self.bias = bool(bias)
         self.centres = centres
@@ -411,9 +406,8 @@ class PrecomputedBasis(Basis):
         return X
 
 
-def make_basis(
-    kernel: str | Kernel | Callable | Basis = "rbf", bias: bool = True, **params: Any
-) -> Basis:
+def make_basis(kernel: str | Kernel | Callable | Basis = "rbf", bias: bool = True,
+               **params: Any) -> Basis:  # fmt: skip
     """Return a :class:`Basis` for a kernel name/instance/callable, ``"precomputed"`` or a Basis.
 
     Parameters

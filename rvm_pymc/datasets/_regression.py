@@ -57,15 +57,9 @@ def sinc(x) -> np.ndarray:
     return np.divide(np.sin(x), x, out=np.ones_like(x), where=x != 0)
 
 
-def make_sinc(
-    n_train: int = 100,
-    n_test: int = 1000,
-    noise: str | None = "gaussian",
-    noise_sd: float = 0.1,
-    noise_width: float = 0.1,
-    x_range: tuple[float, float] = (-10, 10),
-    random_state=None,
-) -> Dataset:
+def make_sinc(n_train: int = 100, n_test: int = 1000, noise: str | None = "gaussian",
+              noise_sd: float = 0.1, noise_width: float = 0.1,
+              x_range: tuple[float, float] = (-10, 10), random_state=None) -> Dataset:  # fmt: skip
     """The one-dimensional ``sin(x)/x`` regression problem of Tipping (2001).
 
     Training inputs are uniform on ``x_range`` with noisy targets; test inputs
@@ -201,13 +195,8 @@ def _make_friedman23(name, n_train, n_test, noise_sd, random_state) -> Dataset:
     return _friedman(name, f, _friedman23_inputs, n_train, n_test, sd, random_state)
 
 
-def make_friedman1(
-    n_train: int = 240,
-    n_test: int = 1000,
-    noise_sd: float = 1.0,
-    n_features: int = 10,
-    random_state=None,
-) -> Dataset:
+def make_friedman1(n_train: int = 240, n_test: int = 1000, noise_sd: float = 1.0,
+                   n_features: int = 10, random_state=None) -> Dataset:  # fmt: skip
     """Friedman #1 regression problem, as used by Tipping (2001).
 
     Inputs are uniform on ``[0, 1]^n_features``; only the first five matter::
@@ -250,9 +239,8 @@ def make_friedman1(
     return _friedman("friedman1", _friedman1, inputs, n_train, n_test, sd, random_state)
 
 
-def make_friedman2(
-    n_train: int = 240, n_test: int = 1000, noise_sd: float | str = "auto", random_state=None
-) -> Dataset:
+def make_friedman2(n_train: int = 240, n_test: int = 1000, noise_sd: float | str = "auto",
+                   random_state=None) -> Dataset:  # fmt: skip
     """Friedman #2 regression problem, as used by Tipping (2001).
 
     Four inputs, ``x1 ~ U(0, 100)``, ``x2 ~ U(40 pi, 560 pi)``, ``x3 ~ U(0, 1)``,
@@ -290,9 +278,8 @@ def make_friedman2(
     return _make_friedman23("friedman2", n_train, n_test, noise_sd, random_state)
 
 
-def make_friedman3(
-    n_train: int = 240, n_test: int = 1000, noise_sd: float | str = "auto", random_state=None
-) -> Dataset:
+def make_friedman3(n_train: int = 240, n_test: int = 1000, noise_sd: float | str = "auto",
+                   random_state=None) -> Dataset:  # fmt: skip
     """Friedman #3 regression problem, as used by Tipping (2001).
 
     The inputs of :func:`make_friedman2` and::

@@ -99,19 +99,9 @@ def log_evidence(Phi, t, alpha, beta, prior=None) -> float:
     )
 
 
-def fit_posterior(
-    Phi,
-    target,
-    kind: str,
-    basis_names,
-    *,
-    solver: str,
-    prior,
-    max_iter=None,
-    tol: float = 1e-6,
-    start: WeightPosterior | None = None,
-    likelihood: str | None = None,
-) -> tuple[WeightPosterior, FitInfo]:
+def fit_posterior(Phi, target, kind: str, basis_names, *, solver: str, prior, max_iter=None,
+                  tol: float = 1e-6, start: WeightPosterior | None = None,
+                  likelihood: str | None = None) -> tuple[WeightPosterior, FitInfo]:  # fmt: skip
     """Fit by the reference solver; return the posterior over the active bases and its report.
 
     Parameters

@@ -55,9 +55,8 @@ class Factor(NamedTuple):
     rss: float
 
 
-def factorise_active(
-    Gaa, PhiT_t_a, Pa, t, alpha, beta, n: int, rss_offset: float, tt: float, triangle=None
-) -> Factor | None:
+def factorise_active(Gaa, PhiT_t_a, Pa, t, alpha, beta, n: int, rss_offset: float, tt: float,
+                     triangle=None) -> Factor | None:  # fmt: skip
     """Factor, mean, residual and log evidence of the active system ``(Gaa, Pa, alpha, beta)``.
 
     ``n``, ``rss_offset``, ``tt``: data count, residual offset and ``||t||^2`` of a
@@ -90,9 +89,8 @@ class ActiveRows:
         self.t = t
         self.kept: dict[tuple, np.ndarray] = {}  # active set -> its rows
 
-    def getter(
-        self, key: tuple, columns: np.ndarray, current: tuple, drop: int | None = None
-    ) -> Callable[[], np.ndarray]:
+    def getter(self, key: tuple, columns: np.ndarray, current: tuple,
+               drop: int | None = None) -> Callable[[], np.ndarray]:  # fmt: skip
         """A callable returning the rows of set ``key`` (``drop``: ``current`` without it)."""
 
         def rows() -> np.ndarray:
@@ -134,9 +132,8 @@ class SequentialState:
     when ``Phin``, ``t`` are a row compression (:class:`~rvm_pymc._core.rowqr.RowQR`).
     """
 
-    def __init__(
-        self, Phin, t, usable, beta, scale=None, beta_max: float = np.inf, n=None, rss_offset=0.0
-    ):
+    def __init__(self, Phin, t, usable, beta, scale=None, beta_max: float = np.inf, n=None,
+                 rss_offset=0.0):  # fmt: skip
         self.Phin, self.t = Phin, t
         self.rows, self.m = Phin.shape
         self.n = self.rows if n is None else int(n)

@@ -140,19 +140,10 @@ def laplace_posterior(Phi, y, alpha) -> LaplacePosterior:
     return find_mode(Phi, T, alpha)
 
 
-def fit_classification(
-    Phi,
-    y,
-    *,
-    method: str = "fast",
-    prior=None,
-    alpha_init=None,
-    max_iter: int | None = None,
-    tol: float = 1e-6,
-    prune_threshold: float = 1e9,
-    align_tol: float = 1e-3,
-    deletion_tries: int = 0,
-) -> ClassificationResult:
+def fit_classification(Phi, y, *, method: str = "fast", prior=None, alpha_init=None,
+                       max_iter: int | None = None, tol: float = 1e-6,
+                       prune_threshold: float = 1e9, align_tol: float = 1e-3,
+                       deletion_tries: int = 0) -> ClassificationResult:  # fmt: skip
     """Fit an RVM classifier by maximising the Laplace-approximated evidence.
 
     Parameters

@@ -170,21 +170,10 @@ def negative_binomial_laplace_posterior(Phi, y, alpha, dispersion) -> LaplacePos
     return find_mode(Phi, y[:, None], alpha, likelihood="negative_binomial", dispersion=r)
 
 
-def fit_counts(
-    Phi,
-    y,
-    *,
-    method: str = "fast",
-    prior=None,
-    alpha_init=None,
-    max_iter: int | None = None,
-    tol: float = 1e-6,
-    prune_threshold: float = 1e9,
-    align_tol: float = 1e-3,
-    deletion_tries: int = 0,
-    likelihood: str = "poisson",
-    dispersion_init: float | None = None,
-) -> CountsResult:
+def fit_counts(Phi, y, *, method: str = "fast", prior=None, alpha_init=None,
+               max_iter: int | None = None, tol: float = 1e-6, prune_threshold: float = 1e9,
+               align_tol: float = 1e-3, deletion_tries: int = 0, likelihood: str = "poisson",
+               dispersion_init: float | None = None) -> CountsResult:  # fmt: skip
     """Fit a Poisson or negative binomial RVM (log link) by maximising the Laplace evidence.
 
     Parameters

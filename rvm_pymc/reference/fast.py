@@ -112,9 +112,8 @@ def select_move(st: Any, align_tol: float) -> Selection:
     return Selection(delta, new_alpha, in_model, relevant, deletions, j)
 
 
-def fast_sequential(
-    Phin, t, usable, beta, options: FastOptions, scale=None, alpha_start=None, rows=None
-) -> FastResult:
+def fast_sequential(Phin, t, usable, beta, options: FastOptions, scale=None, alpha_start=None,
+                    rows=None) -> FastResult:  # fmt: skip
     """Run the sequential algorithm from the column best aligned with ``t`` (or a warm start).
 
     The start column has a free weight (precision ``1e-6 s``); when it explains
@@ -335,14 +334,8 @@ class _FastSolver:
 class _LinearisedState(SequentialState):
     """Sequential state of the Laplace fits (the contract of :class:`SequentialState`)."""
 
-    def __init__(
-        self,
-        Phin: np.ndarray,
-        T: np.ndarray,
-        usable: np.ndarray,
-        likelihood: str = "bernoulli",
-        dispersion: float | None = None,
-    ):
+    def __init__(self, Phin: np.ndarray, T: np.ndarray, usable: np.ndarray,
+                 likelihood: str = "bernoulli", dispersion: float | None = None):  # fmt: skip
         self.Phin, self.T = Phin, T
         # "bernoulli" (softmax for K > 2), "poisson" or "negative_binomial" (of dispersion)
         self.likelihood = likelihood
@@ -536,9 +529,8 @@ class _LinearisedState(SequentialState):
         return delta, new_alpha, in_model, relevant
 
 
-def initial_basis(
-    Phin: np.ndarray, T: np.ndarray, usable: np.ndarray, likelihood: str = "bernoulli"
-) -> tuple[int, float]:
+def initial_basis(Phin: np.ndarray, T: np.ndarray, usable: np.ndarray,
+                  likelihood: str = "bernoulli") -> tuple[int, float]:  # fmt: skip
     """The basis best aligned with pseudo-targets and a starting precision (as SparseBayes).
 
     Logits of 0.9 / 0.1 for classes, ``log(t + 1/2)`` for counts.
@@ -656,9 +648,8 @@ def _reestimate(st: _LinearisedState, i: int, new_alpha: np.ndarray, relevant: n
     st.reestimate(i, new_alpha[i])
 
 
-def _sequential(
-    st: _LinearisedState, trace, max_iter, tol, align_tol, barred: int = -1
-) -> tuple[int, bool]:
+def _sequential(st: _LinearisedState, trace, max_iter, tol, align_tol,
+                barred: int = -1) -> tuple[int, bool]:  # fmt: skip
     """The add / delete / re-estimate loop from the current state; (iterations, converged).
 
     Basis ``barred`` (if >= 0) is never added; round trips are barred (:class:`_RoundTrips`).
@@ -752,18 +743,8 @@ def _copy_state(st: _LinearisedState) -> _LinearisedState:
     return new
 
 
-def fast_classification(
-    Phin,
-    T,
-    usable,
-    max_iter,
-    tol,
-    align_tol,
-    deletion_tries=0,
-    alpha_start=None,
-    likelihood="bernoulli",
-    dispersion=None,
-):
+def fast_classification(Phin, T, usable, max_iter, tol, align_tol, deletion_tries=0,
+                        alpha_start=None, likelihood="bernoulli", dispersion=None):  # fmt: skip
     """Run the sequential algorithm on normalised columns (``dispersion``: of NB2 counts)."""
     st = _warm_state(Phin, T, usable, alpha_start, likelihood, dispersion)
     if st is None:
@@ -807,9 +788,8 @@ def fast_classification(
     return np.asarray(st.active), st.alpha.copy(), st.W.copy(), trace, n_iter, converged
 
 
-def _warm_state(
-    Phin, T, usable, alpha_start, likelihood, dispersion=None
-) -> _LinearisedState | None:
+def _warm_state(Phin, T, usable, alpha_start, likelihood,
+                dispersion=None) -> _LinearisedState | None:  # fmt: skip
     """The state with the bases of ``alpha_start`` at its precisions; None if none or singular."""
     if alpha_start is None:
         return None

@@ -43,22 +43,11 @@ from rvm_pymc.reference.fast import FastOptions, fast_sequential
 __all__ = ["PRUNE_DATA_RATIO", "fit_regression", "full_reestimation"]
 
 
-def fit_regression(
-    Phi,
-    t,
-    *,
-    method: str = "fast",
-    prior=None,
-    beta_init: float | None = None,
-    alpha_init=None,
-    fixed_noise: bool = False,
-    max_iter: int | None = None,
-    tol: float = 1e-6,
-    prune_threshold: float = 1e9,
-    noise_update_every: int = 5,
-    align_tol: float = 1e-3,
-    noise_update_start: int = 20,
-) -> RegressionResult:
+def fit_regression(Phi, t, *, method: str = "fast", prior=None, beta_init: float | None = None,
+                   alpha_init=None, fixed_noise: bool = False, max_iter: int | None = None,
+                   tol: float = 1e-6, prune_threshold: float = 1e9, noise_update_every: int = 5,
+                   align_tol: float = 1e-3,
+                   noise_update_start: int = 20) -> RegressionResult:  # fmt: skip
     """Fit RVM regression by maximising the (log-coordinate) evidence.
 
     Parameters
@@ -276,9 +265,8 @@ def _normalised(Phi, method, norms=None):
     return (*normalise_columns(Phi, "explain t"), False)
 
 
-def _finalise(
-    Phin, raw_scale, scale, t, active, alpha_n, beta, prior, method, trace, n_iter, converged
-):
+def _finalise(Phin, raw_scale, scale, t, active, alpha_n, beta, prior, method, trace, n_iter,
+              converged):  # fmt: skip
     """Solve on the normalised columns, then undo the scaling analytically.
 
     ``alpha_m = s_m^2 alphan_m``, ``mu_m = mun_m / s_m``, ``Sigma = D^-1 Sigman D^-1``;
