@@ -22,14 +22,9 @@ from rvm_pymc._core.validation import as_2d_float, is_real
 from rvm_pymc.kernels import Kernel, make_kernel
 
 __all__ = [
-    "Basis",
-    "FunctionBasis",
-    "KernelBasis",
-    "PrecomputedBasis",
-    "column_scale",
-    "make_basis",
+    "Basis", "FunctionBasis", "KernelBasis", "PrecomputedBasis", "column_scale", "make_basis",
     "polynomial_basis",
-]
+]  # fmt: skip
 
 
 #: The kernel design matrix is filled this many entries (rows x centres) at a time.
@@ -263,11 +258,9 @@ class KernelBasis(Basis):
 
     def get_params(self) -> dict[str, Any]:
         return {
-            "kernel": self.kernel,
-            "bias": self.bias,
-            "centres": self.centres,
+            "kernel": self.kernel, "bias": self.bias, "centres": self.centres,
             "random_state": self.random_state,
-        }
+        }  # fmt: skip
 
     def __repr__(self) -> str:
         params = self.get_params()

@@ -37,17 +37,7 @@ from rvm_pymc.datasets._regression import (
 )
 
 __all__ = [
-    "FRIEDMAN_AUTO_NOISE_SEED",
-    "FRIEDMAN_AUTO_NOISE_SIZE",
-    "RIPLEY_COVARIANCE",
-    "RIPLEY_MEANS",
-    "Dataset",
-    "check_random_state",
-    "make_friedman1",
-    "make_friedman2",
-    "make_friedman3",
-    "make_gaussian_mixture_classes",
-    "make_ripley",
-    "make_sinc",
-    "sinc",
-]
+    "FRIEDMAN_AUTO_NOISE_SEED", "FRIEDMAN_AUTO_NOISE_SIZE", "RIPLEY_COVARIANCE", "RIPLEY_MEANS",
+    "Dataset", "check_random_state", "make_friedman1", "make_friedman2", "make_friedman3",
+    "make_gaussian_mixture_classes", "make_ripley", "make_sinc", "sinc",
+]  # fmt: skip

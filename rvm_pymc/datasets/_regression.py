@@ -15,14 +15,9 @@ from rvm_pymc.datasets._base import (
 )
 
 __all__ = [
-    "FRIEDMAN_AUTO_NOISE_SEED",
-    "FRIEDMAN_AUTO_NOISE_SIZE",
-    "make_friedman1",
-    "make_friedman2",
-    "make_friedman3",
-    "make_sinc",
-    "sinc",
-]
+    "FRIEDMAN_AUTO_NOISE_SEED", "FRIEDMAN_AUTO_NOISE_SIZE", "make_friedman1", "make_friedman2",
+    "make_friedman3", "make_sinc", "sinc",
+]  # fmt: skip
 
 #: Seed and size of the noise-free sample from which the ``noise_sd="auto"``
 #: rule of Friedman #2 and #3 computes the signal standard deviation.
@@ -121,13 +116,9 @@ def make_sinc(n_train: int = 100, n_test: int = 1000, noise: str | None = "gauss
         actual_sd = 0.0
     x_test = np.linspace(low, high, n_test)
     return Dataset(
-        X_train=x[:, None],
-        t_train=sinc(x) + eps,
-        X_test=x_test[:, None],
-        t_test=sinc(x_test),
-        noise_sd=float(actual_sd),
-        name=f"sinc-{kind}",
-    )
+        X_train=x[:, None], t_train=sinc(x) + eps, X_test=x_test[:, None], t_test=sinc(x_test),
+        noise_sd=float(actual_sd), name=f"sinc-{kind}",
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- Friedman

@@ -15,17 +15,9 @@ from rvm_pymc._core.validation import check_positive
 from rvm_pymc.kernels._base import Constant, Kernel, Product, Sum
 
 __all__ = [
-    "KERNEL_NAMES",
-    "RBF",
-    "CallableKernel",
-    "Cauchy",
-    "Laplacian",
-    "Linear",
-    "LinearSpline",
-    "Polynomial",
-    "kernel_class",
-    "make_kernel",
-]
+    "KERNEL_NAMES", "RBF", "CallableKernel", "Cauchy", "Laplacian", "Linear", "LinearSpline",
+    "Polynomial", "kernel_class", "make_kernel",
+]  # fmt: skip
 
 
 def _sq_dist(X: np.ndarray, Y: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -282,16 +274,10 @@ class CallableKernel(Kernel):
 
 
 _KERNELS: dict[str, type[Kernel]] = {
-    "rbf": RBF,
-    "linear": Linear,
-    "poly": Polynomial,
-    "polynomial": Polynomial,
-    "laplacian": Laplacian,
-    "exponential": Laplacian,
-    "cauchy": Cauchy,
-    "linear_spline": LinearSpline,
-    "spline": LinearSpline,
-}
+    "rbf": RBF, "linear": Linear, "poly": Polynomial, "polynomial": Polynomial,
+    "laplacian": Laplacian, "exponential": Laplacian, "cauchy": Cauchy,
+    "linear_spline": LinearSpline, "spline": LinearSpline,
+}  # fmt: skip
 
 
 KERNEL_NAMES: tuple[str, ...] = tuple(sorted(_KERNELS))

@@ -26,22 +26,10 @@ from rvm_pymc._core.laplace import LaplacePosterior, laplace_posterior, newton_m
 from rvm_pymc._core.threads import default_workers, on_pieces, single_blas_thread, thread_map
 
 __all__ = [
-    "BLOCK_COLUMNS",
-    "LIKELIHOODS",
-    "SCALE_MIN_ENTRIES",
-    "THREAD_MIN_ENTRIES",
-    "LaplacePosterior",
-    "OneColumn",
-    "find_mode",
-    "find_mode_one_column",
-    "hessian",
-    "in_background",
-    "log_likelihood",
-    "scaled_rows",
-    "scaled_rows_buffer",
-    "squared",
-    "transposed_products",
-]
+    "BLOCK_COLUMNS", "LIKELIHOODS", "SCALE_MIN_ENTRIES", "THREAD_MIN_ENTRIES", "LaplacePosterior",
+    "OneColumn", "find_mode", "find_mode_one_column", "hessian", "in_background", "log_likelihood",
+    "scaled_rows", "scaled_rows_buffer", "squared", "transposed_products",
+]  # fmt: skip
 
 #: Fewest entries of the ``A`` together for which the products go to worker
 #: threads; below it they are formed in the calling thread.

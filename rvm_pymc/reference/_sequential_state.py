@@ -31,15 +31,9 @@ from rvm_pymc._core.sparsity import active_sq, ell, gain_rounding, leaving_activ
 from rvm_pymc.reference._laplace import diagonal_view
 
 __all__ = [
-    "ActiveRows",
-    "Candidate",
-    "Factor",
-    "SequentialState",
-    "factorise_active",
-    "linearised_evidence",
-    "linearised_gradient_hessian",
-    "maximise_linearised",
-]
+    "ActiveRows", "Candidate", "Factor", "SequentialState", "factorise_active",
+    "linearised_evidence", "linearised_gradient_hessian", "maximise_linearised",
+]  # fmt: skip
 
 
 class Factor(NamedTuple):

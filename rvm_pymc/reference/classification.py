@@ -37,12 +37,8 @@ from rvm_pymc.reference.fast import fast_classification
 from rvm_pymc.reference.regression import full_reestimation as laplace_reestimation
 
 __all__ = [
-    "ClassificationResult",
-    "LaplaceFit",
-    "fit_classification",
-    "laplace_fit",
-    "laplace_posterior",
-]
+    "ClassificationResult", "LaplaceFit", "fit_classification", "laplace_fit", "laplace_posterior",
+]  # fmt: skip
 
 
 def encode_labels(y) -> tuple[np.ndarray, np.ndarray]:

@@ -35,12 +35,9 @@ from rvm_pymc.reference._result import SparseFitMixin
 from rvm_pymc.reference.classification import LaplaceFit, laplace_fit
 
 __all__ = [
-    "DISPERSION_BOUNDS",
-    "CountsResult",
-    "fit_counts",
-    "negative_binomial_laplace_posterior",
+    "DISPERSION_BOUNDS", "CountsResult", "fit_counts", "negative_binomial_laplace_posterior",
     "poisson_laplace_posterior",
-]
+]  # fmt: skip
 
 DISPERSION_BOUNDS = (1e-3, 1e6)
 """The range of the NB2 dispersion ``r`` searched by :func:`fit_counts`; at the upper bound

@@ -45,20 +45,10 @@ if TYPE_CHECKING:
     from rvm_pymc.priors import HyperPrior
 
 __all__ = [
-    "ADD",
-    "DELETE",
-    "NOISE",
-    "REESTIMATE",
-    "FastOptions",
-    "FastResult",
-    "Selection",
-    "active_sq",
-    "fast_classification",
-    "fast_sequential",
-    "initial_basis",
-    "select_move",
+    "ADD", "DELETE", "NOISE", "REESTIMATE", "FastOptions", "FastResult", "Selection", "active_sq",
+    "fast_classification", "fast_sequential", "initial_basis", "select_move",
     "stationarity_residual",
-]
+]  # fmt: skip
 
 REESTIMATE, ADD, DELETE, NOISE = 0, 1, 2, 3
 _MODE_TOL_LOOSE, _MODE_TOL_TIGHT = 1e-4, 1e-9  # the classifier's Newton tolerances of the mode
@@ -175,11 +165,8 @@ class _FastSolver:
     def __init__(self, st: SequentialState, options: FastOptions) -> None:
         self.st, self.opt = st, options
         self.trace: dict[str, list] = {
-            "log_evidence": [],
-            "n_active": [],
-            "beta": [],
-            "action": [],
-        }
+            "log_evidence": [], "n_active": [], "beta": [], "action": [],
+        }  # fmt: skip
         self.since_noise = 0
         self.converged = False
 
