@@ -27,9 +27,6 @@ FRIEDMAN_AUTO_NOISE_SIZE = 100_000
 _SINC_NOISE_KINDS = ("gaussian", "uniform", "none")
 
 
-# --------------------------------------------------------------------------- sinc
-
-
 def sinc(x) -> np.ndarray:
     """Unnormalised sinc, ``sin(x) / x`` with ``sinc(0) = 1``.
 
@@ -119,9 +116,6 @@ def make_sinc(n_train: int = 100, n_test: int = 1000, noise: str | None = "gauss
         X_train=x[:, None], t_train=sinc(x) + eps, X_test=x_test[:, None], t_test=sinc(x_test),
         noise_sd=float(actual_sd), name=f"sinc-{kind}",
     )  # fmt: skip
-
-
-# --------------------------------------------------------------------------- Friedman
 
 
 def _friedman1(X: np.ndarray) -> np.ndarray:

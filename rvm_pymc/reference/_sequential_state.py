@@ -198,7 +198,6 @@ class SequentialState:
         self.fresh, self.freshness = None, 0
         self.resolve()
 
-    # -- the exact evidence -------------------------------------------------
     def factorise(self, alpha=None, beta=None) -> Factor | None:
         """Factor of the active system at ``alpha``, ``beta`` (default the state's) or None."""
         alpha = self.alpha if alpha is None else alpha
@@ -282,7 +281,6 @@ class SequentialState:
             step *= 0.5
         return np.inf  # no acceptable step: never read as 'beta has settled'
 
-    # -- full solve ---------------------------------------------------------
     def resolve(self, confirm: bool = False) -> None:
         """Recompute Sigma, mu, S, Q and the log evidence from the fresh factor.
 
@@ -362,7 +360,6 @@ class SequentialState:
             gain if np.isfinite(gain) else -np.inf, new, bool(relevant), S, Q, rounding
         )
 
-    # -- rank-one moves -----------------------------------------------------
     def add(self, j: int, alpha_j: float, S_j=None, Q_j=None, g=None) -> None:
         """Add basis ``j`` at ``alpha_j`` with its exact ``S_j``, ``Q_j`` (Gram column ``g``)."""
         if S_j is not None:
@@ -433,7 +430,6 @@ class SequentialState:
         self._addable_cache = (key, (in_model, addable))
         return in_model, addable
 
-    # -- candidate moves ----------------------------------------------------
     def candidates(self, align_tol):
         """Best move of every basis: (delta log evidence, new alpha) arrays of length M."""
         idx = np.asarray(self.active)
@@ -445,9 +441,8 @@ class SequentialState:
         q2_a = q_a * q_a
         q2[idx] = q2_a
         theta = q2 - s
-        # relevant: q^2 > s (Tipping & Faul), and s > 0: at s = 0 (clipped rounding: the
-        # data do not inform the weight, q is rounding too) the best precision would be
-        # s^2 / theta = 0, with a NaN gain; such a basis leaves, as q^2 <= s would say
+        # relevant: q^2 > s and s > 0: at s = 0 (clipped rounding, uninformed weight) the
+        # best precision would be 0 with a NaN gain; such a basis leaves
         relevant = (theta > 0) & (s > 0)
         new_alpha = np.where(relevant, s * s / theta, np.inf)
         in_model, addable = self._addable(align_tol)
@@ -550,9 +545,8 @@ def maximise_linearised(H_lik, b, alpha, c, tol, max_iter=50):
         try:  # -H is positive definite near a maximum
             step[f] = spd_solve(neg_H, g[f])
         except np.linalg.LinAlgError:
-            # -H is indefinite away from the maximum (the objective is not concave
-            # there): modified Newton (Nocedal & Wright 3.4), |eigenvalues| bounded
-            # away from zero, gives an ascent direction for the line search below.
+            # -H indefinite away from the maximum: modified Newton (Nocedal & Wright 3.4),
+            # |eigenvalues| bounded away from zero, gives an ascent direction.
             lam, V = np.linalg.eigh(neg_H)
             lam = np.maximum(np.abs(lam), 1e-8 * max(1.0, float(np.max(np.abs(lam)))))
             step[f] = V @ ((V.T @ g[f]) / lam)

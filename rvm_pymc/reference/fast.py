@@ -191,7 +191,6 @@ class _FastSolver:
             np.asarray(st.active), st.alpha.copy(), st.beta, self.trace, it, self.converged
         )
 
-    # -- steps ----------------------------------------------------------------
     def _select(self) -> tuple[Selection, bool, bool]:
         """The move to try, whether only re-estimations remain, and whether the fit settled."""
         st = self.st
@@ -427,12 +426,10 @@ class _LinearisedState(SequentialState):
         self.S_scale = np.einsum("mkk->m", Dg)  # S = Dg - Z X^T: the size of its terms
         self.S, self.Q = 0.5 * (S + np.transpose(S, (0, 2, 1))), Q
 
-    # -- moves: change the model, then re-find the mode ----------------------
     def add(self, j: int, alpha_j: float) -> None:
         c = self.c
         if self.active:
-            # warm start: the mode of the linearised problem with basis j added
-            # (one Newton step from the current mode with w_j = 0)
+            # warm start: one Newton step of the linearised problem from w_j = 0
             if c == 1:  # the 1 x 1 system: one division
                 w_j = np.array([self.Q[j] / (alpha_j + self.S[j])])
             else:
@@ -472,7 +469,6 @@ class _LinearisedState(SequentialState):
         del self.active[i]
         self.resolve()
 
-    # -- candidate moves ----------------------------------------------------
     def _active_sq_shared(self):
         """``s_m`` (C x C) and ``q_m`` (C) of the active bases, without basis m (K > 2)."""
         idx = np.asarray(self.active)

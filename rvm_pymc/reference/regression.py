@@ -159,8 +159,7 @@ def fit_regression(Phi, t, *, method: str = "fast", prior=None, beta_init: float
             raise ValueError(f"Phi has 0 features (shape {Phi.shape})")
         if Phi.shape[0] == 0:
             raise ValueError("Phi has 0 sample(s); at least 1 required")
-        # the column norms are needed anyway; they are finite only if every entry is
-        # (a NaN or inf propagates), so one pass checks both
+        # the column norms, needed anyway, are finite only if every entry is
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
             norms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
         if not np.isfinite(norms).all():  # a non-finite entry, or squares that overflow
