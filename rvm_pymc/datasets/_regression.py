@@ -238,15 +238,13 @@ def make_friedman2(n_train: int = 240, n_test: int = 1000, noise_sd: float | str
 
     Parameters
     ----------
-    n_train, n_test : int, default 240 and 1000
-        Numbers of training and test points.
+    n_train, n_test, random_state
+        As for :func:`make_friedman1`.
     noise_sd : float or "auto", default="auto"
         Standard deviation of the Gaussian training noise. ``"auto"`` gives
         Friedman's 3:1 signal-to-noise ratio: a third of the sd of the function
         on ``FRIEDMAN_AUTO_NOISE_SIZE`` points drawn with seed
         ``FRIEDMAN_AUTO_NOISE_SEED`` (the same constant on every call, about 126.1).
-    random_state : None, int or numpy.random.Generator, default=None
-        Source of randomness; see :func:`check_random_state`.
 
     Returns
     -------

@@ -122,11 +122,7 @@ def fit_posterior(Phi, target, kind: str, basis_names, *, solver: str, prior, ma
         The Gaussian (Laplace) posterior over the bases the solver kept, on
         the problem it was given; its log evidence, iterations and convergence.
     """
-    fits = {
-        "regression": fit_regression,
-        "classification": fit_classification,
-        "counts": fit_counts,
-    }
+    fits = dict(regression=fit_regression, classification=fit_classification, counts=fit_counts)
     if kind not in fits:
         raise ValueError(f"kind must be one of {tuple(fits)}; got {kind!r}")
     fit = fits[kind]
