@@ -148,17 +148,13 @@ class ClassificationResult(SparseFitMixin):
 
     Attributes
     ----------
-    method : str
-        ``"fast"``, ``"mackay"`` or ``"em"``.
+    method, n_basis, active, converged
+        As in :class:`RegressionResult`.
     prior : HyperPrior
         The Gamma hyperprior; only ``a`` and ``b`` (on ``alpha``) enter, and a
         slab ``s``: the weights' prior precisions are then ``alpha + 1/s^2``.
     classes : ndarray of shape (K,)
         The distinct labels, sorted, with the dtype they were given in.
-    n_basis : int
-        Number of columns ``M`` of the design matrix.
-    active : ndarray of int, shape (M_active,)
-        Indices of the relevant columns, increasing.
     alpha : ndarray of shape (M_active,)
         ARD precisions of the active columns (shared by the K weights of a
         basis in the softmax model).
@@ -176,8 +172,6 @@ class ClassificationResult(SparseFitMixin):
         ``sum(a log alpha - b alpha)`` (docs/design.md section 1).
     n_iter : int
         Hyperparameter iterations used.
-    converged : bool
-        Whether the stopping criterion was met within ``max_iter``.
     trace : dict of ndarray
         Per iteration: ``"log_evidence"`` (Laplace, with hyperprior terms; it
         need not increase at every re-estimation) and ``"n_active"``; the fast

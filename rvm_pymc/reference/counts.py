@@ -52,21 +52,14 @@ MAX_DISPERSION_STEPS = 50
 
 @dataclass
 class CountsResult(SparseFitMixin):
-    """Outcome of a reference Poisson RVM fit (Laplace approximation).
+    """Outcome of a reference Poisson or negative binomial RVM fit (Laplace approximation).
 
     Attributes
     ----------
-    method : str
-        ``"fast"``, ``"mackay"`` or ``"em"``.
+    method, prior, n_basis, active, converged
+        As in :class:`~rvm_pymc.reference.ClassificationResult`.
     likelihood : str
         ``"poisson"`` or ``"negative_binomial"``.
-    prior : HyperPrior
-        Only ``a`` and ``b`` (on ``alpha``) enter, and a slab ``s``: the
-        weights' prior precisions are then ``alpha + 1/s^2``.
-    n_basis : int
-        Number of columns ``M`` of the design matrix.
-    active : ndarray of int, shape (M_active,)
-        Indices of the relevant columns, increasing.
     alpha : ndarray of shape (M_active,)
         ARD precisions of the active columns.
     mean, cov : ndarray
@@ -79,7 +72,6 @@ class CountsResult(SparseFitMixin):
         fitted ``r`` for the negative binomial) plus ``sum(a log alpha - b alpha)``.
     n_iter : int
         Iterations of the precisions (summed over the alternations with ``r``).
-    converged : bool
     trace : dict of ndarray
         As :class:`~rvm_pymc.reference.ClassificationResult` (of the last fit of the
         precisions); for the negative binomial also ``dispersion``, ``r`` after each
