@@ -33,11 +33,7 @@ def _sample_mixture(n: int, centres: np.ndarray, sd: float, rng: np.random.Gener
             y_parts.append(np.full(n_comp, label, dtype=np.int64))
             c_parts.append(np.full(n_comp, comp, dtype=np.int64))
     order = rng.permutation(n)
-    return (
-        np.concatenate(X_parts)[order],
-        np.concatenate(y_parts)[order],
-        np.concatenate(c_parts)[order],
-    )
+    return tuple(np.concatenate(parts)[order] for parts in (X_parts, y_parts, c_parts))
 
 
 def _sample_ripley(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

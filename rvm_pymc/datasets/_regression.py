@@ -103,14 +103,11 @@ def make_sinc(n_train: int = 100, n_test: int = 1000, noise: str | None = "gauss
 
     x = rng.uniform(low, high, size=n_train)
     if kind == "gaussian":
-        eps = sd * rng.standard_normal(n_train)
-        actual_sd = sd
+        eps, actual_sd = sd * rng.standard_normal(n_train), sd
     elif kind == "uniform":
-        eps = rng.uniform(-width, width, size=n_train)
-        actual_sd = width / np.sqrt(3.0)
+        eps, actual_sd = rng.uniform(-width, width, size=n_train), width / np.sqrt(3.0)
     else:
-        eps = np.zeros(n_train)
-        actual_sd = 0.0
+        eps, actual_sd = np.zeros(n_train), 0.0
     x_test = np.linspace(low, high, n_test)
     return Dataset(
         X_train=x[:, None], t_train=sinc(x) + eps, X_test=x_test[:, None], t_test=sinc(x_test),

@@ -133,23 +133,17 @@ class SequentialState:
         self.n = self.rows if n is None else int(n)
         self.rss_offset = float(rss_offset)
         self.scale = None if scale is None else np.asarray(scale, dtype=float)
-        self.usable = usable
-        self.all_usable = bool(usable.all())
+        self.usable, self.all_usable = usable, bool(usable.all())
         self.PhiT_t = self._unscale(Phin.T @ t)
         self.diag = usable.astype(float)  # ||phi_m||^2 after normalisation
         self.tt = float(t @ t) + self.rss_offset
-        self.beta = beta
-        self.beta_max = beta_max
+        self.beta, self.beta_max = beta, beta_max
         self.active: list[int] = []
         self.alpha = np.empty(0)
         self.G = np.empty((self.m, 0))  # Phi^T Phi_active, (M, M_active)
-        self.Sigma = np.empty((0, 0))
-        self.mu = np.empty(0)
-        self.S = np.zeros(self.m)
-        self.Q = np.zeros(self.m)
-        self.rss = np.nan
-        self.lml = -np.inf
-        self.lml_rounding = 0.0
+        self.Sigma, self.mu = np.empty((0, 0)), np.empty(0)
+        self.S, self.Q = np.zeros(self.m), np.zeros(self.m)
+        self.rss, self.lml, self.lml_rounding = np.nan, -np.inf, 0.0
         self.fresh: Factor | None = None  # the factor of the current state, if computed
         # S, Q of the current state: 0 rank-one updated, 1 re-solved, 2 confirmed (resolve)
         self.freshness = 0

@@ -327,8 +327,7 @@ class _LinearisedState(SequentialState):
         self.likelihood = likelihood
         self.n, self.m = Phin.shape
         self.c = T.shape[1]
-        self.usable = usable
-        self.all_usable = bool(usable.all())
+        self.usable, self.all_usable = usable, bool(usable.all())
         one = likelihood in COUNT_LIKELIHOODS or (self.c == 1 and np.all((T == 0.0) | (T == 1.0)))
         self.one_column = OneColumn(likelihood, T[:, 0], dispersion) if one else None
         self.Phin2 = squared(Phin)
