@@ -328,6 +328,7 @@ class _LinearisedState(SequentialState):
         self.n, self.m = Phin.shape
         self.c = T.shape[1]
         self.usable, self.all_usable = usable, bool(usable.all())
+        # the one-column likelihood where find_mode would choose it, built once
         one = likelihood in COUNT_LIKELIHOODS or (self.c == 1 and np.all((T == 0.0) | (T == 1.0)))
         self.one_column = OneColumn(likelihood, T[:, 0], dispersion) if one else None
         self.Phin2 = squared(Phin)
