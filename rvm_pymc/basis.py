@@ -22,9 +22,14 @@ from rvm_pymc._core.validation import as_2d_float, is_real
 from rvm_pymc.kernels import Kernel, make_kernel
 
 __all__ = [
-    "Basis", "FunctionBasis", "KernelBasis", "PrecomputedBasis", "column_scale", "make_basis",
+    "Basis",
+    "FunctionBasis",
+    "KernelBasis",
+    "PrecomputedBasis",
+    "column_scale",
+    "make_basis",
     "polynomial_basis",
-]  # fmt: skip
+]
 
 
 #: The kernel design matrix is filled this many entries (rows x centres) at a time.
@@ -191,8 +196,13 @@ class KernelBasis(Basis):
     True
     """
 
-    def __init__(self, kernel: str | Kernel | Callable = "rbf", bias: bool = True,
-                 centres: str | int = "auto", random_state: Any = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        kernel: str | Kernel | Callable = "rbf",
+        bias: bool = True,
+        centres: str | int = "auto",
+        random_state: Any = None,
+    ) -> None:
         self.kernel = kernel
         self.bias = bool(bias)
         self.centres = centres
@@ -258,9 +268,11 @@ class KernelBasis(Basis):
 
     def get_params(self) -> dict[str, Any]:
         return {
-            "kernel": self.kernel, "bias": self.bias, "centres": self.centres,
+            "kernel": self.kernel,
+            "bias": self.bias,
+            "centres": self.centres,
             "random_state": self.random_state,
-        }  # fmt: skip
+        }
 
     def __repr__(self) -> str:
         params = self.get_params()
@@ -399,8 +411,9 @@ class PrecomputedBasis(Basis):
         return X
 
 
-def make_basis(kernel: str | Kernel | Callable | Basis = "rbf", bias: bool = True,
-               **params: Any) -> Basis:  # fmt: skip
+def make_basis(
+    kernel: str | Kernel | Callable | Basis = "rbf", bias: bool = True, **params: Any
+) -> Basis:
     """Return a :class:`Basis` for a kernel name/instance/callable, ``"precomputed"`` or a Basis.
 
     Parameters

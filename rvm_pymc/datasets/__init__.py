@@ -37,7 +37,17 @@ from rvm_pymc.datasets._regression import (
 )
 
 __all__ = [
-    "FRIEDMAN_AUTO_NOISE_SEED", "FRIEDMAN_AUTO_NOISE_SIZE", "RIPLEY_COVARIANCE", "RIPLEY_MEANS",
-    "Dataset", "check_random_state", "make_friedman1", "make_friedman2", "make_friedman3",
-    "make_gaussian_mixture_classes", "make_ripley", "make_sinc", "sinc",
-]  # fmt: skip
+    "FRIEDMAN_AUTO_NOISE_SEED",
+    "FRIEDMAN_AUTO_NOISE_SIZE",
+    "RIPLEY_COVARIANCE",
+    "RIPLEY_MEANS",
+    "Dataset",
+    "check_random_state",
+    "make_friedman1",
+    "make_friedman2",
+    "make_friedman3",
+    "make_gaussian_mixture_classes",
+    "make_ripley",
+    "make_sinc",
+    "sinc",
+]

@@ -87,9 +87,15 @@ def _mixture_centres(n_classes: int, n_components: int, radius: float) -> np.nda
     return points.reshape(n_components, n_classes, 2).transpose(1, 0, 2)
 
 
-def make_gaussian_mixture_classes(n_samples: int = 300, n_test: int = 1000, n_classes: int = 3,
-                                  n_components: int = 1, cluster_sd: float = 0.5,
-                                  radius: float = 2.0, random_state=None) -> Dataset:  # fmt: skip
+def make_gaussian_mixture_classes(
+    n_samples: int = 300,
+    n_test: int = 1000,
+    n_classes: int = 3,
+    n_components: int = 1,
+    cluster_sd: float = 0.5,
+    radius: float = 2.0,
+    random_state=None,
+) -> Dataset:
     """A K-class problem in 2-D of isotropic Gaussian blobs, for softmax tests.
 
     The ``n_classes * n_components`` blob centres lie evenly spaced on a circle

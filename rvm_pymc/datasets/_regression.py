@@ -15,9 +15,14 @@ from rvm_pymc.datasets._base import (
 )
 
 __all__ = [
-    "FRIEDMAN_AUTO_NOISE_SEED", "FRIEDMAN_AUTO_NOISE_SIZE", "make_friedman1", "make_friedman2",
-    "make_friedman3", "make_sinc", "sinc",
-]  # fmt: skip
+    "FRIEDMAN_AUTO_NOISE_SEED",
+    "FRIEDMAN_AUTO_NOISE_SIZE",
+    "make_friedman1",
+    "make_friedman2",
+    "make_friedman3",
+    "make_sinc",
+    "sinc",
+]
 
 #: Seed and size of the noise-free sample from which the ``noise_sd="auto"``
 #: rule of Friedman #2 and #3 computes the signal standard deviation.
@@ -49,9 +54,15 @@ def sinc(x) -> np.ndarray:
     return np.divide(np.sin(x), x, out=np.ones_like(x), where=x != 0)
 
 
-def make_sinc(n_train: int = 100, n_test: int = 1000, noise: str | None = "gaussian",
-              noise_sd: float = 0.1, noise_width: float = 0.1,
-              x_range: tuple[float, float] = (-10, 10), random_state=None) -> Dataset:  # fmt: skip
+def make_sinc(
+    n_train: int = 100,
+    n_test: int = 1000,
+    noise: str | None = "gaussian",
+    noise_sd: float = 0.1,
+    noise_width: float = 0.1,
+    x_range: tuple[float, float] = (-10, 10),
+    random_state=None,
+) -> Dataset:
     """The one-dimensional ``sin(x)/x`` regression problem of Tipping (2001).
 
     Training inputs are uniform on ``x_range`` with noisy targets; test inputs
@@ -110,9 +121,13 @@ def make_sinc(n_train: int = 100, n_test: int = 1000, noise: str | None = "gauss
         eps, actual_sd = np.zeros(n_train), 0.0
     x_test = np.linspace(low, high, n_test)
     return Dataset(
-        X_train=x[:, None], t_train=sinc(x) + eps, X_test=x_test[:, None], t_test=sinc(x_test),
-        noise_sd=float(actual_sd), name=f"sinc-{kind}",
-    )  # fmt: skip
+        X_train=x[:, None],
+        t_train=sinc(x) + eps,
+        X_test=x_test[:, None],
+        t_test=sinc(x_test),
+        noise_sd=float(actual_sd),
+        name=f"sinc-{kind}",
+    )
 
 
 def _friedman1(X: np.ndarray) -> np.ndarray:
@@ -177,8 +192,13 @@ def _make_friedman23(name, n_train, n_test, noise_sd, random_state) -> Dataset:
     return _friedman(name, f, _friedman23_inputs, n_train, n_test, sd, random_state)
 
 
-def make_friedman1(n_train: int = 240, n_test: int = 1000, noise_sd: float = 1.0,
-                   n_features: int = 10, random_state=None) -> Dataset:  # fmt: skip
+def make_friedman1(
+    n_train: int = 240,
+    n_test: int = 1000,
+    noise_sd: float = 1.0,
+    n_features: int = 10,
+    random_state=None,
+) -> Dataset:
     """Friedman #1 regression problem, as used by Tipping (2001).
 
     Inputs are uniform on ``[0, 1]^n_features``; only the first five matter::
@@ -221,8 +241,9 @@ def make_friedman1(n_train: int = 240, n_test: int = 1000, noise_sd: float = 1.0
     return _friedman("friedman1", _friedman1, inputs, n_train, n_test, sd, random_state)
 
 
-def make_friedman2(n_train: int = 240, n_test: int = 1000, noise_sd: float | str = "auto",
-                   random_state=None) -> Dataset:  # fmt: skip
+def make_friedman2(
+    n_train: int = 240, n_test: int = 1000, noise_sd: float | str = "auto", random_state=None
+) -> Dataset:
     """Friedman #2 regression problem, as used by Tipping (2001).
 
     Four inputs, ``x1 ~ U(0, 100)``, ``x2 ~ U(40 pi, 560 pi)``, ``x3 ~ U(0, 1)``,
@@ -258,8 +279,9 @@ def make_friedman2(n_train: int = 240, n_test: int = 1000, noise_sd: float | str
     return _make_friedman23("friedman2", n_train, n_test, noise_sd, random_state)
 
 
-def make_friedman3(n_train: int = 240, n_test: int = 1000, noise_sd: float | str = "auto",
-                   random_state=None) -> Dataset:  # fmt: skip
+def make_friedman3(
+    n_train: int = 240, n_test: int = 1000, noise_sd: float | str = "auto", random_state=None
+) -> Dataset:
     """Friedman #3 regression problem, as used by Tipping (2001).
 
     The inputs of :func:`make_friedman2` and::

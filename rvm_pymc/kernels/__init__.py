@@ -20,9 +20,21 @@ from rvm_pymc.kernels._library import (
 )
 
 __all__ = [
-    "KERNEL_NAMES", "RBF", "CallableKernel", "Cauchy", "Constant", "Kernel", "Laplacian", "Linear",
-    "LinearSpline", "Polynomial", "Product", "Sum", "kernel_class", "make_kernel",
-]  # fmt: skip
+    "KERNEL_NAMES",
+    "RBF",
+    "CallableKernel",
+    "Cauchy",
+    "Constant",
+    "Kernel",
+    "Laplacian",
+    "Linear",
+    "LinearSpline",
+    "Polynomial",
+    "Product",
+    "Sum",
+    "kernel_class",
+    "make_kernel",
+]
 
 # pickles and the documentation name this module, not the private ones that define them
 for _obj in map(globals().get, __all__):

@@ -15,9 +15,17 @@ from rvm_pymc._core.validation import check_positive
 from rvm_pymc.kernels._base import Constant, Kernel, Product, Sum
 
 __all__ = [
-    "KERNEL_NAMES", "RBF", "CallableKernel", "Cauchy", "Laplacian", "Linear", "LinearSpline",
-    "Polynomial", "kernel_class", "make_kernel",
-]  # fmt: skip
+    "KERNEL_NAMES",
+    "RBF",
+    "CallableKernel",
+    "Cauchy",
+    "Laplacian",
+    "Linear",
+    "LinearSpline",
+    "Polynomial",
+    "kernel_class",
+    "make_kernel",
+]
 
 
 def _sq_dist(X: np.ndarray, Y: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -274,10 +282,16 @@ class CallableKernel(Kernel):
 
 
 _KERNELS: dict[str, type[Kernel]] = {
-    "rbf": RBF, "linear": Linear, "poly": Polynomial, "polynomial": Polynomial,
-    "laplacian": Laplacian, "exponential": Laplacian, "cauchy": Cauchy,
-    "linear_spline": LinearSpline, "spline": LinearSpline,
-}  # fmt: skip
+    "rbf": RBF,
+    "linear": Linear,
+    "poly": Polynomial,
+    "polynomial": Polynomial,
+    "laplacian": Laplacian,
+    "exponential": Laplacian,
+    "cauchy": Cauchy,
+    "linear_spline": LinearSpline,
+    "spline": LinearSpline,
+}
 
 
 KERNEL_NAMES: tuple[str, ...] = tuple(sorted(_KERNELS))

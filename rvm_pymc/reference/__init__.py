@@ -33,12 +33,26 @@ from rvm_pymc.reference.regression import fit_regression
 from rvm_pymc.results import FitInfo, WeightPosterior
 
 __all__ = [
-    "LEAVING_SETTLED", "ClassificationResult", "CountsResult", "GaussianPosterior",
-    "RegressionResult", "RowQR", "dense_log_marginal_likelihood", "fit_classification",
-    "fit_counts", "fit_posterior", "fit_regression", "leaving_active", "log_evidence",
-    "log_hyperprior", "log_marginal_likelihood", "negative_binomial_laplace_posterior",
-    "poisson_laplace_posterior", "regression_posterior", "row_qr",
-]  # fmt: skip
+    "LEAVING_SETTLED",
+    "ClassificationResult",
+    "CountsResult",
+    "GaussianPosterior",
+    "RegressionResult",
+    "RowQR",
+    "dense_log_marginal_likelihood",
+    "fit_classification",
+    "fit_counts",
+    "fit_posterior",
+    "fit_regression",
+    "leaving_active",
+    "log_evidence",
+    "log_hyperprior",
+    "log_marginal_likelihood",
+    "negative_binomial_laplace_posterior",
+    "poisson_laplace_posterior",
+    "regression_posterior",
+    "row_qr",
+]
 
 RowQR.__module__ = row_qr.__module__ = __name__  # documented here (defined in _core)
 
@@ -85,9 +99,19 @@ def log_evidence(Phi, t, alpha, beta, prior=None) -> float:
     )
 
 
-def fit_posterior(Phi, target, kind: str, basis_names, *, solver: str, prior, max_iter=None,
-                  tol: float = 1e-6, start: WeightPosterior | None = None,
-                  likelihood: str | None = None) -> tuple[WeightPosterior, FitInfo]:  # fmt: skip
+def fit_posterior(
+    Phi,
+    target,
+    kind: str,
+    basis_names,
+    *,
+    solver: str,
+    prior,
+    max_iter=None,
+    tol: float = 1e-6,
+    start: WeightPosterior | None = None,
+    likelihood: str | None = None,
+) -> tuple[WeightPosterior, FitInfo]:
     """Fit by the reference solver; return the posterior over the active bases and its report.
 
     Parameters
@@ -146,15 +170,19 @@ def fit_posterior(Phi, target, kind: str, basis_names, *, solver: str, prior, ma
     post = WeightPosterior(
         kind=kind,
         basis_names=tuple(str(basis_names[i]) for i in np.asarray(res.active, dtype=np.intp)),
-        log_alpha=log_alpha, log_beta=None if beta is None else float(np.log(beta)), mean=mean,
+        log_alpha=log_alpha,
+        log_beta=None if beta is None else float(np.log(beta)),
+        mean=mean,
         cov=np.asarray(res.cov, dtype=float),
         log_dispersion=None if r is None else float(np.log(r)),
-    )  # fmt: skip
+    )
     info = FitInfo(
-        log_evidence=float(res.log_evidence), n_iter=max(int(res.n_iter), 1),
-        converged=bool(res.converged), library="rvm_pymc.reference",
+        log_evidence=float(res.log_evidence),
+        n_iter=max(int(res.n_iter), 1),
+        converged=bool(res.converged),
+        library="rvm_pymc.reference",
         attrs={"noise_at_bound": True} if getattr(res, "noise_at_bound", False) else {},
-    )  # fmt: skip
+    )
     return post, info
 
 

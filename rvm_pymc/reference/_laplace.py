@@ -26,10 +26,22 @@ from rvm_pymc._core.laplace import LaplacePosterior, laplace_posterior, newton_m
 from rvm_pymc._core.threads import default_workers, on_pieces, single_blas_thread, thread_map
 
 __all__ = [
-    "BLOCK_COLUMNS", "LIKELIHOODS", "SCALE_MIN_ENTRIES", "THREAD_MIN_ENTRIES", "LaplacePosterior",
-    "OneColumn", "find_mode", "find_mode_one_column", "hessian", "in_background", "log_likelihood",
-    "scaled_rows", "scaled_rows_buffer", "squared", "transposed_products",
-]  # fmt: skip
+    "BLOCK_COLUMNS",
+    "LIKELIHOODS",
+    "SCALE_MIN_ENTRIES",
+    "THREAD_MIN_ENTRIES",
+    "LaplacePosterior",
+    "OneColumn",
+    "find_mode",
+    "find_mode_one_column",
+    "hessian",
+    "in_background",
+    "log_likelihood",
+    "scaled_rows",
+    "scaled_rows_buffer",
+    "squared",
+    "transposed_products",
+]
 
 #: Fewest entries of the ``A`` together for which the products go to worker
 #: threads; below it they are formed in the calling thread.
@@ -285,8 +297,9 @@ def hessian(Phi: np.ndarray, Y: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     return H
 
 
-def weighted_hessian(Phi: np.ndarray, d: np.ndarray, alpha: np.ndarray,
-                     work: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+def weighted_hessian(
+    Phi: np.ndarray, d: np.ndarray, alpha: np.ndarray, work: np.ndarray | None = None
+) -> np.ndarray:
     """``Phi^T diag(d) Phi + diag(alpha)`` (``work``: a buffer for ``diag(d) Phi``)."""
     H = Phi.T @ scaled_rows(d, Phi, work)
     H.flat[:: H.shape[0] + 1] += alpha  # the product is C-contiguous: its diagonal
@@ -346,16 +359,25 @@ class OneColumn:
         return mean, self.t - tr * p, tr * p * (1.0 - p)
 
 
-def _objective(Phi: np.ndarray, T: np.ndarray, alpha: np.ndarray,
-               W: np.ndarray) -> tuple[float, float, np.ndarray]:  # fmt: skip
+def _objective(
+    Phi: np.ndarray, T: np.ndarray, alpha: np.ndarray, W: np.ndarray
+) -> tuple[float, float, np.ndarray]:
     """Log posterior (up to a constant), log likelihood and probabilities at ``W``."""
     ll, Y = log_likelihood(Phi @ W, T)
     return ll - 0.5 * float((alpha[:, None] * W**2).sum()), ll, Y
 
 
-def find_mode(Phi: np.ndarray, T: np.ndarray, alpha: np.ndarray, W0: np.ndarray | None = None, *,
-              tol: float = 1e-10, max_newton: int = 100, likelihood: str = "bernoulli",
-              dispersion: float | None = None) -> LaplacePosterior:  # fmt: skip
+def find_mode(
+    Phi: np.ndarray,
+    T: np.ndarray,
+    alpha: np.ndarray,
+    W0: np.ndarray | None = None,
+    *,
+    tol: float = 1e-10,
+    max_newton: int = 100,
+    likelihood: str = "bernoulli",
+    dispersion: float | None = None,
+) -> LaplacePosterior:
     """The posterior mode (:func:`rvm_pymc._core.laplace.newton_mode`) and its Laplace posterior.
 
     ``W0`` the start (zeros); stops at a Newton step below ``tol * (1 + max |W|)`` or after
@@ -383,8 +405,14 @@ def find_mode(Phi: np.ndarray, T: np.ndarray, alpha: np.ndarray, W0: np.ndarray 
     return laplace_posterior(r.w, Y, obj, ll, alpha, c, L, p, r.n_iter, r.converged)
 
 
-def find_mode_one_column(Phi: np.ndarray, lik: OneColumn, alpha: np.ndarray, W0: np.ndarray | None,
-                         tol: float, max_newton: int = 100) -> LaplacePosterior:  # fmt: skip
+def find_mode_one_column(
+    Phi: np.ndarray,
+    lik: OneColumn,
+    alpha: np.ndarray,
+    W0: np.ndarray | None,
+    tol: float,
+    max_newton: int = 100,
+) -> LaplacePosterior:
     """:func:`find_mode` of a one-column model with ``lik`` built already (zeros if overflow)."""
     w = np.zeros(Phi.shape[1]) if W0 is None else np.array(W0[:, 0], dtype=float)
     PhiT = Phi.T

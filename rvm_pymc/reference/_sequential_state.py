@@ -31,9 +31,15 @@ from rvm_pymc._core.sparsity import active_sq, ell, gain_rounding, leaving_activ
 from rvm_pymc.reference._laplace import diagonal_view
 
 __all__ = [
-    "ActiveRows", "Candidate", "Factor", "SequentialState", "factorise_active",
-    "linearised_evidence", "linearised_gradient_hessian", "maximise_linearised",
-]  # fmt: skip
+    "ActiveRows",
+    "Candidate",
+    "Factor",
+    "SequentialState",
+    "factorise_active",
+    "linearised_evidence",
+    "linearised_gradient_hessian",
+    "maximise_linearised",
+]
 
 
 class Factor(NamedTuple):
@@ -49,8 +55,9 @@ class Factor(NamedTuple):
     rss: float
 
 
-def factorise_active(Gaa, PhiT_t_a, Pa, t, alpha, beta, n: int, rss_offset: float, tt: float,
-                     triangle=None) -> Factor | None:  # fmt: skip
+def factorise_active(
+    Gaa, PhiT_t_a, Pa, t, alpha, beta, n: int, rss_offset: float, tt: float, triangle=None
+) -> Factor | None:
     """Factor, mean, residual and log evidence of the active system ``(Gaa, Pa, alpha, beta)``.
 
     ``n``, ``rss_offset``, ``tt``: data count, residual offset and ``||t||^2`` of a
@@ -59,16 +66,32 @@ def factorise_active(Gaa, PhiT_t_a, Pa, t, alpha, beta, n: int, rss_offset: floa
     determinant).  None when not positive definite.
     """
     try:
-        f = regression_factor(Pa, t, alpha, beta, gram=Gaa, PhiT_t=PhiT_t_a, triangle=triangle,
-                              what="posterior precision (fast RVM)")  # fmt: skip
+        f = regression_factor(
+            Pa,
+            t,
+            alpha,
+            beta,
+            gram=Gaa,
+            PhiT_t=PhiT_t_a,
+            triangle=triangle,
+            what="posterior precision (fast RVM)",
+        )
     except np.linalg.LinAlgError:
         return None
     L, p, mu, cond = f.L, f.p, f.mean, f.cond
     fit = Pa @ mu
     resid = t - fit
     rss = float(resid @ resid) + rss_offset
-    terms = np.array([n * LOG_2PI, factor_logdet(L, p), -float(np.sum(np.log(alpha))),
-                      -n * np.log(beta), beta * rss, float(np.sum(alpha * mu**2))])  # fmt: skip
+    terms = np.array(
+        [
+            n * LOG_2PI,
+            factor_logdet(L, p),
+            -float(np.sum(np.log(alpha))),
+            -n * np.log(beta),
+            beta * rss,
+            float(np.sum(alpha * mu**2)),
+        ]
+    )
     lml = -0.5 * float(terms.sum())
     resid_err = 2.0 * beta * np.sqrt(rss) * (np.sqrt(tt) + math.sqrt(float(fit @ fit)))
     logdet_err = L.shape[0] * (np.sqrt(cond) if f.qr else cond)
@@ -83,8 +106,9 @@ class ActiveRows:
         self.t = t
         self.kept: dict[tuple, np.ndarray] = {}  # active set -> its rows
 
-    def getter(self, key: tuple, columns: np.ndarray, current: tuple,
-               drop: int | None = None) -> Callable[[], np.ndarray]:  # fmt: skip
+    def getter(
+        self, key: tuple, columns: np.ndarray, current: tuple, drop: int | None = None
+    ) -> Callable[[], np.ndarray]:
         """A callable returning the rows of set ``key`` (``drop``: ``current`` without it)."""
 
         def rows() -> np.ndarray:
@@ -126,8 +150,9 @@ class SequentialState:
     when ``Phin``, ``t`` are a row compression (:class:`~rvm_pymc._core.rowqr.RowQR`).
     """
 
-    def __init__(self, Phin, t, usable, beta, scale=None, beta_max: float = np.inf, n=None,
-                 rss_offset=0.0):  # fmt: skip
+    def __init__(
+        self, Phin, t, usable, beta, scale=None, beta_max: float = np.inf, n=None, rss_offset=0.0
+    ):
         self.Phin, self.t = Phin, t
         self.rows, self.m = Phin.shape
         self.n = self.rows if n is None else int(n)

@@ -37,8 +37,12 @@ from rvm_pymc.reference.fast import fast_classification
 from rvm_pymc.reference.regression import full_reestimation as laplace_reestimation
 
 __all__ = [
-    "ClassificationResult", "LaplaceFit", "fit_classification", "laplace_fit", "laplace_posterior",
-]  # fmt: skip
+    "ClassificationResult",
+    "LaplaceFit",
+    "fit_classification",
+    "laplace_fit",
+    "laplace_posterior",
+]
 
 
 def encode_labels(y) -> tuple[np.ndarray, np.ndarray]:
@@ -136,10 +140,19 @@ def laplace_posterior(Phi, y, alpha) -> LaplacePosterior:
     return find_mode(Phi, T, alpha)
 
 
-def fit_classification(Phi, y, *, method: str = "fast", prior=None, alpha_init=None,
-                       max_iter: int | None = None, tol: float = 1e-6,
-                       prune_threshold: float = 1e9, align_tol: float = 1e-3,
-                       deletion_tries: int = 0) -> ClassificationResult:  # fmt: skip
+def fit_classification(
+    Phi,
+    y,
+    *,
+    method: str = "fast",
+    prior=None,
+    alpha_init=None,
+    max_iter: int | None = None,
+    tol: float = 1e-6,
+    prune_threshold: float = 1e9,
+    align_tol: float = 1e-3,
+    deletion_tries: int = 0,
+) -> ClassificationResult:
     """Fit an RVM classifier by maximising the Laplace-approximated evidence.
 
     Parameters
@@ -231,18 +244,37 @@ def fit_classification(Phi, y, *, method: str = "fast", prior=None, alpha_init=N
     check_consistent_length(Phi=Phi, y=T)
     _check_softmax_memory(Phi, T)
     fit = laplace_fit(
-        Phi, T, method=method, prior=prior, alpha_init=alpha_init, max_iter=max_iter, tol=tol,
-        prune_threshold=prune_threshold, align_tol=align_tol, deletion_tries=deletion_tries,
-        likelihood="bernoulli", task="separate the classes", what="RVM classification",
-    )  # fmt: skip
+        Phi,
+        T,
+        method=method,
+        prior=prior,
+        alpha_init=alpha_init,
+        max_iter=max_iter,
+        tol=tol,
+        prune_threshold=prune_threshold,
+        align_tol=align_tol,
+        deletion_tries=deletion_tries,
+        likelihood="bernoulli",
+        task="separate the classes",
+        what="RVM classification",
+    )
     prior, post = fit.prior, fit.post
     binary = T.shape[1] == 1
     result = ClassificationResult(
-        method=method, prior=prior, classes=classes, n_basis=Phi.shape[1], active=fit.active,
-        alpha=fit.alpha, mean=post.mean[:, 0] if binary else post.mean, cov=post.cov,
-        log_likelihood=post.log_likelihood, log_evidence=fit.log_evidence, n_iter=fit.n_iter,
-        converged=fit.converged, trace=fit.trace,
-    )  # fmt: skip
+        method=method,
+        prior=prior,
+        classes=classes,
+        n_basis=Phi.shape[1],
+        active=fit.active,
+        alpha=fit.alpha,
+        mean=post.mean[:, 0] if binary else post.mean,
+        cov=post.cov,
+        log_likelihood=post.log_likelihood,
+        log_evidence=fit.log_evidence,
+        n_iter=fit.n_iter,
+        converged=fit.converged,
+        trace=fit.trace,
+    )
     # The empty model's evidence is N log(1/K); the last (undeletable) basis leaves the fit
     # a little below it, more than 0.01 nats below: the greedy start found nothing.
     empty = Phi.shape[0] * np.log(1.0 / len(classes))
@@ -272,10 +304,23 @@ class LaplaceFit(NamedTuple):
 
 
 def laplace_fit(
-    Phi: np.ndarray, T: np.ndarray, *, method: str, prior, alpha_init, max_iter, tol,
-    prune_threshold, align_tol, deletion_tries, likelihood: str, task: str, what: str,
-    dispersion: float | None = None, warn: bool = True,
-) -> LaplaceFit:  # fmt: skip
+    Phi: np.ndarray,
+    T: np.ndarray,
+    *,
+    method: str,
+    prior,
+    alpha_init,
+    max_iter,
+    tol,
+    prune_threshold,
+    align_tol,
+    deletion_tries,
+    likelihood: str,
+    task: str,
+    what: str,
+    dispersion: float | None = None,
+    warn: bool = True,
+) -> LaplaceFit:
     """Check the common arguments, fit, and find the final mode (see ``fit_classification``).
 
     ``dispersion``: the fixed ``r`` of a negative binomial; ``warn``: a ConvergenceWarning
@@ -302,9 +347,17 @@ def laplace_fit(
         if method == "fast":
             start = None if alpha_init is None else alpha_init / scale**2
             out = fast_classification(
-                Phin, T, usable, max_iter, tol, align_tol, deletion_tries, start, likelihood,
+                Phin,
+                T,
+                usable,
+                max_iter,
+                tol,
+                align_tol,
+                deletion_tries,
+                start,
+                likelihood,
                 dispersion,
-            )  # fmt: skip
+            )
         else:
             out = laplace_reestimation(
                 Phin, T, usable, scale, None, prior, True, max_iter, tol, prune_threshold,
@@ -336,7 +389,12 @@ def laplace_fit(
             ConvergenceWarning,
         )
     return LaplaceFit(
-        prior=prior, active=active, alpha=alpha, post=post,
+        prior=prior,
+        active=active,
+        alpha=alpha,
+        post=post,
         log_evidence=post.log_evidence + log_alpha_prior(alpha, prior),
-        trace={k: np.asarray(v) for k, v in trace.items()}, n_iter=n_iter, converged=converged,
-    )  # fmt: skip
+        trace={k: np.asarray(v) for k, v in trace.items()},
+        n_iter=n_iter,
+        converged=converged,
+    )

@@ -35,9 +35,12 @@ from rvm_pymc.reference._result import SparseFitMixin
 from rvm_pymc.reference.classification import LaplaceFit, laplace_fit
 
 __all__ = [
-    "DISPERSION_BOUNDS", "CountsResult", "fit_counts", "negative_binomial_laplace_posterior",
+    "DISPERSION_BOUNDS",
+    "CountsResult",
+    "fit_counts",
+    "negative_binomial_laplace_posterior",
     "poisson_laplace_posterior",
-]  # fmt: skip
+]
 
 DISPERSION_BOUNDS = (1e-3, 1e6)
 """The range of the NB2 dispersion ``r`` searched by :func:`fit_counts`; at the upper bound
@@ -159,10 +162,21 @@ def negative_binomial_laplace_posterior(Phi, y, alpha, dispersion) -> LaplacePos
     return find_mode(Phi, y[:, None], alpha, likelihood="negative_binomial", dispersion=r)
 
 
-def fit_counts(Phi, y, *, method: str = "fast", prior=None, alpha_init=None,
-               max_iter: int | None = None, tol: float = 1e-6, prune_threshold: float = 1e9,
-               align_tol: float = 1e-3, deletion_tries: int = 0, likelihood: str = "poisson",
-               dispersion_init: float | None = None) -> CountsResult:  # fmt: skip
+def fit_counts(
+    Phi,
+    y,
+    *,
+    method: str = "fast",
+    prior=None,
+    alpha_init=None,
+    max_iter: int | None = None,
+    tol: float = 1e-6,
+    prune_threshold: float = 1e9,
+    align_tol: float = 1e-3,
+    deletion_tries: int = 0,
+    likelihood: str = "poisson",
+    dispersion_init: float | None = None,
+) -> CountsResult:
     """Fit a Poisson or negative binomial RVM (log link) by maximising the Laplace evidence.
 
     Parameters
@@ -213,9 +227,15 @@ def fit_counts(Phi, y, *, method: str = "fast", prior=None, alpha_init=None,
         raise ValueError(f"likelihood must be one of {COUNT_LIKELIHOODS}; got {likelihood!r}")
     if dispersion_init is not None:
         dispersion_init = check_positive(dispersion_init, "dispersion_init")
-    options = dict(method=method, prior=prior, max_iter=max_iter, tol=tol,
-                   prune_threshold=prune_threshold, align_tol=align_tol,
-                   deletion_tries=deletion_tries)  # fmt: skip
+    options = dict(
+        method=method,
+        prior=prior,
+        max_iter=max_iter,
+        tol=tol,
+        prune_threshold=prune_threshold,
+        align_tol=align_tol,
+        deletion_tries=deletion_tries,
+    )
     T = y[:, None]
     if likelihood == "poisson":
         fit = _fit_at(Phi, T, alpha_init, None, options)
@@ -227,8 +247,17 @@ def _fit_at(Phi, T, alpha_init, dispersion, options, warn=True) -> LaplaceFit:
     """The Laplace-evidence fit of the precisions at a fixed dispersion (None: Poisson)."""
     likelihood = "poisson" if dispersion is None else "negative_binomial"
     what = f"RVM {'Poisson' if dispersion is None else 'negative binomial'} regression"
-    return laplace_fit(Phi, T, alpha_init=alpha_init, likelihood=likelihood, dispersion=dispersion,
-                       task="explain the counts", what=what, warn=warn, **options)  # fmt: skip
+    return laplace_fit(
+        Phi,
+        T,
+        alpha_init=alpha_init,
+        likelihood=likelihood,
+        dispersion=dispersion,
+        task="explain the counts",
+        what=what,
+        warn=warn,
+        **options,
+    )
 
 
 def _full_alpha(fit: LaplaceFit, m: int) -> np.ndarray:
@@ -303,8 +332,18 @@ def _fit_negative_binomial(Phi, T, alpha_init, r0, options) -> CountsResult:
 
 def _result(method, likelihood, Phi, fit: LaplaceFit, n_iter, converged, r) -> CountsResult:
     return CountsResult(
-        method=method, likelihood=likelihood, prior=fit.prior, n_basis=Phi.shape[1],
-        active=fit.active, alpha=fit.alpha, mean=fit.post.mean[:, 0], cov=fit.post.cov,
-        log_likelihood=fit.post.log_likelihood, log_evidence=fit.log_evidence, n_iter=n_iter,
-        converged=converged, trace=fit.trace, dispersion=r,
-    )  # fmt: skip
+        method=method,
+        likelihood=likelihood,
+        prior=fit.prior,
+        n_basis=Phi.shape[1],
+        active=fit.active,
+        alpha=fit.alpha,
+        mean=fit.post.mean[:, 0],
+        cov=fit.post.cov,
+        log_likelihood=fit.post.log_likelihood,
+        log_evidence=fit.log_evidence,
+        n_iter=n_iter,
+        converged=converged,
+        trace=fit.trace,
+        dispersion=r,
+    )

@@ -45,10 +45,20 @@ if TYPE_CHECKING:
     from rvm_pymc.priors import HyperPrior
 
 __all__ = [
-    "ADD", "DELETE", "NOISE", "REESTIMATE", "FastOptions", "FastResult", "Selection", "active_sq",
-    "fast_classification", "fast_sequential", "initial_basis", "select_move",
+    "ADD",
+    "DELETE",
+    "NOISE",
+    "REESTIMATE",
+    "FastOptions",
+    "FastResult",
+    "Selection",
+    "active_sq",
+    "fast_classification",
+    "fast_sequential",
+    "initial_basis",
+    "select_move",
     "stationarity_residual",
-]  # fmt: skip
+]
 
 REESTIMATE, ADD, DELETE, NOISE = 0, 1, 2, 3
 _MODE_TOL_LOOSE, _MODE_TOL_TIGHT = 1e-4, 1e-9  # the classifier's Newton tolerances of the mode
@@ -102,8 +112,9 @@ def select_move(st: Any, align_tol: float) -> Selection:
     return Selection(delta, new_alpha, in_model, relevant, deletions, j)
 
 
-def fast_sequential(Phin, t, usable, beta, options: FastOptions, scale=None, alpha_start=None,
-                    rows=None) -> FastResult:  # fmt: skip
+def fast_sequential(
+    Phin, t, usable, beta, options: FastOptions, scale=None, alpha_start=None, rows=None
+) -> FastResult:
     """Run the sequential algorithm from the column best aligned with ``t`` (or a warm start).
 
     The start column has a free weight (precision ``1e-6 s``); when it explains
@@ -165,8 +176,11 @@ class _FastSolver:
     def __init__(self, st: SequentialState, options: FastOptions) -> None:
         self.st, self.opt = st, options
         self.trace: dict[str, list] = {
-            "log_evidence": [], "n_active": [], "beta": [], "action": [],
-        }  # fmt: skip
+            "log_evidence": [],
+            "n_active": [],
+            "beta": [],
+            "action": [],
+        }
         self.since_noise = 0
         self.converged = False
 
@@ -320,8 +334,14 @@ class _FastSolver:
 class _LinearisedState(SequentialState):
     """Sequential state of the Laplace fits (the contract of :class:`SequentialState`)."""
 
-    def __init__(self, Phin: np.ndarray, T: np.ndarray, usable: np.ndarray,
-                 likelihood: str = "bernoulli", dispersion: float | None = None):  # fmt: skip
+    def __init__(
+        self,
+        Phin: np.ndarray,
+        T: np.ndarray,
+        usable: np.ndarray,
+        likelihood: str = "bernoulli",
+        dispersion: float | None = None,
+    ):
         self.Phin, self.T = Phin, T
         # "bernoulli" (softmax for K > 2), "poisson" or "negative_binomial" (of dispersion)
         self.likelihood = likelihood
@@ -512,8 +532,9 @@ class _LinearisedState(SequentialState):
         return delta, new_alpha, in_model, relevant
 
 
-def initial_basis(Phin: np.ndarray, T: np.ndarray, usable: np.ndarray,
-                  likelihood: str = "bernoulli") -> tuple[int, float]:  # fmt: skip
+def initial_basis(
+    Phin: np.ndarray, T: np.ndarray, usable: np.ndarray, likelihood: str = "bernoulli"
+) -> tuple[int, float]:
     """The basis best aligned with pseudo-targets and a starting precision (as SparseBayes).
 
     Logits of 0.9 / 0.1 for classes, ``log(t + 1/2)`` for counts.
@@ -631,8 +652,9 @@ def _reestimate(st: _LinearisedState, i: int, new_alpha: np.ndarray, relevant: n
     st.reestimate(i, new_alpha[i])
 
 
-def _sequential(st: _LinearisedState, trace, max_iter, tol, align_tol,
-                barred: int = -1) -> tuple[int, bool]:  # fmt: skip
+def _sequential(
+    st: _LinearisedState, trace, max_iter, tol, align_tol, barred: int = -1
+) -> tuple[int, bool]:
     """The add / delete / re-estimate loop from the current state; (iterations, converged).
 
     Basis ``barred`` (if >= 0) is never added; round trips are barred (:class:`_RoundTrips`).
@@ -726,8 +748,18 @@ def _copy_state(st: _LinearisedState) -> _LinearisedState:
     return new
 
 
-def fast_classification(Phin, T, usable, max_iter, tol, align_tol, deletion_tries=0,
-                        alpha_start=None, likelihood="bernoulli", dispersion=None):  # fmt: skip
+def fast_classification(
+    Phin,
+    T,
+    usable,
+    max_iter,
+    tol,
+    align_tol,
+    deletion_tries=0,
+    alpha_start=None,
+    likelihood="bernoulli",
+    dispersion=None,
+):
     """Run the sequential algorithm on normalised columns (``dispersion``: of NB2 counts)."""
     st = _warm_state(Phin, T, usable, alpha_start, likelihood, dispersion)
     if st is None:
@@ -771,8 +803,9 @@ def fast_classification(Phin, T, usable, max_iter, tol, align_tol, deletion_trie
     return np.asarray(st.active), st.alpha.copy(), st.W.copy(), trace, n_iter, converged
 
 
-def _warm_state(Phin, T, usable, alpha_start, likelihood,
-                dispersion=None) -> _LinearisedState | None:  # fmt: skip
+def _warm_state(
+    Phin, T, usable, alpha_start, likelihood, dispersion=None
+) -> _LinearisedState | None:
     """The state with the bases of ``alpha_start`` at its precisions; None if none or singular."""
     if alpha_start is None:
         return None

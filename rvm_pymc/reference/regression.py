@@ -43,11 +43,22 @@ from rvm_pymc.reference.fast import FastOptions, fast_sequential
 __all__ = ["PRUNE_DATA_RATIO", "fit_regression", "full_reestimation"]
 
 
-def fit_regression(Phi, t, *, method: str = "fast", prior=None, beta_init: float | None = None,
-                   alpha_init=None, fixed_noise: bool = False, max_iter: int | None = None,
-                   tol: float = 1e-6, prune_threshold: float = 1e9, noise_update_every: int = 5,
-                   align_tol: float = 1e-3,
-                   noise_update_start: int = 20) -> RegressionResult:  # fmt: skip
+def fit_regression(
+    Phi,
+    t,
+    *,
+    method: str = "fast",
+    prior=None,
+    beta_init: float | None = None,
+    alpha_init=None,
+    fixed_noise: bool = False,
+    max_iter: int | None = None,
+    tol: float = 1e-6,
+    prune_threshold: float = 1e9,
+    noise_update_every: int = 5,
+    align_tol: float = 1e-3,
+    noise_update_start: int = 20,
+) -> RegressionResult:
     """Fit RVM regression by maximising the (log-coordinate) evidence.
 
     Parameters
@@ -264,8 +275,9 @@ def _normalised(Phi, method, norms=None):
     return (*normalise_columns(Phi, "explain t"), False)
 
 
-def _finalise(Phin, raw_scale, scale, t, active, alpha_n, beta, prior, method, trace, n_iter,
-              converged):  # fmt: skip
+def _finalise(
+    Phin, raw_scale, scale, t, active, alpha_n, beta, prior, method, trace, n_iter, converged
+):
     """Solve on the normalised columns, then undo the scaling analytically.
 
     ``alpha_m = s_m^2 alphan_m``, ``mu_m = mun_m / s_m``, ``Sigma = D^-1 Sigman D^-1``;
@@ -290,11 +302,21 @@ def _finalise(Phin, raw_scale, scale, t, active, alpha_n, beta, prior, method, t
         cov = (post.cov / s[:, None]) / s[None, :]
     check_representable(alpha, alpha_n, cov, s)
     return RegressionResult(
-        method=method, prior=prior, n_basis=Phin.shape[1], active=active, alpha=alpha,
-        beta=float(beta), mean=mean, cov=cov, gamma=gamma, log_marginal_likelihood=lml,
-        log_evidence=lml + log_hyperprior(alpha, beta, prior), n_iter=n_iter,
-        converged=converged, trace={k: np.asarray(v) for k, v in trace.items()},
-    )  # fmt: skip
+        method=method,
+        prior=prior,
+        n_basis=Phin.shape[1],
+        active=active,
+        alpha=alpha,
+        beta=float(beta),
+        mean=mean,
+        cov=cov,
+        gamma=gamma,
+        log_marginal_likelihood=lml,
+        log_evidence=lml + log_hyperprior(alpha, beta, prior),
+        n_iter=n_iter,
+        converged=converged,
+        trace={k: np.asarray(v) for k, v in trace.items()},
+    )
 
 
 def _compressed_targets(rows: RowQR, t) -> np.ndarray:
@@ -317,9 +339,22 @@ PRUNE_DATA_RATIO = 1e3
 
 
 def full_reestimation(
-    Phin, t, usable, scale, beta, prior: HyperPrior, fixed_noise, max_iter, tol, prune_level,
-    method, alpha_init, beta_max, likelihood=None, dispersion=None,
-):  # fmt: skip
+    Phin,
+    t,
+    usable,
+    scale,
+    beta,
+    prior: HyperPrior,
+    fixed_noise,
+    max_iter,
+    tol,
+    prune_level,
+    method,
+    alpha_init,
+    beta_max,
+    likelihood=None,
+    dispersion=None,
+):
     """MacKay or EM re-estimation of all precisions (and the noise), on normalised columns.
 
     Regression (``likelihood`` None): the Gaussian posterior, and ``beta`` unless
