@@ -1,19 +1,14 @@
-"""The ARD re-estimation updates (Tipping 2001; MacKay; EM), one NumPy implementation.
+"""The ARD re-estimation updates (Tipping 2001; MacKay; EM).
 
-Used by the reference solver's full re-estimation (regression and Laplace)
-and by ``laplace="tipping"`` of the PyMC type-II MAP.  A weight's prior
-precision is ``pi_m = alpha_m + c_m`` (``c_m = 1/s^2`` with a slab, else 0).
-The log-coordinate objective (docs/design.md section 1) is stationary where
+With prior precision ``pi_m = alpha_m + c_m`` (``c_m = 1/s^2`` with a slab, else 0) the
+log-coordinate objective (docs/design.md section 1) is stationary where
 
 .. math::
 
     \\frac{g_m}{\\alpha_m + c_m} + \\frac{2a}{\\alpha_m} = D_m,
 
-with MacKay (Tipping's update) ``g = K - pi Sigma_m``, ``D = w^2 + 2b`` and
-EM ``g = K``, ``D = w^2 + Sigma_m + 2b`` (``K`` weights share ``alpha_m``;
-``Sigma_m``, ``w_m^2`` the sums of their posterior variances and squared
-means).  Without a slab ``alpha = (g + 2a) / D``; with one the non-negative
-root of ``D alpha^2 + (D c - g - 2a) alpha - 2 a c = 0``.
+MacKay: ``g = K - pi Sigma_m``, ``D = w^2 + 2b``; EM: ``g = K``, ``D = w^2 + Sigma_m + 2b``
+(``K`` weights share ``alpha_m``; ``Sigma_m``, ``w_m^2`` sum their variances, squared means).
 """
 
 from __future__ import annotations
@@ -43,11 +38,7 @@ def slab_precision(prior, scale: np.ndarray) -> np.ndarray:
 
 
 def solve_alpha(g: np.ndarray, D: np.ndarray, a: float, c: np.ndarray) -> np.ndarray:
-    """The root ``alpha >= 0`` of ``g / (alpha + c) + 2a / alpha = D`` (``inf``: none finite).
-
-    Where ``c = 0``: ``(g + 2a) / D``, ``inf`` unless finite and positive.
-    Where ``c > 0``: the non-negative root (0 when the slope at 0 is not positive).
-    """
+    """The root ``alpha >= 0`` of ``g / (alpha + c) + 2a / alpha = D`` (``inf``: none finite)."""
     g, D, c = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (g, D, c)))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         plain = (g + 2 * a) / D
@@ -74,12 +65,7 @@ def reestimate_alpha(
     a: float,
     b: np.ndarray,
 ) -> np.ndarray:
-    """MacKay's (Tipping's) or EM's new precisions of the active bases, in ``[0, inf]``.
-
-    ``alpha``, ``c`` the current and slab precisions; ``sigma``, ``w2`` per basis
-    the sums over its ``k`` weights of posterior variances and squared means;
-    ``a``, ``b`` the Gamma prior.  ``inf`` marks a basis to prune.
-    """
+    """MacKay's or EM's new precisions of the active bases (``inf``: prune; ``c``: slab's)."""
     if method == "mackay":
         return solve_alpha(k - (alpha + c) * sigma, w2 + 2 * b, a, c)
     return solve_alpha(k, w2 + sigma + 2 * b, a, c)
@@ -100,13 +86,8 @@ def em_beta(n: int, sum_gamma: float, rss: float, beta: float, prior, beta_max: 
 
 
 def merge_parallel(gram: np.ndarray, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One basis for every set of parallel unit-norm columns, with the set's whole prior variance.
-
-    The evidence depends on parallel columns' precisions only through
-    ``sum 1/alpha_k``; under a flat hyperprior without a slab the first of each
-    set is kept with ``1/alpha = sum_k 1/alpha_k``.  Returns ``(keep, alpha)``:
-    a boolean mask over the columns and the kept columns' precisions.
-    """
+    """``(keep, alpha)``: the first of each set of parallel unit-norm columns, with
+    ``1/alpha = sum_k 1/alpha_k`` (the evidence depends on them only through that)."""
     parallel = np.abs(gram) >= 1.0 - PARALLEL_TOL
     m = alpha.size
     keep = np.ones(m, dtype=bool)

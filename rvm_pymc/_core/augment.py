@@ -13,9 +13,8 @@ with the fitted weights, a rank-one update of ``N(mu, Sigma)``.  With
     m_* = p^\\top \\mu + g \\frac{v_* Q_*}{1 + v_* S_*}, \\qquad
     s^2_* = p^\\top \\Sigma p + \\frac{v_* g^2}{1 + v_* S_*}.
 
-The package's choice of prior: ``v* = sigma_f^2 / kappa^2`` with the signal
-variance ``sigma_f^2 = max(var(t) - 1/beta, 0)``, so far from the data the
-predictive variance tends to about ``var(t)``, not the noise alone.
+The prior ``v* = sigma_f^2 / kappa^2``, ``sigma_f^2 = max(var(t) - 1/beta, 0)``, makes the
+predictive variance far from the data tend to about ``var(t)``.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ __all__ = ["augmented_predictive", "rvm_star_prior_var", "signal_variance"]
 
 
 def signal_variance(target_var: float, noise_var: float) -> float:
-    """``sigma_f^2 = max(var(t) - 1/beta, 0)`` from the targets' and the noise variance.
+    """``sigma_f^2 = max(var(t) - 1/beta, 0)``.
 
     Examples
     --------

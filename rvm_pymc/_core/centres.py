@@ -1,12 +1,5 @@
-"""Candidate kernel centres for large training sets (the basis of :class:`KernelBasis`).
-
-Above :data:`AUTO_FULL_MAX` points, ``centres="auto"`` keeps at most
-:data:`AUTO_FILL_CENTRES` of a random pool of :data:`CENTRE_POOL`: first a
-greedy pivoted Cholesky of the pool's kernel matrix (the centres spanning
-the kernel columns to :data:`CENTRE_TOL`, at most :data:`AUTO_MAX_CENTRES`),
-then, below that cap, a farthest-point fill (:func:`spread_fill`) that keeps
-the candidates spread like a grid.
-"""
+"""Kernel centres for large training sets: greedy pivoted Cholesky of a random pool's kernel
+matrix, then a farthest-point fill (:func:`spread_fill`)."""
 
 from __future__ import annotations
 
@@ -26,23 +19,17 @@ __all__ = [
     "spread_fill",
 ]
 
-#: ``centres="auto"`` keeps every training point up to this many (the exact
-#: kernel RVM).  Chosen by cost: see ``docs/reference_solver.md``, "Large N".
+#: ``centres="auto"`` keeps every training point up to this many.
 AUTO_FULL_MAX = 2000
-#: ``centres="auto"`` above ``AUTO_FULL_MAX``: at most this many centres by
-#: pivoted Cholesky (a kernel of higher numerical rank keeps these: its fits
-#: have hundreds of relevance vectors and cost ~ centres x relevance vectors).
+#: ``centres="auto"`` above ``AUTO_FULL_MAX``: at most this many by pivoted Cholesky,
 AUTO_MAX_CENTRES = 500
-#: ``centres="auto"``: when fewer centres span the kernel columns, fill up to
-#: this many (an N x 1001 design with the bias column: 0.8 GB at N = 100,000).
+#: filled up to this many when fewer span the kernel columns.
 AUTO_FILL_CENTRES = 1000
-#: Stop when the largest residual kernel variance is below this fraction of the
-#: largest ``k(x, x)`` (a kernel column explained to ~0.1% of its norm).
+#: Stop when the largest residual kernel variance is below this fraction of max ``k(x, x)``.
 CENTRE_TOL = 1e-6
 #: The greedy search looks at a random subset of at most this many training points.
 CENTRE_POOL = 20000
-#: Centres per block when distances to many of them are taken at once (memory pool x block).
-_FILL_BLOCK = 256
+_FILL_BLOCK = 256  # centres per block of distances
 
 
 def resolve_centres(centres: Any, n: int) -> tuple[int, int] | None:
@@ -59,7 +46,7 @@ def resolve_centres(centres: Any, n: int) -> tuple[int, int] | None:
 
 
 def _generator(random_state: Any) -> np.random.Generator:
-    """A Generator from None (a fixed seed: the same data give the same centres), int or RNG."""
+    """A Generator from None (a fixed seed), int or RNG."""
     if random_state is None:
         return np.random.default_rng(0)
     if isinstance(random_state, np.random.Generator):
@@ -100,7 +87,7 @@ def choose_centres(
         p = int(np.argmax(d))
         if d[p] <= tol * top:
             break
-        # Written into our own buffer: a kernel may return a view of its cache.
+        # copied: a kernel may return a view of its cache
         L[j] = kernel(Xp[p : p + 1], Xp)[0]
         row = L[j]
         if j:
@@ -119,10 +106,8 @@ def choose_centres(
 def spread_fill(
     X: np.ndarray, kernel: Any, diag: np.ndarray, chosen: list[int], n_total: int
 ) -> list[int]:
-    """``chosen`` plus rows of ``X`` up to ``n_total``, each the farthest in kernel distance.
-
-    Duplicates of a centre (distance 0) are never added; ``diag`` is ``kernel.diag(X)``.
-    """
+    """``chosen`` plus rows of ``X`` up to ``n_total``, each the farthest in kernel distance
+    (``diag = kernel.diag(X)``; duplicates never added)."""
     out = list(chosen)
     near = np.full(X.shape[0], np.inf)  # squared distance to the nearest chosen centre
     for s in range(0, len(out), _FILL_BLOCK):

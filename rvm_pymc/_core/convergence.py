@@ -1,24 +1,8 @@
-"""The convergence standard of every sampled fit, and the statistics it is stated in.
+"""The convergence standard of every sampled fit (:func:`passes_checks`): no divergence,
+rank-normalised R-hat at most :data:`RHAT_MAX`, bulk and tail ESS at least :data:`MIN_ESS`.
 
-A NUTS fit is converged when it has no divergence, its worst rank-normalised
-R-hat is at most :data:`RHAT_MAX` and its smallest bulk and tail ESS at least
-:data:`MIN_ESS` (Vehtari et al. 2021), over every element of the checked
-variables: :func:`passes_checks` of :func:`sampling_diagnostics`.  The NUTS
-fits warn by :func:`check_sampling`, ``converged_`` and the stopping rule of
-``until_converged`` (:mod:`rvm_pymc.inference._stop`) read :func:`passes_checks`.
-
-The statistics are ArviZ's (``arviz_stats.rhat(method="rank")``,
-``arviz_stats.ess(method="bulk" | "tail")``: split chains, Blom's offset 3/8,
-folded draws for the tail R-hat, Geyer's initial monotone sequence on FFT
-autocovariances, the tail ESS at ArviZ's ``stats.ci_prob``), vectorised over
-the elements of ``(chain, draw, n)`` draws; ``tests/test_internals_sampling.py``
-checks them against ArviZ.
-
-References
-----------
-Vehtari, A., Gelman, A., Simpson, D., Carpenter, B. and Bürkner, P.-C. (2021).
-Rank-normalization, folding, and localization: an improved R-hat for assessing
-convergence of MCMC. *Bayesian Analysis* 16, 667-718.
+The statistics are ArviZ's (rank R-hat, bulk and tail ESS; Vehtari et al. 2021,
+*Bayesian Analysis* 16, 667-718), vectorised over the elements of ``(chain, draw, n)``.
 """
 
 from __future__ import annotations
@@ -41,21 +25,17 @@ __all__ = [
 RHAT_MAX = 1.01
 """Largest worst rank-normalised R-hat of a converged fit."""
 MIN_ESS = 400.0
-"""Smallest bulk and tail ESS of a converged fit: the least at which the diagnostics
-themselves are reliable (Vehtari et al. 2021), not a precision target."""
+"""Smallest bulk and tail ESS of a converged fit (the diagnostics' own reliability)."""
 
 
 def _split(x: np.ndarray) -> np.ndarray:
-    """``(chain, draw, n)`` -> ``(2 chain, draw // 2, n)``: each chain's halves (an odd
-    draw count drops the middle draw, as ArviZ does)."""
+    """``(chain, draw, n)`` -> ``(2 chain, draw // 2, n)`` (an odd count drops the middle)."""
     half = x.shape[1] // 2
     return np.concatenate([x[:, :half], x[:, x.shape[1] - half :]], axis=0)
 
 
 def _ranks(flat: np.ndarray) -> np.ndarray:
-    """Ranks (1-based) down each column of ``flat``, ties given their average rank
-    (``scipy.stats.rankdata(method="average", axis=0)``, in a few passes over all
-    columns at once)."""
+    """``scipy.stats.rankdata(flat, method="average", axis=0)``, vectorised."""
     rows = np.ascontiguousarray(flat.T)  # one variable a row: sorts along memory
     n = rows.shape[1]
     order = np.argsort(rows, axis=1)
@@ -73,8 +53,7 @@ def _ranks(flat: np.ndarray) -> np.ndarray:
 
 
 def _z_scale(x: np.ndarray) -> np.ndarray:
-    """Normal scores of the ranks over all chains and draws, per variable (average ranks
-    for ties, Blom's offset)."""
+    """Normal scores of the ranks over all chains and draws, per variable (Blom's offset)."""
     flat = x.reshape(-1, x.shape[-1])
     return special.ndtri((_ranks(flat) - 0.375) / (flat.shape[0] + 0.25)).reshape(x.shape)
 
@@ -101,8 +80,7 @@ def _flat(draws: np.ndarray) -> tuple[tuple, np.ndarray]:
 
 
 def _bulk(x: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rank-normalised R-hat (NaN for one chain) and bulk ESS of the elements ``ok`` of
-    ``x`` ``(chain, draw, n)`` (NaN elsewhere); the two share one ranking."""
+    """Rank-normalised R-hat (NaN for one chain) and bulk ESS of the elements ``ok``."""
     rhat, bulk = np.full(x.shape[-1], np.nan), np.full(x.shape[-1], np.nan)
     if ok.any():
         s = _split(x[..., ok])
@@ -115,8 +93,7 @@ def _bulk(x: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def rank_rhat(draws: np.ndarray) -> np.ndarray:
-    """Rank-normalised split R-hat of ``(chain, draw, ...)`` draws, the larger of the bulk
-    and tail (folded) values; NaN where ArviZ gives NaN (one chain, < 4 draws, a NaN)."""
+    """Rank-normalised split R-hat (the larger of bulk and folded) of ``(chain, draw, ...)``."""
     shape, x = _flat(draws)
     return _bulk(x, _usable(x, 2))[0].reshape(shape)
 
@@ -180,8 +157,7 @@ def ess_bulk(draws: np.ndarray) -> np.ndarray:
 
 
 def ess_tail(draws: np.ndarray, prob: float | None = None) -> np.ndarray:
-    """Tail ESS: the smaller ESS of the indicators below the ``1 - prob`` and ``prob``
-    quantiles (``prob`` None: ArviZ's ``stats.ci_prob``, 0.89 by default)."""
+    """Tail ESS at ``prob`` (None: ArviZ's ``stats.ci_prob``)."""
     if prob is None:
         from arviz_base import rcParams
 
@@ -223,9 +199,7 @@ def sampling_diagnostics(draws, n_divergent: int = 0) -> dict[str, float]:
 def passes_checks(
     diag: dict[str, float], rhat_threshold: float = RHAT_MAX, min_ess: float = MIN_ESS
 ) -> bool:
-    """Whether :func:`sampling_diagnostics` ``diag`` meets the standard: no divergence,
-    R-hat at most ``rhat_threshold`` (a number: two chains or more), bulk and tail ESS
-    at least ``min_ess``."""
+    """Whether :func:`sampling_diagnostics` ``diag`` meets the standard (module docstring)."""
     return (
         diag["n_divergent"] == 0
         and bool(diag["max_rhat"] <= rhat_threshold)
@@ -234,10 +208,9 @@ def passes_checks(
 
 
 def separated_chains(draws, prob: float = 0.9, min_chain_ess: float = 5.0) -> list[str]:
-    """The scalar variables of ``draws`` (name -> ``(chain, draw)``) whose chains appear to
-    sit in different modes: two chains' central ``prob`` intervals are apart by more than
-    the largest within-chain sd, and every chain has a bulk ESS of its own of at
-    least ``min_chain_ess`` (a chain that barely moves is slow or stuck, not a mode)."""
+    """Scalar variables whose chains sit in different modes: two chains' central ``prob``
+    intervals apart by more than the largest within-chain sd, each chain's own bulk ESS at
+    least ``min_chain_ess`` (else it is stuck, not in a mode)."""
     names = []
     for name, x in draws.items():
         x = np.asarray(x, dtype=float)
@@ -261,11 +234,8 @@ def check_sampling(
     min_ess: float = MIN_ESS,
     hints: dict[str, str] | None = None,
 ) -> dict[str, float]:
-    """:func:`sampling_diagnostics`, with a SamplingWarning for each miss of the standard.
-
-    When R-hat misses it, the message names the :func:`separated_chains`, with the
-    advice ``hints[name]`` for each of them that has one.
-    """
+    """:func:`sampling_diagnostics`, with a SamplingWarning for each miss of the standard
+    (naming the :func:`separated_chains`, with ``hints[name]``)."""
     diag = sampling_diagnostics(draws, n_divergent)
     max_rhat, bulk, tail = diag["max_rhat"], diag["min_ess_bulk"], diag["min_ess_tail"]
     n_draws = int(np.prod(np.shape(next(iter(draws.values())))[:2]))

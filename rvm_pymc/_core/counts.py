@@ -1,9 +1,4 @@
-r"""Counts: checks of the targets, the Poisson and negative binomial likelihoods and the
-predictive distribution (NumPy/SciPy).
-
-Two likelihoods of a count ``y`` with the log link, mean ``mu = exp(f)``:
-the Poisson (:func:`poisson_logpmf`) and the negative binomial NB2
-(:func:`negbin_logpmf`) of dispersion ``r > 0``,
+r"""Counts: target checks, the Poisson and NB2 likelihoods (log link, ``mu = exp(f)``),
 
 .. math::
 
@@ -11,17 +6,7 @@ the Poisson (:func:`poisson_logpmf`) and the negative binomial NB2
         \Big(\frac{r}{r + \mu}\Big)^{r} \Big(\frac{\mu}{r + \mu}\Big)^{y},
     \qquad \mathrm{var}(y) = \mu + \mu^2 / r,
 
-the Poisson's limit as ``r -> inf``.
-
-The predictive distribution of a count at a new point is a mixture of
-these over the posterior of its log mean ``f``: under a Gaussian (Laplace)
-weight posterior ``f ~ N(mu, s^2)`` (integrated by Gauss-Hermite quadrature:
-:func:`gaussian_rates`), under NUTS the draws of ``f`` with equal weights.
-Either way it is given as rates ``(n, S)`` and weights ``(S,)`` or ``(n, S)``
-summing to one, with a ``dispersion`` (None for the Poisson; a float, or one
-value per component ``(S,)`` for NUTS draws), and :func:`mixture_mean`,
-:func:`mixture_logpmf` and :func:`mixture_quantiles` read it.  The reference
-solver, the estimator and ``compare`` use these.
+and the predictive: a mixture over the posterior of ``f`` (:class:`CountsMixture`).
 """
 
 from __future__ import annotations
@@ -47,12 +32,8 @@ _HERMITE_NODES = 48
 
 
 def check_counts(y, name: str = "y", *, fitting: bool = True) -> np.ndarray:
-    """``y`` as a float vector of non-negative finite counts, not all zero when ``fitting``.
-
-    Non-integer values are accepted (as scikit-learn's ``PoissonRegressor``
-    does: the Poisson deviance is defined for them); negative, missing or
-    infinite ones raise a ``ValueError`` naming ``name``.
-    """
+    """``y`` as a float vector of non-negative finite counts (non-integers accepted, as
+    scikit-learn's ``PoissonRegressor``), not all zero when ``fitting``."""
     arr = np.asarray(y)
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
@@ -85,11 +66,7 @@ def poisson_logpmf(y: np.ndarray, f: np.ndarray) -> np.ndarray:
 
 
 def negbin_logpmf(y: np.ndarray, f: np.ndarray, r) -> np.ndarray:
-    """``log NB(y | mean exp(f), dispersion r)`` (NB2), elementwise (broadcast).
-
-    Written in the log mean ``f`` and ``log(1 + mu / r)`` so that it is accurate
-    for large ``r`` (where it tends to :func:`poisson_logpmf`) and large ``f``.
-    """
+    """``log NB(y | mean exp(f), dispersion r)`` (NB2), elementwise; accurate at large ``r``."""
     y = np.asarray(y, dtype=float)
     r = np.asarray(r, dtype=float)
     f = np.asarray(f, dtype=float)
@@ -111,12 +88,9 @@ def negbin_replicate(f: np.ndarray, r, rng: np.random.Generator) -> np.ndarray:
 
 
 class CountsMixture(NamedTuple):
-    """The predictive distribution of counts at ``n`` points as a mixture.
-
-    ``rates`` ``(n, S)``: the component means; ``weights`` ``(S,)`` or ``(n, S)``
-    summing to one; ``dispersion``: None for Poisson components, else the NB2
-    dispersion ``r``, a float or ``(S,)`` (one per component).
-    """
+    """The predictive of counts at ``n`` points: component means ``rates`` ``(n, S)``,
+    ``weights`` ``(S,)`` or ``(n, S)`` summing to one, NB2 ``dispersion`` (None: Poisson;
+    a float or ``(S,)``)."""
 
     rates: np.ndarray
     weights: np.ndarray
@@ -143,10 +117,7 @@ def mixture_mean(rates: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 
 def mixture_logpmf(y, rates: np.ndarray, weights: np.ndarray, dispersion=None) -> np.ndarray:
-    """Log probability of the counts ``y`` (n,) under the mixture at each point, ``(n,)``.
-
-    Poisson components for ``dispersion`` None, else NB2 of that dispersion.
-    """
+    """Log probability of the counts ``y`` (n,) under the mixture at each point, ``(n,)``."""
     y = np.asarray(y, dtype=float)[:, None]
     with np.errstate(divide="ignore"):
         logr = np.log(rates)
@@ -160,11 +131,7 @@ def mixture_logpmf(y, rates: np.ndarray, weights: np.ndarray, dispersion=None) -
 
 
 def mixture_cdf(k: np.ndarray, rates: np.ndarray, weights: np.ndarray, dispersion=None):
-    """``P(y <= k)`` under the mixture at each point, for integers ``k`` (n,).
-
-    NB2: ``P(y <= k) = I_p(r, k + 1)``, the regularised incomplete beta at
-    ``p = r / (r + mu)``.
-    """
+    """``P(y <= k)`` under the mixture at each point (NB2: ``I_p(r, k + 1)``, ``p = r/(r+mu)``)."""
     if dispersion is None:
         comp = pdtr(k[:, None], rates)
     else:
@@ -174,11 +141,7 @@ def mixture_cdf(k: np.ndarray, rates: np.ndarray, weights: np.ndarray, dispersio
 
 
 def mixture_quantiles(q: float, rates: np.ndarray, weights: np.ndarray, dispersion=None):
-    """The smallest count ``k`` with ``P(y <= k) >= q`` at each point, ``(n,)``.
-
-    Integer bisection on the mixture's CDF, between 0 and a bound above the
-    largest component's quantile (doubled until the CDF there reaches ``q``).
-    """
+    """The smallest count ``k`` with ``P(y <= k) >= q`` at each point, by integer bisection."""
     if not 0.0 < q < 1.0:
         raise ValueError(f"q must be in (0, 1); got {q!r}")
     top = np.max(np.where(np.broadcast_to(weights, rates.shape) > 0, rates, 0.0), axis=1)

@@ -1,11 +1,7 @@
-"""Log evidence of the linear-Gaussian RVM, in O(N M^2).
+"""Log evidence of the linear-Gaussian RVM on its active columns, in O(N M^2).
 
-All functions work on the *active* columns only (pruned bases have
-``alpha = inf`` and are simply left out of ``Phi``).  No N x N matrix is ever
-formed: the covariance ``C = I/beta + Phi A^-1 Phi^T`` enters only through the
-M x M posterior precision ``Sigma^-1 = A + beta Phi^T Phi`` (Woodbury identity
-and the matrix determinant lemma).  The posterior itself
-(:func:`rvm_pymc._core.gaussian.regression_posterior`) lives in :mod:`rvm_pymc._core.gaussian`.
+``C = I/beta + Phi A^-1 Phi^T`` enters only through ``Sigma^-1 = A + beta Phi^T Phi``
+(Woodbury identity and the matrix determinant lemma): no N x N matrix is formed.
 """
 
 from __future__ import annotations
@@ -36,14 +32,10 @@ def log_marginal_likelihood(
     n: int | None = None,
     rss_offset: float = 0.0,
 ) -> float:
-    """``log N(t | 0, I/beta + Phi A^-1 Phi^T)`` evaluated in O(N M^2).
+    """``log N(t | 0, I/beta + Phi A^-1 Phi^T)`` in O(N M^2).
 
-    Uses ``log|C| = log|Sigma^-1| - sum(log alpha) - N log beta`` and
-    ``t^T C^-1 t = beta ||t - Phi mu||^2 + mu^T A mu``.  ``Phi`` and ``t``
-    may be a row compression of the data (``R`` and ``z`` of
-    :class:`rvm_pymc._core.rowqr.RowQR`): then ``n`` is the number of data
-    points (default the rows given) and ``rss_offset`` the remainder, added
-    to ``||t - Phi mu||^2``.
+    ``Phi`` and ``t`` may be a :class:`~rvm_pymc._core.rowqr.RowQR` compression (``R``,
+    ``z``): then ``n`` is the number of data points and ``rss_offset`` its remainder.
     """
     if post is None:
         post = regression_posterior(Phi, t, alpha, beta)
@@ -56,11 +48,7 @@ def log_marginal_likelihood(
 
 
 def log_alpha_prior(alpha: np.ndarray, prior) -> float:
-    """``sum_m [a log alpha_m - b alpha_m]``: the Gamma(a, b) log density of ``log alpha``.
-
-    Without normalising constants.  A zero ``a`` or ``b`` contributes nothing, also
-    where ``alpha`` is 0 (a slab's weight) or overflows (not ``0 * inf = nan``).
-    """
+    """``sum_m [a log alpha_m - b alpha_m]``, unnormalised; a zero ``a`` or ``b`` adds 0."""
     with np.errstate(divide="ignore"):
         val = prior.a * float(np.sum(np.log(alpha))) if prior.a else 0.0
     val -= prior.b * float(np.sum(alpha)) if prior.b else 0.0
@@ -73,10 +61,7 @@ def log_beta_prior(beta: float, prior) -> float:
 
 
 def log_hyperprior(alpha: np.ndarray, beta: float, prior) -> float:
-    """Hyperprior term of the log-coordinate objective (docs/design.md section 1).
-
-    ``log_alpha_prior`` plus ``log_beta_prior``; ``prior`` has ``a, b, c, d``.
-    """
+    """``log_alpha_prior + log_beta_prior`` (``prior`` has ``a, b, c, d``)."""
     return log_alpha_prior(alpha, prior) + log_beta_prior(beta, prior)
 
 

@@ -1,12 +1,5 @@
-"""Atomic writes, and DataTrees in netCDF files with damage reported.
-
-:func:`atomic_write` writes a temporary file beside the target, fsyncs it and renames
-it over the target: a failed write leaves a previous file as it was.  A tree is
-stored as netCDF-4 groups (``h5netcdf`` or ``netCDF4``) or flattened into one
-netCDF-3 file by SciPy (variable ``v`` of group ``g`` as ``g__v``, attributes as
-JSON).  SciPy and h5netcdf serialise in memory (:func:`tree_bytes`), so HDF5 never
-writes to a full disk: the write is plain file I/O and fails with an ``OSError``.
-"""
+"""Atomic writes, and DataTrees in netCDF files (netCDF-4 groups, or flattened into one
+netCDF-3 file by SciPy) with damage reported."""
 
 from __future__ import annotations
 
@@ -62,7 +55,7 @@ def jsonable_attrs(attrs: Mapping) -> dict[str, Any]:
 
 
 ENGINES = ("h5netcdf", "netcdf4", "scipy")
-# what each engine needs importable to write and read a file (h5netcdf >= 1.8: h5py too)
+# what each engine needs importable (h5netcdf >= 1.8: h5py too)
 ENGINE_MODULES = {
     "h5netcdf": ("h5netcdf", "h5py"),
     "netcdf4": ("netCDF4",),
@@ -182,11 +175,8 @@ def _fsync_directory(directory: str) -> None:
 
 
 def atomic_write(path, write: Callable[[str], None]) -> None:
-    """Call ``write(tmp)`` on a temporary file beside ``path``, fsync it, rename it to ``path``.
-
-    On any failure (also KeyboardInterrupt) the temporary file is removed and a
-    file already at ``path`` is left as it was.
-    """
+    """``write(tmp)`` on a temporary file beside ``path``, fsync, rename to ``path``; on any
+    failure the temporary file is removed and ``path`` left as it was."""
     shown = os.fspath(path)
     target = os.path.realpath(shown)
     directory, base = os.path.split(target)

@@ -1,10 +1,7 @@
 """The Gaussian weight posterior ``N(mean, H^-1)`` in NumPy: factorise, solve, invert, draw.
 
-The one implementation of this linear algebra, used by the reference solver,
-the PyMC fits and the estimators.  Factorisation is a Jacobi-scaled Cholesky,
-``diag(p) H diag(p) = L L^T`` with ``p_i = H_ii^-1/2``; a matrix that is not
-numerically positive definite raises :class:`numpy.linalg.LinAlgError` (no
-pseudo-inverse, no clipping, no jitter).
+A Jacobi-scaled Cholesky, ``diag(p) H diag(p) = L L^T`` with ``p_i = H_ii^-1/2``; a matrix
+not numerically positive definite raises LinAlgError (no pseudo-inverse, no jitter).
 
 Examples
 --------
@@ -57,11 +54,7 @@ def _mirror_lower(A: np.ndarray) -> np.ndarray:
 
 
 def spd_factor(H: np.ndarray, what: str = "matrix") -> tuple[np.ndarray, np.ndarray]:
-    """Jacobi-scaled lower Cholesky factor ``(L, p)``: ``diag(p) H diag(p) = L L^T``.
-
-    Only the diagonal and lower triangle of ``H`` are read; ``what`` names it in
-    errors.  Raises ValueError for a non-square ``H`` and LinAlgError if it is
-    empty, not finite, or not positive definite to working precision.
+    """Jacobi-scaled lower Cholesky factor ``(L, p)`` of the lower triangle of ``H``.
 
     Examples
     --------
@@ -143,11 +136,7 @@ def spd_inverse(H: np.ndarray, what: str = "Laplace Hessian") -> tuple[np.ndarra
 
 
 def spd_solve(H: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Solve ``H x = b`` by an unscaled Cholesky of the upper triangle of ``H``.
-
-    The numbers of ``scipy.linalg.cho_solve(cho_factor(H), b)`` without the
-    wrappers' overhead; LinAlgError if not positive definite, ValueError if not finite.
-    """
+    """``scipy.linalg.cho_solve(cho_factor(H), b)``'s numbers without its overhead."""
     if not (np.isfinite(H).all() and np.isfinite(b).all()):
         raise ValueError("array must not contain infs or NaNs")
     if H.size == 0:
@@ -171,13 +160,8 @@ def covariance_draws(
     *,
     antithetic: bool = False,
 ) -> np.ndarray:
-    """Draws of the weights from ``N(mean, cov)`` through the Cholesky factor of ``cov``.
-
-    ``mean`` (M,) or (M, K) with ``cov`` (M K, M K) class-major; ``rng`` a
-    Generator or seed; ``antithetic`` mirrors the second half of the draws about
-    the mean.  Returns (n_draws, M) or (n_draws, M, K).  Raises ValueError for
-    bad shapes, a non-symmetric ``cov`` or ``n_draws``, LinAlgError for a
-    singular ``cov``.
+    """Draws ``(n_draws, M[, K])`` from ``N(mean, cov)``, ``cov`` class-major (``antithetic``:
+    the second half mirrored about the mean).
 
     Examples
     --------
@@ -300,11 +284,8 @@ def _stacked_r(
     beta: float,
     triangle: Callable[[], np.ndarray] | None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``R`` of ``[sqrt(beta) Phi; A^1/2] = Q R`` and the top of ``Q^T [sqrt(beta) t; 0]``.
-
-    ``[Phi | t]`` enters through its rows :func:`~rvm_pymc._core.rowqr.column_triangle`
-    (``triangle()`` when given), so the QR is of at most ``2 M + 1`` rows.
-    """
+    """``R`` of ``[sqrt(beta) Phi; A^1/2] = Q R`` and the top of ``Q^T [sqrt(beta) t; 0]``,
+    from the :func:`~rvm_pymc._core.rowqr.column_triangle` of ``[Phi | t]`` (or ``triangle()``)."""
     m = Phi.shape[1]
     top = column_triangle(Phi, t) if triangle is None else triangle()
     if top.shape[1] != m + 1:
@@ -343,12 +324,8 @@ def regression_factor(
     triangle: Callable[[], np.ndarray] | None = None,
     what: str = "posterior precision",
 ) -> RegressionFactor:
-    """Factor of ``H = A + beta Phi^T Phi`` and the posterior mean.
-
-    Cholesky (:func:`spd_factor`) when ``cond(H) <= eps^-1/2``; else the QR of
-    ``[sqrt(beta) Phi; A^1/2]``, backward stable in ``Phi`` (``triangle``: see
-    :func:`_stacked_r`).  LinAlgError if ``H`` is not positive definite.
-    """
+    """Factor of ``H = A + beta Phi^T Phi`` and the posterior mean: Cholesky when
+    ``cond(H) <= eps^-1/2``, else the backward-stable QR of :func:`_stacked_r`."""
     H = posterior_precision(Phi.T @ Phi if gram is None else gram, alpha, beta)
     L, p = spd_factor(H, what)
     anorm = float(np.abs(H * (p[:, None] * p)).sum(axis=0).max())

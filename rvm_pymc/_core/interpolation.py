@@ -1,10 +1,5 @@
-"""When a type-II fit interpolates its training data: the rule and its message, once.
-
-A type-II (reference or MAP) fit interpolates when it keeps more than
-:data:`MAX_RELEVANT_FRACTION` of its training rows as relevance vectors (under a prior
-that prunes) or its noise precision ended at the solver's bound: its noise estimate has
-collapsed and its predictive bands are far too narrow.
-"""
+"""When a type-II fit interpolates its training data (too many relevance vectors, or the
+noise precision at its bound): the rule and its message."""
 
 from __future__ import annotations
 
@@ -19,8 +14,7 @@ MAX_RELEVANT_FRACTION = 0.5
 def interpolates(
     n_relevance: int, n_train: int, noise_at_bound: bool = False, prunes: bool = True
 ) -> bool:
-    """Whether a type-II fit with ``n_relevance`` of ``n_train`` rows interpolates
-    (``prunes``: a prior with ``a = b = 0``; under another only the noise bound says so)."""
+    """Whether the fit interpolates (``prunes``: a prior with ``a = b = 0``)."""
     many = prunes and n_relevance > MAX_RELEVANT_FRACTION * n_train
     return bool(noise_at_bound) or many
 

@@ -1,11 +1,5 @@
-"""The Laplace approximation in NumPy: the one Newton mode finder and the evidence at the mode.
-
-:func:`newton_mode` maximises a log density in the weights by Newton's
-method with step halving, the inner solve of the reference solver's
-classification and counts fits and of the PyMC type-II MAP of classifiers
-(which supplies the compiled log density, gradient and Hessian of its model).
-:func:`laplace_posterior` turns the mode and the factor of its Hessian into
-the Gaussian ``N(w*, H^-1)`` and the Laplace log evidence
+"""The Laplace approximation in NumPy: Newton's mode (:func:`newton_mode`), and the
+Gaussian ``N(w*, H^-1)`` with the log evidence at it (:func:`laplace_posterior`),
 
 .. math::
 
@@ -32,12 +26,8 @@ HALVING_MIN = 1e-10
 
 
 class NewtonMode(NamedTuple):
-    """Outcome of :func:`newton_mode`.
-
-    ``state`` is ``evaluate(w)``, ``H`` the negative Hessian at ``w`` and
-    ``factor`` its :func:`spd_factor` (None if not computed); ``stalled``: step
-    halving found no ascent.
-    """
+    """Outcome of :func:`newton_mode`: ``state = evaluate(w)``, ``H`` the negative Hessian,
+    ``factor`` its :func:`spd_factor` (or None); ``stalled``: step halving found no ascent."""
 
     w: np.ndarray
     state: tuple
@@ -104,10 +94,8 @@ class LaplacePosterior:
 def laplace_posterior(
     W, probs, log_joint, ll, alpha, c, L, p, n_newton, converged, curvature=None
 ) -> LaplacePosterior:
-    """The Laplace posterior at the mode ``W`` from the factor ``(L, p)`` of its Hessian.
-
-    ``log_joint`` is ``log p(T | W) - sum(alpha W^2) / 2``, ``c`` the weights per precision.
-    """
+    """The posterior at the mode ``W`` from its Hessian's factor ``(L, p)`` (``c``: weights
+    per precision; ``log_joint = log p(T | W) - sum(alpha W^2) / 2``)."""
     cov, logdet = factor_inverse(L, p), factor_logdet(L, p)
     log_ev = log_joint + 0.5 * c * float(np.log(alpha).sum()) - 0.5 * logdet
     return LaplacePosterior(W, cov, logdet, ll, log_ev, probs, n_newton, converged, curvature)

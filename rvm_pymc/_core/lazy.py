@@ -1,9 +1,4 @@
-"""Lazy attributes of a package (PEP 562): import a submodule on first use of its names.
-
-The PyMC layers (:mod:`rvm_pymc.models`, :mod:`rvm_pymc.inference`) and the package
-root use it so that importing a light submodule of theirs, or ``import rvm_pymc``,
-never imports PyMC.
-"""
+"""Lazy attributes of a package (PEP 562), so that ``import rvm_pymc`` never imports PyMC."""
 
 from __future__ import annotations
 

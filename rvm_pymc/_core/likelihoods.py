@@ -1,13 +1,7 @@
-"""The NumPy likelihoods of the result schema, on the draws of a fit.
+"""NumPy likelihoods on the draws of a fit, for every posterior kind (the result tree's).
 
-Latent values, pointwise log likelihood and one replicate of the targets per
-draw for every kind of weight posterior (``"regression"``, ``"binary"``,
-``"softmax"``, ``"poisson"``, ``"negative_binomial"``), and the log prior of the
-weights.  The likelihood's own parameter, where it has one, is passed as its log:
-``log_beta`` the noise precision (regression), ``log r`` the dispersion
-(negative_binomial); a float, or ``(chain, draw)`` draws.  Used by
-:mod:`rvm_pymc.results` to build and extend the result tree.  Their PyTensor
-twins are in :mod:`rvm_pymc.models`.
+The likelihood's own parameter is passed as its log (``log_beta``: the noise precision, or
+the negative binomial's dispersion), a float or ``(chain, draw)`` draws.
 """
 
 from __future__ import annotations
@@ -36,10 +30,7 @@ def _per_draw(log_param, F: np.ndarray) -> np.ndarray:
 
 
 def log_likelihood(kind, F, target, log_beta) -> np.ndarray:
-    """Pointwise log likelihood of ``target`` at latent values ``F`` (``C, D, N``).
-
-    ``log_beta``: the log of the likelihood's parameter (module docstring), else unused.
-    """
+    """Pointwise log likelihood of ``target`` at latent values ``F`` (``C, D, N``)."""
     if kind == "regression":
         lb = np.asarray(log_beta, dtype=float)
         lb = np.broadcast_to(lb, F.shape[:2])[..., None]

@@ -1,9 +1,4 @@
-"""Independent fits through joblib, with every task's warnings kept; processes for chains.
-
-A warning raised in a joblib worker never reaches the caller: :func:`run_tasks`
-records each task's warnings where it runs and raises them again here, prefixed by
-the task's label.
-"""
+"""Independent fits through joblib, each task's warnings raised again in the caller."""
 
 from __future__ import annotations
 
@@ -22,10 +17,8 @@ __all__ = ["default_cores", "raise_again", "record_warnings", "run_recorded", "r
 def record_warnings(fn: Callable, args: tuple) -> tuple[Any, list[tuple[str, type[Warning]]]]:
     """``fn(*args)`` and the warnings it raised, as (message, category) pairs.
 
-    In a thread other than the main one (joblib's threading backend) only the package's
-    own warnings are recorded (:func:`~rvm_pymc.exceptions.recorded_in_thread`); another
-    library's are shown as it raises them: ``warnings.catch_warnings`` would swap the
-    whole process's warning state under the other threads.
+    Off the main thread only the package's own warnings are recorded:
+    ``warnings.catch_warnings`` would swap the process's warning state under other threads.
     """
     if threading.current_thread() is not threading.main_thread():
         with recorded_in_thread() as caught:
@@ -43,12 +36,7 @@ def run_tasks(
     labels: Sequence[str],
     n_jobs: int | None,
 ) -> list:
-    """``[fn(*task) for task in tasks]`` through :class:`joblib.Parallel`.
-
-    ``fn`` is a module-level function; ``labels`` (one per task) prefix the task's
-    warnings when they are raised again here; ``n_jobs`` None defers to any
-    :func:`joblib.parallel_config` in effect.
-    """
+    """``[fn(*task) for task in tasks]`` through joblib; ``labels`` prefix each task's warnings."""
     out = run_recorded(fn, tasks, n_jobs)
     for label, (_, caught) in zip(labels, out, strict=True):
         raise_again(label, caught)
@@ -65,17 +53,14 @@ def run_recorded(
 
 
 def raise_again(label: str, caught: Sequence[tuple[str, type[Warning]]]) -> None:
-    """Raise recorded warnings again in this process, each prefixed by ``label``, at the
-    user's line (:func:`rvm_pymc.exceptions.warn_user`)."""
+    """Raise recorded warnings again here, each prefixed by ``label``, at the user's line."""
     for message, category in caught:
         warn_user(f"{label}: {message}", category)
 
 
 def default_cores(chains: int) -> int:
-    """Processes for ``chains`` chains of PyMC's NUTS when ``cores`` is None (at least 1).
-
-    One per chain up to the CPUs this process may use; 1 inside a daemonic process (a
-    joblib or dask worker) or off the main thread.  Each chain holds BLAS at one thread.
+    """Processes for ``chains`` NUTS chains: one per chain up to the usable CPUs; 1 in a
+    daemonic process (a joblib or dask worker) or off the main thread.
 
     >>> default_cores(1)
     1

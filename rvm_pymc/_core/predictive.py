@@ -1,17 +1,5 @@
-"""Held-out scoring of a fitted RVR/RVC/RVP: shuffled folds and pointwise predictive densities.
-
-The yardsticks of :func:`rvm_pymc.compare` and of ``gamma="cv"``.  One implementation
-for every fit, read through the estimators' public API:
-
-- type-II regression (reference, map): the predictive is the Gaussian
-  ``N(mean, sd^2)`` of ``predict(X, return_std=True)`` (noise included);
-- sampled regression (nuts): the mixture over the posterior draws ``s`` of
-  ``N(phi(x) w_s + y_offset, 1 / beta_s)``, from ``sample_predictions`` and
-  the ``log_beta`` draws of ``idata_``;
-- classification: ``predict_proba`` (moderated for type-II fits, the average
-  over the draws for nuts), the probability of the observed class;
-- counts (RVP): a mixture of Poissons (or negative binomials) over the
-  posterior of the mean (by quadrature for a type-II fit, the draws for nuts).
+"""Held-out scoring of a fitted RVR/RVC/RVP (of :func:`rvm_pymc.compare` and ``gamma="cv"``):
+shuffled folds and pointwise predictive densities, read through the estimators' public API.
 """
 
 from __future__ import annotations
@@ -32,12 +20,9 @@ _LOG_2PI = float(np.log(2.0 * np.pi))
 class Predictive:
     """The predictive distribution of one fit at ``n`` new inputs.
 
-    Regression: an equal-weight mixture of ``S`` Gaussians per input (``S = 1``
-    for a type-II fit), ``loc`` and ``scale`` of shape ``(S, n)``.
-    Classification: ``proba`` of shape ``(n, K)``, columns in the order of
-    ``classes``.  Counts: a mixture of Poissons per input, ``rates`` of shape
-    ``(n, S)`` with ``weights`` ``(S,)`` summing to one, or of negative
-    binomials of ``dispersion`` (a float, or ``(S,)``).
+    Regression: an equal-weight mixture of ``S`` Gaussians, ``loc`` and ``scale``
+    ``(S, n)`` (``S = 1`` type-II).  Classification: ``proba`` ``(n, K)`` in the order of
+    ``classes``.  Counts: a :class:`~rvm_pymc._core.counts.CountsMixture`'s fields.
     """
 
     loc: np.ndarray | None = None
@@ -87,13 +72,7 @@ class Predictive:
         return ndtr(z).mean(axis=0)
 
     def quantile(self, q: float, rtol: float = 1e-9) -> np.ndarray:
-        """Quantile ``q`` of the predictive at every new input (regression), shape ``(n,)``.
-
-        Safeguarded Newton on the predictive CDF (monotone), vectorised over
-        the inputs: a Newton step that leaves the bracket is replaced by
-        bisection; it stops when every step is below ``rtol`` times the
-        smallest component sd.  Exact for a mixture, where no closed form is.
-        """
+        """Quantile ``q`` at every new input (regression), by safeguarded Newton on the CDF."""
         loc, scale = self.loc, self.scale
         z = float(ndtri(q))
         lo = np.min(loc + min(z, 0.0) * scale - scale, axis=0)  # CDF(lo) < q
@@ -121,12 +100,8 @@ class Predictive:
     def coverage(self, y, prob: float) -> float:
         """Fraction of ``y`` inside the central ``prob`` predictive interval.
 
-        ``y_i`` lies in the central interval of probability ``prob`` exactly
-        when ``|F_i(y_i) - 1/2| <= prob / 2``, with ``F_i`` the predictive CDF:
-        no quantile needs to be computed, for a Gaussian or a mixture alike.
-        Counts (discrete): ``y_i`` lies between the ``(1 -+ prob) / 2``
-        quantiles of its predictive, ends included (at least ``prob`` of the
-        predictive mass, more by the step of the CDF).
+        ``|F_i(y_i) - 1/2| <= prob / 2`` (no quantile needed); counts: between the
+        ``(1 -+ prob) / 2`` quantiles, ends included.
         """
         if self.is_counts:
             y = np.asarray(y, dtype=float)
@@ -138,21 +113,8 @@ class Predictive:
 
 
 def predictive(fit, X, *, random_state=None) -> Predictive:
-    """The predictive distribution of a fitted RVR or RVC at ``X``.
-
-    Parameters
-    ----------
-    fit : RVR or RVC
-        A fitted estimator (any ``method``).
-    X : array_like of shape (n_samples, n_features)
-    random_state : int, Generator or None
-        Unused by the densities (they are exact given the draws); passed to
-        ``sample_predictions`` for its replicates.
-
-    Returns
-    -------
-    Predictive
-    """
+    """The :class:`Predictive` of a fitted RVR, RVC or RVP at ``X`` (``random_state``: of
+    ``sample_predictions``' replicates, which the densities do not use)."""
     if hasattr(fit, "predict_proba"):
         return Predictive(proba=np.asarray(fit.predict_proba(X)), classes=fit.classes_)
     if fit.posterior_.kind in ("poisson", "negative_binomial"):
@@ -188,5 +150,4 @@ def shuffled_folds(y, k: int, stratified: bool, seed) -> list[tuple[np.ndarray, 
     from sklearn.model_selection import KFold, StratifiedKFold
 
     splitter = StratifiedKFold if stratified else KFold
-    # the splitters read only the number of rows of X, and y to stratify
     return list(splitter(k, shuffle=True, random_state=seed).split(y, y))

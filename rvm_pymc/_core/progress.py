@@ -1,12 +1,5 @@
-"""The ``rvm_pymc`` logger: one-line notes before work that may take long, and
-plain progress lines of a sampler for a log (:class:`DrawLines`).
-
-Configured as PyMC configures its own ``pymc`` logger (which prints
-"Initializing NUTS using jitter+adapt_diag..."): when the application has
-not set up logging (no handler on the root logger), INFO messages go to
-stderr; otherwise they follow the application's configuration.  Silence them
-with ``logging.getLogger("rvm_pymc").setLevel(logging.WARNING)``.
-"""
+"""The ``rvm_pymc`` logger (INFO to stderr unless the application configured logging, as
+PyMC's), and plain progress lines of a sampler (:class:`DrawLines`)."""
 
 from __future__ import annotations
 
@@ -29,11 +22,7 @@ _NOTED: set = set()
 
 
 def note_once(message: str, *args: Any) -> None:
-    """``log.info(message, *args)`` the first time in this process, and never again.
-
-    For notes that matter once (a compile on a cold cache): a cross-validation
-    refitting the same model five times shows the note once, not five times.
-    """
+    """``log.info(message, *args)`` the first time in this process, and never again."""
     key = (message, args)
     if key not in _NOTED:
         _NOTED.add(key)
@@ -42,11 +31,7 @@ def note_once(message: str, *args: Any) -> None:
 
 @contextlib.contextmanager
 def quiet_pymc() -> Iterator[None]:
-    """PyMC's INFO notes ("Initializing NUTS...", "Sampling 2 chains...") held back in the block.
-
-    For refits the user did not ask to watch one by one (the folds of a
-    cross-validation); PyMC's warnings and errors still show.
-    """
+    """PyMC's INFO notes held back in the block (its warnings still show)."""
     logger = logging.getLogger("pymc")
     level = logger.level
     if logger.getEffectiveLevel() < logging.WARNING:

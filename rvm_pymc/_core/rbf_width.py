@@ -1,20 +1,12 @@
-"""The RBF design matrix as a function of its width, for the fits that sample the width.
-
-A model whose RBF width is a free variable recomputes its design matrix from
-the squared distances ``D`` between the inputs and the centres, which do not
-change (:func:`sq_distances`), at every value of the log length scale ``l``:
+"""The RBF design matrix as a function of its log length scale ``l``, for fits sampling it:
 
 .. math::
 
     \\Phi(l) = [1 \\mid \\exp(-D / (2 e^{2l}))], \\qquad
     \\gamma = \\tfrac{1}{2} e^{-2l},
 
-the ``gamma`` of the estimators' kernel ``exp(-gamma |x - c|^2)``.  With
-``unit_rms`` every kernel column is divided by its root mean square over the
-rows of ``D`` (as the estimators scale their basis columns), so that the
-prior of the precisions means the same at every width.  :func:`rbf_columns`
-takes NumPy or PyTensor (``xp``), so that the PyMC model and the NumPy code
-that draws the weights and predicts agree term by term.
+with ``D`` the fixed squared distances to the centres.  ``unit_rms`` divides each kernel
+column by its RMS, so the precisions' prior means the same at every width.
 """
 
 from __future__ import annotations
@@ -40,8 +32,7 @@ WIDTH_CHUNK_BYTES = 2**26
 
 
 def sq_distances(X, centres) -> np.ndarray:
-    """Squared Euclidean distances ``(N, K)``: exactly 0 for identical points, never negative
-    (those of the estimators' RBF kernel)."""
+    """Squared Euclidean distances ``(N, K)``: 0 for identical points, never negative."""
     X = np.asarray(X, dtype=float)
     C = np.asarray(centres, dtype=float)
     return np.maximum(cdist(X, C, "sqeuclidean"), 0.0)
@@ -68,11 +59,7 @@ def rbf_columns(D, log_length_scale, *, bias: bool, unit_rms: bool, xp=np):
 
 
 def column_rms_at(D, log_length_scale, max_bytes: int = 2**20) -> np.ndarray:
-    """The RMS over the rows of ``D`` of every kernel column at each ``l``: ``(*l.shape, K)``.
-
-    Elementwise as :func:`rbf_columns` (``unit_rms=False``), in chunks of draws of at most
-    ``max_bytes`` (cache-sized: the ``exp`` dominates and larger chunks are slower).
-    """
+    """The RMS over the rows of ``D`` of every kernel column at each ``l``: ``(*l.shape, K)``."""
     D = np.asarray(D, dtype=float)
     lls = np.asarray(log_length_scale, dtype=float)
     flat = lls.reshape(-1)
@@ -94,9 +81,7 @@ def draw_chunks(n: int, size: int) -> Iterator[slice]:
 def width_latent(
     D_new, gamma, w, *, bias: bool, y_offset: float = 0.0, max_bytes: int = WIDTH_CHUNK_BYTES
 ) -> np.ndarray:
-    """``[1 | exp(-gamma_s D)] w_s + y_offset`` for every draw ``s`` (the latent mean at new
-    inputs).
-    """
+    """``[1 | exp(-gamma_s D)] w_s + y_offset`` for every draw ``s``."""
     D_new = np.asarray(D_new, dtype=float)
     gamma = np.asarray(gamma, dtype=float).reshape(-1)
     w = np.asarray(w, dtype=float)

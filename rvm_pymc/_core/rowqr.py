@@ -1,16 +1,9 @@
-r"""A tall design and its targets compressed to their triangular factor, in row blocks.
-
-Everything the fast regression solver computes depends on ``Phi`` and ``t``
-only through ``Phi^T Phi``, ``Phi^T t``, ``t^T t`` and ``N``, which the QR
-factor keeps without forming ``Phi^T Phi``:
+r"""A tall design and its targets compressed to their triangular factor, in row blocks:
 
 .. math::
 
     [\Phi \mid t] = Q \begin{bmatrix} R & z \\ 0 & \rho \end{bmatrix},
     \qquad ||t - \Phi w||^2 = ||z - R w||^2 + \rho^2.
-
-:func:`row_qr` builds it from row blocks made on demand (memory
-``O(workers x block x M + M^2)``), each worker factoring a range of rows.
 """
 
 from __future__ import annotations

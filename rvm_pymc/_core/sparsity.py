@@ -41,11 +41,8 @@ def ell(alpha, s, q2):
 
 
 def active_sq(alpha, S, Q, sigma_diag, mu):
-    """Sparsity and quality factors ``s_m, q_m`` of bases in the model.
-
-    ``alpha S / (alpha - S)``, ``alpha Q / (alpha - S)`` where ``s < alpha``; the
-    posterior form ``1/Sigma_mm - alpha``, ``mu_m / Sigma_mm`` where that would cancel.
-    """
+    """Sparsity and quality factors ``s_m, q_m`` of bases in the model (the posterior form
+    ``1/Sigma_mm - alpha``, ``mu_m / Sigma_mm`` where ``alpha S / (alpha - S)`` would cancel)."""
     use_post = alpha * sigma_diag <= 0.9
     if use_post.all():  # the usual case near convergence: the same numbers, fewer operations
         s = 1.0 / sigma_diag - alpha
@@ -54,13 +51,12 @@ def active_sq(alpha, S, Q, sigma_diag, mu):
         denom = np.where(use_post, 1.0, alpha - S)
         s = np.where(use_post, 1.0 / sigma_diag - alpha, alpha * S / denom)
         q = np.where(use_post, mu / sigma_diag, alpha * Q / denom)
-    # s >= 0 exactly (Sigma_mm <= 1/alpha): a negative value is rounding; 0 is the
-    # nearest admissible value
+    # s >= 0 exactly (Sigma_mm <= 1/alpha): a negative value is rounding
     return np.maximum(s, 0.0), q
 
 
 def gain_rounding(alpha_old, alpha_new, s, q2):
-
+    """The rounding error of the gain ``ell(alpha_new) - ell(alpha_old)``."""
     if all(isinstance(x, float) for x in (alpha_old, alpha_new, s, q2)):
         try:  # one move's gain (the fast solver's every step): the same sums, without arrays
             # (NumPy's log1p, not math's: they can differ in the last bit)
@@ -98,10 +94,7 @@ def _ell_shared_slopes(alpha, lam, q2):
 
 
 def ell_shared_derivatives(u, lam, q2):
-    """``ell`` and its first two derivatives in ``u = log alpha`` (``u`` of shape (M,)).
-
-    Null directions (``lambda_k = q~_k^2 = 0``) contribute zero to all three.
-    """
+    """``ell`` and its first two derivatives in ``u = log alpha`` (``u`` of shape (M,))."""
     alpha = np.exp(u)[:, None]
     g, h = _ell_shared_slopes(alpha, lam, q2)
     return ell_shared(alpha, lam, q2), g, h
@@ -116,12 +109,8 @@ def _poly_mul(a, b):
 
 
 def _stationary_points(lam, q2):
-    """Positive real roots of ``d ell / d alpha`` for rows with ``p >= 2`` nonzero directions.
-
-    ``lam``, ``q2`` (R, p), scaled to a largest ``lam`` of one; the roots of a
-    polynomial of degree ``2 p - 1`` by its companion matrix.  Returns (R, 2p - 1),
-    NaN where a root is not real and positive.
-    """
+    """Positive real roots of ``d ell / d alpha`` (R, 2p - 1), NaN elsewhere, for ``lam`` and
+    ``q2`` (R, p >= 2) scaled to a largest ``lam`` of one."""
     r, p = lam.shape
     P = np.zeros((r, 2 * p))
     if p == 2:  # the product written out
@@ -181,12 +170,8 @@ _THIRDS = np.array([2.0 * np.pi * k / 3.0 for k in range(3)])
 
 
 def maximise_shared(lam: np.ndarray, q2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Maximise ``ell(alpha)`` per row; returns ``(alpha*, ell*)``, ``alpha* = inf`` if none > 0.
-
-    ``lam``, ``q2`` (M, C) as :func:`rotate` returns them.  The best stationary
-    point (closed form for one direction, else :func:`_stationary_points`) is
-    polished by safeguarded Newton steps in ``log alpha``.
-    """
+    """Maximise ``ell(alpha)`` per row of :func:`rotate`'s ``lam``, ``q2``: ``(alpha*, ell*)``,
+    ``alpha* = inf`` if none > 0."""
     m, c = lam.shape
     alpha_best = np.full(m, np.inf)
     ell_best = np.zeros(m)
@@ -230,13 +215,8 @@ _PSD_TOL = 1e-10
 def rotate(
     s: np.ndarray, q: np.ndarray, scale: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenvalues of the (M, C, C) matrices ``s`` and squared rotated ``q`` (M, C), ascending.
-
-    The softmax shift direction (``s_m 1 = 0``) and eigenvalues within rounding
-    of it (relative to ``scale``, default the largest eigenvalue) are zeroed with
-    their ``q~^2``; three classes are solved in closed form.  Raises LinAlgError
-    for an eigenvalue below ``-_PSD_TOL * scale`` (inconsistent statistics).
-    """
+    """Eigenvalues of the (M, C, C) matrices ``s`` and squared rotated ``q`` (M, C), ascending;
+    those within rounding of zero (relative to ``scale``) are zeroed with their ``q~^2``."""
     if s.shape[1] == 3:
         lam, q2 = _rotate3(s, q)
     else:

@@ -1,10 +1,4 @@
-"""Threads: one BLAS thread around the solver loops, and worker threads for large arrays.
-
-The solvers' loops of small products run with one BLAS thread (process-wide,
-restored afterwards, shared by overlapping fits); GIL-free work on large
-arrays runs on worker threads (:func:`thread_map`, :func:`on_pieces`,
-:func:`worker_threads` for one pool per fit).
-"""
+"""Threads: one BLAS thread around the solver loops, and worker threads for large arrays."""
 
 from __future__ import annotations
 
@@ -27,9 +21,7 @@ __all__ = [
 _controller = None
 _lock = threading.Lock()
 _holders = 0
-_limiter = None
-"""How many blocks (in any thread) are inside :func:`single_blas_thread`, and the
-threadpoolctl limiter that the first of them made (it restores the limits it found)."""
+_limiter = None  # made by the first block inside single_blas_thread; restores the limits
 
 
 @contextlib.contextmanager
@@ -78,10 +70,7 @@ _pool_lock = threading.Lock()
 
 @contextlib.contextmanager
 def worker_threads() -> Iterator[None]:
-    """Context manager keeping one pool of worker threads (one per CPU) for its block.
-
-    Overlapping blocks share it; the last to leave ends its threads.
-    """
+    """Context manager keeping one pool of worker threads for its block (blocks share it)."""
     global _pool, _pool_users
     with _pool_lock:
         if _pool_users == 0:

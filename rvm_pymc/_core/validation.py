@@ -1,8 +1,4 @@
-"""Input validation shared by the solvers, models and estimators.
-
-Every check raises :class:`ValueError` naming the offending argument (also for
-non-numeric data), and never modifies its input.
-"""
+"""Input validation: every check raises ValueError naming the argument; none modifies it."""
 
 from __future__ import annotations
 
@@ -25,8 +21,7 @@ __all__ = [
 ]
 
 MEMORY_FRACTION = 0.25
-"""Share of the available memory that the largest single array of a fit may take
-(the fit holds a few more arrays of about that size: a factor, an inverse)."""
+"""Share of the available memory that the largest single array of a fit may take."""
 
 
 def is_real(x) -> bool:
@@ -35,19 +30,13 @@ def is_real(x) -> bool:
 
 
 def plain_value(value):
-    """``value`` with NumPy scalars turned into Python scalars, for messages.
-
-    ``repr(np.float64(1.0))`` is ``'np.float64(1.0)'``; messages show ``1.0``.
-    """
+    """``value`` with NumPy scalars turned into Python scalars, for messages (``1.0``, not
+    ``np.float64(1.0)``)."""
     return value.item() if isinstance(value, np.generic) else value
 
 
 def available_memory() -> int | None:
-    """Bytes of memory this process may still use, or None if unknown.
-
-    The smaller of ``MemAvailable`` in ``/proc/meminfo`` (else the free physical
-    pages) and the room left under a cgroup v2 memory limit.
-    """
+    """Bytes of memory this process may still use (also under a cgroup v2 limit), or None."""
     found: list[int] = []
     with contextlib.suppress(OSError, ValueError):
         with open("/proc/meminfo") as fh:
@@ -68,12 +57,7 @@ def available_memory() -> int | None:
 
 
 def check_memory(n_bytes: float, what: str, advice: str = "") -> None:
-    """Raise ``ValueError`` if an array of ``n_bytes`` would not fit in memory.
-
-    The limit is :data:`MEMORY_FRACTION` of :func:`available_memory` (no check
-    when that is unknown).  ``what`` describes the array ("the softmax
-    Hessian of ..."); ``advice`` ends the message.
-    """
+    """ValueError if an array of ``n_bytes`` exceeds :data:`MEMORY_FRACTION` of the memory."""
     available = available_memory()
     if available is None or n_bytes <= MEMORY_FRACTION * available:
         return
@@ -105,14 +89,8 @@ def _as_float_array(value, name: str, copy: bool = True) -> np.ndarray:
 
 
 def check_numeric(value, name: str) -> None:
-    """Raise ``ValueError`` (``TypeError`` for unconvertible objects) unless ``value`` is numeric.
-
-    For callers that hand ``value`` on to another validator (scikit-learn's),
-    whose messages for these cases come from NumPy and do not name the
-    argument ("could not convert string to float: 'a'", a complex array
-    printed in full).  Sparse matrices and numeric arrays pass untouched
-    (nothing is copied).
-    """
+    """ValueError naming ``value`` unless it is numeric, before scikit-learn's validation
+    (whose NumPy messages do not name it); sparse matrices pass untouched."""
     if value is None or hasattr(value, "toarray"):
         return  # None and sparse matrices: the caller's validator has its own messages
     try:
@@ -135,8 +113,7 @@ def check_numeric(value, name: str) -> None:
 
 def check_finite(arr: np.ndarray, name: str) -> None:
     """Raise ``ValueError`` if ``arr`` contains NaN or infinity."""
-    # One cheap reduction first: a finite sum proves every entry finite (NaN and
-    # inf propagate); only when it is not (or overflows) look entry by entry.
+    # a finite sum proves every entry finite: look entry by entry only when it is not
     with np.errstate(over="ignore", invalid="ignore"):
         if np.isfinite(np.add.reduce(arr, axis=None)):
             return
