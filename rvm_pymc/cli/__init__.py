@@ -7,10 +7,8 @@
 - ``rvm-pymc predict MODEL DATA.csv``: predictions of a saved fit.
 - ``rvm-pymc compare DATA.csv --target COL``: the methods side by side.
 
-Every argument is checked before the fit starts.  Errors are one line on
-standard error, ``rvm-pymc: error: ...`` (``--debug`` adds the traceback); the
-exit status is 0 for success, 1 for a failed run, 2 for bad usage or data, 130
-for Ctrl-C.
+Errors are one line on standard error (``--debug`` adds the traceback); the exit status is
+0 for success, 1 for a failed run, 2 for bad usage or data, 130 for Ctrl-C.
 """
 
 from rvm_pymc._core.lazy import attach

@@ -1,14 +1,4 @@
-"""``rvm-pymc fit``, ``predict``, ``compare`` and ``demo``: the RVM on a CSV table of real
-data, and on noisy sinc.
-
-Errors in the data (a missing file or column, text among the features or in a
-numeric target, an empty file) raise :class:`rvm_pymc.cli._main.DataError`,
-and an output path that cannot be written a :class:`~rvm_pymc.cli._main.UsageError`;
-the command line reports both as bad usage (status 2) before any fitting.  ``demo``
-fits noisy sinc by :func:`rvm_pymc.comparison.fit_all` (RVRs with ``gamma="evidence"``)
-and compares the fits on fresh noisy targets; NUTS, which prunes nothing, shows no
-relevance count (:data:`NO_PRUNING`).
-"""
+"""``rvm-pymc fit``, ``predict`` and ``compare`` on a CSV table, and ``demo`` on noisy sinc."""
 
 from __future__ import annotations
 
@@ -66,8 +56,7 @@ SUMMARY_JSON = "summary.json"
 
 
 def compile_cache_is_empty() -> bool | None:
-    """Whether the compile cache of PyTensor's default linker is empty (the first compile is
-    then slow): ``base_compiledir/numba`` for numba, ``compiledir`` for C; None: unknown."""
+    """Whether the compile cache of PyTensor's default linker is empty (None: unknown)."""
     try:
         from pytensor import config
         from pytensor.compile.mode import get_default_mode
@@ -80,8 +69,7 @@ def compile_cache_is_empty() -> bool | None:
 
 
 def cache_is_empty(cache: Path, *, numba: bool) -> bool:
-    """Whether ``cache`` holds no compiled function: no ``*.nbi`` index file (numba), no
-    ``tmp*`` module directory (C linker)."""
+    """Whether ``cache`` holds no ``*.nbi`` index (numba) or ``tmp*`` module directory (C)."""
     if not cache.is_dir():
         return True
     if numba:
@@ -90,8 +78,7 @@ def cache_is_empty(cache: Path, *, numba: bool) -> bool:
 
 
 def announce_compilation(method: str) -> None:
-    """A progress line before a fit that compiles a PyMC model (map, nuts), warning of
-    minutes only when PyTensor's cache is empty."""
+    """A progress line before a fit that compiles a PyMC model (map, nuts)."""
     if method not in ("map", "nuts"):
         return
     empty = compile_cache_is_empty()
@@ -117,8 +104,7 @@ def make_estimator(args: argparse.Namespace, task: str, method: str | None = Non
 
 
 def _likelihood_params(args: argparse.Namespace, task: str, methods) -> dict[str, Any]:
-    """RVP's ``likelihood`` from ``--likelihood`` (counts only; its negative binomial is
-    fitted by reference and nuts, not map)."""
+    """RVP's ``likelihood`` from ``--likelihood`` (counts only)."""
     likelihood = getattr(args, "likelihood", "poisson")
     if task != "counts":
         if likelihood != "poisson":
@@ -153,17 +139,13 @@ def _estimator_params(args: argparse.Namespace, method: str) -> dict[str, Any]:
 
 
 def _pymc_nuts(jobs: int = 1) -> dict[str, Any]:
-    """``sampler_kwargs`` of a NUTS fit: PyMC's own NUTS, on PyTensor's default backend (a fit
-    sampled by nutpie does not load back yet: its sample_stats fail the checksum of load, and
-    predict needs it to), with a live bar on a terminal, else lines."""
+    """``sampler_kwargs`` of a NUTS fit: PyMC's own NUTS (a nutpie fit does not load back:
+    its sample_stats fail load's checksum)."""
     return {"progressbar": nuts_progress(jobs), "nuts_sampler": "pymc"}
 
 
 def check_data_arguments(args: argparse.Namespace) -> None:
-    """``--gamma-grid`` (of ``fit`` and ``compare``) only with ``--gamma cv``, ``auto`` or
-    ``evidence``; ``--out``: of ``fit`` a directory that exists or can be made, and written
-    to; of ``predict`` and ``compare`` a file that can be written, if given (``predict``:
-    ``-`` is standard output)."""
+    """``--gamma-grid`` only with a width search; ``--out`` writable (``fit``: a directory)."""
     from rvm_pymc.estimators import WIDTH_SEARCHES
 
     if getattr(args, "gamma_grid", None) is not None and args.gamma not in WIDTH_SEARCHES:
@@ -177,9 +159,6 @@ def check_data_arguments(args: argparse.Namespace) -> None:
         check_output_file("--out", args.out)
 
 
-# ------------------------------------------------------------------ fit
-
-
 def _with_predictions(table, est, task: str, X: np.ndarray):
     """The rows of ``table`` as read (every column) with the prediction columns appended."""
     import pandas as pd
@@ -187,13 +166,12 @@ def _with_predictions(table, est, task: str, X: np.ndarray):
     preds = _predictions_table(est, task, X)
     preds.columns = [f"{c}_rvm" if c in table.columns else c for c in preds.columns]
     out = pd.concat([table.reset_index(drop=True), preds], axis=1)
-    # pandas' index came under an empty header (read as 'Unnamed: 0'): written back so
+    # pandas' index under an empty header (read as 'Unnamed: 0'): written back so
     return out.rename(columns={"Unnamed: 0": ""}) if out.columns[0] == "Unnamed: 0" else out
 
 
 def _predictions_table(est, task: str, X: np.ndarray):
-    """Prediction columns (pandas DataFrame): mean and sd, label and class probabilities, or
-    the mean count and its central 90% predictive interval."""
+    """The prediction columns as a DataFrame."""
     import pandas as pd
 
     cols: dict[str, Any] = {}
@@ -225,11 +203,8 @@ def _summary(args, est, pre: Preprocess, X, y, task, elapsed, left_out) -> dict[
         "kernel": args.kernel,
         "gamma": None if est.gamma_ is None else float(est.gamma_),
         "gamma_chosen_by": _chosen_by(args.gamma, est),
-        # the package's one count (rvm_pymc.comparison.n_relevant): kernel bases whose
-        # weight is relevant, the bias not counted; for NUTS by the sign rule, not all bases
         "relevance_vectors": n_relevant(est),
         "bias_active": bool(est.bias_active_),
-        # rvm_pymc._core.interpolation: most rows relevant or the noise at its bound
         "interpolates": bool(getattr(est, "interpolates_", False)),
         "log_evidence": None if not np.isfinite(est.log_evidence_) else float(est.log_evidence_),
         "converged": bool(est.converged_),
@@ -255,7 +230,7 @@ def _summary(args, est, pre: Preprocess, X, y, task, elapsed, left_out) -> dict[
 
 
 def _chosen_by(gamma, est) -> str:
-    """How the width was chosen, as the summary says it (``auto``: which rule it took)."""
+    """How the width was chosen, as the summary says it."""
     if est.gamma_ is None:
         return "no width (this kernel has none)"
     if not isinstance(gamma, str):
@@ -306,8 +281,7 @@ def _pyplot():
 
 
 def _save_figure(fig, path: str) -> None:
-    """Write ``fig`` in the format of ``path``'s suffix, atomically (a failed write leaves an
-    existing file as it was), and close it."""
+    """Write ``fig`` atomically in the format of ``path``'s suffix, and close it."""
     fig.tight_layout()
     fmt = os.path.splitext(path)[1].lower().lstrip(".")
     try:
@@ -394,7 +368,7 @@ def fit_command(args: argparse.Namespace) -> int:
 
 
 def _write_fit(args, est, pre: Preprocess, summary: dict, text: str, data: tuple) -> None:
-    """The files of a fit in ``--out``: model, preprocessing, predictions, summary, plot."""
+    """The files of a fit in ``--out``."""
     table, X_raw, Xs, y, task = data
     os.makedirs(args.out, exist_ok=True)
     est.save(os.path.join(args.out, MODEL_FILE))
@@ -440,9 +414,6 @@ def _text_writer(text: str):
     return write
 
 
-# ------------------------------------------------------------------ predict
-
-
 def predict_command(args: argparse.Namespace) -> int:
     """``rvm-pymc predict``: apply a saved fit (and its standardisation) to new rows."""
     nc, pre_path = model_paths(args.model)
@@ -464,9 +435,6 @@ def predict_command(args: argparse.Namespace) -> int:
         _write_csv(args.out, out)
         progress(f"wrote {len(out)} predictions to {args.out}")
     return 0
-
-
-# ------------------------------------------------------------------ compare
 
 
 COMPARE_COLUMNS = {
@@ -492,8 +460,7 @@ def _is_nan(value: Any) -> bool:
 
 
 def compare_notes(table) -> list[str]:
-    """Why a NaN of the printed table is NaN: PSIS-LOO's reason (``loo_note``), and the
-    sampler diagnostics that only NUTS has."""
+    """Why a NaN of the printed table is NaN."""
     lines = []
     for _, row in table.iterrows():
         if "elpd_loo" in table.columns and _is_nan(row["elpd_loo"]):
@@ -562,17 +529,13 @@ def compare_command(args: argparse.Namespace) -> int:
     print(compare_table(result, task))
     for line in compare_notes(result):
         print(line)
-    if args.out:  # one row per method, named by its 'method' column (the index repeats it)
+    if args.out:
         _write_csv(args.out, result)
         print(f"  wrote the full table to {args.out}")
     return 0
 
 
-# ------------------------------------------------------------------ demo
-
-
-NO_PRUNING = "n/a (no pruning)"
-"""The relevance of a sampled (NUTS) fit in the demo's table and legend."""
+NO_PRUNING = "n/a (no pruning)"  # the relevance of a sampled (NUTS) fit in the demo
 
 
 def _gib(n_bytes: float) -> str:
@@ -600,13 +563,12 @@ def check_demo_arguments(args: argparse.Namespace) -> None:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed arguments (each value is already range-checked).
+        The parsed arguments, each already range-checked.
 
     Raises
     ------
     UsageError
-        If the kernel matrix would not fit in memory or the output cannot be
-        written.
+        If the kernel matrix would not fit in memory or the output cannot be written.
     """
     _check_memory(args.n_train)
     if args.output != "none":
@@ -624,7 +586,7 @@ def fit_demo(args: argparse.Namespace):
              "first run"] if pymc else []  # fmt: skip
     if "nuts" in args.methods:
         about.append(f"nuts: 2 chains of {min(args.draws, 1000)} tuning + {args.draws} draws")
-    if about:  # a reference fit takes milliseconds: nothing to announce
+    if about:
         progress(f"fitting {', '.join(args.methods)} ({'; '.join(about)})")
     with bars_on_stderr():
         fits = fit_all(
@@ -657,7 +619,7 @@ def _demo_table(args, data, fits):
         float(np.sqrt(np.mean((f.predict(data.X_test) - data.t_test) ** 2))) for f in fits.values()
     ])  # fmt: skip
     table["noise_sd"] = [float(np.sqrt(f.noise_var_)) for f in fits.values()]
-    if "n_relevant" in table.columns:  # a sampled fit prunes nothing: no count to show
+    if "n_relevant" in table.columns:
         sampled = [not f.posterior_.is_type_ii for f in fits.values()]
         table["n_relevant"] = [
             NO_PRUNING if s else int(n) for s, n in zip(sampled, table["n_relevant"], strict=True)

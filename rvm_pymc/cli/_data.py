@@ -1,11 +1,5 @@
-"""Files and messages of the command line: CSV tables in, and which of their columns are
-features (row indices left out, names checked, every feature a number or, with
-``--one-hot``, text of at most :data:`MAX_LEVELS` values as 0/1 columns) and the target,
-with the task it implies (text or a few integers: classes; many non-negative integers with
-a zero: counts; other numbers: regression); the standardisation ``fit`` saves beside the
-model as ``model.json`` (feature names, means, sds, target, task) for ``predict``; output
-paths checked before any fitting by making (and removing) an empty file where the output
-will go; progress on standard error (standard output keeps the results)."""
+"""The command line's files: CSV tables in (features, target and task, as ``docs/cli.md``
+says), the standardisation saved as ``model.json``, output paths checked before fitting."""
 
 from __future__ import annotations
 
@@ -46,13 +40,11 @@ __all__ = [
 MODEL_FILE = "model.nc"
 PREPROCESS_FILE = "model.json"
 FORMAT = "rvm-pymc-cli-model/1"
-_LINES = "rvm_pymc_lines"
-"""Key of ``DataFrame.attrs``: the line of the file on which each data row starts."""
+_LINES = "rvm_pymc_lines"  # DataFrame.attrs key: the file line each data row starts on
 
 
 def _line_numbers(path: str, n_rows: int) -> np.ndarray | None:
-    """The 1-based line on which each data row starts (as pandas reads: blank lines are no
-    rows, quoted fields may span lines); None if the count differs from pandas'."""
+    """The 1-based line on which each data row starts; None if the count differs from pandas'."""
     starts = []
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
@@ -94,8 +86,7 @@ def shown_value(raw: Any) -> str:
 
 
 def read_table(path: str):
-    """A CSV file with a header row as a DataFrame (each row's line kept for :func:`where`);
-    DataError if it is missing, unreadable, empty or not CSV."""
+    """A CSV file with a header row as a DataFrame; DataError if it cannot be one."""
     import pandas as pd
 
     if not os.path.exists(path):
@@ -126,25 +117,8 @@ def read_table(path: str):
 
 @dataclass
 class Preprocess:
-    """What ``predict`` must know besides the estimator: the columns and the standardisation.
-
-    Attributes
-    ----------
-    features : list of str
-        Feature column names, in the model's order.
-    target : str
-        Name of the target column at fit time.
-    task : {"regression", "classification", "counts"}
-    mean, scale : list of float
-        Feature means and standard deviations of the training rows (0 and 1
-        when not standardised; a constant column keeps scale 1).
-    standardise : bool
-    details : dict
-        Free-form facts about the fit (method, kernel, width), for people.
-    one_hot : dict
-        Text column -> its levels, each a 0/1 feature ``COL=level``
-        (``--one-hot``; :func:`one_hot`); empty without.
-    """
+    """What ``predict`` must know besides the estimator: the feature columns, their means
+    and sds (0 and 1 unless standardised), and the ``--one-hot`` levels."""
 
     features: list[str]
     target: str
@@ -157,7 +131,7 @@ class Preprocess:
 
     @classmethod
     def fit(cls, X: np.ndarray, features, target, task, standardise: bool) -> Preprocess:
-        """The standardisation of ``X`` (means and sds over its rows) or the identity."""
+        """The standardisation of ``X`` over its rows, or the identity."""
         if standardise:
             mean = X.mean(axis=0)
             scale = X.std(axis=0)
@@ -225,9 +199,6 @@ def model_paths(model: str) -> tuple[str, str]:
     return nc, pre
 
 
-# ------------------------------------------------------------------ output paths
-
-
 def image_formats() -> dict[str, str]:
     """The image types matplotlib writes: suffix (without the dot) -> description."""
     from matplotlib.backend_bases import FigureCanvasBase
@@ -236,7 +207,7 @@ def image_formats() -> dict[str, str]:
 
 
 def file_system_type(path: str) -> str | None:
-    """The type of the file system holding ``path`` (``proc``, ``tmpfs``, ...; None unknown)."""
+    """The type of the file system holding ``path`` (``proc``, ``tmpfs``, ...), or None."""
     target = os.path.realpath(path)
     best, kind = "", None
     try:
@@ -264,7 +235,6 @@ def _why_not(directory: str, exc: OSError) -> str:
     if exc.errno == errno.ENOSPC:
         return f"the file system of {directory} is full ({reason})"
     if exc.errno == errno.ENOENT and os.path.isdir(directory):
-        # a virtual file system (/proc, /sys) that takes no new files
         kind = file_system_type(directory)
         system = f"a {kind} file system" if kind else "a file system"
         return f"{directory} is on {system}, which takes no new files"
@@ -285,8 +255,7 @@ def _probe(option: str, directory: str, base: str, creating: str) -> None:
 
 
 def check_output_file(option: str, path: str, *, image: bool = False) -> None:
-    """UsageError (naming ``option``) for a file ``path`` the command could not write, or
-    with ``image`` whose suffix is no image type matplotlib writes."""
+    """UsageError for a file ``path`` that cannot be written (or, ``image``, is no image type)."""
     if image:
         suffix = os.path.splitext(path)[1].lower().lstrip(".")
         formats = image_formats()
@@ -307,7 +276,7 @@ def check_output_file(option: str, path: str, *, image: bool = False) -> None:
 
 
 def check_output_dir(option: str, path: str) -> None:
-    """UsageError (naming ``option``) for a directory the command could not create or write."""
+    """UsageError for a directory that cannot be created or written."""
     target = os.path.realpath(path)
     if os.path.exists(target) and not os.path.isdir(target):
         raise UsageError(f"argument {option}: {path} exists and is not a directory")
@@ -322,16 +291,12 @@ def check_output_dir(option: str, path: str) -> None:
     _probe(option, parent, os.path.basename(target), path)
 
 
-# ------------------------------------------------------------------ progress
-
-
 def progress(message: str) -> None:
     """One progress line on standard error (standard output keeps the results)."""
     print(f"rvm-pymc: {message}", file=sys.stderr, flush=True)
 
 
-STATS_COLUMNS = 120
-"""A terminal at least this wide shows PyMC's bar with its statistics; a narrower one the bar."""
+STATS_COLUMNS = 120  # the narrowest terminal to show PyMC's bar with its statistics
 
 
 def nuts_progress(jobs: int = 1) -> bool | str:
@@ -347,12 +312,9 @@ def nuts_progress(jobs: int = 1) -> bool | str:
 
 @contextlib.contextmanager
 def bars_on_stderr() -> Iterator[None]:
-    """While fitting, what is written to standard output (PyMC's bar) goes to standard error."""
+    """Standard output (PyMC's bar) redirected to standard error."""
     with contextlib.redirect_stdout(sys.stderr):
         yield
-
-
-# ------------------------------------------------------------------ the columns (docs/cli.md)
 
 
 UNNAMED = re.compile(r"Unnamed: \d+")
@@ -379,18 +341,13 @@ def _close(name: str, columns: Sequence[str]) -> list[str]:
 
 
 def _no_columns(path: str, said: str, names: Sequence[str], columns: Sequence[str]):
-    """The error for ``names`` that are no columns (``said`` so): the closest names and every
-    column."""
+    """The DataError for ``names`` that are no columns: the closest names and every column."""
     guesses = dict.fromkeys(g for n in names for g in _close(n, columns))
     mean = f"; did you mean {' or '.join(repr(g) for g in guesses)}?" if guesses else ""
     return DataError(f"{path}: {said}{mean} (columns: {_names(columns)})")
 
 
-# ------------------------------------------------------------------ row indices
-
-
-MIN_ROWS_FOR_NUMBERS = 10
-"""Fewest rows in which a column of the row numbers is taken for one."""
+MIN_ROWS_FOR_NUMBERS = 10  # fewest rows in which a column of the row numbers is taken for one
 
 
 def row_numbers(col) -> str | None:
@@ -412,14 +369,12 @@ def row_numbers(col) -> str | None:
 INDEX_NAMES = frozenset(
     ("id", "index", "idx", "row", "rowid", "row_id", "row.id", "rowname", "row.names")
 ) | frozenset(("row_names", "rownum", "row_number", "obs", "..1"))
-"""Names (case aside) of a column that is a row index when it holds the row numbers; also
-``X``, R's ``read.csv`` name of an empty header."""
+# names (case aside) of a row index holding the row numbers; also X, R's for an empty header
 
 
 @dataclass
 class Selection:
-    """The feature columns; row indices left out (-> why); features holding the row numbers
-    (-> ``'1..N'``)."""
+    """The features; row indices left out (-> why); features holding the row numbers."""
 
     features: list[str]
     index: dict[str, str] = field(default_factory=dict)
@@ -427,8 +382,7 @@ class Selection:
 
 
 def index_columns(table, skip: Sequence[str] = ()) -> Selection:
-    """The columns of ``table`` (but ``skip``) that are row indices, not features (``index``),
-    and those of another name that hold the row numbers (``kept_numbers``); no features."""
+    """The row index columns of ``table`` (but ``skip``), and others holding the row numbers."""
     out = Selection([])
     for name in table.columns:
         if name in skip:
@@ -445,9 +399,6 @@ def index_columns(table, skip: Sequence[str] = ()) -> Selection:
     return out
 
 
-# ------------------------------------------------------------------ the features
-
-
 def select_features(
     table,
     target: str,
@@ -455,8 +406,7 @@ def select_features(
     features: Sequence[str] | None = None,
     drop: Sequence[str] = (),
 ) -> Selection:
-    """The ``features`` given, or every column but the target, ``drop`` and row indices;
-    DataError for unknown, repeated or no columns, or the target among them."""
+    """The ``features`` given, or every column but the target, ``drop`` and row indices."""
     columns = list(table.columns)
     if target not in columns:
         raise _no_columns(path, f"no column {target!r}", [target], columns)
@@ -482,13 +432,9 @@ def select_features(
     return found
 
 
-# ------------------------------------------------------------------ numbers
-
-
 @dataclass
 class ColumnProblem:
-    """Why a feature column is not a number in every row: its rows of text and of empty
-    cells (0-based), and its first text value as shown."""
+    """A column's rows (0-based) of text and of empty cells, and its first text value."""
 
     name: str
     text: np.ndarray
@@ -506,7 +452,7 @@ class ColumnProblem:
 
 
 def column_problem(table, name: str) -> ColumnProblem:
-    """Where the column ``name`` holds no finite number (its rows of text and of empty cells)."""
+    """The :class:`ColumnProblem` of the column ``name``."""
     import pandas as pd
 
     col = table[name]
@@ -518,7 +464,7 @@ def column_problem(table, name: str) -> ColumnProblem:
 
 
 def column_problems(table, columns: Sequence[str]) -> list[ColumnProblem]:
-    """The columns of ``columns`` that do not hold a finite number in every row, in order."""
+    """The problems of the columns not holding a finite number in every row."""
     found = [column_problem(table, name) for name in columns]
     return [p for p in found if p.text.size or p.missing.size]
 
@@ -544,12 +490,7 @@ def numeric_features(
     predicting: bool = False,
     suggest_one_hot: bool = True,
 ) -> tuple[np.ndarray, list[str], list[ColumnProblem]]:
-    """``X`` (float), its columns and the :class:`ColumnProblem` left out (``numeric_only``).
-
-    Otherwise DataError naming every column that is not a number in every row and
-    where (advice for ``predicting`` a saved model; ``--one-hot`` named if
-    ``suggest_one_hot``).
-    """
+    """``X``, its columns and those left out (``numeric_only``; else a DataError naming them)."""
     import pandas as pd
 
     problems = column_problems(table, columns)
@@ -591,11 +532,7 @@ def _refusal(
     )
 
 
-# ------------------------------------------------------------------ text as 0/1 columns
-
-
-MAX_LEVELS = 20
-"""Most distinct values of a text column that ``--one-hot`` encodes (more identify rows)."""
+MAX_LEVELS = 20  # most distinct values of a text column that --one-hot encodes
 MISSING_LEVEL = "NA"
 
 
@@ -646,8 +583,8 @@ def _indicator(name: str, level: str) -> str:
 
 
 def one_hot(table, levels: dict[str, list[str]], path: str, *, fitted: bool = False):
-    """A copy of ``table`` with a 0/1 column ``COL=level`` per level; DataError if one exists
-    already or (``fitted``: a saved model's levels) a value has no level."""
+    """A copy of ``table`` with a 0/1 column ``COL=level`` per level (``fitted``: a saved
+    model's levels, which every value must have)."""
     import pandas as pd
 
     extra = {}
@@ -688,8 +625,7 @@ def encoded_features(features: Sequence[str], levels: dict[str, list[str]]) -> l
 
 
 def split_features(table, path: str, features: list[str]) -> np.ndarray:
-    """A saved model's ``features`` (float array); DataError for missing columns or values
-    that are not numbers."""
+    """A saved model's ``features`` of ``table`` as floats."""
     columns = list(table.columns)
     if missing := [c for c in features if c not in columns]:
         said = f"the model needs the feature column{'s' * (len(missing) > 1)} {_names(missing)}"
@@ -697,21 +633,13 @@ def split_features(table, path: str, features: list[str]) -> np.ndarray:
     return numeric_features(table, features, path, predicting=True)[0]
 
 
-# ------------------------------------------------------------------ the target
-
-
-MAX_GUESSED_CLASSES = 10
-"""Most distinct integers of a numeric target taken for class codes."""
-NUMERIC_SHARE = 0.8
-"""Share of numbers from which a target's few text values are taken for mistakes, not labels."""
-CLASS_SHARE = 0.2
-"""A classification target with more classes than this share of the rows is refused unless
-``--force-classes`` is given."""
+MAX_GUESSED_CLASSES = 10  # most distinct integers of a target taken for class codes
+NUMERIC_SHARE = 0.8  # from this share of numbers, a target's text values are mistakes
+CLASS_SHARE = 0.2  # more classes than this share of the rows need --force-classes
 
 
 def _task(table, target: str, requested: str | None, path: str) -> str:
-    """The task asked for, or the one the target implies; numbers with a few text values are
-    refused unless the task is given."""
+    """The task asked for, or the one the target implies."""
     import pandas as pd
 
     if requested is not None:
@@ -728,7 +656,6 @@ def _task(table, target: str, requested: str | None, path: str) -> str:
             "remove those rows, or give --task classification if the column holds class labels"
         )
     values = pd.to_numeric(present, errors="coerce").to_numpy(dtype=float)
-    # few distinct integers are classes; many non-negative ones with a zero are counts
     integers = bool(np.all(values == np.round(values)))
     if integers and np.unique(values).size <= MAX_GUESSED_CLASSES:
         return "classification"
@@ -784,8 +711,7 @@ def _target(table, target: str, task: str, path: str) -> np.ndarray:
 
 
 def check_classes(y: np.ndarray, target: str, path: str, force: bool) -> None:
-    """DataError for more classes than ``CLASS_SHARE`` of the rows (unless ``force``); a
-    warning naming the classes of a single row."""
+    """DataError for too many classes (unless ``force``); a warning for classes of one row."""
     labels, counts = np.unique(np.asarray(y).astype(str), return_counts=True)
     n, k = int(counts.sum()), int(labels.size)
     single = [str(c) for c in labels[counts < 2]]
@@ -809,8 +735,7 @@ def check_classes(y: np.ndarray, target: str, path: str, force: bool) -> None:
 
 @dataclass
 class Data:
-    """A table read for ``fit`` or ``compare``: the rows as read, features ``X`` and their
-    names, target ``y``, task, columns left out besides ``--drop``, ``--one-hot`` levels."""
+    """A table read for ``fit`` or ``compare``."""
 
     table: Any
     X: np.ndarray
@@ -836,7 +761,7 @@ def load_data(args: argparse.Namespace) -> Data:
         numeric_only=args.numeric_only,
         suggest_one_hot=not args.one_hot,
     )
-    # the notes once the table is accepted: a refused one gets its one error line alone
+    # notes only once the table is accepted: a refused one gets its error line alone
     for name, why in chosen.index.items():
         progress(
             f"note: column {name!r} is a row index ({why}); left out of the features "

@@ -1,6 +1,4 @@
-"""The ``rvm-pymc`` command line (see :mod:`rvm_pymc.cli`): its errors and the exit status
-each gives, the argument types (text to a value in its range, or
-:class:`argparse.ArgumentTypeError`), the parser of every command, and the entry point."""
+"""The ``rvm-pymc`` command line: its errors, argument types, parser and entry point."""
 
 from __future__ import annotations
 
@@ -17,6 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import NoReturn
 
 from rvm_pymc._core.validation import MEMORY_FRACTION
+from rvm_pymc._core.version import VERSION
 from rvm_pymc.inference import defaults as nuts_defaults
 
 __all__ = [
@@ -44,18 +43,14 @@ class RunError(Exception):
     """A run that failed after the arguments were accepted: exit status 1."""
 
 
-# ------------------------------------------------------------------ argument types
-
-
 MIN_N_TRAIN = 10
-"""Fewest training points of the demo (fewer do not pin down a width and a noise level)."""
+"""Fewest training points of the demo."""
 MAX_NOISE_SD = 1e6
 """Largest noise sd of the demo (its signal has amplitude 1)."""
 GAMMA_RANGE = (1e-6, 1e6)
 """RBF widths the demo accepts: outside, its kernel matrix is flat or diagonal."""
 MAX_SEED = 2**32 - 1
-DRAWS_RANGE = (50, 100_000)
-"""Draws and tuning steps per chain, of every command."""
+DRAWS_RANGE = (50, 100_000)  # draws and tuning steps per chain
 FRACTION_RANGE = (0.05, 0.5)
 
 
@@ -68,8 +63,8 @@ def number(
     low_open: bool = False,
     why: str = "",
 ) -> float | int:
-    """``text`` as a finite number (whole if ``integer``) in ``[low, high]`` (``(low, high]``
-    if ``low_open``); ArgumentTypeError, with ``why`` after the range, otherwise."""
+    """``text`` as a finite number in ``[low, high]`` (or ``(low, high]``), else
+    ArgumentTypeError with ``why`` after the range."""
     shown = text if len(text) <= 40 else text[:37] + "..."
     try:
         value: float | int = int(text) if integer else float(text)
@@ -96,7 +91,7 @@ def ranged(
     integer: bool = True,
     low_open: bool = False,
 ) -> Callable[[str], float | int]:
-    """The argument type of a number (whole if ``integer``) in ``[low, high]``: :func:`number`."""
+    """The argument type of :func:`number`."""
 
     def parse(text: str) -> float | int:
         return number(text, integer=integer, low=low, high=high, low_open=low_open, why=why)
@@ -135,13 +130,9 @@ def gamma_grid(text: str) -> list[float]:
     return [float(number(part, integer=False, low=0.0, low_open=True)) for part in parts]
 
 
-# ------------------------------------------------------------------ the parser
-
-
 PROG = "rvm-pymc"
 KERNELS = ("rbf", "laplacian", "cauchy", "linear", "poly", "linear_spline")
 METHODS = ("reference", "map", "nuts")
-DEMO_METHODS = METHODS
 TASKS = ("regression", "classification", "counts")
 COUNT_LIKELIHOODS = ("poisson", "negative_binomial")
 
@@ -154,7 +145,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _common() -> argparse.ArgumentParser:
-    """The options every command takes: ``--debug`` also after the command name."""
+    """The options every command takes (``--debug`` also after the command)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(  # SUPPRESS keeps a --debug given before the command
         "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
@@ -172,9 +163,6 @@ def _add_seed(p: argparse.ArgumentParser, what: str) -> None:
 def _draws_help(default: int | str, extra: str) -> str:
     low, high = DRAWS_RANGE
     return f"{extra}, in [{low}, {high}] (default {default})"
-
-
-# ------------------------------------------------------------------ demo
 
 
 def _add_demo(sub, common: argparse.ArgumentParser) -> None:
@@ -212,7 +200,7 @@ def _add_demo(sub, common: argparse.ArgumentParser) -> None:
         f"between its neighbours), each in [{low:g}, {high:g}] (default 0.05 0.1 0.2 0.5 1)",
     )  # fmt: skip
     demo.add_argument(
-        "--methods", nargs="+", choices=DEMO_METHODS, default=list(DEMO_METHODS),
+        "--methods", nargs="+", choices=METHODS, default=list(METHODS),
         metavar="METHOD",
         help="fits to compare: reference, map, nuts (default all three; NUTS runs "
         "PyMC's own sampler on PyTensor's default backend)",
@@ -229,11 +217,8 @@ def _add_demo(sub, common: argparse.ArgumentParser) -> None:
     demo.set_defaults(func=demo_command, check=check_demo_arguments)
 
 
-# ------------------------------------------------------------------ fit, predict, compare
-
-
 def _model_options(p: argparse.ArgumentParser, saved: bool) -> None:
-    """The data, the columns and the model of ``fit`` and ``compare`` (``saved``: fit saves)."""
+    """The data, columns and model options of ``fit`` and ``compare``."""
     p.add_argument(
         "data", metavar="DATA.csv",
         help="CSV table with a header row; every column but the target is a feature, "
@@ -419,24 +404,17 @@ def _add_data_commands(sub, common: argparse.ArgumentParser) -> None:
     compare.set_defaults(func=compare_command, check=check_data_arguments)
 
 
-def _version() -> str:
-    from rvm_pymc._core.version import VERSION
-
-    return VERSION
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``rvm-pymc``; its errors raise :class:`UsageError`.
 
     Returns
     -------
     argparse.ArgumentParser
-        With the commands ``demo``, ``fit``, ``predict`` and ``compare``; each
-        sets ``func`` (the command) and ``check`` (the checks of its arguments
-        that run before any fitting).
+        With the commands ``demo``, ``fit``, ``predict`` and ``compare``, each setting
+        ``func`` (the command) and ``check`` (its argument checks, run before fitting).
     """
     parser = _Parser(prog=PROG, description="Relevance Vector Machines with PyMC.")
-    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    parser.add_argument("--version", action="version", version=f"{PROG} {VERSION}")
     parser.add_argument(
         "--debug", action="store_true", help="show the Python traceback of a failed run"
     )
@@ -445,9 +423,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_demo(sub, common)
     _add_data_commands(sub, common)
     return parser
-
-
-# ------------------------------------------------------------------ main
 
 
 def _one_line(text: str) -> str:
@@ -463,11 +438,10 @@ _FLAGS = (
     (re.compile(r"\bn_jobs\b"), "--jobs"),
     (re.compile(r"\brandom_state\b"), "--seed"),
 )
-"""The estimator's arguments that the command line sets by a flag, and the flag's words."""
 
 
 def cli_words(text: str) -> str:
-    """A message of the estimators in the command line's words (``gamma=0.5``: ``--gamma 0.5``)."""
+    """An estimator's message in the command line's words (``gamma=0.5``: ``--gamma 0.5``)."""
     for pattern, flag in _FLAGS:
         text = pattern.sub(flag, text)
     return text
@@ -544,8 +518,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:
         if isinstance(exc, BrokenPipeError) and _output_is_a_pipe():
-            # the reader of the output left (`predict ... | head`): the later writes and
-            # the flush at exit go nowhere instead of raising again; 128 + SIGPIPE
+            # the reader left (`predict ... | head`): later writes go nowhere; 128 + SIGPIPE
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 141
         if debug:
