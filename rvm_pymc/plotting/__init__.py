@@ -1,10 +1,8 @@
 """Matplotlib plots of RVM fits: the evidence approximation next to full Bayes.
 
-Every plot takes fitted :class:`~rvm_pymc.estimators.RVR` /
-:class:`~rvm_pymc.estimators.RVC` estimators of any ``method``
-(``"reference"``, ``"map"``, ``"nuts"``), one or a mapping ``name -> fit``
-overlaid with one colour and one legend entry per fit, draws on a given
-``ax`` (or ``axes``) or a new figure, and returns what it drew on.
+Every plot takes one fitted :class:`~rvm_pymc.estimators.RVR` /
+:class:`~rvm_pymc.estimators.RVC` of any ``method``, or a mapping ``name -> fit`` overlaid
+one colour per fit, draws on the given ``ax`` (or a new figure) and returns it.
 
 - :func:`plot_predictive_1d`: predictive mean and bands, relevance vectors (1-D inputs);
 - :func:`plot_regression_1d`: the same for one fit, from arrays (mean, sd);
@@ -19,9 +17,7 @@ overlaid with one colour and one legend entry per fit, draws on a given
 - :func:`diagnostic_tree`: that selection as a DataTree for any ArviZ call
   (``az.plot_trace``, ``az.plot_rank``, ``az.summary``).
 
-Relevance counts and relevant bases are those of the comparison table
-(``rvm_pymc.comparison.n_relevant``, ``relevant_bases``); see
-``docs/estimators.md`` ("Plots").
+Relevance counts are the comparison table's (``rvm_pymc.comparison.n_relevant``).
 """
 
 from rvm_pymc.plotting._evidence import plot_evidence_vs_cv, plot_solver_trace

@@ -1,7 +1,4 @@
-"""Helpers shared by the plots: the fits to draw, their colours, relevance, inputs.
-
-matplotlib is imported on first use; estimators are recognised by their ``posterior_``.
-"""
+"""Helpers shared by the plots: the fits to draw, their colours, relevance, inputs."""
 
 from __future__ import annotations
 
@@ -11,8 +8,7 @@ from typing import Any
 
 import numpy as np
 
-#: default central probability of the intervals drawn for sampled fits
-CI_PROB = 0.9
+CI_PROB = 0.9  # default central probability of the intervals of sampled fits
 
 
 def pyplot():
@@ -32,7 +28,7 @@ def new_axes(ax, figsize=(8.0, 4.5)):
 
 def as_fits(fits: Any, *, kind: str | None = None, what: str = "fits") -> dict[str, Any]:
     """``{label: fitted estimator}`` from one estimator (labelled by its ``method``) or a
-    mapping; ValueError if empty, unfitted, or not of ``kind`` when given."""
+    mapping; ValueError if empty, unfitted, or not of ``kind``."""
     out = dict(fits) if isinstance(fits, Mapping) else {str(getattr(fits, "method", "fit")): fits}
     if not out:
         raise ValueError(f"{what} is empty: give a fitted RVR/RVC or a mapping of them")
@@ -88,8 +84,7 @@ def n_relevant(est) -> int:
 
 
 def relevant_points(est) -> np.ndarray:
-    """Indices of the training points whose kernel column a fit counts as relevant (none
-    for a user basis)."""
+    """Indices of the training points whose kernel column is relevant (none: a user basis)."""
     rv = np.asarray(est.relevance_indices_, dtype=np.intp)
     kernel_names = [str(n) for n in est.active_names_ if n != "bias"]
     if len(kernel_names) != rv.size:

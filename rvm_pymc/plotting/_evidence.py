@@ -58,21 +58,15 @@ def plot_solver_trace(
     labels: dict[str, str] | None = None,
     axes=None,
 ):
-    """Log evidence and number of relevance vectors per iteration of reference fits.
-
-    Two Axes sharing the iteration axis: log evidence on top, the number of
-    active bases below; one colour and legend entry per fit.
+    """Log evidence (top) and number of relevance vectors (below) per iteration of reference fits.
 
     Parameters
     ----------
     traces : mapping or result
-        A mapping ``name -> result`` of reference fits
-        (:func:`rvm_pymc.reference.fit_regression` or ``fit_classification``
-        results, or their ``.trace`` dicts with ``"log_evidence"`` and
-        ``"n_active"``); or one such result (named by its ``method``) or
-        ``.trace`` dict (named ``"fit"``).
+        ``name -> result`` of :func:`rvm_pymc.reference.fit_regression` or
+        ``fit_classification`` (or their ``.trace`` dicts), or one of them.
     logx : bool, default True
-        Iterations on a log scale (EM takes far more than the fast method).
+        Iterations on a log scale.
     colors, labels : optional
         As for :func:`plot_predictive_1d`.
     axes : sequence of two matplotlib Axes, optional
@@ -146,17 +140,14 @@ def plot_evidence_vs_cv(
     Parameters
     ----------
     result : dict
-        The dict of :func:`rvm_pymc.model_selection.evidence_vs_cv`
-        (``gamma``, ``log_evidence``, ``cv_score_mean``, ``cv_score_std``), or
-        an ``evidence_path_`` (or an estimator fitted with
-        ``gamma="evidence"``), which has no CV score: then only the evidence
-        is drawn.
+        The dict of :func:`rvm_pymc.model_selection.evidence_vs_cv`, or an
+        ``evidence_path_`` (or an estimator with one), without a CV score.
     logx : bool, default True
         Widths on a log scale.
     colors : pair of colours, default ("C0", "C1")
         Evidence, CV score.
     mark_best : bool, default True
-        Mark the best width of each curve (a star and a dotted vertical line).
+        Mark the best width of each curve.
     ax : matplotlib Axes, optional
         Axes of the evidence; the CV score goes on ``ax.twinx()``.
 

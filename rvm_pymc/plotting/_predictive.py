@@ -1,5 +1,4 @@
-"""Plots of the predictive: mean, bands and relevance vectors of regression fits on 1-D
-inputs; class-probability contours of classifiers on 2-D inputs, reliability diagrams."""
+"""Predictive plots: bands on 1-D inputs, class probabilities on 2-D, reliability."""
 
 from __future__ import annotations
 
@@ -36,17 +35,15 @@ def _legend_labels(ax) -> set[str]:
     return {h.get_label() for h in ax.get_lines() + list(ax.collections)}
 
 
+# the k-th fit's line style and hatch (cycled), and the widest band's opacity: overlaid
+# fits stay distinguishable
 LINESTYLES = ("-", "--", "-.", ":")
-"""Line style of the k-th fit (cycled): overlapping means stay distinguishable."""
 HATCHES = ("", "//", "\\\\", "..")
-"""Hatch of the k-th fit's bands (cycled): overlapping bands stay distinguishable."""
 BAND_ALPHA = 0.15
-"""Opacity of the widest band's fill (narrower bands add to it): overlapping fills stay light."""
 
 
 def _draw_band_and_mean(ax, x, mean, edges, color, label, k=0):
-    """Bands ``{prob: (lo, hi)}`` widest first, then the mean line (returned); fit ``k`` of
-    an overlay gets its own line style and hatch, earlier means drawn wider on top."""
+    """Bands ``{prob: (lo, hi)}`` widest first, then the mean line of fit ``k`` (returned)."""
     style, hatch = LINESTYLES[k % len(LINESTYLES)], HATCHES[k % len(HATCHES)]
     for i, p in enumerate(sorted(edges, reverse=True)):
         lo, hi = edges[p]
@@ -107,31 +104,24 @@ def plot_predictive_1d(
 ):
     """Predictive mean and central bands of one or several regression fits on 1-D inputs.
 
-    Every fit gets one colour, line style and legend entry (its name and
-    relevance count); its bands are a light fill, hatched from the second fit on;
-    its relevance vectors are ringed in its colour.
+    Each fit has its colour, line style and legend entry; its relevance vectors are ringed.
 
     Parameters
     ----------
     fits : RVR or mapping of str to RVR
-        Fitted regression estimators of any ``method`` on one input feature;
-        one estimator is labelled by its method.
+        Fitted regression estimators on one input feature.
     X_train : array_like of shape (N,) or (N, 1)
-        Training inputs (the ones the fits saw, for the relevance vectors).
+        The fits' training inputs.
     y_train : array_like of shape (N,)
         Training targets.
     X_grid : array_like of shape (n,) or (n, 1), optional
-        Where to draw the predictive; default ``n_grid`` points over the range
-        of ``X_train`` widened by 5% on each side.
+        Where to draw; default ``n_grid`` points over the range of ``X_train`` and 5%.
     bands : sequence of float in (0, 1), default (0.5, 0.95)
-        Central predictive intervals (noise included): Gaussian for a type-II
-        fit, quantiles of the mixture over the draws for NUTS.  Empty for none.
+        Central predictive intervals, noise included (NUTS: of the mixture over draws).
     truth : callable or array_like of shape (n,), optional
-        The noise-free function: ``truth(x)`` for ``x`` of shape (n,), or its
-        values on ``X_grid``.
+        The noise-free function, or its values on ``X_grid``.
     show_relevance : bool, default True
-        Ring the relevance vectors (for NUTS, by
-        ``rvm_pymc.comparison.relevant_bases``).
+        Ring the relevance vectors (NUTS: ``rvm_pymc.comparison.relevant_bases``).
     n_grid : int, default 300
     colors : mapping, sequence or colour, optional
         Colour per fit; default ``C0, C1, ...``.
@@ -147,8 +137,7 @@ def plot_predictive_1d(
     Raises
     ------
     ValueError
-        For a classifier, fits on more than one feature, inputs that are not
-        1-D, or a band outside (0, 1).
+        For a classifier, inputs that are not 1-D, or a band outside (0, 1).
 
     Examples
     --------
@@ -207,8 +196,7 @@ def plot_regression_1d(
 ):
     """Predictive mean, a +/-2 sd band and the relevance vectors of one 1-D fit, from arrays.
 
-    The array-level form of :func:`plot_predictive_1d`; calling it again on the
-    same Axes overlays another fit.
+    The array-level :func:`plot_predictive_1d`; calling it again on an Axes overlays a fit.
 
     Parameters
     ----------
@@ -224,7 +212,7 @@ def plot_regression_1d(
         Noise-free function on ``x_grid``.
     title : str, optional
     color : matplotlib colour, optional
-        Default the next colour of the cycle not yet used by a fit.
+        Default the next colour of the cycle.
     label : str, optional
         Legend label of the fit; default ``"predictive mean ± 2 sd (<k> RVs)"``.
     ax : matplotlib Axes, optional
@@ -278,9 +266,6 @@ def plot_regression_1d(
     return ax
 
 
-# ------------------------------------------------------------------ classifiers
-
-
 def _codes(est, y, what: str) -> np.ndarray:
     """Labels as codes ``0..K-1`` of ``est.classes_``; ValueError for an unknown label."""
     y = np.asarray(y).reshape(-1)
@@ -317,10 +302,8 @@ def plot_class_probability_2d(
 ):
     """Class-probability contours of classifiers on 2-D inputs, with their relevance vectors.
 
-    One binary fit: the probability of ``classes_[1]`` filled (``cmap``) and its
-    ``p = 0.5`` contour; several fits: their contours only.  K > 2 classes: the
-    decision boundaries, and for one fit the most probable class filled with its
-    probability as opacity.  Relevance vectors are ringed in the fit's colour.
+    The ``p = 0.5`` contours (K > 2: decision boundaries); for one fit also the probability
+    of ``classes_[1]`` filled (K > 2: the top class, its probability as opacity).
 
     Parameters
     ----------
@@ -345,8 +328,7 @@ def plot_class_probability_2d(
     Raises
     ------
     ValueError
-        For a regression fit, inputs that are not 2-D, fits on another number
-        of features or of other classes, labels not among the classes.
+        For a regression fit, inputs that are not 2-D, or fits of other classes.
 
     Examples
     --------
@@ -422,8 +404,7 @@ def _class_rgb(codes: np.ndarray, n_classes: int) -> np.ndarray:
 
 
 def reliability_curve(proba: np.ndarray, codes: np.ndarray, n_bins: int):
-    """Per non-empty equal-width bin (on [1/K, 1] for K > 2): mean confidence, observed
-    frequency, count; and the ECE (count-weighted mean of ``|frequency - confidence|``)."""
+    """Per non-empty bin: mean confidence, observed frequency and count; and the ECE."""
     if proba.shape[1] == 2:
         conf, hit, lo = proba[:, 1], (codes == 1).astype(float), 0.0
     else:
@@ -456,12 +437,9 @@ def plot_reliability(
 ):
     """Reliability diagram of one or several classifiers on held-out data.
 
-    Two classes: per bin, the mean predicted probability of ``classes_[1]``
-    against its observed frequency; K > 2: the top-class probability against
-    the accuracy.  Markers are sized by (and labelled with) the bin's count;
-    the legend gives each fit's expected calibration error (ECE).  The bar at a
-    marker is the central ``band`` interval of ``Binomial(n, p) / n``, the
-    frequency a calibrated classifier would show.
+    Per bin, the mean predicted probability of ``classes_[1]`` (K > 2: of the top class)
+    against its observed frequency (accuracy), sized by count; the legend gives the ECE.
+    The bar is the central ``band`` interval of ``Binomial(n, p) / n``: the calibrated range.
 
     Parameters
     ----------
@@ -485,9 +463,7 @@ def plot_reliability(
 
     Examples
     --------
-    ``plot_reliability({"reference": ref, "nuts": nuts}, X_test, y_test)``
-    shows whether the moderated Laplace probabilities of the type-II fit are
-    as well calibrated as the averages over the NUTS draws.
+    ``plot_reliability({"reference": ref, "nuts": nuts}, X_test, y_test)``.
     """
     fits = as_fits(fits, kind="classification")
     _same_classes(fits)

@@ -8,15 +8,12 @@ from typing import Any
 __all__ = ["TRACE_TOP", "diagnostic_tree", "plot_trace", "trace_selection"]
 
 TRACE_TOP = 8
-"""Default number of bases :func:`trace_selection` keeps (with ``log_beta``: 17 rows of plots)."""
+"""Default number of bases :func:`trace_selection` keeps."""
 
 
 def trace_selection(fit, top: int | None = TRACE_TOP) -> tuple[list[str], dict[str, list[str]]]:
-    """``var_names`` and ``coords`` for ArviZ plots of a fit's ``idata_``: a readable default.
-
-    The scalars of the posterior (``log_beta``, ``log_length_scale``) and
-    ``w`` / ``W`` and ``log_alpha`` of the ``top`` most relevant bases
-    (``rvm_pymc.comparison.rank_bases``), rather than a panel per basis.
+    """``var_names`` and ``coords`` for ArviZ plots of a fit's ``idata_``: the scalars, and
+    the weights and ``log_alpha`` of the ``top`` bases of ``rvm_pymc.comparison.rank_bases``.
 
     Parameters
     ----------
@@ -53,10 +50,8 @@ def _max_panels() -> int | None:
 def diagnostic_tree(fit, top: int | None = TRACE_TOP):
     """The fit's ``idata_`` cut to what ArviZ's per-panel plots can draw.
 
-    ArviZ's per-panel plots refuse more than ``rcParams["plot.max_subplots"]``
-    panels.  This tree holds the ``posterior`` of :func:`trace_selection` (fewer
-    bases if the panel limit needs it) and the ``sample_stats``: a view for
-    diagnostics, not a result to predict from.
+    The ``posterior`` of :func:`trace_selection` (fewer bases if ``plot.max_subplots``
+    needs it) and the ``sample_stats``: a view for diagnostics, not to predict from.
 
     Parameters
     ----------
@@ -107,9 +102,7 @@ def plot_trace(
     coords: Mapping[str, Any] | None = None,
     **kwargs,
 ):
-    """ArviZ's trace plot of a fit, by default of :func:`trace_selection`.
-
-    ``arviz_plots.plot_trace``, or ``plot_trace_dist`` with ``dist=True``.
+    """ArviZ's trace plot (``arviz_plots.plot_trace``) of :func:`trace_selection`.
 
     Parameters
     ----------
@@ -121,8 +114,7 @@ def plot_trace(
     var_names, coords : optional
         Override the selection of :func:`trace_selection`.
     **kwargs
-        Passed to the ArviZ function (``backend``, ``compact`` for
-        ``plot_trace_dist``, ...).
+        Passed to the ArviZ function.
 
     Returns
     -------

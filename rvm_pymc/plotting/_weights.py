@@ -27,12 +27,11 @@ def _dodge(k: int, n: int, width: float = 0.6) -> float:
 
 
 LOG_ALPHA_TOP = 20
-"""Default number of bases :func:`plot_log_alpha` shows: the most relevant ones."""
+"""Default number of bases :func:`plot_log_alpha` shows."""
 
 
 def _top_bases(fits: dict[str, Any], full: dict[str, list[str]], top: int | None) -> list[str]:
-    """The ``top`` most relevant bases (best ``rank_bases`` position over the fits; every
-    basis for None), in natural order."""
+    """The ``top`` most relevant bases over the fits (None: all), in natural order."""
     every = ordered_union(list(full.values()))
     if top is None or top >= len(every):
         return every
@@ -58,21 +57,16 @@ def plot_log_alpha(
 ):
     """Log precision of every basis: NUTS posterior intervals against type-II point estimates.
 
-    Per basis (x axis) and fit: a NUTS fit's posterior median of ``log alpha``
-    and central ``ci_prob`` interval; a type-II fit's point estimate, a pruned
-    basis (``alpha = inf``) as a triangle at the top.  ``log alpha`` is in data
-    units (``docs/design.md`` section 3).
+    A pruned basis (``alpha = inf``) is a triangle at the top; ``log alpha`` is in data units.
 
     Parameters
     ----------
     fits : RVR, RVC or mapping of str to them
-        Fitted estimators of any ``method``; one is labelled by its method.
+        Fitted estimators of any ``method``.
     bases : sequence of str, optional
         Basis names to show (``"bias"``, ``"x<i>"``), over ``top``.
     top : int or None, default 20
-        Without ``bases``: the ``top`` most relevant bases (best placed in any
-        fit's ``rvm_pymc.comparison.rank_bases``); None shows every basis
-        (0.3 inch each).
+        The ``top`` most relevant bases (``rvm_pymc.comparison.rank_bases``); None: all.
     ci_prob : float, default 0.9
         Central interval of the NUTS draws.
     colors, labels, ax : optional
@@ -84,9 +78,7 @@ def plot_log_alpha(
 
     Examples
     --------
-    After fitting ``fits = {"reference": ..., "nuts": ...}`` on the same data,
-    ``plot_log_alpha(fits)`` shows where full Bayes keeps a basis that the
-    evidence approximation pruned (a triangle at the top over an interval).
+    ``plot_log_alpha({"reference": ref, "nuts": nuts})``.
     """
     fits = as_fits(fits)
     ci_prob = check_prob(ci_prob, "ci_prob")
@@ -145,7 +137,7 @@ def plot_log_alpha(
 
 
 def _intervals(est, bases: list[str], ci_prob: float):
-    """Per basis (and class), flat: mean, 50% and ``ci_prob`` equal-tailed intervals, by ArviZ."""
+    """Per basis (and class): mean, 50% and ``ci_prob`` equal-tailed intervals, by ArviZ."""
     import arviz as az
 
     tree = est.idata_
@@ -169,15 +161,13 @@ def plot_weights_forest(
 ):
     """A forest plot of the relevant weights of one or several fits.
 
-    One row per relevant basis (and class, for softmax); per fit the posterior
-    mean, a thick 50% and a thin ``ci_prob`` interval (``arviz.eti`` of the
-    ``idata_`` draws); a pruned basis is a cross at ``w = 0``.  Unlike
-    ``arviz.plot_forest``, it draws on a given Axes.
+    Per basis (and class) and fit: the mean, 50% and ``ci_prob`` intervals
+    (``arviz.eti``); a pruned basis is a cross at ``w = 0``.
 
     Parameters
     ----------
     fits : RVR, RVC or mapping of str to them
-        Fitted estimators of any ``method``; one is labelled by its method.
+        Fitted estimators of any ``method``.
     bases : sequence of str, optional
         Basis names to show; default those relevant to any fit
         (``rvm_pymc.comparison.relevant_bases``).
@@ -191,8 +181,7 @@ def plot_weights_forest(
 
     Examples
     --------
-    ``plot_weights_forest({"reference": ref, "nuts": nuts})`` draws the
-    weights the reference fit kept next to their NUTS posteriors.
+    ``plot_weights_forest({"reference": ref, "nuts": nuts})``.
     """
     fits = as_fits(fits)
     ci_prob = check_prob(ci_prob, "ci_prob")
