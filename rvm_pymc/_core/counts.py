@@ -106,11 +106,6 @@ def gaussian_rates(mu, var, n_nodes: int = _HERMITE_NODES) -> tuple[np.ndarray, 
         return np.exp(f), w
 
 
-def _log_weights(rates: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore"):
-        return np.log(np.broadcast_to(weights, rates.shape))
-
-
 def mixture_mean(rates: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Mean count of the mixture at every point, ``(n,)`` (the same for either likelihood)."""
     return np.sum(np.broadcast_to(weights, rates.shape) * rates, axis=1)
@@ -120,14 +115,14 @@ def mixture_logpmf(y, rates: np.ndarray, weights: np.ndarray, dispersion=None) -
     """Log probability of the counts ``y`` (n,) under the mixture at each point, ``(n,)``."""
     y = np.asarray(y, dtype=float)[:, None]
     with np.errstate(divide="ignore"):
-        logr = np.log(rates)
+        logr, logw = np.log(rates), np.log(np.broadcast_to(weights, rates.shape))
     if dispersion is None:
         terms = np.where(rates > 0, y * logr, np.where(y == 0, 0.0, -np.inf))
         lp = terms - rates - gammaln(y + 1.0)
     else:
         lp = negbin_logpmf(y, logr, dispersion)
         lp = np.where(rates > 0, lp, np.where(y == 0, 0.0, -np.inf))
-    return logsumexp(lp + _log_weights(rates, weights), axis=1)
+    return logsumexp(lp + logw, axis=1)
 
 
 def mixture_cdf(k: np.ndarray, rates: np.ndarray, weights: np.ndarray, dispersion=None):

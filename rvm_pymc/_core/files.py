@@ -158,12 +158,6 @@ def temporary_file(directory: str, base: str) -> str:
     raise FileExistsError(errno.EEXIST, f"no free temporary file name in {directory}")
 
 
-def _fsync(path: str) -> None:
-    with open(path, "rb+") as fh:
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
 def _fsync_directory(directory: str) -> None:
     """Make the rename durable where the platform allows it (POSIX); best effort."""
     with contextlib.suppress(OSError, AttributeError):
@@ -194,7 +188,8 @@ def atomic_write(path, write: Callable[[str], None]) -> None:
         with contextlib.suppress(FileNotFoundError):  # keep the mode of the file replaced
             os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
         write(tmp)
-        _fsync(tmp)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException as exc:
         with contextlib.suppress(OSError):

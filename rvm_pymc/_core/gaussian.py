@@ -46,13 +46,6 @@ __all__ = [
 _SQRT_EPS_INV = float(np.finfo(float).eps ** -0.5)
 
 
-def _mirror_lower(A: np.ndarray) -> np.ndarray:
-    """The symmetric matrix whose lower triangle is that of ``A`` (strict upper zero)."""
-    S = A + A.T
-    S.flat[:: S.shape[0] + 1] *= 0.5  # exact: halving the doubled diagonal
-    return S
-
-
 def spd_factor(H: np.ndarray, what: str = "matrix") -> tuple[np.ndarray, np.ndarray]:
     """Jacobi-scaled lower Cholesky factor ``(L, p)`` of the lower triangle of ``H``.
 
@@ -106,7 +99,9 @@ def factor_inverse(L: np.ndarray, p: np.ndarray) -> np.ndarray:
     if info != 0:  # pragma: no cover - potrf succeeded, so the factor is nonsingular
         raise np.linalg.LinAlgError("inversion from the Cholesky factor failed")
     # potri fills the lower triangle and leaves the zeroed upper one: mirror it
-    return _mirror_lower(inv) * (p[:, None] * p)
+    S = inv + inv.T
+    S.flat[:: S.shape[0] + 1] *= 0.5  # exact: halving the doubled diagonal
+    return S * (p[:, None] * p)
 
 
 def factor_logdet(L: np.ndarray, p: np.ndarray) -> float:

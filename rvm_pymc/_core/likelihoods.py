@@ -24,23 +24,21 @@ def latent(kind: str, Phi: np.ndarray, w: np.ndarray, y_offset: float) -> np.nda
 
 
 def _per_draw(log_param, F: np.ndarray) -> np.ndarray:
-    """``exp`` of a float or ``(chain, draw)`` parameter, broadcast against ``F`` (C, D, N)."""
-    lp = np.broadcast_to(np.asarray(log_param, dtype=float), F.shape[:2])[..., None]
-    return np.exp(lp)
+    """A float or ``(chain, draw)`` log parameter, broadcast against ``F`` (C, D, N)."""
+    return np.broadcast_to(np.asarray(log_param, dtype=float), F.shape[:2])[..., None]
 
 
 def log_likelihood(kind, F, target, log_beta) -> np.ndarray:
     """Pointwise log likelihood of ``target`` at latent values ``F`` (``C, D, N``)."""
     if kind == "regression":
-        lb = np.asarray(log_beta, dtype=float)
-        lb = np.broadcast_to(lb, F.shape[:2])[..., None]
+        lb = _per_draw(log_beta, F)
         return 0.5 * (lb - LOG_2PI) - 0.5 * np.exp(lb) * (target - F) ** 2
     if kind == "binary":
         return log_expit(np.where(target == 1, F, -F))
     if kind == "poisson":
         return poisson_logpmf(np.asarray(target, dtype=float), F)
     if kind == "negative_binomial":
-        return negbin_logpmf(np.asarray(target, dtype=float), F, _per_draw(log_beta, F))
+        return negbin_logpmf(np.asarray(target, dtype=float), F, np.exp(_per_draw(log_beta, F)))
     lp = log_softmax(F, axis=-1)
     idx = np.broadcast_to(target[:, None], (*lp.shape[:-1], 1))
     return np.take_along_axis(lp, idx, -1)[..., 0]
@@ -49,14 +47,13 @@ def log_likelihood(kind, F, target, log_beta) -> np.ndarray:
 def replicate(kind, F, log_beta, rng: np.random.Generator) -> np.ndarray:
     """One draw of the targets per latent draw (``log_beta`` as for :func:`log_likelihood`)."""
     if kind == "regression":
-        lb = np.broadcast_to(np.asarray(log_beta, dtype=float), F.shape[:2])[..., None]
-        return F + np.exp(-0.5 * lb) * rng.standard_normal(F.shape)
+        return F + np.exp(-0.5 * _per_draw(log_beta, F)) * rng.standard_normal(F.shape)
     if kind == "binary":
         return (rng.random(F.shape) < expit(F)).astype(np.int64)
     if kind == "poisson":
         return rng.poisson(np.exp(F)).astype(np.int64)
     if kind == "negative_binomial":
-        return negbin_replicate(F, _per_draw(log_beta, F), rng)
+        return negbin_replicate(F, np.exp(_per_draw(log_beta, F)), rng)
     return np.argmax(F + rng.gumbel(size=F.shape), axis=-1).astype(np.int64)
 
 

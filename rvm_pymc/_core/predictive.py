@@ -64,7 +64,14 @@ class Predictive:
 
     def class_index(self, y) -> np.ndarray:
         """Positions of the labels ``y`` in ``classes``; ValueError for an unseen label."""
-        return _class_index(self.classes, y)
+        y, classes = np.asarray(y), self.classes
+        idx = np.clip(np.searchsorted(classes, y), 0, classes.size - 1)
+        bad = classes[idx] != y
+        if np.any(bad):
+            raise ValueError(
+                f"y_test has labels the classifier was not fitted on: {np.unique(y[bad]).tolist()}"
+            )
+        return idx
 
     def cdf(self, y) -> np.ndarray:
         """Predictive CDF at the observed targets (regression), shape ``(n,)``."""
@@ -130,19 +137,6 @@ def predictive(fit, X, *, random_state=None) -> Predictive:
     loc = mu.reshape(-1, mu.shape[-1])
     scale = np.exp(-0.5 * log_beta.reshape(-1))[:, None] * np.ones_like(loc)
     return Predictive(loc=loc, scale=scale)
-
-
-def _class_index(classes: np.ndarray, y) -> np.ndarray:
-    """Positions of the labels ``y`` in ``classes``; ValueError for an unseen label."""
-    y = np.asarray(y)
-    idx = np.searchsorted(classes, y)
-    idx = np.clip(idx, 0, classes.size - 1)
-    bad = classes[idx] != y
-    if np.any(bad):
-        raise ValueError(
-            f"y_test has labels the classifier was not fitted on: {np.unique(y[bad]).tolist()}"
-        )
-    return idx
 
 
 def shuffled_folds(y, k: int, stratified: bool, seed) -> list[tuple[np.ndarray, np.ndarray]]:

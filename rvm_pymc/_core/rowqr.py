@@ -158,7 +158,9 @@ def row_qr(
             parts = list(pool.map(factor, ranges))
     R = parts[0]
     if len(parts) > 1:
-        R = _triangle(np.vstack(parts), m + 1, _lwork(len(parts) * (m + 1), m + 1))
+        S = np.vstack(parts)
+        _factor_in_place(S, _lwork(S.shape[0], m + 1))
+        R = np.triu(S[: m + 1])
     return RowQR(np.triu(R[:m, :m]), R[:m, m].copy(), int(n), float(R[m, m] ** 2))
 
 
@@ -186,12 +188,3 @@ def _factor_in_place(S: np.ndarray, lwork: int) -> None:
         raise RuntimeError(f"LAPACK dgeqrf failed (info={info})")
     if not np.shares_memory(qr, S):  # not column-major (the stacked parts): LAPACK had a copy
         S[...] = qr
-
-
-def _triangle(S: np.ndarray, k: int, lwork: int) -> np.ndarray:
-    """The ``k x k`` upper triangular factor of ``S`` (``dgeqrf``; ``S`` overwritten)."""
-    _factor_in_place(S, lwork)
-    R = np.zeros((k, k), order="F")
-    rows = min(k, S.shape[0])
-    R[:rows] = np.triu(S[:rows])
-    return R

@@ -277,8 +277,6 @@ def leaving_active(alpha: np.ndarray, W: np.ndarray, cov: np.ndarray) -> np.ndar
     prec = np.linalg.inv(blocks)
     s = prec - alpha[:, None, None] * np.eye(c)
     q = np.einsum("mkl,ml->mk", prec, W)
-    if c == 1:
-        return q[:, 0] ** 2 <= s[:, 0, 0]
     scale = alpha + np.abs(prec).max(axis=(1, 2))  # s is a difference of terms this large
     lam, q2 = rotate(0.5 * (s + np.transpose(s, (0, 2, 1))), q, scale)
     # Cheap answers first: no direction with q^2 > lambda means ell increases to
