@@ -199,13 +199,6 @@ def model_paths(model: str) -> tuple[str, str]:
     return nc, pre
 
 
-def image_formats() -> dict[str, str]:
-    """The image types matplotlib writes: suffix (without the dot) -> description."""
-    from matplotlib.backend_bases import FigureCanvasBase
-
-    return FigureCanvasBase.get_supported_filetypes()
-
-
 def file_system_type(path: str) -> str | None:
     """The type of the file system holding ``path`` (``proc``, ``tmpfs``, ...), or None."""
     target = os.path.realpath(path)
@@ -257,8 +250,10 @@ def _probe(option: str, directory: str, base: str, creating: str) -> None:
 def check_output_file(option: str, path: str, *, image: bool = False) -> None:
     """UsageError for a file ``path`` that cannot be written (or, ``image``, is no image type)."""
     if image:
+        from matplotlib.backend_bases import FigureCanvasBase
+
         suffix = os.path.splitext(path)[1].lower().lstrip(".")
-        formats = image_formats()
+        formats = FigureCanvasBase.get_supported_filetypes()
         if suffix not in formats:
             raise UsageError(
                 f"argument {option}: {path!r} must end in an image type matplotlib writes "
@@ -578,10 +573,6 @@ def one_hot_levels(table, columns: Sequence[str]) -> dict[str, list[str]]:
     return out
 
 
-def _indicator(name: str, level: str) -> str:
-    return f"{name}={level}"
-
-
 def one_hot(table, levels: dict[str, list[str]], path: str, *, fitted: bool = False):
     """A copy of ``table`` with a 0/1 column ``COL=level`` per level (``fitted``: a saved
     model's levels, which every value must have)."""
@@ -601,7 +592,7 @@ def one_hot(table, levels: dict[str, list[str]], path: str, *, fitted: bool = Fa
                     f"values: {', '.join(known)}); such rows cannot be predicted"
                 )
         for level in known:
-            column = _indicator(name, level)
+            column = f"{name}={level}"
             if column in table.columns:
                 raise DataError(
                     f"{path}: --one-hot would make a column {column!r}, which the file has "
@@ -618,7 +609,7 @@ def encoded_features(features: Sequence[str], levels: dict[str, list[str]]) -> l
     out = []
     for name in features:
         if name in levels:
-            out.extend(_indicator(name, level) for level in levels[name])
+            out.extend(f"{name}={level}" for level in levels[name])
         else:
             out.append(name)
     return out

@@ -144,15 +144,6 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
-def _common() -> argparse.ArgumentParser:
-    """The options every command takes (``--debug`` also after the command)."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(  # SUPPRESS keeps a --debug given before the command
-        "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
-    )
-    return common
-
-
 def _add_seed(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument(
         "--seed", type=seed, default=0,
@@ -419,7 +410,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--debug", action="store_true", help="show the Python traceback of a failed run"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    common = _common()
+    common = argparse.ArgumentParser(add_help=False)  # the options every command takes
+    common.add_argument(  # also after the command; SUPPRESS keeps one given before it
+        "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
     _add_demo(sub, common)
     _add_data_commands(sub, common)
     return parser

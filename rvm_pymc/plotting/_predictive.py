@@ -31,10 +31,6 @@ _DATA_LABEL = "training data"
 _TRUTH_LABEL = "truth"
 
 
-def _legend_labels(ax) -> set[str]:
-    return {h.get_label() for h in ax.get_lines() + list(ax.collections)}
-
-
 # the k-th fit's line style and hatch (cycled), and the widest band's opacity: overlaid
 # fits stay distinguishable
 LINESTYLES = ("-", "--", "-.", ":")
@@ -76,7 +72,7 @@ def _predictive_edges(est, X_grid, mean, std, bands):
 
 def _draw_data(ax, x_train, y_train, truth_x=None, truth_y=None) -> None:
     """Training data and truth, once per Axes (an overlay does not draw them again)."""
-    have = _legend_labels(ax)
+    have = {h.get_label() for h in ax.get_lines() + list(ax.collections)}
     if truth_y is not None and _TRUTH_LABEL not in have:
         ax.plot(truth_x, truth_y, "k--", lw=1, label=_TRUTH_LABEL)
     if _DATA_LABEL not in have:
