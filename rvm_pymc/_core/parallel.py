@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import multiprocessing
-import os
 import threading
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rvm_pymc._core.threads import default_workers
 from rvm_pymc.exceptions import recorded_in_thread, warn_user
 
 __all__ = ["default_cores", "raise_again", "record_warnings", "run_recorded", "run_tasks"]
@@ -69,8 +69,4 @@ def default_cores(chains: int) -> int:
         return 1
     if threading.current_thread() is not threading.main_thread():
         return 1
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(int(chains), cpus))
+    return max(1, min(int(chains), default_workers()))
