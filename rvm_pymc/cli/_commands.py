@@ -179,9 +179,7 @@ def _predictions_table(est, task: str, X: np.ndarray):
         cols["prediction"] = est.predict(X)  # the mean count
         cols["lower_90"], cols["upper_90"] = est.predict_interval(X, 0.9)
     elif task == "regression":
-        mean, sd = est.predict(X, return_std=True)
-        cols["prediction"] = mean
-        cols["predictive_sd"] = sd
+        cols["prediction"], cols["predictive_sd"] = est.predict(X, return_std=True)
     else:
         proba = est.predict_proba(X)
         cols["prediction"] = est.classes_[np.argmax(proba, axis=1)]
@@ -468,11 +466,8 @@ def compare_notes(table) -> list[str]:
             lines.append(f"  elpd_loo of {row['method']} is NaN: {note}")
     sampler = [c for c in ("divergences", "max_rhat") if c in table.columns]
     others = [str(m) for m in table["method"] if m != "nuts"]
-    if (
-        sampler
-        and others
-        and any(_is_nan(v) for c in sampler for v in table.loc[table["method"] != "nuts", c])
-    ):
+    nan = any(_is_nan(v) for c in sampler for v in table.loc[table["method"] != "nuts", c])
+    if sampler and others and nan:
         lines.append(f"  {' and '.join(sampler)}: NUTS's sampler diagnostics (NaN for "
                      f"{', '.join(others)})")  # fmt: skip
     return lines

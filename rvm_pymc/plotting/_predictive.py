@@ -111,7 +111,7 @@ def plot_predictive_1d(
     y_train : array_like of shape (N,)
         Training targets.
     X_grid : array_like of shape (n,) or (n, 1), optional
-        Where to draw; default ``n_grid`` points over the range of ``X_train`` and 5%.
+        Where to draw; default ``n_grid`` points over the range of ``X_train``, widened 5%.
     bands : sequence of float in (0, 1), default (0.5, 0.95)
         Central predictive intervals, noise included (NUTS: of the mixture over draws).
     truth : callable or array_like of shape (n,), optional
