@@ -31,10 +31,7 @@ def record_warnings(fn: Callable, args: tuple) -> tuple[Any, list[tuple[str, typ
 
 
 def run_tasks(
-    fn: Callable,
-    tasks: Sequence[tuple],
-    labels: Sequence[str],
-    n_jobs: int | None,
+    fn: Callable, tasks: Sequence[tuple], labels: Sequence[str], n_jobs: int | None
 ) -> list:
     """``[fn(*task) for task in tasks]`` through joblib; ``labels`` prefix each task's warnings."""
     out = run_recorded(fn, tasks, n_jobs)

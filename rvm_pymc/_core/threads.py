@@ -10,13 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = [
-    "default_workers",
-    "on_pieces",
-    "single_blas_thread",
-    "thread_map",
-    "worker_threads",
-]
+__all__ = ["default_workers", "on_pieces", "single_blas_thread", "thread_map", "worker_threads"]
 
 _controller = None
 _lock = threading.Lock()

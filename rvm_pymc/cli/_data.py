@@ -395,11 +395,7 @@ def index_columns(table, skip: Sequence[str] = ()) -> Selection:
 
 
 def select_features(
-    table,
-    target: str,
-    path: str,
-    features: Sequence[str] | None = None,
-    drop: Sequence[str] = (),
+    table, target: str, path: str, features: Sequence[str] | None = None, drop: Sequence[str] = ()
 ) -> Selection:
     """The ``features`` given, or every column but the target, ``drop`` and row indices."""
     columns = list(table.columns)

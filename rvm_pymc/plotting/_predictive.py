@@ -368,9 +368,7 @@ def plot_class_probability_2d(
             ax.contour(G0, G1, top, levels=np.arange(classes.size - 1) + 0.5, colors=[c],
                        linewidths=2)  # fmt: skip
         rv = relevant_points(est) if show_relevance else np.zeros(0, dtype=np.intp)
-        if rv.size:
-            ax.plot(X[rv, 0], X[rv, 1], "o", mfc="none", mec=c, ms=10 + 4 * k, mew=1.5,
-                    label="_nolegend_")  # fmt: skip
+        _rv_rings(ax, X[rv, 0], X[rv, 1], c, 10 + 4 * k)
         boundary = "p = 0.5" if binary else "boundaries"
         default = f"{name}: {boundary}" + (f", {n_relevant(est)} RVs" if show_relevance else "")
         handles.append(mlines.Line2D([], [], color=c, lw=2, marker="o" if show_relevance else None,
