@@ -97,8 +97,6 @@ def read_table(path: str):
         if os.path.getsize(path) == 0:
             raise DataError(f"{path} is empty")
         table = pd.read_csv(path, skipinitialspace=True)
-    except DataError:
-        raise
     except pd.errors.EmptyDataError:
         raise DataError(f"{path} is empty (no header row)") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
