@@ -56,7 +56,7 @@ def active_sq(alpha, S, Q, sigma_diag, mu):
 
 
 def gain_rounding(alpha_old, alpha_new, s, q2):
-    """The rounding error of the gain ``ell(alpha_new) - ell(alpha_old)``."""
+    """The rounding scale of the gain ``ell(alpha_new) - ell(alpha_old)``: eps x its terms."""
     if all(isinstance(x, float) for x in (alpha_old, alpha_new, s, q2)):
         try:  # one move's gain (the fast solver's every step): the same sums, without arrays
             # (NumPy's log1p, not math's: they can differ in the last bit)
