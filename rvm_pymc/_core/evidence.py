@@ -34,8 +34,10 @@ def log_marginal_likelihood(
 ) -> float:
     """``log N(t | 0, I/beta + Phi A^-1 Phi^T)`` in O(N M^2).
 
-    ``Phi`` and ``t`` may be a :class:`~rvm_pymc._core.rowqr.RowQR` compression (``R``,
-    ``z``): then ``n`` is the number of data points and ``rss_offset`` its remainder.
+    From ``log|C| = log|Sigma^-1| - sum(log alpha) - N log beta`` and
+    ``t^T C^-1 t = beta ||t - Phi mu||^2 + mu^T A mu``.  ``Phi`` and ``t`` may be a
+    :class:`~rvm_pymc._core.rowqr.RowQR` compression (``R``, ``z``): then ``n`` is the
+    number of data points and ``rss_offset`` its remainder.
     """
     if post is None:
         post = regression_posterior(Phi, t, alpha, beta)
@@ -61,7 +63,8 @@ def log_beta_prior(beta: float, prior) -> float:
 
 
 def log_hyperprior(alpha: np.ndarray, beta: float, prior) -> float:
-    """``log_alpha_prior + log_beta_prior`` (``prior`` has ``a, b, c, d``)."""
+    """The hyperprior term of the log-coordinate objective (docs/design.md section 1):
+    ``log_alpha_prior + log_beta_prior`` (``prior`` has ``a, b, c, d``)."""
     return log_alpha_prior(alpha, prior) + log_beta_prior(beta, prior)
 
 
