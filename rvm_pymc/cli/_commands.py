@@ -163,17 +163,6 @@ def _with_predictions(table, est, task: str, X: np.ndarray):
     """The rows of ``table`` as read (every column) with the prediction columns appended."""
     import pandas as pd
 
-    preds = _predictions_table(est, task, X)
-    preds.columns = [f"{c}_rvm" if c in table.columns else c for c in preds.columns]
-    out = pd.concat([table.reset_index(drop=True), preds], axis=1)
-    # pandas' index under an empty header (read as 'Unnamed: 0'): written back so
-    return out.rename(columns={"Unnamed: 0": ""}) if out.columns[0] == "Unnamed: 0" else out
-
-
-def _predictions_table(est, task: str, X: np.ndarray):
-    """The prediction columns as a DataFrame."""
-    import pandas as pd
-
     cols: dict[str, Any] = {}
     if task == "counts":
         cols["prediction"] = est.predict(X)  # the mean count
@@ -185,7 +174,11 @@ def _predictions_table(est, task: str, X: np.ndarray):
         cols["prediction"] = est.classes_[np.argmax(proba, axis=1)]
         for k, label in enumerate(est.classes_):
             cols[f"p_{label}"] = proba[:, k]
-    return pd.DataFrame(cols)
+    preds = pd.DataFrame(cols)
+    preds.columns = [f"{c}_rvm" if c in table.columns else c for c in preds.columns]
+    out = pd.concat([table.reset_index(drop=True), preds], axis=1)
+    # pandas' index under an empty header (read as 'Unnamed: 0'): written back so
+    return out.rename(columns={"Unnamed: 0": ""}) if out.columns[0] == "Unnamed: 0" else out
 
 
 def _summary(args, est, pre: Preprocess, X, y, task, elapsed, left_out) -> dict[str, Any]:

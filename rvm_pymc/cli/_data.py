@@ -452,12 +452,6 @@ def column_problem(table, name: str) -> ColumnProblem:
     return ColumnProblem(str(name), text, np.flatnonzero(missing), first)
 
 
-def column_problems(table, columns: Sequence[str]) -> list[ColumnProblem]:
-    """The problems of the columns not holding a finite number in every row."""
-    found = [column_problem(table, name) for name in columns]
-    return [p for p in found if p.text.size or p.missing.size]
-
-
 def _one_column_message(path: str, problem: ColumnProblem, table) -> str:
     """One bad column, in the words of a single value: its first bad row and how many."""
     if problem.text.size:
@@ -482,7 +476,8 @@ def numeric_features(
     """``X``, its columns and those left out (``numeric_only``; else a DataError naming them)."""
     import pandas as pd
 
-    problems = column_problems(table, columns)
+    found = [column_problem(table, name) for name in columns]
+    problems = [p for p in found if p.text.size or p.missing.size]
     if problems and not numeric_only:
         raise DataError(_refusal(path, problems, table, predicting, suggest_one_hot))
     bad = {p.name for p in problems}
