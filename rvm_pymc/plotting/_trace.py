@@ -38,15 +38,6 @@ def trace_selection(fit, top: int | None = TRACE_TOP) -> tuple[list[str], dict[s
     return var_names, {"basis": [b for b in order if b in keep]}
 
 
-def _max_panels() -> int | None:
-    """ArviZ's ``rcParams["plot.max_subplots"]`` (40 by default; None: no limit)."""
-    try:
-        from arviz_base import rcParams
-    except ImportError:  # without ArviZ 1.x: its documented default
-        return 40
-    return rcParams["plot.max_subplots"]
-
-
 def diagnostic_tree(fit, top: int | None = TRACE_TOP):
     """The fit's ``idata_`` cut to what ArviZ's per-panel plots can draw.
 
@@ -79,7 +70,12 @@ def diagnostic_tree(fit, top: int | None = TRACE_TOP):
 
     tree = fit.idata_
     post = tree["posterior"]
-    limit = _max_panels()
+    try:  # ArviZ's panel limit (None: no limit)
+        from arviz_base import rcParams
+
+        limit = rcParams["plot.max_subplots"]
+    except ImportError:  # without ArviZ 1.x: its documented default
+        limit = 40
     if top is not None and limit is not None:
         per_basis = (post["W"].sizes["class"] if "W" in post else 1) + ("log_alpha" in post)
         scalars = sum(v in post for v in ("log_beta", "log_length_scale"))
