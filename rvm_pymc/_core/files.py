@@ -158,16 +158,6 @@ def temporary_file(directory: str, base: str) -> str:
     raise FileExistsError(errno.EEXIST, f"no free temporary file name in {directory}")
 
 
-def _fsync_directory(directory: str) -> None:
-    """Make the rename durable where the platform allows it (POSIX); best effort."""
-    with contextlib.suppress(OSError, AttributeError):
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def atomic_write(path, write: Callable[[str], None]) -> None:
     """``write(tmp)`` on a temporary file beside ``path``, fsync, rename to ``path``; on any
     failure the temporary file is removed and ``path`` left as it was."""
@@ -197,7 +187,12 @@ def atomic_write(path, write: Callable[[str], None]) -> None:
         if isinstance(exc, OSError):
             raise _with_path(exc, shown) from exc
         raise
-    _fsync_directory(directory)
+    with contextlib.suppress(OSError, AttributeError):  # the rename made durable (POSIX)
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def atomic_write_bytes(path, data: bytes) -> None:
