@@ -39,9 +39,8 @@ def resolve_centres(centres: Any, n: int) -> tuple[int, int] | None:
             return None
         if centres == "auto":
             return AUTO_MAX_CENTRES, AUTO_FILL_CENTRES
-    elif isinstance(centres, (int, np.integer)) and not isinstance(centres, bool):
-        if centres >= 1:
-            return None if centres >= n else (int(centres), int(centres))
+    elif isinstance(centres, int | np.integer) and not isinstance(centres, bool) and centres >= 1:
+        return None if centres >= n else (int(centres), int(centres))
     raise ValueError(f'centres must be "auto", "all" or a positive integer; got {centres!r}')
 
 

@@ -38,12 +38,11 @@ def plain_value(value):
 def available_memory() -> int | None:
     """Bytes of memory this process may still use (also under a cgroup v2 limit), or None."""
     found: list[int] = []
-    with contextlib.suppress(OSError, ValueError):
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    found.append(int(line.split()[1]) * 1024)
-                    break
+    with contextlib.suppress(OSError, ValueError), open("/proc/meminfo") as fh:
+        for line in fh:
+            if line.startswith("MemAvailable:"):
+                found.append(int(line.split()[1]) * 1024)
+                break
     if not found:
         with contextlib.suppress(OSError, ValueError, AttributeError):
             found.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
