@@ -139,8 +139,8 @@ def _estimator_params(args: argparse.Namespace, method: str) -> dict[str, Any]:
 
 
 def _pymc_nuts(jobs: int = 1) -> dict[str, Any]:
-    """``sampler_kwargs`` of a NUTS fit: PyMC's own NUTS (a nutpie fit does not load back:
-    its sample_stats fail load's checksum)."""
+    """``sampler_kwargs`` of a NUTS fit: PyMC's own NUTS, which the stopping rule of
+    ``draws=None`` and plain progress lines need."""
     return {"progressbar": nuts_progress(jobs), "nuts_sampler": "pymc"}
 
 
