@@ -56,7 +56,7 @@ _REMOVED = {
         "sample_laplace_collapsed was removed: no estimator, CLI command or "
         "compare row reached it. Sample a classifier with RVC(method='nuts') or "
         "rvm_pymc.inference.sample_nuts"
-    ),
+    )
 }
 
 

@@ -13,11 +13,7 @@ from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc._core.validation import check_int
 from rvm_pymc.inference._map import MapResult, map_regression
 from rvm_pymc.inference._map_classification import map_classification
-from rvm_pymc.inference._nuts import (
-    NutsResult,
-    nuts_datatree,
-    run_nuts,
-)
+from rvm_pymc.inference._nuts import NutsResult, nuts_datatree, run_nuts
 from rvm_pymc.inference._options import NutsRun, compile_options, takes_nuts_run
 from rvm_pymc.inference._user_models import (
     check_user_model,

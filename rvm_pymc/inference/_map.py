@@ -14,10 +14,7 @@ import pytensor.tensor as pt
 from scipy import optimize
 
 from rvm_pymc._core.evidence import log_hyperprior, log_marginal_likelihood
-from rvm_pymc._core.gaussian import (
-    factor_inverse,
-    gaussian_weights,
-)
+from rvm_pymc._core.gaussian import factor_inverse, gaussian_weights
 from rvm_pymc.exceptions import ConvergenceWarning, warn_user
 from rvm_pymc.models.data import design_matrix, model_data
 from rvm_pymc.models.spec import ModelSpec

@@ -257,13 +257,7 @@ def run_nuts(
 
 
 def pymc_sample(
-    sample_model,
-    spec: ModelSpec,
-    run: NutsRun,
-    sampler: str,
-    *,
-    collapsed: bool,
-    report=None,
+    sample_model, spec: ModelSpec, run: NutsRun, sampler: str, *, collapsed: bool, report=None
 ) -> xr.DataTree:
     """``pm.sample`` of ``sample_model`` with the options of ``run``, as PyMC returns it.
 

@@ -25,11 +25,7 @@ from rvm_pymc.models._marginal_low_rank import (
     gram_factor,
     marginal_likelihood_low_rank,
 )
-from rvm_pymc.models._priors import (
-    _ard_precisions,
-    _noise_precision,
-    _weights,
-)
+from rvm_pymc.models._priors import _ard_precisions, _noise_precision, _weights
 from rvm_pymc.models._raveled import shape_free_logp_dlogp
 from rvm_pymc.models.spec import RBF_DISTANCES, RBF_UNIT_RMS, WIDTH_PRIOR_DATA
 from rvm_pymc.priors import HyperPrior, resolve_prior
@@ -174,12 +170,7 @@ def regression_joint(
 
 
 def regression_marginal(
-    Phi,
-    t,
-    *,
-    prior=None,
-    basis_names: Sequence | None = None,
-    low_rank: bool | None = None,
+    Phi, t, *, prior=None, basis_names: Sequence | None = None, low_rank: bool | None = None
 ) -> pm.Model:
     """RVM regression with the weights integrated out (type-II MAP, collapsed NUTS).
 

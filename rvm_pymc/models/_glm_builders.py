@@ -46,12 +46,7 @@ def _one_output_glm(Phi, y, prior, parametrization, basis_names, observed, likel
 
 
 def classification_binary(
-    Phi,
-    y,
-    *,
-    prior=None,
-    parametrization: str = "centred",
-    basis_names: Sequence | None = None,
+    Phi, y, *, prior=None, parametrization: str = "centred", basis_names: Sequence | None = None
 ) -> pm.Model:
     """Binary RVM classification: ``y ~ Bernoulli(sigmoid(Phi w))``.
 
@@ -135,12 +130,7 @@ def classification_softmax(
 
 
 def counts_poisson(
-    Phi,
-    y,
-    *,
-    prior=None,
-    parametrization: str = "centred",
-    basis_names: Sequence | None = None,
+    Phi, y, *, prior=None, parametrization: str = "centred", basis_names: Sequence | None = None
 ) -> pm.Model:
     """RVM for counts: ``y ~ Poisson(exp(Phi w))`` (log link).
 

@@ -21,12 +21,7 @@ from pytensor.compile.builders import OpFromGraph
 from pytensor.gradient import grad_undefined
 from pytensor.tensor.linalg import cholesky, solve_triangular
 
-from rvm_pymc.models._likelihoods import (
-    LOG_2PI,
-    apply_marginal,
-    marginal_likelihood,
-    marginal_op,
-)
+from rvm_pymc.models._likelihoods import LOG_2PI, apply_marginal, marginal_likelihood, marginal_op
 
 __all__ = [
     "GRAM_FACTOR_DATA",

@@ -74,10 +74,7 @@ RBF_UNIT_RMS = "rbf_unit_rms"
 """Named data present when an RBF-width model scales its kernel columns to RMS 1."""
 
 
-PRIOR_DATA = {
-    "log_alpha": ("alpha_shape", "alpha_rate"),
-    "log_beta": ("beta_shape", "beta_rate"),
-}
+PRIOR_DATA = {"log_alpha": ("alpha_shape", "alpha_rate"), "log_beta": ("beta_shape", "beta_rate")}
 """The named data that hold the Gamma(shape, rate) prior of each log precision."""
 
 
