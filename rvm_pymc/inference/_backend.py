@@ -1,19 +1,7 @@
-"""The "map" and "nuts" backends of the estimators: build the model, fit, return the posterior.
-
-Imported only when an estimator is fitted with one of these methods (so
-``import rvm_pymc`` and ``method="reference"`` never import PyMC).  Both work on
-the scaled problem of the estimators' one scaling boundary and return a
-:class:`~rvm_pymc.results.WeightPosterior` and a :class:`~rvm_pymc.results.FitInfo`.
-
-``"map"``
-    :func:`rvm_pymc.inference.optimise_map` on the full design matrix, started
-    by default at the reference solution under the same prior; a precision
-    pruned to the bound ``log alpha = 50`` leaves the posterior (its marginal).
-``"nuts"``
-    Full Bayes over all bases: the collapsed sampler for regression by default,
-    joint NUTS otherwise, with the defaults of :mod:`rvm_pymc.inference.defaults`;
-    ``converged_`` is the standard of :mod:`rvm_pymc._core.convergence`.
-"""
+"""The estimators' "map" and "nuts" backends: build the model on the scaled problem, fit,
+return a :class:`~rvm_pymc.results.WeightPosterior` and a :class:`~rvm_pymc.results.FitInfo`
+(imported only by such a fit, so ``import rvm_pymc`` never imports PyMC).  MAP starts at the
+reference solution; a precision pruned to ``log alpha = 50`` leaves the posterior."""
 
 from __future__ import annotations
 
@@ -55,14 +43,15 @@ def _model(opts, Phi, target, names, prior, *, joint, parametrization="centred")
     return build(Phi, target, **kw)
 
 
-def _set_start(kw: dict, start, names, kind: str, **start_options) -> str:
-    """Put the reference start into ``kw["initvals"]`` unless the user gave one; return
-    ``"user"``, ``"reference"`` or ``"default"``."""
+def _set_start(kw: dict, start, names, kind: str, weights: bool, parametrization="centred",
+               slab=None, cap=_SAMPLER_START_CAP) -> str:  # fmt: skip
+    """Set ``kw["initvals"]`` to the reference start unless given; return where it came from."""
     if "initvals" in kw:
         return "user"
     if start is None:
         return "default"
-    kw["initvals"] = _start(start, names, kind, **start_options)
+    kw["initvals"] = _start(start, names, kind, cap=cap, weights=weights,
+                            parametrization=parametrization, slab=slab)  # fmt: skip
     return "reference"
 
 
@@ -76,9 +65,8 @@ def _start(
     parametrization: str = "centred",
     slab: float | None = None,
 ):
-    """Initial values at the reference posterior ``start`` (over some of ``names``): a
-    pruned basis at ``log alpha = cap``, a slab's ``alpha = 0`` at ``-cap``; non-centred
-    weights ``w * sqrt(alpha + 1/slab^2)``."""
+    """Initial values at the reference posterior ``start``: a pruned basis at ``log alpha = cap``,
+    a slab's ``alpha = 0`` at ``-cap``; non-centred weights ``w * sqrt(alpha + 1/slab^2)``."""
     position = {str(n): i for i, n in enumerate(names)}
     active = np.array([position[str(n)] for n in start.basis_names], dtype=np.intp)
     la = np.full(len(names), cap)
@@ -125,42 +113,24 @@ def _fit_map(opts, Phi, target, names, prior, start):
     if opts["max_iter"] is not None:
         kw.setdefault("max_iter", opts["max_iter"])
     model = _model(opts, Phi, target, names, prior, joint=False)
-    started_from = _set_start(
-        kw, start, names, opts["kind"], cap=LOG_PRECISION_BOUND, weights=False
-    )
+    started_from = _set_start(kw, start, names, opts["kind"], False, cap=LOG_PRECISION_BOUND)
     res = optimise_map(model, **kw)
     active = np.flatnonzero(res.log_alpha < LOG_PRECISION_BOUND)
-    post = WeightPosterior(
-        kind=opts["kind"],
-        basis_names=tuple(names),
-        log_alpha=res.log_alpha,
-        log_beta=res.log_beta,
-        mean=res.mean,
-        cov=res.cov,
-    ).restrict(active)
-    info = FitInfo(
-        log_evidence=float(res.log_evidence),
-        n_iter=max(int(res.n_iter), 1),
-        converged=bool(res.converged),
-        library="rvm_pymc.inference",
-        attrs={
-            "max_abs_gradient": float(res.max_abs_gradient),
-            "optimizer_message": str(res.message),
-            "started_from": started_from,
-            # classifiers: the Laplace evidence used and its check (_laplace.axis_check)
-            **{k: res.attrs[k] for k in ("laplace", "axis_check") if k in res.attrs},
-        },
-        model=model,
-    )
+    post = res.posterior(opts["kind"], names).restrict(active)
+    attrs = {"max_abs_gradient": float(res.max_abs_gradient),
+             "optimizer_message": str(res.message), "started_from": started_from,
+             # classifiers: the Laplace evidence used and its check
+             **{k: res.attrs[k] for k in ("laplace", "axis_check") if k in res.attrs}}  # fmt: skip
+    info = FitInfo(log_evidence=float(res.log_evidence), n_iter=max(int(res.n_iter), 1),
+                   converged=bool(res.converged), library="rvm_pymc.inference", attrs=attrs,
+                   model=model)  # fmt: skip
     return post, info
 
 
 def _nuts_options(opts, joint: bool, width: bool = False) -> tuple[dict, str]:
-    """NUTS's run options from ``opts["sampler_kwargs"]`` (without ``model`` and
-    ``parametrization``, with the estimators' ``target_accept`` and stopping rule) and the
-    weights' parametrization."""
+    """NUTS's run options (the estimators' defaults filled in) and the weights' parametrization."""
     kw = dict(opts["sampler_kwargs"])
-    kw.pop("model", None)  # checked by check_sampler_kwargs
+    kw.pop("model", None)
     parametrization = kw.pop("parametrization", DEFAULT_PARAMETRIZATION[opts["kind"]])
     kw.setdefault("target_accept", estimator_target_accept(joint, opts["kind"], width))
     kw.setdefault("until_converged", bool(opts["until_converged"]))
@@ -172,47 +142,23 @@ def _fit_nuts(opts, Phi, target, names, prior, seed, start):
     joint = opts["kind"] != "regression" or which == "joint"
     kw, parametrization = _nuts_options(opts, joint)
     model = _model(opts, Phi, target, names, prior, joint=joint, parametrization=parametrization)
-    started_from = _set_start(
-        kw,
-        start,
-        names,
-        opts["kind"],
-        cap=_SAMPLER_START_CAP,
-        weights=joint,
-        parametrization=parametrization,
-        slab=prior.slab,
-    )
-    res = nuts_posterior(
-        model,
-        draws=opts["draws"],
-        tune=opts["tune"],
-        chains=opts["chains"],
-        random_seed=seed,
-        **kw,
-    )
+    started_from = _set_start(kw, start, names, opts["kind"], joint, parametrization, prior.slab)
+    res = nuts_posterior(model, draws=opts["draws"], tune=opts["tune"], chains=opts["chains"],
+                         random_seed=seed, **kw)  # fmt: skip
     extra = {"parametrization": parametrization} if joint else {}
     return res.posterior, _nuts_info(opts, kw, res, started_from, extra, model)
 
 
 def _nuts_info(opts, kw, res, started_from, extra, model) -> FitInfo:
-    """The :class:`FitInfo` of a NUTS run ``res`` (run options ``kw``)."""
+    """The FitInfo of a NUTS run ``res`` (run options ``kw``)."""
     diag_keys = ("sampler", "n_divergent", "max_rhat", "min_ess_bulk", "min_ess_tail")
     diag_keys += ("sampling_time", "rvm_inference", *STOP_ATTRS)
-    return FitInfo(
-        log_evidence=float("nan"),
-        n_iter=opts["tune"] + int(res.posterior.draws.shape[1]),
-        converged=passes_checks(
-            res.attrs, kw.get("rhat_threshold", RHAT_MAX), kw.get("min_ess", MIN_ESS)
-        ),
-        library="rvm_pymc.inference",
-        attrs={
-            **{k: res.attrs[k] for k in diag_keys if k in res.attrs},
-            "started_from": started_from,
-            **extra,
-        },
-        sample_stats=res.sample_stats,
-        model=model,
-    )
+    checks = (kw.get("rhat_threshold", RHAT_MAX), kw.get("min_ess", MIN_ESS))
+    attrs = {k: res.attrs[k] for k in diag_keys if k in res.attrs}
+    return FitInfo(log_evidence=float("nan"), converged=passes_checks(res.attrs, *checks),
+                   n_iter=opts["tune"] + int(res.posterior.draws.shape[1]),
+                   library="rvm_pymc.inference", sample_stats=res.sample_stats, model=model,
+                   attrs={**attrs, "started_from": started_from, **extra})  # fmt: skip
 
 
 def fit_width_backend(
@@ -242,16 +188,7 @@ def fit_width_backend(
             X, target, n_classes=len(classes), class_names=classes if len(classes) > 2 else None,
             parametrization=parametrization, **common,
         )  # fmt: skip
-    started_from = _set_start(
-        kw,
-        start,
-        names,
-        kind,
-        cap=_SAMPLER_START_CAP,
-        weights=not regression,
-        parametrization=parametrization,
-        slab=prior.slab,
-    )
+    started_from = _set_start(kw, start, names, kind, not regression, parametrization, prior.slab)
     if started_from == "reference":
         kw["initvals"]["log_length_scale"] = np.asarray(float(width_prior[0]))
     # the run reports (and checks) the weights and log_alpha of the unscaled columns

@@ -23,7 +23,7 @@ from rvm_pymc.inference._user_models import (
 from rvm_pymc.models import data as _idata
 from rvm_pymc.models.data import class_labels, model_coords, result_kind, target_data
 from rvm_pymc.models.spec import model_spec
-from rvm_pymc.results import WeightPosterior, to_datatree
+from rvm_pymc.results import to_datatree
 
 
 def fit_map(
@@ -59,34 +59,28 @@ def fit_map(
         Iteration cap of L-BFGS-B; a :class:`~rvm_pymc.ConvergenceWarning` is
         issued when it stops before ``max|gradient| <= gtol``.
     gtol : float
-        Target of L-BFGS-B on the largest gradient component of the log
-        density in the log precisions (for ``laplace="tipping"``: on the
-        largest change of ``log alpha``).  Also converged when L-BFGS-B stalls
-        with ``J`` unchanged in floating point and a gradient below 1e-6 (or a
-        Newton gain below ``1e-12 (1 + |J|)``).
+        Target of L-BFGS-B on the largest gradient component in the log precisions
+        (``laplace="tipping"``: on the largest change of ``log alpha``).  A stall with
+        ``J`` unchanged in floating point also converges if the gradient is below 1e-6
+        or a Newton step would gain below ``1e-12 (1 + |J|)``.
     laplace : {"exact", "tipping"}
-        Classifiers only.  ``"exact"`` maximises the Laplace-approximate
-        evidence with its exact gradient (implicit differentiation through
-        the inner Newton solve).  ``"tipping"`` finds the fixed point of
-        Tipping's re-estimation, which holds the likelihood curvature fixed
-        at the mode; that is the reference solver's answer and differs from
-        the ``"exact"`` maximiser by O(1/N).
+        Classifiers only.  ``"exact"`` maximises the Laplace-approximate evidence with
+        its exact gradient (implicit differentiation through the inner Newton solve);
+        ``"tipping"`` finds the fixed point of Tipping's re-estimation (curvature held
+        fixed at the mode: the reference solver's answer, O(1/N) from ``"exact"``).
     compile_kwargs : mapping, optional
-        Passed to PyTensor; default ``{"mode": "FAST_COMPILE"}`` (see the module
-        docstring).  ``{"mode": "NUMBA"}`` is PyTensor's default backend.
+        Passed to PyTensor; default ``{"mode": "FAST_COMPILE"}``.
 
     Returns
     -------
     xarray.DataTree
-        The result schema of :mod:`rvm_pymc.results` over every basis of the
-        model: ``posterior`` holds draws of ``w`` (or ``W``) from
-        ``N(mu, Sigma)`` at the optimum; the optimal ``log_alpha`` (and
-        ``log_beta``) are point values in ``constant_data`` (a pruned basis
-        sits at ``log alpha = 50``); ``log_length_scale`` of the RBF-width model
-        is a root attribute.  Root attributes also: ``log_evidence`` (the
-        docs/design.md objective ``J``, without the Gamma normalising constants,
-        Laplace-approximate for classifiers), ``converged``, ``n_iter``,
-        ``max_abs_gradient``, ``optimizer_message``.
+        The result schema of :mod:`rvm_pymc.results` over every basis: ``posterior``
+        holds draws of ``w`` (or ``W``) from ``N(mu, Sigma)`` at the optimum; the optimal
+        ``log_alpha`` (and ``log_beta``) are point values in ``constant_data`` (a pruned
+        basis at ``log alpha = 50``).  Root attributes: ``log_evidence`` (``J`` of
+        docs/design.md without the Gamma normalising constants, Laplace-approximate for
+        classifiers), ``converged``, ``n_iter``, ``max_abs_gradient``,
+        ``optimizer_message`` (and the RBF-width model's ``log_length_scale``).
 
     Raises
     ------
@@ -110,14 +104,8 @@ def fit_map(
     >>> bool(fit.attrs["converged"]), fit.posterior["w"].shape
     (True, (2, 10, 2))
     """
-    res = optimise_map(
-        model,
-        initvals=initvals,
-        max_iter=max_iter,
-        gtol=gtol,
-        laplace=laplace,
-        compile_kwargs=compile_kwargs,
-    )
+    res = optimise_map(model, initvals=initvals, max_iter=max_iter, gtol=gtol, laplace=laplace,
+                       compile_kwargs=compile_kwargs)  # fmt: skip
     return map_datatree(model, res, draws=draws, chains=chains, random_seed=random_seed)
 
 
@@ -130,23 +118,18 @@ def optimise_map(
     laplace: str = "exact",
     compile_kwargs: Mapping | None = None,
 ) -> MapResult:
-    """The optimisation of :func:`fit_map` alone: a :class:`~rvm_pymc.inference._map.MapResult`.
+    """The optimisation of :func:`fit_map` alone (same arguments), without the DataTree.
 
-    Same arguments as :func:`fit_map`; the estimators use it to map the
-    optimum back to the units of the data before building the one tree.
+    Returns a :class:`~rvm_pymc.inference._map.MapResult`.
     """
     spec = model_spec(model)
     max_iter = check_int(max_iter, "max_iter", 1)
     if isinstance(gtol, bool) or not (isinstance(gtol, numbers.Real) and gtol > 0):
         raise ValueError(f"gtol must be a positive number; got {gtol!r}")
-    kw = dict(
-        initvals=initvals,
-        max_iter=max_iter,
-        gtol=float(gtol),
-        mode_kw=compile_options(
-            {"mode": "FAST_COMPILE"} if compile_kwargs is None else compile_kwargs
-        ),
+    mode_kw = compile_options(
+        {"mode": "FAST_COMPILE"} if compile_kwargs is None else compile_kwargs
     )
+    kw = dict(initvals=initvals, max_iter=max_iter, gtol=float(gtol), mode_kw=mode_kw)
     if laplace not in ("exact", "tipping"):
         raise ValueError(f"laplace must be 'exact' or 'tipping'; got {laplace!r}")
     _idata.check_gram(model, spec)
@@ -165,7 +148,7 @@ def optimise_map(
             'regression_joint(..., likelihood="student_t")) with sample_nuts'
         )
     check_user_model(model, spec, "map", kw["mode_kw"])
-    with single_blas_thread():  # small dense products: more threads only contend
+    with single_blas_thread():
         if spec.kind == "regression_marginal":
             return map_regression(model, spec, **kw)
         return map_classification(model, spec, laplace=laplace, **kw)
@@ -176,50 +159,23 @@ def map_datatree(model: pm.Model, res: MapResult, *, draws=500, chains=2, random
     spec = model_spec(model)
     draws = check_int(draws, "draws", 1)
     chains = check_int(chains, "chains", 1)
-    post = WeightPosterior(
-        kind=result_kind(spec),
-        basis_names=tuple(model_coords(model, "basis")),
-        log_alpha=res.log_alpha,
-        log_beta=res.log_beta,
-        mean=res.mean,
-        cov=res.cov,
-    )
-    attrs = {
-        "rvm_inference": "map",
-        "rvm_kind": spec.kind,
-        "log_evidence": res.log_evidence,
-        "converged": int(res.converged),
-        "n_iter": res.n_iter,
-        "max_abs_gradient": res.max_abs_gradient,
-        "optimizer_message": res.message,
-        **res.attrs,
-        **res.extra,
-    }
+    post = res.posterior(result_kind(spec), model_coords(model, "basis"))
+    attrs = {"rvm_inference": "map", "rvm_kind": spec.kind, "log_evidence": res.log_evidence,
+             "converged": int(res.converged), "n_iter": res.n_iter,
+             "max_abs_gradient": res.max_abs_gradient, "optimizer_message": res.message,
+             **res.attrs, **res.extra}  # fmt: skip
     rng = np.random.default_rng(random_seed)
-    tree = to_datatree(
-        post,
-        Phi=res.Phi,
-        target=target_data(model, spec),
-        classes=class_labels(model, spec),
-        draws=draws,
-        chains=chains,
-        random_state=rng,
-        attrs=attrs,
-    )
+    tree = to_datatree(post, Phi=res.Phi, target=target_data(model, spec),
+                       classes=class_labels(model, spec), draws=draws, chains=chains,
+                       random_state=rng, attrs=attrs)  # fmt: skip
     if uses_model_likelihood(model, spec):  # a classifier of one's own likelihood
         draws_ = tree["posterior"]["W" if spec.kind == "softmax" else "w"].values
-        # the optimum's log_alpha held at every draw (the model's logp takes every free variable)
+        # the model's logp takes every free variable: the optimum's log_alpha at every draw
         la = np.broadcast_to(res.log_alpha, (*draws_.shape[:2], res.log_alpha.size))
         dims = ("chain", "draw", *(model.named_vars_to_dims.get("log_alpha") or ["basis"]))
-        with_model_likelihood(
-            tree,
-            model,
-            spec,
-            xr.Dataset({"log_alpha": (dims, la)}),
-            draws_,
-            random_seed=int(rng.integers(2**31 - 1)),
-            compile_kwargs={"mode": "FAST_COMPILE"},
-        )
+        with_model_likelihood(tree, model, spec, xr.Dataset({"log_alpha": (dims, la)}), draws_,
+                              random_seed=int(rng.integers(2**31 - 1)),
+                              compile_kwargs={"mode": "FAST_COMPILE"})  # fmt: skip
     return tree
 
 
@@ -238,24 +194,19 @@ def sample_nuts(model: pm.Model, run: NutsRun) -> xr.DataTree:
         :func:`~rvm_pymc.models.classification_softmax`.
     draws, tune, chains, nuts_sampler, target_accept, random_seed, progressbar, \
 compile_kwargs, cores, rhat_threshold, min_ess, initvals, basis_swaps, until_converged
-        Keyword-only: the run options of
-        :class:`~rvm_pymc.inference._options.NutsRun` (defaults 1000 draws,
-        1000 tuning steps, 4 chains, ``target_accept=0.9``; the backend
-        numpyro, else nutpie, else PyMC's NUTS, PyMC's for the classifiers, which
-        swap bases beside it; see there for each).  An
-        unknown keyword is a TypeError.  The run holds the process's BLAS
-        libraries at one thread (restored after).
+        Keyword-only: the run options of :class:`~rvm_pymc.inference._options.NutsRun`
+        (defaults: :mod:`rvm_pymc.inference.defaults`); an unknown keyword is a
+        TypeError.  The run holds BLAS at one thread (restored after).
 
     Returns
     -------
     xarray.DataTree
-        The result schema of :mod:`rvm_pymc.results`: ``posterior`` holds the
-        weights ``w`` (``W``), ``log_alpha`` (and ``log_beta``); pointwise
-        ``log_likelihood`` (for LOO), ``posterior_predictive``, the sampler's
-        ``sample_stats``; root attributes ``rvm_inference``, ``sampler``,
-        ``n_divergent``, ``max_rhat``, ``min_ess_bulk``, ``min_ess_tail`` and ``sampling_time``
-        (seconds of tuning and drawing by the sampler's clock; compilation
-        before it not counted).
+        The result schema of :mod:`rvm_pymc.results`: ``posterior`` holds ``w`` (``W``),
+        ``log_alpha`` (and ``log_beta``); pointwise ``log_likelihood``,
+        ``posterior_predictive``, the sampler's ``sample_stats``; root attributes
+        ``rvm_inference``, ``sampler``, ``n_divergent``, ``max_rhat``, ``min_ess_bulk``,
+        ``min_ess_tail`` and ``sampling_time`` (seconds by the sampler's clock, without
+        compilation).
 
     Raises
     ------
@@ -287,11 +238,9 @@ compile_kwargs, cores, rhat_threshold, min_ess, initvals, basis_swaps, until_con
 def sample_collapsed(model: pm.Model, run: NutsRun) -> xr.DataTree:
     """Collapsed sampler: NUTS on the marginal model, then exact weight draws.
 
-    NUTS explores ``(log alpha, log beta)`` (and ``log_length_scale``) under
-    the marginal likelihood of :func:`~rvm_pymc.models.regression_marginal`;
-    for every posterior draw one ``w ~ N(mu, Sigma)`` is drawn exactly, so
-    the result is a draw from the joint posterior of the joint model without
-    its funnel geometry.
+    NUTS explores ``(log alpha, log beta)`` (and ``log_length_scale``) under the marginal
+    likelihood of :func:`~rvm_pymc.models.regression_marginal`; one exact
+    ``w ~ N(mu, Sigma)`` a draw gives the joint posterior without its funnel.
 
     Parameters
     ----------
@@ -304,12 +253,8 @@ compile_kwargs, cores, rhat_threshold, min_ess, initvals, basis_swaps, until_con
     Returns
     -------
     xarray.DataTree
-        The result schema of :mod:`rvm_pymc.results`: ``posterior`` holds
-        ``w`` (one exact draw per draw of the hyperparameters), ``log_alpha``,
-        ``log_beta`` (and ``log_length_scale``); the pointwise
-        ``log_likelihood`` of ``t_obs`` is computed from ``(w, beta)`` (the
-        likelihood of the joint model, as LOO expects); ``sample_stats`` are
-        the sampler's.
+        As for :func:`sample_nuts`, with ``log_length_scale`` for the RBF-width model; the
+        pointwise ``log_likelihood`` of ``t_obs`` is that of the joint model at ``(w, beta)``.
 
     Raises
     ------
@@ -338,14 +283,8 @@ compile_kwargs, cores, rhat_threshold, min_ess, initvals, basis_swaps, until_con
 
 @takes_nuts_run
 def nuts_posterior(model: pm.Model, run: NutsRun) -> NutsResult:
-    """The NUTS run of :func:`sample_collapsed` (marginal regression model) or
-    :func:`sample_nuts` (joint models) without the DataTree.
-
-    Same arguments; returns a :class:`~rvm_pymc.inference._nuts.NutsResult`, whose
-    ``posterior`` the estimators map to the units of the data before they
-    build their one tree (so the pointwise likelihood and the replicates are
-    computed once).
-    """
+    """The run of :func:`sample_collapsed` (marginal model) or :func:`sample_nuts` (joint
+    models), same arguments, as a :class:`~rvm_pymc.inference._nuts.NutsResult`."""
     spec = model_spec(model)
     collapsed = spec.kind == "regression_marginal"
     if collapsed:

@@ -8,8 +8,7 @@ With ``Psi(w, log_alpha)`` the model's log density,
         - \\tfrac12 \\log|H|, \\qquad H = -\\nabla^2_w \\Psi(w^*),
 
 and its exact gradient by the implicit function theorem (PyTensor
-differentiates ``g^T u`` with ``u = H^-1 dJ/dw`` held fixed).  The mode is
-:func:`rvm_pymc._core.laplace.newton_mode` on the compiled functions.
+differentiates ``g^T u`` with ``u = H^-1 dJ/dw`` held fixed).
 """
 
 from __future__ import annotations
@@ -28,17 +27,15 @@ from rvm_pymc.exceptions import ConvergenceWarning, warn_user
 
 LOG_2PI = float(np.log(2.0 * np.pi))
 AXIS_CHECK_FACTOR = 4.0
-"""The Laplace approximation at a mode is trusted when, one standard deviation
-along every principal axis of its Gaussian, the log density falls by 1/2 within
-this factor (between 1/8 and 2): see :func:`axis_check`."""
+"""Trust the Laplace approximation while :func:`axis_check` is at most ``log`` of this."""
 
 
 @dataclass(frozen=True)
 class LaplaceFunctions:
     """Compiled ``psi``, ``newton`` (Psi, gradient, H) and ``outer`` (J, dJ) of one model.
 
-    Compiled once with ``Phi`` as an input, so :meth:`restrict` gives them on any
-    subset of the bases; ``w`` is flat, basis-major.
+    ``Phi`` is an input, so :meth:`restrict` gives them on any subset of the bases; ``w``
+    is flat, basis-major.
     """
 
     shape: tuple[int, ...]
@@ -94,15 +91,11 @@ def compile_laplace(model, weight_name: str, mode=None) -> LaplaceFunctions:
     total = dJ_dla + pt.grad(pt.dot(g, u), la)
     kw = {"mode": mode} if mode is not None else {}
     inputs = [w_flat, la, Phi_in]
-    return LaplaceFunctions(
-        shape=shape,
-        Phi=np.asarray(Phi_data.get_value(), dtype=float),
-        compiled=(
-            model.compile_fn(psi, inputs=inputs, point_fn=False, **kw),
-            model.compile_fn([psi, g, H], inputs=inputs, point_fn=False, **kw),
-            model.compile_fn([J, total], inputs=inputs, point_fn=False, **kw),
-        ),
+    compiled = tuple(
+        model.compile_fn(out, inputs=inputs, point_fn=False, **kw)
+        for out in (psi, [psi, g, H], [J, total])
     )
+    return LaplaceFunctions(shape, np.asarray(Phi_data.get_value(), dtype=float), compiled)
 
 
 def newton_mode(
@@ -113,20 +106,11 @@ def newton_mode(
     max_iter: int = 100,
     tol: float = 1e-11,
 ) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Maximise ``Psi(., log_alpha)``: :func:`rvm_pymc._core.laplace.newton_mode` on ``fns``.
-
-    Returns ``(w*, H, converged)``.  The last small step is taken too (an error
-    in ``w*`` enters ``J`` to first order).
-    """
-    r = core_newton_mode(
-        np.array(w0, dtype=float),
-        lambda w: (float(fns.psi(w, log_alpha)),),
-        lambda w, _: fns.newton(w, log_alpha)[1:],
-        tol=tol,
-        max_iter=max_iter,
-        polish=True,
-        what="negative Hessian",
-    )
+    """``(w*, H, converged)`` maximising ``Psi(., log_alpha)`` (the last small step taken
+    too: an error in ``w*`` enters ``J`` to first order)."""
+    r = core_newton_mode(np.array(w0, dtype=float), lambda w: (float(fns.psi(w, log_alpha)),),
+                         lambda w, _: fns.newton(w, log_alpha)[1:], tol=tol, max_iter=max_iter,
+                         polish=True, what="negative Hessian")  # fmt: skip
     if r.stalled and not r.converged:
         warn_user(
             "Newton step halving failed to increase the log density; the inner "
@@ -139,12 +123,8 @@ def newton_mode(
 def axis_check(
     fns: LaplaceFunctions, w: np.ndarray, log_alpha: np.ndarray, H: np.ndarray
 ) -> float:
-    """How far ``Psi`` is from the Laplace quadratic: the largest ``|log(2 fall)|``.
-
-    The fall of ``Psi`` one sd along each principal axis of ``H`` (both ways) is
-    1/2 for a Gaussian; ``inf`` if not finite.  Separable classes saturate the
-    likelihood and fail it; compare with ``log(AXIS_CHECK_FACTOR)``.
-    """
+    """The largest ``|log(2 fall)|`` of ``Psi`` one sd along each principal axis of ``H``
+    (both ways; 0 for a Gaussian, ``inf`` if not finite)."""
     w = np.asarray(w, dtype=float)
     la = np.asarray(log_alpha, dtype=float)
     p = 1.0 / np.sqrt(np.diag(H))

@@ -1,9 +1,5 @@
-"""Type-II MAP of the RVM models: the optimisers behind :func:`rvm_pymc.inference.fit_map`.
-
-Regression: L-BFGS-B on the compiled log density of the marginal model;
-classification (:mod:`~rvm_pymc.inference._map_classification`): the Laplace
-evidence.  Both return a :class:`MapResult`.
-"""
+"""Type-II MAP of the marginal regression model by L-BFGS-B, and the optimiser helpers
+that the classifiers' MAP (:mod:`~rvm_pymc.inference._map_classification`) shares."""
 
 from __future__ import annotations
 
@@ -19,35 +15,27 @@ from rvm_pymc.exceptions import ConvergenceWarning, warn_user
 from rvm_pymc.models.data import design_matrix, model_data
 from rvm_pymc.models.spec import ModelSpec
 from rvm_pymc.priors import HyperPrior
+from rvm_pymc.results import WeightPosterior
 
 LOG_PRECISION_BOUND = 50.0
 """Upper bound of the free log precisions in type-II MAP (a pruned basis sits there)."""
 LOG_ALPHA_FLOOR = -20.0
-"""Lower bound of ``log alpha_m`` relative to ``log(mean(phi_m^2) / v)``, with ``v`` the
-variance of the targets (1 for classification): a prior sd of the basis's contribution
-to the latent function of e^10 = 2e4 target sds.  Smaller precisions make the posterior
-precision numerically singular (e.g. along the class-shift direction of softmax)."""
+"""Lower bound of ``log alpha_m`` relative to ``log(mean(phi_m^2) / var(t))`` (var 1 for
+classifiers): below it the posterior precision is numerically singular."""
 STALL_GTOL = 1e-6
-"""Largest gradient component accepted as converged when L-BFGS-B stalls with ``J``
-unchanged in floating point (the gradient is rounded more than ``J`` itself)."""
+"""Largest gradient component accepted when L-BFGS-B stalls with ``J`` unchanged."""
 STALL_GAIN = 1e-12
-"""A stalled L-BFGS-B with a larger gradient counts as converged when a Newton step along
-the gradient would gain at most ``STALL_GAIN * (1 + |J|)`` (:func:`_newton_gain`)."""
+"""A stall with a larger gradient converges if a Newton step gains ``<= STALL_GAIN (1 + |J|)``."""
 HYPERPARAMETERS = ("log_alpha", "log_beta", "log_length_scale")
-"""The free variables of the package's marginal models; a user's model's other free
-variables are optimised with them and their optimum kept as root attributes."""
+"""The free variables of the package's marginal models (a user's others: root attributes)."""
 STALL_STEP = 1e-2
-"""Step (in log precision) of the secant that measures the curvature for :data:`STALL_GAIN`."""
+"""Step (in log precision) of the secant curvature of :func:`_newton_gain`."""
 
 
 @dataclass
 class MapResult:
-    """The optimum of a type-II MAP and the Gaussian (Laplace) weight posterior there.
-
-    ``mean`` (M,) or (M, K), ``cov`` class-major, over every basis;
-    ``log_evidence`` is ``J`` of docs/design.md section 1 without the Gamma
-    normalising constants; ``Phi`` the design at the optimum.
-    """
+    """A type-II MAP optimum and the Gaussian weight posterior there (``cov`` class-major;
+    ``log_evidence``: ``J`` without the Gamma normalising constants)."""
 
     log_alpha: np.ndarray
     log_beta: float | None
@@ -61,6 +49,11 @@ class MapResult:
     Phi: np.ndarray
     extra: dict = field(default_factory=dict)
     attrs: dict = field(default_factory=dict)
+
+    def posterior(self, kind: str, names) -> WeightPosterior:
+        """The Gaussian weight posterior over the bases ``names``."""
+        return WeightPosterior(kind=kind, basis_names=tuple(names), log_alpha=self.log_alpha,
+                               log_beta=self.log_beta, mean=self.mean, cov=self.cov)  # fmt: skip
 
 
 # ----------------------------------------------------------- regression MAP
@@ -103,7 +96,7 @@ def _flat_objective(model, mode_kw: dict):
 
 
 def _alpha_bounds(Phi: np.ndarray, var: float) -> list:
-    """Per-basis (lower, upper) bounds of ``log alpha``; see :data:`LOG_ALPHA_FLOOR`."""
+    """Per-basis (lower, upper) bounds of ``log alpha``."""
     lower = np.log(np.mean(Phi**2, axis=0) / var) + LOG_ALPHA_FLOOR
     return [(float(lo), LOG_PRECISION_BOUND) for lo in lower]
 
@@ -128,9 +121,7 @@ def _bound_arrays(bounds) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _projected(x, g, bounds, prunable=()) -> tuple[np.ndarray, np.ndarray]:
-    """The gradient without pruned precisions (``prunable`` held at the upper bound), and the
-    indices of any other variable held at a bound by a gradient pointing beyond it.
-    """
+    """The gradient without the pruned ``prunable``, and the others held at a bound by it."""
     pg = np.array(g, dtype=float)
     stuck = np.zeros(pg.size, dtype=bool)
     pruned_ok = np.zeros(pg.size, dtype=bool)
@@ -160,12 +151,10 @@ def _newton_gain(fun, x: np.ndarray, pg: np.ndarray, bounds) -> float:
 
 
 def _lbfgs(fun, x0, bounds, max_iter: int, gtol: float, what: str, warn: bool = True, prunable=()):
-    """L-BFGS-B; if its first step fails, once more with the objective scaled by max|gradient|.
+    """L-BFGS-B (again with the objective scaled by max|gradient| if its first step fails).
 
-    Converged: max |gradient| <= ``gtol``, or a stall where ``J`` no longer
-    changes in floating point with a gradient below :data:`STALL_GTOL` or a
-    Newton gain below :data:`STALL_GAIN`; and no variable held at a bound by its
-    gradient, but the ``prunable`` precisions (:func:`_projected`).
+    Converged: max|gradient| <= ``gtol`` or an accepted stall (:data:`STALL_GTOL`,
+    :data:`STALL_GAIN`), and no variable but ``prunable`` held at a bound by its gradient.
     """
     x0 = np.asarray(x0, dtype=float)
 
@@ -174,19 +163,10 @@ def _lbfgs(fun, x0, bounds, max_iter: int, gtol: float, what: str, warn: bool = 
             f, g = fun(x)
             return f / scale, g / scale
 
+        options = {"maxiter": max_iter, "maxfun": 4 * max_iter, "ftol": 1e-15,
+                   "gtol": gtol / scale, "maxcor": 30}  # fmt: skip
         out = optimize.minimize(
-            scaled,
-            x0,
-            jac=True,
-            method="L-BFGS-B",
-            bounds=bounds,
-            options={
-                "maxiter": max_iter,
-                "maxfun": 4 * max_iter,
-                "ftol": 1e-15,
-                "gtol": gtol / scale,
-                "maxcor": 30,
-            },
+            scaled, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=options
         )
         out.fun, out.jac = out.fun * scale, out.jac * scale
         return out
@@ -198,9 +178,6 @@ def _lbfgs(fun, x0, bounds, max_iter: int, gtol: float, what: str, warn: bool = 
             res = run(scale)
     pg, stuck = _projected(res.x, res.jac, bounds, prunable)
     pgrad = float(np.max(np.abs(pg))) if pg.size else 0.0
-    # L-BFGS-B can stall short of gtol where J no longer changes in floating point (a
-    # line search failing at the optimum, or no relative decrease left): that counts
-    # only while the gradient is below STALL_GTOL or promises no gain above STALL_GAIN
     message = str(res.message).upper().replace("_", " ")  # older SciPy: REL_REDUCTION_OF_F
     stalled = "ABNORMAL" in message or "REDUCTION OF F" in message  # not an iteration cap
     if stalled and pgrad > STALL_GTOL:
@@ -212,20 +189,20 @@ def _lbfgs(fun, x0, bounds, max_iter: int, gtol: float, what: str, warn: bool = 
             f"gradient pointing beyond it; {res.message}"
         )
     if warn and not converged:
-        _warn_unconverged(what, res, pgrad)
+        _warn_unconverged(what, res.message, res.nit, pgrad)
     return res, converged, pgrad
 
 
-def _warn_unconverged(what: str, res, pgrad: float) -> None:
+def _warn_unconverged(what: str, message, n_iter: int, pgrad: float) -> None:
     warn_user(
-        f"{what} did not converge: {res.message} (max |gradient| {pgrad:.3g} after "
-        f"{res.nit} iterations)",
+        f"{what} did not converge: {message} (max |gradient| {pgrad:.3g} after "
+        f"{n_iter} iterations)",
         ConvergenceWarning,
     )
 
 
 def _check_initvals(initvals, shapes: dict) -> dict:
-    """Validate user starting values against the free variables and their shapes."""
+    """User starting values, checked against the free variables' ``shapes``."""
     if not initvals:
         return {}
     unknown = sorted(set(initvals) - set(shapes))
@@ -243,7 +220,7 @@ def _check_initvals(initvals, shapes: dict) -> dict:
 
 
 def map_regression(model, spec, *, initvals, max_iter, gtol, mode_kw) -> MapResult:
-    """Type-II MAP of a marginal regression model (:func:`rvm_pymc.inference.fit_map`)."""
+    """Type-II MAP of a marginal regression model."""
     t = model_data(model, "t")
     fun, names, sizes, unflatten = _flat_objective(model, mode_kw)
     start = _regression_start(model, spec, t, model.initial_point())
@@ -253,44 +230,36 @@ def map_regression(model, spec, *, initvals, max_iter, gtol, mode_kw) -> MapResu
     Phi0 = design_matrix(model, spec, start.get("log_length_scale"))
     bounds = _bounds(names, sizes, _alpha_bounds(Phi0, var_t))
     x0 = np.clip(x0, *_bound_arrays(bounds))
-    alpha_idx = np.arange(sizes[names.index("log_alpha")]) + int(
-        np.sum(sizes[: names.index("log_alpha")])
-    )
+    starts = dict(zip(names, np.cumsum([0, *sizes[:-1]]), strict=True))
+
+    def positions(name):
+        return np.arange(sizes[names.index(name)]) + int(starts[name])
+
+    alpha_idx = positions("log_alpha")
 
     def leaving_at(x):
-        """Tipping & Faul's ``q^2 <= s`` from the posterior at ``x`` (flat prior)."""
+        """Tipping & Faul's ``q^2 <= s`` at ``x`` (flat prior)."""
         o = unflatten(x)
         P = design_matrix(model, spec, o.get("log_length_scale"))
         la_, beta_ = o["log_alpha"], float(np.exp(o["log_beta"]))
         a = np.exp(la_)
         L, p, mu = gaussian_weights(P.T @ P, P.T @ t, a, beta_)
         d = np.diag(factor_inverse(L, p))
-        # where alpha Sigma_mm ~ 1 the difference 1/Sigma_mm - alpha is lost to rounding:
-        # such a basis (gamma_m = 1 - alpha Sigma_mm < 1e-6) is a candidate too; the
-        # objective check in _prune_flat decides
+        # 1/Sigma_mm - alpha is lost to rounding where alpha Sigma_mm ~ 1: a candidate too
         out = ((mu / d) ** 2 <= 1.0 / d - a) | (a * d > 1.0 - 1e-6)
         out &= la_ < LOG_PRECISION_BOUND
         if np.all(out):
             out[np.argmin(la_)] = False
         return out
 
+    leaving = leaving_at if _prunes(spec.prior) else None
     x, n_iter, converged, pgrad, message = _optimise(
-        fun,
-        x0,
-        bounds,
-        alpha_idx,
-        leaving_at if _prunes(spec.prior) else None,
-        max_iter=max_iter,
-        gtol=gtol,
-        what="type-II MAP",
+        fun, x0, bounds, alpha_idx, leaving, max_iter=max_iter, gtol=gtol, what="type-II MAP"
     )
     own = [v for v in model.free_RVs if v.name not in HYPERPARAMETERS]
     if own and converged:
-        starts = dict(zip(names, np.cumsum([0, *sizes[:-1]]), strict=True))
         for v in own:
-            n = model.rvs_to_values[v].name
-            idx = np.arange(sizes[names.index(n)]) + int(starts[n])
-            if _rises_along(fun, x, idx, v.name):
+            if _rises_along(fun, x, positions(model.rvs_to_values[v].name), v.name):
                 converged = False
                 break
     opt = unflatten(x)
@@ -302,8 +271,7 @@ def map_regression(model, spec, *, initvals, max_iter, gtol, mode_kw) -> MapResu
     extra = {}
     if lls is not None:
         extra["log_length_scale"] = float(lls)
-    # a user's model's own free variables (e.g. a hyperprior's scale), optimised with the
-    # precisions: their optimum, as root attributes beside log_length_scale
+    # a user's model's own free variables: their optimum as root attributes
     own = [v.name for v in own]
     if own:
         outs = model.replace_rvs_by_values([model[n] for n in own])
@@ -311,33 +279,18 @@ def map_regression(model, spec, *, initvals, max_iter, gtol, mode_kw) -> MapResu
         for name, value in zip(own, fn(opt), strict=True):
             value = np.asarray(value, dtype=float)
             extra[name] = float(value) if value.ndim == 0 else value
-    return MapResult(
-        log_alpha=la,
-        log_beta=lb,
-        mean=mean,
-        cov=factor_inverse(L, p),
-        log_evidence=(
-            log_marginal_likelihood(Phi, t, alpha, beta) + log_hyperprior(alpha, beta, spec.prior)
-            if spec.prior is not None
-            else -float(fun(x)[0])
-        ),
-        converged=converged,
-        n_iter=n_iter,
-        max_abs_gradient=pgrad,
-        message=message,
-        Phi=Phi,
-        extra=extra,
-        attrs={
-            "log_marginal_likelihood": log_marginal_likelihood(Phi, t, alpha, beta),
-            "log_posterior": -float(fun(x)[0]),
-        },
-    )
+    lml, log_post = log_marginal_likelihood(Phi, t, alpha, beta), -float(fun(x)[0])
+    hyper = log_hyperprior(alpha, beta, spec.prior) if spec.prior is not None else None
+    return MapResult(log_alpha=la, log_beta=lb, mean=mean, cov=factor_inverse(L, p),
+                     log_evidence=log_post if hyper is None else lml + hyper,
+                     converged=converged, n_iter=n_iter, max_abs_gradient=pgrad, message=message,
+                     Phi=Phi, extra=extra, attrs={"log_marginal_likelihood": lml,
+                                                  "log_posterior": log_post})  # fmt: skip
 
 
 def _rises_along(fun, x: np.ndarray, idx: np.ndarray, name: str) -> bool:
-    """Warn (and True) if a unit step of a user's own variable (positions ``idx``) alone,
-    down its gradient, still raises the log density: no optimum along it (e.g. a
-    hyperprior's scale collapsing to 0, where the density of ``log_alpha`` is unbounded)."""
+    """Warn (and True) if a unit step of a user's own variable (positions ``idx``) down its
+    gradient still raises the log density: no optimum along it."""
     f0, g = fun(x)
     d = np.asarray(g, dtype=float)[idx]
     norm = float(np.linalg.norm(d))
@@ -366,12 +319,12 @@ def _rises_along(fun, x: np.ndarray, idx: np.ndarray, name: str) -> bool:
 
 
 def _prunes(prior: HyperPrior | None) -> bool:
-    """Whether an irrelevant precision's optimum is at infinity (flat prior on log alpha)."""
+    """Whether the prior on log alpha is flat (an irrelevant precision's optimum: infinity)."""
     return prior is not None and prior.a == 0.0 and prior.b == 0.0
 
 
 def _held(x: np.ndarray, bounds: list, alpha_idx: np.ndarray) -> list:
-    """``bounds`` with the pruned precisions (``log alpha`` at the upper bound) held there."""
+    """``bounds`` with the pruned precisions held at the upper bound."""
     out = list(bounds)
     for i in alpha_idx:
         if x[i] >= LOG_PRECISION_BOUND:
@@ -380,12 +333,11 @@ def _held(x: np.ndarray, bounds: list, alpha_idx: np.ndarray) -> list:
 
 
 def _prune_flat(fun, x, alpha_idx, leaving_at, bounds, max_iter, gtol):
-    """Prune the precisions L-BFGS-B left creeping towards ``alpha = inf``, then re-polish.
+    """Prune the precisions creeping towards ``alpha = inf``, then re-polish.
 
-    Candidates (``leaving_at(x)``: ``q^2 <= s``) go to the bound together if the
-    objective falls by at most ``1e-9 (1 + |J|)``, else the half with the largest
-    precisions is tried.  Returns the point, the polishes' iterations and the
-    number pruned.
+    The candidates of ``leaving_at`` go to the bound together if the objective falls by
+    at most ``1e-9 (1 + |J|)``, else the half with the largest precisions is tried.
+    Returns the point, the polishes' iterations and the number pruned.
     """
     n_polish = 0
     n_start = int(np.sum(x[alpha_idx] >= LOG_PRECISION_BOUND))
@@ -434,5 +386,5 @@ def _optimise(fun, x0, bounds, alpha_idx, leaving_at, *, max_iter, gtol, what, w
             x, message = res.x, str(res.message)
             n_iter += n_polish + int(res.nit)
         elif warn and not converged:
-            _warn_unconverged(what, res, pgrad)
+            _warn_unconverged(what, res.message, res.nit, pgrad)
     return x, n_iter, converged, pgrad, message

@@ -1,11 +1,6 @@
-"""Laplace type-II MAP of the RVM classifiers: :func:`rvm_pymc.inference.fit_map` on them.
-
-The Laplace evidence ``J(log alpha)`` of :mod:`rvm_pymc.inference._laplace`
-by L-BFGS-B with its exact gradient, or Tipping's fixed point
-(``laplace="tipping"``, :func:`rvm_pymc._core.ard.reestimate_alpha`).
-Under the flat prior the optimiser works on the active set
-(:func:`_active_set`) and re-tests every pruned basis (:func:`_entering`).
-"""
+"""Laplace type-II MAP of the RVM classifiers: the evidence of
+:mod:`~rvm_pymc.inference._laplace` by L-BFGS-B, or Tipping's fixed point
+(``laplace="tipping"``); under the flat prior on an active set with re-entry tests."""
 
 from __future__ import annotations
 
@@ -30,6 +25,7 @@ from rvm_pymc.inference._map import (
     _check_initvals,
     _optimise,
     _prunes,
+    _warn_unconverged,
 )
 from rvm_pymc.models import log_gamma_normaliser
 from rvm_pymc.models.data import model_data
@@ -38,14 +34,13 @@ from rvm_pymc.priors import HyperPrior
 __all__ = ["map_classification"]
 
 PRUNE_PRECISION = 1e12
-"""``laplace="tipping"`` prunes a basis (alpha set to exp(50)) above this precision."""
+"""``laplace="tipping"`` prunes a basis above this precision."""
 MAX_ROUNDS = 20
 """Rounds of active-set optimisation and re-entry tests before giving up."""
 
 
 def _leaving(w: np.ndarray, hinv: np.ndarray, la: np.ndarray, free: np.ndarray) -> np.ndarray:
     """Free bases whose linearised evidence rises up to ``alpha = inf`` (one is always kept)."""
-
     m = la.size
     k = w.size // m
     idx = np.flatnonzero(free)
@@ -61,12 +56,8 @@ def _leaving(w: np.ndarray, hinv: np.ndarray, la: np.ndarray, free: np.ndarray) 
 
 
 def _tipping_fixed_point(fns, la0, floor, prior: HyperPrior, max_iter: int, tol: float):
-    """Tipping's re-estimation at the Laplace mode; pruned bases held at the bound.
-
-    A precision above :data:`PRUNE_PRECISION` or infinite is pruned; under the
-    flat prior the bases whose linearised optimum is ``alpha = inf``
-    (:func:`_leaving`) are pruned once the others have settled to ``LEAVING_SETTLED``.
-    """
+    """Tipping's re-estimation at the Laplace mode; pruned bases held at the bound (flat prior:
+    the :func:`_leaving` ones once the others have settled to ``LEAVING_SETTLED``)."""
     la = np.array(la0, dtype=float)
     m = la.size
     w = np.zeros(int(np.prod(fns.shape)))
@@ -115,26 +106,14 @@ def _exact_map(fns: LaplaceFunctions, la0, bounds, *, prune: bool, max_iter, gto
         w, H, _ = newton_mode(fns, np.zeros(int(np.prod(fns.shape))), la)
         return _leaving(w, spd_inverse(H, "negative Hessian")[0], la, la < LOG_PRECISION_BOUND)
 
-    return _optimise(
-        fun,
-        la0,
-        bounds,
-        np.arange(la0.size),
-        leaving_at if prune else None,
-        max_iter=max_iter,
-        gtol=gtol,
-        what="Laplace type-II MAP",
-        warn=warn,
-    )
+    what = "Laplace type-II MAP"
+    return _optimise(fun, la0, bounds, np.arange(la0.size), leaving_at if prune else None,
+                     max_iter=max_iter, gtol=gtol, what=what, warn=warn)  # fmt: skip
 
 
 def _entering(fns: LaplaceFunctions, la: np.ndarray, w_active: np.ndarray, floor: np.ndarray):
-    """Pruned bases that would raise ``J``, and the ``log alpha`` they re-enter at.
-
-    ``q`` the gradient in a pruned basis's weights and ``s`` the Schur complement
-    of the Hessian (at ``alpha = 1``); it enters when its linearised optimum is
-    finite, at ``s^2 / (q^2 - s)`` of the per-column means.
-    """
+    """Pruned bases that would raise ``J``, and the ``log alpha`` they re-enter at
+    (``s^2 / (q^2 - s)``: ``q`` the gradient, ``s`` the Hessian's Schur complement)."""
     m = la.size
     k = int(np.prod(fns.shape)) // m
     out = np.flatnonzero(la >= LOG_PRECISION_BOUND)
@@ -178,24 +157,14 @@ def _active_set(fns: LaplaceFunctions, la0, bounds, *, max_iter, gtol):
     for _ in range(MAX_ROUNDS):
         cols = np.flatnonzero(la < LOG_PRECISION_BOUND)
         sub = fns.restrict(cols)
-        x, n, converged, pgrad, message = _exact_map(
-            sub,
-            la[cols],
-            [bounds[i] for i in cols],
-            prune=True,
-            max_iter=max_iter,
-            gtol=gtol,
-            warn=False,
-        )
+        x, n, converged, pgrad, message = _exact_map(sub, la[cols], [bounds[i] for i in cols],
+                                                     prune=True, max_iter=max_iter, gtol=gtol,
+                                                     warn=False)  # fmt: skip
         n_iter += n
         w, _, _ = newton_mode(sub, np.zeros(int(np.prod(sub.shape))), x)
         J = float(sub.outer(w, x)[0])
-        log.debug(
-            "active set of %d bases -> %d kept, J = %.6f",
-            cols.size,
-            np.sum(x < LOG_PRECISION_BOUND),
-            J,
-        )
+        log.debug("active set of %d bases -> %d kept, J = %.6f", cols.size,
+                  np.sum(x < LOG_PRECISION_BOUND), J)  # fmt: skip
         if best is not None and not J > best_J + 1e-9 * (1.0 + abs(best_J)):
             break  # the bases that re-entered did not raise J: keep the last optimum
         trial = la.copy()
@@ -214,7 +183,7 @@ def _active_set(fns: LaplaceFunctions, la0, bounds, *, max_iter, gtol):
 
 
 def _mode_and_check(fns: LaplaceFunctions, la: np.ndarray):
-    """The mode, its negative Hessian, Newton's success, :func:`axis_check` on unpruned bases."""
+    """The mode, its negative Hessian, Newton's success, the axis check on unpruned bases."""
     w, H, ok = newton_mode(fns, np.zeros(int(np.prod(fns.shape))), la)
     cols = np.flatnonzero(la < LOG_PRECISION_BOUND)
     k = w.size // la.size
@@ -224,19 +193,16 @@ def _mode_and_check(fns: LaplaceFunctions, la: np.ndarray):
 
 
 def map_classification(model, spec, *, initvals, max_iter, gtol, mode_kw, laplace) -> MapResult:
-    """Laplace type-II MAP of a centred classifier (:func:`rvm_pymc.inference.fit_map`)."""
+    """Laplace type-II MAP of a centred classifier."""
     if spec.parametrization != "centred":
         raise ValueError(
             "type-II MAP of a classifier uses the Laplace approximation in the weights; "
             "build the model with parametrization='centred'"
         )
     wname = "W" if spec.kind == "softmax" else "w"
-    log.info(
-        "Compiling the Laplace evidence of the %s model and its exact gradient (%s; "
-        "typically 5-10 s)",
-        spec.kind,
-        mode_kw.get("mode") or "PyTensor's default backend",
-    )
+    log.info("Compiling the Laplace evidence of the %s model and its exact gradient (%s; "
+             "typically 5-10 s)", spec.kind,
+             mode_kw.get("mode") or "PyTensor's default backend")  # fmt: skip
     fns = compile_laplace(model, wname, mode_kw.get("mode"))
     Phi = model_data(model, "Phi")
     m = Phi.shape[1]
@@ -265,7 +231,6 @@ def map_classification(model, spec, *, initvals, max_iter, gtol, mode_kw, laplac
     w_star, H, ok, check = _mode_and_check(fns, la)
     J = float(fns.outer(w_star, la)[0])
     if check > np.log(AXIS_CHECK_FACTOR) and laplace == "exact" and spec.prior is not None:
-        # the exact evidence ran to a saturated likelihood: keep Tipping's fixed point
         la_t, n_t, conv_t = _tipping_fixed_point(fns, la0, floor, spec.prior, max_iter, gtol)
         w_t, H_t, ok_t, check_t = _mode_and_check(fns, la_t)
         J_t = float(fns.outer(w_t, la_t)[0])
@@ -280,18 +245,10 @@ def map_classification(model, spec, *, initvals, max_iter, gtol, mode_kw, laplac
         )
         attrs.update(laplace="tipping", rejected_exact_log_evidence=J, rejected_axis_check=check)
         la, w_star, H, ok, check, J = la_t, w_t, H_t, ok_t, check_t, J_t
-        n_iter, converged, pgrad, message = (
-            n_iter + n_t,
-            conv_t,
-            float("nan"),
-            "Tipping fixed point",
-        )
+        n_iter, converged = n_iter + n_t, conv_t
+        pgrad, message = float("nan"), "Tipping fixed point"
     elif laplace == "exact" and not converged:
-        warn_user(
-            f"Laplace type-II MAP did not converge: {message} (max |gradient| {pgrad:.3g} "
-            f"after {n_iter} iterations)",
-            ConvergenceWarning,
-        )
+        _warn_unconverged("Laplace type-II MAP", message, n_iter, pgrad)
     if not ok:
         warn_user("the final inner Newton solve did not converge", ConvergenceWarning)
     if check > np.log(AXIS_CHECK_FACTOR):
@@ -307,16 +264,6 @@ def map_classification(model, spec, *, initvals, max_iter, gtol, mode_kw, laplac
     cov = factor_inverse(L, p)  # flat weights in (basis, class) order
     cov = cov.reshape(m, k, m, k).transpose(1, 0, 3, 2).reshape(m * k, m * k)  # class-major
     norm = m * log_gamma_normaliser(spec.prior.a, spec.prior.b) if spec.prior is not None else 0.0
-    return MapResult(
-        log_alpha=la,
-        log_beta=None,
-        mean=w_star.reshape(fns.shape),
-        cov=cov,
-        log_evidence=J - norm,
-        converged=bool(converged and ok),
-        n_iter=n_iter,
-        max_abs_gradient=pgrad,
-        message=message,
-        Phi=Phi,
-        attrs=attrs,
-    )
+    return MapResult(log_alpha=la, log_beta=None, mean=w_star.reshape(fns.shape), cov=cov,
+                     log_evidence=J - norm, converged=bool(converged and ok), n_iter=n_iter,
+                     max_abs_gradient=pgrad, message=message, Phi=Phi, attrs=attrs)  # fmt: skip

@@ -1,17 +1,6 @@
-"""NUTS for the RVM models: the run behind :func:`rvm_pymc.inference.sample_nuts` and
-:func:`~rvm_pymc.inference.sample_collapsed`, and its result as a DataTree.
-
-:func:`run_nuts` samples with ``pm.sample`` (PyMC's NUTS, nutpie or numpyro),
-draws the weights exactly for the collapsed sampler, checks the draws against
-the convergence standard (:mod:`rvm_pymc._core.convergence`) and returns a
-:class:`NutsResult`; :func:`nuts_datatree` draws it into the result schema of
-:mod:`rvm_pymc.results`.  The defaults are :mod:`rvm_pymc.inference.defaults`'s.
-
-References
-----------
-Hoffman, M. D. and Gelman, A. (2014). The No-U-Turn sampler. *Journal of
-Machine Learning Research* 15, 1593-1623.
-"""
+"""NUTS for the RVM models: :func:`run_nuts` samples with ``pm.sample`` (PyMC's NUTS, nutpie
+or numpyro), draws a collapsed sampler's weights exactly and checks the draws, giving a
+:class:`NutsResult`; :func:`nuts_datatree` turns that into the result schema."""
 
 from __future__ import annotations
 
@@ -66,15 +55,8 @@ from rvm_pymc.models.spec import ModelSpec
 from rvm_pymc.priors import HyperPrior
 from rvm_pymc.results import WeightPosterior, to_datatree
 
-__all__ = [
-    "NEAR_IMPROPER",
-    "SAMPLERS",
-    "NutsResult",
-    "nuts_datatree",
-    "nuts_result",
-    "pymc_sample",
-    "run_nuts",
-]
+__all__ = ["NEAR_IMPROPER", "SAMPLERS", "NutsResult", "nuts_datatree", "nuts_result",
+           "pymc_sample", "run_nuts"]  # fmt: skip
 
 SAMPLERS = ("pymc", "nutpie", "numpyro")
 NEAR_IMPROPER = 1e-3
@@ -82,9 +64,9 @@ NEAR_IMPROPER = 1e-3
 
 
 def _warn_if_near_improper(spec: ModelSpec, collapsed: bool) -> None:
-    """PriorWarning for a near-improper prior; ``collapsed``: the weights are integrated out."""
+    """PriorWarning for a near-improper prior (``collapsed``: the weights integrated out)."""
     prior: HyperPrior | None = spec.prior
-    if prior is None:  # a user's own prior: not ours to judge
+    if prior is None:  # a user's own prior
         return
     used = {"a": prior.a, "b": prior.b}
     if spec.kind.startswith("regression"):
@@ -97,7 +79,7 @@ def _warn_if_near_improper(spec: ModelSpec, collapsed: bool) -> None:
             "the collapsed sampler will not converge: with b = 0 the log alpha of an "
             "irrelevant basis drifts without bound (the likelihood is flat as alpha -> inf)"
         )
-    elif collapsed:  # a collapsed sampler (marginal or Laplace): no funnel
+    elif collapsed:
         what = (
             "the collapsed sampler can explore it, but the precision of an irrelevant basis "
             "is set by the prior alone (its log alpha spreads up to about log(1/b)), so its "
@@ -117,7 +99,7 @@ def _warn_if_near_improper(spec: ModelSpec, collapsed: bool) -> None:
 
 
 def _swap_count(run: NutsRun, spec: ModelSpec, collapsed: bool) -> int:
-    """Basis-swap proposals per draw: ``run.basis_swaps``, or the default for ``spec.kind``."""
+    """Basis-swap proposals per draw: ``run.basis_swaps`` or the default."""
     if run.basis_swaps is not None:
         return run.basis_swaps
     # a swap moves weights between fixed columns: none for a model whose columns move
@@ -133,9 +115,8 @@ def _resolve_sampler(
     swaps: bool = False,
     stops: bool = False,
 ) -> str:
-    """The NUTS backend: ``nuts_sampler``, or for None the default for a collapsed model
-    of ``n_bases`` bases (0 for others); PyMC's when the run needs its per-draw callback
-    (plain progress ``lines``, basis ``swaps``, ``stops``: ``until_converged=True``)."""
+    """The NUTS backend: ``nuts_sampler``, or for None the default (``n_bases``: of a collapsed
+    model, else 0); PyMC's when the run needs its per-draw callback."""
     if nuts_sampler is None:
         order = DEFAULT_SAMPLERS
         if n_bases > JAX_COLLAPSED_MAX_BASES:
@@ -166,23 +147,21 @@ def _resolve_sampler(
 
 
 def _backend(sampler: str, ck: dict) -> str:
-    """What compiles the model for ``sampler``, in words (for the note before a compile)."""
-    if sampler == "nutpie":
-        return "Numba, through nutpie"
-    if sampler == "numpyro":
-        return "JAX, through numpyro"
+    """What compiles the model for ``sampler``, in words."""
     mode = (ck or {}).get("mode")
-    return f"PyTensor mode {mode}" if mode is not None else "PyTensor's default backend, Numba"
+    pymc = f"PyTensor mode {mode}" if mode is not None else "PyTensor's default backend, Numba"
+    return {"nutpie": "Numba, through nutpie", "numpyro": "JAX, through numpyro"}.get(
+        sampler, pymc
+    )
 
 
 @dataclass
 class NutsResult:
     """A NUTS run: the posterior draws and what the sampler reported.
 
-    ``posterior``: weight (for the collapsed sampler exact Gaussian) and
-    hyperparameter draws; ``sample_stats``: the sampler's ``(chain, draw)``
-    statistics; ``attrs``: ``rvm_inference``, ``rvm_kind``, ``sampler`` and the
-    diagnostics; ``log_length_scale``: the RBF-width model's draws, else None.
+    ``posterior``: weight and hyperparameter draws; ``sample_stats``: the sampler's
+    ``(chain, draw)`` statistics; ``attrs``: ``rvm_inference``, ``rvm_kind``, ``sampler``
+    and the diagnostics; ``log_length_scale``: the RBF-width model's draws, else None.
     """
 
     posterior: WeightPosterior
@@ -194,10 +173,8 @@ class NutsResult:
 
 @contextlib.contextmanager
 def _interruptible(active: bool = True) -> Iterator[Any]:
-    """Make Ctrl-C during sampling a KeyboardInterrupt that nothing swallows (PyMC's
-    sequential sampler would move on to the next chain; Numba would raise SystemError):
-    once draws have begun SIGINT sets a flag and the yielded callback raises at the next
-    draw.  Inactive (callback None) outside the main thread or for ``active`` false."""
+    """Make Ctrl-C during sampling a KeyboardInterrupt nothing swallows: once draws begin,
+    SIGINT sets a flag and the yielded callback raises at the next draw (None: inactive)."""
     if not active or threading.current_thread() is not threading.main_thread():
         yield None
         return
@@ -229,10 +206,8 @@ def _interruptible(active: bool = True) -> Iterator[Any]:
 def run_nuts(
     model, spec: ModelSpec, *, collapsed: bool, run: NutsRun, unscaled: bool = False
 ) -> NutsResult:
-    """Sample ``model`` by NUTS (``run`` as for :func:`rvm_pymc.inference.sample_nuts`);
-    for ``collapsed``, draw the weights exactly afterwards; ``unscaled``: report (and
-    check) an RBF-width model's weights of the unscaled columns
-    (:func:`~rvm_pymc.inference._weights.reported_draws`)."""
+    """Sample ``model`` by NUTS; for ``collapsed``, draw the weights exactly afterwards;
+    ``unscaled``: as :func:`~rvm_pymc.inference._weights.reported_draws`."""
     n_bases = len(model_coords(model, "basis")) if collapsed else 0
     lines = run.progressbar == PLAIN_PROGRESS
     swaps = _swap_count(run, spec, collapsed) > 0
@@ -259,13 +234,8 @@ def run_nuts(
 def pymc_sample(
     sample_model, spec: ModelSpec, run: NutsRun, sampler: str, *, collapsed: bool, report=None
 ) -> xr.DataTree:
-    """``pm.sample`` of ``sample_model`` with the options of ``run``, as PyMC returns it.
-
-    ``spec``: of the RVM model sampled (before its weights were integrated out, for
-    ``collapsed``); ``report``: the map of the recorded draws to those the fit reports
-    (:func:`~rvm_pymc.inference._weights.reported_draws`), which ``run.until_converged``
-    checks.  One BLAS thread; SIGINT raises KeyboardInterrupt (:func:`_interruptible`).
-    """
+    """``pm.sample`` of ``sample_model`` with the options of ``run``, as PyMC returns it
+    (``report``: as :func:`~rvm_pymc.inference._weights.reported_draws` gives it)."""
     _warn_if_near_improper(spec, collapsed)
     if run.chains == 1:
         warn_user(
@@ -274,22 +244,17 @@ def pymc_sample(
             SamplingWarning,
         )
     ck = run.compile_kwargs
-    note_once(  # once per process: a cross-validation's refits reuse the cache
-        "Compiling the %s model for %s NUTS (%s); a first compile on a cold cache can take "
-        "a minute or more, later fits of this model reuse the cache%s",
-        spec.kind.replace("_", " "),
-        sampler,
-        _backend(sampler, ck),
-        " (any number of rows or bases)" if sampler == "pymc" else " (the same shapes)",
-    )
+    shapes = " (any number of rows or bases)" if sampler == "pymc" else " (the same shapes)"
+    note_once("Compiling the %s model for %s NUTS (%s); a first compile on a cold cache can take "
+              "a minute or more, later fits of this model reuse the cache%s",
+              spec.kind.replace("_", " "), sampler, _backend(sampler, ck), shapes)  # fmt: skip
     interruptible = _interruptible(active=sampler == "pymc")
     plain = run.progressbar == PLAIN_PROGRESS
     swaps = _swap_count(run, spec, collapsed)
     stop = stop_rule(sample_model, spec, run, sampler, collapsed, report)
     with single_blas_thread(), interruptible as on_draw, sample_model:
-        callback = _callbacks(
-            on_draw, DrawLines(run.draws, run.tune, run.chains) if plain else None, stop
-        )
+        lines = DrawLines(run.draws, run.tune, run.chains) if plain else None
+        callback = _callbacks(on_draw, lines, stop)
         start = {
             "random_seed": run.random_seed,
             "target_accept": run.target_accept,
@@ -297,29 +262,16 @@ def pymc_sample(
         }
         built = None
         if sampler == "pymc" and swaps > 0:
-            built = nuts_with_swaps(
-                sample_model,
-                n_proposals=swaps,
-                kind=None if collapsed else spec.kind,
-                chains=run.chains,
-                tune=run.tune,
-                compile_kwargs=ck or None,
-                **start,
-            )
+            built = nuts_with_swaps(sample_model, n_proposals=swaps, chains=run.chains,
+                                    kind=None if collapsed else spec.kind, tune=run.tune,
+                                    compile_kwargs=ck or None, **start)  # fmt: skip
         if built is not None:  # NUTS is built: PyMC takes no target_accept beside it
             start = {"initvals": built[0], "step": built[1], "random_seed": run.random_seed}
-        tree = pm.sample(
-            draws=run.draws,
-            tune=run.tune,
-            chains=run.chains,
-            cores=default_cores(run.chains) if run.cores is None else run.cores,
-            nuts_sampler=sampler,
-            progressbar=False if plain else run.progressbar,
-            compute_convergence_checks=False,
-            compile_kwargs=ck or None,
-            **start,
-            **({} if callback is None else {"callback": callback}),
-        )
+        cores = default_cores(run.chains) if run.cores is None else run.cores
+        tree = pm.sample(draws=run.draws, tune=run.tune, chains=run.chains, cores=cores,
+                         nuts_sampler=sampler, progressbar=False if plain else run.progressbar,
+                         compute_convergence_checks=False, compile_kwargs=ck or None, **start,
+                         **({} if callback is None else {"callback": callback}))  # fmt: skip
     if stop is not None:
         stop.report(tree)
     return tree
@@ -342,22 +294,17 @@ WIDTH_MODES_HINT = (
     "the kernel width has several modes: fit at one width rather than over it (for the "
     "estimators, gamma='cv', 'evidence' or a number)"
 )
-"""The advice of a width-integrating fit whose chains sit at different widths."""
 
 
 def nuts_result(
     model, spec: ModelSpec, pm_tree: xr.DataTree, drawn: dict, *, run, sampler, inference
 ) -> NutsResult:
-    """The :class:`NutsResult` of a ``pm.sample`` tree and ``drawn``, the draws of the
-    weights (``w`` or ``W``) and the :data:`~rvm_pymc.inference._stop.CHECKED` variables
-    as the fit reports them (:func:`~rvm_pymc.inference._weights.reported_draws`), checked
-    by :func:`rvm_pymc._core.convergence.check_sampling` with a user's model's other free
-    variables (:func:`~rvm_pymc.inference._user_models.extra_free`); ``inference`` is the
-    ``rvm_inference`` attribute."""
+    """The checked :class:`NutsResult` of a ``pm.sample`` tree and ``drawn``, the draws as the
+    fit reports them; ``inference`` is the ``rvm_inference`` attribute."""
     post = pm_tree["posterior"]
     w = drawn["W" if "W" in drawn else "w"]
     la, lb = drawn["log_alpha"], drawn.get("log_beta")
-    ld = drawn.get("log_dispersion")  # a negative binomial's log dispersion
+    ld = drawn.get("log_dispersion")
     lls = drawn["log_length_scale"] if spec.rbf_width else None
     stats = pm_tree["sample_stats"].to_dataset()
     sample_stats = {
@@ -366,52 +313,31 @@ def nuts_result(
     sampled = {"w": w, "log_alpha": la, "log_beta": lb, "log_length_scale": lls}
     sampled["log_dispersion"] = ld
     sampled.update({n: np.asarray(post[n].values) for n in extra_free(model) if n in post})
-    diag = check_sampling(
-        {k: v for k, v in sampled.items() if v is not None},
-        int(stats["diverging"].sum()) if "diverging" in stats else 0,
-        rhat_threshold=run.rhat_threshold,
-        min_ess=run.min_ess,
-        hints={"log_length_scale": WIDTH_MODES_HINT},
-    )
-    # the sampler's own clock (tuning and draws; compilation before it is not counted)
+    n_div = int(stats["diverging"].sum()) if "diverging" in stats else 0
+    diag = check_sampling({k: v for k, v in sampled.items() if v is not None}, n_div,
+                          rhat_threshold=run.rhat_threshold, min_ess=run.min_ess,
+                          hints={"log_length_scale": WIDTH_MODES_HINT})  # fmt: skip
     diag["sampling_time"] = float(post.attrs.get("sampling_time", np.nan))
-    if run.progressbar == PLAIN_PROGRESS:  # the last of the plain progress lines
+    if run.progressbar == PLAIN_PROGRESS:
         DrawLines(int(post.sizes["draw"]), run.tune, run.chains).summary(
             diag["sampling_time"], diag["max_rhat"], diag["n_divergent"]
         )
-    return NutsResult(
-        posterior=WeightPosterior(
-            kind=result_kind(spec),
-            basis_names=tuple(model_coords(model, "basis")),
-            log_alpha=la,
-            log_beta=lb,
-            draws=w,
-            log_dispersion=ld if result_kind(spec) == "negative_binomial" else None,
-        ),
-        sample_stats=sample_stats,
-        attrs={
-            "rvm_inference": inference,
-            "rvm_kind": spec.kind,
-            "sampler": sampler,
-            **diag,
-            **{k: pm_tree.attrs[k] for k in STOP_ATTRS if k in pm_tree.attrs},
-        },
-        log_length_scale=lls,
-        extra={"pymc_posterior": post.to_dataset()},
+    kind = result_kind(spec)
+    names, nb_ld = tuple(model_coords(model, "basis")), ld if kind == "negative_binomial" else None
+    posterior = WeightPosterior(
+        kind=kind, basis_names=names, log_alpha=la, log_beta=lb, draws=w, log_dispersion=nb_ld
     )
+    attrs = {"rvm_inference": inference, "rvm_kind": spec.kind, "sampler": sampler, **diag,
+             **{k: pm_tree.attrs[k] for k in STOP_ATTRS if k in pm_tree.attrs}}  # fmt: skip
+    extra = {"pymc_posterior": post.to_dataset()}
+    return NutsResult(posterior, sample_stats, attrs, log_length_scale=lls, extra=extra)
 
 
 def nuts_datatree(
     model, spec: ModelSpec, res: NutsResult, *, random_seed=None, compile_kwargs=None
 ) -> xr.DataTree:
-    """The result-schema DataTree of a :class:`NutsResult` on ``model``'s data.
-
-    For a model of one's own (not built by :mod:`rvm_pymc.models`) with weights,
-    ``log_likelihood`` and ``posterior_predictive`` are the model's own
-    (:func:`rvm_pymc.inference._user_models.model_pointwise`; root attribute
-    ``likelihood = "model"``); ``compile_kwargs`` compiles them.  The draws of such a
-    model's other free variables (a Student-t's ``nu``) are kept in ``posterior``.
-    """
+    """The result-schema DataTree of a :class:`NutsResult` on ``model``'s data (a user's
+    model's own likelihood and free variables kept, ``compile_kwargs`` compiling them)."""
     extra, latent, constant = {}, None, None
     Phi = None if spec.rbf_width else design_matrix(model, spec)
     if spec.rbf_width:
@@ -423,28 +349,14 @@ def nuts_datatree(
             latent[idx] = design_matrix(model, spec, float(lls[idx])) @ w[idx]
         constant = {"X": (("obs", "feature"), X), "centres": (("centre", "feature"), C)}
     rng = seed_of(random_seed, 7907)
-    tree = to_datatree(
-        res.posterior,
-        Phi=Phi,
-        target=target_data(model, spec),
-        classes=class_labels(model, spec),
-        random_state=rng,
-        sample_stats=res.sample_stats,
-        extra_posterior=extra,
-        latent=latent,
-        constant_data=constant,
-        attrs=res.attrs,
-    )
+    tree = to_datatree(res.posterior, Phi=Phi, target=target_data(model, spec),
+                       classes=class_labels(model, spec), random_state=rng,
+                       sample_stats=res.sample_stats, extra_posterior=extra, latent=latent,
+                       constant_data=constant, attrs=res.attrs)  # fmt: skip
     if "pymc_posterior" in res.extra:
         keep_extra_free(tree, model, res.extra["pymc_posterior"])
     if uses_model_likelihood(model, spec) and "pymc_posterior" in res.extra:
-        with_model_likelihood(
-            tree,
-            model,
-            spec,
-            res.extra["pymc_posterior"],
-            res.posterior.draws,
-            random_seed=int(rng.integers(2**31 - 1)),
-            compile_kwargs=compile_kwargs,
-        )
+        with_model_likelihood(tree, model, spec, res.extra["pymc_posterior"], res.posterior.draws,
+                              random_seed=int(rng.integers(2**31 - 1)),
+                              compile_kwargs=compile_kwargs)  # fmt: skip
     return tree

@@ -1,8 +1,5 @@
-"""Options of the PyMC fits: the one closed set of ``sampler_kwargs`` keys per method.
-
-Imports neither PyMC nor the rest of :mod:`rvm_pymc.inference` but its defaults: the
-estimators' parameter checks read it before PyMC.
-"""
+"""Options of the PyMC fits: the closed set of ``sampler_kwargs`` keys per method (no PyMC
+import: the estimators' parameter checks read it first)."""
 
 from __future__ import annotations
 
@@ -19,16 +16,8 @@ from rvm_pymc._core.validation import check_int
 from rvm_pymc.inference import defaults
 from rvm_pymc.models import PARAMETRIZATIONS
 
-__all__ = [
-    "MAP_KEYS",
-    "NUTS_KEYS",
-    "NutsRun",
-    "check_probability",
-    "check_sampler_kwargs",
-    "check_stopping",
-    "compile_options",
-    "takes_nuts_run",
-]
+__all__ = ["MAP_KEYS", "NUTS_KEYS", "NutsRun", "check_probability", "check_sampler_kwargs",
+           "check_stopping", "compile_options", "takes_nuts_run"]  # fmt: skip
 
 
 def check_probability(value, name: str) -> float:
@@ -53,23 +42,17 @@ def compile_options(compile_kwargs: Mapping | None) -> dict:
 
 @dataclass(frozen=True, kw_only=True)
 class NutsRun:
-    """The run options of every NUTS fit: the one closed set of keywords.
-
-    :func:`~rvm_pymc.inference.sample_nuts`, :func:`~rvm_pymc.inference.sample_collapsed`
-    and :func:`~rvm_pymc.inference.nuts_posterior` take exactly these keywords
-    (:func:`takes_nuts_run`); an unknown one is a TypeError.  Defaults:
-    :mod:`rvm_pymc.inference.defaults`; the standard: :mod:`rvm_pymc._core.convergence`.
+    """The run options of every NUTS fit, the keywords of :func:`takes_nuts_run`.
 
     Attributes
     ----------
     draws, tune, chains : int
         As in ``pm.sample`` (draws and chains at least 1, and at least two draws in all).
     nuts_sampler : {"pymc", "nutpie", "numpyro"} or None
-        None: numpyro when installed, else nutpie when installed, else PyMC's
-        NUTS; PyMC's always when ``compile_kwargs``, plain progress lines,
-        basis swaps (the classifiers' models by default) or
-        ``until_converged=True`` need it; for the collapsed sampler with more
-        than 200 bases nutpie before numpyro.  An uninstalled choice raises ImportError.
+        None: numpyro, else nutpie, when installed (nutpie first for a collapsed sampler
+        of more than 200 bases), else PyMC's NUTS; PyMC's whenever ``compile_kwargs``,
+        plain progress lines, basis swaps or ``until_converged=True`` need it.  An
+        uninstalled choice raises ImportError.
     target_accept : float
         Target acceptance rate of the step-size adaptation, in (0, 1).
     random_seed : int, sequence or None
@@ -80,30 +63,23 @@ class NutsRun:
     compile_kwargs : mapping or None
         PyTensor compile options (PyMC's sampler only).
     cores : int or None
-        Chains run in parallel processes (PyMC's sampler only); None: one
-        process per chain, up to the CPUs this process may use.  The draws do
-        not depend on it.
+        Parallel processes (PyMC's sampler only); None: one per chain, up to the CPUs
+        available.  The draws do not depend on it.
     rhat_threshold, min_ess : float
         The convergence standard: warn when the worst R-hat exceeds
         ``rhat_threshold`` or the smallest bulk or tail ESS is below ``min_ess``.
     initvals : mapping or None
         Starting values of free variables, as ``pm.sample``'s ``initvals``.
     basis_swaps : int or None
-        Metropolis proposals per draw, beside PyMC's NUTS, to swap two
-        neighbouring bases (:mod:`rvm_pymc.inference._swap`); 0: NUTS alone;
-        None: 64 for the classifiers' models, 0 for the others.  Ignored by
-        nutpie and numpyro.
+        Metropolis proposals per draw, beside PyMC's NUTS, to swap two neighbouring
+        bases (:mod:`rvm_pymc.inference._swap`); None: 64 for the classifiers, else 0.
+        Ignored by nutpie and numpyro.
     until_converged : bool or None
         True: ``draws`` is the most a chain takes; sampling stops at the first
-        checkpoint (500 draws a chain after tuning, then every 250) whose draws
-        pass the convergence standard over the weights, ``log_alpha``,
-        ``log_beta`` and ``log_length_scale`` (a collapsed sampler's weight
-        draws included), keeping exactly those draws
-        (:mod:`rvm_pymc.inference._stop`).  PyMC's sampler only: with
-        ``nuts_sampler=None`` it is chosen, and nutpie or numpyro named
-        raise ValueError.  None: the same where PyMC's sampler runs, the
-        whole ``draws`` elsewhere.  False: the whole ``draws``.  One chain
-        always runs the whole ``draws``.
+        checkpoint (500 draws a chain after tuning, then every 250) whose draws pass the
+        convergence standard, keeping exactly those (:mod:`rvm_pymc.inference._stop`;
+        PyMC's sampler only, nutpie or numpyro raise ValueError).  None: the same where
+        PyMC's sampler runs.  False, or one chain: the whole ``draws``.
     """
 
     draws: int = defaults.DRAWS
@@ -144,11 +120,8 @@ class NutsRun:
 
 
 def takes_nuts_run(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``func(model, run: NutsRun)`` as ``f(model, *, draws=1000, ...)`` with NutsRun's keywords.
-
-    The public signature (what ``help()``, the documentation and a wrong keyword
-    see) is built from :class:`NutsRun`'s fields, so the keywords are written once.
-    """
+    """``func(model, run: NutsRun)`` as ``f(model, *, draws=1000, ...)``, its signature built
+    from :class:`NutsRun`'s fields."""
     params = [inspect.Parameter("model", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     params += [
         inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
@@ -158,7 +131,7 @@ def takes_nuts_run(func: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        bound = signature.bind(*args, **kwargs)  # TypeError for an unknown keyword
+        bound = signature.bind(*args, **kwargs)
         model = bound.arguments.pop("model")
         return func(model, NutsRun(**bound.arguments))
 
@@ -173,28 +146,19 @@ NUTS_KEYS = (
     "parametrization",
     *(f.name for f in fields(NutsRun) if f.name not in _NUTS_FIT_KEYS),
 )
-"""What ``sampler_kwargs`` may hold for NUTS: the model and the weights' parametrization,
-and the run options of :class:`NutsRun` that the estimator does not set itself."""
-_FIT_KEYS = {
-    "map": (("model",), "the estimator's data and prior"),
-    "nuts": (
-        (*_NUTS_FIT_KEYS, "random_state"),
-        "the estimator's draws, tune, chains and random_state",
-    ),
-}
+"""What ``sampler_kwargs`` may hold for NUTS (the run options the estimator does not set)."""
+_FIT_KEYS = {"map": (("model",), "the estimator's data and prior"),
+             "nuts": ((*_NUTS_FIT_KEYS, "random_state"),
+                      "the estimator's draws, tune, chains and random_state")}  # fmt: skip
 """Keys the fit sets itself, and where it takes them from."""
 _NUTS_MODELS = ("collapsed", "joint")
 _CLASSIFIER_KINDS = ("binary", "softmax", "classifier", "poisson")
-"""``kind`` values of :func:`check_sampler_kwargs` that refuse the collapsed sampler
-(``"classifier"``: an RVC before its classes are known; ``"poisson"``: counts, whose
-weights have no closed-form marginal either)."""
+"""``kind`` values that refuse the collapsed sampler (``"classifier"``: an RVC before its
+classes are known)."""
 
 
 def check_stopping(nuts_sampler: str | None, given: str, instead: str) -> None:
-    """ValueError unless ``nuts_sampler`` can stop once converged (PyMC's, or None).
-
-    ``given`` names the argument that asks to stop, ``instead`` what runs a fixed length.
-    """
+    """ValueError unless ``nuts_sampler`` can stop once converged (PyMC's, or None)."""
     if nuts_sampler not in (None, "pymc"):
         raise ValueError(
             f"{given} stops NUTS once converged, which needs PyMC's sampler (it calls back "

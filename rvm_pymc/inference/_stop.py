@@ -1,16 +1,10 @@
 """Stop PyMC's NUTS once its draws pass the convergence standard (``until_converged``).
 
-:class:`StopWhenConverged` is a ``pm.sample`` callback.  From
-:data:`~rvm_pymc.inference.defaults.FIRST_CHECK` draws a chain, and every
-:data:`~rvm_pymc.inference.defaults.CHECK_EVERY` after, once every chain has
-that many draws after tuning, it checks the first ``k`` draws of each chain
-with :func:`rvm_pymc._core.convergence.passes_checks`, as the fit reports them
-(:func:`~rvm_pymc.inference._weights.reported_draws`).  At the first
-checkpoint that passes every chain is cut to its first ``k`` draws and the
-callback raises :class:`Converged`, a KeyboardInterrupt, on which PyMC ends
-every chain and returns the draws recorded.  The checkpoints depend on the
-draws alone, so chains run in parallel or in sequence stop at the same one.  What an
-early stop does and does not promise: docs/pymc.md.
+:class:`StopWhenConverged`, a ``pm.sample`` callback, checks the first ``k`` draws of
+every chain at each checkpoint ``k`` (:data:`~rvm_pymc.inference.defaults.FIRST_CHECK`,
+then every :data:`~rvm_pymc.inference.defaults.CHECK_EVERY`); at the first that passes it
+cuts every chain to ``k`` draws and raises :class:`Converged`, on which PyMC ends every
+chain.  The checkpoints depend on the draws alone, not on how the chains run.
 """
 
 from __future__ import annotations
@@ -25,22 +19,15 @@ from rvm_pymc._core.progress import log
 from rvm_pymc.inference._user_models import extra_free
 from rvm_pymc.inference.defaults import CHECK_EVERY, FIRST_CHECK
 
-__all__ = [
-    "CHECKED",
-    "STOP_ATTRS",
-    "Converged",
-    "StopWhenConverged",
-    "recorded_names",
-    "stop_rule",
-]
+__all__ = ["CHECKED", "STOP_ATTRS", "Converged", "StopWhenConverged", "recorded_names",
+           "stop_rule"]  # fmt: skip
 
 STOP_ATTRS = ("max_draws", "convergence_checks")
-"""Root attributes of a run with the rule: the most draws a chain, and the checkpoints checked."""
+"""Root attributes of a run with the rule."""
 
 
 class Converged(KeyboardInterrupt):
-    """Raised by :class:`StopWhenConverged` to end ``pm.sample`` (PyMC ends every chain on
-    a KeyboardInterrupt from its callback); never taken for a Ctrl-C."""
+    """Raised by :class:`StopWhenConverged` to end ``pm.sample``; never taken for a Ctrl-C."""
 
 
 class StopWhenConverged:
@@ -87,21 +74,15 @@ class StopWhenConverged:
             raise Converged
 
     def report(self, tree) -> None:
-        """Record ``max_draws`` and ``convergence_checks`` in ``tree``'s attributes; log a stop."""
+        """Record :data:`STOP_ATTRS` in ``tree``'s attributes; log a stop."""
         tree.attrs["max_draws"] = self.draws
         tree.attrs["convergence_checks"] = len(self.checks)
         if self.stopped_at is None:
             return
         k, diag = self.checks[-1]
-        log.info(
-            "NUTS stopped at %d of at most %d draws a chain: converged (max R-hat %.3f, "
-            "smallest ESS bulk %.0f / tail %.0f, no divergence)",
-            k,
-            self.draws,
-            diag["max_rhat"],
-            diag["min_ess_bulk"],
-            diag["min_ess_tail"],
-        )
+        log.info("NUTS stopped at %d of at most %d draws a chain: converged (max R-hat %.3f, "
+                 "smallest ESS bulk %.0f / tail %.0f, no divergence)", k, self.draws,
+                 diag["max_rhat"], diag["min_ess_bulk"], diag["min_ess_tail"])  # fmt: skip
 
     def diagnostics(self, k: int) -> dict[str, float]:
         """The diagnostics of each chain's first ``k`` draws (as the fit reports them)."""
@@ -133,40 +114,24 @@ def _cut(trace: Any, length: int) -> None:
 
 
 CHECKED = ("log_alpha", "log_beta", "log_length_scale", "log_dispersion")
-"""Variables whose draws the convergence check covers, beside the weights (``w``, or
-``W`` for softmax) of a model that samples them and a user's model's other free
-variables (:func:`~rvm_pymc.inference._user_models.extra_free`)."""
+"""Variables the convergence check covers beside the weights and a user's own free ones."""
 
 
 def recorded_names(spec, collapsed: bool) -> list[str]:
-    """The recorded variables the convergence check reads: the weights (``w``, ``W`` for
-    softmax) of a model that samples them (not ``collapsed``), then :data:`CHECKED`."""
+    """The recorded variables the convergence check reads: any sampled weights, then CHECKED."""
     return [*(() if collapsed else ("W" if spec.kind == "softmax" else "w",)), *CHECKED]
 
 
 def stop_rule(model, spec, run, sampler: str, collapsed: bool, report=None):
-    """The :class:`StopWhenConverged` of ``run``, or None.
-
-    None for ``run.until_converged=False``, one chain, or a sampler other than
-    PyMC's (which :func:`~rvm_pymc.inference._options.check_stopping` refuses for
-    ``until_converged=True``).  It checks the weights (for ``collapsed``, those ``report``
-    adds) and the :data:`CHECKED` variables of ``model`` with its other free
-    variables (:func:`~rvm_pymc.inference._user_models.extra_free`), else its free
-    variables, each as ``report`` maps them
-    (:func:`~rvm_pymc.inference._weights.reported_draws`; None: as recorded).
-    """
+    """The :class:`StopWhenConverged` of ``run``, or None (``until_converged=False``, one chain,
+    not PyMC's sampler); it checks :func:`recorded_names` (else every free variable) and the
+    user's own free variables, as ``report`` maps them."""
     if run.until_converged is False or run.chains < 2 or sampler != "pymc":
         return None
     names = [n for n in recorded_names(spec, collapsed) if n in model.named_vars]
     if not any(n in CHECKED for n in names):
         names = [v.name for v in model.free_RVs]
     names += [n for n in extra_free(model) if n not in names]
-    return StopWhenConverged(
-        names,
-        draws=run.draws,
-        tune=run.tune,
-        chains=run.chains,
-        rhat_threshold=run.rhat_threshold,
-        min_ess=run.min_ess,
-        report=report,
-    )
+    return StopWhenConverged(names, draws=run.draws, tune=run.tune, chains=run.chains,
+                             rhat_threshold=run.rhat_threshold, min_ess=run.min_ess,
+                             report=report)  # fmt: skip

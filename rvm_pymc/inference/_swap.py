@@ -1,19 +1,12 @@
 """A Metropolis move that swaps two neighbouring bases, beside PyMC's NUTS.
 
-With wide kernels neighbouring basis functions are almost the same column, and
-the ARD prior keeps one relevant and the other pruned: the joint posterior has
-a mode for each choice, which NUTS joins only through the narrow region where
-both weights are small (``benchmarks/README.md``, "Basis swaps").
-
-:class:`BasisSwap` proposes to exchange every per-basis value of the model
-(``log_alpha`` and the weights, or their non-centred form) between two bases
-``i`` and ``j``: its own inverse and volume-preserving, so Metropolis-Hastings
-accepts it with ``min(1, p(x') q(x | x') / (p(x) q(x' | x)))``.  The pair is
-drawn from each basis and its :data:`NEIGHBOURS` most similar columns with
-probability proportional to ``EPS + max(r_i, r_j)``, ``r = 1 / (1 + alpha)``;
-``q`` enters as the ratio of the normalising sums before and after.
-:func:`nuts_with_swaps` builds the two steps as ``pm.sample`` would build NUTS
-alone.  PyMC's NUTS only (nutpie and numpyro take no second step).
+Nearly equal neighbouring columns give the joint posterior a mode for each choice of the
+relevant one, which NUTS joins badly (``benchmarks/README.md``, "Basis swaps").
+:class:`BasisSwap` exchanges every per-basis value of two bases ``i``, ``j`` (its own
+inverse, volume-preserving), the pair drawn among each basis and its :data:`NEIGHBOURS`
+most similar columns with probability proportional to ``EPS + max(r_i, r_j)``,
+``r = 1 / (1 + alpha)``; Metropolis-Hastings accepts with ``min(1, p(x') q(x | x') /
+(p(x) q(x' | x)))``.
 """
 
 from __future__ import annotations
@@ -30,24 +23,15 @@ from pymc.util import get_random_generator
 from rvm_pymc._core.likelihoods import log_likelihood
 from rvm_pymc.inference.defaults import SWAP_KINDS
 
-__all__ = [
-    "EPS",
-    "NEIGHBOURS",
-    "BasisSwap",
-    "FullDensity",
-    "LinearLikelihood",
-    "linear_likelihood",
-    "neighbour_pairs",
-    "nuts_with_swaps",
-    "swap_axes",
-]
+__all__ = ["EPS", "NEIGHBOURS", "BasisSwap", "FullDensity", "LinearLikelihood",
+           "linear_likelihood", "neighbour_pairs", "nuts_with_swaps", "swap_axes"]  # fmt: skip
 
 NEIGHBOURS = 3
-"""Each basis is paired with this many of its most similar columns (cosine of ``Phi``)."""
+"""Each basis is paired with this many of its most similar columns (cosine)."""
 EPS = 0.02
-"""Floor of a pair's selection weight: pairs of two pruned bases are still proposed."""
+"""Floor of a pair's selection weight (pairs of two pruned bases are still proposed)."""
 CHECK_SWAPS = 4
-"""Swaps at which :func:`linear_likelihood` checks its split against the whole log density."""
+"""Swaps at which :func:`linear_likelihood` checks its split."""
 
 
 def neighbour_pairs(Phi: np.ndarray, k: int = NEIGHBOURS) -> np.ndarray:
@@ -85,7 +69,7 @@ def exchange(arrays: dict[str, np.ndarray], axes: dict[str, int], pair: np.ndarr
 
 
 def _trusted(compile_kwargs: dict | None) -> dict:
-    """Compile options with ``trust_input`` (the arrays passed have the right dtypes)."""
+    """Compile options with ``trust_input``."""
     return {**(compile_kwargs or {}), "trust_input": True}
 
 
@@ -110,13 +94,8 @@ class FullDensity:
 
 
 class LinearLikelihood(FullDensity):
-    """A proposal's log density as prior plus a likelihood of ``F = Phi @ w`` updated in O(N).
-
-    For the classifiers a swap of bases ``i`` and ``j`` exchanges ``w_i`` and
-    ``w_j``, so ``F`` changes by ``(Phi_i - Phi_j) (w_j - w_i)``: O(N + M) a
-    proposal instead of O(N M).  Build it with :func:`linear_likelihood`, which
-    checks the split against the whole log density.
-    """
+    """A proposal's log density as prior plus a likelihood of ``F = Phi @ w``, updated by
+    ``(Phi_i - Phi_j) (w_j - w_i)`` a swap (build it with :func:`linear_likelihood`)."""
 
     def __init__(self, model: pm.Model, kind: str, compile_kwargs: dict | None = None):
         weights = "W" if kind == "softmax" else "w"
@@ -161,13 +140,9 @@ def linear_likelihood(
     *,
     rtol: float = 1e-9,
 ) -> LinearLikelihood | None:
-    """A :class:`LinearLikelihood` of ``model`` if it gives the model's log density, else None.
-
-    None unless ``kind`` is a classifier's and the model has the builders' names
-    (``Phi``, ``y``, ``w`` or ``W``, ``y_obs``) and the split agrees with the whole
-    log density (relative ``rtol``) at a random point and after :data:`CHECK_SWAPS`
-    swaps there (those pairs only).
-    """
+    """A :class:`LinearLikelihood` of a classifier with the builders' names if it agrees with
+    the whole log density (``rtol``) at a random point and after :data:`CHECK_SWAPS` swaps,
+    else None."""
     weights = "W" if kind == "softmax" else "w"
     if kind not in SWAP_KINDS or any(n not in model.named_vars for n in ("Phi", "y", weights)):
         return None
@@ -193,7 +168,7 @@ def linear_likelihood(
             exchange(arrays, axes, pair)
             checks.append((full.propose(args, pair), split.propose(args, pair)))
             split.accept(pair)
-    except (ValueError, TypeError, IndexError):  # a layout the split does not read
+    except (ValueError, TypeError, IndexError):
         return None
     if all(abs(a - b) <= rtol * max(1.0, abs(a)) for a, b in checks):
         return split
@@ -206,7 +181,7 @@ class BasisSwapState(StepMethodState):
 
 
 class BasisSwap(BlockedStep):
-    """Metropolis-Hastings swaps of two neighbouring bases' values (see the module)."""
+    """Metropolis-Hastings swaps of two neighbouring bases' values."""
 
     name = "basis_swap"
     stats_dtypes_shapes: ClassVar[dict[str, Any]] = {"swap_rate": (np.float64, [])}
@@ -259,15 +234,17 @@ class BasisSwap(BlockedStep):
         exchange(arrays, self.axes, pair)
 
     def step(self, point: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """One draw's ``n_proposals`` swaps; returns the new point and the share accepted.
-
-        The selection weights of the pairs are updated where a swap changes them
-        (the pairs that touch ``i`` or ``j``), and their total with them.
-        """
+        """One draw's ``n_proposals`` swaps; returns the new point and the share accepted."""
         arrays = {v.name: np.array(point[v.name], dtype=v.dtype, copy=True) for v in self._inputs}
         args = [arrays[n] for n in self._names]
         logp = self._density.start(args)
         r = self._relevance(arrays)
+
+        def swap(pair):
+            self._exchange(arrays, pair)
+            if r is not None:
+                r[pair] = r[pair[::-1]]
+
         weights = self._weights(r, self.pairs)
         cum = np.cumsum(weights)
         total = cum[-1]
@@ -276,10 +253,8 @@ class BasisSwap(BlockedStep):
         for u_pick, u_accept in uniforms:
             k = int(np.searchsorted(cum, u_pick * total, side="right"))
             pair = self.pairs[k]
-            self._exchange(arrays, pair)
+            swap(pair)
             touched = self._touched[k]
-            if r is not None:
-                r[pair] = r[pair[::-1]]
             new_w = self._weights(r, self.pairs[touched])
             new_total = total + (new_w.sum() - weights[touched].sum())
             new = self._density.propose(args, pair)
@@ -292,16 +267,14 @@ class BasisSwap(BlockedStep):
                 total = cum[-1]
                 accepted += 1
             else:
-                self._exchange(arrays, pair)
-                if r is not None:
-                    r[pair] = r[pair[::-1]]
+                swap(pair)
         out = dict(point)
         out.update(arrays)
         return out, [{"swap_rate": accepted / max(self.n_proposals, 1)}]
 
     @staticmethod
     def competence(var, has_grad):
-        """Never chosen by PyMC on its own: the estimators add it beside NUTS."""
+        """Never chosen by PyMC on its own."""
         return Competence.INCOMPATIBLE
 
 
@@ -326,26 +299,13 @@ def nuts_with_swaps(
         return None
     rngs = get_random_generator(random_seed).spawn(chains)
     seeds = [int(rng.integers(2**30)) for rng in rngs]
-    initial, nuts = pm.init_nuts(
-        init="auto",
-        chains=chains,
-        model=model,
-        random_seed=seeds,
-        progressbar=False,
-        tune=tune,
-        initvals=initvals,
-        compile_kwargs=compile_kwargs,
-        target_accept=target_accept,
-    )
+    initial, nuts = pm.init_nuts(init="auto", chains=chains, model=model, random_seed=seeds,
+                                 progressbar=False, tune=tune, initvals=initvals,
+                                 compile_kwargs=compile_kwargs,
+                                 target_accept=target_accept)  # fmt: skip
     log_alpha = model.rvs_to_values[model["log_alpha"]].name if "log_alpha" in model else None
-    swap = BasisSwap(
-        [v for v in model.value_vars if v.name in axes],
-        axes=axes,
-        pairs=pairs,
-        n_proposals=n_proposals,
-        relevance=log_alpha if log_alpha in axes else None,
-        model=model,
-        compile_kwargs=compile_kwargs,
-        density=None if kind is None else linear_likelihood(model, kind, axes, compile_kwargs),
-    )
+    density = None if kind is None else linear_likelihood(model, kind, axes, compile_kwargs)
+    swap = BasisSwap([v for v in model.value_vars if v.name in axes], axes=axes, pairs=pairs,
+                     n_proposals=n_proposals, relevance=log_alpha if log_alpha in axes else None,
+                     model=model, compile_kwargs=compile_kwargs, density=density)  # fmt: skip
     return list(initial), [swap, nuts]

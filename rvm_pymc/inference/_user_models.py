@@ -1,9 +1,6 @@
-"""Users' own models: what the fits accept (refused before any work), and their likelihood.
-
-A model of one's own with the package's names may have its own likelihood; the result
-tree then takes ``log_likelihood`` and ``posterior_predictive`` from the model itself,
-not from the formulas that hold for the builders' models (``docs/pymc.md``).
-"""
+"""Users' own models: what the fits accept (refused before any work), and their own
+likelihood, from which the result tree then takes ``log_likelihood`` and
+``posterior_predictive`` (``docs/pymc.md``)."""
 
 from __future__ import annotations
 
@@ -16,19 +13,11 @@ from rvm_pymc.models import builder_made
 from rvm_pymc.models.data import design_matrix, model_data
 from rvm_pymc.models.spec import ModelSpec, model_constants
 
-__all__ = [
-    "MARGINAL_RTOL",
-    "check_user_model",
-    "extra_free",
-    "keep_extra_free",
-    "model_pointwise",
-    "observed_name",
-    "uses_model_likelihood",
-    "with_model_likelihood",
-]
+__all__ = ["MARGINAL_RTOL", "check_user_model", "extra_free", "keep_extra_free", "model_pointwise",
+           "observed_name", "uses_model_likelihood", "with_model_likelihood"]  # fmt: skip
 
 MARGINAL_RTOL = 1e-8
-"""Relative tolerance of the check that a marginal model's ``t_obs`` is the RVM's marginal."""
+"""Tolerance of the check that a marginal model's ``t_obs`` is the RVM's marginal."""
 
 
 def observed_name(spec: ModelSpec) -> str:
@@ -42,25 +31,17 @@ MAP_FREE = frozenset({"log_alpha", "log_beta", "log_length_scale", "w", "W", "w_
 """The free variables type-II MAP knows (optimised or integrated out)."""
 
 PACKAGE_FREE = MAP_FREE | {"log_dispersion"}
-"""The free variables of the package's own models (the negative binomial's dispersion is
-sampled, never optimised by type-II MAP)."""
+"""The free variables of the package's own models."""
 
 
 def extra_free(model) -> tuple[str, ...]:
-    """The free variables of ``model`` outside the package's names (:data:`PACKAGE_FREE`): a
-    user's own, such as the degrees of freedom ``nu`` of a Student-t likelihood.
-
-    The NUTS result keeps their draws in its ``posterior`` group and checks them with the
-    weights and the log precisions (:func:`rvm_pymc._core.convergence.check_sampling`, the
-    stopping rule of ``until_converged``)."""
+    """The free variables of ``model`` outside :data:`PACKAGE_FREE` (a Student-t's ``nu``)."""
     return tuple(v.name for v in model.free_RVs if v.name not in PACKAGE_FREE)
 
 
 def keep_extra_free(tree: xr.DataTree, model, pymc_posterior: xr.Dataset) -> xr.DataTree:
-    """``tree`` with the draws of :func:`extra_free` of ``model`` from ``pymc_posterior``
-    (``pm.sample``'s posterior) added to its ``posterior`` group, with their dims and
-    coordinates; then ``pm.sample_posterior_predictive(tree)`` holds them at their draws
-    instead of drawing them from their prior."""
+    """``tree`` with the draws of :func:`extra_free` from ``pymc_posterior`` (``pm.sample``'s)
+    added to its ``posterior`` group."""
     names = [n for n in extra_free(model) if n in pymc_posterior]
     if not names:
         return tree
@@ -75,13 +56,8 @@ def _names(variables) -> set[str]:
 
 
 def check_user_model(model, spec: ModelSpec, fit: str, compile_kwargs=None) -> None:
-    """ValueError, before any sampling or optimising, for what ``fit`` (``"nuts"``,
-    ``"collapsed"``, ``"map"``) cannot do with ``model``: a slab
-    but for NUTS, a non-scalar ``log_beta``, an observed variable not 1-D, MAP of a
-    classifier with free variables outside :data:`MAP_FREE` (the Laplace evidence is a
-    function of ``log_alpha`` alone; the marginal regression's MAP optimises every free
-    variable) or a non-free ``log_beta``, a marginal model whose
-    ``t_obs`` is not the RVM's marginal (tested at a point with ``compile_kwargs``)."""
+    """ValueError, before any work, for what ``fit`` (``"nuts"``, ``"collapsed"``, ``"map"``)
+    cannot do with ``model``."""
     obs = observed_name(spec)
     free = _names(model.free_RVs)
     slab = None if spec.prior is None else spec.prior.slab
@@ -156,16 +132,11 @@ def uses_model_likelihood(model, spec: ModelSpec) -> bool:
 
 
 def model_pointwise(
-    model,
-    spec: ModelSpec,
-    posterior: xr.Dataset,
-    weights: np.ndarray,
-    *,
-    random_seed: int,
+    model, spec: ModelSpec, posterior: xr.Dataset, weights: np.ndarray, *, random_seed: int,
     compile_kwargs=None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The model's own pointwise log likelihood and replicates, each (chain, draw, N), at
-    the draws of ``posterior`` with the result's ``weights`` (chain, draw, M[, K])."""
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """The model's own pointwise log likelihood and replicates (chain, draw, N) at the draws
+    of ``posterior`` with the result's ``weights``."""
     obs = observed_name(spec)
     wname = "W" if spec.kind == "softmax" else "w"
     dims = model.named_vars_to_dims.get(wname) or [
@@ -174,34 +145,14 @@ def model_pointwise(
     post = posterior.drop_vars(wname, errors="ignore").assign(
         {wname: (("chain", "draw", *dims), weights)}
     )
-    # the model's own coordinates, so that none counts as changed
-    post = post.assign_coords(
-        {
-            d: list(model.coords[d])
-            for d in post.dims
-            if len(model.coords.get(d) or ()) == post.sizes[d]
-        }
-    )
+    own = [d for d in post.dims if len(model.coords.get(d) or ()) == post.sizes[d]]
+    post = post.assign_coords({d: list(model.coords[d]) for d in own})
     drawn = [v for v in post.data_vars if v in model.named_vars]
     source = xr.DataTree.from_dict({"posterior": post, "constant_data": _constant_data(model)})
-    ck = dict(compile_kwargs or {})
-    ll = pm.compute_log_likelihood(
-        source,
-        var_names=[obs],
-        model=model,
-        extend_inferencedata=False,
-        progressbar=False,
-        compile_kwargs=ck or None,
-    )
-    pp = pm.sample_posterior_predictive(
-        source,
-        model=model,
-        var_names=[obs],
-        freeze_vars=drawn,  # the draws are the posterior's: reused, never resampled
-        random_seed=random_seed,
-        progressbar=False,
-        compile_kwargs=ck or None,
-    )
+    kw = {"model": model, "var_names": [obs], "progressbar": False,
+          "compile_kwargs": dict(compile_kwargs or {}) or None}  # fmt: skip
+    ll = pm.compute_log_likelihood(source, extend_inferencedata=False, **kw)
+    pp = pm.sample_posterior_predictive(source, freeze_vars=drawn, random_seed=random_seed, **kw)
     shape = (*weights.shape[:2], -1)
     out = np.asarray(ll[obs].values, dtype=float).reshape(shape)
     rep = np.asarray(pp["posterior_predictive"][obs].values).reshape(shape)
@@ -209,18 +160,17 @@ def model_pointwise(
 
 
 def _constant_data(model) -> xr.Dataset:
-    """The model's data as PyMC's ``constant_data`` group (so that none counts as changed)."""
+    """The model's data as PyMC's ``constant_data`` group."""
     return xr.Dataset(model_constants(model))
 
 
 def with_model_likelihood(tree: xr.DataTree, model, spec: ModelSpec, posterior, weights, **kw):
-    """``tree`` with :func:`model_pointwise` as ``log_likelihood`` and ``posterior_predictive``
-    (a type-II tree's ``sample_stats.lp`` follows; attribute ``likelihood = "model"``)."""
+    """``tree`` with :func:`model_pointwise` as ``log_likelihood`` and ``posterior_predictive``."""
     ll, rep = model_pointwise(model, spec, posterior, weights, **kw)
     obs = observed_name(spec)
     old = tree["log_likelihood"][obs].values
     stats = tree["sample_stats"].to_dataset()
-    if "lp" in stats and "diverging" not in stats:  # a type-II tree's own lp
+    if "lp" in stats and "diverging" not in stats:  # a type-II tree's lp
         lp = stats["lp"].values - old.sum(-1) + ll.sum(-1)
         tree["sample_stats"] = xr.DataTree(stats.assign(lp=(stats["lp"].dims, lp)))
     for group, values in (("log_likelihood", ll), ("posterior_predictive", rep)):

@@ -1,14 +1,5 @@
-"""The collapsed samplers' weight draws, drawn chain by chain as the hyperparameters are.
-
-The collapsed regression sampler samples the hyperparameters by NUTS and
-draws the weights afterwards, one draw per hyperparameter draw
-(:func:`exact_weight_rows`: ``w ~ N(mu, Sigma)`` exactly).  :class:`ChainDraws`
-holds them per chain, so that a convergence check during sampling
-(:mod:`rvm_pymc.inference._stop`) and the fit's result share one set of draws.
-:func:`reported_draws` maps the recorded draws to those a fit reports (with those
-weights, and for the estimators' RBF-width model with unit-RMS columns, of the
-unscaled columns): what the convergence check and the stopping rule check.
-"""
+"""The collapsed sampler's exact weight draws, chain by chain (:class:`ChainDraws`, shared by
+the stopping rule and the result), and :func:`reported_draws`, the draws a fit reports."""
 
 from __future__ import annotations
 
@@ -45,8 +36,7 @@ class ChainDraws:
         self._rngs: dict[int, np.random.Generator] = {}
 
     def upto(self, draws: Mapping[str, np.ndarray]) -> np.ndarray:
-        """The derived draws ``(chain, k, ...)`` of ``draws`` (arrays ``(chain, k, ...)``),
-        computing only the rows of each chain not computed before."""
+        """The derived draws ``(chain, k, ...)`` of ``draws``, computing only new rows."""
         first = next(iter(draws.values()))
         n_chain, k = first.shape[:2]
         out = []
@@ -67,9 +57,7 @@ def chain_seeds(random_seed) -> Callable[[int], np.random.Generator]:
 
 
 def exact_weight_rows(model, spec: ModelSpec):
-    """``rows(draws, rng, chain, start)``: one draw of ``w ~ N(mu, Sigma)`` per draw of the
-    hyperparameters (``draws``: ``log_alpha``, ``log_beta`` and, for the
-    RBF-width model, ``log_length_scale``, of ``n`` rows each)."""
+    """``rows(draws, rng, chain, start)``: one ``w ~ N(mu, Sigma)`` a hyperparameter draw."""
     t = model_data(model, "t")
     fixed = None if spec.rbf_width else design_matrix(model, spec)
     gram = None if fixed is None else (fixed.T @ fixed, fixed.T @ t)
@@ -96,17 +84,11 @@ def _gram(model, spec, t, log_length_scale: float) -> tuple[np.ndarray, np.ndarr
 def reported_draws(
     model, spec: ModelSpec, weights: ChainDraws | None, unscaled: bool = False
 ) -> Callable[[Draws], Draws]:
-    """``report(draws)``: the draws ``(chain, k, ...)`` recorded by the sampler as the fit
-    reports them.
+    """``report(draws)``: the recorded draws ``(chain, k, ...)`` as the fit reports them.
 
-    With the collapsed sampler's ``weights``, ``w`` is added (drawn from the recorded
-    hyperparameters).  With ``unscaled``, for an RBF-width model whose kernel columns
-    are scaled to RMS 1 at every width (``spec.rbf_unit_rms``, the estimators'), the
-    weights and ``log_alpha`` become those of the unscaled columns
-    ``[1 | exp(-gamma D)]``, draw by draw: ``w / r``, ``log_alpha + 2 log r`` with ``r``
-    each column's RMS at the draw's width (1 for the bias; computed once a draw).
-    The convergence standard is checked on what this returns, so that it holds for
-    the posterior a user reads.
+    With ``weights``, ``w`` is added.  With ``unscaled``, an RBF-width model with unit-RMS
+    columns reports those of the unscaled columns: ``w / r``, ``log_alpha + 2 log r`` with
+    ``r`` each column's RMS at the draw's width (1 for the bias).
     """
     rms_rows = None
     if unscaled and spec.rbf_width and spec.rbf_unit_rms:

@@ -6,33 +6,13 @@ Imports nothing, so that the estimators' parameter checks read it before PyMC.
 
 from __future__ import annotations
 
-__all__ = [
-    "CHAINS",
-    "CHECK_EVERY",
-    "COLLAPSED_TARGET_ACCEPT",
-    "COLLAPSED_TUNE",
-    "DEFAULT_PARAMETRIZATION",
-    "DEFAULT_SAMPLERS",
-    "DRAWS",
-    "ESTIMATOR_CHAINS",
-    "ESTIMATOR_DRAWS",
-    "FIRST_CHECK",
-    "JAX_COLLAPSED_MAX_BASES",
-    "JOINT_TARGET_ACCEPT",
-    "JOINT_TUNE",
-    "KIND_TARGET_ACCEPT",
-    "SWAP_KINDS",
-    "SWAP_PROPOSALS",
-    "TARGET_ACCEPT",
-    "TUNE",
-    "UNTIL_CONVERGED",
-    "WIDTH_COLLAPSED_TARGET_ACCEPT",
-    "WIDTH_DRAWS",
-    "WIDTH_JOINT_TARGET_ACCEPT",
-    "estimator_draws",
-    "estimator_target_accept",
-    "estimator_tune",
-]
+__all__ = ["CHAINS", "CHECK_EVERY", "COLLAPSED_TARGET_ACCEPT", "COLLAPSED_TUNE",
+           "DEFAULT_PARAMETRIZATION", "DEFAULT_SAMPLERS", "DRAWS", "ESTIMATOR_CHAINS",
+           "ESTIMATOR_DRAWS", "FIRST_CHECK", "JAX_COLLAPSED_MAX_BASES", "JOINT_TARGET_ACCEPT",
+           "JOINT_TUNE", "KIND_TARGET_ACCEPT", "SWAP_KINDS", "SWAP_PROPOSALS", "TARGET_ACCEPT",
+           "TUNE", "UNTIL_CONVERGED", "WIDTH_COLLAPSED_TARGET_ACCEPT", "WIDTH_DRAWS",
+           "WIDTH_JOINT_TARGET_ACCEPT", "estimator_draws", "estimator_target_accept",
+           "estimator_tune"]  # fmt: skip
 
 # ---------------------------------------------------------- the inference functions
 DRAWS = 1000
