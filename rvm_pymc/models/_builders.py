@@ -32,10 +32,9 @@ from rvm_pymc.priors import HyperPrior, resolve_prior
 
 
 class RVMModel(pm.Model):
-    """A :class:`pymc.Model` whose ``print(model)`` lists its variables and priors
-    (``model.str_repr()``, e.g. ``log_alpha ~ LogGamma(1, 0.01)``), and whose NUTS log
-    density is compiled once for every number of bases (:mod:`rvm_pymc.models._raveled`).
-    ``model.copy()`` returns a plain ``pymc.Model``.
+    """A :class:`pymc.Model` whose ``print(model)`` lists its variables and priors, and whose
+    NUTS log density is compiled once for every number of bases
+    (:mod:`rvm_pymc.models._raveled`).  ``model.copy()`` returns a plain ``pymc.Model``.
     """
 
     def __str__(self) -> str:
@@ -53,15 +52,14 @@ _BUILDER_MADE = "_rvm_pymc_builder"
 
 
 def _builder_made(model: RVMModel) -> RVMModel:
-    """Mark ``model`` as made by a builder of this module (its likelihood is the package's)."""
+    """Mark ``model`` as made by a builder (its likelihood is the package's)."""
     setattr(model, _BUILDER_MADE, True)
     return model
 
 
 def builder_made(model) -> bool:
-    """Whether a builder of :mod:`rvm_pymc.models` made ``model`` as it stands with a likelihood
-    of the package's own formulas (any other model, e.g. ``regression_joint(...,
-    likelihood="student_t")``, is scored from the model itself).
+    """Whether a builder of :mod:`rvm_pymc.models` made ``model`` with a likelihood of the
+    package's own formulas (any other model is scored from the model itself).
 
     Parameters
     ----------
@@ -85,7 +83,7 @@ def _new_model(Phi, name: str, target, basis_names, **coords):
 
 
 def _no_slab(hp: HyperPrior, builder: str) -> HyperPrior:
-    """``hp``, or ValueError if it has a slab (the marginal models' weights are integrated out)."""
+    """``hp``, or ValueError if it has a slab."""
     if hp.slab is not None:
         raise ValueError(
             f"{builder} has no slab (prior slab={hp.slab}): its marginal likelihood "
@@ -127,9 +125,9 @@ def regression_joint(
         Coordinate values of the ``basis`` dimension (default ``0..M-1``).
     likelihood : {"normal", "student_t"}
         ``"student_t"``: Student-t noise of scale ``beta^-1/2`` and free degrees of
-        freedom ``nu ~ Gamma(2, 0.1)`` (Juarez & Steel 2010), robust to outliers.  The
-        model is then not :func:`~rvm_pymc.models.builder_made`: the NUTS fits score it by its own
-        likelihood (``docs/pymc.md``) and type-II MAP refuses it.
+        freedom ``nu ~ Gamma(2, 0.1)`` (Juarez & Steel 2010).  Not
+        :func:`~rvm_pymc.models.builder_made`: NUTS scores it by its own likelihood and
+        type-II MAP refuses it.
 
     Returns
     -------
@@ -166,7 +164,7 @@ def regression_joint(
             return _builder_made(model)
         nu = pm.Gamma("nu", alpha=2.0, beta=0.1)
         pm.StudentT("t_obs", nu=nu, mu=mu, sigma=sigma, observed=t_d, dims="obs")
-    return model  # not the package's Normal: scored by its own likelihood
+    return model  # not builder_made: scored by its own likelihood
 
 
 def regression_marginal(
@@ -196,9 +194,8 @@ def regression_marginal(
     -------
     pymc.Model
         Free variables ``log_alpha`` (basis) and ``log_beta``; observed ``t_obs``.
-        Data containers ``Phi``, ``t`` and ``PhiTPhi`` (set it too after a new
-        ``Phi``; the fits check), and in the low-rank form ``PhiTPhi_factor``
-        (not updated by a new ``Phi``: build the model again).
+        Data ``Phi``, ``t`` and ``PhiTPhi`` (set it too after a new ``Phi``), and in the
+        low-rank form ``PhiTPhi_factor`` (after a new ``Phi``: build the model again).
 
     References
     ----------
@@ -233,8 +230,7 @@ def regression_marginal(
 
 
 def rbf_design(X, centres, log_length_scale, *, bias: bool = True):
-    """RBF design matrix ``[1 | exp(-|x - c|^2 / (2 l^2))]``, ``l = exp(log_length_scale)``,
-    of PyTensor variables or NumPy arrays.
+    """RBF design matrix ``[1 | exp(-|x - c|^2 / (2 l^2))]``, ``l = exp(log_length_scale)``.
 
     Parameters
     ----------
@@ -256,8 +252,7 @@ def rbf_design(X, centres, log_length_scale, *, bias: bool = True):
 
 
 def _length_scale_prior(X, length_scale_prior) -> tuple[float, float]:
-    """``(mean, sd)`` of the Normal prior of ``log_length_scale`` (default: the log of the
-    median pairwise distance of ``X``, sd 1), checked."""
+    """``(mean, sd)`` of the Normal prior of ``log_length_scale``, checked."""
     if length_scale_prior is None:
         d = np.sqrt(sq_distances(X, X))
         med = float(np.median(d[np.triu_indices(len(X), 1)]))
@@ -277,9 +272,8 @@ def _length_scale_prior(X, length_scale_prior) -> tuple[float, float]:
 
 def _rbf_width_model(X, target_name, target, centres, bias, length_scale_prior, unit_rms,
                      basis_names=None, **coords):  # fmt: skip
-    """A new RVMModel with the data of an RBF-width model (``X``, ``centres``, their squared
-    distances ``sqdist``, the targets) and the free ``log_length_scale``; returns the model,
-    its design matrix (a tensor of ``log_length_scale``) and the target data."""
+    """A new RVMModel with the data and free ``log_length_scale`` of an RBF-width model; returns
+    the model, its design matrix tensor and the target data."""
     C = X if centres is None else as_2d_float(centres, "centres")
     if C.shape[1] != X.shape[1]:
         raise ValueError(f"centres has {C.shape[1]} features but X has {X.shape[1]}")
@@ -296,7 +290,6 @@ def _rbf_width_model(X, target_name, target, centres, bias, length_scale_prior, 
         if unit_rms:
             pm.Data(RBF_UNIT_RMS, 1.0)
         target_d = pm.Data(target_name, target, dims="obs")
-        # the prior as named data, not constants: one compiled graph for every data set
         mu_d = pm.Data(WIDTH_PRIOR_DATA[0], ls_mu)
         sd_d = pm.Data(WIDTH_PRIOR_DATA[1], ls_sd)
         log_ls = pm.Normal("log_length_scale", mu=mu_d, sigma=sd_d)
@@ -318,13 +311,10 @@ def regression_marginal_rbf(
 ) -> pm.Model:
     """Marginal RVM regression whose RBF length scale is an unknown.
 
-    The design matrix is ``[1 | exp(-D / (2 l^2))]`` of the squared distances
-    ``D`` of ``X`` to ``centres`` (computed once, data ``sqdist``) with
-    ``log l = log_length_scale ~ N(m, s)``, so that type-II MAP chooses the
-    width by the evidence and NUTS integrates over it
-    (:mod:`rvm_pymc._core.rbf_width`; the kernel's ``gamma`` is
-    ``exp(-2 log l) / 2``).  The marginal's gradient in ``Phi`` (which forms
-    ``Phi^T Phi`` itself, :func:`marginal_logp_fast`) is taken through the width.
+    The design matrix is ``[1 | exp(-D / (2 l^2))]`` of the squared distances ``D`` of
+    ``X`` to ``centres`` (data ``sqdist``) with ``log l = log_length_scale ~ N(m, s)``
+    (the kernel's ``gamma`` is ``exp(-2 log l) / 2``): type-II MAP chooses the width by
+    the evidence, NUTS integrates over it.
 
     Parameters
     ----------
@@ -342,9 +332,8 @@ def regression_marginal_rbf(
     prior : str, mapping or HyperPrior, optional
         Gamma hyperprior; default ``"weakly_informative"``.
     unit_rms : bool, default False
-        Divide every kernel column by its root mean square over the inputs at
-        each width (data ``rbf_unit_rms``), as the estimators scale their
-        columns, so that the prior of the precisions means the same at every width.
+        Divide every kernel column by its root mean square over the inputs at each
+        width (data ``rbf_unit_rms``), as the estimators do.
     basis_names : sequence, optional
         Coordinate values of ``basis`` (default ``"bias"``, ``"x0"``, ``"x1"``, ...).
 
@@ -387,11 +376,9 @@ def classification_rbf(
 ) -> pm.Model:
     """RVM classification (binary or softmax) whose RBF length scale is an unknown.
 
-    The design matrix of :func:`regression_marginal_rbf` (data ``X``,
-    ``centres``, ``sqdist``, free ``log_length_scale``) with the weights of
+    The design matrix of :func:`regression_marginal_rbf` with the weights of
     :func:`~rvm_pymc.models.classification_binary` (two classes) or
-    :func:`~rvm_pymc.models.classification_softmax` (``W``, K > 2), for
-    NUTS over the weights, the precisions and the width together.
+    :func:`~rvm_pymc.models.classification_softmax` (``W``, K > 2), for NUTS.
 
     Parameters
     ----------

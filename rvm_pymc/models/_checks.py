@@ -1,7 +1,4 @@
-"""Input checks of the model builders (:mod:`rvm_pymc.models`).
-
-Each raises :class:`ValueError` naming the offending argument.
-"""
+"""Input checks of the model builders; each raises ValueError naming the argument."""
 
 from __future__ import annotations
 
@@ -16,19 +13,19 @@ LIKELIHOODS = ("normal", "student_t")
 
 
 def _check_one_of(argument: str, value, allowed: tuple[str, ...]):
-    """Return ``value`` if it is one of ``allowed``; else ValueError naming ``argument``."""
+    """``value`` if it is one of ``allowed``."""
     if value not in allowed:
         raise ValueError(f"{argument} must be one of {allowed}; got {value!r}")
     return value
 
 
 def check_parametrization(parametrization: str) -> str:
-    """Return ``parametrization`` if it is ``"centred"`` or ``"non_centred"``."""
+    """``parametrization`` if it is one of :data:`PARAMETRIZATIONS`."""
     return _check_one_of("parametrization", parametrization, PARAMETRIZATIONS)
 
 
 def check_likelihood(likelihood: str) -> str:
-    """Return ``likelihood`` if it is ``"normal"`` or ``"student_t"``."""
+    """``likelihood`` if it is one of :data:`LIKELIHOODS`."""
     return _check_one_of("likelihood", likelihood, LIKELIHOODS)
 
 

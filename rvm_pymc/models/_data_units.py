@@ -41,14 +41,12 @@ def data_unit_model(
 ) -> pm.Model:
     """The RVM of a fit on the scaled problem, written in the units of the data.
 
-    The fit saw ``Phi / basis_scale`` and (regression) ``(t - y_offset) / y_scale``;
-    this model holds its variables in data units
-    (:meth:`rvm_pymc.results.WeightPosterior.to_data_units`) under the names of
-    the result schema, the Gamma prior of the scaled precisions shifted
-    accordingly: data ``Phi``, ``t`` or ``y`` (no dims), ``basis_scale`` (and
-    ``y_offset``, ``y_scale``); ``log_alpha`` and ``log_beta`` free, or data when
-    given in ``fixed``; centred weights ``w`` or ``W``; observed ``t_obs``,
-    ``y_obs`` or ``counts_obs``.
+    The fit saw ``Phi / basis_scale`` and (regression) ``(t - y_offset) / y_scale``; this
+    model holds its variables in data units
+    (:meth:`rvm_pymc.results.WeightPosterior.to_data_units`) under the result schema's
+    names, the Gamma prior of the scaled precisions shifted accordingly: data ``Phi``,
+    ``t`` or ``y``, ``basis_scale`` (and ``y_offset``, ``y_scale``); ``log_alpha`` and
+    ``log_beta`` free or (``fixed``) data; centred weights ``w`` or ``W``.
 
     Parameters
     ----------
@@ -64,9 +62,8 @@ def data_unit_model(
     prior : HyperPrior, str or mapping, optional
         The prior of the fit (stated on the scaled problem); default ``"weakly_informative"``.
     fixed : mapping, optional
-        ``{"log_alpha": ..., "log_beta": ..., "log_dispersion": ...}`` in data
-        units: held as data (``log_dispersion``, which has no units, otherwise
-        free under the prior of :data:`rvm_pymc.priors.DISPERSION_PRIOR_SCALE`).
+        ``{"log_alpha": ..., "log_beta": ..., "log_dispersion": ...}`` in data units,
+        held as data.
     basis_names, class_names : sequence, optional
         Coordinates ``basis`` and (softmax) ``class``.
 
@@ -107,7 +104,7 @@ def data_unit_model(
             log_beta = pm.Data("log_beta", float(fixed["log_beta"]))
         elif regression:
             log_beta = _log_precision("log_beta", hp.c, hp.d, shift=-2.0 * log_y_scale)
-        log_slab = None  # the slab's precision 1/s^2 of the scaled weights, in data units
+        log_slab = None  # the slab's 1/s^2 of the scaled weights, in data units
         if hp.slab is not None:
             log_slab = shift - 2.0 * pt.log(pm.Data(SLAB_DATA, hp.slab))
         sd = pt.exp(-0.5 * weight_log_precision(log_alpha, log_slab))

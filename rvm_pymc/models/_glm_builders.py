@@ -1,5 +1,4 @@
-"""The PyMC builders of the RVMs with a non-Gaussian likelihood: classifiers and counts
-(free weights; type-II MAP integrates them by the Laplace approximation)."""
+"""The PyMC builders of the RVMs with a non-Gaussian likelihood: classifiers and counts."""
 
 from __future__ import annotations
 
@@ -21,18 +20,14 @@ from rvm_pymc.models._likelihoods import (
 from rvm_pymc.models._priors import _ard_precisions, _log_dispersion, _weights
 from rvm_pymc.priors import DISPERSION_PRIOR_SCALE, resolve_prior
 
-__all__ = [
-    "classification_binary",
-    "classification_softmax",
-    "counts_negative_binomial",
-    "counts_poisson",
-]
+__all__ = ["classification_binary", "classification_softmax", "counts_negative_binomial",
+           "counts_poisson"]  # fmt: skip
 
 
 def _one_output_glm(Phi, y, prior, parametrization, basis_names, observed, likelihood,
                     dispersion_scale=None):  # fmt: skip
-    """The model of one latent output ``Phi @ w`` (ARD weights) observed through ``likelihood``
-    (with a ``dispersion_scale``: ``likelihood(observed, eta, log_r, y)``, NB2)."""
+    """The model of one latent output ``Phi @ w`` observed through ``likelihood`` (with a
+    ``dispersion_scale``: ``likelihood(observed, eta, log_r, y)``)."""
     check_consistent_length(Phi=Phi, y=y)
     check_parametrization(parametrization)
     hp = resolve_prior(prior, default="weakly_informative")
@@ -86,8 +81,7 @@ def classification_softmax(
     """K-class RVM classification: ``y ~ Categorical(softmax(Phi W))``.
 
     One precision ``alpha_m`` per basis, shared by the K columns of ``W``
-    (``W[m, k] ~ N(0, 1/alpha_m)``), so a basis is relevant to all classes or
-    to none.
+    (``W[m, k] ~ N(0, 1/alpha_m)``).
 
     Parameters
     ----------
@@ -164,18 +158,16 @@ def counts_negative_binomial(
 ) -> pm.Model:
     """RVM for overdispersed counts: ``y ~ NB2(exp(Phi w), r)`` (log link).
 
-    Mean ``mu = exp(Phi w)``, variance ``mu + mu^2 / r``.  The dispersion is
-    the free ``log_dispersion`` (``log r``) under ``1/sqrt(r) ~
-    HalfNormal(dispersion_prior_scale)`` (:data:`rvm_pymc.priors.DISPERSION_PRIOR_SCALE`),
-    whose mode is the Poisson (``r = inf``).
+    Mean ``mu = exp(Phi w)``, variance ``mu + mu^2 / r``, the free ``log_dispersion``
+    (``log r``) under ``1/sqrt(r) ~ HalfNormal(dispersion_prior_scale)``.
 
     Parameters
     ----------
     Phi, y, prior, parametrization, basis_names
         As for :func:`counts_poisson`.
     dispersion_prior_scale : float
-        The scale of the half-normal prior on ``1/sqrt(r)`` (data
-        ``dispersion_prior_scale``).
+        Data ``dispersion_prior_scale``; default
+        :data:`rvm_pymc.priors.DISPERSION_PRIOR_SCALE`.
 
     Returns
     -------

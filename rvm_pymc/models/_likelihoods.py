@@ -1,5 +1,4 @@
-"""Likelihood terms of the RVM models as PyTensor graphs, stable for any logit in every
-PyTensor compile mode (softplus / log_softmax, the Poisson density in the log rate)."""
+"""Likelihood terms of the RVM models as PyTensor graphs, stable in every compile mode."""
 
 from __future__ import annotations
 
@@ -59,8 +58,7 @@ def _marginal_random(log_alpha, log_beta, Phi, *gram, rng=None, size=None):
 
 
 def _marginal_parts(log_alpha, log_beta, PtP, Phi, t):
-    """The marginal log density (Jacobi-scaled Cholesky of ``H``, the quadratic form in
-    residual form) and what its gradient reuses."""
+    """The marginal log density and what its gradient reuses."""
     alpha, beta = pt.exp(log_alpha), pt.exp(log_beta)
     n = pt.cast(t.shape[0], "float64")
     H = beta * PtP + pt.diag(alpha)
@@ -71,19 +69,14 @@ def _marginal_parts(log_alpha, log_beta, PtP, Phi, t):
     resid = t - Phi @ mu
     beta_rss = beta * pt.sum(resid**2)
     quad = beta_rss + pt.sum(alpha * mu**2)
-    logdet_c = (
-        2.0 * pt.sum(pt.log(pt.diag(L)))
-        - 2.0 * pt.sum(pt.log(p))
-        - pt.sum(log_alpha)
-        - n * log_beta
-    )
+    logdet_c = (2.0 * pt.sum(pt.log(pt.diag(L))) - 2.0 * pt.sum(pt.log(p)) - pt.sum(log_alpha)
+                - n * log_beta)  # fmt: skip
     logp = -0.5 * (n * LOG_2PI + logdet_c + quad)
     return logp, L, p, mu, resid, beta_rss
 
 
 def _lower_inverse_blocks(L):
-    """``L^-1 = [[B1, 0], [X, B2]]`` of a lower-triangular ``L`` by one 2 x 2 block step
-    (``docs/pymc.md``): ``B1 = L11^-1``, ``B2 = L22^-1``, ``X = -B2 L21 B1``."""
+    """``L^-1 = [[B1, 0], [X, B2]]`` of a lower-triangular ``L``: ``X = -B2 L21 B1``."""
     m = L.shape[0]
     k = m // 2
     B1 = solve_triangular(L[:k, :k], pt.eye(k), lower=True)
@@ -93,8 +86,7 @@ def _lower_inverse_blocks(L):
 
 
 def _precision_gradients(log_alpha, t, outputs):
-    """``d logp / d log alpha`` and ``d logp / d log beta`` from the forward node's factor,
-    and the blocks of ``L^-1`` they used."""
+    """``d logp / d log alpha``, ``d logp / d log beta`` and the blocks of ``L^-1`` used."""
     # d/d log alpha_m = (1 - alpha_m (Sigma_mm + mu_m^2)) / 2
     # d/d log beta    = (N - M + sum_m alpha_m Sigma_mm - beta ||t - Phi mu||^2) / 2
     _, L, p, mu, _, beta_rss = outputs
@@ -118,32 +110,25 @@ def _posterior_covariance(p, blocks):
 
 
 def _marginal_pullback(inputs, outputs, cotangents):
-    # as a function of (PtP, Phi^T t, t^T t); the gradients in PtP and Phi are needed only
-    # when a given PtP depends on a free variable (a design of free variables: _design_op)
+    # as a function of (PtP, Phi^T t, t^T t)
     log_alpha, log_beta, _, _, t = inputs
     _, _, p, mu, resid, _ = outputs
     beta = pt.exp(log_beta)
     g_log_alpha, g_log_beta, blocks = _precision_gradients(log_alpha, t, outputs)
     g_PtP = -0.5 * beta * (_posterior_covariance(p, blocks) + pt.outer(mu, mu))
     g = cotangents[0]
-    return [
-        g * g_log_alpha,
-        g * g_log_beta,
-        g * g_PtP,
-        g * beta * pt.outer(t, mu),  # through Phi^T t
-        g * (-beta) * resid,  # through Phi^T t and t^T t
-    ]
+    # the last two: through Phi^T t, and through Phi^T t and t^T t
+    return [g * g_log_alpha, g * g_log_beta, g * g_PtP, g * beta * pt.outer(t, mu),
+            g * (-beta) * resid]  # fmt: skip
 
 
 def _design_parts(log_alpha, log_beta, Phi, t):
-    """:func:`_marginal_parts` of a design matrix that is a function of free variables
-    (``Phi^T Phi`` formed here, so that the pullback gives the whole gradient in ``Phi``)."""
+    """:func:`_marginal_parts` forming ``Phi^T Phi`` (a design of free variables)."""
     return _marginal_parts(log_alpha, log_beta, Phi.T @ Phi, Phi, t)
 
 
 def _design_pullback(inputs, outputs, cotangents):
-    # d/d Phi = beta (t - Phi mu) mu^T - beta Phi Sigma  (through Phi^T Phi and Phi^T t at
-    # once: one N x M x M product, where the pullback of a given Phi^T Phi takes two)
+    # d/d Phi = beta (t - Phi mu) mu^T - beta Phi Sigma
     log_alpha, log_beta, Phi, t = inputs
     _, _, p, mu, resid, _ = outputs
     beta = pt.exp(log_beta)
@@ -154,9 +139,8 @@ def _design_pullback(inputs, outputs, cotangents):
 
 
 def marginal_op(parts, pullback, gram: str | None, name: str) -> OpFromGraph:
-    """The Op of ``parts(log_alpha, log_beta, G, Phi, t)`` (log density first, then what
-    ``pullback`` reuses); ``G``, named ``gram``, is the form of ``Phi^T Phi`` taken. With
-    ``gram`` None the Op takes ``(log_alpha, log_beta, Phi, t)`` and forms ``Phi^T Phi``."""
+    """The Op of ``parts(log_alpha, log_beta, G, Phi, t)`` (log density first); ``G`` is the
+    form of ``Phi^T Phi`` named ``gram``, absent for None."""
     la, t = pt.dvector("log_alpha"), pt.dvector("t")
     lb = pt.dscalar("log_beta")
     grams = [] if gram is None else [pt.dmatrix(gram)]
@@ -182,10 +166,8 @@ def _design_op() -> OpFromGraph:
 def marginal_logp_fast(t, log_alpha, log_beta, Phi, PhiTPhi=None) -> pt.TensorVariable:
     """:func:`marginal_logp` with an analytic gradient (the regression builders use it).
 
-    Same value and arguments as :func:`marginal_logp`. The gradient costs one M x M
-    factorisation, one triangular inverse and O(N M) products; without ``PhiTPhi`` (a
-    design matrix of free variables, such as an RBF width) the Op forms ``Phi^T Phi``
-    itself and its gradient in ``Phi`` costs one N x M x M product (``Phi Sigma``) more.
+    Same value and arguments as :func:`marginal_logp`.  Without ``PhiTPhi`` the Op forms
+    ``Phi^T Phi`` itself and gives the gradient in ``Phi`` (a design of free variables).
     """
     if PhiTPhi is None:
         return apply_marginal(_design_op(), log_alpha, log_beta, Phi, t)
@@ -195,24 +177,14 @@ def marginal_logp_fast(t, log_alpha, log_beta, Phi, PhiTPhi=None) -> pt.TensorVa
 def marginal_likelihood(
     log_alpha, log_beta, Phi, PhiTPhi=None, logp=None, gram_shape: str = "(m,m)"
 ) -> None:
-    """Observed ``t_obs`` of the marginal model (:func:`marginal_logp_fast` on the data ``t``,
-    or ``logp`` for another form ``G`` of ``Phi^T Phi`` of shape ``gram_shape``; without
-    ``PhiTPhi``, a design matrix of free variables)."""
+    """Observed ``t_obs`` of the marginal model (:func:`marginal_logp_fast`, or ``logp`` of a
+    form of ``Phi^T Phi`` of shape ``gram_shape``) on the data ``t``."""
     grams = [] if PhiTPhi is None else [PhiTPhi]
     gram_sig = "" if PhiTPhi is None else f",{gram_shape}"
-    pm.CustomDist(
-        "t_obs",
-        log_alpha,
-        log_beta,
-        Phi,
-        *grams,
-        logp=marginal_logp_fast if logp is None else logp,
-        random=_marginal_random,
-        signature=f"(m),(),(n,m){gram_sig}->(n)",
-        class_name="MarginalNormal",
-        observed=pm.modelcontext(None)["t"],
-        dims="obs",
-    )
+    pm.CustomDist("t_obs", log_alpha, log_beta, Phi, *grams,
+                  logp=marginal_logp_fast if logp is None else logp, random=_marginal_random,
+                  signature=f"(m),(),(n,m){gram_sig}->(n)", class_name="MarginalNormal",
+                  observed=pm.modelcontext(None)["t"], dims="obs")  # fmt: skip
 
 
 # softplus / log_softmax, not pm.Bernoulli / pm.Categorical(logit_p=...): those are stable
@@ -271,10 +243,7 @@ def _poisson_log_random(log_rate, rng=None, size=None):
 
 
 def poisson_log(name: str, log_rate, observed) -> pt.TensorVariable:
-    """``y ~ Poisson(exp(log_rate))`` (the log link) with the log density written in ``log_rate``.
-
-    ``y log_rate - exp(log_rate) - log y!`` (non-integer counts have a density too).
-    """
+    """``y ~ Poisson(exp(log_rate))``: ``y log_rate - exp(log_rate) - log y!``."""
     return _observed(name, log_rate, _poisson_log_logp, _poisson_log_random, "PoissonLog",
                      observed, dtype="float64")  # fmt: skip
 
@@ -297,9 +266,7 @@ def _negbin_log_random(log_mean, log_r, rng=None, size=None):
 def negative_binomial_log(name: str, log_mean, log_dispersion, observed) -> pt.TensorVariable:
     """``y ~ NB2(mean exp(log_mean), dispersion exp(log_dispersion))`` (the log link).
 
-    Variance ``mu + mu^2 / r``; the log density, written in ``log_mean`` and
-    ``log r``, is :func:`rvm_pymc._core.counts.negbin_logpmf`'s
-    (non-integer counts have a density too).
+    The log density of :func:`rvm_pymc._core.counts.negbin_logpmf`, in ``log_mean``, ``log r``.
     """
     return pm.CustomDist(name, log_mean, log_dispersion, logp=_negbin_log_logp,
                          random=_negbin_log_random, dtype="float64", observed=observed,

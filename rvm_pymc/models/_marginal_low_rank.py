@@ -23,14 +23,8 @@ from pytensor.tensor.linalg import cholesky, solve_triangular
 
 from rvm_pymc.models._likelihoods import LOG_2PI, apply_marginal, marginal_likelihood, marginal_op
 
-__all__ = [
-    "GRAM_FACTOR_DATA",
-    "GRAM_RTOL",
-    "LOW_RANK_FRACTION",
-    "gram_factor",
-    "marginal_likelihood_low_rank",
-    "marginal_logp_low_rank",
-]
+__all__ = ["GRAM_FACTOR_DATA", "GRAM_RTOL", "LOW_RANK_FRACTION", "gram_factor",
+           "marginal_likelihood_low_rank", "marginal_logp_low_rank"]  # fmt: skip
 
 GRAM_RTOL = 1e-18
 """Eigenvalues of ``Phi^T Phi`` at or below this times the largest are dropped."""
@@ -38,22 +32,18 @@ GRAM_RTOL = 1e-18
 GRAM_FACTOR_DATA = "PhiTPhi_factor"
 
 LOW_RANK_FRACTION = 0.6
-""":func:`~rvm_pymc.models.regression_marginal` uses the factor when its rank is at most
-this fraction of the number of bases."""
+"""``regression_marginal`` uses the factor when its rank is at most this fraction of ``M``."""
 
 
 def gram_factor(Phi, rtol: float = GRAM_RTOL) -> np.ndarray:
     """``W`` (M x r) with orthogonal columns and ``W W^T = Phi^T Phi`` to within ``rtol``.
-
-    ``W = V_r s_r`` over the singular values of ``Phi`` with ``s_k^2 > rtol * s_1^2``.
 
     Parameters
     ----------
     Phi : ndarray of shape (N, M)
         Design matrix.
     rtol : float
-        Relative threshold on the eigenvalues of ``Phi^T Phi``; default
-        ``rvm_pymc.models.GRAM_RTOL``.
+        Relative threshold on the eigenvalues of ``Phi^T Phi``.
 
     Returns
     -------
@@ -88,9 +78,8 @@ def _low_rank_parts(log_alpha, log_beta, W, Phi, t):
 
 
 def _low_rank_pullback(inputs, outputs, cotangents):
-    # d/d log alpha_m = (gamma_m - alpha_m mu_m^2) / 2,  gamma_m = 1 - alpha_m Sigma_mm
-    # d/d log beta    = (N - sum_m gamma_m - beta ||t - Phi mu||^2) / 2
-    # with gamma_m = beta |L^-1 Q W^T e_m|^2 / alpha_m (Woodbury), no M x M matrix.
+    # d/d log alpha_m = (gamma_m - alpha_m mu_m^2) / 2, d/d log beta = (N - sum gamma -
+    # beta ||t - Phi mu||^2) / 2, gamma_m = beta |L^-1 Q W^T e_m|^2 / alpha_m (Woodbury)
     log_alpha, log_beta, W, Phi, t = inputs
     _, L, q, mu, beta_rss = outputs
     alpha, beta = pt.exp(log_alpha), pt.exp(log_beta)
@@ -100,13 +89,8 @@ def _low_rank_pullback(inputs, outputs, cotangents):
     g = cotangents[0]
     op = _low_rank_op()
     why = "the low-rank marginal is for a design matrix that is data; use marginal_logp_fast"
-    return [
-        g * 0.5 * (gamma - alpha * mu**2),
-        g * 0.5 * (n - pt.sum(gamma) - beta_rss),
-        grad_undefined(op, 2, W, why),
-        grad_undefined(op, 3, Phi, why),
-        grad_undefined(op, 4, t, why),
-    ]
+    return [g * 0.5 * (gamma - alpha * mu**2), g * 0.5 * (n - pt.sum(gamma) - beta_rss),
+            *(grad_undefined(op, i, v, why) for i, v in ((2, W), (3, Phi), (4, t)))]  # fmt: skip
 
 
 @functools.cache

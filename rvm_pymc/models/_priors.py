@@ -1,5 +1,4 @@
-"""The priors of the builders' variables: log precisions (see :mod:`rvm_pymc.models`) and
-ARD weights ``N(0, 1/alpha_m)`` (with a slab ``N(0, 1/(alpha_m + 1/slab^2))``)."""
+"""The priors of the builders' variables: log precisions, dispersion and ARD weights."""
 
 from __future__ import annotations
 
@@ -32,19 +31,14 @@ def log_gamma_normaliser(shape: float, rate: float) -> float:
 def _log_precision(
     name: str, shape: float, rate: float, dims=None, shift=None
 ) -> pt.TensorVariable:
-    """A free log precision whose exponential has a Gamma(shape, rate) prior.
-
-    Density ``shape y - rate e^y`` (+ normaliser if proper) of ``y = log x``; ``shape``
-    and ``rate`` are the named data of :data:`~rvm_pymc.models.spec.PRIOR_DATA`.  With
-    ``shift`` the variable is ``log x + shift`` (another scale, e.g. data units).
-    """
+    """A free log precision ``y = log x + shift`` with ``x ~ Gamma(shape, rate)``: density
+    ``shape y - rate e^y`` (+ normaliser if proper), ``shape`` and ``rate`` named data."""
     stem = name.removeprefix("log_")
     a = pm.Data(f"{stem}_shape", float(shape))
     b = pm.Data(f"{stem}_rate", float(rate))
     proper = shape > 0 and rate > 0
 
     def logp(value, a, b):
-        # the normaliser where the prior is proper (the improper branch is not selected)
         norm = pt.switch(pt.and_(pt.gt(a, 0), pt.gt(b, 0)), a * pt.log(b) - pt.gammaln(a), 0.0)
         return a * value - b * pt.exp(value) + norm
 
@@ -59,7 +53,7 @@ def _log_precision(
             return pt.as_tensor(start)
         return pt.full(size, start)
 
-    class_name = "LogGamma" if proper else "Flat"  # how print(model) names the prior
+    class_name = "LogGamma" if proper else "Flat"
     if shift is not None:
 
         def shifted_logp(value, a, b, s):
@@ -71,27 +65,13 @@ def _log_precision(
         def shifted_support(rv, size, a, b, s):
             return support_point(rv, size, a, b) + s
 
-        return pm.CustomDist(
-            name,
-            a,
-            b,
-            shift,
-            logp=shifted_logp,
-            random=shifted_random if proper else None,
-            support_point=shifted_support,
-            dims=dims,
-            class_name=f"Shifted{class_name}",
-        )
-    return pm.CustomDist(
-        name,
-        a,
-        b,
-        logp=logp,
-        random=random if proper else None,
-        support_point=support_point,
-        dims=dims,
-        class_name=class_name,
-    )
+        return pm.CustomDist(name, a, b, shift, logp=shifted_logp,
+                             random=shifted_random if proper else None,
+                             support_point=shifted_support, dims=dims,
+                             class_name=f"Shifted{class_name}")  # fmt: skip
+    return pm.CustomDist(name, a, b, logp=logp, random=random if proper else None,
+                         support_point=support_point, dims=dims,
+                         class_name=class_name)  # fmt: skip
 
 
 def _ard_precisions(prior: HyperPrior) -> pt.TensorVariable:
@@ -107,8 +87,7 @@ def _noise_precision(prior: HyperPrior) -> pt.TensorVariable:
 
 
 def _log_dispersion(scale: float) -> pt.TensorVariable:
-    """A free ``log r`` under ``1/sqrt(r) ~ HalfNormal(scale)`` (:data:`DISPERSION_PRIOR_SCALE`
-    of :mod:`rvm_pymc.priors`), as a density of ``y = log r``, Jacobian included:
+    """A free ``y = log r`` under ``1/sqrt(r) ~ HalfNormal(scale)``, Jacobian included:
     ``-log(scale) - 0.5 log(2 pi) - exp(-y) / (2 scale^2) - y / 2``."""
     s = pm.Data(DISPERSION_SCALE_DATA, float(scale))
 
@@ -122,21 +101,15 @@ def _log_dispersion(scale: float) -> pt.TensorVariable:
         start = -2.0 * pt.log(s)
         return start if rv_size_is_none(size) else pt.full(size, start)
 
-    log_r = pm.CustomDist(
-        "log_dispersion",
-        s,
-        logp=logp,
-        random=random,
-        support_point=support_point,
-        class_name="LogInvSqrtHalfNormal",
-    )
+    log_r = pm.CustomDist("log_dispersion", s, logp=logp, random=random,
+                          support_point=support_point,
+                          class_name="LogInvSqrtHalfNormal")  # fmt: skip
     pm.Deterministic("dispersion", pt.exp(log_r))
     return log_r
 
 
 def weight_log_precision(log_alpha, log_slab_precision=None):
-    """A weight's log prior precision, ``logaddexp(log_alpha, log_slab_precision)``
-    (``log(alpha + 1/s^2)``), or ``log_alpha`` without a slab (None)."""
+    """A weight's log prior precision ``log(alpha + 1/s^2)``, or ``log_alpha`` without a slab."""
     if log_slab_precision is None:
         return log_alpha
     return pt.logaddexp(log_alpha, log_slab_precision)
@@ -152,8 +125,7 @@ def _slab_log_precision(slab: float | None):
 def _weights(
     name: str, log_alpha, parametrization: str, dims, slab: float | None = None
 ) -> pt.TensorVariable:
-    """ARD weights ``w ~ N(0, 1/alpha)`` (``alpha + 1/s^2`` with a slab ``s``), centred or
-    as ``w = z / sqrt(alpha)``."""
+    """ARD weights ``w ~ N(0, 1/alpha)`` (``alpha + 1/s^2`` with a slab), centred or not."""
     scale = pt.exp(-0.5 * weight_log_precision(log_alpha, _slab_log_precision(slab)))
     if len(dims) == 2:
         scale = scale[:, None]

@@ -1,14 +1,7 @@
 """NUTS's log density of a builder's model, compiled once for every number of bases
-(``docs/pymc.md``, "One compile per model form").
-
-PyMC cuts the raveled vector of free variables at constant offsets, so every new
-number of bases ``M`` compiles again; :func:`shape_free_logp_dlogp` cuts it at
-offsets computed from the model's dimension lengths instead (a variable whose
-shape is not its dims' lengths keeps PyMC's constant shape).  On the Numba
-backend the in-place rewrites of :data:`NUMBA_EXCLUDED_REWRITES` are left out
-(faster to compile); a ``mode`` given by the caller is used as given.  It relies
-on PyMC 6's ``Model._logp_dlogp_function`` and ``ValueGradFunction``'s
-``_raveled_inputs`` flag (``tests/test_raveled.py`` checks NUTS goes through it).
+(``docs/pymc.md``, "One compile per model form"): the raveled free variables are cut at
+offsets computed from the model's dimension lengths, not constants.  Relies on PyMC 6's
+``Model._logp_dlogp_function`` and ``ValueGradFunction._raveled_inputs``.
 """
 
 from __future__ import annotations
@@ -25,12 +18,11 @@ __all__ = ["JOINED_NAME", "NUMBA_EXCLUDED_REWRITES", "shape_free_logp_dlogp"]
 JOINED_NAME = "joined_inputs"
 
 NUMBA_EXCLUDED_REWRITES = ("inplace_elemwise",)
-"""Rewrites left out of NUTS's log density when it compiles on the Numba backend by default."""
+"""Rewrites left out on the default Numba backend (faster to compile)."""
 
 
 def _nuts_mode(mode):
-    """``mode`` if given; else the default mode without :data:`NUMBA_EXCLUDED_REWRITES`
-    when it links with Numba (None, PyMC's default, otherwise)."""
+    """``mode``, else the Numba default without :data:`NUMBA_EXCLUDED_REWRITES` (or None)."""
     if mode is not None:
         return mode
     default = get_default_mode()
@@ -64,11 +56,7 @@ def _symbolic_shape(model, value_var, shape: tuple[int, ...]) -> tuple:
 def shape_free_logp_dlogp(
     model, grad_vars, *, tempered: bool, initial_point, **kwargs
 ) -> ValueGradFunction:
-    """PyMC's ``ValueGradFunction`` of ``model`` on one raveled input cut by dimension lengths.
-
-    The same function as ``model.logp_dlogp_function(grad_vars, ravel_inputs=True,
-    ...)``, with cut points that are expressions of the dimension lengths.
-    """
+    """``model.logp_dlogp_function(grad_vars, ravel_inputs=True, ...)`` cut by dim lengths."""
     grad_vars = list(grad_vars)
     costs = [model.varlogp, model.datalogp] if tempered else [model.logp()]
     pieces = []
@@ -89,16 +77,8 @@ def shape_free_logp_dlogp(
         v: initial_point[v.name] for v in model.value_vars if v in inputs and v not in grad_vars
     }
     kwargs["mode"] = _nuts_mode(kwargs.get("mode"))
-    fn = ValueGradFunction(
-        costs,
-        [joined],
-        extra,
-        model=model,
-        initial_point=initial_point,
-        ravel_inputs=False,
-        **kwargs,
-    )
-    # the compiled function takes the raveled vector itself, as PyMC's raveled one does;
-    # this flag tells ``__call__`` and PyMC's leapfrog integrator so
+    fn = ValueGradFunction(costs, [joined], extra, model=model, initial_point=initial_point,
+                           ravel_inputs=False, **kwargs)  # fmt: skip
+    # the compiled function takes the raveled vector itself: tell __call__ and the integrator
     fn._raveled_inputs = True
     return fn

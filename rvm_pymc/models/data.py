@@ -1,7 +1,4 @@
-"""What the PyMC fits read from a model's data (by the names of :mod:`rvm_pymc.models`).
-
-The convergence checks are :mod:`rvm_pymc._core.convergence`'s.
-"""
+"""What the PyMC fits read from a model's data (by the names of :mod:`rvm_pymc.models`)."""
 
 from __future__ import annotations
 
@@ -24,21 +21,16 @@ def model_coords(model, dim: str) -> list:
 
 
 def design_matrix(model, spec: ModelSpec, log_length_scale=None) -> np.ndarray:
-    """The design matrix; for the RBF-width model at the given log length scale (from its
-    squared distances ``sqdist``, as the model computes it)."""
+    """The design matrix; for the RBF-width model at ``log_length_scale``."""
     if not spec.rbf_width:
         return model_data(model, "Phi")
-    if RBF_DISTANCES not in model.named_vars:  # a model of one's own with X and centres
+    if RBF_DISTANCES not in model.named_vars:  # a user's model with X and centres
         return rbf_design(
             model_data(model, "X"), model_data(model, "centres"), log_length_scale,
             bias=spec.rbf_bias,
         )  # fmt: skip
-    return rbf_columns(
-        model_data(model, RBF_DISTANCES),
-        float(log_length_scale),
-        bias=spec.rbf_bias,
-        unit_rms=spec.rbf_unit_rms,
-    )
+    D = model_data(model, RBF_DISTANCES)
+    return rbf_columns(D, float(log_length_scale), bias=spec.rbf_bias, unit_rms=spec.rbf_unit_rms)
 
 
 def result_kind(spec: ModelSpec) -> str:
@@ -63,11 +55,7 @@ def target_data(model, spec: ModelSpec) -> np.ndarray:
 
 
 def check_gram(model, spec: ModelSpec) -> None:
-    """Raise ValueError if a marginal model's ``PhiTPhi`` is not ``Phi^T Phi``.
-
-    Or if its low-rank factor ``PhiTPhi_factor`` (when it has one) is not one of
-    ``PhiTPhi``.
-    """
+    """ValueError if a marginal model's ``PhiTPhi`` (or its low-rank factor) is not of ``Phi``."""
     if spec.kind != "regression_marginal" or spec.rbf_width:
         return
     Phi, PtP = model_data(model, "Phi"), model_data(model, "PhiTPhi")
@@ -79,7 +67,6 @@ def check_gram(model, spec: ModelSpec) -> None:
         )
     if GRAM_FACTOR_DATA in model.named_vars:
         W = model_data(model, GRAM_FACTOR_DATA)
-        # W W^T is PhiTPhi but for eigenvalues below GRAM_RTOL times the largest
         tol = 1e-10 * float(np.abs(PtP).max())
         if W.shape[0] != PtP.shape[0] or not np.allclose(W @ W.T, PtP, rtol=0.0, atol=tol):
             raise ValueError(

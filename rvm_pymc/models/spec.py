@@ -1,5 +1,4 @@
-"""What a fitter needs to know about an RVM model, read from its named variables and data
-(so copies and users' models of the same names are recognised alike)."""
+"""What a fitter needs to know about an RVM model, read from its named variables and data."""
 
 from __future__ import annotations
 
@@ -7,19 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rvm_pymc.priors import HyperPrior, resolve_prior
+from rvm_pymc.priors import DISPERSION_PRIOR_SCALE, HyperPrior, resolve_prior
 
-__all__ = [
-    "PRIOR_DATA",
-    "RBF_DISTANCES",
-    "RBF_UNIT_RMS",
-    "SLAB_DATA",
-    "WIDTH_PRIOR_DATA",
-    "ModelSpec",
-    "data_unit_constants",
-    "model_constants",
-    "model_spec",
-]
+__all__ = ["PRIOR_DATA", "RBF_DISTANCES", "RBF_UNIT_RMS", "SLAB_DATA", "WIDTH_PRIOR_DATA",
+           "ModelSpec", "data_unit_constants", "model_constants", "model_spec"]  # fmt: skip
 
 _NAMES = (
     "regression_joint: free log_alpha (basis), log_beta, w or w_raw (basis), observed t_obs, "
@@ -65,7 +55,7 @@ class ModelSpec:
 
 
 RBF_DISTANCES = "sqdist"
-"""The named data of an RBF-width model: squared distances of the inputs to the centres."""
+"""The named data of an RBF-width model's squared distances of the inputs to the centres."""
 
 WIDTH_PRIOR_DATA = ("length_scale_mu", "length_scale_sd")
 """The named data of the Normal prior of an RBF-width model's ``log_length_scale``."""
@@ -79,16 +69,15 @@ PRIOR_DATA = {"log_alpha": ("alpha_shape", "alpha_rate"), "log_beta": ("beta_sha
 
 
 DISPERSION_SCALE_DATA = "dispersion_prior_scale"
-"""The named data that holds the scale of the prior on a negative binomial's dispersion
-(:data:`rvm_pymc.priors.DISPERSION_PRIOR_SCALE`)."""
+"""The named data of the scale of the prior on a negative binomial's dispersion."""
 
 SLAB_DATA = "slab_scale"
-"""The named data that holds a model's slab scale (``HyperPrior.slab``; absent: no slab)."""
+"""The named data of a model's slab scale (absent: no slab)."""
 
 
 def _gamma_prior(model, name: str) -> tuple[float, float] | None:
-    """``(shape, rate)`` of the Gamma prior of ``exp(name)`` from :data:`PRIOR_DATA` (``(0, 0)``
-    for ``pm.Flat``), or None for a prior of one's own."""
+    """``(shape, rate)`` of the Gamma prior of ``exp(name)`` (``(0, 0)`` for ``pm.Flat``), or
+    None for a prior of one's own."""
     import pymc as pm
 
     shape_name, rate_name = PRIOR_DATA[name]
@@ -105,12 +94,10 @@ def _gamma_prior(model, name: str) -> tuple[float, float] | None:
 def model_spec(model) -> ModelSpec:
     """Read what kind of RVM model ``model`` is from its variables and data.
 
-    The kind follows from the observed variable (``t_obs``, ``y_obs``,
-    ``counts_obs``) and the weights (``w``/``w_raw``, ``W``/``W_raw``, none: the
-    marginal regression model).  The Gamma hyperprior is read from the named data
-    of :data:`~rvm_pymc.models.spec.PRIOR_DATA` (a ``pm.Flat`` log precision is
-    ``a = b = 0``) and its slab from :data:`~rvm_pymc.models.spec.SLAB_DATA`;
-    otherwise ``ModelSpec.prior`` is None.
+    The kind follows from the observed variable (``t_obs``, ``y_obs``, ``counts_obs``)
+    and the weights (none: the marginal regression model); the Gamma hyperprior from the
+    named data of :data:`~rvm_pymc.models.spec.PRIOR_DATA` (a ``pm.Flat`` log precision
+    is ``a = b = 0``), else ``ModelSpec.prior`` is None.
 
     Parameters
     ----------
@@ -164,9 +151,8 @@ def model_spec(model) -> ModelSpec:
     rbf_bias = False
     if rbf_width:
         need("X", "centres")
-        n_basis = len(model.coords.get("basis", ()))
         n_centres = int(np.shape(model["centres"].get_value())[0])
-        rbf_bias = n_basis == n_centres + 1
+        rbf_bias = len(model.coords.get("basis", ())) == n_centres + 1
     elif kind == "regression_marginal":
         need("Phi", "PhiTPhi")
     else:
@@ -174,33 +160,22 @@ def model_spec(model) -> ModelSpec:
     parametrization = None
     if weights is not None:
         parametrization = "non_centred" if f"{weights}_raw" in free else "centred"
-    n_classes = None
-    if kind == "binary":
-        n_classes = 2
-    elif kind == "softmax":
-        n_classes = len(model.coords.get("class", ())) or None
+    n_classes = {"binary": 2, "softmax": len(model.coords.get("class", ())) or None}.get(kind)
     ab = _gamma_prior(model, "log_alpha")
-    cd = (0.0, 0.0)
-    if kind.startswith("regression"):
-        cd = _gamma_prior(model, "log_beta")
+    cd = _gamma_prior(model, "log_beta") if kind.startswith("regression") else (0.0, 0.0)
     prior = None
     if ab is not None and cd is not None:
-        slab = None
-        if SLAB_DATA in model.named_vars:
-            slab = float(np.asarray(model[SLAB_DATA].get_value()))
+        slab = float(np.asarray(model[SLAB_DATA].get_value())) if SLAB_DATA in named else None
         prior = HyperPrior(a=ab[0], b=ab[1], c=cd[0], d=cd[1], slab=slab)
-    rbf_unit_rms = rbf_width and RBF_UNIT_RMS in named
-    return ModelSpec(
-        kind, prior, parametrization, n_classes, rbf_width, rbf_bias, bool(rbf_unit_rms)
-    )
+    rbf_unit_rms = bool(rbf_width and RBF_UNIT_RMS in named)
+    return ModelSpec(kind, prior, parametrization, n_classes, rbf_width, rbf_bias, rbf_unit_rms)
 
 
 def model_constants(model, *, observed: bool = True) -> dict:
     """Every named data value of ``model``, as ``{name: (dims, value)}``.
 
-    What a result tree's ``constant_data`` must hold for PyMC to see the model's
-    data as unchanged since the draws; a container without dims gets
-    ``<name>_dim_<i>``.
+    What a result tree's ``constant_data`` must hold for PyMC to see the model's data as
+    unchanged; a container without dims gets ``<name>_dim_<i>``.
 
     Parameters
     ----------
@@ -212,9 +187,7 @@ def model_constants(model, *, observed: bool = True) -> dict:
     -------
     dict
     """
-    skip = set()
-    if not observed:
-        skip = {model.rvs_to_values.get(rv) for rv in model.observed_RVs}
+    skip = set() if observed else {model.rvs_to_values.get(rv) for rv in model.observed_RVs}
     out = {}
     for var in model.data_vars:
         if not hasattr(var, "get_value") or var in skip:
@@ -230,10 +203,9 @@ def model_constants(model, *, observed: bool = True) -> dict:
 def data_unit_constants(kind: str, basis_scale, *, y_scale: float = 1.0, prior=None) -> dict:
     """The scaling and prior data of :func:`~rvm_pymc.models.data_unit_model`, by name.
 
-    ``basis_scale``, the prior's named data of :data:`~rvm_pymc.models.spec.PRIOR_DATA`
-    (regression also ``y_scale``; negative binomial ``dispersion_prior_scale``) and,
-    with a slab, ``slab_scale``: what an
-    estimator's tree holds in ``constant_data``.  Needs no PyMC.
+    ``basis_scale``, the prior's named data (regression also ``y_scale``; negative
+    binomial ``dispersion_prior_scale``; a slab ``slab_scale``): what an estimator's tree
+    holds in ``constant_data``.  Needs no PyMC.
 
     Parameters
     ----------
@@ -258,7 +230,5 @@ def data_unit_constants(kind: str, basis_scale, *, y_scale: float = 1.0, prior=N
     if hp.slab is not None:
         out[SLAB_DATA] = ((), np.asarray(float(hp.slab)))
     if kind == "negative_binomial":
-        from rvm_pymc.priors import DISPERSION_PRIOR_SCALE
-
         out[DISPERSION_SCALE_DATA] = ((), np.asarray(float(DISPERSION_PRIOR_SCALE)))
     return out
