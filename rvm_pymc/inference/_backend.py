@@ -55,16 +55,8 @@ def _set_start(kw: dict, start, names, kind: str, weights: bool, parametrization
     return "reference"
 
 
-def _start(
-    start: WeightPosterior,
-    names,
-    kind: str,
-    *,
-    cap: float,
-    weights: bool,
-    parametrization: str = "centred",
-    slab: float | None = None,
-):
+def _start(start: WeightPosterior, names, kind: str, *, cap: float, weights: bool,
+           parametrization: str = "centred", slab: float | None = None):  # fmt: skip
     """Initial values at the reference posterior ``start``: a pruned basis at ``log alpha = cap``,
     a slab's ``alpha = 0`` at ``-cap``; non-centred weights ``w * sqrt(alpha + 1/slab^2)``."""
     position = {str(n): i for i, n in enumerate(names)}
@@ -93,15 +85,8 @@ def _start(
     return out
 
 
-def fit_backend(
-    opts: dict,
-    Phi: np.ndarray,
-    target: np.ndarray,
-    names,
-    prior,
-    seed: int,
-    start: WeightPosterior | None,
-) -> tuple[WeightPosterior, FitInfo]:
+def fit_backend(opts: dict, Phi: np.ndarray, target: np.ndarray, names, prior, seed: int,
+                start: WeightPosterior | None) -> tuple[WeightPosterior, FitInfo]:  # fmt: skip
     """Fit by type-II MAP or NUTS on the scaled problem."""
     if opts["method"] == "map":
         return _fit_map(opts, Phi, target, names, prior, start)
@@ -161,19 +146,10 @@ def _nuts_info(opts, kw, res, started_from, extra, model) -> FitInfo:
                    attrs={**attrs, "started_from": started_from, **extra})  # fmt: skip
 
 
-def fit_width_backend(
-    opts: dict,
-    X: np.ndarray,
-    centres: np.ndarray,
-    target: np.ndarray,
-    names,
-    prior,
-    seed: int,
-    start: WeightPosterior | None,
-    *,
-    width_prior: tuple[float, float],
-    bias: bool,
-) -> tuple[WeightPosterior, FitInfo, np.ndarray]:
+def fit_width_backend(opts: dict, X: np.ndarray, centres: np.ndarray, target: np.ndarray, names,
+                      prior, seed: int, start: WeightPosterior | None, *,
+                      width_prior: tuple[float, float],
+                      bias: bool) -> tuple[WeightPosterior, FitInfo, np.ndarray]:  # fmt: skip
     """NUTS with the RBF width a parameter (``gamma="integrate"``), on the scaled targets."""
     kind = opts["kind"]
     regression = kind == "regression"

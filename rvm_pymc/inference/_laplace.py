@@ -98,14 +98,9 @@ def compile_laplace(model, weight_name: str, mode=None) -> LaplaceFunctions:
     return LaplaceFunctions(shape, np.asarray(Phi_data.get_value(), dtype=float), compiled)
 
 
-def newton_mode(
-    fns: LaplaceFunctions,
-    w0: np.ndarray,
-    log_alpha: np.ndarray,
-    *,
-    max_iter: int = 100,
-    tol: float = 1e-11,
-) -> tuple[np.ndarray, np.ndarray, bool]:
+def newton_mode(fns: LaplaceFunctions, w0: np.ndarray, log_alpha: np.ndarray, *,
+                max_iter: int = 100,
+                tol: float = 1e-11) -> tuple[np.ndarray, np.ndarray, bool]:  # fmt: skip
     """``(w*, H, converged)`` maximising ``Psi(., log_alpha)`` (the last small step taken
     too: an error in ``w*`` enters ``J`` to first order)."""
     r = core_newton_mode(np.array(w0, dtype=float), lambda w: (float(fns.psi(w, log_alpha)),),

@@ -107,14 +107,9 @@ def _swap_count(run: NutsRun, spec: ModelSpec, collapsed: bool) -> int:
     return SWAP_PROPOSALS if swapped else 0
 
 
-def _resolve_sampler(
-    nuts_sampler: str | None,
-    compile_kwargs: dict,
-    n_bases: int = 0,
-    lines: bool = False,
-    swaps: bool = False,
-    stops: bool = False,
-) -> str:
+def _resolve_sampler(nuts_sampler: str | None, compile_kwargs: dict, n_bases: int = 0,
+                     lines: bool = False, swaps: bool = False,
+                     stops: bool = False) -> str:  # fmt: skip
     """The NUTS backend: ``nuts_sampler``, or for None the default (``n_bases``: of a collapsed
     model, else 0); PyMC's when the run needs its per-draw callback."""
     if nuts_sampler is None:

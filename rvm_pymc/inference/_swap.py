@@ -132,14 +132,9 @@ class LinearLikelihood(FullDensity):
         self.w[pair] = self.w[pair[::-1]]
 
 
-def linear_likelihood(
-    model: pm.Model,
-    kind: str,
-    axes: dict[str, int],
-    compile_kwargs: dict | None = None,
-    *,
-    rtol: float = 1e-9,
-) -> LinearLikelihood | None:
+def linear_likelihood(model: pm.Model, kind: str, axes: dict[str, int],
+                      compile_kwargs: dict | None = None, *,
+                      rtol: float = 1e-9) -> LinearLikelihood | None:  # fmt: skip
     """A :class:`LinearLikelihood` of a classifier with the builders' names if it agrees with
     the whole log density (``rtol``) at a random point and after :data:`CHECK_SWAPS` swaps,
     else None."""
@@ -187,20 +182,11 @@ class BasisSwap(BlockedStep):
     stats_dtypes_shapes: ClassVar[dict[str, Any]] = {"swap_rate": (np.float64, [])}
     _state_class = BasisSwapState
 
-    def __init__(
-        self,
-        vars,
-        *,
-        axes: dict[str, int],
-        pairs: np.ndarray,
-        n_proposals: int,
-        relevance: str | None = "log_alpha",
-        model=None,
-        rng=None,
-        compile_kwargs: dict | None = None,
-        density: FullDensity | LinearLikelihood | None = None,
-        blocked: bool = True,
-    ):
+    def __init__(self, vars, *, axes: dict[str, int], pairs: np.ndarray, n_proposals: int,
+                 relevance: str | None = "log_alpha", model=None, rng=None,
+                 compile_kwargs: dict | None = None,
+                 density: FullDensity | LinearLikelihood | None = None,
+                 blocked: bool = True):  # fmt: skip
         model = pm.modelcontext(model)
         self.vars = list(vars)
         self.axes = dict(axes)
