@@ -145,9 +145,8 @@ def _backend(sampler: str, ck: dict) -> str:
     """What compiles the model for ``sampler``, in words."""
     mode = (ck or {}).get("mode")
     pymc = f"PyTensor mode {mode}" if mode is not None else "PyTensor's default backend, Numba"
-    return {"nutpie": "Numba, through nutpie", "numpyro": "JAX, through numpyro"}.get(
-        sampler, pymc
-    )
+    others = {"nutpie": "Numba, through nutpie", "numpyro": "JAX, through numpyro"}
+    return others.get(sampler, pymc)
 
 
 @dataclass
