@@ -131,10 +131,9 @@ def uses_model_likelihood(model, spec: ModelSpec) -> bool:
     return spec.kind != "regression_marginal" and not builder_made(model)
 
 
-def model_pointwise(
-    model, spec: ModelSpec, posterior: xr.Dataset, weights: np.ndarray, *, random_seed: int,
-    compile_kwargs=None,
-) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def model_pointwise(model, spec: ModelSpec, posterior: xr.Dataset, weights: np.ndarray, *,
+                    random_seed: int,
+                    compile_kwargs=None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """The model's own pointwise log likelihood and replicates (chain, draw, N) at the draws
     of ``posterior`` with the result's ``weights``."""
     obs = observed_name(spec)
