@@ -19,8 +19,17 @@ Machine Learning Research* 15, 1593-1623.
 
 from rvm_pymc._core.lazy import attach
 
-__all__ = ["NEAR_IMPROPER", "SAMPLERS", "NutsResult", "fit_map", "map_datatree", "nuts_posterior",
-           "optimise_map", "sample_collapsed", "sample_nuts"]  # fmt: skip
+__all__ = [
+    "NEAR_IMPROPER",
+    "SAMPLERS",
+    "NutsResult",
+    "fit_map",
+    "map_datatree",
+    "nuts_posterior",
+    "optimise_map",
+    "sample_collapsed",
+    "sample_nuts",
+]
 
 _getattr, __dir__ = attach(
     __name__,

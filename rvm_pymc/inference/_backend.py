@@ -43,20 +43,37 @@ def _model(opts, Phi, target, names, prior, *, joint, parametrization="centred")
     return build(Phi, target, **kw)
 
 
-def _set_start(kw: dict, start, names, kind: str, weights: bool, parametrization="centred",
-               slab=None, cap=_SAMPLER_START_CAP) -> str:  # fmt: skip
+def _set_start(
+    kw: dict,
+    start,
+    names,
+    kind: str,
+    weights: bool,
+    parametrization="centred",
+    slab=None,
+    cap=_SAMPLER_START_CAP,
+) -> str:
     """Set ``kw["initvals"]`` to the reference start unless given; return where it came from."""
     if "initvals" in kw:
         return "user"
     if start is None:
         return "default"
-    kw["initvals"] = _start(start, names, kind, cap=cap, weights=weights,
-                            parametrization=parametrization, slab=slab)  # fmt: skip
+    kw["initvals"] = _start(
+        start, names, kind, cap=cap, weights=weights, parametrization=parametrization, slab=slab
+    )
     return "reference"
 
 
-def _start(start: WeightPosterior, names, kind: str, *, cap: float, weights: bool,
-           parametrization: str = "centred", slab: float | None = None):  # fmt: skip
+def _start(
+    start: WeightPosterior,
+    names,
+    kind: str,
+    *,
+    cap: float,
+    weights: bool,
+    parametrization: str = "centred",
+    slab: float | None = None,
+):
     """Initial values at the reference posterior ``start``: a pruned basis at ``log alpha = cap``,
     a slab's ``alpha = 0`` at ``-cap``; non-centred weights ``w * sqrt(alpha + 1/slab^2)``."""
     position = {str(n): i for i, n in enumerate(names)}
@@ -85,8 +102,15 @@ def _start(start: WeightPosterior, names, kind: str, *, cap: float, weights: boo
     return out
 
 
-def fit_backend(opts: dict, Phi: np.ndarray, target: np.ndarray, names, prior, seed: int,
-                start: WeightPosterior | None) -> tuple[WeightPosterior, FitInfo]:  # fmt: skip
+def fit_backend(
+    opts: dict,
+    Phi: np.ndarray,
+    target: np.ndarray,
+    names,
+    prior,
+    seed: int,
+    start: WeightPosterior | None,
+) -> tuple[WeightPosterior, FitInfo]:
     """Fit by type-II MAP or NUTS on the scaled problem."""
     if opts["method"] == "map":
         return _fit_map(opts, Phi, target, names, prior, start)
@@ -102,13 +126,21 @@ def _fit_map(opts, Phi, target, names, prior, start):
     res = optimise_map(model, **kw)
     active = np.flatnonzero(res.log_alpha < LOG_PRECISION_BOUND)
     post = res.posterior(opts["kind"], names).restrict(active)
-    attrs = {"max_abs_gradient": float(res.max_abs_gradient),
-             "optimizer_message": str(res.message), "started_from": started_from,
-             # classifiers: the Laplace evidence used and its check
-             **{k: res.attrs[k] for k in ("laplace", "axis_check") if k in res.attrs}}  # fmt: skip
-    info = FitInfo(log_evidence=float(res.log_evidence), n_iter=max(int(res.n_iter), 1),
-                   converged=bool(res.converged), library="rvm_pymc.inference", attrs=attrs,
-                   model=model)  # fmt: skip
+    attrs = {
+        "max_abs_gradient": float(res.max_abs_gradient),
+        "optimizer_message": str(res.message),
+        "started_from": started_from,
+        # classifiers: the Laplace evidence used and its check
+        **{k: res.attrs[k] for k in ("laplace", "axis_check") if k in res.attrs},
+    }
+    info = FitInfo(
+        log_evidence=float(res.log_evidence),
+        n_iter=max(int(res.n_iter), 1),
+        converged=bool(res.converged),
+        library="rvm_pymc.inference",
+        attrs=attrs,
+        model=model,
+    )
     return post, info
 
 
@@ -128,8 +160,14 @@ def _fit_nuts(opts, Phi, target, names, prior, seed, start):
     kw, parametrization = _nuts_options(opts, joint)
     model = _model(opts, Phi, target, names, prior, joint=joint, parametrization=parametrization)
     started_from = _set_start(kw, start, names, opts["kind"], joint, parametrization, prior.slab)
-    res = nuts_posterior(model, draws=opts["draws"], tune=opts["tune"], chains=opts["chains"],
-                         random_seed=seed, **kw)  # fmt: skip
+    res = nuts_posterior(
+        model,
+        draws=opts["draws"],
+        tune=opts["tune"],
+        chains=opts["chains"],
+        random_seed=seed,
+        **kw,
+    )
     extra = {"parametrization": parametrization} if joint else {}
     return res.posterior, _nuts_info(opts, kw, res, started_from, extra, model)
 
@@ -140,16 +178,30 @@ def _nuts_info(opts, kw, res, started_from, extra, model) -> FitInfo:
     diag_keys += ("sampling_time", "rvm_inference", *STOP_ATTRS)
     checks = (kw.get("rhat_threshold", RHAT_MAX), kw.get("min_ess", MIN_ESS))
     attrs = {k: res.attrs[k] for k in diag_keys if k in res.attrs}
-    return FitInfo(log_evidence=float("nan"), converged=passes_checks(res.attrs, *checks),
-                   n_iter=opts["tune"] + int(res.posterior.draws.shape[1]),
-                   library="rvm_pymc.inference", sample_stats=res.sample_stats, model=model,
-                   attrs={**attrs, "started_from": started_from, **extra})  # fmt: skip
+    return FitInfo(
+        log_evidence=float("nan"),
+        converged=passes_checks(res.attrs, *checks),
+        n_iter=opts["tune"] + int(res.posterior.draws.shape[1]),
+        library="rvm_pymc.inference",
+        sample_stats=res.sample_stats,
+        model=model,
+        attrs={**attrs, "started_from": started_from, **extra},
+    )
 
 
-def fit_width_backend(opts: dict, X: np.ndarray, centres: np.ndarray, target: np.ndarray, names,
-                      prior, seed: int, start: WeightPosterior | None, *,
-                      width_prior: tuple[float, float],
-                      bias: bool) -> tuple[WeightPosterior, FitInfo, np.ndarray]:  # fmt: skip
+def fit_width_backend(
+    opts: dict,
+    X: np.ndarray,
+    centres: np.ndarray,
+    target: np.ndarray,
+    names,
+    prior,
+    seed: int,
+    start: WeightPosterior | None,
+    *,
+    width_prior: tuple[float, float],
+    bias: bool,
+) -> tuple[WeightPosterior, FitInfo, np.ndarray]:
     """NUTS with the RBF width a parameter (``gamma="integrate"``), on the scaled targets."""
     kind = opts["kind"]
     regression = kind == "regression"

@@ -104,8 +104,14 @@ def fit_map(
     >>> bool(fit.attrs["converged"]), fit.posterior["w"].shape
     (True, (2, 10, 2))
     """
-    res = optimise_map(model, initvals=initvals, max_iter=max_iter, gtol=gtol, laplace=laplace,
-                       compile_kwargs=compile_kwargs)  # fmt: skip
+    res = optimise_map(
+        model,
+        initvals=initvals,
+        max_iter=max_iter,
+        gtol=gtol,
+        laplace=laplace,
+        compile_kwargs=compile_kwargs,
+    )
     return map_datatree(model, res, draws=draws, chains=chains, random_seed=random_seed)
 
 
@@ -160,22 +166,42 @@ def map_datatree(model: pm.Model, res: MapResult, *, draws=500, chains=2, random
     draws = check_int(draws, "draws", 1)
     chains = check_int(chains, "chains", 1)
     post = res.posterior(result_kind(spec), model_coords(model, "basis"))
-    attrs = {"rvm_inference": "map", "rvm_kind": spec.kind, "log_evidence": res.log_evidence,
-             "converged": int(res.converged), "n_iter": res.n_iter,
-             "max_abs_gradient": res.max_abs_gradient, "optimizer_message": res.message,
-             **res.attrs, **res.extra}  # fmt: skip
+    attrs = {
+        "rvm_inference": "map",
+        "rvm_kind": spec.kind,
+        "log_evidence": res.log_evidence,
+        "converged": int(res.converged),
+        "n_iter": res.n_iter,
+        "max_abs_gradient": res.max_abs_gradient,
+        "optimizer_message": res.message,
+        **res.attrs,
+        **res.extra,
+    }
     rng = np.random.default_rng(random_seed)
-    tree = to_datatree(post, Phi=res.Phi, target=target_data(model, spec),
-                       classes=class_labels(model, spec), draws=draws, chains=chains,
-                       random_state=rng, attrs=attrs)  # fmt: skip
+    tree = to_datatree(
+        post,
+        Phi=res.Phi,
+        target=target_data(model, spec),
+        classes=class_labels(model, spec),
+        draws=draws,
+        chains=chains,
+        random_state=rng,
+        attrs=attrs,
+    )
     if uses_model_likelihood(model, spec):  # a classifier of one's own likelihood
         draws_ = tree["posterior"]["W" if spec.kind == "softmax" else "w"].values
         # the model's logp takes every free variable: the optimum's log_alpha at every draw
         la = np.broadcast_to(res.log_alpha, (*draws_.shape[:2], res.log_alpha.size))
         dims = ("chain", "draw", *(model.named_vars_to_dims.get("log_alpha") or ["basis"]))
-        with_model_likelihood(tree, model, spec, xr.Dataset({"log_alpha": (dims, la)}), draws_,
-                              random_seed=int(rng.integers(2**31 - 1)),
-                              compile_kwargs={"mode": "FAST_COMPILE"})  # fmt: skip
+        with_model_likelihood(
+            tree,
+            model,
+            spec,
+            xr.Dataset({"log_alpha": (dims, la)}),
+            draws_,
+            random_seed=int(rng.integers(2**31 - 1)),
+            compile_kwargs={"mode": "FAST_COMPILE"},
+        )
     return tree
 
 

@@ -98,14 +98,25 @@ def compile_laplace(model, weight_name: str, mode=None) -> LaplaceFunctions:
     return LaplaceFunctions(shape, np.asarray(Phi_data.get_value(), dtype=float), compiled)
 
 
-def newton_mode(fns: LaplaceFunctions, w0: np.ndarray, log_alpha: np.ndarray, *,
-                max_iter: int = 100,
-                tol: float = 1e-11) -> tuple[np.ndarray, np.ndarray, bool]:  # fmt: skip
+def newton_mode(
+    fns: LaplaceFunctions,
+    w0: np.ndarray,
+    log_alpha: np.ndarray,
+    *,
+    max_iter: int = 100,
+    tol: float = 1e-11,
+) -> tuple[np.ndarray, np.ndarray, bool]:
     """``(w*, H, converged)`` maximising ``Psi(., log_alpha)`` (the last small step taken
     too: an error in ``w*`` enters ``J`` to first order)."""
-    r = core_newton_mode(np.array(w0, dtype=float), lambda w: (float(fns.psi(w, log_alpha)),),
-                         lambda w, _: fns.newton(w, log_alpha)[1:], tol=tol, max_iter=max_iter,
-                         polish=True, what="negative Hessian")  # fmt: skip
+    r = core_newton_mode(
+        np.array(w0, dtype=float),
+        lambda w: (float(fns.psi(w, log_alpha)),),
+        lambda w, _: fns.newton(w, log_alpha)[1:],
+        tol=tol,
+        max_iter=max_iter,
+        polish=True,
+        what="negative Hessian",
+    )
     if r.stalled and not r.converged:
         warn_user(
             "Newton step halving failed to increase the log density; the inner "

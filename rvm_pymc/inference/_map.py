@@ -52,8 +52,14 @@ class MapResult:
 
     def posterior(self, kind: str, names) -> WeightPosterior:
         """The Gaussian weight posterior over the bases ``names``."""
-        return WeightPosterior(kind=kind, basis_names=tuple(names), log_alpha=self.log_alpha,
-                               log_beta=self.log_beta, mean=self.mean, cov=self.cov)  # fmt: skip
+        return WeightPosterior(
+            kind=kind,
+            basis_names=tuple(names),
+            log_alpha=self.log_alpha,
+            log_beta=self.log_beta,
+            mean=self.mean,
+            cov=self.cov,
+        )
 
 
 # ----------------------------------------------------------- regression MAP
@@ -163,8 +169,13 @@ def _lbfgs(fun, x0, bounds, max_iter: int, gtol: float, what: str, warn: bool = 
             f, g = fun(x)
             return f / scale, g / scale
 
-        options = {"maxiter": max_iter, "maxfun": 4 * max_iter, "ftol": 1e-15,
-                   "gtol": gtol / scale, "maxcor": 30}  # fmt: skip
+        options = {
+            "maxiter": max_iter,
+            "maxfun": 4 * max_iter,
+            "ftol": 1e-15,
+            "gtol": gtol / scale,
+            "maxcor": 30,
+        }
         out = optimize.minimize(
             scaled, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=options
         )
@@ -281,11 +292,20 @@ def map_regression(model, spec, *, initvals, max_iter, gtol, mode_kw) -> MapResu
             extra[name] = float(value) if value.ndim == 0 else value
     lml, log_post = log_marginal_likelihood(Phi, t, alpha, beta), -float(fun(x)[0])
     hyper = log_hyperprior(alpha, beta, spec.prior) if spec.prior is not None else None
-    return MapResult(log_alpha=la, log_beta=lb, mean=mean, cov=factor_inverse(L, p),
-                     log_evidence=log_post if hyper is None else lml + hyper,
-                     converged=converged, n_iter=n_iter, max_abs_gradient=pgrad, message=message,
-                     Phi=Phi, extra=extra, attrs={"log_marginal_likelihood": lml,
-                                                  "log_posterior": log_post})  # fmt: skip
+    return MapResult(
+        log_alpha=la,
+        log_beta=lb,
+        mean=mean,
+        cov=factor_inverse(L, p),
+        log_evidence=log_post if hyper is None else lml + hyper,
+        converged=converged,
+        n_iter=n_iter,
+        max_abs_gradient=pgrad,
+        message=message,
+        Phi=Phi,
+        extra=extra,
+        attrs={"log_marginal_likelihood": lml, "log_posterior": log_post},
+    )
 
 
 def _rises_along(fun, x: np.ndarray, idx: np.ndarray, name: str) -> bool:

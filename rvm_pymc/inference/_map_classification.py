@@ -107,8 +107,17 @@ def _exact_map(fns: LaplaceFunctions, la0, bounds, *, prune: bool, max_iter, gto
         return _leaving(w, spd_inverse(H, "negative Hessian")[0], la, la < LOG_PRECISION_BOUND)
 
     what = "Laplace type-II MAP"
-    return _optimise(fun, la0, bounds, np.arange(la0.size), leaving_at if prune else None,
-                     max_iter=max_iter, gtol=gtol, what=what, warn=warn)  # fmt: skip
+    return _optimise(
+        fun,
+        la0,
+        bounds,
+        np.arange(la0.size),
+        leaving_at if prune else None,
+        max_iter=max_iter,
+        gtol=gtol,
+        what=what,
+        warn=warn,
+    )
 
 
 def _entering(fns: LaplaceFunctions, la: np.ndarray, w_active: np.ndarray, floor: np.ndarray):
@@ -157,14 +166,24 @@ def _active_set(fns: LaplaceFunctions, la0, bounds, *, max_iter, gtol):
     for _ in range(MAX_ROUNDS):
         cols = np.flatnonzero(la < LOG_PRECISION_BOUND)
         sub = fns.restrict(cols)
-        x, n, converged, pgrad, message = _exact_map(sub, la[cols], [bounds[i] for i in cols],
-                                                     prune=True, max_iter=max_iter, gtol=gtol,
-                                                     warn=False)  # fmt: skip
+        x, n, converged, pgrad, message = _exact_map(
+            sub,
+            la[cols],
+            [bounds[i] for i in cols],
+            prune=True,
+            max_iter=max_iter,
+            gtol=gtol,
+            warn=False,
+        )
         n_iter += n
         w, _, _ = newton_mode(sub, np.zeros(int(np.prod(sub.shape))), x)
         J = float(sub.outer(w, x)[0])
-        log.debug("active set of %d bases -> %d kept, J = %.6f", cols.size,
-                  np.sum(x < LOG_PRECISION_BOUND), J)  # fmt: skip
+        log.debug(
+            "active set of %d bases -> %d kept, J = %.6f",
+            cols.size,
+            np.sum(x < LOG_PRECISION_BOUND),
+            J,
+        )
         if best is not None and not J > best_J + 1e-9 * (1.0 + abs(best_J)):
             break  # the bases that re-entered did not raise J: keep the last optimum
         trial = la.copy()
@@ -200,9 +219,12 @@ def map_classification(model, spec, *, initvals, max_iter, gtol, mode_kw, laplac
             "build the model with parametrization='centred'"
         )
     wname = "W" if spec.kind == "softmax" else "w"
-    log.info("Compiling the Laplace evidence of the %s model and its exact gradient (%s; "
-             "typically 5-10 s)", spec.kind,
-             mode_kw.get("mode") or "PyTensor's default backend")  # fmt: skip
+    log.info(
+        "Compiling the Laplace evidence of the %s model and its exact gradient (%s; "
+        "typically 5-10 s)",
+        spec.kind,
+        mode_kw.get("mode") or "PyTensor's default backend",
+    )
     fns = compile_laplace(model, wname, mode_kw.get("mode"))
     Phi = model_data(model, "Phi")
     m = Phi.shape[1]
@@ -264,6 +286,16 @@ def map_classification(model, spec, *, initvals, max_iter, gtol, mode_kw, laplac
     cov = factor_inverse(L, p)  # flat weights in (basis, class) order
     cov = cov.reshape(m, k, m, k).transpose(1, 0, 3, 2).reshape(m * k, m * k)  # class-major
     norm = m * log_gamma_normaliser(spec.prior.a, spec.prior.b) if spec.prior is not None else 0.0
-    return MapResult(log_alpha=la, log_beta=None, mean=w_star.reshape(fns.shape), cov=cov,
-                     log_evidence=J - norm, converged=bool(converged and ok), n_iter=n_iter,
-                     max_abs_gradient=pgrad, message=message, Phi=Phi, attrs=attrs)  # fmt: skip
+    return MapResult(
+        log_alpha=la,
+        log_beta=None,
+        mean=w_star.reshape(fns.shape),
+        cov=cov,
+        log_evidence=J - norm,
+        converged=bool(converged and ok),
+        n_iter=n_iter,
+        max_abs_gradient=pgrad,
+        message=message,
+        Phi=Phi,
+        attrs=attrs,
+    )

@@ -55,8 +55,15 @@ from rvm_pymc.models.spec import ModelSpec
 from rvm_pymc.priors import HyperPrior
 from rvm_pymc.results import WeightPosterior, to_datatree
 
-__all__ = ["NEAR_IMPROPER", "SAMPLERS", "NutsResult", "nuts_datatree", "nuts_result",
-           "pymc_sample", "run_nuts"]  # fmt: skip
+__all__ = [
+    "NEAR_IMPROPER",
+    "SAMPLERS",
+    "NutsResult",
+    "nuts_datatree",
+    "nuts_result",
+    "pymc_sample",
+    "run_nuts",
+]
 
 SAMPLERS = ("pymc", "nutpie", "numpyro")
 NEAR_IMPROPER = 1e-3
@@ -107,9 +114,14 @@ def _swap_count(run: NutsRun, spec: ModelSpec, collapsed: bool) -> int:
     return SWAP_PROPOSALS if swapped else 0
 
 
-def _resolve_sampler(nuts_sampler: str | None, compile_kwargs: dict, n_bases: int = 0,
-                     lines: bool = False, swaps: bool = False,
-                     stops: bool = False) -> str:  # fmt: skip
+def _resolve_sampler(
+    nuts_sampler: str | None,
+    compile_kwargs: dict,
+    n_bases: int = 0,
+    lines: bool = False,
+    swaps: bool = False,
+    stops: bool = False,
+) -> str:
     """The NUTS backend: ``nuts_sampler``, or for None the default (``n_bases``: of a collapsed
     model, else 0); PyMC's when the run needs its per-draw callback."""
     if nuts_sampler is None:
@@ -239,9 +251,14 @@ def pymc_sample(
         )
     ck = run.compile_kwargs
     shapes = " (any number of rows or bases)" if sampler == "pymc" else " (the same shapes)"
-    note_once("Compiling the %s model for %s NUTS (%s); a first compile on a cold cache can take "
-              "a minute or more, later fits of this model reuse the cache%s",
-              spec.kind.replace("_", " "), sampler, _backend(sampler, ck), shapes)  # fmt: skip
+    note_once(
+        "Compiling the %s model for %s NUTS (%s); a first compile on a cold cache can take "
+        "a minute or more, later fits of this model reuse the cache%s",
+        spec.kind.replace("_", " "),
+        sampler,
+        _backend(sampler, ck),
+        shapes,
+    )
     interruptible = _interruptible(active=sampler == "pymc")
     plain = run.progressbar == PLAIN_PROGRESS
     swaps = _swap_count(run, spec, collapsed)
@@ -256,16 +273,30 @@ def pymc_sample(
         }
         built = None
         if sampler == "pymc" and swaps > 0:
-            built = nuts_with_swaps(sample_model, n_proposals=swaps, chains=run.chains,
-                                    kind=None if collapsed else spec.kind, tune=run.tune,
-                                    compile_kwargs=ck or None, **start)  # fmt: skip
+            built = nuts_with_swaps(
+                sample_model,
+                n_proposals=swaps,
+                chains=run.chains,
+                kind=None if collapsed else spec.kind,
+                tune=run.tune,
+                compile_kwargs=ck or None,
+                **start,
+            )
         if built is not None:  # NUTS is built: PyMC takes no target_accept beside it
             start = {"initvals": built[0], "step": built[1], "random_seed": run.random_seed}
         cores = default_cores(run.chains) if run.cores is None else run.cores
-        tree = pm.sample(draws=run.draws, tune=run.tune, chains=run.chains, cores=cores,
-                         nuts_sampler=sampler, progressbar=False if plain else run.progressbar,
-                         compute_convergence_checks=False, compile_kwargs=ck or None, **start,
-                         **({} if callback is None else {"callback": callback}))  # fmt: skip
+        tree = pm.sample(
+            draws=run.draws,
+            tune=run.tune,
+            chains=run.chains,
+            cores=cores,
+            nuts_sampler=sampler,
+            progressbar=False if plain else run.progressbar,
+            compute_convergence_checks=False,
+            compile_kwargs=ck or None,
+            **start,
+            **({} if callback is None else {"callback": callback}),
+        )
     if stop is not None:
         stop.report(tree)
     return tree
@@ -308,9 +339,13 @@ def nuts_result(
     sampled["log_dispersion"] = ld
     sampled.update({n: np.asarray(post[n].values) for n in extra_free(model) if n in post})
     n_div = int(stats["diverging"].sum()) if "diverging" in stats else 0
-    diag = check_sampling({k: v for k, v in sampled.items() if v is not None}, n_div,
-                          rhat_threshold=run.rhat_threshold, min_ess=run.min_ess,
-                          hints={"log_length_scale": WIDTH_MODES_HINT})  # fmt: skip
+    diag = check_sampling(
+        {k: v for k, v in sampled.items() if v is not None},
+        n_div,
+        rhat_threshold=run.rhat_threshold,
+        min_ess=run.min_ess,
+        hints={"log_length_scale": WIDTH_MODES_HINT},
+    )
     diag["sampling_time"] = float(post.attrs.get("sampling_time", np.nan))
     if run.progressbar == PLAIN_PROGRESS:
         DrawLines(int(post.sizes["draw"]), run.tune, run.chains).summary(
@@ -321,8 +356,13 @@ def nuts_result(
     posterior = WeightPosterior(
         kind=kind, basis_names=names, log_alpha=la, log_beta=lb, draws=w, log_dispersion=nb_ld
     )
-    attrs = {"rvm_inference": inference, "rvm_kind": spec.kind, "sampler": sampler, **diag,
-             **{k: pm_tree.attrs[k] for k in STOP_ATTRS if k in pm_tree.attrs}}  # fmt: skip
+    attrs = {
+        "rvm_inference": inference,
+        "rvm_kind": spec.kind,
+        "sampler": sampler,
+        **diag,
+        **{k: pm_tree.attrs[k] for k in STOP_ATTRS if k in pm_tree.attrs},
+    }
     extra = {"pymc_posterior": post.to_dataset()}
     return NutsResult(posterior, sample_stats, attrs, log_length_scale=lls, extra=extra)
 
@@ -343,14 +383,28 @@ def nuts_datatree(
             latent[idx] = design_matrix(model, spec, float(lls[idx])) @ w[idx]
         constant = {"X": (("obs", "feature"), X), "centres": (("centre", "feature"), C)}
     rng = seed_of(random_seed, 7907)
-    tree = to_datatree(res.posterior, Phi=Phi, target=target_data(model, spec),
-                       classes=class_labels(model, spec), random_state=rng,
-                       sample_stats=res.sample_stats, extra_posterior=extra, latent=latent,
-                       constant_data=constant, attrs=res.attrs)  # fmt: skip
+    tree = to_datatree(
+        res.posterior,
+        Phi=Phi,
+        target=target_data(model, spec),
+        classes=class_labels(model, spec),
+        random_state=rng,
+        sample_stats=res.sample_stats,
+        extra_posterior=extra,
+        latent=latent,
+        constant_data=constant,
+        attrs=res.attrs,
+    )
     if "pymc_posterior" in res.extra:
         keep_extra_free(tree, model, res.extra["pymc_posterior"])
     if uses_model_likelihood(model, spec) and "pymc_posterior" in res.extra:
-        with_model_likelihood(tree, model, spec, res.extra["pymc_posterior"], res.posterior.draws,
-                              random_seed=int(rng.integers(2**31 - 1)),
-                              compile_kwargs=compile_kwargs)  # fmt: skip
+        with_model_likelihood(
+            tree,
+            model,
+            spec,
+            res.extra["pymc_posterior"],
+            res.posterior.draws,
+            random_seed=int(rng.integers(2**31 - 1)),
+            compile_kwargs=compile_kwargs,
+        )
     return tree

@@ -16,8 +16,16 @@ from rvm_pymc._core.validation import check_int
 from rvm_pymc.inference import defaults
 from rvm_pymc.models import PARAMETRIZATIONS
 
-__all__ = ["MAP_KEYS", "NUTS_KEYS", "NutsRun", "check_probability", "check_sampler_kwargs",
-           "check_stopping", "compile_options", "takes_nuts_run"]  # fmt: skip
+__all__ = [
+    "MAP_KEYS",
+    "NUTS_KEYS",
+    "NutsRun",
+    "check_probability",
+    "check_sampler_kwargs",
+    "check_stopping",
+    "compile_options",
+    "takes_nuts_run",
+]
 
 
 def check_probability(value, name: str) -> float:
@@ -147,9 +155,13 @@ NUTS_KEYS = (
     *(f.name for f in fields(NutsRun) if f.name not in _NUTS_FIT_KEYS),
 )
 """What ``sampler_kwargs`` may hold for NUTS (the run options the estimator does not set)."""
-_FIT_KEYS = {"map": (("model",), "the estimator's data and prior"),
-             "nuts": ((*_NUTS_FIT_KEYS, "random_state"),
-                      "the estimator's draws, tune, chains and random_state")}  # fmt: skip
+_FIT_KEYS = {
+    "map": (("model",), "the estimator's data and prior"),
+    "nuts": (
+        (*_NUTS_FIT_KEYS, "random_state"),
+        "the estimator's draws, tune, chains and random_state",
+    ),
+}
 """Keys the fit sets itself, and where it takes them from."""
 _NUTS_MODELS = ("collapsed", "joint")
 _CLASSIFIER_KINDS = ("binary", "softmax", "classifier", "poisson")

@@ -19,8 +19,14 @@ from rvm_pymc._core.progress import log
 from rvm_pymc.inference._user_models import extra_free
 from rvm_pymc.inference.defaults import CHECK_EVERY, FIRST_CHECK
 
-__all__ = ["CHECKED", "STOP_ATTRS", "Converged", "StopWhenConverged", "recorded_names",
-           "stop_rule"]  # fmt: skip
+__all__ = [
+    "CHECKED",
+    "STOP_ATTRS",
+    "Converged",
+    "StopWhenConverged",
+    "recorded_names",
+    "stop_rule",
+]
 
 STOP_ATTRS = ("max_draws", "convergence_checks")
 """Root attributes of a run with the rule."""
@@ -80,9 +86,15 @@ class StopWhenConverged:
         if self.stopped_at is None:
             return
         k, diag = self.checks[-1]
-        log.info("NUTS stopped at %d of at most %d draws a chain: converged (max R-hat %.3f, "
-                 "smallest ESS bulk %.0f / tail %.0f, no divergence)", k, self.draws,
-                 diag["max_rhat"], diag["min_ess_bulk"], diag["min_ess_tail"])  # fmt: skip
+        log.info(
+            "NUTS stopped at %d of at most %d draws a chain: converged (max R-hat %.3f, "
+            "smallest ESS bulk %.0f / tail %.0f, no divergence)",
+            k,
+            self.draws,
+            diag["max_rhat"],
+            diag["min_ess_bulk"],
+            diag["min_ess_tail"],
+        )
 
     def diagnostics(self, k: int) -> dict[str, float]:
         """The diagnostics of each chain's first ``k`` draws (as the fit reports them)."""
@@ -132,6 +144,12 @@ def stop_rule(model, spec, run, sampler: str, collapsed: bool, report=None):
     if not any(n in CHECKED for n in names):
         names = [v.name for v in model.free_RVs]
     names += [n for n in extra_free(model) if n not in names]
-    return StopWhenConverged(names, draws=run.draws, tune=run.tune, chains=run.chains,
-                             rhat_threshold=run.rhat_threshold, min_ess=run.min_ess,
-                             report=report)  # fmt: skip
+    return StopWhenConverged(
+        names,
+        draws=run.draws,
+        tune=run.tune,
+        chains=run.chains,
+        rhat_threshold=run.rhat_threshold,
+        min_ess=run.min_ess,
+        report=report,
+    )

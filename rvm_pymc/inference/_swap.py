@@ -23,8 +23,17 @@ from pymc.util import get_random_generator
 from rvm_pymc._core.likelihoods import log_likelihood
 from rvm_pymc.inference.defaults import SWAP_KINDS
 
-__all__ = ["EPS", "NEIGHBOURS", "BasisSwap", "FullDensity", "LinearLikelihood",
-           "linear_likelihood", "neighbour_pairs", "nuts_with_swaps", "swap_axes"]  # fmt: skip
+__all__ = [
+    "EPS",
+    "NEIGHBOURS",
+    "BasisSwap",
+    "FullDensity",
+    "LinearLikelihood",
+    "linear_likelihood",
+    "neighbour_pairs",
+    "nuts_with_swaps",
+    "swap_axes",
+]
 
 NEIGHBOURS = 3
 """Each basis is paired with this many of its most similar columns (cosine)."""
@@ -132,9 +141,14 @@ class LinearLikelihood(FullDensity):
         self.w[pair] = self.w[pair[::-1]]
 
 
-def linear_likelihood(model: pm.Model, kind: str, axes: dict[str, int],
-                      compile_kwargs: dict | None = None, *,
-                      rtol: float = 1e-9) -> LinearLikelihood | None:  # fmt: skip
+def linear_likelihood(
+    model: pm.Model,
+    kind: str,
+    axes: dict[str, int],
+    compile_kwargs: dict | None = None,
+    *,
+    rtol: float = 1e-9,
+) -> LinearLikelihood | None:
     """A :class:`LinearLikelihood` of a classifier with the builders' names if it agrees with
     the whole log density (``rtol``) at a random point and after :data:`CHECK_SWAPS` swaps,
     else None."""
@@ -182,11 +196,20 @@ class BasisSwap(BlockedStep):
     stats_dtypes_shapes: ClassVar[dict[str, Any]] = {"swap_rate": (np.float64, [])}
     _state_class = BasisSwapState
 
-    def __init__(self, vars, *, axes: dict[str, int], pairs: np.ndarray, n_proposals: int,
-                 relevance: str | None = "log_alpha", model=None, rng=None,
-                 compile_kwargs: dict | None = None,
-                 density: FullDensity | LinearLikelihood | None = None,
-                 blocked: bool = True):  # fmt: skip
+    def __init__(
+        self,
+        vars,
+        *,
+        axes: dict[str, int],
+        pairs: np.ndarray,
+        n_proposals: int,
+        relevance: str | None = "log_alpha",
+        model=None,
+        rng=None,
+        compile_kwargs: dict | None = None,
+        density: FullDensity | LinearLikelihood | None = None,
+        blocked: bool = True,
+    ):
         model = pm.modelcontext(model)
         self.vars = list(vars)
         self.axes = dict(axes)
@@ -285,13 +308,27 @@ def nuts_with_swaps(
         return None
     rngs = get_random_generator(random_seed).spawn(chains)
     seeds = [int(rng.integers(2**30)) for rng in rngs]
-    initial, nuts = pm.init_nuts(init="auto", chains=chains, model=model, random_seed=seeds,
-                                 progressbar=False, tune=tune, initvals=initvals,
-                                 compile_kwargs=compile_kwargs,
-                                 target_accept=target_accept)  # fmt: skip
+    initial, nuts = pm.init_nuts(
+        init="auto",
+        chains=chains,
+        model=model,
+        random_seed=seeds,
+        progressbar=False,
+        tune=tune,
+        initvals=initvals,
+        compile_kwargs=compile_kwargs,
+        target_accept=target_accept,
+    )
     log_alpha = model.rvs_to_values[model["log_alpha"]].name if "log_alpha" in model else None
     density = None if kind is None else linear_likelihood(model, kind, axes, compile_kwargs)
-    swap = BasisSwap([v for v in model.value_vars if v.name in axes], axes=axes, pairs=pairs,
-                     n_proposals=n_proposals, relevance=log_alpha if log_alpha in axes else None,
-                     model=model, compile_kwargs=compile_kwargs, density=density)  # fmt: skip
+    swap = BasisSwap(
+        [v for v in model.value_vars if v.name in axes],
+        axes=axes,
+        pairs=pairs,
+        n_proposals=n_proposals,
+        relevance=log_alpha if log_alpha in axes else None,
+        model=model,
+        compile_kwargs=compile_kwargs,
+        density=density,
+    )
     return list(initial), [swap, nuts]

@@ -13,8 +13,16 @@ from rvm_pymc.models import builder_made
 from rvm_pymc.models.data import design_matrix, model_data
 from rvm_pymc.models.spec import ModelSpec, model_constants
 
-__all__ = ["MARGINAL_RTOL", "check_user_model", "extra_free", "keep_extra_free", "model_pointwise",
-           "observed_name", "uses_model_likelihood", "with_model_likelihood"]  # fmt: skip
+__all__ = [
+    "MARGINAL_RTOL",
+    "check_user_model",
+    "extra_free",
+    "keep_extra_free",
+    "model_pointwise",
+    "observed_name",
+    "uses_model_likelihood",
+    "with_model_likelihood",
+]
 
 MARGINAL_RTOL = 1e-8
 """Tolerance of the check that a marginal model's ``t_obs`` is the RVM's marginal."""
@@ -131,9 +139,15 @@ def uses_model_likelihood(model, spec: ModelSpec) -> bool:
     return spec.kind != "regression_marginal" and not builder_made(model)
 
 
-def model_pointwise(model, spec: ModelSpec, posterior: xr.Dataset, weights: np.ndarray, *,
-                    random_seed: int,
-                    compile_kwargs=None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def model_pointwise(
+    model,
+    spec: ModelSpec,
+    posterior: xr.Dataset,
+    weights: np.ndarray,
+    *,
+    random_seed: int,
+    compile_kwargs=None,
+) -> tuple[np.ndarray, np.ndarray]:
     """The model's own pointwise log likelihood and replicates (chain, draw, N) at the draws
     of ``posterior`` with the result's ``weights``."""
     obs = observed_name(spec)
@@ -148,8 +162,12 @@ def model_pointwise(model, spec: ModelSpec, posterior: xr.Dataset, weights: np.n
     post = post.assign_coords({d: list(model.coords[d]) for d in own})
     drawn = [v for v in post.data_vars if v in model.named_vars]
     source = xr.DataTree.from_dict({"posterior": post, "constant_data": _constant_data(model)})
-    kw = {"model": model, "var_names": [obs], "progressbar": False,
-          "compile_kwargs": dict(compile_kwargs or {}) or None}  # fmt: skip
+    kw = {
+        "model": model,
+        "var_names": [obs],
+        "progressbar": False,
+        "compile_kwargs": dict(compile_kwargs or {}) or None,
+    }
     ll = pm.compute_log_likelihood(source, extend_inferencedata=False, **kw)
     pp = pm.sample_posterior_predictive(source, freeze_vars=drawn, random_seed=random_seed, **kw)
     shape = (*weights.shape[:2], -1)

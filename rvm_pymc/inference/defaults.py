@@ -6,13 +6,33 @@ Imports nothing, so that the estimators' parameter checks read it before PyMC.
 
 from __future__ import annotations
 
-__all__ = ["CHAINS", "CHECK_EVERY", "COLLAPSED_TARGET_ACCEPT", "COLLAPSED_TUNE",
-           "DEFAULT_PARAMETRIZATION", "DEFAULT_SAMPLERS", "DRAWS", "ESTIMATOR_CHAINS",
-           "ESTIMATOR_DRAWS", "FIRST_CHECK", "JAX_COLLAPSED_MAX_BASES", "JOINT_TARGET_ACCEPT",
-           "JOINT_TUNE", "KIND_TARGET_ACCEPT", "SWAP_KINDS", "SWAP_PROPOSALS", "TARGET_ACCEPT",
-           "TUNE", "UNTIL_CONVERGED", "WIDTH_COLLAPSED_TARGET_ACCEPT", "WIDTH_DRAWS",
-           "WIDTH_JOINT_TARGET_ACCEPT", "estimator_draws", "estimator_target_accept",
-           "estimator_tune"]  # fmt: skip
+__all__ = [
+    "CHAINS",
+    "CHECK_EVERY",
+    "COLLAPSED_TARGET_ACCEPT",
+    "COLLAPSED_TUNE",
+    "DEFAULT_PARAMETRIZATION",
+    "DEFAULT_SAMPLERS",
+    "DRAWS",
+    "ESTIMATOR_CHAINS",
+    "ESTIMATOR_DRAWS",
+    "FIRST_CHECK",
+    "JAX_COLLAPSED_MAX_BASES",
+    "JOINT_TARGET_ACCEPT",
+    "JOINT_TUNE",
+    "KIND_TARGET_ACCEPT",
+    "SWAP_KINDS",
+    "SWAP_PROPOSALS",
+    "TARGET_ACCEPT",
+    "TUNE",
+    "UNTIL_CONVERGED",
+    "WIDTH_COLLAPSED_TARGET_ACCEPT",
+    "WIDTH_DRAWS",
+    "WIDTH_JOINT_TARGET_ACCEPT",
+    "estimator_draws",
+    "estimator_target_accept",
+    "estimator_tune",
+]
 
 # ---------------------------------------------------------- the inference functions
 DRAWS = 1000
@@ -47,9 +67,13 @@ WIDTH_JOINT_TARGET_ACCEPT = 0.99
 """Joint NUTS over the kernel width (``benchmarks/results/nuts_width.md``)."""
 WIDTH_COLLAPSED_TARGET_ACCEPT = 0.95
 """RVR's collapsed NUTS over the kernel width (``benchmarks/results/nuts_width.md``)."""
-DEFAULT_PARAMETRIZATION = {"regression": "centred", "binary": "non_centred",
-                           "softmax": "non_centred", "poisson": "non_centred",
-                           "negative_binomial": "non_centred"}  # fmt: skip
+DEFAULT_PARAMETRIZATION = {
+    "regression": "centred",
+    "binary": "non_centred",
+    "softmax": "non_centred",
+    "poisson": "non_centred",
+    "negative_binomial": "non_centred",
+}
 """The weights' parametrization of NUTS by kind (``docs/pymc.md``)."""
 
 # ---------------------------------------------------------- samplers and moves

@@ -21,24 +21,52 @@ machine. *Journal of Machine Learning Research* 1, 211-244.
 
 from rvm_pymc._core.lazy import attach
 
-__all__ = ["GRAM_RTOL", "LOW_RANK_FRACTION", "PARAMETRIZATIONS", "ModelSpec", "RVMModel",
-           "builder_made", "classification_binary", "classification_rbf", "classification_softmax",
-           "counts_negative_binomial", "counts_poisson", "data_unit_constants", "data_unit_model",
-           "gram_factor", "log_gamma_normaliser", "marginal_logp", "marginal_logp_fast",
-           "marginal_logp_low_rank", "model_constants", "model_spec", "rbf_design",
-           "regression_joint", "regression_marginal", "regression_marginal_rbf"]  # fmt: skip
+__all__ = [
+    "GRAM_RTOL",
+    "LOW_RANK_FRACTION",
+    "PARAMETRIZATIONS",
+    "ModelSpec",
+    "RVMModel",
+    "builder_made",
+    "classification_binary",
+    "classification_rbf",
+    "classification_softmax",
+    "counts_negative_binomial",
+    "counts_poisson",
+    "data_unit_constants",
+    "data_unit_model",
+    "gram_factor",
+    "log_gamma_normaliser",
+    "marginal_logp",
+    "marginal_logp_fast",
+    "marginal_logp_low_rank",
+    "model_constants",
+    "model_spec",
+    "rbf_design",
+    "regression_joint",
+    "regression_marginal",
+    "regression_marginal_rbf",
+]
 
 _HOMES = {
-    "._glm_builders": ("classification_binary", "classification_softmax", "counts_poisson",
-                       "counts_negative_binomial"),
+    "._glm_builders": (
+        "classification_binary",
+        "classification_softmax",
+        "counts_poisson",
+        "counts_negative_binomial",
+    ),
     "._likelihoods": ("marginal_logp", "marginal_logp_fast"),
-    "._marginal_low_rank": ("GRAM_RTOL", "LOW_RANK_FRACTION", "gram_factor",
-                            "marginal_logp_low_rank"),
+    "._marginal_low_rank": (
+        "GRAM_RTOL",
+        "LOW_RANK_FRACTION",
+        "gram_factor",
+        "marginal_logp_low_rank",
+    ),
     ".spec": ("ModelSpec", "data_unit_constants", "model_constants", "model_spec"),
     "._checks": ("PARAMETRIZATIONS",),
     "._data_units": ("data_unit_model",),
     "._priors": ("log_gamma_normaliser",),
-}  # fmt: skip
+}
 
 __getattr__, __dir__ = attach(
     __name__,

@@ -20,8 +20,12 @@ from rvm_pymc.models._likelihoods import (
 from rvm_pymc.models._priors import _ard_precisions, _log_dispersion, _weights
 from rvm_pymc.priors import DISPERSION_PRIOR_SCALE, resolve_prior
 
-__all__ = ["classification_binary", "classification_softmax", "counts_negative_binomial",
-           "counts_poisson"]  # fmt: skip
+__all__ = [
+    "classification_binary",
+    "classification_softmax",
+    "counts_negative_binomial",
+    "counts_poisson",
+]
 
 
 def _one_output_glm(Phi, y, prior, parametrization, basis_names, observed, likelihood,

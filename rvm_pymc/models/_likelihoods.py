@@ -69,8 +69,12 @@ def _marginal_parts(log_alpha, log_beta, PtP, Phi, t):
     resid = t - Phi @ mu
     beta_rss = beta * pt.sum(resid**2)
     quad = beta_rss + pt.sum(alpha * mu**2)
-    logdet_c = (2.0 * pt.sum(pt.log(pt.diag(L))) - 2.0 * pt.sum(pt.log(p)) - pt.sum(log_alpha)
-                - n * log_beta)  # fmt: skip
+    logdet_c = (
+        2.0 * pt.sum(pt.log(pt.diag(L)))
+        - 2.0 * pt.sum(pt.log(p))
+        - pt.sum(log_alpha)
+        - n * log_beta
+    )
     logp = -0.5 * (n * LOG_2PI + logdet_c + quad)
     return logp, L, p, mu, resid, beta_rss
 
@@ -118,8 +122,13 @@ def _marginal_pullback(inputs, outputs, cotangents):
     g_PtP = -0.5 * beta * (_posterior_covariance(p, blocks) + pt.outer(mu, mu))
     g = cotangents[0]
     # the last two: through Phi^T t, and through Phi^T t and t^T t
-    return [g * g_log_alpha, g * g_log_beta, g * g_PtP, g * beta * pt.outer(t, mu),
-            g * (-beta) * resid]  # fmt: skip
+    return [
+        g * g_log_alpha,
+        g * g_log_beta,
+        g * g_PtP,
+        g * beta * pt.outer(t, mu),
+        g * (-beta) * resid,
+    ]
 
 
 def _design_parts(log_alpha, log_beta, Phi, t):
@@ -181,10 +190,19 @@ def marginal_likelihood(
     form of ``Phi^T Phi`` of shape ``gram_shape``) on the data ``t``."""
     grams = [] if PhiTPhi is None else [PhiTPhi]
     gram_sig = "" if PhiTPhi is None else f",{gram_shape}"
-    pm.CustomDist("t_obs", log_alpha, log_beta, Phi, *grams,
-                  logp=marginal_logp_fast if logp is None else logp, random=_marginal_random,
-                  signature=f"(m),(),(n,m){gram_sig}->(n)", class_name="MarginalNormal",
-                  observed=pm.modelcontext(None)["t"], dims="obs")  # fmt: skip
+    pm.CustomDist(
+        "t_obs",
+        log_alpha,
+        log_beta,
+        Phi,
+        *grams,
+        logp=marginal_logp_fast if logp is None else logp,
+        random=_marginal_random,
+        signature=f"(m),(),(n,m){gram_sig}->(n)",
+        class_name="MarginalNormal",
+        observed=pm.modelcontext(None)["t"],
+        dims="obs",
+    )
 
 
 # softplus / log_softmax, not pm.Bernoulli / pm.Categorical(logit_p=...): those are stable

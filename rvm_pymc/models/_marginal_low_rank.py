@@ -23,8 +23,14 @@ from pytensor.tensor.linalg import cholesky, solve_triangular
 
 from rvm_pymc.models._likelihoods import LOG_2PI, apply_marginal, marginal_likelihood, marginal_op
 
-__all__ = ["GRAM_FACTOR_DATA", "GRAM_RTOL", "LOW_RANK_FRACTION", "gram_factor",
-           "marginal_likelihood_low_rank", "marginal_logp_low_rank"]  # fmt: skip
+__all__ = [
+    "GRAM_FACTOR_DATA",
+    "GRAM_RTOL",
+    "LOW_RANK_FRACTION",
+    "gram_factor",
+    "marginal_likelihood_low_rank",
+    "marginal_logp_low_rank",
+]
 
 GRAM_RTOL = 1e-18
 """Eigenvalues of ``Phi^T Phi`` at or below this times the largest are dropped."""
@@ -89,8 +95,11 @@ def _low_rank_pullback(inputs, outputs, cotangents):
     g = cotangents[0]
     op = _low_rank_op()
     why = "the low-rank marginal is for a design matrix that is data; use marginal_logp_fast"
-    return [g * 0.5 * (gamma - alpha * mu**2), g * 0.5 * (n - pt.sum(gamma) - beta_rss),
-            *(grad_undefined(op, i, v, why) for i, v in ((2, W), (3, Phi), (4, t)))]  # fmt: skip
+    return [
+        g * 0.5 * (gamma - alpha * mu**2),
+        g * 0.5 * (n - pt.sum(gamma) - beta_rss),
+        *(grad_undefined(op, i, v, why) for i, v in ((2, W), (3, Phi), (4, t))),
+    ]
 
 
 @functools.cache

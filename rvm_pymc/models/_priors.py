@@ -65,13 +65,27 @@ def _log_precision(
         def shifted_support(rv, size, a, b, s):
             return support_point(rv, size, a, b) + s
 
-        return pm.CustomDist(name, a, b, shift, logp=shifted_logp,
-                             random=shifted_random if proper else None,
-                             support_point=shifted_support, dims=dims,
-                             class_name=f"Shifted{class_name}")  # fmt: skip
-    return pm.CustomDist(name, a, b, logp=logp, random=random if proper else None,
-                         support_point=support_point, dims=dims,
-                         class_name=class_name)  # fmt: skip
+        return pm.CustomDist(
+            name,
+            a,
+            b,
+            shift,
+            logp=shifted_logp,
+            random=shifted_random if proper else None,
+            support_point=shifted_support,
+            dims=dims,
+            class_name=f"Shifted{class_name}",
+        )
+    return pm.CustomDist(
+        name,
+        a,
+        b,
+        logp=logp,
+        random=random if proper else None,
+        support_point=support_point,
+        dims=dims,
+        class_name=class_name,
+    )
 
 
 def _ard_precisions(prior: HyperPrior) -> pt.TensorVariable:
@@ -101,9 +115,14 @@ def _log_dispersion(scale: float) -> pt.TensorVariable:
         start = -2.0 * pt.log(s)
         return start if rv_size_is_none(size) else pt.full(size, start)
 
-    log_r = pm.CustomDist("log_dispersion", s, logp=logp, random=random,
-                          support_point=support_point,
-                          class_name="LogInvSqrtHalfNormal")  # fmt: skip
+    log_r = pm.CustomDist(
+        "log_dispersion",
+        s,
+        logp=logp,
+        random=random,
+        support_point=support_point,
+        class_name="LogInvSqrtHalfNormal",
+    )
     pm.Deterministic("dispersion", pt.exp(log_r))
     return log_r
 

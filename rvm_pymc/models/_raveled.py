@@ -77,8 +77,15 @@ def shape_free_logp_dlogp(
         v: initial_point[v.name] for v in model.value_vars if v in inputs and v not in grad_vars
     }
     kwargs["mode"] = _nuts_mode(kwargs.get("mode"))
-    fn = ValueGradFunction(costs, [joined], extra, model=model, initial_point=initial_point,
-                           ravel_inputs=False, **kwargs)  # fmt: skip
+    fn = ValueGradFunction(
+        costs,
+        [joined],
+        extra,
+        model=model,
+        initial_point=initial_point,
+        ravel_inputs=False,
+        **kwargs,
+    )
     # the compiled function takes the raveled vector itself: tell __call__ and the integrator
     fn._raveled_inputs = True
     return fn

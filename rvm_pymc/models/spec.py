@@ -8,8 +8,17 @@ import numpy as np
 
 from rvm_pymc.priors import DISPERSION_PRIOR_SCALE, HyperPrior, resolve_prior
 
-__all__ = ["PRIOR_DATA", "RBF_DISTANCES", "RBF_UNIT_RMS", "SLAB_DATA", "WIDTH_PRIOR_DATA",
-           "ModelSpec", "data_unit_constants", "model_constants", "model_spec"]  # fmt: skip
+__all__ = [
+    "PRIOR_DATA",
+    "RBF_DISTANCES",
+    "RBF_UNIT_RMS",
+    "SLAB_DATA",
+    "WIDTH_PRIOR_DATA",
+    "ModelSpec",
+    "data_unit_constants",
+    "model_constants",
+    "model_spec",
+]
 
 _NAMES = (
     "regression_joint: free log_alpha (basis), log_beta, w or w_raw (basis), observed t_obs, "
