@@ -9,17 +9,14 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from rvm_pymc._core.gaussian import GaussianPosterior, regression_posterior
+from rvm_pymc._core.gaussian import LOG_2PI, GaussianPosterior, regression_posterior
 
 __all__ = [
-    "LOG_2PI",
     "dense_log_marginal_likelihood",
     "log_alpha_prior",
     "log_hyperprior",
     "log_marginal_likelihood",
 ]
-
-LOG_2PI = float(np.log(2.0 * np.pi))
 
 
 def log_marginal_likelihood(

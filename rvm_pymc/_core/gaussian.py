@@ -26,6 +26,7 @@ from scipy.linalg import lapack, solve_triangular
 from rvm_pymc._core.rowqr import column_triangle
 
 __all__ = [
+    "LOG_2PI",
     "GaussianPosterior",
     "RegressionFactor",
     "covariance_draws",
@@ -41,6 +42,9 @@ __all__ = [
     "spd_inverse",
     "spd_solve",
 ]
+
+LOG_2PI = float(np.log(2.0 * np.pi))
+"""``log(2 pi)``, of every Gaussian log density in the package."""
 
 
 _SQRT_EPS_INV = float(np.finfo(float).eps ** -0.5)

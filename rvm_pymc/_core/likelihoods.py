@@ -10,10 +10,9 @@ import numpy as np
 from scipy.special import expit, log_expit, log_softmax
 
 from rvm_pymc._core.counts import negbin_logpmf, negbin_replicate, poisson_logpmf
+from rvm_pymc._core.gaussian import LOG_2PI
 
-__all__ = ["LOG_2PI", "latent", "log_likelihood", "log_weight_prior", "replicate"]
-
-LOG_2PI = float(np.log(2.0 * np.pi))
+__all__ = ["latent", "log_likelihood", "log_weight_prior", "replicate"]
 
 
 def latent(kind: str, Phi: np.ndarray, w: np.ndarray, y_offset: float) -> np.ndarray:

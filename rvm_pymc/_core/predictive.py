@@ -10,10 +10,9 @@ import numpy as np
 from scipy.special import logsumexp, ndtr, ndtri
 
 from rvm_pymc._core.counts import mixture_logpmf, mixture_mean, mixture_quantiles
+from rvm_pymc._core.gaussian import LOG_2PI
 
 __all__ = ["Predictive", "predictive", "shuffled_folds"]
-
-_LOG_2PI = float(np.log(2.0 * np.pi))
 
 
 @dataclass(frozen=True)
@@ -55,7 +54,7 @@ class Predictive:
         if self.is_regression:
             y = np.asarray(y, dtype=float)
             z = (y[None, :] - self.loc) / self.scale
-            comp = -0.5 * (z * z + _LOG_2PI) - np.log(self.scale)
+            comp = -0.5 * (z * z + LOG_2PI) - np.log(self.scale)
             return logsumexp(comp, axis=0) - np.log(self.loc.shape[0])
         idx = self.class_index(y)
         p = self.proba[np.arange(idx.size), idx]

@@ -22,10 +22,10 @@ from pytensor.graph.replace import graph_replace
 from pytensor.tensor.linalg import cholesky, solve_triangular
 from scipy.linalg import eigh
 
+from rvm_pymc._core.gaussian import LOG_2PI
 from rvm_pymc._core.laplace import newton_mode as core_newton_mode
 from rvm_pymc.exceptions import ConvergenceWarning, warn_user
 
-LOG_2PI = float(np.log(2.0 * np.pi))
 AXIS_CHECK_FACTOR = 4.0
 """Trust the Laplace approximation while :func:`axis_check` is at most ``log`` of this."""
 

@@ -10,7 +10,7 @@ import pytensor.tensor as pt
 from pytensor.compile.builders import OpFromGraph
 from pytensor.tensor.linalg import cholesky, solve_triangular
 
-LOG_2PI = float(np.log(2.0 * np.pi))
+from rvm_pymc._core.gaussian import LOG_2PI
 
 
 def marginal_logp(t, log_alpha, log_beta, Phi, PhiTPhi=None) -> pt.TensorVariable:

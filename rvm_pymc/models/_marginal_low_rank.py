@@ -21,7 +21,8 @@ from pytensor.compile.builders import OpFromGraph
 from pytensor.gradient import grad_undefined
 from pytensor.tensor.linalg import cholesky, solve_triangular
 
-from rvm_pymc.models._likelihoods import LOG_2PI, apply_marginal, marginal_likelihood, marginal_op
+from rvm_pymc._core.gaussian import LOG_2PI
+from rvm_pymc.models._likelihoods import apply_marginal, marginal_likelihood, marginal_op
 
 __all__ = [
     "GRAM_FACTOR_DATA",

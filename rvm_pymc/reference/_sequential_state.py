@@ -17,8 +17,9 @@ from typing import NamedTuple
 import numpy as np
 
 from rvm_pymc._core.ard import mackay_beta
-from rvm_pymc._core.evidence import LOG_2PI, log_beta_prior
+from rvm_pymc._core.evidence import log_beta_prior
 from rvm_pymc._core.gaussian import (
+    LOG_2PI,
     factor_inverse,
     factor_logdet,
     factor_solve,
