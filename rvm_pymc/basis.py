@@ -149,7 +149,8 @@ class Basis:
 class KernelBasis(Basis):
     """Kernel design matrix ``Phi = [1 | k(X, centres_)]``: one column per centre.
 
-    Centres beyond every training point (Tipping 2001) are chosen by greedy
+    Up to 2000 training points every training point is a centre (Tipping 2001);
+    above that, ``centres="auto"`` keeps at most 1000 of them, chosen by greedy
     pivoted Cholesky and farthest-point filling (``docs/reference_solver.md``,
     "Large N").
 

@@ -61,7 +61,8 @@ def evidence_vs_cv(
 
     Notes
     -----
-    The two criteria need not pick the same width (they do not below).  Use a
+    The evidence is comparable across widths only for the same data and prior;
+    the two criteria need not pick the same width (they do not below).  Use a
     shuffled ``KFold`` for data sorted by ``X``.
 
     Examples

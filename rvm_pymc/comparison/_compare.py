@@ -66,8 +66,8 @@ def fit_all(
     y : array_like of shape (n_samples,)
     methods : sequence of {"reference", "map", "nuts", "nuts_width"}
         One fit per method, named by it.  ``"nuts_width"`` is
-        ``method="nuts", gamma="integrate"`` (``gamma`` and ``gamma_grid`` of
-        ``params`` are not passed to it).
+        ``method="nuts", gamma="integrate"`` (``"rbf"`` kernel only; ``gamma`` and
+        ``gamma_grid`` of ``params`` are not passed to it).
     task : {"regression", "classification", "counts"}, optional
         Default: regression for a ``y`` of floating-point dtype, else
         classification; ``"counts"`` fits :class:`~rvm_pymc.estimators.RVP`.
@@ -288,6 +288,9 @@ def compare(
         - diagnostics: ``converged``, ``divergences``, ``max_rhat``, ``min_ess_bulk``;
         - paired differences to the baseline (:func:`paired_difference`):
           ``elpd_kfold_diff``, ``elpd_loo_diff``, ``lpd_diff`` and their ``*_se``.
+
+        ``elpd_*`` are sums over the points (nats), ``lpd`` and ``lpd_diff`` means
+        per point; the differences are 0 on the baseline's row.
 
         ``table.attrs`` holds ``"baseline"``, ``"pointwise"`` (DataFrames of
         ``"lpd"``, ``"elpd_kfold"``, ``"elpd_loo"`` and ``"pareto_k"``) and
@@ -565,8 +568,9 @@ PAIRED = {
 def paired_difference(a, b, *, mean: bool = False) -> tuple[float, float]:
     """The paired difference of two pointwise vectors and its standard error.
 
-    ``sum_i (a_i - b_i)`` and its standard error ``sqrt(n var(d))``, the
-    convention of ``arviz.compare``; with ``mean=True`` both divided by ``n``.
+    With ``d_i = a_i - b_i``: ``sum_i d_i`` and its standard error
+    ``sqrt(n var(d))`` (population variance), the convention of ``arviz.compare``;
+    with ``mean=True`` both divided by ``n``.
 
     Parameters
     ----------

@@ -187,8 +187,9 @@ def log_evidence(fit) -> float:
 
     In the units of the data: for regression the exact Gaussian marginal likelihood,
     for classification and counts its Laplace approximation at the posterior mode.
-    With a slab, the weights' prior precisions include it.  No hyperprior term
-    (:func:`log_hyperprior`).
+    With a slab ``s`` the weights' prior precisions are ``alpha_m + 1/s^2`` on the
+    scaled problem, ``alpha_m + (basis_scale_m / y_scale)^2 / s^2`` in data units.  No
+    hyperprior term (:func:`log_hyperprior`).
     """
     from rvm_pymc._core.evidence import log_marginal_likelihood
     from rvm_pymc._core.likelihoods import log_likelihood

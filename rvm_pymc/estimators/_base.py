@@ -299,7 +299,9 @@ class _BaseRVM(BaseEstimator):
         X : array_like of shape (n_samples, n_features)
             Training inputs (the kernel matrix for ``kernel="precomputed"``).
         y : array_like of shape (n_samples,)
-            Targets (RVR), class labels (RVC) or non-negative counts (RVP).
+            :class:`RVR`: targets, not constant; :class:`RVC`: class labels, two or
+            more distinct values of any sortable type; :class:`RVP`: counts, finite,
+            >= 0, not all zero.
 
         Returns
         -------
@@ -308,8 +310,9 @@ class _BaseRVM(BaseEstimator):
         Raises
         ------
         ValueError
-            For invalid data or parameters; a fit that fails (or is interrupted)
-            leaves the estimator as it was.
+            For invalid data (RVP's names ``y`` for negative, missing or all-zero
+            counts) or parameters; a fit that fails (or is interrupted) leaves the
+            estimator as it was.
         """
         self._fit(X, y)
         return self

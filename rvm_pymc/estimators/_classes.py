@@ -75,7 +75,9 @@ class RVR(RegressorMixin, _BaseRVM):
         ``"integrate"`` (``method="nuts"``, ``kernel="rbf"``) samples the width with
         the other unknowns: predictions average over the draws, each at its own
         width, ``gamma_`` is the posterior median and ``gamma_draws_`` every
-        draw's; ``design_matrix`` raises and ``model_`` is None.
+        draw's; ``design_matrix`` raises and ``model_`` is None.  ``coef_``,
+        ``sigma_`` and ``alpha_`` then summarise columns whose width differs from
+        draw to draw: read the draws and the predictions, not them.
         ``"auto"`` is ``"cv"`` from 4 up to 2000 training points (with at least two
         rows of every class) and ``"scale"`` otherwise (docs, "Defaults").
         The user guide's "Choosing the kernel width" has the details.
@@ -125,7 +127,8 @@ class RVR(RegressorMixin, _BaseRVM):
         ``initvals`` replaces the start of ``init`` and is on the scaled problem
         (``Phi / basis_scale_``, ``(y - y_offset_) / y_scale_``).  NUTS's
         ``target_accept`` defaults to 0.8 for the collapsed regression sampler
-        and 0.95 for the models with weights; over the width, 0.95 and 0.99.
+        and 0.95 for the models with weights; over the width, 0.95 for RVR's
+        collapsed sampler and 0.99 for the classifiers'.
     init : {"auto", "reference", "default"}, default "auto"
         Where MAP and NUTS start: ``"reference"`` at the reference solution
         under the same prior, so that a comparison measures the approximation
@@ -144,14 +147,15 @@ class RVR(RegressorMixin, _BaseRVM):
         (Rasmussen & Quinonero-Candela 2005): the model augmented at each test
         input ``x*`` by a basis ``k(x, x*)`` with its weight integrated out
         (:mod:`rvm_pymc._core.augment`), whose variance far from the data tends
-        to about ``var(y)``.  Needs method ``"reference"`` or ``"map"`` and a
-        kernel (not ``"precomputed"`` or a Basis); ``fit`` then keeps
-        ``X_train_`` and ``y_train_``.
+        to about ``var(y)``; the mean moves too.  Needs method ``"reference"``
+        or ``"map"`` and a kernel (not ``"precomputed"`` or a Basis); ``fit``
+        then keeps ``X_train_`` and ``y_train_``.
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_active,)
-        Posterior mean of the active weights, in the order of ``active_names_``.
+        Posterior mean of the active weights, in the order of ``active_names_``
+        (the bias first when it is active).
     sigma_ : ndarray of shape (n_active, n_active)
         Posterior covariance of the active weights.
     alpha_ : ndarray of shape (n_active,)
@@ -169,7 +173,8 @@ class RVR(RegressorMixin, _BaseRVM):
         which the fits divide it.
     intercept_ : float
         The constant term of the predictive mean: the bias weight (0.0 when
-        pruned or absent) plus ``y_offset_``, so that ``predict(X)`` is
+        pruned or absent) plus ``y_offset_``, so that the plain RVM predictive's
+        ``predict(X)`` is
         ``design_matrix(X)[:, k:] @ coef_[k:] + intercept_`` with
         ``k = int(bias_active_)``.  For :class:`RVC` and :class:`RVP` the bias
         weight of the logit or log rate, one per class for K > 2 classes.

@@ -49,7 +49,9 @@ __all__ = [
 SEARCHED = ("auto", "cv", "evidence")  # the values of gamma that search gamma_grid
 PATH_KEYS = ("gamma", "log_evidence", "converged", "noise_at_bound", "all_bases")
 CV_PATH_KEYS = ("gamma", "cv_lpd", "cv_lpd_se", "relevance_fraction")
-# the default gamma_grid, in units of the "scale" width
+# the default gamma_grid, in units of the "scale" width; "cv" does not warn when its best is
+# this grid's smallest gamma (the widest kernel): scoring past that edge made the panel's
+# fits there worse on average (benchmarks/results/real_panel.md)
 DEFAULT_GRID = np.logspace(-2.0, 2.0, 9)
 # the sd of gamma="integrate"'s prior of log l: the default grid's ends lie 2 sd out
 WIDTH_PRIOR_SD = float(np.log(DEFAULT_GRID[-1] / DEFAULT_GRID[0]) / 8.0)
@@ -459,7 +461,8 @@ def _best(fits: list[dict]) -> int:
 
 
 def _warn_at_an_edge(rule: str, what: str, g: float, grid: list, *, widest: bool = True) -> None:
-    """Warn when the width chosen from ``grid`` is at its edge."""
+    """Warn when the width chosen from ``grid`` (3 or more) is at its edge (at its smallest
+    gamma only when ``widest``)."""
     ends = (float(np.log(min(grid))), float(np.log(max(grid))))
     x = float(np.log(g))
     if len(grid) <= 2 or min(abs(x - e) for e in ends) >= STEP / 2:

@@ -2,7 +2,7 @@
 
 :func:`fit_regression`, :func:`fit_classification` (binary logistic or softmax) and
 :func:`fit_counts` (Poisson or negative binomial), each with ``method="fast"`` (Tipping &
-Faul 2003), ``"mackay"`` or ``"em"`` (Tipping 2001); the latter two by the Laplace
+Faul 2003), ``"mackay"`` or ``"em"`` (Tipping 2001); classification and counts by the Laplace
 approximation.  A regression design too large to hold is fitted through its row
 compression (:func:`row_qr`, :class:`RowQR`).  The evidence helpers, O(N M^2), are the
 yardstick of the PyMC fits; :func:`fit_posterior` is the estimators' entry, returning a

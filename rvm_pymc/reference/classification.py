@@ -276,7 +276,7 @@ def fit_classification(
         trace=fit.trace,
     )
     # The empty model's evidence is N log(1/K); the last (undeletable) basis leaves the fit
-    # a little below it, more than 0.01 nats below: the greedy start found nothing.
+    # a little below it; more than 0.01 nats below means the greedy start found nothing.
     empty = Phi.shape[0] * np.log(1.0 / len(classes))
     flat = prior.a == 0.0 and prior.b == 0.0  # else log_evidence has a hyperprior term
     if method == "fast" and flat and result.log_evidence < empty - 1e-2:
