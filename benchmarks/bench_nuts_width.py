@@ -73,12 +73,12 @@ def _effective(kind: str, target_accept: float | None) -> float:
     return estimator_target_accept(joint=kind != "regression", width=True)
 
 
-def fit_one(kind: str, X, y, seed: int = 0, target_accept: float | None = None):
+def fit_one(kind: str, X, y, seed: int = 0, target_accept: float | None = None, tune=None):
     from rvm_pymc import RVC, RVR
 
     cls = RVR if kind == "regression" else RVC
     sk = {} if target_accept is None else {"target_accept": target_accept}
-    est = cls(method="nuts", gamma="integrate", random_state=seed, sampler_kwargs=sk)
+    est = cls(method="nuts", gamma="integrate", random_state=seed, tune=tune, sampler_kwargs=sk)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0 = time.perf_counter()
@@ -87,14 +87,21 @@ def fit_one(kind: str, X, y, seed: int = 0, target_accept: float | None = None):
     return est, wall
 
 
-def run(name: str, kind: str, max_n: int, seed: int, target_accept=None) -> dict:
+def _effective_tune(kind: str, tune: int | None) -> int:
+    """The tuning steps a fit ran: the ones given, else the estimators' default."""
+    from rvm_pymc.inference.defaults import estimator_tune
+
+    return int(tune) if tune is not None else estimator_tune(collapsed=kind == "regression")
+
+
+def run(name: str, kind: str, max_n: int, seed: int, target_accept=None, tune=None) -> dict:
     import _panel_data as panel
 
     from rvm_pymc.estimators._width_selection import scale_gamma
 
     data = panel.load(name, max_n=max_n)
     X, y = _standardise(data.X), data.y
-    est, wall = fit_one(kind, X, y, seed, target_accept)
+    est, wall = fit_one(kind, X, y, seed, target_accept, tune)
     d = diagnose(est)
     d["ok"] = d["rhat"] <= 1.01 and min(d["ess_bulk"], d["ess_tail"]) >= 400 and not d["divergent"]
     g = est.gamma_draws_.ravel() / scale_gamma(X)
@@ -111,20 +118,21 @@ def run(name: str, kind: str, max_n: int, seed: int, target_accept=None) -> dict
         "gamma_5_95": f"{lo:.3g}-{hi:.3g}",
         "seed": seed,
         "target_accept": _effective(kind, target_accept),
+        "tune": _effective_tune(kind, tune),
         "source": source_state(),
         "load": load_average(),
         **d,
     }
 
 
-def timing(max_n: int = 150, seed: int = 0, target_accept=None) -> dict:
+def timing(max_n: int = 150, seed: int = 0, target_accept=None, tune=None) -> dict:
     """Warm wall time of one RVR fit at N = ``max_n`` (the second of two fits)."""
     import _panel_data as panel
 
     data = panel.load(TIMING_SET, max_n=max_n)
     X, y = _standardise(data.X), data.y
-    _, cold = fit_one("regression", X, y, seed, target_accept)
-    est, warm = fit_one("regression", X, y, seed + 1, target_accept)
+    _, cold = fit_one("regression", X, y, seed, target_accept, tune)
+    est, warm = fit_one("regression", X, y, seed + 1, target_accept, tune)
     return {
         "set": f"{TIMING_SET} (timing)",
         "kind": "regression",
@@ -135,6 +143,7 @@ def timing(max_n: int = 150, seed: int = 0, target_accept=None) -> dict:
         "draws": int(est.idata_["posterior"].sizes["draw"]),
         "converged_": bool(est.converged_),
         "target_accept": _effective("regression", target_accept),
+        "tune": _effective_tune("regression", tune),
         "source": source_state(),
         "load": load_average(),
         **diagnose(est),
@@ -156,6 +165,7 @@ def main(argv=None) -> None:
     parser.add_argument("--no-timing", action="store_true", help="skip the N = 150 timing row")
     parser.add_argument("--seeds", default="0", help="comma-separated seeds, one fit each")
     parser.add_argument("--target-accept", type=float, help="override the default")
+    parser.add_argument("--tune", type=int, help="tuning steps a chain (default: the estimators')")
     parser.add_argument("--out", default="nuts_width.md", help="table file in results/")
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -174,6 +184,8 @@ def main(argv=None) -> None:
     about = f"sets with N <= {args.max_n} rows, features standardised; seeds {args.seeds}"
     if args.target_accept is not None:
         about += f"; target_accept {args.target_accept} (not the default)"
+    if args.tune is not None:
+        about += f"; tune {args.tune} (not the default)"
     lines = [header("NUTS over the RBF width (gamma='integrate') at the defaults", [about])]
     cols = COLUMNS.split()
     lines += ["| " + " | ".join(cols) + " | seed | load |", "|" + "---|" * (len(cols) + 2)]
@@ -188,7 +200,7 @@ def main(argv=None) -> None:
         if len(full.y) > args.max_n:
             continue
         for seed in seeds:
-            row = run(name, kind, args.max_n, seed, args.target_accept)
+            row = run(name, kind, args.max_n, seed, args.target_accept, args.tune)
             line = "| " + " | ".join(_cell(row[c]) for c in cols)
             line += f" | {seed} | {row['load']} |"
             print(line, flush=True)
@@ -196,7 +208,7 @@ def main(argv=None) -> None:
             with open(jsonl, "a") as fh:
                 fh.write(json.dumps(row) + "\n")
     if not args.no_timing and "regression" in kinds:
-        row = timing(150, seeds[0], args.target_accept)
+        row = timing(150, seeds[0], args.target_accept, args.tune)
         line = (
             f"\nTiming, {row['set']}, N = {row['N']}: first fit (compiles) "
             f"{row['first_fit']:.1f} s, warm fit {row['wall']:.1f} s, {row['draws']} draws a "
