@@ -50,7 +50,8 @@ def compile_options(compile_kwargs: Mapping | None) -> dict:
 
 @dataclass(frozen=True, kw_only=True)
 class NutsRun:
-    """The run options of every NUTS fit, the keywords of :func:`takes_nuts_run`.
+    """The run options of every NUTS fit: the keywords of
+    :func:`~rvm_pymc.inference.sample_nuts` and its kin.
 
     Attributes
     ----------
