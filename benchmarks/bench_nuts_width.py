@@ -20,7 +20,8 @@ Results are appended to ``benchmarks/results/nuts_width.jsonl`` and the table
 written to ``benchmarks/results/nuts_width.md`` (``--out`` names another file).
 ``--seeds`` fits every set once a seed (a default judged by one seed can pass or
 fail by the luck of that seed); ``--target-accept`` overrides the estimators'
-default step-size target, for a study of that default.
+default step-size target and ``--tune`` their tuning steps, for a study of that default;
+every row records the ones it ran.
 
 Usage::
 

@@ -216,8 +216,8 @@ def rotate(
     s: np.ndarray, q: np.ndarray, scale: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Eigenvalues of the (M, C, C) matrices ``s`` and squared rotated ``q`` (M, C), ascending;
-    those within rounding of zero (relative to ``scale``) are zeroed with their ``q~^2``.
-    Raises LinAlgError for an eigenvalue below ``-_PSD_TOL * scale``."""
+    those within ``1e-10`` of the largest eigenvalue are zeroed with their ``q~^2``.  Raises
+    LinAlgError for an eigenvalue below ``-_PSD_TOL * max(largest eigenvalue, scale)``."""
     if s.shape[1] == 3:
         lam, q2 = _rotate3(s, q)
     else:

@@ -176,8 +176,10 @@ class RVR(RegressorMixin, _BaseRVM):
         pruned or absent) plus ``y_offset_``, so that the plain RVM predictive's
         ``predict(X)`` is
         ``design_matrix(X)[:, k:] @ coef_[k:] + intercept_`` with
-        ``k = int(bias_active_)``.  For :class:`RVC` and :class:`RVP` the bias
-        weight of the logit or log rate, one per class for K > 2 classes.
+        ``k = int(bias_active_)`` (not with ``gamma="integrate"``, where
+        ``design_matrix`` raises).  For :class:`RVC` and :class:`RVP` it is the
+        bias weight of the latent logit or log rate (one per class for K > 2),
+        not a term of ``predict``.
     bias_active_ : bool
         Whether the bias column is relevant.
     active_ : ndarray of int

@@ -8,6 +8,7 @@ import pytensor.tensor as pt
 from pymc.distributions.shape_utils import rv_size_is_none
 from scipy.special import gammaln
 
+from rvm_pymc._core.gaussian import LOG_2PI
 from rvm_pymc.models.spec import DISPERSION_SCALE_DATA, SLAB_DATA
 from rvm_pymc.priors import HyperPrior
 
@@ -106,7 +107,7 @@ def _log_dispersion(scale: float) -> pt.TensorVariable:
     s = pm.Data(DISPERSION_SCALE_DATA, float(scale))
 
     def logp(value, s):
-        return -pt.log(s) - 0.5 * np.log(2.0 * np.pi) - pt.exp(-value) / (2.0 * s**2) - value / 2
+        return -pt.log(s) - 0.5 * LOG_2PI - pt.exp(-value) / (2.0 * s**2) - value / 2
 
     def random(s, rng=None, size=None):
         return -2.0 * np.log(np.abs(rng.normal(0.0, s, size=size)))
