@@ -19,7 +19,13 @@ import numpy as np
 
 from rvm_pymc._core.gaussian import factor_inverse, factor_logdet, factor_solve, spd_factor
 
-__all__ = ["LaplacePosterior", "NewtonMode", "laplace_posterior", "newton_mode"]
+__all__ = [
+    "LaplacePosterior",
+    "NewtonMode",
+    "laplace_log_evidence",
+    "laplace_posterior",
+    "newton_mode",
+]
 
 HALVING_MIN = 1e-10
 """Step halving gives up after the first step length below this."""
@@ -91,11 +97,17 @@ class LaplacePosterior:
     score: np.ndarray | None = None
 
 
+def laplace_log_evidence(log_joint: float, alpha, c: int, logdet_precision: float) -> float:
+    """The module's Laplace log evidence from ``Psi(w*)`` (``log_joint``), the precisions
+    (``c`` weights each) and ``log |H|``."""
+    return log_joint + 0.5 * c * float(np.log(alpha).sum()) - 0.5 * logdet_precision
+
+
 def laplace_posterior(
     W, probs, log_joint, ll, alpha, c, L, p, n_newton, converged, curvature=None
 ) -> LaplacePosterior:
     """The posterior at the mode ``W`` from its Hessian's factor ``(L, p)`` (``c``: weights
     per precision; ``log_joint = log p(T | W) - sum(alpha W^2) / 2``)."""
     cov, logdet = factor_inverse(L, p), factor_logdet(L, p)
-    log_ev = log_joint + 0.5 * c * float(np.log(alpha).sum()) - 0.5 * logdet
+    log_ev = laplace_log_evidence(log_joint, alpha, c, logdet)
     return LaplacePosterior(W, cov, logdet, ll, log_ev, probs, n_newton, converged, curvature)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from rvm_pymc._core.convergence import sampling_diagnostics
-from rvm_pymc._core.gaussian import LOG_2PI
+from rvm_pymc._core.laplace import laplace_log_evidence
 from rvm_pymc._core.rbf_width import rbf_columns, sq_distances
 
 __all__ = [
@@ -213,10 +213,9 @@ def log_evidence(fit) -> float:
     y = np.asarray(tree["observed_data"][OBS_NAMES[post.kind]].values)
     y = y.astype(int) if post.kind in ("binary", "softmax") else y
     loglik = float(np.sum(log_likelihood(post.kind, f[None, None], y, post.likelihood_parameter)))
-    a = np.repeat(alpha[:, None], w.shape[1], axis=1)
-    logprior = 0.5 * float(np.sum(np.log(a) - a * w**2)) - 0.5 * w.size * LOG_2PI
+    log_joint = loglik - 0.5 * float(np.sum(alpha[:, None] * w**2))
     _, logdet = np.linalg.slogdet(np.asarray(post.cov, dtype=float)) if w.size else (1.0, 0.0)
-    return loglik + logprior + 0.5 * (w.size * LOG_2PI + logdet)
+    return laplace_log_evidence(log_joint, alpha, w.shape[1], -logdet)
 
 
 def log_hyperprior(fit) -> float:
