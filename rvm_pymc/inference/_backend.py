@@ -48,6 +48,7 @@ def _set_start(
     start,
     names,
     kind: str,
+    *,
     weights: bool,
     parametrization="centred",
     slab=None,
@@ -122,7 +123,9 @@ def _fit_map(opts, Phi, target, names, prior, start):
     if opts["max_iter"] is not None:
         kw.setdefault("max_iter", opts["max_iter"])
     model = _model(opts, Phi, target, names, prior, joint=False)
-    started_from = _set_start(kw, start, names, opts["kind"], False, cap=LOG_PRECISION_BOUND)
+    started_from = _set_start(
+        kw, start, names, opts["kind"], weights=False, cap=LOG_PRECISION_BOUND
+    )
     res = optimise_map(model, **kw)
     active = np.flatnonzero(res.log_alpha < LOG_PRECISION_BOUND)
     post = res.posterior(opts["kind"], names).restrict(active)
@@ -159,7 +162,15 @@ def _fit_nuts(opts, Phi, target, names, prior, seed, start):
     joint = opts["kind"] != "regression" or which == "joint"
     kw, parametrization = _nuts_options(opts, joint)
     model = _model(opts, Phi, target, names, prior, joint=joint, parametrization=parametrization)
-    started_from = _set_start(kw, start, names, opts["kind"], joint, parametrization, prior.slab)
+    started_from = _set_start(
+        kw,
+        start,
+        names,
+        opts["kind"],
+        weights=joint,
+        parametrization=parametrization,
+        slab=prior.slab,
+    )
     res = nuts_posterior(
         model,
         draws=opts["draws"],
@@ -216,7 +227,15 @@ def fit_width_backend(
             X, target, n_classes=len(classes), class_names=classes if len(classes) > 2 else None,
             parametrization=parametrization, **common,
         )  # fmt: skip
-    started_from = _set_start(kw, start, names, kind, not regression, parametrization, prior.slab)
+    started_from = _set_start(
+        kw,
+        start,
+        names,
+        kind,
+        weights=not regression,
+        parametrization=parametrization,
+        slab=prior.slab,
+    )
     if started_from == "reference":
         kw["initvals"]["log_length_scale"] = np.asarray(float(width_prior[0]))
     # the run reports (and checks) the weights and log_alpha of the unscaled columns
