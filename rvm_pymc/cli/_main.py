@@ -54,35 +54,6 @@ DRAWS_RANGE = (50, 100_000)  # draws and tuning steps per chain
 FRACTION_RANGE = (0.05, 0.5)
 
 
-def number(
-    text: str,
-    *,
-    integer: bool,
-    low: float,
-    high: float = math.inf,
-    low_open: bool = False,
-    why: str = "",
-) -> float | int:
-    """``text`` as a finite number in ``[low, high]`` (or ``(low, high]``), else
-    ArgumentTypeError with ``why`` after the range."""
-    shown = text if len(text) <= 40 else text[:37] + "..."
-    try:
-        value: float | int = int(text) if integer else float(text)
-    except ValueError:  # also an int of more than 4300 digits
-        kind = "a whole number" if integer else "a number"
-        raise argparse.ArgumentTypeError(f"expected {kind}, got {shown!r}") from None
-    if not integer and not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {shown!r}")
-    below = value <= low if low_open else value < low
-    if below or value > high:
-        if math.isinf(high):
-            bound = f"{'>' if low_open else '>='} {low:g}"
-        else:
-            bound = f"in {'(' if low_open else '['}{low:g}, {high:.15g}]"
-        raise argparse.ArgumentTypeError(f"must be {bound}{why}; got {shown}")
-    return value
-
-
 def ranged(
     low: float,
     high: float = math.inf,
@@ -91,10 +62,26 @@ def ranged(
     integer: bool = True,
     low_open: bool = False,
 ) -> Callable[[str], float | int]:
-    """The argument type of :func:`number`."""
+    """The argument type of a finite number in ``[low, high]`` (or ``(low, high]``): else an
+    ArgumentTypeError with ``why`` after the range."""
 
     def parse(text: str) -> float | int:
-        return number(text, integer=integer, low=low, high=high, low_open=low_open, why=why)
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        try:
+            value: float | int = int(text) if integer else float(text)
+        except ValueError:  # also an int of more than 4300 digits
+            kind = "a whole number" if integer else "a number"
+            raise argparse.ArgumentTypeError(f"expected {kind}, got {shown!r}") from None
+        if not integer and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {shown!r}")
+        below = value <= low if low_open else value < low
+        if below or value > high:
+            if math.isinf(high):
+                bound = f"{'>' if low_open else '>='} {low:g}"
+            else:
+                bound = f"in {'(' if low_open else '['}{low:g}, {high:.15g}]"
+            raise argparse.ArgumentTypeError(f"must be {bound}{why}; got {shown}")
+        return value
 
     return parse
 
@@ -107,6 +94,7 @@ noise_sd = ranged(0.0, MAX_NOISE_SD, " (the signal has amplitude 1)", integer=Fa
 demo_gamma = ranged(*GAMMA_RANGE, " (outside it the RBF kernel on inputs in [-10, 10] is flat or "
                     "diagonal)", integer=False)  # fmt: skip
 fraction = ranged(*FRACTION_RANGE, integer=False)
+positive = ranged(0.0, integer=False, low_open=True)
 
 
 def kernel_gamma(text: str) -> float | str:
@@ -114,7 +102,7 @@ def kernel_gamma(text: str) -> float | str:
     if text in ("auto", "cv", "scale", "evidence"):
         return text
     try:
-        return float(number(text, integer=False, low=0.0, low_open=True))
+        return float(positive(text))
     except argparse.ArgumentTypeError as exc:
         words = "'auto', 'cv', 'scale' or 'evidence'"
         raise argparse.ArgumentTypeError(f"{exc}; or give {words}") from None
@@ -127,7 +115,7 @@ def gamma_grid(text: str) -> list[float]:
         raise argparse.ArgumentTypeError(
             f"expected widths separated by commas, e.g. 0.01,0.1,1; got {text!r}"
         )
-    return [float(number(part, integer=False, low=0.0, low_open=True)) for part in parts]
+    return [float(positive(part)) for part in parts]
 
 
 PROG = "rvm-pymc"
@@ -484,21 +472,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return 2
+        args.check(args)
     except UsageError as exc:
         _error(str(exc))
         return 2
     except SystemExit as exc:  # --help and --version print and exit 0
         return exc.code if isinstance(exc.code, int) else 0
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        return 2
     debug = bool(args.debug)
-    check: Callable[[argparse.Namespace], None] = args.check
-    try:
-        check(args)
-    except UsageError as exc:
-        _error(str(exc))
-        return 2
     try:
         with _one_line_warnings(debug):
             return args.func(args)
