@@ -155,9 +155,8 @@ def _add_demo(sub, common: argparse.ArgumentParser) -> None:
         "(rvm_pymc.comparison.fit_all): the closed-form reference solver (type-II ML), "
         "type-II MAP in PyMC and NUTS (full Bayes, a short run), each an RVR with "
         "gamma='evidence' choosing the RBF width of largest evidence (--gammas, refined "
-        "between them); print "
-        "the comparison table (rvm_pymc.comparison.compare) and write a figure of the "
-        "predictive bands.",
+        "between them); print the comparison table (rvm_pymc.comparison.compare) and write a "
+        "figure of the predictive bands.",
     )
     demo.add_argument(
         "--n-train", type=n_train, default=100,
@@ -279,8 +278,7 @@ def _model_options(p: argparse.ArgumentParser, saved: bool) -> None:
             f"the estimator's: {nuts_defaults.ESTIMATOR_DRAWS['classification']} for "
             f"classification, {nuts_defaults.ESTIMATOR_DRAWS['regression']} otherwise",
             f"draws per chain kept, {nuts_defaults.ESTIMATOR_CHAINS} chains (with the default, "
-            "NUTS stops once "
-            "converged, at most that many; a given number is kept whole)",
+            "NUTS stops once converged, at most that many; a given number is kept whole)",
         ),
     )
     p.add_argument("--tune", type=tune, default=None,
@@ -290,8 +288,7 @@ def _model_options(p: argparse.ArgumentParser, saved: bool) -> None:
     p.add_argument(
         "--jobs", type=ranged(1, 256), default=1, metavar="N",
         help="processes for the independent fits: the widths (and folds) of --gamma cv and "
-        "evidence and the "
-        "folds of compare, in [1, 256] (default 1)",
+        "evidence and the folds of compare, in [1, 256] (default 1)",
     )  # fmt: skip
 
 
