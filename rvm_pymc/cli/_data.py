@@ -14,7 +14,7 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,17 +66,21 @@ def where(table, i: int) -> str:
     return f"line {int(lines[i])}" if lines is not None else f"data row {i + 1}"
 
 
-def listed(table, rows: np.ndarray, shown: int = 5) -> str:
-    """``'lines: 7, 9, 12'`` (the first ``shown`` rows, then ``...``)."""
-    unit = where(table, int(rows[0])).split()[0] + "s"
+def listed(table, rows: np.ndarray, shown: int = 5, such: str = "") -> str:
+    """``'line 7'``, ``'3 lines: 7, 9, 12'``, ``'93 lines: 2, 3, 4, 5, 6, ...'`` (the first
+    ``shown`` rows; ``such`` between the count and the unit)."""
+    first = where(table, int(rows[0]))
+    if rows.size == 1:
+        return first
     numbers = ", ".join(where(table, int(i)).split()[-1] for i in rows[:shown])
-    return f"{unit}: {numbers}{', ...' if rows.size > shown else ''}"
+    more = ", ..." if rows.size > shown else ""
+    return f"{rows.size} {such}{first.split()[0]}s: {numbers}{more}"
 
 
 def bad_rows(table, rows: np.ndarray) -> str:
     """``'line 7'``, ``'line 7 (3 such lines: 7, 9, 12)'``: the first bad row and how many."""
     first = where(table, int(rows[0]))
-    return first if rows.size == 1 else f"{first} ({rows.size} such {listed(table, rows)})"
+    return first if rows.size == 1 else f"{first} ({listed(table, rows, such='such ')})"
 
 
 def shown_value(raw: Any) -> str:
@@ -170,9 +174,8 @@ class Preprocess:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise DataError(f"{path} is damaged: {type(exc).__name__}: {exc}") from None
-        n = len(pre.features)
         if not (
-            len(pre.mean) == len(pre.scale) == n > 0
+            len(pre.mean) == len(pre.scale) == len(pre.features) > 0
             and all(math.isfinite(v) for v in pre.mean + pre.scale)
             and all(v > 0 for v in pre.scale)
             and pre.task in ("regression", "classification", "counts")
@@ -303,22 +306,13 @@ def nuts_progress(jobs: int = 1) -> bool | str:
     return True if columns >= STATS_COLUMNS else "split"
 
 
-@contextlib.contextmanager
-def bars_on_stderr() -> Iterator[None]:
+def bars_on_stderr() -> contextlib.redirect_stdout:
     """Standard output (PyMC's bar) redirected to standard error."""
-    with contextlib.redirect_stdout(sys.stderr):
-        yield
+    return contextlib.redirect_stdout(sys.stderr)
 
 
 UNNAMED = re.compile(r"Unnamed: \d+")
 ROWNAMES = "rownames"
-
-
-def _lines(table, rows: np.ndarray, shown: int = 5) -> str:
-    """``'line 7'``, ``'3 lines: 7, 9, 12'``, ``'93 lines: 2, 3, 4, 5, 6, ...'``."""
-    if rows.size == 1:
-        return where(table, int(rows[0]))
-    return f"{rows.size} {listed(table, rows, shown)}"
 
 
 def _names(names: Sequence[str]) -> str:
@@ -352,10 +346,9 @@ def row_numbers(col) -> str | None:
     if n < MIN_ROWS_FOR_NUMBERS or not np.all(np.isfinite(values)):
         return None
     steps = np.arange(n, dtype=float)
-    if np.array_equal(values, steps):
-        return f"0..{n - 1}"
-    if np.array_equal(values, steps + 1):
-        return f"1..{n}"
+    for first in (0, 1):
+        if np.array_equal(values, steps + first):
+            return f"{first}..{n - 1 + first}"
     return None
 
 
@@ -372,24 +365,6 @@ class Selection:
     features: list[str]
     index: dict[str, str] = field(default_factory=dict)
     kept_numbers: dict[str, str] = field(default_factory=dict)
-
-
-def index_columns(table, skip: Sequence[str] = ()) -> Selection:
-    """The row index columns of ``table`` (but ``skip``), and others holding the row numbers."""
-    out = Selection([])
-    for name in table.columns:
-        if name in skip:
-            continue
-        if name == ROWNAMES:
-            out.index[name] = "R's row names"
-        elif UNNAMED.fullmatch(name):
-            out.index[name] = "an empty header, as pandas writes its index"
-        elif (numbers := row_numbers(table[name])) is not None:
-            if name == "X" or name.lower() in INDEX_NAMES:
-                out.index[name] = f"named so and holding the row numbers {numbers}"
-            else:
-                out.kept_numbers[name] = numbers
-    return out
 
 
 def select_features(
@@ -410,8 +385,21 @@ def select_features(
         if repeated:
             raise DataError(f"{path}: --features names {_names(repeated)} more than once")
         return Selection(list(features))
-    found = index_columns(table, skip=[target, *drop])
-    found.features = [c for c in columns if c != target and c not in drop and c not in found.index]
+    found = Selection([])  # the row index columns, and others holding the row numbers
+    for name in columns:
+        if name == target or name in drop:
+            continue
+        numbers = row_numbers(table[name])
+        if name == ROWNAMES:
+            found.index[name] = "R's row names"
+        elif UNNAMED.fullmatch(name):
+            found.index[name] = "an empty header, as pandas writes its index"
+        elif numbers and (name == "X" or name.lower() in INDEX_NAMES):
+            found.index[name] = f"named so and holding the row numbers {numbers}"
+        else:
+            found.features.append(name)
+            if numbers:
+                found.kept_numbers[name] = numbers
     if not found.features:
         left = [*drop, *found.index]
         raise DataError(
@@ -434,9 +422,9 @@ class ColumnProblem:
         """``'Cylinders' (text 'rotary' on line 59)``, ``'Luggage.room' (missing on 11 ...)``."""
         parts = []
         if self.text.size:
-            parts.append(f"text {self.first_text} on {_lines(table, self.text, 3)}")
+            parts.append(f"text {self.first_text} on {listed(table, self.text, 3)}")
         if self.missing.size:
-            parts.append(f"missing on {_lines(table, self.missing, 3)}")
+            parts.append(f"missing on {listed(table, self.missing, 3)}")
         return f"{self.name!r} ({'; '.join(parts)})"
 
 
@@ -450,18 +438,6 @@ def column_problem(table, name: str) -> ColumnProblem:
     text = np.flatnonzero(~np.isfinite(values) & ~missing)
     first = shown_value(col.iloc[int(text[0])]) if text.size else ""
     return ColumnProblem(str(name), text, np.flatnonzero(missing), first)
-
-
-def _one_column_message(path: str, problem: ColumnProblem, table) -> str:
-    """One bad column, in the words of a single value: its first bad row and how many."""
-    if problem.text.size:
-        what, rows = f"the non-numeric value {problem.first_text}", problem.text
-    else:
-        what, rows = "a missing value", problem.missing
-    more = ""
-    if problem.text.size and problem.missing.size:
-        more = f" and missing values on {_lines(table, problem.missing, 3)}"
-    return f"{path}: column {problem.name!r} has {what} on {bad_rows(table, rows)}{more}"
 
 
 def numeric_features(
@@ -507,35 +483,34 @@ def _refusal(
             + (", --one-hot to encode text of a few values as 0/1 columns" if text else "")
             + f", or --drop {names}, or fix those rows"
         )
-    if len(problems) == 1:
-        return f"{_one_column_message(path, problems[0], table)}; {advice}"
-    described = ", ".join(p.describe(table) for p in problems)
-    return (
-        f"{path}: {len(problems)} feature columns are not a number in every row: "
-        f"{described}; {advice}"
-    )
+    if len(problems) > 1:
+        described = ", ".join(p.describe(table) for p in problems)
+        return (
+            f"{path}: {len(problems)} feature columns are not a number in every row: "
+            f"{described}; {advice}"
+        )
+    # one bad column, in the words of a single value: its first bad row and how many
+    (p,) = problems
+    if p.text.size:
+        what, rows = f"the non-numeric value {p.first_text}", p.text
+    else:
+        what, rows = "a missing value", p.missing
+    more = ""
+    if p.text.size and p.missing.size:
+        more = f" and missing values on {listed(table, p.missing, 3)}"
+    return f"{path}: column {p.name!r} has {what} on {bad_rows(table, rows)}{more}; {advice}"
 
 
 MAX_LEVELS = 20  # most distinct values of a text column that --one-hot encodes
 MISSING_LEVEL = "NA"
 
 
-def _is_text(col) -> bool:
-    import pandas as pd
-
-    present = col.dropna()
-    return bool(present.size) and bool(pd.to_numeric(present, errors="coerce").isna().any())
-
-
 def _level_text(value) -> str:
     """A cell's level name, whatever type pandas read: ``'2'`` and 2.0 are both ``2``."""
-    if isinstance(value, str):
-        try:
-            number = float(value)
-        except ValueError:
-            return value
-    else:
+    try:
         number = float(value)
+    except ValueError:  # text that is no number
+        return value
     if np.isfinite(number) and number == int(number):
         return str(int(number))
     return str(number)
@@ -552,11 +527,13 @@ def _level_texts(col):
 
 def one_hot_levels(table, columns: Sequence[str]) -> dict[str, list[str]]:
     """Text columns of ``columns`` of at most :data:`MAX_LEVELS` levels (``NA`` one) -> levels."""
+    import pandas as pd
+
     out = {}
     for name in columns:
-        col = table[name]
-        if _is_text(col):
-            levels = sorted(set(_level_texts(col)))
+        present = table[name].dropna()  # a text column: a value that is no number
+        if present.size and pd.to_numeric(present, errors="coerce").isna().any():
+            levels = sorted(set(_level_texts(table[name])))
             if len(levels) <= MAX_LEVELS:
                 out[str(name)] = levels
     return out
@@ -655,38 +632,35 @@ def _target(table, target: str, task: str, path: str) -> np.ndarray:
 
     y = table[target]
     problem = column_problem(table, target)
-    text, missing = problem.text, problem.missing
-    if task in ("regression", "counts"):
-        if text.size:
-            raise DataError(
-                f"{path}: the target column {target!r} has the non-numeric value "
-                f"{problem.first_text} on {bad_rows(table, text)}; {task} "
-                "needs a number in every row (give --task classification for class labels)"
-            )
-        if missing.size:
-            raise DataError(
-                f"{path}: the target column {target!r} has a missing value on "
-                f"{bad_rows(table, missing)}; remove or fill those rows"
-            )
-        values = pd.to_numeric(y).to_numpy(dtype=float)
-        negative = np.flatnonzero(values < 0)
-        if task == "counts" and negative.size:
-            raise DataError(
-                f"{path}: the target column {target!r} has the negative value "
-                f"{shown_value(y.iloc[int(negative[0])])} on {bad_rows(table, negative)}; "
-                "counts must be >= 0 (give --task regression for a signed quantity)"
-            )
-        if task == "counts" and not np.any(values > 0):
-            raise DataError(f"{path}: the target column {target!r} is all zero; no counts to fit")
-        return values
-    if missing.size:
+    said = f"{path}: the target column {target!r}"
+    numeric = task in ("regression", "counts")
+    if numeric and problem.text.size:
         raise DataError(
-            f"{path}: the target column {target!r} has a missing label on "
-            f"{bad_rows(table, missing)}; remove or label those rows"
+            f"{said} has the non-numeric value {problem.first_text} on "
+            f"{bad_rows(table, problem.text)}; {task} needs a number in every row (give "
+            "--task classification for class labels)"
         )
-    values = y.to_numpy()
-    if np.unique(values.astype(str)).size < 2:
-        raise DataError(f"{path}: column {target!r} has one class only; classification needs two")
+    if problem.missing.size:
+        what, fix = ("value", "fill") if numeric else ("label", "label")
+        rows = bad_rows(table, problem.missing)
+        raise DataError(f"{said} has a missing {what} on {rows}; remove or {fix} those rows")
+    if not numeric:
+        values = y.to_numpy()
+        if np.unique(values.astype(str)).size < 2:
+            raise DataError(
+                f"{path}: column {target!r} has one class only; classification needs two"
+            )
+        return values
+    values = pd.to_numeric(y).to_numpy(dtype=float)
+    negative = np.flatnonzero(values < 0)
+    if task == "counts" and negative.size:
+        raise DataError(
+            f"{said} has the negative value {shown_value(y.iloc[int(negative[0])])} on "
+            f"{bad_rows(table, negative)}; counts must be >= 0 (give --task regression for a "
+            "signed quantity)"
+        )
+    if task == "counts" and not np.any(values > 0):
+        raise DataError(f"{said} is all zero; no counts to fit")
     return values
 
 
