@@ -77,21 +77,19 @@ def cache_is_empty(cache: Path, *, numba: bool) -> bool:
     return not any(p.is_dir() for p in cache.glob("tmp*"))
 
 
+COMPILE_CACHE = {  # the compile line's words for an empty cache, a full one, one unknown
+    True: "PyTensor's compile cache is empty, so this first compile may take a few minutes; "
+    "later runs reuse the cache",
+    False: "reusing PyTensor's compile cache",
+    None: "it may take a few minutes when PyTensor's compile cache is empty",
+}
+
+
 def announce_compilation(method: str) -> None:
     """A progress line before a fit that compiles a PyMC model (map, nuts)."""
-    if method not in ("map", "nuts"):
-        return
-    empty = compile_cache_is_empty()
-    if empty is None:
-        when = "it may take a few minutes when PyTensor's compile cache is empty"
-    elif empty:
-        when = (
-            "PyTensor's compile cache is empty, so this first compile may take a few minutes; "
-            "later runs reuse the cache"
-        )
-    else:
-        when = "reusing PyTensor's compile cache"
-    progress(f"{method}: building and compiling the PyMC model ({when})")
+    if method in ("map", "nuts"):
+        when = COMPILE_CACHE[compile_cache_is_empty()]
+        progress(f"{method}: building and compiling the PyMC model ({when})")
 
 
 def make_estimator(args: argparse.Namespace, task: str, method: str | None = None):
@@ -99,49 +97,42 @@ def make_estimator(args: argparse.Namespace, task: str, method: str | None = Non
     from rvm_pymc.estimators import RVC, RVP, RVR
 
     classes = {"regression": RVR, "classification": RVC, "counts": RVP}
-    params = _estimator_params(args, method or args.method)
-    return classes[task](**params, **_likelihood_params(args, task, [params["method"]]))
+    method = method or args.method
+    nuts = _nuts_params([method], args.jobs).get(method, {})
+    return classes[task](method=method, **_estimator_params(args, task, [method]), **nuts)
 
 
-def _likelihood_params(args: argparse.Namespace, task: str, methods) -> dict[str, Any]:
-    """RVP's ``likelihood`` from ``--likelihood`` (counts only)."""
+def _estimator_params(args: argparse.Namespace, task: str, methods) -> dict[str, Any]:
+    """The estimators' parameters from the options but ``method`` (RVP's ``likelihood`` from
+    ``--likelihood``, counts only)."""
     likelihood = getattr(args, "likelihood", "poisson")
-    if task != "counts":
-        if likelihood != "poisson":
-            raise UsageError(
-                f"argument --likelihood: {likelihood} applies to counts (--task counts); "
-                f"the task is {task}"
-            )
-        return {}
+    if task != "counts" and likelihood != "poisson":
+        raise UsageError(
+            f"argument --likelihood: {likelihood} applies to counts (--task counts); "
+            f"the task is {task}"
+        )
     if likelihood == "negative_binomial" and "map" in methods:
         raise UsageError(
             "argument --likelihood: negative_binomial is fitted by the methods reference and "
             "nuts, not map (give --method reference or nuts; compare: --methods reference nuts)"
         )
-    return {"likelihood": likelihood}
-
-
-def _estimator_params(args: argparse.Namespace, method: str) -> dict[str, Any]:
-    """The parameters of :func:`make_estimator`."""
     params: dict[str, Any] = {
         "kernel": args.kernel,
         "gamma": args.gamma,
         "gamma_grid": args.gamma_grid,
-        "method": method,
         "random_state": args.seed,
         "draws": args.draws,
         "tune": args.tune,
         "n_jobs": args.jobs,
     }
-    if method == "nuts":
-        params["sampler_kwargs"] = _pymc_nuts(args.jobs)
-    return params
+    return params | ({"likelihood": likelihood} if task == "counts" else {})
 
 
-def _pymc_nuts(jobs: int = 1) -> dict[str, Any]:
-    """``sampler_kwargs`` of a NUTS fit: PyMC's own NUTS, which the stopping rule of
-    ``draws=None`` and plain progress lines need."""
-    return {"progressbar": nuts_progress(jobs), "nuts_sampler": "pymc"}
+def _nuts_params(methods, jobs: int = 1) -> dict[str, Any]:
+    """``method_params`` of a NUTS fit among ``methods``: PyMC's own NUTS, which the stopping
+    rule of ``draws=None`` and plain progress lines need."""
+    sampler = {"progressbar": nuts_progress(jobs), "nuts_sampler": "pymc"}
+    return {"nuts": {"sampler_kwargs": sampler}} if "nuts" in methods else {}
 
 
 def check_data_arguments(args: argparse.Namespace) -> None:
@@ -231,30 +222,27 @@ def _chosen_by(gamma, est) -> str:
     return {"cv": "cross-validation"}.get(gamma, gamma)
 
 
+_YES = {
+    "standardised": "yes (each feature to mean 0, sd 1 over the rows)",
+    "interpolates": "YES: most rows are relevance vectors or the noise is at its bound; the "
+    "predictive bands are too narrow (try --gamma cv or a smaller --gamma)",
+}  # what the summary says for a true value of these keys ("no" for false)
+
+
 def _summary_text(s: dict[str, Any]) -> str:
     lines = [f"rvm-pymc fit: {s['task']} of {s['target']!r} on {s['data']}"]
     for key, value in s.items():
-        if key in ("data", "target", "task"):
+        if key in ("data", "target", "task") or (key in ("features", "left_out") and not value):
             continue
         if key in ("features", "left_out"):
-            if not value:
-                continue
             value = ", ".join(value)
-        if key == "standardised":
-            value = "yes (each feature to mean 0, sd 1 over the rows)" if value else "no"
-        if key == "interpolates":
-            value = (
-                "YES: most rows are relevance vectors or the noise is at its bound; the "
-                "predictive bands are too narrow (try --gamma cv or a smaller --gamma)"
-                if value
-                else "no"
-            )
-        if key == "log_evidence" and value is None:  # NUTS samples the hyperparameters
-            value = f"not computed ({s['method']})" if s["method"] == "nuts" else "not computed"
+        elif key in _YES:
+            value = _YES[key] if value else "no"
         elif key == "gamma" and value is None:
             value = "none (the kernel has no width)"
-        elif value is None:
-            value = "not computed"
+        elif value is None:  # NUTS samples the hyperparameters: no log evidence
+            nuts = key == "log_evidence" and s["method"] == "nuts"
+            value = "not computed (nuts)" if nuts else "not computed"
         if isinstance(value, float):
             value = f"{value:.6g}"
         lines.append(f"  {key.replace('_', ' '):<22} {value}")
@@ -290,8 +278,7 @@ def _fit_figure(path, est, pre: Preprocess, X_raw, Xs, y, task) -> None:
         mean, sd = est.predict(pre.transform(grid), return_std=True)
         ax = plot_regression_1d(X_raw[:, 0], y, grid[:, 0], mean, sd, est.relevance_indices_,
                                 title=f"RVM ({est.method}) fit of {pre.target}")  # fmt: skip
-        ax.set_xlabel(pre.features[0])
-        ax.set_ylabel(pre.target)
+        ax.set(xlabel=pre.features[0], ylabel=pre.target)
     elif task in ("regression", "counts"):
         if task == "counts":
             mean = est.predict(Xs)
@@ -304,8 +291,7 @@ def _fit_figure(path, est, pre: Preprocess, X_raw, Xs, y, task) -> None:
         ax.errorbar(y, mean, yerr=yerr, fmt=".", ms=4, alpha=0.6, label=label)
         lo, hi = float(min(y.min(), mean.min())), float(max(y.max(), mean.max()))
         ax.plot([lo, hi], [lo, hi], "k--", lw=1, label="y = x")
-        ax.set_xlabel(f"observed {pre.target}")
-        ax.set_ylabel(f"predicted {pre.target}")
+        ax.set(xlabel=f"observed {pre.target}", ylabel=f"predicted {pre.target}")
         ax.set_title(f"RVM ({est.method}): {n_relevant(est)} relevance vectors")
         ax.legend(fontsize="small")
     elif Xs.shape[1] == 2:
@@ -331,10 +317,9 @@ def fit_command(args: argparse.Namespace) -> int:
     pre.one_hot = data.one_hot
     Xs = pre.transform(X_raw)
     est = make_estimator(args, task)
-    what = {"regression": "RVR", "classification": "RVC", "counts": "RVP"}[task]
     progress(
-        f"fitting {what} (method={args.method}, kernel={args.kernel}, gamma={args.gamma}) "
-        f"to {X_raw.shape[0]} rows, {X_raw.shape[1]} feature(s)"
+        f"fitting {type(est).__name__} (method={args.method}, kernel={args.kernel}, "
+        f"gamma={args.gamma}) to {X_raw.shape[0]} rows, {X_raw.shape[1]} feature(s)"
         f"{', standardised' if args.standardise else ''}"
     )
     announce_compilation(args.method)
@@ -363,12 +348,11 @@ def _write_fit(args, est, pre: Preprocess, summary: dict, text: str, data: tuple
     table, X_raw, Xs, y, task = data
     os.makedirs(args.out, exist_ok=True)
     est.save(os.path.join(args.out, MODEL_FILE))
-    atomic_write(os.path.join(args.out, PREPROCESS_FILE), _text_writer(pre.to_json() + "\n"))
+    _write_text(os.path.join(args.out, PREPROCESS_FILE), pre.to_json() + "\n")
     preds = _with_predictions(table, est, task, Xs)  # the rows as read, then the predictions
     atomic_write(os.path.join(args.out, PREDICTIONS), lambda tmp: preds.to_csv(tmp, index=False))
-    atomic_write(os.path.join(args.out, SUMMARY_TXT), _text_writer(text))
-    atomic_write(os.path.join(args.out, SUMMARY_JSON),
-                 _text_writer(json.dumps(summary, indent=2) + "\n"))  # fmt: skip
+    _write_text(os.path.join(args.out, SUMMARY_TXT), text)
+    _write_text(os.path.join(args.out, SUMMARY_JSON), json.dumps(summary, indent=2) + "\n")
     png = os.path.join(args.out, PNG)
     if not args.no_plot:
         _fit_figure(png, est, pre, X_raw, Xs, y, task)
@@ -397,19 +381,14 @@ def _write_csv(path: str, frame) -> None:
         atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
 
 
-def _text_writer(text: str):
-    def write(tmp: str) -> None:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-
-    return write
+def _write_text(path: str, text: str) -> None:
+    atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 
 def predict_command(args: argparse.Namespace) -> int:
     """``rvm-pymc predict``: apply a saved fit (and its standardisation) to new rows."""
     nc, pre_path = model_paths(args.model)
-    with open(pre_path, encoding="utf-8") as fh:
-        pre = Preprocess.from_json(fh.read(), pre_path)
+    pre = Preprocess.from_json(Path(pre_path).read_text(encoding="utf-8"), pre_path)
     table = read_table(args.data)
     encoded = one_hot(table, pre.one_hot, args.data, fitted=True) if pre.one_hot else table
     X_raw = split_features(encoded, args.data, pre.features)
@@ -497,10 +476,8 @@ def compare_command(args: argparse.Namespace) -> int:
         progress(f"fitting {method} to {len(y_tr)} training rows{at}")
         announce_compilation(method)
 
-    common = _estimator_params(args, "reference")
-    del common["method"]
-    common.update(_likelihood_params(args, task, args.methods))
-    own = {"nuts": {"sampler_kwargs": _pymc_nuts(args.jobs)}} if "nuts" in args.methods else {}
+    common = _estimator_params(args, task, args.methods)
+    own = _nuts_params(args.methods, args.jobs)
     with bars_on_stderr():
         fit_set = fit_all(
             X_tr, y_tr, args.methods, task=task, method_params=own, on_fit=announce, **common
@@ -530,21 +507,6 @@ def _gib(n_bytes: float) -> str:
     return f"{n_bytes / 2**30:.1f} GiB"
 
 
-def _check_memory(n_train: int) -> None:
-    available = available_memory()
-    if available is None:
-        return
-    need = 8 * n_train * n_train
-    allowed = MEMORY_FRACTION * available
-    if need > allowed:
-        largest = math.isqrt(int(allowed // 8))
-        raise UsageError(
-            f"argument --n-train: {n_train} points need a {n_train} x {n_train} kernel matrix "
-            f"of {_gib(need)}, more than {MEMORY_FRACTION:.0%} of the available memory "
-            f"({_gib(available)}); use --n-train {largest} or fewer"
-        )
-
-
 def check_demo_arguments(args: argparse.Namespace) -> None:
     """Checks of ``rvm-pymc demo`` that need more than one value at a time.
 
@@ -558,7 +520,14 @@ def check_demo_arguments(args: argparse.Namespace) -> None:
     UsageError
         If the kernel matrix would not fit in memory or the output cannot be written.
     """
-    _check_memory(args.n_train)
+    n, available = args.n_train, available_memory()
+    allowed = math.inf if available is None else MEMORY_FRACTION * available
+    if 8 * n * n > allowed:
+        raise UsageError(
+            f"argument --n-train: {n} points need a {n} x {n} kernel matrix of "
+            f"{_gib(8 * n * n)}, more than {MEMORY_FRACTION:.0%} of the available memory "
+            f"({_gib(available)}); use --n-train {math.isqrt(int(allowed // 8))} or fewer"
+        )
     if args.output != "none":
         check_output_file("--output", args.output, image=True)
 
@@ -581,8 +550,7 @@ def fit_demo(args: argparse.Namespace):
             data.X_train, data.t_train, methods=args.methods, task="regression",
             kernel="rbf", gamma="evidence", gamma_grid=args.gammas, solver=args.method,
             random_state=args.seed, draws=args.draws, tune=min(args.draws, 1000),
-            method_params={"nuts": {"sampler_kwargs": _pymc_nuts()}} if "nuts" in args.methods
-            else None,
+            method_params=_nuts_params(args.methods),
         )  # fmt: skip
     for name, fit in fits.items():
         mean, std = fit.predict(data.X_test, return_std=True)
