@@ -175,12 +175,7 @@ class _FastSolver:
 
     def __init__(self, st: SequentialState, options: FastOptions) -> None:
         self.st, self.opt = st, options
-        self.trace: dict[str, list] = {
-            "log_evidence": [],
-            "n_active": [],
-            "beta": [],
-            "action": [],
-        }
+        self.trace = {k: [] for k in ("log_evidence", "n_active", "beta", "action")}
         self.since_noise = 0
         self.converged = False
 
@@ -369,16 +364,6 @@ class _LinearisedState(SequentialState):
         """Mode of the active weights (binary case: one column)."""
         return self.W[:, 0]
 
-    def _cosines(self, j: int):
-        """Handle on the cosines of basis ``j`` with every column (formed on a thread if large)."""
-
-        def cosines() -> np.ndarray:
-            g = self.Phin.T @ self.Phin[:, j]
-            g[~self.usable] = 0.0
-            return g
-
-        return in_background(cosines, self.Phin.size)
-
     def _active_columns(self) -> np.ndarray:
         """``Phin[:, active]``, kept; updated by one column when possible (a gather is slow)."""
         key = tuple(self.active)
@@ -461,7 +446,13 @@ class _LinearisedState(SequentialState):
         self.active.append(j)
         self.alpha = np.append(self.alpha, alpha_j)
         self.W = W0
-        cosines = self._cosines(j)  # formed during the mode search
+
+        def cosines() -> np.ndarray:  # of basis j with every column
+            g = self.Phin.T @ self.Phin[:, j]
+            g[~self.usable] = 0.0
+            return g
+
+        cosines = in_background(cosines, self.Phin.size)  # formed during the mode search
         self.resolve()
         self.G = np.column_stack([self.G, cosines.result()])
 
@@ -479,8 +470,7 @@ class _LinearisedState(SequentialState):
     def reestimate(self, i: int, alpha_new: float) -> None:
         new = self.alpha.copy()
         new[i] = alpha_new
-        self.W = self.predicted_mode(new)
-        self.alpha[i] = alpha_new
+        self.W, self.alpha = self.predicted_mode(new), new
         self.resolve()
 
     def delete(self, i: int) -> None:
@@ -548,10 +538,8 @@ def initial_basis(
     centred = T - (0.5 if c == 1 else 1.0 / c)
     score = np.sum((Phin.T @ centred) ** 2, axis=1)
     j0 = int(np.argmax(np.where(usable, score, -np.inf)))
-    logits = np.log(9.0) * np.sign(centred)
-    mu = Phin[:, j0] @ logits
-    alpha0 = c / max(float(mu @ mu), 1e-6)
-    return j0, alpha0
+    mu = Phin[:, j0] @ (np.log(9.0) * np.sign(centred))  # logits of 0.9 / 0.1
+    return j0, c / max(float(mu @ mu), 1e-6)
 
 
 def stationarity_residual(st: _LinearisedState) -> float:
@@ -573,18 +561,6 @@ _NEAR_CONVERGED = 1e-3  # largest |d log alpha| at which the tight tolerance is 
 _RESOLVED = ("post", "W", "Sigma", "lml", "S", "Q", "H_lik", "Q_active", "X", "S_scale")
 
 
-def _anderson(history: list, u0: np.ndarray, d: np.ndarray) -> np.ndarray | None:
-    """Anderson-accelerated point from the recent joint steps ``(u_k, d_k)`` on one active set."""
-    if not history:
-        return None
-    dU = np.column_stack([u0 - uk for uk, _ in history])
-    dD = np.column_stack([d - dk for _, dk in history])
-    gamma, *_ = np.linalg.lstsq(dD, d, rcond=1e-10)
-    if not np.all(np.isfinite(gamma)):
-        return None
-    return u0 + d - (dU + dD) @ gamma
-
-
 def _try_newton(st: _LinearisedState, tol) -> bool:
     """The joint quasi-Newton move of :func:`_reestimate` (Anderson first); False if rejected."""
     res0 = stationarity_residual(st)
@@ -597,9 +573,14 @@ def _try_newton(st: _LinearisedState, tol) -> bool:
     key = tuple(st.active)
     history = [(uk, dk) for k, uk, dk in st.joint_history if k == key][-_ANDERSON_MEMORY:]
     proposals = [u0 + d, u0 + 0.5 * d]
-    accelerated = _anderson(history, u0, d)
-    if accelerated is not None and np.all(accelerated <= _LOG_ALPHA_CAP):
-        proposals.insert(0, accelerated)
+    if history:  # first the Anderson-accelerated point from the recent steps on this set
+        dU = np.column_stack([u0 - uk for uk, _ in history])
+        dD = np.column_stack([d - dk for _, dk in history])
+        gamma, *_ = np.linalg.lstsq(dD, d, rcond=1e-10)
+        if np.all(np.isfinite(gamma)):
+            accelerated = u0 + d - (dU + dD) @ gamma
+            if np.all(accelerated <= _LOG_ALPHA_CAP):
+                proposals.insert(0, accelerated)
     for u in proposals:
         if _trial(st, np.exp(u), lambda: stationarity_residual(st) < res0):
             st.joint_history = [*((key, uk, dk) for uk, dk in history), (key, u0, d)]
@@ -777,10 +758,7 @@ def fast_classification(
             gone = trial.active[int(i)]
             trial.delete(int(i))
             trial.mode_tol = _MODE_TOL_LOOSE
-            sub = {k: [] for k in trace}
-            sub["log_evidence"].append(trial.lml)
-            sub["n_active"].append(len(trial.active))
-            sub["action"].append(DELETE)
+            sub = dict(log_evidence=[trial.lml], n_active=[len(trial.active)], action=[DELETE])
             budget = min(max_iter - n_iter, max(2 * n_greedy, 50))
             it, conv = _sequential(trial, sub, budget, tol, align_tol, barred=gone)
             n_iter += it
