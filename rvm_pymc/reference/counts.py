@@ -142,11 +142,7 @@ def poisson_laplace_posterior(Phi, y, alpha) -> LaplacePosterior:
         ``mean`` of shape (M, 1); ``log_evidence`` approximates
         ``log p(y | alpha)`` (with the ``-log y!`` terms).
     """
-    Phi = as_2d_float(Phi, "Phi")
-    y = check_counts(y)
-    check_consistent_length(Phi=Phi, y=y)
-    alpha = check_fixed_alpha(alpha, Phi.shape[1])
-    return find_mode(Phi, y[:, None], alpha, likelihood="poisson")
+    return _posterior_at(Phi, y, alpha, "poisson")
 
 
 def negative_binomial_laplace_posterior(Phi, y, alpha, dispersion) -> LaplacePosterior:
@@ -154,12 +150,18 @@ def negative_binomial_laplace_posterior(Phi, y, alpha, dispersion) -> LaplacePos
 
     ``log_evidence`` approximates ``log p(y | alpha, r)``.
     """
+    return _posterior_at(Phi, y, alpha, "negative_binomial", dispersion)
+
+
+def _posterior_at(Phi, y, alpha, likelihood: str, dispersion=None) -> LaplacePosterior:
+    """The checked arguments' :func:`find_mode` (``dispersion``: of the negative binomial)."""
     Phi = as_2d_float(Phi, "Phi")
     y = check_counts(y)
     check_consistent_length(Phi=Phi, y=y)
     alpha = check_fixed_alpha(alpha, Phi.shape[1])
-    r = check_positive(dispersion, "dispersion")
-    return find_mode(Phi, y[:, None], alpha, likelihood="negative_binomial", dispersion=r)
+    if likelihood == "negative_binomial":
+        dispersion = check_positive(dispersion, "dispersion")
+    return find_mode(Phi, y[:, None], alpha, likelihood=likelihood, dispersion=dispersion)
 
 
 def fit_counts(
