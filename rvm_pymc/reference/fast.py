@@ -188,10 +188,8 @@ class _FastSolver:
                 if self._settle():
                     break
                 continue  # candidates are stale after a change of beta
-            if only_reestimates or (sel.in_model[sel.j] and sel.relevant[sel.j]):
-                moved = self._joint_move(sel, only_reestimates)
-            else:
-                moved = False
+            joint = only_reestimates or (sel.in_model[sel.j] and sel.relevant[sel.j])
+            moved = joint and self._joint_move(sel, only_reestimates)
             if not moved and not self._single_move(sel) and self._refuted():
                 break
             self._scheduled_noise(it)
@@ -337,7 +335,7 @@ class _LinearisedState(SequentialState):
         likelihood: str = "bernoulli",
         dispersion: float | None = None,
     ):
-        self.Phin, self.T = Phin, T
+        self.Phin, self.T, self.scale = Phin, T, None  # unit-norm columns (gram_column)
         # "bernoulli" (softmax for K > 2), "poisson" or "negative_binomial" (of dispersion)
         self.likelihood = likelihood
         self.n, self.m = Phin.shape
@@ -446,13 +444,8 @@ class _LinearisedState(SequentialState):
         self.active.append(j)
         self.alpha = np.append(self.alpha, alpha_j)
         self.W = W0
-
-        def cosines() -> np.ndarray:  # of basis j with every column
-            g = self.Phin.T @ self.Phin[:, j]
-            g[~self.usable] = 0.0
-            return g
-
-        cosines = in_background(cosines, self.Phin.size)  # formed during the mode search
+        # the cosines of basis j with every column, formed during the mode search
+        cosines = in_background(lambda: self.gram_column(j), self.Phin.size)
         self.resolve()
         self.G = np.column_stack([self.G, cosines.result()])
 
@@ -791,12 +784,9 @@ def _warm_state(
     if warm.size == 0:
         return None
     st = _LinearisedState(Phin, T, usable, likelihood, dispersion)
-    st.active, st.alpha = [int(j) for j in warm], alpha_start[warm].astype(float)
-    G = Phin.T @ Phin[:, warm]
-    G[~usable] = 0.0
-    st.G, st.W = G, np.zeros((warm.size, T.shape[1]))
+    st.W = np.zeros((warm.size, T.shape[1]))
     try:
-        st.resolve()
+        st.start(warm, alpha_start[warm])
     except np.linalg.LinAlgError:
         return None
     return st

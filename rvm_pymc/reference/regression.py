@@ -152,31 +152,26 @@ def fit_regression(
     # The fast method only reads columns and products of Phi: a float64 array is used
     # as given (no N x M copy); the others normalise a copy.
     rows = Phi if isinstance(Phi, RowQR) else None
+    fast = method == "fast"
     if rows is not None:  # a row compression: its triangle stands for the design
-        if method != "fast":
+        if not fast:
             raise ValueError(
                 f"Phi as a RowQR (a row compression of the design) needs method='fast'; "
                 f"got method={method!r}"
             )
         Phi = rows.R
-    norms = None
-    if (
-        method == "fast"
-        and isinstance(Phi, np.ndarray)
-        and Phi.dtype == np.float64
-        and Phi.ndim == 2
-    ):
+    if fast and isinstance(Phi, np.ndarray) and Phi.dtype == np.float64 and Phi.ndim == 2:
         if Phi.shape[1] == 0:
             raise ValueError(f"Phi has 0 features (shape {Phi.shape})")
         if Phi.shape[0] == 0:
             raise ValueError("Phi has 0 sample(s); at least 1 required")
-        # the column norms, needed anyway, are finite only if every entry is
+    else:  # our own float64 copy
+        Phi = as_2d_float(Phi, "Phi")
+    if fast:  # the column norms, needed anyway, are finite only if every entry is
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
             norms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
         if not np.isfinite(norms).all():  # a non-finite entry, or squares that overflow
             check_finite(Phi, "Phi")
-    else:
-        Phi = as_2d_float(Phi, "Phi")
     if rows is not None:
         t = _compressed_targets(rows, t)
     else:
@@ -210,15 +205,21 @@ def fit_regression(
     beta0 = 100.0 / var_t if beta_init is None else check_positive(beta_init, "beta_init")
     alpha_init = check_alpha_init(alpha_init, m, zero_ok=prior.slab is not None)
     if max_iter is None:
-        max_iter = 20 * m + 1000 if method == "fast" else 5000
+        max_iter = 20 * m + 1000 if fast else 5000
     max_iter = check_int(max_iter, "max_iter", 1)
 
     beta_max = max(BETA_MAX_FACTOR / var_t, beta0)
 
-    Phin, scale, usable, raw = _normalised(Phi, method, norms)
+    # unit-norm columns: Phin / scale if raw, else normalised in place (fast: on a copy; a zero
+    # or tiny norm may be an underflow, which normalise_columns sorts out)
+    if fast and np.all(np.isfinite(norms) & (norms >= 1e-140)):
+        Phin, scale, usable, raw = Phi, norms, np.ones(norms.size, dtype=bool), True
+    else:
+        Phin, scale, usable = normalise_columns(np.array(Phi) if fast else Phi, "explain t")
+        raw = False
 
     with single_blas_thread():  # loops of small products: one BLAS thread (see _threads)
-        if method == "fast":
+        if fast:
             options = FastOptions(
                 prior, fixed_noise, max_iter, tol, noise_update_every, align_tol, beta_max,
                 noise_update_start,
@@ -258,21 +259,6 @@ def fit_regression(
     )  # fmt: skip
     res.noise_at_bound = bool(at_bound)
     return res
-
-
-def _normalised(Phi, method, norms=None):
-    """``(Phin, scale, usable, raw)``: unit-norm columns ``Phin / scale`` if ``raw``, else
-    ``Phi`` normalised in place."""
-    if method == "fast":
-        if norms is None:
-            with np.errstate(over="ignore", under="ignore"):
-                norms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
-        # (a zero or tiny norm may be an underflow: normalise_columns sorts those out)
-        if np.all(np.isfinite(norms) & (norms >= 1e-140)):
-            return Phi, norms, np.ones(norms.size, dtype=bool), True
-        Phi = np.array(Phi, dtype=float)  # our own copy, normalised in place below
-    # (the other methods: as_2d_float returned our own copy)
-    return (*normalise_columns(Phi, "explain t"), False)
 
 
 def _finalise(
