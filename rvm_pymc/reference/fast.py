@@ -105,10 +105,7 @@ def select_move(st: Any, align_tol: float) -> Selection:
         delta, new_alpha, in_model, relevant = st.candidates(align_tol)
     delta[np.isnan(delta)] = -np.inf
     deletions = in_model & ~relevant & np.isfinite(delta)
-    if deletions.any():
-        j = int(np.argmax(np.where(deletions, delta, -np.inf)))
-    else:
-        j = int(np.argmax(delta))
+    j = int(np.argmax(np.where(deletions, delta, -np.inf) if deletions.any() else delta))
     return Selection(delta, new_alpha, in_model, relevant, deletions, j)
 
 
@@ -669,15 +666,13 @@ def _sequential(
             trips.adding(j, st.active, st.lml)
             st.add(j, new_alpha[j])
             action = ADD
+        elif relevant[j]:
+            _reestimate(st, st.active.index(j), new_alpha[idx], relevant[idx], tol)
+            action = REESTIMATE
         else:
-            i = st.active.index(j)
-            if relevant[j]:
-                _reestimate(st, i, new_alpha[idx], relevant[idx], tol)
-                action = REESTIMATE
-            else:
-                st.delete(i)
-                action = DELETE
-                trips.deleted(j, st.active, st.lml)
+            st.delete(st.active.index(j))
+            action = DELETE
+            trips.deleted(j, st.active, st.lml)
         trace["log_evidence"].append(st.lml)
         trace["n_active"].append(len(st.active))
         trace["action"].append(action)
