@@ -82,9 +82,7 @@ def log_evidence(Phi, t, alpha, beta, prior=None) -> float:
     from rvm_pymc.priors import resolve_prior
 
     prior = resolve_prior(prior)
-    Phi = np.asarray(Phi, dtype=float)
-    t = np.asarray(t, dtype=float)
-    alpha = np.asarray(alpha, dtype=float)
+    Phi, t, alpha = (np.asarray(v, dtype=float) for v in (Phi, t, alpha))
     if Phi.ndim != 2 or alpha.shape != (Phi.shape[1],) or t.shape != (Phi.shape[0],):
         raise ValueError(f"shapes do not match: Phi {Phi.shape}, t {t.shape}, alpha {alpha.shape}")
     slab = prior.slab is not None
