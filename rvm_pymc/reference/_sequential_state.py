@@ -221,8 +221,7 @@ class SequentialState:
         alpha = self.alpha if alpha is None else alpha
         beta = self.beta if beta is None else beta
         idx = np.asarray(self.active)
-        Pa, key = self.active_columns(), tuple(self.active)
-        return self._factorise(self.G[idx, :], self.PhiT_t[idx], Pa, alpha, beta, key)
+        return self._factorise(idx, self.G[idx, :], self.active_columns(), alpha, beta)
 
     def factorise_move(self, j: int, alpha_j: float, g: np.ndarray | None = None):
         """Factor after moving basis ``j`` to ``alpha_j`` (inf: delete); None if singular."""
@@ -242,14 +241,13 @@ class SequentialState:
             idx = np.asarray(self.active)[keep]
             Gaa, Pa = self.G[np.ix_(idx, keep)], self.active_columns()[:, keep]
             alpha = self.alpha[keep]
-        key = tuple(idx.tolist())
-        return self._factorise(Gaa, self.PhiT_t[idx], Pa, alpha, self.beta, key, drop=drop)
+        return self._factorise(idx, Gaa, Pa, alpha, self.beta, drop=drop)
 
-    def _factorise(self, Gaa, PhiT_t_a, Pa, alpha, beta, key, drop=None) -> Factor | None:
-        """:func:`factorise_active` of ``(Gaa, Pa, alpha, beta)``; ``key`` names the active set."""
-        rows = self._rows.getter(key, Pa, tuple(self.active), drop)
+    def _factorise(self, idx, Gaa, Pa, alpha, beta, drop=None) -> Factor | None:
+        """:func:`factorise_active` of ``(Gaa, Pa, alpha, beta)`` on the active set ``idx``."""
+        rows = self._rows.getter(tuple(idx.tolist()), Pa, tuple(self.active), drop)
         return factorise_active(
-            Gaa, PhiT_t_a, Pa, self.t, alpha, beta, self.n, self.rss_offset, self.tt, rows
+            Gaa, self.PhiT_t[idx], Pa, self.t, alpha, beta, self.n, self.rss_offset, self.tt, rows
         )
 
     def factor(self) -> Factor:

@@ -80,12 +80,7 @@ def encode_labels(y) -> tuple[np.ndarray, np.ndarray]:
             "classification needs at least two"
         )
     codes = codes.reshape(-1)
-    if k == 2:
-        T = codes.astype(float)[:, None]
-    else:
-        T = np.zeros((y.size, k))
-        T[np.arange(y.size), codes] = 1.0
-    return classes, T
+    return classes, codes.astype(float)[:, None] if k == 2 else np.eye(k)[codes]
 
 
 def _design_and_labels(Phi, y, copy: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
