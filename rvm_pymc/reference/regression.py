@@ -217,6 +217,7 @@ def fit_regression(
     else:
         Phin, scale, usable = normalise_columns(np.array(Phi) if fast else Phi, "explain t")
         raw = False
+    z = t if rows is None else rows.z  # the targets of the design (a RowQR's: its own)
 
     with single_blas_thread():  # loops of small products: one BLAS thread (see _threads)
         if fast:
@@ -226,7 +227,7 @@ def fit_regression(
             )  # fmt: skip
             start = None if alpha_init is None else alpha_init / scale**2
             out = fast_sequential(
-                Phin, t if rows is None else rows.z, usable, beta0, options,
+                Phin, z, usable, beta0, options,
                 scale if raw else None, start, None if rows is None else (_n, rows.remainder),
             )  # fmt: skip
         else:
@@ -253,35 +254,18 @@ def fit_regression(
             f"iterations{few}; increase max_iter or loosen tol",
             ConvergenceWarning,
         )
-    res = _finalise(
-        Phin, scale if raw else None, scale, t if rows is None else rows, active, alpha_n, beta,
-        prior, method, trace, n_iter, converged,
-    )  # fmt: skip
-    res.noise_at_bound = bool(at_bound)
-    return res
-
-
-def _finalise(
-    Phin, raw_scale, scale, t, active, alpha_n, beta, prior, method, trace, n_iter, converged
-):
-    """Solve on the normalised columns, then undo the scaling analytically.
-
-    ``alpha_m = s_m^2 alphan_m``, ``mu_m = mun_m / s_m``, ``Sigma = D^-1 Sigman D^-1``;
-    ``raw_scale`` when ``Phin`` is the design as given; ``t`` the RowQR for its triangle.
-    """
-    rows = t if isinstance(t, RowQR) else None
-    if rows is not None:
-        t = rows.z
+    # Solve on the normalised columns, then undo the scaling analytically:
+    # alpha_m = s_m^2 alphan_m, mu_m = mun_m / s_m, Sigma = D^-1 Sigman D^-1
     order = np.argsort(active)
     active = np.asarray(active)[order]
     alpha_n = np.asarray(alpha_n, dtype=float)[order]
-    Pa = Phin[:, active] if raw_scale is None else Phin[:, active] / raw_scale[active]
-    prec = alpha_n + slab_precision(prior, scale[active])  # the weights' prior precision
-    post = regression_posterior(Pa, t, prec, beta)
-    extra = {} if rows is None else {"n": rows.n, "rss_offset": rows.remainder}
-    lml = log_marginal_likelihood(Pa, t, prec, beta, post, **extra)
-    gamma = 1.0 - prec * np.diag(post.cov)
     s = scale[active]
+    Pa = Phin[:, active] / s if raw else Phin[:, active]
+    prec = alpha_n + slab_precision(prior, s)  # the weights' prior precision
+    post = regression_posterior(Pa, z, prec, beta)
+    extra = {} if rows is None else {"n": rows.n, "rss_offset": rows.remainder}
+    lml = log_marginal_likelihood(Pa, z, prec, beta, post, **extra)
+    gamma = 1.0 - prec * np.diag(post.cov)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         alpha = alpha_n * s**2
         mean = post.mean / s
@@ -290,7 +274,7 @@ def _finalise(
     return RegressionResult(
         method=method,
         prior=prior,
-        n_basis=Phin.shape[1],
+        n_basis=m,
         active=active,
         alpha=alpha,
         beta=float(beta),
@@ -302,6 +286,7 @@ def _finalise(
         n_iter=n_iter,
         converged=converged,
         trace={k: np.asarray(v) for k, v in trace.items()},
+        noise_at_bound=bool(at_bound),
     )
 
 
