@@ -730,11 +730,20 @@ def fast_classification(
     dispersion=None,
 ):
     """Run the sequential algorithm on normalised columns (``dispersion``: of NB2 counts)."""
-    st = _warm_state(Phin, T, usable, alpha_start, likelihood, dispersion)
-    if st is None:
-        st = _LinearisedState(Phin, T, usable, likelihood, dispersion)
-        j0, alpha0 = initial_basis(Phin, T, usable, likelihood)
-        st.add(j0, alpha0)
+
+    def state() -> _LinearisedState:
+        return _LinearisedState(Phin, T, usable, likelihood, dispersion)
+
+    st = state()
+    warm = [] if alpha_start is None else np.flatnonzero(np.isfinite(alpha_start) & usable)
+    if len(warm):  # the bases of alpha_start at its precisions, unless the mode is not found
+        st.W = np.zeros((len(warm), T.shape[1]))
+        try:
+            st.start(warm, alpha_start[warm])
+        except np.linalg.LinAlgError:
+            st, warm = state(), []
+    if not len(warm):  # cold: from the basis best aligned with the pseudo-targets
+        st.add(*initial_basis(Phin, T, usable, likelihood))
     trace = {"log_evidence": [st.lml], "n_active": [len(st.active)], "action": [ADD]}
     n_iter, converged = _sequential(st, trace, max_iter, tol, align_tol)
     n_greedy = n_iter
@@ -767,21 +776,3 @@ def fast_classification(
             if n_iter >= max_iter:
                 break
     return np.asarray(st.active), st.alpha.copy(), st.W.copy(), trace, n_iter, converged
-
-
-def _warm_state(
-    Phin, T, usable, alpha_start, likelihood, dispersion=None
-) -> _LinearisedState | None:
-    """The state with the bases of ``alpha_start`` at its precisions; None if none or singular."""
-    if alpha_start is None:
-        return None
-    warm = np.flatnonzero(np.isfinite(alpha_start) & usable)
-    if warm.size == 0:
-        return None
-    st = _LinearisedState(Phin, T, usable, likelihood, dispersion)
-    st.W = np.zeros((warm.size, T.shape[1]))
-    try:
-        st.start(warm, alpha_start[warm])
-    except np.linalg.LinAlgError:
-        return None
-    return st
