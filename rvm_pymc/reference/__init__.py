@@ -153,7 +153,6 @@ def fit_posterior(
     elif likelihood is not None:
         raise ValueError(f"likelihood applies to kind='counts' only; got kind={kind!r}")
     res = fits[kind](Phi, target, method=solver, prior=prior, max_iter=max_iter, tol=tol, **extra)
-    mean = np.asarray(res.mean, dtype=float)
     if kind == "classification":
         kind = "binary" if len(res.classes) == 2 else "softmax"  # (binary: mean is (M,))
     elif kind == "counts":
@@ -167,7 +166,7 @@ def fit_posterior(
         basis_names=tuple(str(basis_names[i]) for i in np.asarray(res.active, dtype=np.intp)),
         log_alpha=log_alpha,
         log_beta=None if beta is None else float(np.log(beta)),
-        mean=mean,
+        mean=np.asarray(res.mean, dtype=float),
         cov=np.asarray(res.cov, dtype=float),
         log_dispersion=None if r is None else float(np.log(r)),
     )

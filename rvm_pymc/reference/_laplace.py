@@ -30,7 +30,6 @@ __all__ = [
     "LIKELIHOODS",
     "SCALE_MIN_ENTRIES",
     "THREAD_MIN_ENTRIES",
-    "LaplacePosterior",
     "OneColumn",
     "find_mode",
     "find_mode_one_column",

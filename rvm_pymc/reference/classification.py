@@ -37,7 +37,6 @@ from rvm_pymc.reference.fast import fast_classification
 from rvm_pymc.reference.regression import full_reestimation as laplace_reestimation
 
 __all__ = [
-    "ClassificationResult",
     "LaplaceFit",
     "fit_classification",
     "laplace_fit",
@@ -252,7 +251,6 @@ def fit_classification(
         what="RVM classification",
     )
     prior, post = fit.prior, fit.post
-    binary = T.shape[1] == 1
     result = ClassificationResult(
         method=method,
         prior=prior,
@@ -260,7 +258,7 @@ def fit_classification(
         n_basis=Phi.shape[1],
         active=fit.active,
         alpha=fit.alpha,
-        mean=post.mean[:, 0] if binary else post.mean,
+        mean=post.mean[:, 0] if T.shape[1] == 1 else post.mean,
         cov=post.cov,
         log_likelihood=post.log_likelihood,
         log_evidence=fit.log_evidence,

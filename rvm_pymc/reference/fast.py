@@ -52,7 +52,6 @@ __all__ = [
     "FastOptions",
     "FastResult",
     "Selection",
-    "active_sq",
     "fast_classification",
     "fast_sequential",
     "initial_basis",
