@@ -493,17 +493,14 @@ class _LinearisedState(SequentialState):
         if self.c == 1:
             return super().candidates(align_tol)
         idx = np.asarray(self.active)
-        a = self.alpha
         s, q = self.S.copy(), self.Q.copy()
         s[idx], q[idx] = self._active_sq_shared()
         lam, q2 = rotate(s, q, self.S_scale)
         new_alpha, best = maximise_shared(lam, q2)
         relevant = np.isfinite(new_alpha)
         in_model, addable = self._addable(align_tol)
-        delta = np.full(self.m, -np.inf)
-        cand = relevant & addable
-        delta[cand] = best[cand]
-        old = ell_shared(a[:, None], lam[idx], q2[idx])
+        delta = np.where(relevant & addable, best, -np.inf)
+        old = ell_shared(self.alpha[:, None], lam[idx], q2[idx])
         d_act = np.where(relevant[idx], best[idx] - old, -old)
         if idx.size == 1:  # never delete the last basis
             d_act = np.where(relevant[idx], d_act, -np.inf)
