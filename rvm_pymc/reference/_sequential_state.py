@@ -349,8 +349,7 @@ class SequentialState:
     def exact_candidate(self, j: int) -> Candidate:
         """Best move of basis ``j`` from its exact statistics."""
         f = self.factor()
-        S_arr, Q_arr = self.exact_statistics([j])
-        S, Q = float(S_arr[0]), float(Q_arr[0])
+        S, Q = (float(v[0]) for v in self.exact_statistics([j]))
         if j in self.active:
             i = self.active.index(j)
             sig = factor_solve(f.L, f.p, np.eye(len(self.active))[i])[i]
