@@ -67,9 +67,7 @@ def poisson_logpmf(y: np.ndarray, f: np.ndarray) -> np.ndarray:
 
 def negbin_logpmf(y: np.ndarray, f: np.ndarray, r) -> np.ndarray:
     """``log NB(y | mean exp(f), dispersion r)`` (NB2), elementwise; accurate at large ``r``."""
-    y = np.asarray(y, dtype=float)
-    r = np.asarray(r, dtype=float)
-    f = np.asarray(f, dtype=float)
+    y, r, f = (np.asarray(v, dtype=float) for v in (y, r, f))
     log_r = np.log(r)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         log1p_ratio = np.logaddexp(0.0, f - log_r)  # log(1 + mu / r)

@@ -49,7 +49,6 @@ class Predictive:
     def log_density(self, y) -> np.ndarray:
         """``log p(y_i | x_i, data)`` for every new point, shape ``(n,)``."""
         if self.is_counts:
-            y = np.asarray(y, dtype=float)
             return mixture_logpmf(y, self.rates, self.weights, self.dispersion)
         if self.is_regression:
             y = np.asarray(y, dtype=float)

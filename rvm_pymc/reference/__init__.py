@@ -21,6 +21,7 @@ from rvm_pymc._core.gaussian import GaussianPosterior, regression_posterior
 from rvm_pymc._core.rowqr import RowQR, row_qr
 from rvm_pymc._core.sparsity import LEAVING_SETTLED, leaving_active
 from rvm_pymc._core.validation import plain_value
+from rvm_pymc.reference._options import check_fixed_alpha
 from rvm_pymc.reference._result import ClassificationResult, RegressionResult
 from rvm_pymc.reference.classification import fit_classification
 from rvm_pymc.reference.counts import (
@@ -82,15 +83,10 @@ def log_evidence(Phi, t, alpha, beta, prior=None) -> float:
     from rvm_pymc.priors import resolve_prior
 
     prior = resolve_prior(prior)
-    Phi = np.asarray(Phi, dtype=float)
-    t = np.asarray(t, dtype=float)
-    alpha = np.asarray(alpha, dtype=float)
+    Phi, t, alpha = (np.asarray(v, dtype=float) for v in (Phi, t, alpha))
     if Phi.ndim != 2 or alpha.shape != (Phi.shape[1],) or t.shape != (Phi.shape[0],):
         raise ValueError(f"shapes do not match: Phi {Phi.shape}, t {t.shape}, alpha {alpha.shape}")
-    slab = prior.slab is not None
-    if not (np.all(np.isfinite(alpha)) and np.all(alpha >= 0 if slab else alpha > 0)):
-        bound = ">= 0" if slab else "> 0"
-        raise ValueError(f"alpha must be finite and {bound} (drop pruned bases from Phi)")
+    check_fixed_alpha(alpha, alpha.size, zero_ok=prior.slab is not None)
     if not (np.isfinite(beta) and beta > 0):
         raise ValueError(f"beta must be finite and > 0; got {plain_value(beta)!r}")
     prec = alpha + slab_precision(prior, np.ones(alpha.size))
@@ -149,7 +145,6 @@ def fit_posterior(
     fits = dict(regression=fit_regression, classification=fit_classification, counts=fit_counts)
     if kind not in fits:
         raise ValueError(f"kind must be one of {tuple(fits)}; got {kind!r}")
-    fit = fits[kind]
     extra = _warm_start(start, basis_names, kind)
     if kind == "counts":
         extra["likelihood"] = "poisson" if likelihood is None else likelihood
@@ -157,8 +152,7 @@ def fit_posterior(
             extra.pop("dispersion_init", None)
     elif likelihood is not None:
         raise ValueError(f"likelihood applies to kind='counts' only; got kind={kind!r}")
-    res = fit(Phi, target, method=solver, prior=prior, max_iter=max_iter, tol=tol, **extra)
-    mean = np.asarray(res.mean, dtype=float)
+    res = fits[kind](Phi, target, method=solver, prior=prior, max_iter=max_iter, tol=tol, **extra)
     if kind == "classification":
         kind = "binary" if len(res.classes) == 2 else "softmax"  # (binary: mean is (M,))
     elif kind == "counts":
@@ -172,7 +166,7 @@ def fit_posterior(
         basis_names=tuple(str(basis_names[i]) for i in np.asarray(res.active, dtype=np.intp)),
         log_alpha=log_alpha,
         log_beta=None if beta is None else float(np.log(beta)),
-        mean=mean,
+        mean=np.asarray(res.mean, dtype=float),
         cov=np.asarray(res.cov, dtype=float),
         log_dispersion=None if r is None else float(np.log(r)),
     )

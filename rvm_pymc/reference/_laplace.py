@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 
 import numpy as np
@@ -30,7 +30,6 @@ __all__ = [
     "LIKELIHOODS",
     "SCALE_MIN_ENTRIES",
     "THREAD_MIN_ENTRIES",
-    "LaplacePosterior",
     "OneColumn",
     "find_mode",
     "find_mode_one_column",
@@ -116,16 +115,6 @@ def scaled_rows(d: np.ndarray, A: np.ndarray, out: np.ndarray | None = None) -> 
     return out
 
 
-class _Done:
-    """A result formed already, with the ``result()`` of a future."""
-
-    def __init__(self, value):
-        self._value = value
-
-    def result(self):
-        return self._value
-
-
 def in_background(fn, size: int, workers: int | None = None):
     """``fn()`` on a thread of its own (one BLAS thread) if worth it, else now: a handle.
 
@@ -135,7 +124,9 @@ def in_background(fn, size: int, workers: int | None = None):
     42
     """
     if _threads(size, workers) <= 1:
-        return _Done(fn())
+        done = Future()  # formed already
+        done.set_result(fn())
+        return done
 
     def run():
         with single_blas_thread():
@@ -164,24 +155,21 @@ def transposed_products(pairs, workers: int | None = None) -> list[np.ndarray]:
     >>> bool(np.array_equal(P, transposed_products([(A, B)], workers=1)[0]))
     True
     """
-    tasks, owner = [], []  # blocks of the matrix products first: the longest tasks
-    for i, (A, B) in enumerate(pairs):
-        if B.ndim == 2:
-            for cols in _column_blocks(A.shape[1], -(-A.shape[1] // BLOCK_COLUMNS)):
-                tasks.append((A, B, cols))
-                owner.append(i)
-    for i, (A, B) in enumerate(pairs):
-        if B.ndim != 2:
-            tasks.append((A, B, slice(None)))
-            owner.append(i)
+    tasks = [  # (owner, A, B, columns): blocks of the matrix products first, the longest
+        (i, A, B, cols)
+        for i, (A, B) in enumerate(pairs)
+        if B.ndim == 2
+        for cols in _column_blocks(A.shape[1], -(-A.shape[1] // BLOCK_COLUMNS))
+    ]
+    tasks += [(i, A, B, slice(None)) for i, (A, B) in enumerate(pairs) if B.ndim != 2]
     with single_blas_thread():  # BLAS's own threads would change the bits
         if _threads(sum(A.size for A, _ in pairs), workers) <= 1:
-            parts = [_product(*task) for task in tasks]
+            parts = [_product(*task[1:]) for task in tasks]
         else:
-            parts = thread_map(lambda task: _product(*task), tasks)
+            parts = thread_map(lambda task: _product(*task[1:]), tasks)
     out = []
     for i, (_, B) in enumerate(pairs):
-        mine = [p for p, o in zip(parts, owner, strict=True) if o == i]
+        mine = [p for p, task in zip(parts, tasks, strict=True) if task[0] == i]
         if B.ndim != 2:
             out.append(mine[0])
         else:  # (k, M) in blocks: one copy into (M, k), C order
@@ -341,19 +329,15 @@ class OneColumn:
         val = float(self.t @ f - np.sum(lam)) + self._const
         return val if np.isfinite(val) else -np.inf
 
-    def mean(self, f: np.ndarray) -> np.ndarray:
-        """``sigmoid(f)`` or ``exp(f)``."""
-        return expit(f) if self.likelihood == "bernoulli" else np.exp(f)
-
-    def curvature(self, mean: np.ndarray) -> np.ndarray:
-        """``-d^2 log p / df^2`` from the mean: ``y (1 - y)`` or ``lambda`` (not NB2)."""
-        return mean * (1.0 - mean) if self.likelihood == "bernoulli" else mean
-
     def derivatives(self, f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The mean, the score ``d log p / df`` and the curvature at ``f``, each (N,)."""
-        mean = self.mean(f)
-        if self.likelihood != "negative_binomial":
-            return mean, self.t - mean, self.curvature(mean)
+        """The mean (``sigmoid(f)`` or ``exp(f)``), the score ``d log p / df`` and the
+        curvature ``-d^2 log p / df^2`` (``y (1 - y)``, ``lambda``, NB2's) at ``f``, each (N,)."""
+        if self.likelihood == "bernoulli":
+            mean = expit(f)
+            return mean, self.t - mean, mean * (1.0 - mean)
+        mean = np.exp(f)
+        if self.likelihood == "poisson":
+            return mean, self.t - mean, mean
         p = expit(f - self._log_r)  # mu / (r + mu)
         tr = self.t + self.dispersion
         return mean, self.t - tr * p, tr * p * (1.0 - p)

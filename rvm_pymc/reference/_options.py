@@ -72,13 +72,15 @@ def normalise_columns(Phi: np.ndarray, task: str) -> tuple[np.ndarray, np.ndarra
     return Phi, scale, usable
 
 
-def check_fixed_alpha(alpha, n_basis: int) -> np.ndarray:
-    """Precisions of a posterior at fixed ``alpha``: shape (M,), finite and > 0."""
+def check_fixed_alpha(alpha, n_basis: int, zero_ok: bool = False) -> np.ndarray:
+    """Precisions of a posterior at fixed ``alpha``: shape (M,), finite and > 0 (>= 0 if
+    ``zero_ok``)."""
     alpha = np.asarray(alpha, dtype=float).reshape(-1)
     if alpha.shape != (n_basis,):
         raise ValueError(f"alpha has shape {alpha.shape}; expected ({n_basis},)")
-    if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0)):
-        raise ValueError("alpha must be finite and > 0 (drop pruned bases from Phi)")
+    if not (np.all(np.isfinite(alpha)) and np.all(alpha >= 0 if zero_ok else alpha > 0)):
+        bound = ">= 0" if zero_ok else "> 0"
+        raise ValueError(f"alpha must be finite and {bound} (drop pruned bases from Phi)")
     return alpha
 
 

@@ -128,8 +128,7 @@ class RegressionResult(SparseFitMixin):
         mean = Pa @ self.mean
         if not return_std:
             return mean
-        var = np.sum((Pa @ self.cov) * Pa, axis=1)
-        var = np.maximum(var, 0.0)
+        var = np.maximum(np.sum((Pa @ self.cov) * Pa, axis=1), 0.0)
         if include_noise:
             var = var + 1.0 / self.beta
         return mean, np.sqrt(var)

@@ -178,7 +178,10 @@ class SequentialState:
         self._addable_cache: tuple = (None, None)
 
     def _unscale(self, v):
-        return v if self.scale is None else v / self.scale
+        """``v`` (M,) or (M, k) with row ``m`` divided by ``scale[m]``."""
+        if self.scale is None:
+            return v
+        return v / (self.scale if v.ndim == 1 else self.scale[:, None])
 
     def columns(self, idx):
         """Unit-norm column(s) ``idx`` (an int or an index array): (N,) or (N, len(idx))."""
@@ -193,7 +196,7 @@ class SequentialState:
         return self._pa_cache[1]
 
     def gram_column(self, j):
-        """``Phin^T phin_j`` of the unit-norm columns, zero at unusable columns (O(N M))."""
+        """``Phin^T phin_j`` of unit-norm column(s) ``j``, zero at unusable columns (O(N M))."""
         g = self._unscale(self.Phin.T @ self.columns(j))
         if not self.all_usable:
             g[~self.usable] = 0.0
@@ -209,12 +212,7 @@ class SequentialState:
         idx = np.atleast_1d(np.asarray(j, dtype=np.intp))
         self.active = [int(i) for i in idx]
         self.alpha = np.atleast_1d(np.asarray(alpha, dtype=float)).copy()
-        G = self.Phin.T @ self.columns(idx)  # (M, k): rows of the design as given
-        if self.scale is not None:
-            G /= self.scale[:, None]
-        if not self.all_usable:
-            G[~self.usable] = 0.0
-        self.G = G
+        self.G = self.gram_column(idx)  # (M, k)
         self.fresh, self.freshness = None, 0
         self.resolve()
 
@@ -223,8 +221,7 @@ class SequentialState:
         alpha = self.alpha if alpha is None else alpha
         beta = self.beta if beta is None else beta
         idx = np.asarray(self.active)
-        Pa, key = self.active_columns(), tuple(self.active)
-        return self._factorise(self.G[idx, :], self.PhiT_t[idx], Pa, alpha, beta, key)
+        return self._factorise(idx, self.G[idx, :], self.active_columns(), alpha, beta)
 
     def factorise_move(self, j: int, alpha_j: float, g: np.ndarray | None = None):
         """Factor after moving basis ``j`` to ``alpha_j`` (inf: delete); None if singular."""
@@ -244,14 +241,13 @@ class SequentialState:
             idx = np.asarray(self.active)[keep]
             Gaa, Pa = self.G[np.ix_(idx, keep)], self.active_columns()[:, keep]
             alpha = self.alpha[keep]
-        key = tuple(idx.tolist())
-        return self._factorise(Gaa, self.PhiT_t[idx], Pa, alpha, self.beta, key, drop=drop)
+        return self._factorise(idx, Gaa, Pa, alpha, self.beta, drop=drop)
 
-    def _factorise(self, Gaa, PhiT_t_a, Pa, alpha, beta, key, drop=None) -> Factor | None:
-        """:func:`factorise_active` of ``(Gaa, Pa, alpha, beta)``; ``key`` names the active set."""
-        rows = self._rows.getter(key, Pa, tuple(self.active), drop)
+    def _factorise(self, idx, Gaa, Pa, alpha, beta, drop=None) -> Factor | None:
+        """:func:`factorise_active` of ``(Gaa, Pa, alpha, beta)`` on the active set ``idx``."""
+        rows = self._rows.getter(tuple(idx.tolist()), Pa, tuple(self.active), drop)
         return factorise_active(
-            Gaa, PhiT_t_a, Pa, self.t, alpha, beta, self.n, self.rss_offset, self.tt, rows
+            Gaa, self.PhiT_t[idx], Pa, self.t, alpha, beta, self.n, self.rss_offset, self.tt, rows
         )
 
     def factor(self) -> Factor:
@@ -353,18 +349,12 @@ class SequentialState:
     def exact_candidate(self, j: int) -> Candidate:
         """Best move of basis ``j`` from its exact statistics."""
         f = self.factor()
-        S_arr, Q_arr = self.exact_statistics([j])
-        S, Q = float(S_arr[0]), float(Q_arr[0])
+        S, Q = (float(v[0]) for v in self.exact_statistics([j]))
         if j in self.active:
             i = self.active.index(j)
-            e = np.zeros(len(self.active))
-            e[i] = 1.0
-            sig = float(factor_solve(f.L, f.p, e)[i])
+            sig = factor_solve(f.L, f.p, np.eye(len(self.active))[i])[i]
             a = self.alpha[i]
-            s_arr, q_arr = active_sq(
-                np.array([a]), np.array([S]), np.array([Q]), np.array([sig]), f.mu[i : i + 1]
-            )
-            s, q = float(s_arr[0]), float(q_arr[0])
+            s, q = (float(v) for v in active_sq(a, S, Q, sig, f.mu[i]))
         else:
             a, s, q = np.inf, S, Q
         q2 = q * q
@@ -486,10 +476,7 @@ def linearised_evidence(H_lik, b, u, c):
     ``L(u) = 1/2 [c sum(u) - log|H_lik + A| + b^T (H_lik + A)^-1 b]``, ``A = diag(exp(u))``.
     """
     H = H_lik.copy()
-    if c == 1:
-        H.flat[:: H.shape[0] + 1] += np.exp(u)
-    else:
-        diagonal_view(H).reshape(c, -1)[...] += np.exp(u)
+    diagonal_view(H).reshape(c, -1)[...] += np.exp(u)
     Sigma, logdet = spd_inverse(H, "linearised posterior precision")
     mu = Sigma @ b
     return 0.5 * (c * float(u.sum()) - logdet + float(b @ mu)), Sigma, mu

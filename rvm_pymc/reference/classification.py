@@ -37,7 +37,6 @@ from rvm_pymc.reference.fast import fast_classification
 from rvm_pymc.reference.regression import full_reestimation as laplace_reestimation
 
 __all__ = [
-    "ClassificationResult",
     "LaplaceFit",
     "fit_classification",
     "laplace_fit",
@@ -80,19 +79,20 @@ def encode_labels(y) -> tuple[np.ndarray, np.ndarray]:
             "classification needs at least two"
         )
     codes = codes.reshape(-1)
-    if k == 2:
-        T = codes.astype(float)[:, None]
-    else:
-        T = np.zeros((y.size, k))
-        T[np.arange(y.size), codes] = 1.0
-    return classes, T
+    return classes, codes.astype(float)[:, None] if k == 2 else np.eye(k)[codes]
 
 
-def _check_softmax_memory(Phi: np.ndarray, T: np.ndarray) -> None:
-    """Refuse a softmax fit whose Hessian, ``(m K)^2`` floats, or pair products would not fit."""
+def _design_and_labels(Phi, y, copy: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(Phi, classes, T)`` checked; refuse a softmax fit whose Hessian, ``(m K)^2`` floats,
+    or pair products would not fit."""
+    Phi = as_2d_float(Phi, "Phi", copy=copy)
+    if np.ndim(y) == 1:  # the lengths first: a short y may also hold a single class
+        check_consistent_length(Phi=Phi, y=y)
+    classes, T = encode_labels(y)
+    check_consistent_length(Phi=Phi, y=T)
     (n, m), k = Phi.shape, T.shape[1]
     if k < 3:
-        return
+        return Phi, classes, T
     largest = 8.0 * max((m * k) ** 2, max(n, m) * m * k * (k + 1) / 2)
     check_memory(
         largest,
@@ -101,6 +101,7 @@ def _check_softmax_memory(Phi: np.ndarray, T: np.ndarray) -> None:
         "if y is a numeric quantity rather than class labels, fit a regression instead "
         "(RVR, or rvm_pymc.reference.fit_regression); else merge classes or use fewer bases",
     )
+    return Phi, classes, T
 
 
 def laplace_posterior(Phi, y, alpha) -> LaplacePosterior:
@@ -130,12 +131,7 @@ def laplace_posterior(Phi, y, alpha) -> LaplacePosterior:
     >>> post.mean.shape, post.cov.shape, post.converged
     ((1, 1), (1, 1), True)
     """
-    Phi = as_2d_float(Phi, "Phi")
-    if np.ndim(y) == 1:
-        check_consistent_length(Phi=Phi, y=y)
-    _, T = encode_labels(y)
-    check_consistent_length(Phi=Phi, y=T)
-    _check_softmax_memory(Phi, T)
+    Phi, _, T = _design_and_labels(Phi, y, copy=True)
     alpha = check_fixed_alpha(alpha, Phi.shape[1])
     return find_mode(Phi, T, alpha)
 
@@ -237,12 +233,8 @@ def fit_classification(
     >>> bool(np.mean(res.predict(design(X_test)) != t_test) < 0.15)
     True
     """
-    Phi = as_2d_float(Phi, "Phi", copy=False)  # only read: the solver normalises its own copy
-    if np.ndim(y) == 1:  # the lengths first: a short y may also hold a single class
-        check_consistent_length(Phi=Phi, y=y)
-    classes, T = encode_labels(y)
-    check_consistent_length(Phi=Phi, y=T)
-    _check_softmax_memory(Phi, T)
+    # Phi only read: the solver normalises its own copy
+    Phi, classes, T = _design_and_labels(Phi, y, copy=False)
     fit = laplace_fit(
         Phi,
         T,
@@ -259,7 +251,6 @@ def fit_classification(
         what="RVM classification",
     )
     prior, post = fit.prior, fit.post
-    binary = T.shape[1] == 1
     result = ClassificationResult(
         method=method,
         prior=prior,
@@ -267,7 +258,7 @@ def fit_classification(
         n_basis=Phi.shape[1],
         active=fit.active,
         alpha=fit.alpha,
-        mean=post.mean[:, 0] if binary else post.mean,
+        mean=post.mean[:, 0] if T.shape[1] == 1 else post.mean,
         cov=post.cov,
         log_likelihood=post.log_likelihood,
         log_evidence=fit.log_evidence,

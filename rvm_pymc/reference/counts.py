@@ -142,11 +142,7 @@ def poisson_laplace_posterior(Phi, y, alpha) -> LaplacePosterior:
         ``mean`` of shape (M, 1); ``log_evidence`` approximates
         ``log p(y | alpha)`` (with the ``-log y!`` terms).
     """
-    Phi = as_2d_float(Phi, "Phi")
-    y = check_counts(y)
-    check_consistent_length(Phi=Phi, y=y)
-    alpha = check_fixed_alpha(alpha, Phi.shape[1])
-    return find_mode(Phi, y[:, None], alpha, likelihood="poisson")
+    return _posterior_at(Phi, y, alpha, "poisson")
 
 
 def negative_binomial_laplace_posterior(Phi, y, alpha, dispersion) -> LaplacePosterior:
@@ -154,12 +150,18 @@ def negative_binomial_laplace_posterior(Phi, y, alpha, dispersion) -> LaplacePos
 
     ``log_evidence`` approximates ``log p(y | alpha, r)``.
     """
+    return _posterior_at(Phi, y, alpha, "negative_binomial", dispersion)
+
+
+def _posterior_at(Phi, y, alpha, likelihood: str, dispersion=None) -> LaplacePosterior:
+    """The checked arguments' :func:`find_mode` (``dispersion``: of the negative binomial)."""
     Phi = as_2d_float(Phi, "Phi")
     y = check_counts(y)
     check_consistent_length(Phi=Phi, y=y)
     alpha = check_fixed_alpha(alpha, Phi.shape[1])
-    r = check_positive(dispersion, "dispersion")
-    return find_mode(Phi, y[:, None], alpha, likelihood="negative_binomial", dispersion=r)
+    if likelihood == "negative_binomial":
+        dispersion = check_positive(dispersion, "dispersion")
+    return find_mode(Phi, y[:, None], alpha, likelihood=likelihood, dispersion=dispersion)
 
 
 def fit_counts(
@@ -240,7 +242,36 @@ def fit_counts(
     if likelihood == "poisson":
         fit = _fit_at(Phi, T, alpha_init, None, options)
         return _result(method, likelihood, Phi, fit, fit.n_iter, fit.converged, None)
-    return _fit_negative_binomial(Phi, T, alpha_init, dispersion_init, options)
+    # the negative binomial: coordinate ascent on the Laplace evidence in the precisions and log r
+    warm = method == "fast"  # MacKay and EM with a warm start never add a basis
+    n_iter = 0
+    r, path, converged = dispersion_init, [], False
+    if r is None:
+        fit = _fit_at(Phi, T, alpha_init, None, options, warn=False)
+        n_iter += fit.n_iter
+        r = best_dispersion(Phi, T, fit)
+        alpha_init = _full_alpha(fit, Phi.shape[1]) if warm else alpha_init
+    for _ in range(MAX_DISPERSION_STEPS):
+        fit = _fit_at(Phi, T, alpha_init, r, options, warn=False)
+        n_iter += fit.n_iter
+        r_new = best_dispersion(Phi, T, fit, start=r)
+        path.append(r)
+        if abs(math.log(r_new) - math.log(r)) < DISPERSION_RTOL:
+            converged = fit.converged
+            break
+        r = r_new
+        if warm:
+            alpha_init = _full_alpha(fit, Phi.shape[1])
+    r = path[-1]  # the dispersion of the last fit (not the update that followed it)
+    if not converged:
+        warn_user(
+            f"RVM negative binomial regression (method={method!r}) did not converge: the "
+            f"precisions{'' if fit.converged else ' (last fit)'} or the dispersion (after "
+            f"{len(path)} alternations, last r = {r:.6g}); increase max_iter or loosen tol",
+            ConvergenceWarning,
+        )
+    fit = fit._replace(trace={**fit.trace, "dispersion": np.asarray(path)})
+    return _result(method, "negative_binomial", Phi, fit, n_iter, converged, r)
 
 
 def _fit_at(Phi, T, alpha_init, dispersion, options, warn=True) -> LaplaceFit:
@@ -292,42 +323,6 @@ def best_dispersion(Phi, T, fit: LaplaceFit, start: float | None = None) -> floa
         if v < value:
             best, value = cand, v
     return math.exp(best)
-
-
-def _fit_negative_binomial(Phi, T, alpha_init, r0, options) -> CountsResult:
-    """Coordinate ascent on the Laplace evidence in the precisions and ``log r``."""
-    m = Phi.shape[1]
-    warm = options["method"] == "fast"  # MacKay and EM with a warm start never add a basis
-    n_iter = 0
-    if r0 is None:
-        fit = _fit_at(Phi, T, alpha_init, None, options, warn=False)
-        n_iter += fit.n_iter
-        r0 = best_dispersion(Phi, T, fit)
-        alpha_init = _full_alpha(fit, m) if warm else alpha_init
-    r, path, converged = r0, [], False
-    for _ in range(MAX_DISPERSION_STEPS):
-        fit = _fit_at(Phi, T, alpha_init, r, options, warn=False)
-        n_iter += fit.n_iter
-        r_new = best_dispersion(Phi, T, fit, start=r)
-        path.append(r)
-        if abs(math.log(r_new) - math.log(r)) < DISPERSION_RTOL:
-            converged = fit.converged
-            break
-        r = r_new
-        if warm:
-            alpha_init = _full_alpha(fit, m)
-    r = path[-1]  # the dispersion of the last fit (not the update that followed it)
-    if not converged:
-        warn_user(
-            f"RVM negative binomial regression (method={options['method']!r}) did not "
-            f"converge: the precisions{'' if fit.converged else ' (last fit)'} or the "
-            f"dispersion (after {len(path)} alternations, last r = {r:.6g}); increase "
-            "max_iter or loosen tol",
-            ConvergenceWarning,
-        )
-    trace = {**fit.trace, "dispersion": np.asarray(path)}
-    fit = fit._replace(trace=trace)
-    return _result(options["method"], "negative_binomial", Phi, fit, n_iter, converged, r)
 
 
 def _result(method, likelihood, Phi, fit: LaplaceFit, n_iter, converged, r) -> CountsResult:

@@ -52,7 +52,6 @@ __all__ = [
     "FastOptions",
     "FastResult",
     "Selection",
-    "active_sq",
     "fast_classification",
     "fast_sequential",
     "initial_basis",
@@ -105,10 +104,7 @@ def select_move(st: Any, align_tol: float) -> Selection:
         delta, new_alpha, in_model, relevant = st.candidates(align_tol)
     delta[np.isnan(delta)] = -np.inf
     deletions = in_model & ~relevant & np.isfinite(delta)
-    if deletions.any():
-        j = int(np.argmax(np.where(deletions, delta, -np.inf)))
-    else:
-        j = int(np.argmax(delta))
+    j = int(np.argmax(np.where(deletions, delta, -np.inf) if deletions.any() else delta))
     return Selection(delta, new_alpha, in_model, relevant, deletions, j)
 
 
@@ -175,12 +171,7 @@ class _FastSolver:
 
     def __init__(self, st: SequentialState, options: FastOptions) -> None:
         self.st, self.opt = st, options
-        self.trace: dict[str, list] = {
-            "log_evidence": [],
-            "n_active": [],
-            "beta": [],
-            "action": [],
-        }
+        self.trace = {k: [] for k in ("log_evidence", "n_active", "beta", "action")}
         self.since_noise = 0
         self.converged = False
 
@@ -193,10 +184,8 @@ class _FastSolver:
                 if self._settle():
                     break
                 continue  # candidates are stale after a change of beta
-            if only_reestimates or (sel.in_model[sel.j] and sel.relevant[sel.j]):
-                moved = self._joint_move(sel, only_reestimates)
-            else:
-                moved = False
+            joint = only_reestimates or (sel.in_model[sel.j] and sel.relevant[sel.j])
+            moved = joint and self._joint_move(sel, only_reestimates)
             if not moved and not self._single_move(sel) and self._refuted():
                 break
             self._scheduled_noise(it)
@@ -342,7 +331,7 @@ class _LinearisedState(SequentialState):
         likelihood: str = "bernoulli",
         dispersion: float | None = None,
     ):
-        self.Phin, self.T = Phin, T
+        self.Phin, self.T, self.scale = Phin, T, None  # unit-norm columns (gram_column)
         # "bernoulli" (softmax for K > 2), "poisson" or "negative_binomial" (of dispersion)
         self.likelihood = likelihood
         self.n, self.m = Phin.shape
@@ -368,16 +357,6 @@ class _LinearisedState(SequentialState):
     def _w_active(self) -> np.ndarray:
         """Mode of the active weights (binary case: one column)."""
         return self.W[:, 0]
-
-    def _cosines(self, j: int):
-        """Handle on the cosines of basis ``j`` with every column (formed on a thread if large)."""
-
-        def cosines() -> np.ndarray:
-            g = self.Phin.T @ self.Phin[:, j]
-            g[~self.usable] = 0.0
-            return g
-
-        return in_background(cosines, self.Phin.size)
 
     def _active_columns(self) -> np.ndarray:
         """``Phin[:, active]``, kept; updated by one column when possible (a gather is slow)."""
@@ -461,7 +440,8 @@ class _LinearisedState(SequentialState):
         self.active.append(j)
         self.alpha = np.append(self.alpha, alpha_j)
         self.W = W0
-        cosines = self._cosines(j)  # formed during the mode search
+        # the cosines of basis j with every column, formed during the mode search
+        cosines = in_background(lambda: self.gram_column(j), self.Phin.size)
         self.resolve()
         self.G = np.column_stack([self.G, cosines.result()])
 
@@ -479,8 +459,7 @@ class _LinearisedState(SequentialState):
     def reestimate(self, i: int, alpha_new: float) -> None:
         new = self.alpha.copy()
         new[i] = alpha_new
-        self.W = self.predicted_mode(new)
-        self.alpha[i] = alpha_new
+        self.W, self.alpha = self.predicted_mode(new), new
         self.resolve()
 
     def delete(self, i: int) -> None:
@@ -514,17 +493,14 @@ class _LinearisedState(SequentialState):
         if self.c == 1:
             return super().candidates(align_tol)
         idx = np.asarray(self.active)
-        a = self.alpha
         s, q = self.S.copy(), self.Q.copy()
         s[idx], q[idx] = self._active_sq_shared()
         lam, q2 = rotate(s, q, self.S_scale)
         new_alpha, best = maximise_shared(lam, q2)
         relevant = np.isfinite(new_alpha)
         in_model, addable = self._addable(align_tol)
-        delta = np.full(self.m, -np.inf)
-        cand = relevant & addable
-        delta[cand] = best[cand]
-        old = ell_shared(a[:, None], lam[idx], q2[idx])
+        delta = np.where(relevant & addable, best, -np.inf)
+        old = ell_shared(self.alpha[:, None], lam[idx], q2[idx])
         d_act = np.where(relevant[idx], best[idx] - old, -old)
         if idx.size == 1:  # never delete the last basis
             d_act = np.where(relevant[idx], d_act, -np.inf)
@@ -548,10 +524,8 @@ def initial_basis(
     centred = T - (0.5 if c == 1 else 1.0 / c)
     score = np.sum((Phin.T @ centred) ** 2, axis=1)
     j0 = int(np.argmax(np.where(usable, score, -np.inf)))
-    logits = np.log(9.0) * np.sign(centred)
-    mu = Phin[:, j0] @ logits
-    alpha0 = c / max(float(mu @ mu), 1e-6)
-    return j0, alpha0
+    mu = Phin[:, j0] @ (np.log(9.0) * np.sign(centred))  # logits of 0.9 / 0.1
+    return j0, c / max(float(mu @ mu), 1e-6)
 
 
 def stationarity_residual(st: _LinearisedState) -> float:
@@ -573,18 +547,6 @@ _NEAR_CONVERGED = 1e-3  # largest |d log alpha| at which the tight tolerance is 
 _RESOLVED = ("post", "W", "Sigma", "lml", "S", "Q", "H_lik", "Q_active", "X", "S_scale")
 
 
-def _anderson(history: list, u0: np.ndarray, d: np.ndarray) -> np.ndarray | None:
-    """Anderson-accelerated point from the recent joint steps ``(u_k, d_k)`` on one active set."""
-    if not history:
-        return None
-    dU = np.column_stack([u0 - uk for uk, _ in history])
-    dD = np.column_stack([d - dk for _, dk in history])
-    gamma, *_ = np.linalg.lstsq(dD, d, rcond=1e-10)
-    if not np.all(np.isfinite(gamma)):
-        return None
-    return u0 + d - (dU + dD) @ gamma
-
-
 def _try_newton(st: _LinearisedState, tol) -> bool:
     """The joint quasi-Newton move of :func:`_reestimate` (Anderson first); False if rejected."""
     res0 = stationarity_residual(st)
@@ -597,9 +559,14 @@ def _try_newton(st: _LinearisedState, tol) -> bool:
     key = tuple(st.active)
     history = [(uk, dk) for k, uk, dk in st.joint_history if k == key][-_ANDERSON_MEMORY:]
     proposals = [u0 + d, u0 + 0.5 * d]
-    accelerated = _anderson(history, u0, d)
-    if accelerated is not None and np.all(accelerated <= _LOG_ALPHA_CAP):
-        proposals.insert(0, accelerated)
+    if history:  # first the Anderson-accelerated point from the recent steps on this set
+        dU = np.column_stack([u0 - uk for uk, _ in history])
+        dD = np.column_stack([d - dk for _, dk in history])
+        gamma, *_ = np.linalg.lstsq(dD, d, rcond=1e-10)
+        if np.all(np.isfinite(gamma)):
+            accelerated = u0 + d - (dU + dD) @ gamma
+            if np.all(accelerated <= _LOG_ALPHA_CAP):
+                proposals.insert(0, accelerated)
     for u in proposals:
         if _trial(st, np.exp(u), lambda: stationarity_residual(st) < res0):
             st.joint_history = [*((key, uk, dk) for uk, dk in history), (key, u0, d)]
@@ -695,15 +662,13 @@ def _sequential(
             trips.adding(j, st.active, st.lml)
             st.add(j, new_alpha[j])
             action = ADD
+        elif relevant[j]:
+            _reestimate(st, st.active.index(j), new_alpha[idx], relevant[idx], tol)
+            action = REESTIMATE
         else:
-            i = st.active.index(j)
-            if relevant[j]:
-                _reestimate(st, i, new_alpha[idx], relevant[idx], tol)
-                action = REESTIMATE
-            else:
-                st.delete(i)
-                action = DELETE
-                trips.deleted(j, st.active, st.lml)
+            st.delete(st.active.index(j))
+            action = DELETE
+            trips.deleted(j, st.active, st.lml)
         trace["log_evidence"].append(st.lml)
         trace["n_active"].append(len(st.active))
         trace["action"].append(action)
@@ -761,11 +726,20 @@ def fast_classification(
     dispersion=None,
 ):
     """Run the sequential algorithm on normalised columns (``dispersion``: of NB2 counts)."""
-    st = _warm_state(Phin, T, usable, alpha_start, likelihood, dispersion)
-    if st is None:
-        st = _LinearisedState(Phin, T, usable, likelihood, dispersion)
-        j0, alpha0 = initial_basis(Phin, T, usable, likelihood)
-        st.add(j0, alpha0)
+
+    def state() -> _LinearisedState:
+        return _LinearisedState(Phin, T, usable, likelihood, dispersion)
+
+    st = state()
+    warm = [] if alpha_start is None else np.flatnonzero(np.isfinite(alpha_start) & usable)
+    if len(warm):  # the bases of alpha_start at its precisions, unless the mode is not found
+        st.W = np.zeros((len(warm), T.shape[1]))
+        try:
+            st.start(warm, alpha_start[warm])
+        except np.linalg.LinAlgError:
+            st, warm = state(), []
+    if not len(warm):  # cold: from the basis best aligned with the pseudo-targets
+        st.add(*initial_basis(Phin, T, usable, likelihood))
     trace = {"log_evidence": [st.lml], "n_active": [len(st.active)], "action": [ADD]}
     n_iter, converged = _sequential(st, trace, max_iter, tol, align_tol)
     n_greedy = n_iter
@@ -777,10 +751,7 @@ def fast_classification(
             gone = trial.active[int(i)]
             trial.delete(int(i))
             trial.mode_tol = _MODE_TOL_LOOSE
-            sub = {k: [] for k in trace}
-            sub["log_evidence"].append(trial.lml)
-            sub["n_active"].append(len(trial.active))
-            sub["action"].append(DELETE)
+            sub = dict(log_evidence=[trial.lml], n_active=[len(trial.active)], action=[DELETE])
             budget = min(max_iter - n_iter, max(2 * n_greedy, 50))
             it, conv = _sequential(trial, sub, budget, tol, align_tol, barred=gone)
             n_iter += it
@@ -801,24 +772,3 @@ def fast_classification(
             if n_iter >= max_iter:
                 break
     return np.asarray(st.active), st.alpha.copy(), st.W.copy(), trace, n_iter, converged
-
-
-def _warm_state(
-    Phin, T, usable, alpha_start, likelihood, dispersion=None
-) -> _LinearisedState | None:
-    """The state with the bases of ``alpha_start`` at its precisions; None if none or singular."""
-    if alpha_start is None:
-        return None
-    warm = np.flatnonzero(np.isfinite(alpha_start) & usable)
-    if warm.size == 0:
-        return None
-    st = _LinearisedState(Phin, T, usable, likelihood, dispersion)
-    st.active, st.alpha = [int(j) for j in warm], alpha_start[warm].astype(float)
-    G = Phin.T @ Phin[:, warm]
-    G[~usable] = 0.0
-    st.G, st.W = G, np.zeros((warm.size, T.shape[1]))
-    try:
-        st.resolve()
-    except np.linalg.LinAlgError:
-        return None
-    return st

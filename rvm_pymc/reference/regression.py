@@ -152,31 +152,26 @@ def fit_regression(
     # The fast method only reads columns and products of Phi: a float64 array is used
     # as given (no N x M copy); the others normalise a copy.
     rows = Phi if isinstance(Phi, RowQR) else None
+    fast = method == "fast"
     if rows is not None:  # a row compression: its triangle stands for the design
-        if method != "fast":
+        if not fast:
             raise ValueError(
                 f"Phi as a RowQR (a row compression of the design) needs method='fast'; "
                 f"got method={method!r}"
             )
         Phi = rows.R
-    norms = None
-    if (
-        method == "fast"
-        and isinstance(Phi, np.ndarray)
-        and Phi.dtype == np.float64
-        and Phi.ndim == 2
-    ):
+    if fast and isinstance(Phi, np.ndarray) and Phi.dtype == np.float64 and Phi.ndim == 2:
         if Phi.shape[1] == 0:
             raise ValueError(f"Phi has 0 features (shape {Phi.shape})")
         if Phi.shape[0] == 0:
             raise ValueError("Phi has 0 sample(s); at least 1 required")
-        # the column norms, needed anyway, are finite only if every entry is
+    else:  # our own float64 copy
+        Phi = as_2d_float(Phi, "Phi")
+    if fast:  # the column norms, needed anyway, are finite only if every entry is
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
             norms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
         if not np.isfinite(norms).all():  # a non-finite entry, or squares that overflow
             check_finite(Phi, "Phi")
-    else:
-        Phi = as_2d_float(Phi, "Phi")
     if rows is not None:
         t = _compressed_targets(rows, t)
     else:
@@ -210,22 +205,29 @@ def fit_regression(
     beta0 = 100.0 / var_t if beta_init is None else check_positive(beta_init, "beta_init")
     alpha_init = check_alpha_init(alpha_init, m, zero_ok=prior.slab is not None)
     if max_iter is None:
-        max_iter = 20 * m + 1000 if method == "fast" else 5000
+        max_iter = 20 * m + 1000 if fast else 5000
     max_iter = check_int(max_iter, "max_iter", 1)
 
     beta_max = max(BETA_MAX_FACTOR / var_t, beta0)
 
-    Phin, scale, usable, raw = _normalised(Phi, method, norms)
+    # unit-norm columns: Phin / scale if raw, else normalised in place (fast: on a copy; a zero
+    # or tiny norm may be an underflow, which normalise_columns sorts out)
+    if fast and np.all(np.isfinite(norms) & (norms >= 1e-140)):
+        Phin, scale, usable, raw = Phi, norms, np.ones(norms.size, dtype=bool), True
+    else:
+        Phin, scale, usable = normalise_columns(np.array(Phi) if fast else Phi, "explain t")
+        raw = False
+    z = t if rows is None else rows.z  # the targets of the design (a RowQR's: its own)
 
     with single_blas_thread():  # loops of small products: one BLAS thread (see _threads)
-        if method == "fast":
+        if fast:
             options = FastOptions(
                 prior, fixed_noise, max_iter, tol, noise_update_every, align_tol, beta_max,
                 noise_update_start,
             )  # fmt: skip
             start = None if alpha_init is None else alpha_init / scale**2
             out = fast_sequential(
-                Phin, t if rows is None else rows.z, usable, beta0, options,
+                Phin, z, usable, beta0, options,
                 scale if raw else None, start, None if rows is None else (_n, rows.remainder),
             )  # fmt: skip
         else:
@@ -252,50 +254,18 @@ def fit_regression(
             f"iterations{few}; increase max_iter or loosen tol",
             ConvergenceWarning,
         )
-    res = _finalise(
-        Phin, scale if raw else None, scale, t if rows is None else rows, active, alpha_n, beta,
-        prior, method, trace, n_iter, converged,
-    )  # fmt: skip
-    res.noise_at_bound = bool(at_bound)
-    return res
-
-
-def _normalised(Phi, method, norms=None):
-    """``(Phin, scale, usable, raw)``: unit-norm columns ``Phin / scale`` if ``raw``, else
-    ``Phi`` normalised in place."""
-    if method == "fast":
-        if norms is None:
-            with np.errstate(over="ignore", under="ignore"):
-                norms = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
-        # (a zero or tiny norm may be an underflow: normalise_columns sorts those out)
-        if np.all(np.isfinite(norms) & (norms >= 1e-140)):
-            return Phi, norms, np.ones(norms.size, dtype=bool), True
-        Phi = np.array(Phi, dtype=float)  # our own copy, normalised in place below
-    # (the other methods: as_2d_float returned our own copy)
-    return (*normalise_columns(Phi, "explain t"), False)
-
-
-def _finalise(
-    Phin, raw_scale, scale, t, active, alpha_n, beta, prior, method, trace, n_iter, converged
-):
-    """Solve on the normalised columns, then undo the scaling analytically.
-
-    ``alpha_m = s_m^2 alphan_m``, ``mu_m = mun_m / s_m``, ``Sigma = D^-1 Sigman D^-1``;
-    ``raw_scale`` when ``Phin`` is the design as given; ``t`` the RowQR for its triangle.
-    """
-    rows = t if isinstance(t, RowQR) else None
-    if rows is not None:
-        t = rows.z
+    # Solve on the normalised columns, then undo the scaling analytically:
+    # alpha_m = s_m^2 alphan_m, mu_m = mun_m / s_m, Sigma = D^-1 Sigman D^-1
     order = np.argsort(active)
     active = np.asarray(active)[order]
     alpha_n = np.asarray(alpha_n, dtype=float)[order]
-    Pa = Phin[:, active] if raw_scale is None else Phin[:, active] / raw_scale[active]
-    prec = alpha_n + slab_precision(prior, scale[active])  # the weights' prior precision
-    post = regression_posterior(Pa, t, prec, beta)
-    extra = {} if rows is None else {"n": rows.n, "rss_offset": rows.remainder}
-    lml = log_marginal_likelihood(Pa, t, prec, beta, post, **extra)
-    gamma = 1.0 - prec * np.diag(post.cov)
     s = scale[active]
+    Pa = Phin[:, active] / s if raw else Phin[:, active]
+    prec = alpha_n + slab_precision(prior, s)  # the weights' prior precision
+    post = regression_posterior(Pa, z, prec, beta)
+    extra = {} if rows is None else {"n": rows.n, "rss_offset": rows.remainder}
+    lml = log_marginal_likelihood(Pa, z, prec, beta, post, **extra)
+    gamma = 1.0 - prec * np.diag(post.cov)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         alpha = alpha_n * s**2
         mean = post.mean / s
@@ -304,7 +274,7 @@ def _finalise(
     return RegressionResult(
         method=method,
         prior=prior,
-        n_basis=Phin.shape[1],
+        n_basis=m,
         active=active,
         alpha=alpha,
         beta=float(beta),
@@ -316,6 +286,7 @@ def _finalise(
         n_iter=n_iter,
         converged=converged,
         trace={k: np.asarray(v) for k, v in trace.items()},
+        noise_at_bound=bool(at_bound),
     )
 
 
