@@ -165,9 +165,8 @@ _FIT_KEYS = {
 }
 """Keys the fit sets itself, and where it takes them from."""
 _NUTS_MODELS = ("collapsed", "joint")
-_CLASSIFIER_KINDS = ("binary", "softmax", "classifier", "poisson")
-"""``kind`` values that refuse the collapsed sampler (``"classifier"``: an RVC before its
-classes are known)."""
+_CLASSIFIER_KINDS = ("classifier", "poisson")
+"""``kind`` values (the estimators' RVC and RVP) that refuse the collapsed sampler."""
 
 
 def check_stopping(nuts_sampler: str | None, given: str, instead: str) -> None:
