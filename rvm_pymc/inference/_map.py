@@ -268,11 +268,9 @@ def map_regression(model, spec, *, initvals, max_iter, gtol, mode_kw) -> MapResu
         fun, x0, bounds, alpha_idx, leaving, max_iter=max_iter, gtol=gtol, what="type-II MAP"
     )
     own = [v for v in model.free_RVs if v.name not in HYPERPARAMETERS]
-    if own and converged:
-        for v in own:
-            if _rises_along(fun, x, positions(model.rvs_to_values[v].name), v.name):
-                converged = False
-                break
+    converged = converged and not any(
+        _rises_along(fun, x, positions(model.rvs_to_values[v].name), v.name) for v in own
+    )
     opt = unflatten(x)
     la, lb = opt["log_alpha"], float(opt["log_beta"])
     alpha, beta = np.exp(la), float(np.exp(lb))
