@@ -135,12 +135,12 @@ def _resolve_sampler(
         raise ValueError(f"nuts_sampler must be one of {SAMPLERS} or None; got {nuts_sampler!r}")
     if stops:
         check_stopping(nuts_sampler, "until_converged=True", "until_converged=False")
-    if nuts_sampler != "pymc" and lines:
-        raise ValueError(
-            f"progressbar={PLAIN_PROGRESS!r} needs PyMC's own sampler (it calls back after "
-            f"every draw); got nuts_sampler={nuts_sampler!r}"
-        )
     if nuts_sampler != "pymc":
+        if lines:
+            raise ValueError(
+                f"progressbar={PLAIN_PROGRESS!r} needs PyMC's own sampler (it calls back after "
+                f"every draw); got nuts_sampler={nuts_sampler!r}"
+            )
         if importlib.util.find_spec(nuts_sampler) is None:
             raise ImportError(
                 f"nuts_sampler={nuts_sampler!r} needs the {nuts_sampler} package "
@@ -271,7 +271,6 @@ def pymc_sample(
             "target_accept": run.target_accept,
             "initvals": None if run.initvals is None else dict(run.initvals),
         }
-        built = None
         if sampler == "pymc" and swaps > 0:
             built = nuts_with_swaps(
                 sample_model,
@@ -282,8 +281,8 @@ def pymc_sample(
                 compile_kwargs=ck or None,
                 **start,
             )
-        if built is not None:  # NUTS is built: PyMC takes no target_accept beside it
-            start = {"initvals": built[0], "step": built[1], "random_seed": run.random_seed}
+            if built is not None:  # NUTS is built: PyMC takes no target_accept beside it
+                start = {"initvals": built[0], "step": built[1], "random_seed": run.random_seed}
         cores = default_cores(run.chains) if run.cores is None else run.cores
         tree = pm.sample(
             draws=run.draws,
