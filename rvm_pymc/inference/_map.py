@@ -71,10 +71,8 @@ def _regression_start(model, spec: ModelSpec, t: np.ndarray, point: dict) -> dic
     Phi = design_matrix(model, spec, point.get("log_length_scale"))
     col_ms = np.mean(Phi**2, axis=0)
     m = Phi.shape[1]
-    out = dict(point)
-    out["log_alpha"] = np.log(m * np.mean(col_ms) / var_t) * np.ones(m)
-    out["log_beta"] = np.asarray(np.log(10.0 / var_t))
-    return out
+    log_alpha = np.log(m * np.mean(col_ms) / var_t) * np.ones(m)
+    return {**point, "log_alpha": log_alpha, "log_beta": np.asarray(np.log(10.0 / var_t))}
 
 
 def _flat_objective(model, mode_kw: dict):
@@ -277,9 +275,7 @@ def map_regression(model, spec, *, initvals, max_iter, gtol, mode_kw) -> MapResu
     lls = opt.get("log_length_scale")
     Phi = design_matrix(model, spec, None if lls is None else float(lls))
     L, p, mean = gaussian_weights(Phi.T @ Phi, Phi.T @ t, alpha, beta)
-    extra = {}
-    if lls is not None:
-        extra["log_length_scale"] = float(lls)
+    extra = {} if lls is None else {"log_length_scale": float(lls)}
     # a user's model's own free variables: their optimum as root attributes
     own = [v.name for v in own]
     if own:

@@ -277,9 +277,7 @@ class BasisSwap(BlockedStep):
                 accepted += 1
             else:
                 swap(pair)
-        out = dict(point)
-        out.update(arrays)
-        return out, [{"swap_rate": accepted / max(self.n_proposals, 1)}]
+        return {**point, **arrays}, [{"swap_rate": accepted / max(self.n_proposals, 1)}]
 
     @staticmethod
     def competence(var, has_grad):
