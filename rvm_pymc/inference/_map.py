@@ -106,14 +106,10 @@ def _alpha_bounds(Phi: np.ndarray, var: float) -> list:
 
 
 def _bounds(names, sizes, alpha_bounds: list) -> list:
+    fixed = {"log_beta": (-LOG_PRECISION_BOUND, LOG_PRECISION_BOUND)}  # others unbounded
     out = []
     for n, s in zip(names, sizes, strict=True):
-        if n == "log_alpha":
-            out.extend(alpha_bounds)
-        elif n == "log_beta":
-            out.extend([(-LOG_PRECISION_BOUND, LOG_PRECISION_BOUND)] * s)
-        else:
-            out.extend([(None, None)] * s)
+        out.extend(alpha_bounds if n == "log_alpha" else [fixed.get(n, (None, None))] * s)
     return out
 
 
