@@ -125,7 +125,7 @@ def _fit_map(opts, Phi, target, names, prior, start):
         # classifiers: the Laplace evidence used and its check
         **{k: res.attrs[k] for k in ("laplace", "axis_check") if k in res.attrs},
     }
-    info = FitInfo(
+    return post, FitInfo(
         log_evidence=float(res.log_evidence),
         n_iter=max(int(res.n_iter), 1),
         converged=bool(res.converged),
@@ -133,7 +133,6 @@ def _fit_map(opts, Phi, target, names, prior, start):
         attrs=attrs,
         model=model,
     )
-    return post, info
 
 
 def _nuts_options(opts, start, names, prior, joint: bool, width: bool = False):
