@@ -259,11 +259,10 @@ def pymc_sample(
         _backend(sampler, ck),
         shapes,
     )
-    interruptible = _interruptible(active=sampler == "pymc")
     plain = run.progressbar == PLAIN_PROGRESS
     swaps = _swap_count(run, spec, collapsed)
     stop = stop_rule(sample_model, spec, run, sampler, collapsed, report)
-    with single_blas_thread(), interruptible as on_draw, sample_model:
+    with single_blas_thread(), _interruptible(sampler == "pymc") as on_draw, sample_model:
         lines = DrawLines(run.draws, run.tune, run.chains) if plain else None
         callback = _callbacks(on_draw, lines, stop)
         start = {
