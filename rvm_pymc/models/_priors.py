@@ -116,18 +116,13 @@ def weight_log_precision(log_alpha, log_slab_precision=None):
     return pt.logaddexp(log_alpha, log_slab_precision)
 
 
-def _slab_log_precision(slab: float | None):
-    """``-2 log s`` as the named data ``slab_scale`` (written here), or None."""
-    if slab is None:
-        return None
-    return -2.0 * pt.log(pm.Data(SLAB_DATA, float(slab)))
-
-
 def _weights(
     name: str, log_alpha, parametrization: str, dims, slab: float | None = None
 ) -> pt.TensorVariable:
     """ARD weights ``w ~ N(0, 1/alpha)`` (``alpha + 1/s^2`` with a slab), centred or not."""
-    scale = pt.exp(-0.5 * weight_log_precision(log_alpha, _slab_log_precision(slab)))
+    # a slab's -2 log s, from the named data slab_scale (written here)
+    log_slab = None if slab is None else -2.0 * pt.log(pm.Data(SLAB_DATA, float(slab)))
+    scale = pt.exp(-0.5 * weight_log_precision(log_alpha, log_slab))
     if len(dims) == 2:
         scale = scale[:, None]
     if parametrization == "centred":
