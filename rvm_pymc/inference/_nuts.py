@@ -125,9 +125,7 @@ def _resolve_sampler(
     """The NUTS backend: ``nuts_sampler``, or for None the default (``n_bases``: of a collapsed
     model, else 0); PyMC's when the run needs its per-draw callback."""
     if nuts_sampler is None:
-        order = DEFAULT_SAMPLERS
-        if n_bases > JAX_COLLAPSED_MAX_BASES:
-            order = order[::-1]
+        order = DEFAULT_SAMPLERS[::-1] if n_bases > JAX_COLLAPSED_MAX_BASES else DEFAULT_SAMPLERS
         installed = [n for n in order if importlib.util.find_spec(n)]
         pymc_only = compile_kwargs or lines or swaps or stops
         nuts_sampler = "pymc" if pymc_only or not installed else installed[0]

@@ -110,9 +110,8 @@ class NutsRun:
         set_ = functools.partial(object.__setattr__, self)
         if self.basis_swaps is not None:
             set_("basis_swaps", check_int(self.basis_swaps, "basis_swaps", 0))
-        set_("draws", check_int(self.draws, "draws", 1))
-        set_("tune", check_int(self.tune, "tune", 0))
-        set_("chains", check_int(self.chains, "chains", 1))
+        for name, minimum in (("draws", 1), ("tune", 0), ("chains", 1)):
+            set_(name, check_int(getattr(self, name), name, minimum))
         set_("target_accept", check_probability(self.target_accept, "target_accept"))
         set_("compile_kwargs", compile_options(self.compile_kwargs))
         if self.until_converged is not None:
