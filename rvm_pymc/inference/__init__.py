@@ -31,7 +31,7 @@ __all__ = [
     "sample_nuts",
 ]
 
-_getattr, __dir__ = attach(
+__getattr__, __dir__ = attach(
     __name__,
     {
         **dict.fromkeys(__all__, "._fits"),
@@ -42,17 +42,3 @@ _getattr, __dir__ = attach(
         "DEFAULT_PARAMETRIZATION": ".defaults",
     },
 )
-
-_REMOVED = {
-    "sample_laplace_collapsed": (
-        "sample_laplace_collapsed was removed: no estimator, CLI command or "
-        "compare row reached it. Sample a classifier with RVC(method='nuts') or "
-        "rvm_pymc.inference.sample_nuts"
-    )
-}
-
-
-def __getattr__(name: str) -> object:
-    if name in _REMOVED:
-        raise AttributeError(_REMOVED[name])
-    return _getattr(name)

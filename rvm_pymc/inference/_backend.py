@@ -43,25 +43,14 @@ def _model(opts, Phi, target, names, prior, *, joint, parametrization="centred")
     return build(Phi, target, **kw)
 
 
-def _set_start(
-    kw: dict,
-    start,
-    names,
-    kind: str,
-    *,
-    weights: bool,
-    parametrization="centred",
-    slab=None,
-    cap=_SAMPLER_START_CAP,
-) -> str:
-    """Set ``kw["initvals"]`` to the reference start unless given; return where it came from."""
+def _set_start(kw: dict, start, names, kind: str, **options) -> str:
+    """Set ``kw["initvals"]`` to the reference start (:func:`_start` with ``options``, the cap
+    :data:`_SAMPLER_START_CAP` unless given) unless given; return where it came from."""
     if "initvals" in kw:
         return "user"
     if start is None:
         return "default"
-    kw["initvals"] = _start(
-        start, names, kind, cap=cap, weights=weights, parametrization=parametrization, slab=slab
-    )
+    kw["initvals"] = _start(start, names, kind, **{"cap": _SAMPLER_START_CAP, **options})
     return "reference"
 
 
@@ -136,7 +125,7 @@ def _fit_map(opts, Phi, target, names, prior, start):
         # classifiers: the Laplace evidence used and its check
         **{k: res.attrs[k] for k in ("laplace", "axis_check") if k in res.attrs},
     }
-    info = FitInfo(
+    return post, FitInfo(
         log_evidence=float(res.log_evidence),
         n_iter=max(int(res.n_iter), 1),
         converged=bool(res.converged),
@@ -144,33 +133,27 @@ def _fit_map(opts, Phi, target, names, prior, start):
         attrs=attrs,
         model=model,
     )
-    return post, info
 
 
-def _nuts_options(opts, joint: bool, width: bool = False) -> tuple[dict, str]:
-    """NUTS's run options (the estimators' defaults filled in) and the weights' parametrization."""
+def _nuts_options(opts, start, names, prior, joint: bool, width: bool = False):
+    """NUTS's run options (the estimators' defaults and the reference start filled in), the
+    weights' parametrization, and the FitInfo attributes of the start and parametrization."""
     kw = dict(opts["sampler_kwargs"])
     kw.pop("model", None)
     parametrization = kw.pop("parametrization", DEFAULT_PARAMETRIZATION[opts["kind"]])
     kw.setdefault("target_accept", estimator_target_accept(joint, opts["kind"], width))
     kw.setdefault("until_converged", bool(opts["until_converged"]))
-    return kw, parametrization
+    options = {"weights": joint, "parametrization": parametrization, "slab": prior.slab}
+    attrs = {"started_from": _set_start(kw, start, names, opts["kind"], **options)}
+    if joint:
+        attrs["parametrization"] = parametrization
+    return kw, parametrization, attrs
 
 
 def _fit_nuts(opts, Phi, target, names, prior, seed, start):
-    which = opts["sampler_kwargs"].get("model", "collapsed")
-    joint = opts["kind"] != "regression" or which == "joint"
-    kw, parametrization = _nuts_options(opts, joint)
+    joint = opts["kind"] != "regression" or opts["sampler_kwargs"].get("model") == "joint"
+    kw, parametrization, attrs = _nuts_options(opts, start, names, prior, joint)
     model = _model(opts, Phi, target, names, prior, joint=joint, parametrization=parametrization)
-    started_from = _set_start(
-        kw,
-        start,
-        names,
-        opts["kind"],
-        weights=joint,
-        parametrization=parametrization,
-        slab=prior.slab,
-    )
     res = nuts_posterior(
         model,
         draws=opts["draws"],
@@ -179,12 +162,12 @@ def _fit_nuts(opts, Phi, target, names, prior, seed, start):
         random_seed=seed,
         **kw,
     )
-    extra = {"parametrization": parametrization} if joint else {}
-    return res.posterior, _nuts_info(opts, kw, res, started_from, extra, model)
+    return res.posterior, _nuts_info(opts, kw, res, attrs, model)
 
 
-def _nuts_info(opts, kw, res, started_from, extra, model) -> FitInfo:
-    """The FitInfo of a NUTS run ``res`` (run options ``kw``)."""
+def _nuts_info(opts, kw, res, start_attrs, model) -> FitInfo:
+    """The FitInfo of a NUTS run ``res`` (run options ``kw``; ``start_attrs`` of
+    :func:`_nuts_options`)."""
     diag_keys = ("sampler", "n_divergent", "max_rhat", "min_ess_bulk", "min_ess_tail")
     diag_keys += ("sampling_time", "rvm_inference", *STOP_ATTRS)
     checks = (kw.get("rhat_threshold", RHAT_MAX), kw.get("min_ess", MIN_ESS))
@@ -196,7 +179,7 @@ def _nuts_info(opts, kw, res, started_from, extra, model) -> FitInfo:
         library="rvm_pymc.inference",
         sample_stats=res.sample_stats,
         model=model,
-        attrs={**attrs, "started_from": started_from, **extra},
+        attrs={**attrs, **start_attrs},
     )
 
 
@@ -214,9 +197,8 @@ def fit_width_backend(
     bias: bool,
 ) -> tuple[WeightPosterior, FitInfo, np.ndarray]:
     """NUTS with the RBF width a parameter (``gamma="integrate"``), on the scaled targets."""
-    kind = opts["kind"]
-    regression = kind == "regression"
-    kw, parametrization = _nuts_options(opts, joint=not regression, width=True)
+    regression = opts["kind"] == "regression"
+    kw, parametrization, attrs = _nuts_options(opts, start, names, prior, not regression, True)
     common = {"centres": centres, "bias": bias, "length_scale_prior": width_prior,
               "prior": prior, "unit_rms": True, "basis_names": names}  # fmt: skip
     if regression:
@@ -227,21 +209,11 @@ def fit_width_backend(
             X, target, n_classes=len(classes), class_names=classes if len(classes) > 2 else None,
             parametrization=parametrization, **common,
         )  # fmt: skip
-    started_from = _set_start(
-        kw,
-        start,
-        names,
-        kind,
-        weights=not regression,
-        parametrization=parametrization,
-        slab=prior.slab,
-    )
-    if started_from == "reference":
+    if attrs["started_from"] == "reference":
         kw["initvals"]["log_length_scale"] = np.asarray(float(width_prior[0]))
     # the run reports (and checks) the weights and log_alpha of the unscaled columns
     run = NutsRun(draws=opts["draws"], tune=opts["tune"], chains=opts["chains"],
                   random_seed=seed, **kw)  # fmt: skip
     res = run_nuts(model, model_spec(model), collapsed=regression, run=run, unscaled=True)
     lls = np.asarray(res.log_length_scale, dtype=float)
-    extra = {"parametrization": parametrization} if not regression else {}
-    return res.posterior, _nuts_info(opts, kw, res, started_from, extra, model), lls
+    return res.posterior, _nuts_info(opts, kw, res, attrs, model), lls

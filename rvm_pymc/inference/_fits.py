@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Mapping
 
 import numpy as np
@@ -10,7 +9,7 @@ import pymc as pm
 import xarray as xr
 
 from rvm_pymc._core.threads import single_blas_thread
-from rvm_pymc._core.validation import check_int
+from rvm_pymc._core.validation import check_int, is_real
 from rvm_pymc.inference._map import MapResult, map_regression
 from rvm_pymc.inference._map_classification import map_classification
 from rvm_pymc.inference._nuts import NutsResult, nuts_datatree, run_nuts
@@ -130,7 +129,7 @@ def optimise_map(
     """
     spec = model_spec(model)
     max_iter = check_int(max_iter, "max_iter", 1)
-    if isinstance(gtol, bool) or not (isinstance(gtol, numbers.Real) and gtol > 0):
+    if not (is_real(gtol) and gtol > 0):
         raise ValueError(f"gtol must be a positive number; got {gtol!r}")
     mode_kw = compile_options(
         {"mode": "FAST_COMPILE"} if compile_kwargs is None else compile_kwargs

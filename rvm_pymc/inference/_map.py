@@ -71,10 +71,8 @@ def _regression_start(model, spec: ModelSpec, t: np.ndarray, point: dict) -> dic
     Phi = design_matrix(model, spec, point.get("log_length_scale"))
     col_ms = np.mean(Phi**2, axis=0)
     m = Phi.shape[1]
-    out = dict(point)
-    out["log_alpha"] = np.log(m * np.mean(col_ms) / var_t) * np.ones(m)
-    out["log_beta"] = np.asarray(np.log(10.0 / var_t))
-    return out
+    log_alpha = np.log(m * np.mean(col_ms) / var_t) * np.ones(m)
+    return {**point, "log_alpha": log_alpha, "log_beta": np.asarray(np.log(10.0 / var_t))}
 
 
 def _flat_objective(model, mode_kw: dict):
@@ -108,14 +106,10 @@ def _alpha_bounds(Phi: np.ndarray, var: float) -> list:
 
 
 def _bounds(names, sizes, alpha_bounds: list) -> list:
+    fixed = {"log_beta": (-LOG_PRECISION_BOUND, LOG_PRECISION_BOUND)}  # others unbounded
     out = []
     for n, s in zip(names, sizes, strict=True):
-        if n == "log_alpha":
-            out.extend(alpha_bounds)
-        elif n == "log_beta":
-            out.extend([(-LOG_PRECISION_BOUND, LOG_PRECISION_BOUND)] * s)
-        else:
-            out.extend([(None, None)] * s)
+        out.extend(alpha_bounds if n == "log_alpha" else [fixed.get(n, (None, None))] * s)
     return out
 
 
@@ -268,20 +262,16 @@ def map_regression(model, spec, *, initvals, max_iter, gtol, mode_kw) -> MapResu
         fun, x0, bounds, alpha_idx, leaving, max_iter=max_iter, gtol=gtol, what="type-II MAP"
     )
     own = [v for v in model.free_RVs if v.name not in HYPERPARAMETERS]
-    if own and converged:
-        for v in own:
-            if _rises_along(fun, x, positions(model.rvs_to_values[v].name), v.name):
-                converged = False
-                break
+    converged = converged and not any(
+        _rises_along(fun, x, positions(model.rvs_to_values[v].name), v.name) for v in own
+    )
     opt = unflatten(x)
     la, lb = opt["log_alpha"], float(opt["log_beta"])
     alpha, beta = np.exp(la), float(np.exp(lb))
     lls = opt.get("log_length_scale")
     Phi = design_matrix(model, spec, None if lls is None else float(lls))
     L, p, mean = gaussian_weights(Phi.T @ Phi, Phi.T @ t, alpha, beta)
-    extra = {}
-    if lls is not None:
-        extra["log_length_scale"] = float(lls)
+    extra = {} if lls is None else {"log_length_scale": float(lls)}
     # a user's model's own free variables: their optimum as root attributes
     own = [v.name for v in own]
     if own:

@@ -106,7 +106,6 @@ def _exact_map(fns: LaplaceFunctions, la0, bounds, *, prune: bool, max_iter, gto
         w, H, _ = newton_mode(fns, np.zeros(int(np.prod(fns.shape))), la)
         return _leaving(w, spd_inverse(H, "negative Hessian")[0], la, la < LOG_PRECISION_BOUND)
 
-    what = "Laplace type-II MAP"
     return _optimise(
         fun,
         la0,
@@ -115,7 +114,7 @@ def _exact_map(fns: LaplaceFunctions, la0, bounds, *, prune: bool, max_iter, gto
         leaving_at if prune else None,
         max_iter=max_iter,
         gtol=gtol,
-        what=what,
+        what="Laplace type-II MAP",
         warn=warn,
     )
 

@@ -125,9 +125,7 @@ def _resolve_sampler(
     """The NUTS backend: ``nuts_sampler``, or for None the default (``n_bases``: of a collapsed
     model, else 0); PyMC's when the run needs its per-draw callback."""
     if nuts_sampler is None:
-        order = DEFAULT_SAMPLERS
-        if n_bases > JAX_COLLAPSED_MAX_BASES:
-            order = order[::-1]
+        order = DEFAULT_SAMPLERS[::-1] if n_bases > JAX_COLLAPSED_MAX_BASES else DEFAULT_SAMPLERS
         installed = [n for n in order if importlib.util.find_spec(n)]
         pymc_only = compile_kwargs or lines or swaps or stops
         nuts_sampler = "pymc" if pymc_only or not installed else installed[0]
@@ -135,12 +133,12 @@ def _resolve_sampler(
         raise ValueError(f"nuts_sampler must be one of {SAMPLERS} or None; got {nuts_sampler!r}")
     if stops:
         check_stopping(nuts_sampler, "until_converged=True", "until_converged=False")
-    if nuts_sampler != "pymc" and lines:
-        raise ValueError(
-            f"progressbar={PLAIN_PROGRESS!r} needs PyMC's own sampler (it calls back after "
-            f"every draw); got nuts_sampler={nuts_sampler!r}"
-        )
     if nuts_sampler != "pymc":
+        if lines:
+            raise ValueError(
+                f"progressbar={PLAIN_PROGRESS!r} needs PyMC's own sampler (it calls back after "
+                f"every draw); got nuts_sampler={nuts_sampler!r}"
+            )
         if importlib.util.find_spec(nuts_sampler) is None:
             raise ImportError(
                 f"nuts_sampler={nuts_sampler!r} needs the {nuts_sampler} package "
@@ -259,11 +257,10 @@ def pymc_sample(
         _backend(sampler, ck),
         shapes,
     )
-    interruptible = _interruptible(active=sampler == "pymc")
     plain = run.progressbar == PLAIN_PROGRESS
     swaps = _swap_count(run, spec, collapsed)
     stop = stop_rule(sample_model, spec, run, sampler, collapsed, report)
-    with single_blas_thread(), interruptible as on_draw, sample_model:
+    with single_blas_thread(), _interruptible(sampler == "pymc") as on_draw, sample_model:
         lines = DrawLines(run.draws, run.tune, run.chains) if plain else None
         callback = _callbacks(on_draw, lines, stop)
         start = {
@@ -271,7 +268,6 @@ def pymc_sample(
             "target_accept": run.target_accept,
             "initvals": None if run.initvals is None else dict(run.initvals),
         }
-        built = None
         if sampler == "pymc" and swaps > 0:
             built = nuts_with_swaps(
                 sample_model,
@@ -282,8 +278,8 @@ def pymc_sample(
                 compile_kwargs=ck or None,
                 **start,
             )
-        if built is not None:  # NUTS is built: PyMC takes no target_accept beside it
-            start = {"initvals": built[0], "step": built[1], "random_seed": run.random_seed}
+            if built is not None:  # NUTS is built: PyMC takes no target_accept beside it
+                start = {"initvals": built[0], "step": built[1], "random_seed": run.random_seed}
         cores = default_cores(run.chains) if run.cores is None else run.cores
         tree = pm.sample(
             draws=run.draws,

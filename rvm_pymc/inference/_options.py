@@ -110,9 +110,8 @@ class NutsRun:
         set_ = functools.partial(object.__setattr__, self)
         if self.basis_swaps is not None:
             set_("basis_swaps", check_int(self.basis_swaps, "basis_swaps", 0))
-        set_("draws", check_int(self.draws, "draws", 1))
-        set_("tune", check_int(self.tune, "tune", 0))
-        set_("chains", check_int(self.chains, "chains", 1))
+        for name, minimum in (("draws", 1), ("tune", 0), ("chains", 1)):
+            set_(name, check_int(getattr(self, name), name, minimum))
         set_("target_accept", check_probability(self.target_accept, "target_accept"))
         set_("compile_kwargs", compile_options(self.compile_kwargs))
         if self.until_converged is not None:
@@ -165,9 +164,8 @@ _FIT_KEYS = {
 }
 """Keys the fit sets itself, and where it takes them from."""
 _NUTS_MODELS = ("collapsed", "joint")
-_CLASSIFIER_KINDS = ("binary", "softmax", "classifier", "poisson")
-"""``kind`` values that refuse the collapsed sampler (``"classifier"``: an RVC before its
-classes are known)."""
+_CLASSIFIER_KINDS = ("classifier", "poisson")
+"""``kind`` values (the estimators' RVC and RVP) that refuse the collapsed sampler."""
 
 
 def check_stopping(nuts_sampler: str | None, given: str, instead: str) -> None:

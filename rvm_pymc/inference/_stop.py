@@ -75,8 +75,13 @@ class StopWhenConverged:
         self.checks.append((k, diag))
         if passes_checks(diag, self.rhat_threshold, self.min_ess):
             self.stopped_at = k
-            for t in self.traces.values():
-                _cut(t, self.tune + k)
+            for t in self.traces.values():  # keep each chain's first tune + k iterations
+                if not hasattr(t, "draw_idx"):
+                    raise RuntimeError(
+                        "until_converged needs PyMC's in-memory trace backend; got "
+                        f"{type(t).__name__}"
+                    )
+                t.draw_idx = min(int(t.draw_idx), self.tune + k)
             raise Converged
 
     def report(self, tree) -> None:
@@ -105,24 +110,12 @@ class StopWhenConverged:
         }
         if self.report_draws is not None:
             values = self.report_draws(values)
-        n_div = sum(_divergent(t, self.tune, k) for t in chains)
-        return sampling_diagnostics(values, n_div)
-
-
-def _divergent(trace: Any, tune: int, k: int) -> int:
-    """Divergent draws among the first ``k`` after tuning of one chain's trace."""
-    if "diverging" not in trace.stat_names:
-        return 0
-    return int(np.sum(trace.get_sampler_stats("diverging", burn=tune)[:k]))
-
-
-def _cut(trace: Any, length: int) -> None:
-    """Keep the first ``length`` iterations of a PyMC NDArray chain."""
-    if not hasattr(trace, "draw_idx"):
-        raise RuntimeError(
-            f"until_converged needs PyMC's in-memory trace backend; got {type(trace).__name__}"
+        n_div = sum(
+            int(np.sum(t.get_sampler_stats("diverging", burn=self.tune)[:k]))
+            for t in chains
+            if "diverging" in t.stat_names
         )
-    trace.draw_idx = min(int(trace.draw_idx), int(length))
+        return sampling_diagnostics(values, n_div)
 
 
 CHECKED = ("log_alpha", "log_beta", "log_length_scale", "log_dispersion")

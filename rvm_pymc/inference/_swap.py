@@ -258,8 +258,7 @@ class BasisSwap(BlockedStep):
         cum = np.cumsum(weights)
         total = cum[-1]
         accepted = 0
-        uniforms = self.rng.random((self.n_proposals, 2))
-        for u_pick, u_accept in uniforms:
+        for u_pick, u_accept in self.rng.random((self.n_proposals, 2)):
             k = int(np.searchsorted(cum, u_pick * total, side="right"))
             pair = self.pairs[k]
             swap(pair)
@@ -277,9 +276,7 @@ class BasisSwap(BlockedStep):
                 accepted += 1
             else:
                 swap(pair)
-        out = dict(point)
-        out.update(arrays)
-        return out, [{"swap_rate": accepted / max(self.n_proposals, 1)}]
+        return {**point, **arrays}, [{"swap_rate": accepted / max(self.n_proposals, 1)}]
 
     @staticmethod
     def competence(var, has_grad):
@@ -306,8 +303,7 @@ def nuts_with_swaps(
     pairs = neighbour_pairs(np.asarray(model["Phi"].get_value()), NEIGHBOURS)
     if len(pairs) == 0:
         return None
-    rngs = get_random_generator(random_seed).spawn(chains)
-    seeds = [int(rng.integers(2**30)) for rng in rngs]
+    seeds = [int(rng.integers(2**30)) for rng in get_random_generator(random_seed).spawn(chains)]
     initial, nuts = pm.init_nuts(
         init="auto",
         chains=chains,

@@ -59,15 +59,11 @@ def keep_extra_free(tree: xr.DataTree, model, pymc_posterior: xr.Dataset) -> xr.
     return tree
 
 
-def _names(variables) -> set[str]:
-    return {v.name for v in variables}
-
-
 def check_user_model(model, spec: ModelSpec, fit: str, compile_kwargs=None) -> None:
     """ValueError, before any work, for what ``fit`` (``"nuts"``, ``"collapsed"``, ``"map"``)
     cannot do with ``model``."""
     obs = observed_name(spec)
-    free = _names(model.free_RVs)
+    free = {v.name for v in model.free_RVs}
     slab = None if spec.prior is None else spec.prior.slab
     if slab is not None and fit != "nuts":
         raise ValueError(
@@ -161,7 +157,8 @@ def model_pointwise(
     own = [d for d in post.dims if len(model.coords.get(d) or ()) == post.sizes[d]]
     post = post.assign_coords({d: list(model.coords[d]) for d in own})
     drawn = [v for v in post.data_vars if v in model.named_vars]
-    source = xr.DataTree.from_dict({"posterior": post, "constant_data": _constant_data(model)})
+    constant = xr.Dataset(model_constants(model))  # PyMC's constant_data group
+    source = xr.DataTree.from_dict({"posterior": post, "constant_data": constant})
     kw = {
         "model": model,
         "var_names": [obs],
@@ -174,11 +171,6 @@ def model_pointwise(
     out = np.asarray(ll[obs].values, dtype=float).reshape(shape)
     rep = np.asarray(pp["posterior_predictive"][obs].values).reshape(shape)
     return out, rep
-
-
-def _constant_data(model) -> xr.Dataset:
-    """The model's data as PyMC's ``constant_data`` group."""
-    return xr.Dataset(model_constants(model))
 
 
 def with_model_likelihood(tree: xr.DataTree, model, spec: ModelSpec, posterior, weights, **kw):

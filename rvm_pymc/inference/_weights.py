@@ -59,8 +59,7 @@ def chain_seeds(random_seed) -> Callable[[int], np.random.Generator]:
 def exact_weight_rows(model, spec: ModelSpec):
     """``rows(draws, rng, chain, start)``: one ``w ~ N(mu, Sigma)`` a hyperparameter draw."""
     t = model_data(model, "t")
-    fixed = None if spec.rbf_width else design_matrix(model, spec)
-    gram = None if fixed is None else (fixed.T @ fixed, fixed.T @ t)
+    gram = None if spec.rbf_width else _gram(model, spec, t, None)  # fixed columns: once
 
     def rows(draws, rng: np.random.Generator, chain: int, start: int) -> np.ndarray:
         la = np.asarray(draws["log_alpha"], dtype=float)
@@ -76,7 +75,7 @@ def exact_weight_rows(model, spec: ModelSpec):
     return rows
 
 
-def _gram(model, spec, t, log_length_scale: float) -> tuple[np.ndarray, np.ndarray]:
+def _gram(model, spec, t, log_length_scale: float | None) -> tuple[np.ndarray, np.ndarray]:
     Phi = design_matrix(model, spec, log_length_scale)
     return Phi.T @ Phi, Phi.T @ t
 

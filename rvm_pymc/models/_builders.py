@@ -12,10 +12,11 @@ from pytensor.graph.basic import Variable
 from rvm_pymc._core.rbf_width import rbf_columns, sq_distances
 from rvm_pymc._core.validation import as_2d_float, as_target_float, check_consistent_length
 from rvm_pymc.models._checks import (
+    LIKELIHOODS,
     basis_coords,
     check_design,
     check_labels,
-    check_likelihood,
+    check_one_of,
     check_parametrization,
 )
 from rvm_pymc.models._likelihoods import bernoulli_logit, categorical_logit, marginal_likelihood
@@ -151,7 +152,7 @@ def regression_joint(
     """
     Phi, t = check_design(Phi, t, "t")
     check_parametrization(parametrization)
-    check_likelihood(likelihood)
+    check_one_of("likelihood", likelihood, LIKELIHOODS)
     hp = resolve_prior(prior, default="weakly_informative")
     model, Phi_d, t_d = _new_model(Phi, "t", t, basis_names)
     with model:

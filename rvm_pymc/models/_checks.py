@@ -12,7 +12,7 @@ PARAMETRIZATIONS = ("centred", "non_centred")
 LIKELIHOODS = ("normal", "student_t")
 
 
-def _check_one_of(argument: str, value, allowed: tuple[str, ...]):
+def check_one_of(argument: str, value, allowed: tuple[str, ...]):
     """``value`` if it is one of ``allowed``."""
     if value not in allowed:
         raise ValueError(f"{argument} must be one of {allowed}; got {value!r}")
@@ -21,12 +21,7 @@ def _check_one_of(argument: str, value, allowed: tuple[str, ...]):
 
 def check_parametrization(parametrization: str) -> str:
     """``parametrization`` if it is one of :data:`PARAMETRIZATIONS`."""
-    return _check_one_of("parametrization", parametrization, PARAMETRIZATIONS)
-
-
-def check_likelihood(likelihood: str) -> str:
-    """``likelihood`` if it is one of :data:`LIKELIHOODS`."""
-    return _check_one_of("likelihood", likelihood, LIKELIHOODS)
+    return check_one_of("parametrization", parametrization, PARAMETRIZATIONS)
 
 
 def basis_coords(basis_names: Sequence | None, n_basis: int) -> list:

@@ -39,53 +39,34 @@ def _log_precision(
     b = pm.Data(f"{stem}_rate", float(rate))
     proper = shape > 0 and rate > 0
 
-    def logp(value, a, b):
+    def logp(value, a, b, *s):
+        if s:
+            value = value - s[0]
         norm = pt.switch(pt.and_(pt.gt(a, 0), pt.gt(b, 0)), a * pt.log(b) - pt.gammaln(a), 0.0)
         return a * value - b * pt.exp(value) + norm
 
-    def random(a, b, rng=None, size=None):
-        return np.log(rng.gamma(a, 1.0 / b, size=size))
+    def random(a, b, *s, rng=None, size=None):
+        out = np.log(rng.gamma(a, 1.0 / b, size=size))
+        return out + s[0] if s else out
 
     start = float(np.log(shape / rate)) if proper else 0.0
-
-    def support_point(rv, size, a, b):
-        # from ``size``, not ``rv`` (whose shape would evaluate the absent random)
-        if rv_size_is_none(size):
-            return pt.as_tensor(start)
-        return pt.full(size, start)
-
     class_name = "LogGamma" if proper else "Flat"
-    if shift is not None:
 
-        def shifted_logp(value, a, b, s):
-            return logp(value - s, a, b)
+    def support_point(rv, size, a, b, *s):
+        # from ``size``, not ``rv`` (whose shape would evaluate the absent random)
+        out = pt.as_tensor(start) if rv_size_is_none(size) else pt.full(size, start)
+        return out + s[0] if s else out
 
-        def shifted_random(a, b, s, rng=None, size=None):
-            return random(a, b, rng=rng, size=size) + s
-
-        def shifted_support(rv, size, a, b, s):
-            return support_point(rv, size, a, b) + s
-
-        return pm.CustomDist(
-            name,
-            a,
-            b,
-            shift,
-            logp=shifted_logp,
-            random=shifted_random if proper else None,
-            support_point=shifted_support,
-            dims=dims,
-            class_name=f"Shifted{class_name}",
-        )
     return pm.CustomDist(
         name,
         a,
         b,
+        *(() if shift is None else (shift,)),
         logp=logp,
         random=random if proper else None,
         support_point=support_point,
         dims=dims,
-        class_name=class_name,
+        class_name=class_name if shift is None else f"Shifted{class_name}",
     )
 
 
@@ -135,18 +116,13 @@ def weight_log_precision(log_alpha, log_slab_precision=None):
     return pt.logaddexp(log_alpha, log_slab_precision)
 
 
-def _slab_log_precision(slab: float | None):
-    """``-2 log s`` as the named data ``slab_scale`` (written here), or None."""
-    if slab is None:
-        return None
-    return -2.0 * pt.log(pm.Data(SLAB_DATA, float(slab)))
-
-
 def _weights(
     name: str, log_alpha, parametrization: str, dims, slab: float | None = None
 ) -> pt.TensorVariable:
     """ARD weights ``w ~ N(0, 1/alpha)`` (``alpha + 1/s^2`` with a slab), centred or not."""
-    scale = pt.exp(-0.5 * weight_log_precision(log_alpha, _slab_log_precision(slab)))
+    # a slab's -2 log s, from the named data slab_scale (written here)
+    log_slab = None if slab is None else -2.0 * pt.log(pm.Data(SLAB_DATA, float(slab)))
+    scale = pt.exp(-0.5 * weight_log_precision(log_alpha, log_slab))
     if len(dims) == 2:
         scale = scale[:, None]
     if parametrization == "centred":

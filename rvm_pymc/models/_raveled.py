@@ -21,16 +21,6 @@ NUMBA_EXCLUDED_REWRITES = ("inplace_elemwise",)
 """Rewrites left out on the default Numba backend (faster to compile)."""
 
 
-def _nuts_mode(mode):
-    """``mode``, else the Numba default without :data:`NUMBA_EXCLUDED_REWRITES` (or None)."""
-    if mode is not None:
-        return mode
-    default = get_default_mode()
-    if type(default.linker).__name__ != "NumbaLinker":
-        return None
-    return default.excluding(*NUMBA_EXCLUDED_REWRITES)
-
-
 def _length(dim_length) -> int | None:
     """The value of a model's dimension length (a shared variable or a constant)."""
     if isinstance(dim_length, Constant):
@@ -76,7 +66,10 @@ def shape_free_logp_dlogp(
     extra = {
         v: initial_point[v.name] for v in model.value_vars if v in inputs and v not in grad_vars
     }
-    kwargs["mode"] = _nuts_mode(kwargs.get("mode"))
+    mode, default = kwargs.get("mode"), get_default_mode()
+    if mode is None and type(default.linker).__name__ == "NumbaLinker":
+        mode = default.excluding(*NUMBA_EXCLUDED_REWRITES)  # the Numba default, lighter
+    kwargs["mode"] = mode
     fn = ValueGradFunction(
         costs,
         [joined],
