@@ -1139,3 +1139,15 @@ def test_save_failures(fitted, tmp_path, monkeypatch, name, engine, setup, exc, 
     if exc is not ValueError and exc is not ImportError:
         assert str(path) in str(info.value)
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+def test_rows_not_placed_on_file_lines_are_listed_as_data_rows():
+    import pandas as pd
+
+    from rvm_pymc.cli._data import _LINES, bad_rows, listed
+
+    table = pd.DataFrame({"a": [1.0, 2.0, 3.0]})  # no file lines known
+    assert listed(table, np.array([0, 2])) == "2 data rows: 1, 3"
+    assert bad_rows(table, np.array([0, 2])) == "data row 1 (2 such data rows: 1, 3)"
+    table.attrs[_LINES] = np.array([2, 3, 5])
+    assert bad_rows(table, np.array([0, 2])) == "line 2 (2 such lines: 2, 5)"

@@ -74,7 +74,7 @@ def listed(table, rows: np.ndarray, shown: int = 5, such: str = "") -> str:
         return first
     numbers = ", ".join(where(table, int(i)).split()[-1] for i in rows[:shown])
     more = ", ..." if rows.size > shown else ""
-    return f"{rows.size} {such}{first.split()[0]}s: {numbers}{more}"
+    return f"{rows.size} {such}{first.rsplit(' ', 1)[0]}s: {numbers}{more}"
 
 
 def bad_rows(table, rows: np.ndarray) -> str:
