@@ -49,6 +49,8 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+from rvm_pymc._core.validation import check_positive
+
 __all__ = ["DISPERSION_PRIOR_SCALE", "PRESETS", "HyperPrior", "resolve_prior", "slab_variance"]
 
 DISPERSION_PRIOR_SCALE = 1.0
@@ -87,34 +89,12 @@ class HyperPrior:
 
     def __post_init__(self) -> None:
         if self.slab is not None:
-            try:
-                s = float(self.slab)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(f"slab must be a number or None; got {self.slab!r}") from exc
-            if not (np.isfinite(s) and s > 0):
-                raise ValueError(f"slab must be finite and > 0 (or None); got {self.slab!r}")
-            object.__setattr__(self, "slab", s)
+            object.__setattr__(self, "slab", check_positive(self.slab, "slab"))
         for name in ("a", "b", "c", "d"):
-            v = getattr(self, name)
-            try:
-                fv = float(v)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(
-                    f"hyperprior parameter {name} must be a number; got {v!r}"
-                ) from exc
-            if not np.isfinite(fv) or fv < 0:
-                raise ValueError(f"hyperprior parameter {name} must be finite and >= 0; got {v!r}")
-            object.__setattr__(self, name, fv)
-
-    @property
-    def is_proper(self) -> bool:
-        """True when all four parameters are strictly positive."""
-        return min(self.a, self.b, self.c, self.d) > 0
-
-    @property
-    def is_flat(self) -> bool:
-        """True for Tipping's type-II maximum likelihood (all parameters zero)."""
-        return max(self.a, self.b, self.c, self.d) == 0
+            value = check_positive(
+                getattr(self, name), f"hyperprior parameter {name}", allow_zero=True
+            )
+            object.__setattr__(self, name, value)
 
     def as_dict(self) -> dict[str, float | None]:
         """The parameters as a plain dict (``slab`` None when there is no slab)."""
