@@ -166,7 +166,7 @@ def _prior_name(fit) -> str:
 
 def _held_out(fit, X_test, y_test, seed) -> tuple[dict[str, float], np.ndarray]:
     pred = predictive(fit, X_test, random_state=seed)
-    lpd_i = pred.log_density(y_test)
+    lpd_i = pred.log_density(y_test, "y_test")
     out: dict[str, float] = {"lpd": float(np.mean(lpd_i))}
     if pred.is_regression or pred.is_counts:
         y = np.asarray(y_test, float)
@@ -179,7 +179,7 @@ def _held_out(fit, X_test, y_test, seed) -> tuple[dict[str, float], np.ndarray]:
             out[f"coverage_{round(p * 100)}"] = pred.coverage(y, p)
         return out, lpd_i
     proba = pred.proba
-    idx = pred.class_index(y_test)
+    idx = pred.class_index(y_test, "y_test")
     onehot = np.zeros_like(proba)
     onehot[np.arange(idx.size), idx] = 1.0
     out["error_rate"] = float(np.mean(np.argmax(proba, axis=1) != idx))

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
+from rvm_pymc._core.predictive import Predictive
 from rvm_pymc.plotting._common import (
     as_fits,
     check_fits_features,
@@ -264,15 +265,7 @@ def plot_regression_1d(
 
 def _codes(est, y, what: str) -> np.ndarray:
     """Labels as codes ``0..K-1`` of ``est.classes_``; ValueError for an unknown label."""
-    y = np.asarray(y).reshape(-1)
-    classes = est.classes_
-    codes = np.searchsorted(classes, y)
-    codes = np.clip(codes, 0, classes.size - 1)
-    bad = classes[codes] != y
-    if np.any(bad):
-        raise ValueError(f"{what} has labels not among the classes {classes.tolist()}: "
-                         f"{np.unique(y[bad]).tolist()[:5]}")  # fmt: skip
-    return codes
+    return Predictive(classes=est.classes_).class_index(np.asarray(y).reshape(-1), what)
 
 
 def _same_classes(fits) -> np.ndarray:
