@@ -158,10 +158,7 @@ def fit_all(
 def _prior_name(fit) -> str:
     from rvm_pymc.priors import PRESETS
 
-    for name, preset in PRESETS.items():
-        if fit.prior_ == preset:
-            return name
-    return repr(fit.prior_)
+    return next((n for n, preset in PRESETS.items() if fit.prior_ == preset), repr(fit.prior_))
 
 
 def _held_out(fit, X_test, y_test, seed) -> tuple[dict[str, float], np.ndarray]:
@@ -192,40 +189,35 @@ def _loo(fit) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
     """PSIS-LOO columns (NaN, with the reason, when unreliable or failed)."""
     import arviz as az
 
+    unknown = (np.nan, np.nan, np.nan)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the table says it
         try:
             res = az.loo(fit.idata_, pointwise=True)
         except ValueError as exc:  # e.g. "All tail values are the same"
             n = int(np.asarray(fit.idata_["log_likelihood"].to_dataset().to_array()).shape[-1])
-            row = {
-                "elpd_loo": np.nan,
-                "elpd_loo_se": np.nan,
-                "p_loo": np.nan,
-                "loo_optimistic": bool(fit.posterior_.is_type_ii),
-                "pareto_k_bad": n,
-                "loo_note": f"PSIS-LOO failed ({exc}); use elpd_kfold",
-            }
-            return row, np.full(n, np.nan), np.full(n, np.nan)
+            note = f"PSIS-LOO failed ({exc}); use elpd_kfold"
+            return _loo_row(fit, unknown, n, note), np.full(n, np.nan), np.full(n, np.nan)
     k = np.asarray(res.pareto_k.values, dtype=float).reshape(-1)
     elpd_i = np.asarray(res.elpd_i.values, dtype=float).reshape(-1)
     bad = int(np.sum(~(k <= res.good_k)))  # a NaN k (PSIS failed) is bad too
-    row = {
-        "elpd_loo": float(res.elpd),
-        "elpd_loo_se": float(res.se),
-        "p_loo": float(res.p),
+    if not bad:
+        return _loo_row(fit, (float(res.elpd), float(res.se), float(res.p)), 0, ""), elpd_i, k
+    note = (
+        f"unreliable: {bad} of {k.size} Pareto k > {res.good_k:.2f} or NaN "
+        f"(max {np.nanmax(k) if np.isfinite(k).any() else np.nan:.2f}); use elpd_kfold"
+    )
+    return _loo_row(fit, unknown, bad, note), elpd_i, k
+
+
+def _loo_row(fit, values: tuple, bad: int, note: str) -> dict[str, Any]:
+    """The LOO columns: ``values`` of elpd_loo, its se and p_loo, then the flags."""
+    return {
+        **dict(zip(("elpd_loo", "elpd_loo_se", "p_loo"), values, strict=True)),
         "loo_optimistic": bool(fit.posterior_.is_type_ii),
         "pareto_k_bad": bad,
-        "loo_note": "",
+        "loo_note": note,
     }
-    if bad:
-        row.update(elpd_loo=np.nan, elpd_loo_se=np.nan, p_loo=np.nan)
-        row["loo_note"] = (
-            f"unreliable: {bad} of {k.size} Pareto k > {res.good_k:.2f} or NaN "
-            f"(max {np.nanmax(k) if np.isfinite(k).any() else np.nan:.2f}); "
-            "use elpd_kfold"
-        )
-    return row, elpd_i, k
 
 
 def compare(
