@@ -172,17 +172,6 @@ class _BaseRVM(BaseEstimator):
         check_is_fitted(self, "coef_")
         return validate_data(self, X, reset=False, dtype=np.float64)
 
-    def _active_design(self, X) -> np.ndarray:
-        """The design matrix of ``X`` (validated) over the active bases."""
-        X = self._validated(X)
-        if integrates_width(self):
-            raise ValueError(
-                "this fit integrates over the kernel width (gamma='integrate'): each posterior "
-                "draw has its own design matrix, so there is no one design_matrix(X); use "
-                "predict, predict_proba or sample_predictions, which integrate over the widths"
-            )
-        return self._design_of(X)
-
     def _design_of(self, X: np.ndarray) -> np.ndarray:
         """The design matrix of validated ``X`` over the active bases."""
         if self.kernel_ is None:
@@ -219,7 +208,14 @@ class _BaseRVM(BaseEstimator):
                             coords={"obs": np.arange(len(X_new))})
                 pred = pm.sample_posterior_predictive(est.idata_, predictions=True)
         """
-        return self._active_design(X)
+        X = self._validated(X)
+        if integrates_width(self):
+            raise ValueError(
+                "this fit integrates over the kernel width (gamma='integrate'): each posterior "
+                "draw has its own design matrix, so there is no one design_matrix(X); use "
+                "predict, predict_proba or sample_predictions, which integrate over the widths"
+            )
+        return self._design_of(X)
 
     def _data_unit_model(self, Phi, target, scale, prior):
         """``model_``: the fit's RVM in data units."""
@@ -288,7 +284,7 @@ class _BaseRVM(BaseEstimator):
                 "sample_predictions draws from the RVM posterior over the relevance vectors, "
                 "not from RVM*'s (predictive='rvm*'); use predict(X, return_std=True)"
             )
-        Phi = self._active_design(X)  # X checked before the draws of idata_ are made
+        Phi = self.design_matrix(X)  # X checked before the draws of idata_ are made
         return predictions(self.idata_, Phi, random_state=random_state)
 
     def fit(self, X, y):
@@ -462,16 +458,12 @@ class _BaseRVM(BaseEstimator):
     def _check_interpolation(self, n_train: int, noise_at_bound: bool, prior) -> None:
         """Set ``interpolates_`` and warn when it is True."""
         self.interpolates_ = self._interpolates(n_train, noise_at_bound, prior)
-        n_rel = self.n_relevance_
-        if not self.interpolates_:
-            return
-        noise = getattr(self, "noise_var_", None)
-        message = interpolation_message(
-            type(self).__name__, n_rel, n_train, self.gamma_, noise_at_bound,
-            None if noise is None else float(np.sqrt(noise)),
-            getattr(self, "y_scale_", None) if noise is not None else None,
-        )  # fmt: skip
-        warn_user(message, InterpolationWarning)
+        if self.interpolates_:  # the target's sd is said only beside a noise sd
+            noise = getattr(self, "noise_var_", None)
+            sd = None if noise is None else float(np.sqrt(noise))
+            what = (type(self).__name__, self.n_relevance_, n_train, self.gamma_, noise_at_bound)
+            message = interpolation_message(*what, sd, getattr(self, "y_scale_", None))
+            warn_user(message, InterpolationWarning)
 
     def _reference_fit(self, t, prior, solver: str, Phi, names, start=None, cap=None, tol=None):
         """The reference backend on the scaled problem: ``(WeightPosterior, FitInfo)``."""

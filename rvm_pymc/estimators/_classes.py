@@ -310,7 +310,7 @@ class RVR(RegressorMixin, _BaseRVM):
             if not return_std:
                 return F.mean(axis=0)
             return F.mean(axis=0), np.sqrt(F.var(axis=0, ddof=1) + self.noise_var_)
-        Phi = self._active_design(X)
+        Phi = self.design_matrix(X)
         mean = Phi @ self.coef_ + self.y_offset_
         if not return_std:
             return mean
@@ -427,7 +427,7 @@ n_features_in_, feature_names_in_
                 p1 = expit(F).mean(axis=0)
                 return np.column_stack([1.0 - p1, p1])
             return softmax(F, axis=-1).mean(axis=0)
-        Phi = self._active_design(X)
+        Phi = self.design_matrix(X)
         draws = self.posterior_.draws
         if draws is None:
             return self._laplace().predict_proba(Phi, moderated=True)
@@ -536,7 +536,7 @@ feature_names_in_
 
     def _latent(self, X) -> tuple[np.ndarray, np.ndarray] | np.ndarray:
         """Mean and variance of the log rate (type-II), or its draws ``(n, S)`` (nuts)."""
-        Phi = self._active_design(X)
+        Phi = self.design_matrix(X)
         draws = self.posterior_.draws
         if draws is None:
             var = np.maximum(np.einsum("ij,jk,ik->i", Phi, self.sigma_, Phi), 0.0)

@@ -281,10 +281,8 @@ def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path, version: int)
             path, f"idata_ was fitted by {idata.attrs.get('method')!r}, params say {est.method!r}"
         )
     for name in _STATE_ARRAYS:
-        arr = np.asarray(state[name])
-        if name in ("active_", "relevance_indices_"):
-            arr = arr.astype(np.intp)
-        setattr(est, name, arr)
+        index = name in ("active_", "relevance_indices_")
+        setattr(est, name, np.asarray(state[name], dtype=np.intp if index else None))
     for name in set(_OPTIONAL_ARRAYS) & set(state):
         setattr(est, name, np.asarray(state[name], dtype=float))
     for k in _FITTED:
@@ -502,9 +500,7 @@ def tree_inputs(tree: xr.DataTree, seed: int, type_ii: bool) -> dict[str, Any]:
     observed = _dataset(tree, "observed_data")
     (obs_name,) = list(observed.data_vars)
     post = _dataset(tree, "posterior")
-    classes = None
-    if "class" in observed.coords:
-        classes = [str(c) for c in observed["class"].values]
+    classes = [str(c) for c in observed["class"].values] if "class" in observed.coords else None
     stats = None
     if not type_ii:
         stats = {str(k): v.values for k, v in _dataset(tree, "sample_stats").data_vars.items()}
