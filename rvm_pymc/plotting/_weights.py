@@ -207,17 +207,11 @@ def plot_weights_forest(
     cols = fit_colors(list(fits), colors)
     labels = dict(labels or {})
     n_fit = len(fits)
-    rows: list[str] | None = None
-    ax_new = ax is None
+    first = next(iter(fits.values()))
+    rows = list(bases) if n_class == 1 else [f"{b}[{c}]" for b in bases for c in first.classes_]
+    ax = new_axes(ax, figsize=(7.0, max(3.0, 0.35 * len(rows) * n_fit + 1.0)))
     for k, (name, est) in enumerate(fits.items()):
         have = [b for b in bases if b in set(map(str, est.posterior_.basis_names))]
-        if rows is None:
-            if n_class == 1:
-                rows = list(bases)
-            else:
-                rows = [f"{b}[{c}]" for b in bases for c in est.classes_]
-            if ax_new:
-                ax = new_axes(None, figsize=(7.0, max(3.0, 0.35 * len(rows) * n_fit + 1.0)))
         c = cols[name]
         dy = _dodge(k, n_fit, width=0.5)
         if have:
