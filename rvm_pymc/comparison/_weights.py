@@ -74,9 +74,8 @@ def compare_weights(
     for name, m in moments.items():
         m = m.reindex(index)
         missing = m["w_mean"].isna()
-        m.loc[missing, ["w_mean", "w_sd"]] = 0.0  # pruned: a point mass at 0
+        m.loc[missing, ["w_mean", "w_sd", "log_alpha_sd"]] = 0.0  # pruned: a point mass at 0
         m.loc[missing, "log_alpha_mean"] = np.inf
-        m.loc[missing, "log_alpha_sd"] = 0.0
         m["relevant"] = [r.split("[")[0] in relevant[name] for r in index]
         for q in m.columns:
             cols[(name, q)] = m[q].to_numpy()
