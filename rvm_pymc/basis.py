@@ -276,12 +276,9 @@ class KernelBasis(Basis):
         }
 
     def __repr__(self) -> str:
-        params = self.get_params()
-        if params["centres"] == "auto":
-            del params["centres"]
-        if params["random_state"] is None:
-            del params["random_state"]
-        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})"
+        defaults = (("centres", "auto"), ("random_state", None))  # left out
+        shown = [f"{k}={v!r}" for k, v in self.get_params().items() if (k, v) not in defaults]
+        return f"{type(self).__name__}({', '.join(shown)})"
 
 
 def _function_name(f: Any, i: int) -> str:

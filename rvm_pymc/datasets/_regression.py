@@ -150,13 +150,7 @@ def _friedman3(X: np.ndarray) -> np.ndarray:
 
 def _friedman23_inputs(rng: np.random.Generator, n: int) -> np.ndarray:
     """Inputs of Friedman #2/#3, drawn as scikit-learn's generators draw them."""
-    X = rng.uniform(size=(n, 4))
-    X[:, 0] *= 100
-    X[:, 1] *= 520 * np.pi
-    X[:, 1] += 40 * np.pi
-    X[:, 3] *= 10
-    X[:, 3] += 1
-    return X
+    return rng.uniform(size=(n, 4)) * [100, 520 * np.pi, 1, 10] + [0, 40 * np.pi, 0, 1]
 
 
 _FRIEDMAN_FUNCTIONS = {"friedman2": _friedman2, "friedman3": _friedman3}
