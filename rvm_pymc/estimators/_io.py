@@ -35,6 +35,7 @@ from rvm_pymc._core.files import (
     tree_bytes,
     write_tree,
 )
+from rvm_pymc._core.validation import plain_value
 from rvm_pymc._core.version import VERSION
 from rvm_pymc.basis import Basis, PrecomputedBasis
 from rvm_pymc.estimators._classes import RVC, RVP, RVR
@@ -201,9 +202,7 @@ def load_estimator(path, expected: type | None = None):
             f"{shown} was not written by RVR/RVC.save (no rvm_pymc header), "
             "or its header is damaged"
         )
-    version = attrs.get("rvm_pymc_format_version")
-    if isinstance(version, np.generic):
-        version = version.item()
+    version = plain_value(attrs.get("rvm_pymc_format_version"))
     if not (isinstance(version, int | np.integer) and int(version) in READABLE_VERSIONS):
         raise ValueError(_version_message(shown, version))
     version = int(version)
@@ -420,11 +419,8 @@ def params_to_json(params: dict[str, Any]) -> str:
         out["prior"] = {"mapping": {k: float(v) for k, v in prior.items()}}
     if params["gamma_grid"] is not None:
         out["gamma_grid"] = np.asarray(params["gamma_grid"], dtype=float).tolist()
-    rs = params["random_state"]
-    if not (rs is None or isinstance(rs, int | np.integer)):
-        out["random_state"] = None  # a Generator/RandomState: its draws are in the file
-    elif rs is not None:
-        out["random_state"] = int(rs)
+    rs = params["random_state"]  # a Generator/RandomState: None, its draws are in the file
+    out["random_state"] = int(rs) if isinstance(rs, int | np.integer) else None
     try:
         return json.dumps(out, sort_keys=True)
     except TypeError as exc:
@@ -562,10 +558,8 @@ def compact(
     if seed is None:
         return None
     needed = ("posterior", "observed_data", "constant_data", "sample_stats", *DERIVED_GROUPS)
-    if any(g not in tree.children for g in needed) or "Phi" not in tree["constant_data"]:
-        return None
-    if set(tree.children) - {*needed}:
-        return None  # a group added by a user
+    if set(tree.children) != set(needed) or "Phi" not in tree["constant_data"]:
+        return None  # a group missing, or added by a user
     type_ii = bool(posterior.is_type_ii)
     dropped = _dropped(tree, type_ii)
     small = tree.copy()
