@@ -105,8 +105,7 @@ def fit_all(
         raise ValueError(
             "methods must name at least one of 'reference', 'map', 'nuts', 'nuts_width'"
         )
-    bad = [m for m in methods if m not in ALL_METHODS]
-    if bad or len(set(methods)) != len(methods):
+    if any(m not in ALL_METHODS for m in methods) or len(set(methods)) != len(methods):
         raise ValueError(f"methods must be distinct names from {ALL_METHODS}; got {methods}")
     if "method" in params:
         raise ValueError("give the methods as `methods`, not `method`")
@@ -308,7 +307,7 @@ def compare(
         X, y = fits.X, fits.y
     base = choose_baseline(fits, baseline)
     times = fits.fit_times if isinstance(fits, FitSet) else {}
-    X_basis = None if X is None else np.asarray(X)
+    X = None if X is None else np.asarray(X)
     rows: dict[str, dict[str, Any]] = {}
     pointwise: dict[str, dict[str, np.ndarray]] = {}
     for name, f in fits.items():
@@ -317,7 +316,7 @@ def compare(
             "prior": _prior_name(f),
             "basis": basis_label(f),
             "gamma": float(f.gamma_) if getattr(f, "gamma_", None) is not None else np.nan,
-            "same_basis": bool(same_basis(fits[base], f, X_basis)),
+            "same_basis": bool(same_basis(fits[base], f, X)),
             "n_relevant": n_relevant(f),
             "interpolates": bool(getattr(f, "interpolates_", False)),
             "effective_parameters": effective_parameters(f),
@@ -341,9 +340,8 @@ def compare(
     frames = {what: pd.DataFrame(cols) for what, cols in pointwise.items()}
     folds, caught = None, {}
     if cv is not None and X is not None:
-        X_arr, y_arr = np.asarray(X), np.asarray(y)
         extra, frames["elpd_kfold"], folds, caught = kfold(
-            fits, X_arr, y_arr, cv, random_state, n_jobs
+            fits, X, np.asarray(y), cv, random_state, n_jobs
         )
         for name, cols in extra.items():
             rows[name].update(cols)
