@@ -250,23 +250,16 @@ def _version_message(shown: str, version: Any) -> str:
     return f"{said} only: the file was saved by an older rvm_pymc; re-fit and save the model"
 
 
-def _from_version_2(state: dict, fitted: dict, method: str) -> tuple[dict, dict]:
-    """The contents of a version-2 file as version 3."""
-    state = dict(state)
-    coef, sigma = state.pop("coef_", None), state.pop("sigma_", None)
-    state.pop("alpha_", None)
-    if method != "nuts" and coef is not None:
-        state["weight_mean"], state["weight_cov"] = coef, sigma
-    return state, dict(fitted)
-
-
 def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path, version: int) -> None:
     """Set every fitted attribute of ``est`` from a file's tree and JSON scalars."""
     if STATE not in tree.children:
         raise _mismatch(path, f"it has no {STATE!r} group (the relevance vectors and scales)")
     state = {str(k): v.values for k, v in tree[STATE].to_dataset().data_vars.items()}
-    if version == 2:
-        state, fitted = _from_version_2(state, fitted, est.method)
+    if version == 2:  # a version-2 file: the weights' Gaussian under the estimator's names
+        coef, sigma = state.pop("coef_", None), state.pop("sigma_", None)
+        state.pop("alpha_", None)
+        if est.method != "nuts" and coef is not None:
+            state["weight_mean"], state["weight_cov"] = coef, sigma
     missing = [k for k in _FITTED if k not in fitted]
     missing += [k for k in _STATE_ARRAYS if k not in state]
     if missing:
@@ -289,10 +282,7 @@ def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path, version: int)
     if "feature_names_in_" in fitted:
         est.feature_names_in_ = np.asarray(fitted["feature_names_in_"], dtype=object)
     if "classes_" in state:
-        dtype = fitted["classes_dtype"]
-        est.classes_ = np.asarray(state["classes_"]).astype(
-            object if dtype == "object" else np.dtype(dtype)
-        )
+        est.classes_ = np.asarray(state["classes_"]).astype(fitted["classes_dtype"])
     for attr in ("cv_path_", "evidence_path_"):
         got = {k[len(attr) :]: v for k, v in state.items() if k.startswith(attr)}
         if got:
