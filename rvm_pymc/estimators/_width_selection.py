@@ -331,25 +331,23 @@ def _search_fit(design, fit, idx, gamma: float, start=None, cap=None) -> dict[st
 def _search_grid(design, fit, idx, grid, run) -> list[dict]:
     """The grid's fits from its middle width outward."""
     widths = sorted(grid)
-    fits: list[dict] = []
-    fitted: dict[int, dict] = {}
+    fitted: dict[int, dict] = {}  # in the order fitted
 
     def fit_round(todo: list[int]) -> None:
         tasks = [(design, fit, idx, widths[i]) for i in todo]
         for i, (f, _) in zip(todo, run(_search_fit, tasks), strict=True):
             fitted[i] = f
-            fits.append(f)
 
     def closes(i: int, step: int) -> bool:
         if step > 0 and fitted[i]["noise_at_bound"]:
             return True
         if i == len(widths) // 2:
             return False
-        key, best = choice_key(fitted[i]), max(choice_key(f) for f in fits)
+        key, best = choice_key(fitted[i]), max(choice_key(f) for f in fitted.values())
         return key < choice_key(fitted[i - step]) and key < best - DROP
 
     _middle_out(len(widths), fit_round, closes)
-    return fits
+    return list(fitted.values())
 
 
 def _middle_out(n: int, fit_round, closes) -> None:
@@ -381,18 +379,16 @@ def _refine(design, fit, idx, fits: list[dict], k: int) -> list[dict]:
     """The refinement around the best grid width ``fits[k]``."""
     done = list(fits)
     best = fits[k]
-    made: list[dict] = []
     for _ in range(MAX_FITS):
         x = _next_width(done, best)
         if x is None:
             break
         near = min(done, key=lambda f: abs(f["x"] - x))
         start = near["reference"][0] if near["reference"] else None
-        made.append(_search_fit(design, fit, idx, float(np.exp(x)), start, REFINE_CAP))
-        done.append(made[-1])
-        if choice_key(made[-1]) > choice_key(best):
-            best = made[-1]
-    return made
+        done.append(_search_fit(design, fit, idx, float(np.exp(x)), start, REFINE_CAP))
+        if choice_key(done[-1]) > choice_key(best):
+            best = done[-1]
+    return done[len(fits) :]
 
 
 def _next_width(done: list[dict], best: dict) -> float | None:
