@@ -21,7 +21,7 @@ from rvm_pymc._core.counts import (
     mixture_logpmf,
     mixture_quantiles,
 )
-from rvm_pymc._core.validation import check_numeric
+from rvm_pymc._core.validation import check_numeric, plain_value
 from rvm_pymc.estimators._base import METHODS, SOLVERS, _BaseRVM, init_with
 from rvm_pymc.estimators._params import (
     COUNTS_CONSTRAINTS,
@@ -379,7 +379,7 @@ n_features_in_, feature_names_in_
             check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
         if self.classes_.size < 2:
-            label = c.item() if isinstance(c := self.classes_[0], np.generic) else c
+            label = plain_value(self.classes_[0])
             raise ValueError(
                 f"RVC needs samples of at least two classes; y has 1 class ({label!r})"
             )

@@ -451,9 +451,7 @@ def _canonical_attr(value: Any) -> bytes:
         except (ValueError, TypeError):  # ragged
             a = np.asarray([repr(value)])
     a = a.ravel()
-    if a.size == 0:
-        return b"e"
-    return _canonical(a)
+    return _canonical(a) if a.size else b"e"
 
 
 def _hash_field(h: Any, data: bytes) -> None:
