@@ -15,7 +15,6 @@ from rvm_pymc._core.laplace import laplace_log_evidence
 from rvm_pymc._core.rbf_width import rbf_columns, sq_distances
 
 __all__ = [
-    "EFFECTIVE_PARAMETER_DRAWS",
     "RELEVANCE_PROB",
     "basis_label",
     "check_fits",

@@ -25,7 +25,6 @@ from rvm_pymc._core.validation import check_numeric
 from rvm_pymc.basis import Basis, KernelBasis, PrecomputedBasis, make_basis
 from rvm_pymc.estimators._params import (
     GAMMA_KERNELS,
-    INITS,
     METHODS,
     PARAMETER_CONSTRAINTS,
     SOLVERS,
@@ -56,7 +55,7 @@ from rvm_pymc.kernels import Kernel, make_kernel
 from rvm_pymc.models.spec import DISPERSION_SCALE_DATA, data_unit_constants
 from rvm_pymc.priors import resolve_prior
 
-__all__ = ["INITS", "METHODS", "SOLVERS", "init_with"]
+__all__ = ["METHODS", "SOLVERS", "init_with"]
 
 
 class _BaseRVM(BaseEstimator):

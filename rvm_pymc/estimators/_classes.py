@@ -36,7 +36,6 @@ __all__ = [
     "RVP",
     "RVR",
     "SOLVERS",
-    "rvm_star_predict",
 ]
 
 

@@ -43,8 +43,6 @@ from rvm_pymc.priors import HyperPrior
 from rvm_pymc.results import WeightPosterior, to_datatree
 
 __all__ = [
-    "ENGINES",
-    "FORMAT",
     "FORMAT_VERSION",
     "build_tree",
     "engine_available",

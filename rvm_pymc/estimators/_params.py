@@ -22,14 +22,10 @@ from rvm_pymc.priors import HyperPrior, resolve_prior
 
 __all__ = [
     "COUNTS_CONSTRAINTS",
-    "COUNT_LIKELIHOODS",
     "GAMMA_KERNELS",
     "INITS",
-    "MESSAGES",
     "METHODS",
-    "PARAMETERS",
     "PARAMETER_CONSTRAINTS",
-    "PREDICTIVES",
     "REGRESSOR_CONSTRAINTS",
     "SOLVERS",
     "WIDTH_KERNELS",
@@ -37,7 +33,6 @@ __all__ = [
     "backend_options",
     "check_params",
     "default_prior",
-    "default_tune",
     "validate_params",
 ]
 

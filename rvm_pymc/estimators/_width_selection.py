@@ -24,18 +24,11 @@ from rvm_pymc.models.spec import RBF_UNIT_RMS
 
 __all__ = [
     "AUTO_CV_MAX",
-    "CV_FOLDS",
-    "CV_PATH_KEYS",
     "DEFAULT_GRID",
     "DROP",
     "MARGIN",
-    "PATH_KEYS",
     "SEARCHED",
-    "STEP",
-    "WIDTH_PRIOR_SD",
     "Fitted",
-    "Width",
-    "cv_folds",
     "fit_integrated",
     "integrates_width",
     "latent_at",
@@ -43,7 +36,6 @@ __all__ = [
     "scale_gamma",
     "select_width",
     "width_prior",
-    "width_rule",
 ]
 
 SEARCHED = ("auto", "cv", "evidence")  # the values of gamma that search gamma_grid
