@@ -223,11 +223,8 @@ class _BaseRVM(BaseEstimator):
         post = self.posterior_
         fixed = None
         if post.is_type_ii:
-            fixed = {"log_alpha": post.log_alpha}
-            if post.log_beta is not None:
-                fixed["log_beta"] = post.log_beta
-            if post.log_dispersion is not None:
-                fixed["log_dispersion"] = post.log_dispersion
+            keys = ("log_alpha", "log_beta", "log_dispersion")
+            fixed = {k: getattr(post, k) for k in keys if getattr(post, k) is not None}
         classes = getattr(self, "classes_", None)
         return data_unit_model(
             self._kind_of_fit(),
@@ -402,13 +399,11 @@ class _BaseRVM(BaseEstimator):
         self.y_scale_ = t_sd
         self._set_active(active, X)
         self._set_result(post.to_data_units(scale[active], t_mean, t_sd))
-        # the active columns in data units (a row compression: X, "Phi_of_X")
-        Phi_data = None
-        if draws is None:
+        Phi_data, self.model_ = None, None
+        if draws is None:  # the active columns in data units (a row compression: X, "Phi_of_X")
             Phi_data = X if isinstance(Phi, RowQR) else Phi[:, active] * scale[active]
-        self.model_ = None
-        if self.method != "reference" and draws is None:
-            self.model_ = self._data_unit_model(Phi_data, target, scale[active], prior)
+            if self.method != "reference":
+                self.model_ = self._data_unit_model(Phi_data, target, scale[active], prior)
         self.n_iter_ = int(info.n_iter)
         self.converged_ = bool(info.converged)
         self.log_evidence_ = float(info.log_evidence - log_t_sd)
@@ -491,10 +486,8 @@ class _BaseRVM(BaseEstimator):
         return "binary" if self.classes_.size == 2 else "softmax"
 
     def _starts_from_reference(self) -> bool:
-        if "initvals" in (self.sampler_kwargs or {}):  # the user's own start
-            return False
-        init = "reference" if self.init == "auto" else self.init
-        return self.method != "reference" and init == "reference"
+        own_start = "initvals" in (self.sampler_kwargs or {})
+        return self.method != "reference" and self.init in ("auto", "reference") and not own_start
 
     def _set_result(self, post) -> None:
         """Hold the posterior (data units) and set the attributes read from it."""
