@@ -445,15 +445,14 @@ n_features_in_, feature_names_in_
         (n_samples,), positive for ``classes_[1]``.  K classes: the centred log
         probabilities, shape (n_samples, K).
         """
-        p = np.clip(self.predict_proba(X), 1e-300, None)
-        logp = np.log(p)
+        logp = np.log(np.clip(self.predict_proba(X), 1e-300, None))
         if self.classes_.size == 2:
             return logp[:, 1] - logp[:, 0]
         return logp - logp.mean(axis=1, keepdims=True)
 
     def predict(self, X) -> np.ndarray:
         """Most probable class, as the labels given to ``fit``."""
-        proba = self.predict_proba(X)
+        proba = self.predict_proba(X)  # first: it checks that the estimator is fitted
         return self.classes_[np.argmax(proba, axis=1)]
 
 
@@ -628,14 +627,13 @@ def rvm_star_predict(est, X, return_std: bool):
     Phi = est._design_of(est.X_train_)
     resid = est.y_train_ - est.y_offset_ - Phi @ post.mean
     sig = signal_variance(est.y_scale_**2, 1.0 / beta)
-    n_train = est.X_train_.shape[0]
-    block = max(1, BLOCK_ENTRIES // max(n_train, 1))
+    block = max(1, BLOCK_ENTRIES // max(est.X_train_.shape[0], 1))
     mean = np.empty(X.shape[0])
     var = np.empty(X.shape[0])
     for s in range(0, X.shape[0], block):
         xb = X[s : s + block]
         k_self = kernel.diag(xb)
-        m, v = augmented_predictive(
+        mean[s : s + len(xb)], var[s : s + len(xb)] = augmented_predictive(
             est._design_of(xb),
             kernel(est.X_train_, xb),
             k_self,
@@ -646,8 +644,6 @@ def rvm_star_predict(est, X, return_std: bool):
             beta,
             rvm_star_prior_var(sig, k_self),
         )
-        mean[s : s + xb.shape[0]] = m
-        var[s : s + xb.shape[0]] = v
     mean += est.y_offset_
     if not return_std:
         return mean
