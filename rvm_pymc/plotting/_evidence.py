@@ -171,11 +171,9 @@ def plot_evidence_vs_cv(
     g = path["gamma"]
     ax = new_axes(ax, figsize=(7.0, 4.5))
     c_ev, c_cv = colors
-    handles = []
     best = int(np.nanargmax(path["log_evidence"]))
-    (h,) = ax.plot(g, path["log_evidence"], "o-", color=c_ev,
-                   label=f"log evidence (best gamma {g[best]:.3g})")  # fmt: skip
-    handles.append(h)
+    handles = ax.plot(g, path["log_evidence"], "o-", color=c_ev,
+                      label=f"log evidence (best gamma {g[best]:.3g})")  # fmt: skip
     if mark_best:
         ax.plot(g[best], path["log_evidence"][best], "*", ms=15, color=c_ev, label="_nolegend_")
         ax.axvline(g[best], color=c_ev, ls=":", lw=1)

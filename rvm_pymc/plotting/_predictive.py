@@ -240,11 +240,9 @@ def plot_regression_1d(
     x_grid, mean, std = x_grid[order], mean[order], std[order]
     ax = new_axes(ax)
     n_prev = sum(1 for ln in ax.get_lines() if getattr(ln, "_rvm_fit", False))
-    if color is None:
-        color = f"C{n_prev % 10}"
+    color = f"C{n_prev % 10}" if color is None else color
     rv = np.asarray(relevance_idx, dtype=int).reshape(-1)
-    if label is None:
-        label = f"predictive mean ± 2 sd ({rv.size} RVs)"
+    label = f"predictive mean ± 2 sd ({rv.size} RVs)" if label is None else label
     p2 = float(2.0 * norm.cdf(2.0) - 1.0)  # the +/- 2 sd band
     edges = _gaussian_edges(mean, std, [p2])
     line = _draw_band_and_mean(ax, x_grid, mean, edges, color, label, n_prev)
