@@ -101,9 +101,7 @@ def _state(est) -> tuple[xr.Dataset, dict[str, Any]]:
     if post.is_type_ii:  # the tree holds its draws, not its Gaussian
         arrays["weight_mean"], arrays["weight_cov"] = post.mean, post.cov
     fitted: dict[str, Any] = {
-        k: (v.item() if isinstance(v, np.generic) else v)
-        for k in _FITTED
-        if (v := getattr(est, k)) is not None or k == "gamma_"
+        k: plain_value(v) for k in _FITTED if (v := getattr(est, k)) is not None or k == "gamma_"
     }
     if hasattr(est, "feature_names_in_"):
         fitted["feature_names_in_"] = [str(c) for c in est.feature_names_in_]

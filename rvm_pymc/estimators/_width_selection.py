@@ -154,7 +154,7 @@ def select_width(
     """
     rule = width_rule(gamma, X, y, classifier)
     candidates = _candidates(rule, X, grid, has_width)
-    cv_path, folds = None, None
+    cv_path = None
     if rule == "cv" and candidates[0] is not None:
         try:
             chosen = _cv_width(X, y, classifier, refit, candidates, fold_seed, run)
@@ -169,11 +169,9 @@ def select_width(
                 "cv", "best cross-validated score", g, candidates, widest=grid is not None
             )
             candidates, cv_path = [g], chosen["path"]
-            folds = (f"gamma='cv' (folds at gamma={g:.4g})", chosen["warnings"])
+            raise_again(f"gamma='cv' (folds at gamma={g:.4g})", chosen["warnings"])
     if len(candidates) > 1:
         return _evidence_width(X, design, fit, candidates, run)
-    if folds is not None:
-        raise_again(*folds)
     g = candidates[0]
     basis, Phi, scale = design(g, compress=need_reference)
     ref = fit(Phi, basis.basis_names_) if need_reference else None
