@@ -146,9 +146,7 @@ def fit_all(
         fits[m] = est.fit(X, y)
         times[m] = time.perf_counter() - t0
         gamma = getattr(fits[m], "gamma_", None)
-        first = m == methods[0]
-        searched = est.gamma in WIDTH_SEARCHES
-        if same_width and first and searched and gamma is not None:
+        if same_width and m == methods[0] and est.gamma in WIDTH_SEARCHES and gamma is not None:
             shared = {"gamma": float(gamma)}
     width_from = methods[0] if shared else None
     return FitSet(fits, X=X, y=y, fit_times=times, width_from=width_from)
