@@ -148,8 +148,7 @@ def fit_all(
         gamma = getattr(fits[m], "gamma_", None)
         if same_width and m == methods[0] and est.gamma in WIDTH_SEARCHES and gamma is not None:
             shared = {"gamma": float(gamma)}
-    width_from = methods[0] if shared else None
-    return FitSet(fits, X=X, y=y, fit_times=times, width_from=width_from)
+    return FitSet(fits, X=X, y=y, fit_times=times, width_from=methods[0] if shared else None)
 
 
 def _prior_name(fit) -> str:
@@ -422,9 +421,8 @@ def _fold_fit(est, X, y, train, test, gamma=None) -> dict[str, Any]:
         model.fit(X[train], y[train])
     elapsed = time.perf_counter() - t0
     seed = getattr(est, "random_state", None)
-    lpd = predictive(model, X[test], random_state=seed).log_density(y[test])
     return {
-        "lpd": lpd,
+        "lpd": predictive(model, X[test], random_state=seed).log_density(y[test]),
         "seconds": elapsed,
         "diagnostics": diagnostics(model),
         "gamma": float(model.gamma_) if getattr(model, "gamma_", None) is not None else np.nan,
