@@ -147,6 +147,13 @@ PRESETS: dict[str, HyperPrior] = {
 _KEYS = ("a", "b", "c", "d", "slab")
 
 
+def _check_keys(keys, message: str) -> None:
+    """ValueError of ``message`` (formatted with the sorted unknown keys) for keys not in _KEYS."""
+    unknown = set(keys) - set(_KEYS)
+    if unknown:
+        raise ValueError(f"{message.format(sorted(unknown))}; allowed: {', '.join(_KEYS)}")
+
+
 def resolve_prior(prior=None, *, default: str = "evidence", **overrides) -> HyperPrior:
     """Turn a preset name, mapping or :class:`HyperPrior` into a :class:`HyperPrior`.
 
@@ -185,20 +192,12 @@ def resolve_prior(prior=None, *, default: str = "evidence", **overrides) -> Hype
             raise ValueError(f"unknown prior preset {prior!r}; choose from {sorted(PRESETS)}")
         base = PRESETS[prior]
     elif isinstance(prior, Mapping):
-        unknown = set(prior) - set(_KEYS)
-        if unknown:
-            raise ValueError(
-                f"prior has unknown keys {sorted(unknown)}; allowed: {', '.join(_KEYS)}"
-            )
+        _check_keys(prior, "prior has unknown keys {}")
         base = replace(PRESETS[default], **prior)
     else:
         raise ValueError(
             f"prior must be a preset name, a mapping or a HyperPrior; got {type(prior).__name__}"
         )
     overrides = {k: v for k, v in overrides.items() if v is not None}
-    unknown = set(overrides) - set(_KEYS)
-    if unknown:
-        raise ValueError(
-            f"unknown hyperprior parameters {sorted(unknown)}; allowed: {', '.join(_KEYS)}"
-        )
+    _check_keys(overrides, "unknown hyperprior parameters {}")
     return replace(base, **overrides) if overrides else base
