@@ -177,11 +177,6 @@ def _mismatch(path, why: str) -> ValueError:
     return ValueError(f"{os.fspath(path)}: the model in the file does not match: {why}")
 
 
-def _header_text(attrs: Mapping, key: str) -> str | None:
-    value = attrs.get(key)
-    return value if isinstance(value, str) else None
-
-
 CLASSES = {"RVR": RVR, "RVC": RVC, "RVP": RVP}
 
 
@@ -193,7 +188,8 @@ def load_estimator(path, expected: type | None = None):
     shown = _check_path(path)
     tree = read_tree(path)
     attrs = tree.attrs
-    if _header_text(attrs, "rvm_pymc_format") != FORMAT:
+    header = {k: v if isinstance(v := attrs.get(k), str) else None for k in _HEADER}  # texts
+    if header["rvm_pymc_format"] != FORMAT:
         raise ValueError(
             f"{shown} was not written by RVR/RVC.save (no rvm_pymc header), "
             "or its header is damaged"
@@ -202,11 +198,10 @@ def load_estimator(path, expected: type | None = None):
     if not (isinstance(version, int | np.integer) and int(version) in READABLE_VERSIONS):
         raise ValueError(_version_message(shown, version))
     version = int(version)
-    header = {key: _header_text(attrs, key) for key in _HEADER[2:]}
-    missing = [key for key, value in header.items() if value is None]
+    missing = [key for key in _HEADER[2:] if header[key] is None]
     if missing:
         raise ValueError(f"{shown} is damaged: its header lacks {', '.join(missing)}")
-    name, params_json, fitted_json, checksum = header.values()
+    name, params_json, fitted_json, checksum = (header[key] for key in _HEADER[2:])
     with damaged_if_failing(shown, "its checksum cannot be computed"):
         digest = _digest(tree, name, params_json, fitted_json, version)
     if digest != checksum:
