@@ -551,14 +551,13 @@ def compact(
         return None
     if not _identical(again, tree):
         return None
-    info = {
+    return small, {
         "seed": int(seed),
         "draws": inputs["draws"],
         "chains": inputs["chains"],
         "type_ii": type_ii,
         "dropped": dropped,
     }
-    return small, info
 
 
 def load(path):
