@@ -143,8 +143,7 @@ def _intervals(est, bases: list[str], ci_prob: float):
     tree = est.idata_
     var = "W" if "W" in tree["posterior"] else "w"
     coords = {"basis": bases}
-    w = tree["posterior"][var].sel(coords)
-    mean = w.mean(("chain", "draw")).values
+    mean = tree["posterior"][var].sel(coords).mean(("chain", "draw")).values
     inner = az.eti(tree, prob=0.5, var_names=[var], coords=coords)[var]
     outer = az.eti(tree, prob=ci_prob, var_names=[var], coords=coords)[var]
     return mean.reshape(-1), np.reshape(inner.values, (-1, 2)), np.reshape(outer.values, (-1, 2))
