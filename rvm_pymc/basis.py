@@ -95,14 +95,8 @@ class Basis:
             Phi = self._design_into(X, out)
         with np.errstate(over="ignore", invalid="ignore"):  # inf + -inf, or a sum past 1e308
             total = Phi.sum()
-        if not np.isfinite(total):
-            self._check_finite(Phi)
-        return Phi
-
-    def _check_finite(self, Phi: np.ndarray) -> None:
-        """Raise ``ValueError`` naming the columns of ``Phi`` with non-finite entries."""
-        bad = ~np.isfinite(Phi)
-        if bad.any():
+        # a sum that overflows is no error: name the columns only of non-finite entries
+        if not np.isfinite(total) and (bad := ~np.isfinite(Phi)).any():
             cols = [str(self.basis_names_[j]) for j in np.flatnonzero(bad.any(axis=0))]
             shown = cols[:5] + (["..."] if len(cols) > 5 else [])
             raise ValueError(
@@ -110,6 +104,7 @@ class Basis:
                 f"entr{'y' if bad.sum() == 1 else 'ies'} (of {Phi.size}) in column(s) {shown}; "
                 "check the basis functions, the hyperparameters and the scale of the inputs"
             )
+        return Phi
 
     def fit_transform(self, X: ArrayLike) -> np.ndarray:
         """Fit to ``X`` and return its design matrix."""
@@ -276,12 +271,9 @@ class KernelBasis(Basis):
         }
 
     def __repr__(self) -> str:
-        params = self.get_params()
-        if params["centres"] == "auto":
-            del params["centres"]
-        if params["random_state"] is None:
-            del params["random_state"]
-        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})"
+        defaults = (("centres", "auto"), ("random_state", None))  # left out
+        shown = [f"{k}={v!r}" for k, v in self.get_params().items() if (k, v) not in defaults]
+        return f"{type(self).__name__}({', '.join(shown)})"
 
 
 def _function_name(f: Any, i: int) -> str:

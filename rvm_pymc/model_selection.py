@@ -91,7 +91,6 @@ def evidence_vs_cv(
         raise ValueError("search=True needs at least two gammas (the grid of the search)")
     cv = check_cv(cv, y, classifier=is_classifier(estimator))
     folds = list(cv.split(X, y))
-    searched = None
     if search:
         spec = clone(estimator).set_params(gamma="evidence", gamma_grid=grid)
         ((g_s, *searched),) = run_tasks(

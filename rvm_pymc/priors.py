@@ -49,6 +49,8 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+from rvm_pymc._core.validation import check_positive
+
 __all__ = ["DISPERSION_PRIOR_SCALE", "PRESETS", "HyperPrior", "resolve_prior", "slab_variance"]
 
 DISPERSION_PRIOR_SCALE = 1.0
@@ -87,34 +89,12 @@ class HyperPrior:
 
     def __post_init__(self) -> None:
         if self.slab is not None:
-            try:
-                s = float(self.slab)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(f"slab must be a number or None; got {self.slab!r}") from exc
-            if not (np.isfinite(s) and s > 0):
-                raise ValueError(f"slab must be finite and > 0 (or None); got {self.slab!r}")
-            object.__setattr__(self, "slab", s)
+            object.__setattr__(self, "slab", check_positive(self.slab, "slab"))
         for name in ("a", "b", "c", "d"):
-            v = getattr(self, name)
-            try:
-                fv = float(v)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(
-                    f"hyperprior parameter {name} must be a number; got {v!r}"
-                ) from exc
-            if not np.isfinite(fv) or fv < 0:
-                raise ValueError(f"hyperprior parameter {name} must be finite and >= 0; got {v!r}")
-            object.__setattr__(self, name, fv)
-
-    @property
-    def is_proper(self) -> bool:
-        """True when all four parameters are strictly positive."""
-        return min(self.a, self.b, self.c, self.d) > 0
-
-    @property
-    def is_flat(self) -> bool:
-        """True for Tipping's type-II maximum likelihood (all parameters zero)."""
-        return max(self.a, self.b, self.c, self.d) == 0
+            value = check_positive(
+                getattr(self, name), f"hyperprior parameter {name}", allow_zero=True
+            )
+            object.__setattr__(self, name, value)
 
     def as_dict(self) -> dict[str, float | None]:
         """The parameters as a plain dict (``slab`` None when there is no slab)."""
@@ -167,6 +147,13 @@ PRESETS: dict[str, HyperPrior] = {
 _KEYS = ("a", "b", "c", "d", "slab")
 
 
+def _check_keys(keys, message: str) -> None:
+    """ValueError of ``message`` (formatted with the sorted unknown keys) for keys not in _KEYS."""
+    unknown = set(keys) - set(_KEYS)
+    if unknown:
+        raise ValueError(f"{message.format(sorted(unknown))}; allowed: {', '.join(_KEYS)}")
+
+
 def resolve_prior(prior=None, *, default: str = "evidence", **overrides) -> HyperPrior:
     """Turn a preset name, mapping or :class:`HyperPrior` into a :class:`HyperPrior`.
 
@@ -205,20 +192,12 @@ def resolve_prior(prior=None, *, default: str = "evidence", **overrides) -> Hype
             raise ValueError(f"unknown prior preset {prior!r}; choose from {sorted(PRESETS)}")
         base = PRESETS[prior]
     elif isinstance(prior, Mapping):
-        unknown = set(prior) - set(_KEYS)
-        if unknown:
-            raise ValueError(
-                f"prior has unknown keys {sorted(unknown)}; allowed: {', '.join(_KEYS)}"
-            )
+        _check_keys(prior, "prior has unknown keys {}")
         base = replace(PRESETS[default], **prior)
     else:
         raise ValueError(
             f"prior must be a preset name, a mapping or a HyperPrior; got {type(prior).__name__}"
         )
     overrides = {k: v for k, v in overrides.items() if v is not None}
-    unknown = set(overrides) - set(_KEYS)
-    if unknown:
-        raise ValueError(
-            f"unknown hyperprior parameters {sorted(unknown)}; allowed: {', '.join(_KEYS)}"
-        )
+    _check_keys(overrides, "unknown hyperprior parameters {}")
     return replace(base, **overrides) if overrides else base

@@ -237,14 +237,10 @@ class WeightPosterior:
         la = np.asarray(self.log_alpha)[..., idx]
         if self.draws is None:
             flat = (np.arange(k)[:, None] * m + idx[None, :]).reshape(-1)
-            return replace(
-                self,
-                basis_names=names,
-                log_alpha=la,
-                mean=self.mean[idx],
-                cov=self.cov[np.ix_(flat, flat)],
-            )
-        return replace(self, basis_names=names, log_alpha=la, draws=self.draws[:, :, idx])
+            changes = {"mean": self.mean[idx], "cov": self.cov[np.ix_(flat, flat)]}
+        else:
+            changes = {"draws": self.draws[:, :, idx]}
+        return replace(self, basis_names=names, log_alpha=la, **changes)
 
 
 def _dataset(variables: Mapping[str, tuple], coords: Mapping[str, Any]) -> xr.Dataset:

@@ -94,7 +94,7 @@ def test_nuts_quick_regression_and_draw_moments(sinc):
     ).fit(X * 3.0, y * 5.0 + 2.0)
     w = est.idata_["posterior"]["w"].values.reshape(-1, X.shape[0] + 1)
     np.testing.assert_allclose(est.coef_, w.mean(0), rtol=1e-10, atol=1e-12)
-    Phi = est._active_design(X_new * 3.0)
+    Phi = est.design_matrix(X_new * 3.0)
     draws_f = Phi @ w.T + est.y_offset_
     mean, sd = est.predict(X_new * 3.0, return_std=True)
     np.testing.assert_allclose(mean, draws_f.mean(1), rtol=1e-8, atol=1e-8)

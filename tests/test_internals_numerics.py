@@ -1096,7 +1096,7 @@ def test_every_width_task_and_the_rebuilt_design_have_the_same_centres(monkeypat
     X, y = _sinc(400, seed=3)
     est = RVR(gamma="evidence", gamma_grid=GRID, random_state=np.random.default_rng(0))
     est.fit(X, y)
-    Phi = est._active_design(X)
+    Phi = est.design_matrix(X)
     cov = est.noise_var_ * np.eye(len(y)) + (Phi / est.alpha_) @ Phi.T
     exact = multivariate_normal(np.full(len(y), est.y_offset_), cov).logpdf(y)
     assert est.log_evidence_ == pytest.approx(exact, abs=1e-6 * abs(exact))

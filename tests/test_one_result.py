@@ -185,7 +185,7 @@ def test_predictions_rebuilt_from_the_tree(which, request, sinc):
         tree = est.idata_
         const = tree["constant_data"]
         Phi = const["Phi"].values
-        np.testing.assert_allclose(Phi, est._active_design(X_train), rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(Phi, est.design_matrix(X_train), rtol=1e-12, atol=1e-15)
         w = tree["posterior"]["w"].values.reshape(-1, Phi.shape[1])
         latent = (Phi @ w.T).mean(axis=1)  # from the tree alone
         tol = 1e-12 if m == "nuts" else 1e-8  # type-II: antithetic draws average to the mean

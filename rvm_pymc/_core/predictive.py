@@ -46,8 +46,9 @@ class Predictive:
             return mixture_mean(self.rates, self.weights)
         return self.loc.mean(axis=0)
 
-    def log_density(self, y) -> np.ndarray:
-        """``log p(y_i | x_i, data)`` for every new point, shape ``(n,)``."""
+    def log_density(self, y, name: str = "y") -> np.ndarray:
+        """``log p(y_i | x_i, data)`` for every new point, shape ``(n,)``; an error names ``y``
+        as ``name``."""
         if self.is_counts:
             return mixture_logpmf(y, self.rates, self.weights, self.dispersion)
         if self.is_regression:
@@ -55,19 +56,21 @@ class Predictive:
             z = (y[None, :] - self.loc) / self.scale
             comp = -0.5 * (z * z + LOG_2PI) - np.log(self.scale)
             return logsumexp(comp, axis=0) - np.log(self.loc.shape[0])
-        idx = self.class_index(y)
+        idx = self.class_index(y, name)
         p = self.proba[np.arange(idx.size), idx]
         with np.errstate(divide="ignore"):
             return np.log(p)
 
-    def class_index(self, y) -> np.ndarray:
-        """Positions of the labels ``y`` in ``classes``; ValueError for an unseen label."""
+    def class_index(self, y, name: str = "y") -> np.ndarray:
+        """Positions of the labels ``y`` in ``classes``; ValueError naming ``name`` for an
+        unseen label."""
         y, classes = np.asarray(y), self.classes
         idx = np.clip(np.searchsorted(classes, y), 0, classes.size - 1)
         bad = classes[idx] != y
         if np.any(bad):
             raise ValueError(
-                f"y_test has labels the classifier was not fitted on: {np.unique(y[bad]).tolist()}"
+                f"{name} has labels not among the classes {classes.tolist()} the classifier was "
+                f"fitted on: {np.unique(y[bad]).tolist()[:5]}"
             )
         return idx
 

@@ -55,16 +55,15 @@ def arviz_trees(fits: Mapping[str, Any], *, chains: int | None = None, draws: in
     if not trees:
         raise ValueError("fits must name at least one fit")
     sizes = {n: t["posterior"].sizes for n, t in trees.items()}
-    c_min = min(s["chain"] for s in sizes.values())
-    d_min = min(s["draw"] for s in sizes.values())
-    for what, asked, most in (("chains", chains, c_min), ("draws", draws, d_min)):
+    first: dict[str, slice] = {}
+    for dim, asked in (("chain", chains), ("draw", draws)):
+        most = min(s[dim] for s in sizes.values())
         if asked is not None and not 1 <= int(asked) <= most:
-            raise ValueError(f"{what} must lie in [1, {most}] (the smallest among the fits)")
-    c = c_min if chains is None else int(chains)
-    d = d_min if draws is None else int(draws)
+            raise ValueError(f"{dim}s must lie in [1, {most}] (the smallest among the fits)")
+        first[dim] = slice(0, most if asked is None else int(asked))
     out = {}
     for name, tree in trees.items():
-        kept = tree.isel(chain=slice(0, c), draw=slice(0, d), missing_dims="ignore")
+        kept = tree.isel(first, missing_dims="ignore")
         kept.attrs = {**tree.attrs, TYPE_II_ATTR: int(is_type_ii_tree(tree))}
         out[name] = kept
     return out

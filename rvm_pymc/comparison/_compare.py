@@ -105,8 +105,7 @@ def fit_all(
         raise ValueError(
             "methods must name at least one of 'reference', 'map', 'nuts', 'nuts_width'"
         )
-    bad = [m for m in methods if m not in ALL_METHODS]
-    if bad or len(set(methods)) != len(methods):
+    if any(m not in ALL_METHODS for m in methods) or len(set(methods)) != len(methods):
         raise ValueError(f"methods must be distinct names from {ALL_METHODS}; got {methods}")
     if "method" in params:
         raise ValueError("give the methods as `methods`, not `method`")
@@ -147,26 +146,20 @@ def fit_all(
         fits[m] = est.fit(X, y)
         times[m] = time.perf_counter() - t0
         gamma = getattr(fits[m], "gamma_", None)
-        first = m == methods[0]
-        searched = est.gamma in WIDTH_SEARCHES
-        if same_width and first and searched and gamma is not None:
+        if same_width and m == methods[0] and est.gamma in WIDTH_SEARCHES and gamma is not None:
             shared = {"gamma": float(gamma)}
-    width_from = methods[0] if shared else None
-    return FitSet(fits, X=X, y=y, fit_times=times, width_from=width_from)
+    return FitSet(fits, X=X, y=y, fit_times=times, width_from=methods[0] if shared else None)
 
 
 def _prior_name(fit) -> str:
     from rvm_pymc.priors import PRESETS
 
-    for name, preset in PRESETS.items():
-        if fit.prior_ == preset:
-            return name
-    return repr(fit.prior_)
+    return next((n for n, preset in PRESETS.items() if fit.prior_ == preset), repr(fit.prior_))
 
 
 def _held_out(fit, X_test, y_test, seed) -> tuple[dict[str, float], np.ndarray]:
     pred = predictive(fit, X_test, random_state=seed)
-    lpd_i = pred.log_density(y_test)
+    lpd_i = pred.log_density(y_test, "y_test")
     out: dict[str, float] = {"lpd": float(np.mean(lpd_i))}
     if pred.is_regression or pred.is_counts:
         y = np.asarray(y_test, float)
@@ -179,7 +172,7 @@ def _held_out(fit, X_test, y_test, seed) -> tuple[dict[str, float], np.ndarray]:
             out[f"coverage_{round(p * 100)}"] = pred.coverage(y, p)
         return out, lpd_i
     proba = pred.proba
-    idx = pred.class_index(y_test)
+    idx = pred.class_index(y_test, "y_test")
     onehot = np.zeros_like(proba)
     onehot[np.arange(idx.size), idx] = 1.0
     out["error_rate"] = float(np.mean(np.argmax(proba, axis=1) != idx))
@@ -192,40 +185,35 @@ def _loo(fit) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
     """PSIS-LOO columns (NaN, with the reason, when unreliable or failed)."""
     import arviz as az
 
+    unknown = (np.nan, np.nan, np.nan)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the table says it
         try:
             res = az.loo(fit.idata_, pointwise=True)
         except ValueError as exc:  # e.g. "All tail values are the same"
             n = int(np.asarray(fit.idata_["log_likelihood"].to_dataset().to_array()).shape[-1])
-            row = {
-                "elpd_loo": np.nan,
-                "elpd_loo_se": np.nan,
-                "p_loo": np.nan,
-                "loo_optimistic": bool(fit.posterior_.is_type_ii),
-                "pareto_k_bad": n,
-                "loo_note": f"PSIS-LOO failed ({exc}); use elpd_kfold",
-            }
-            return row, np.full(n, np.nan), np.full(n, np.nan)
+            note = f"PSIS-LOO failed ({exc}); use elpd_kfold"
+            return _loo_row(fit, unknown, n, note), np.full(n, np.nan), np.full(n, np.nan)
     k = np.asarray(res.pareto_k.values, dtype=float).reshape(-1)
     elpd_i = np.asarray(res.elpd_i.values, dtype=float).reshape(-1)
     bad = int(np.sum(~(k <= res.good_k)))  # a NaN k (PSIS failed) is bad too
-    row = {
-        "elpd_loo": float(res.elpd),
-        "elpd_loo_se": float(res.se),
-        "p_loo": float(res.p),
+    if not bad:
+        return _loo_row(fit, (float(res.elpd), float(res.se), float(res.p)), 0, ""), elpd_i, k
+    note = (
+        f"unreliable: {bad} of {k.size} Pareto k > {res.good_k:.2f} or NaN "
+        f"(max {np.nanmax(k) if np.isfinite(k).any() else np.nan:.2f}); use elpd_kfold"
+    )
+    return _loo_row(fit, unknown, bad, note), elpd_i, k
+
+
+def _loo_row(fit, values: tuple, bad: int, note: str) -> dict[str, Any]:
+    """The LOO columns: ``values`` of elpd_loo, its se and p_loo, then the flags."""
+    return {
+        **dict(zip(("elpd_loo", "elpd_loo_se", "p_loo"), values, strict=True)),
         "loo_optimistic": bool(fit.posterior_.is_type_ii),
         "pareto_k_bad": bad,
-        "loo_note": "",
+        "loo_note": note,
     }
-    if bad:
-        row.update(elpd_loo=np.nan, elpd_loo_se=np.nan, p_loo=np.nan)
-        row["loo_note"] = (
-            f"unreliable: {bad} of {k.size} Pareto k > {res.good_k:.2f} or NaN "
-            f"(max {np.nanmax(k) if np.isfinite(k).any() else np.nan:.2f}); "
-            "use elpd_kfold"
-        )
-    return row, elpd_i, k
 
 
 def compare(
@@ -316,7 +304,7 @@ def compare(
         X, y = fits.X, fits.y
     base = choose_baseline(fits, baseline)
     times = fits.fit_times if isinstance(fits, FitSet) else {}
-    X_basis = None if X is None else np.asarray(X)
+    X = None if X is None else np.asarray(X)
     rows: dict[str, dict[str, Any]] = {}
     pointwise: dict[str, dict[str, np.ndarray]] = {}
     for name, f in fits.items():
@@ -325,7 +313,7 @@ def compare(
             "prior": _prior_name(f),
             "basis": basis_label(f),
             "gamma": float(f.gamma_) if getattr(f, "gamma_", None) is not None else np.nan,
-            "same_basis": bool(same_basis(fits[base], f, X_basis)),
+            "same_basis": bool(same_basis(fits[base], f, X)),
             "n_relevant": n_relevant(f),
             "interpolates": bool(getattr(f, "interpolates_", False)),
             "effective_parameters": effective_parameters(f),
@@ -349,9 +337,8 @@ def compare(
     frames = {what: pd.DataFrame(cols) for what, cols in pointwise.items()}
     folds, caught = None, {}
     if cv is not None and X is not None:
-        X_arr, y_arr = np.asarray(X), np.asarray(y)
         extra, frames["elpd_kfold"], folds, caught = kfold(
-            fits, X_arr, y_arr, cv, random_state, n_jobs
+            fits, X, np.asarray(y), cv, random_state, n_jobs
         )
         for name, cols in extra.items():
             rows[name].update(cols)
@@ -434,9 +421,8 @@ def _fold_fit(est, X, y, train, test, gamma=None) -> dict[str, Any]:
         model.fit(X[train], y[train])
     elapsed = time.perf_counter() - t0
     seed = getattr(est, "random_state", None)
-    lpd = predictive(model, X[test], random_state=seed).log_density(y[test])
     return {
-        "lpd": lpd,
+        "lpd": predictive(model, X[test], random_state=seed).log_density(y[test]),
         "seconds": elapsed,
         "diagnostics": diagnostics(model),
         "gamma": float(model.gamma_) if getattr(model, "gamma_", None) is not None else np.nan,

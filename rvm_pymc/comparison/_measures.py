@@ -15,7 +15,6 @@ from rvm_pymc._core.laplace import laplace_log_evidence
 from rvm_pymc._core.rbf_width import rbf_columns, sq_distances
 
 __all__ = [
-    "EFFECTIVE_PARAMETER_DRAWS",
     "RELEVANCE_PROB",
     "basis_label",
     "check_fits",
@@ -58,8 +57,7 @@ def relevant_bases(fit, *, prob: float = RELEVANCE_PROB) -> list[str]:
         return names
     c, s_ = post.draws.shape[:2]
     d = post.draws.reshape(c * s_, len(names), -1)  # (draws, M, K or 1)
-    pos = np.mean(d > 0, axis=0)
-    sure = np.maximum(pos, np.mean(d < 0, axis=0)) >= prob
+    sure = np.maximum(np.mean(d > 0, axis=0), np.mean(d < 0, axis=0)) >= prob
     return [n for n, k in zip(names, sure.any(axis=1), strict=True) if k]
 
 
@@ -160,14 +158,12 @@ def effective_parameters(fit) -> float:
         counts = np.asarray(fit.idata_["observed_data"]["counts_obs"].values, dtype=float)
     if post.kind == "regression":
         lb = np.asarray(post.log_beta, dtype=float).reshape(-1)
-        vals = []
-        for s in pick:
-            Phi = design(s)
-            vals.append(_gamma_sum(np.exp(lb[s]) * (Phi.T @ Phi), alpha_at(s, Phi)))
-        return float(np.mean(vals))
     vals = []
     for s in pick:
         Phi = design(s)
+        if post.kind == "regression":  # B = beta I
+            vals.append(_gamma_sum(np.exp(lb[s]) * (Phi.T @ Phi), alpha_at(s, Phi)))
+            continue
         f = Phi @ w[s]
         if post.kind == "poisson":  # B = diag(lambda)
             b = np.exp(f)[:, None]

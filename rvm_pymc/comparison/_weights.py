@@ -26,20 +26,6 @@ from rvm_pymc.exceptions import ConvergenceWarning, SamplingWarning, warn_user
 __all__ = ["compare_weights", "summary"]
 
 
-def _check_same_basis(fits) -> None:
-    """``ValueError`` unless every fit has the basis of the first."""
-    names = list(fits)
-    first = fits[names[0]]
-    X = getattr(fits, "X", None)
-    for name in names[1:]:
-        if not same_basis(first, fits[name], X):
-            raise ValueError(
-                f"fits {names[0]!r} and {name!r} are not fits of the same basis (kernel, "
-                "width, training inputs, bias or classes differ), so their weights cannot "
-                "be matched by name; compare_weights needs fits of one model, e.g. fit_all"
-            )
-
-
 def compare_weights(
     fits: Mapping[str, Any], *, prob: float = RELEVANCE_PROB
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -64,7 +50,14 @@ def compare_weights(
         Fit by fit, the Jaccard index of the sets of relevant bases.
     """
     check_fits(fits)
-    _check_same_basis(fits)
+    names = list(fits)
+    for name in names[1:]:
+        if not same_basis(fits[names[0]], fits[name], getattr(fits, "X", None)):
+            raise ValueError(
+                f"fits {names[0]!r} and {name!r} are not fits of the same basis (kernel, "
+                "width, training inputs, bias or classes differ), so their weights cannot "
+                "be matched by name; compare_weights needs fits of one model, e.g. fit_all"
+            )
     moments = {name: weight_moments(f) for name, f in fits.items()}
     relevant = {name: set(relevant_bases(f, prob=prob)) for name, f in fits.items()}
     index: list[str] = []
@@ -74,13 +67,11 @@ def compare_weights(
     for name, m in moments.items():
         m = m.reindex(index)
         missing = m["w_mean"].isna()
-        m.loc[missing, ["w_mean", "w_sd"]] = 0.0  # pruned: a point mass at 0
+        m.loc[missing, ["w_mean", "w_sd", "log_alpha_sd"]] = 0.0  # pruned: a point mass at 0
         m.loc[missing, "log_alpha_mean"] = np.inf
-        m.loc[missing, "log_alpha_sd"] = 0.0
         m["relevant"] = [r.split("[")[0] in relevant[name] for r in index]
         for q in m.columns:
             cols[(name, q)] = m[q].to_numpy()
-    names = list(fits)
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
             sd = np.hypot(cols[(a, "w_sd")], cols[(b, "w_sd")])
@@ -133,11 +124,9 @@ def summary(
 
     post = fit.posterior_
     tree = fit.idata_
-    w_name = "W" if "W" in tree["posterior"] else "w"
     keep = relevant_bases(fit)
-    var_names = [w_name] + ([] if post.is_type_ii else ["log_alpha"])
-    if "log_beta" in tree["posterior"]:
-        var_names.append("log_beta")
+    # a type-II fit's log_alpha is a constant, not a posterior variable
+    var_names = [v for v in ("w", "W", "log_alpha", "log_beta") if v in tree["posterior"]]
     kwargs.setdefault("kind", "stats" if post.is_type_ii else "all")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

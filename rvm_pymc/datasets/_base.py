@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rvm_pymc._core.validation import is_real
+
 __all__ = ["Dataset", "check_random_state"]
 
 
@@ -88,21 +90,10 @@ def check_random_state(random_state=None) -> np.random.Generator:
     )
 
 
-def _check_count(value, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value}")
-    return int(value)
-
-
 def _check_nonnegative(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if not (is_real(value) and np.isfinite(float(value)) and float(value) >= 0):
         raise ValueError(f"{name} must be a finite number >= 0; got {value!r}")
-    v = float(value)
-    if not np.isfinite(v) or v < 0:
-        raise ValueError(f"{name} must be a finite number >= 0; got {value!r}")
-    return v
+    return float(value)
 
 
 def _check_positive(value, name: str) -> float:

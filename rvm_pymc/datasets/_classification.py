@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rvm_pymc.datasets._base import Dataset, _check_count, _check_positive, check_random_state
+from rvm_pymc._core.validation import check_int
+from rvm_pymc.datasets._base import Dataset, _check_positive, check_random_state
 
 __all__ = ["RIPLEY_COVARIANCE", "RIPLEY_MEANS", "make_gaussian_mixture_classes", "make_ripley"]
 
@@ -69,8 +70,8 @@ def make_ripley(n_train: int = 250, n_test: int = 1000, random_state=None) -> Da
     >>> np.bincount(t).tolist()
     [125, 125]
     """
-    n_train = _check_count(n_train, "n_train", minimum=2)
-    n_test = _check_count(n_test, "n_test", minimum=2)
+    n_train = check_int(n_train, "n_train", 2)
+    n_test = check_int(n_test, "n_test", 2)
     rng = check_random_state(random_state)
     X, t, _ = _sample_ripley(n_train, rng)
     X_test, t_test, _ = _sample_ripley(n_test, rng)
@@ -129,10 +130,10 @@ def make_gaussian_mixture_classes(
     >>> X.shape, np.bincount(t).tolist()
     ((90, 2), [30, 30, 30])
     """
-    n_classes = _check_count(n_classes, "n_classes", minimum=2)
-    n_samples = _check_count(n_samples, "n_samples", minimum=n_classes)
-    n_test = _check_count(n_test, "n_test", minimum=n_classes)
-    n_components = _check_count(n_components, "n_components")
+    n_classes = check_int(n_classes, "n_classes", 2)
+    n_samples = check_int(n_samples, "n_samples", n_classes)
+    n_test = check_int(n_test, "n_test", n_classes)
+    n_components = check_int(n_components, "n_components", 1)
     if n_components > 2:
         raise ValueError(f"n_components must be 1 or 2; got {n_components}")
     sd = _check_positive(cluster_sd, "cluster_sd")

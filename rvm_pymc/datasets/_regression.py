@@ -6,9 +6,9 @@ import functools
 
 import numpy as np
 
+from rvm_pymc._core.validation import check_int
 from rvm_pymc.datasets._base import (
     Dataset,
-    _check_count,
     _check_nonnegative,
     _check_range,
     check_random_state,
@@ -101,8 +101,8 @@ def make_sinc(
     >>> make_sinc(noise="uniform", noise_width=0.2, random_state=0).name
     'sinc-uniform'
     """
-    n_train = _check_count(n_train, "n_train")
-    n_test = _check_count(n_test, "n_test")
+    n_train = check_int(n_train, "n_train", 1)
+    n_test = check_int(n_test, "n_test", 1)
     kind = "none" if noise is None else noise
     if not isinstance(kind, str) or kind.lower() not in _SINC_NOISE_KINDS:
         raise ValueError(f"noise must be one of {_SINC_NOISE_KINDS} or None; got {noise!r}")
@@ -150,13 +150,7 @@ def _friedman3(X: np.ndarray) -> np.ndarray:
 
 def _friedman23_inputs(rng: np.random.Generator, n: int) -> np.ndarray:
     """Inputs of Friedman #2/#3, drawn as scikit-learn's generators draw them."""
-    X = rng.uniform(size=(n, 4))
-    X[:, 0] *= 100
-    X[:, 1] *= 520 * np.pi
-    X[:, 1] += 40 * np.pi
-    X[:, 3] *= 10
-    X[:, 3] += 1
-    return X
+    return rng.uniform(size=(n, 4)) * [100, 520 * np.pi, 1, 10] + [0, 40 * np.pi, 0, 1]
 
 
 _FRIEDMAN_FUNCTIONS = {"friedman2": _friedman2, "friedman3": _friedman3}
@@ -180,8 +174,8 @@ def _friedman(name, f, inputs, n_train, n_test, sd, random_state) -> Dataset:
 
 
 def _make_friedman23(name, n_train, n_test, noise_sd, random_state) -> Dataset:
-    n_train = _check_count(n_train, "n_train")
-    n_test = _check_count(n_test, "n_test")
+    n_train = check_int(n_train, "n_train", 1)
+    n_test = check_int(n_test, "n_test", 1)
     if isinstance(noise_sd, str):
         if noise_sd != "auto":
             raise ValueError(f'noise_sd must be "auto" or a number >= 0; got {noise_sd!r}')
@@ -230,9 +224,9 @@ def make_friedman1(
     >>> X.shape, Xt.shape
     ((240, 10), (1000, 10))
     """
-    n_train = _check_count(n_train, "n_train")
-    n_test = _check_count(n_test, "n_test")
-    n_features = _check_count(n_features, "n_features", minimum=5)
+    n_train = check_int(n_train, "n_train", 1)
+    n_test = check_int(n_test, "n_test", 1)
+    n_features = check_int(n_features, "n_features", 5)
     sd = _check_nonnegative(noise_sd, "noise_sd")
 
     def inputs(rng, n):

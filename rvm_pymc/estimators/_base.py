@@ -25,7 +25,6 @@ from rvm_pymc._core.validation import check_numeric
 from rvm_pymc.basis import Basis, KernelBasis, PrecomputedBasis, make_basis
 from rvm_pymc.estimators._params import (
     GAMMA_KERNELS,
-    INITS,
     METHODS,
     PARAMETER_CONSTRAINTS,
     SOLVERS,
@@ -56,7 +55,7 @@ from rvm_pymc.kernels import Kernel, make_kernel
 from rvm_pymc.models.spec import DISPERSION_SCALE_DATA, data_unit_constants
 from rvm_pymc.priors import resolve_prior
 
-__all__ = ["INITS", "METHODS", "SOLVERS", "init_with"]
+__all__ = ["METHODS", "SOLVERS", "init_with"]
 
 
 class _BaseRVM(BaseEstimator):
@@ -172,17 +171,6 @@ class _BaseRVM(BaseEstimator):
         check_is_fitted(self, "coef_")
         return validate_data(self, X, reset=False, dtype=np.float64)
 
-    def _active_design(self, X) -> np.ndarray:
-        """The design matrix of ``X`` (validated) over the active bases."""
-        X = self._validated(X)
-        if integrates_width(self):
-            raise ValueError(
-                "this fit integrates over the kernel width (gamma='integrate'): each posterior "
-                "draw has its own design matrix, so there is no one design_matrix(X); use "
-                "predict, predict_proba or sample_predictions, which integrate over the widths"
-            )
-        return self._design_of(X)
-
     def _design_of(self, X: np.ndarray) -> np.ndarray:
         """The design matrix of validated ``X`` over the active bases."""
         if self.kernel_ is None:
@@ -219,7 +207,14 @@ class _BaseRVM(BaseEstimator):
                             coords={"obs": np.arange(len(X_new))})
                 pred = pm.sample_posterior_predictive(est.idata_, predictions=True)
         """
-        return self._active_design(X)
+        X = self._validated(X)
+        if integrates_width(self):
+            raise ValueError(
+                "this fit integrates over the kernel width (gamma='integrate'): each posterior "
+                "draw has its own design matrix, so there is no one design_matrix(X); use "
+                "predict, predict_proba or sample_predictions, which integrate over the widths"
+            )
+        return self._design_of(X)
 
     def _data_unit_model(self, Phi, target, scale, prior):
         """``model_``: the fit's RVM in data units."""
@@ -228,11 +223,8 @@ class _BaseRVM(BaseEstimator):
         post = self.posterior_
         fixed = None
         if post.is_type_ii:
-            fixed = {"log_alpha": post.log_alpha}
-            if post.log_beta is not None:
-                fixed["log_beta"] = post.log_beta
-            if post.log_dispersion is not None:
-                fixed["log_dispersion"] = post.log_dispersion
+            keys = ("log_alpha", "log_beta", "log_dispersion")
+            fixed = {k: getattr(post, k) for k in keys if getattr(post, k) is not None}
         classes = getattr(self, "classes_", None)
         return data_unit_model(
             self._kind_of_fit(),
@@ -288,7 +280,7 @@ class _BaseRVM(BaseEstimator):
                 "sample_predictions draws from the RVM posterior over the relevance vectors, "
                 "not from RVM*'s (predictive='rvm*'); use predict(X, return_std=True)"
             )
-        Phi = self._active_design(X)  # X checked before the draws of idata_ are made
+        Phi = self.design_matrix(X)  # X checked before the draws of idata_ are made
         return predictions(self.idata_, Phi, random_state=random_state)
 
     def fit(self, X, y):
@@ -407,13 +399,11 @@ class _BaseRVM(BaseEstimator):
         self.y_scale_ = t_sd
         self._set_active(active, X)
         self._set_result(post.to_data_units(scale[active], t_mean, t_sd))
-        # the active columns in data units (a row compression: X, "Phi_of_X")
-        Phi_data = None
-        if draws is None:
+        Phi_data, self.model_ = None, None
+        if draws is None:  # the active columns in data units (a row compression: X, "Phi_of_X")
             Phi_data = X if isinstance(Phi, RowQR) else Phi[:, active] * scale[active]
-        self.model_ = None
-        if self.method != "reference" and draws is None:
-            self.model_ = self._data_unit_model(Phi_data, target, scale[active], prior)
+            if self.method != "reference":
+                self.model_ = self._data_unit_model(Phi_data, target, scale[active], prior)
         self.n_iter_ = int(info.n_iter)
         self.converged_ = bool(info.converged)
         self.log_evidence_ = float(info.log_evidence - log_t_sd)
@@ -462,16 +452,12 @@ class _BaseRVM(BaseEstimator):
     def _check_interpolation(self, n_train: int, noise_at_bound: bool, prior) -> None:
         """Set ``interpolates_`` and warn when it is True."""
         self.interpolates_ = self._interpolates(n_train, noise_at_bound, prior)
-        n_rel = self.n_relevance_
-        if not self.interpolates_:
-            return
-        noise = getattr(self, "noise_var_", None)
-        message = interpolation_message(
-            type(self).__name__, n_rel, n_train, self.gamma_, noise_at_bound,
-            None if noise is None else float(np.sqrt(noise)),
-            getattr(self, "y_scale_", None) if noise is not None else None,
-        )  # fmt: skip
-        warn_user(message, InterpolationWarning)
+        if self.interpolates_:  # the target's sd is said only beside a noise sd
+            noise = getattr(self, "noise_var_", None)
+            sd = None if noise is None else float(np.sqrt(noise))
+            what = (type(self).__name__, self.n_relevance_, n_train, self.gamma_, noise_at_bound)
+            message = interpolation_message(*what, sd, getattr(self, "y_scale_", None))
+            warn_user(message, InterpolationWarning)
 
     def _reference_fit(self, t, prior, solver: str, Phi, names, start=None, cap=None, tol=None):
         """The reference backend on the scaled problem: ``(WeightPosterior, FitInfo)``."""
@@ -500,10 +486,8 @@ class _BaseRVM(BaseEstimator):
         return "binary" if self.classes_.size == 2 else "softmax"
 
     def _starts_from_reference(self) -> bool:
-        if "initvals" in (self.sampler_kwargs or {}):  # the user's own start
-            return False
-        init = "reference" if self.init == "auto" else self.init
-        return self.method != "reference" and init == "reference"
+        own_start = "initvals" in (self.sampler_kwargs or {})
+        return self.method != "reference" and self.init in ("auto", "reference") and not own_start
 
     def _set_result(self, post) -> None:
         """Hold the posterior (data units) and set the attributes read from it."""

@@ -21,7 +21,7 @@ from rvm_pymc._core.counts import (
     mixture_logpmf,
     mixture_quantiles,
 )
-from rvm_pymc._core.validation import check_numeric
+from rvm_pymc._core.validation import check_numeric, plain_value
 from rvm_pymc.estimators._base import METHODS, SOLVERS, _BaseRVM, init_with
 from rvm_pymc.estimators._params import (
     COUNTS_CONSTRAINTS,
@@ -36,7 +36,6 @@ __all__ = [
     "RVP",
     "RVR",
     "SOLVERS",
-    "rvm_star_predict",
 ]
 
 
@@ -310,7 +309,7 @@ class RVR(RegressorMixin, _BaseRVM):
             if not return_std:
                 return F.mean(axis=0)
             return F.mean(axis=0), np.sqrt(F.var(axis=0, ddof=1) + self.noise_var_)
-        Phi = self._active_design(X)
+        Phi = self.design_matrix(X)
         mean = Phi @ self.coef_ + self.y_offset_
         if not return_std:
             return mean
@@ -379,7 +378,7 @@ n_features_in_, feature_names_in_
             check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
         if self.classes_.size < 2:
-            label = c.item() if isinstance(c := self.classes_[0], np.generic) else c
+            label = plain_value(self.classes_[0])
             raise ValueError(
                 f"RVC needs samples of at least two classes; y has 1 class ({label!r})"
             )
@@ -427,7 +426,7 @@ n_features_in_, feature_names_in_
                 p1 = expit(F).mean(axis=0)
                 return np.column_stack([1.0 - p1, p1])
             return softmax(F, axis=-1).mean(axis=0)
-        Phi = self._active_design(X)
+        Phi = self.design_matrix(X)
         draws = self.posterior_.draws
         if draws is None:
             return self._laplace().predict_proba(Phi, moderated=True)
@@ -446,15 +445,14 @@ n_features_in_, feature_names_in_
         (n_samples,), positive for ``classes_[1]``.  K classes: the centred log
         probabilities, shape (n_samples, K).
         """
-        p = np.clip(self.predict_proba(X), 1e-300, None)
-        logp = np.log(p)
+        logp = np.log(np.clip(self.predict_proba(X), 1e-300, None))
         if self.classes_.size == 2:
             return logp[:, 1] - logp[:, 0]
         return logp - logp.mean(axis=1, keepdims=True)
 
     def predict(self, X) -> np.ndarray:
         """Most probable class, as the labels given to ``fit``."""
-        proba = self.predict_proba(X)
+        proba = self.predict_proba(X)  # first: it checks that the estimator is fitted
         return self.classes_[np.argmax(proba, axis=1)]
 
 
@@ -536,7 +534,7 @@ feature_names_in_
 
     def _latent(self, X) -> tuple[np.ndarray, np.ndarray] | np.ndarray:
         """Mean and variance of the log rate (type-II), or its draws ``(n, S)`` (nuts)."""
-        Phi = self._active_design(X)
+        Phi = self.design_matrix(X)
         draws = self.posterior_.draws
         if draws is None:
             var = np.maximum(np.einsum("ij,jk,ik->i", Phi, self.sigma_, Phi), 0.0)
@@ -629,14 +627,13 @@ def rvm_star_predict(est, X, return_std: bool):
     Phi = est._design_of(est.X_train_)
     resid = est.y_train_ - est.y_offset_ - Phi @ post.mean
     sig = signal_variance(est.y_scale_**2, 1.0 / beta)
-    n_train = est.X_train_.shape[0]
-    block = max(1, BLOCK_ENTRIES // max(n_train, 1))
+    block = max(1, BLOCK_ENTRIES // max(est.X_train_.shape[0], 1))
     mean = np.empty(X.shape[0])
     var = np.empty(X.shape[0])
     for s in range(0, X.shape[0], block):
         xb = X[s : s + block]
         k_self = kernel.diag(xb)
-        m, v = augmented_predictive(
+        mean[s : s + len(xb)], var[s : s + len(xb)] = augmented_predictive(
             est._design_of(xb),
             kernel(est.X_train_, xb),
             k_self,
@@ -647,8 +644,6 @@ def rvm_star_predict(est, X, return_std: bool):
             beta,
             rvm_star_prior_var(sig, k_self),
         )
-        mean[s : s + xb.shape[0]] = m
-        var[s : s + xb.shape[0]] = v
     mean += est.y_offset_
     if not return_std:
         return mean

@@ -35,6 +35,7 @@ from rvm_pymc._core.files import (
     tree_bytes,
     write_tree,
 )
+from rvm_pymc._core.validation import plain_value
 from rvm_pymc._core.version import VERSION
 from rvm_pymc.basis import Basis, PrecomputedBasis
 from rvm_pymc.estimators._classes import RVC, RVP, RVR
@@ -42,8 +43,6 @@ from rvm_pymc.priors import HyperPrior
 from rvm_pymc.results import WeightPosterior, to_datatree
 
 __all__ = [
-    "ENGINES",
-    "FORMAT",
     "FORMAT_VERSION",
     "build_tree",
     "engine_available",
@@ -102,9 +101,7 @@ def _state(est) -> tuple[xr.Dataset, dict[str, Any]]:
     if post.is_type_ii:  # the tree holds its draws, not its Gaussian
         arrays["weight_mean"], arrays["weight_cov"] = post.mean, post.cov
     fitted: dict[str, Any] = {
-        k: (v.item() if isinstance(v, np.generic) else v)
-        for k in _FITTED
-        if (v := getattr(est, k)) is not None or k == "gamma_"
+        k: plain_value(v) for k in _FITTED if (v := getattr(est, k)) is not None or k == "gamma_"
     }
     if hasattr(est, "feature_names_in_"):
         fitted["feature_names_in_"] = [str(c) for c in est.feature_names_in_]
@@ -180,11 +177,6 @@ def _mismatch(path, why: str) -> ValueError:
     return ValueError(f"{os.fspath(path)}: the model in the file does not match: {why}")
 
 
-def _header_text(attrs: Mapping, key: str) -> str | None:
-    value = attrs.get(key)
-    return value if isinstance(value, str) else None
-
-
 CLASSES = {"RVR": RVR, "RVC": RVC, "RVP": RVP}
 
 
@@ -196,22 +188,20 @@ def load_estimator(path, expected: type | None = None):
     shown = _check_path(path)
     tree = read_tree(path)
     attrs = tree.attrs
-    if _header_text(attrs, "rvm_pymc_format") != FORMAT:
+    header = {k: v if isinstance(v := attrs.get(k), str) else None for k in _HEADER}  # texts
+    if header["rvm_pymc_format"] != FORMAT:
         raise ValueError(
             f"{shown} was not written by RVR/RVC.save (no rvm_pymc header), "
             "or its header is damaged"
         )
-    version = attrs.get("rvm_pymc_format_version")
-    if isinstance(version, np.generic):
-        version = version.item()
+    version = plain_value(attrs.get("rvm_pymc_format_version"))
     if not (isinstance(version, int | np.integer) and int(version) in READABLE_VERSIONS):
         raise ValueError(_version_message(shown, version))
     version = int(version)
-    header = {key: _header_text(attrs, key) for key in _HEADER[2:]}
-    missing = [key for key, value in header.items() if value is None]
+    missing = [key for key in _HEADER[2:] if header[key] is None]
     if missing:
         raise ValueError(f"{shown} is damaged: its header lacks {', '.join(missing)}")
-    name, params_json, fitted_json, checksum = header.values()
+    name, params_json, fitted_json, checksum = (header[key] for key in _HEADER[2:])
     with damaged_if_failing(shown, "its checksum cannot be computed"):
         digest = _digest(tree, name, params_json, fitted_json, version)
     if digest != checksum:
@@ -251,23 +241,16 @@ def _version_message(shown: str, version: Any) -> str:
     return f"{said} only: the file was saved by an older rvm_pymc; re-fit and save the model"
 
 
-def _from_version_2(state: dict, fitted: dict, method: str) -> tuple[dict, dict]:
-    """The contents of a version-2 file as version 3."""
-    state = dict(state)
-    coef, sigma = state.pop("coef_", None), state.pop("sigma_", None)
-    state.pop("alpha_", None)
-    if method != "nuts" and coef is not None:
-        state["weight_mean"], state["weight_cov"] = coef, sigma
-    return state, dict(fitted)
-
-
 def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path, version: int) -> None:
     """Set every fitted attribute of ``est`` from a file's tree and JSON scalars."""
     if STATE not in tree.children:
         raise _mismatch(path, f"it has no {STATE!r} group (the relevance vectors and scales)")
     state = {str(k): v.values for k, v in tree[STATE].to_dataset().data_vars.items()}
-    if version == 2:
-        state, fitted = _from_version_2(state, fitted, est.method)
+    if version == 2:  # a version-2 file: the weights' Gaussian under the estimator's names
+        coef, sigma = state.pop("coef_", None), state.pop("sigma_", None)
+        state.pop("alpha_", None)
+        if est.method != "nuts" and coef is not None:
+            state["weight_mean"], state["weight_cov"] = coef, sigma
     missing = [k for k in _FITTED if k not in fitted]
     missing += [k for k in _STATE_ARRAYS if k not in state]
     if missing:
@@ -281,10 +264,8 @@ def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path, version: int)
             path, f"idata_ was fitted by {idata.attrs.get('method')!r}, params say {est.method!r}"
         )
     for name in _STATE_ARRAYS:
-        arr = np.asarray(state[name])
-        if name in ("active_", "relevance_indices_"):
-            arr = arr.astype(np.intp)
-        setattr(est, name, arr)
+        index = name in ("active_", "relevance_indices_")
+        setattr(est, name, np.asarray(state[name], dtype=np.intp if index else None))
     for name in set(_OPTIONAL_ARRAYS) & set(state):
         setattr(est, name, np.asarray(state[name], dtype=float))
     for k in _FITTED:
@@ -292,10 +273,7 @@ def _restore(est, tree: xr.DataTree, fitted: dict[str, Any], path, version: int)
     if "feature_names_in_" in fitted:
         est.feature_names_in_ = np.asarray(fitted["feature_names_in_"], dtype=object)
     if "classes_" in state:
-        dtype = fitted["classes_dtype"]
-        est.classes_ = np.asarray(state["classes_"]).astype(
-            object if dtype == "object" else np.dtype(dtype)
-        )
+        est.classes_ = np.asarray(state["classes_"]).astype(fitted["classes_dtype"])
     for attr in ("cv_path_", "evidence_path_"):
         got = {k[len(attr) :]: v for k, v in state.items() if k.startswith(attr)}
         if got:
@@ -422,11 +400,8 @@ def params_to_json(params: dict[str, Any]) -> str:
         out["prior"] = {"mapping": {k: float(v) for k, v in prior.items()}}
     if params["gamma_grid"] is not None:
         out["gamma_grid"] = np.asarray(params["gamma_grid"], dtype=float).tolist()
-    rs = params["random_state"]
-    if not (rs is None or isinstance(rs, int | np.integer)):
-        out["random_state"] = None  # a Generator/RandomState: its draws are in the file
-    elif rs is not None:
-        out["random_state"] = int(rs)
+    rs = params["random_state"]  # a Generator/RandomState: None, its draws are in the file
+    out["random_state"] = int(rs) if isinstance(rs, int | np.integer) else None
     try:
         return json.dumps(out, sort_keys=True)
     except TypeError as exc:
@@ -467,9 +442,7 @@ def _canonical_attr(value: Any) -> bytes:
         except (ValueError, TypeError):  # ragged
             a = np.asarray([repr(value)])
     a = a.ravel()
-    if a.size == 0:
-        return b"e"
-    return _canonical(a)
+    return _canonical(a) if a.size else b"e"
 
 
 def _hash_field(h: Any, data: bytes) -> None:
@@ -502,9 +475,7 @@ def tree_inputs(tree: xr.DataTree, seed: int, type_ii: bool) -> dict[str, Any]:
     observed = _dataset(tree, "observed_data")
     (obs_name,) = list(observed.data_vars)
     post = _dataset(tree, "posterior")
-    classes = None
-    if "class" in observed.coords:
-        classes = [str(c) for c in observed["class"].values]
+    classes = [str(c) for c in observed["class"].values] if "class" in observed.coords else None
     stats = None
     if not type_ii:
         stats = {str(k): v.values for k, v in _dataset(tree, "sample_stats").data_vars.items()}
@@ -566,10 +537,8 @@ def compact(
     if seed is None:
         return None
     needed = ("posterior", "observed_data", "constant_data", "sample_stats", *DERIVED_GROUPS)
-    if any(g not in tree.children for g in needed) or "Phi" not in tree["constant_data"]:
-        return None
-    if set(tree.children) - {*needed}:
-        return None  # a group added by a user
+    if set(tree.children) != set(needed) or "Phi" not in tree["constant_data"]:
+        return None  # a group missing, or added by a user
     type_ii = bool(posterior.is_type_ii)
     dropped = _dropped(tree, type_ii)
     small = tree.copy()
@@ -582,14 +551,13 @@ def compact(
         return None
     if not _identical(again, tree):
         return None
-    info = {
+    return small, {
         "seed": int(seed),
         "draws": inputs["draws"],
         "chains": inputs["chains"],
         "type_ii": type_ii,
         "dropped": dropped,
     }
-    return small, info
 
 
 def load(path):

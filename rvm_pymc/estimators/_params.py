@@ -22,14 +22,10 @@ from rvm_pymc.priors import HyperPrior, resolve_prior
 
 __all__ = [
     "COUNTS_CONSTRAINTS",
-    "COUNT_LIKELIHOODS",
     "GAMMA_KERNELS",
     "INITS",
-    "MESSAGES",
     "METHODS",
-    "PARAMETERS",
     "PARAMETER_CONSTRAINTS",
-    "PREDICTIVES",
     "REGRESSOR_CONSTRAINTS",
     "SOLVERS",
     "WIDTH_KERNELS",
@@ -37,7 +33,6 @@ __all__ = [
     "backend_options",
     "check_params",
     "default_prior",
-    "default_tune",
     "validate_params",
 ]
 
@@ -120,20 +115,15 @@ _CONSTRAINTS = {name: [make_constraint(c) for c in cs] for name, cs in _ALL_CONS
 _TAKE_BOOLEANS = {name for name, cs in _ALL_CONSTRAINTS.items() if "boolean" in cs}
 
 
-def _satisfies(name: str, value: Any) -> bool:
-    if isinstance(value, bool | np.bool_) and name not in _TAKE_BOOLEANS:
-        return False
-    return any(c.is_satisfied_by(value) for c in _CONSTRAINTS[name])
-
-
 def validate_params(
     params: Mapping[str, Any], constraints: Mapping[str, list] = PARAMETER_CONSTRAINTS
 ) -> None:
     """Raise ``ValueError`` naming the first of ``params`` outside its ``constraints``."""
     for name in constraints:
         value = params[name]
-        if _satisfies(name, value):
-            continue
+        boolean = isinstance(value, bool | np.bool_) and name not in _TAKE_BOOLEANS
+        if not boolean and any(c.is_satisfied_by(value) for c in _CONSTRAINTS[name]):
+            continue  # (a boolean satisfies only "boolean")
         if name == "kernel" and isinstance(value, str):
             raise ValueError(
                 f"unknown kernel {value!r}; valid names are {list(KERNEL_NAMES)} "

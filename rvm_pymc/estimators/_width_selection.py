@@ -24,18 +24,11 @@ from rvm_pymc.models.spec import RBF_UNIT_RMS
 
 __all__ = [
     "AUTO_CV_MAX",
-    "CV_FOLDS",
-    "CV_PATH_KEYS",
     "DEFAULT_GRID",
     "DROP",
     "MARGIN",
-    "PATH_KEYS",
     "SEARCHED",
-    "STEP",
-    "WIDTH_PRIOR_SD",
     "Fitted",
-    "Width",
-    "cv_folds",
     "fit_integrated",
     "integrates_width",
     "latent_at",
@@ -43,7 +36,6 @@ __all__ = [
     "scale_gamma",
     "select_width",
     "width_prior",
-    "width_rule",
 ]
 
 SEARCHED = ("auto", "cv", "evidence")  # the values of gamma that search gamma_grid
@@ -59,8 +51,7 @@ WIDTH_PRIOR_SD = float(np.log(DEFAULT_GRID[-1] / DEFAULT_GRID[0]) / 8.0)
 
 def width_prior(X: np.ndarray) -> tuple[float, float]:
     """Mean and sd of ``gamma="integrate"``'s Normal prior of the log length scale."""
-    centre = scale_gamma(X)
-    return float(log_length_scale_of(centre)), WIDTH_PRIOR_SD
+    return float(log_length_scale_of(scale_gamma(X))), WIDTH_PRIOR_SD
 
 
 AUTO_CV_MAX = AUTO_FULL_MAX  # gamma="auto" is "cv" up to this many rows
@@ -163,7 +154,7 @@ def select_width(
     """
     rule = width_rule(gamma, X, y, classifier)
     candidates = _candidates(rule, X, grid, has_width)
-    cv_path, folds = None, None
+    cv_path = None
     if rule == "cv" and candidates[0] is not None:
         try:
             chosen = _cv_width(X, y, classifier, refit, candidates, fold_seed, run)
@@ -178,11 +169,9 @@ def select_width(
                 "cv", "best cross-validated score", g, candidates, widest=grid is not None
             )
             candidates, cv_path = [g], chosen["path"]
-            folds = (f"gamma='cv' (folds at gamma={g:.4g})", chosen["warnings"])
+            raise_again(f"gamma='cv' (folds at gamma={g:.4g})", chosen["warnings"])
     if len(candidates) > 1:
         return _evidence_width(X, design, fit, candidates, run)
-    if folds is not None:
-        raise_again(*folds)
     g = candidates[0]
     basis, Phi, scale = design(g, compress=need_reference)
     ref = fit(Phi, basis.basis_names_) if need_reference else None
@@ -332,25 +321,23 @@ def _search_fit(design, fit, idx, gamma: float, start=None, cap=None) -> dict[st
 def _search_grid(design, fit, idx, grid, run) -> list[dict]:
     """The grid's fits from its middle width outward."""
     widths = sorted(grid)
-    fits: list[dict] = []
-    fitted: dict[int, dict] = {}
+    fitted: dict[int, dict] = {}  # in the order fitted
 
     def fit_round(todo: list[int]) -> None:
         tasks = [(design, fit, idx, widths[i]) for i in todo]
         for i, (f, _) in zip(todo, run(_search_fit, tasks), strict=True):
             fitted[i] = f
-            fits.append(f)
 
     def closes(i: int, step: int) -> bool:
         if step > 0 and fitted[i]["noise_at_bound"]:
             return True
         if i == len(widths) // 2:
             return False
-        key, best = choice_key(fitted[i]), max(choice_key(f) for f in fits)
+        key, best = choice_key(fitted[i]), max(choice_key(f) for f in fitted.values())
         return key < choice_key(fitted[i - step]) and key < best - DROP
 
     _middle_out(len(widths), fit_round, closes)
-    return fits
+    return list(fitted.values())
 
 
 def _middle_out(n: int, fit_round, closes) -> None:
@@ -382,18 +369,16 @@ def _refine(design, fit, idx, fits: list[dict], k: int) -> list[dict]:
     """The refinement around the best grid width ``fits[k]``."""
     done = list(fits)
     best = fits[k]
-    made: list[dict] = []
     for _ in range(MAX_FITS):
         x = _next_width(done, best)
         if x is None:
             break
         near = min(done, key=lambda f: abs(f["x"] - x))
         start = near["reference"][0] if near["reference"] else None
-        made.append(_search_fit(design, fit, idx, float(np.exp(x)), start, REFINE_CAP))
-        done.append(made[-1])
-        if choice_key(made[-1]) > choice_key(best):
-            best = made[-1]
-    return made
+        done.append(_search_fit(design, fit, idx, float(np.exp(x)), start, REFINE_CAP))
+        if choice_key(done[-1]) > choice_key(best):
+            best = done[-1]
+    return done[len(fits) :]
 
 
 def _next_width(done: list[dict], best: dict) -> float | None:

@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike
 
 from rvm_pymc._core.validation import as_2d_float, check_positive, is_real
 
-__all__ = ["Constant", "Kernel", "Product", "Sum", "check_finite_matrix"]
+__all__ = ["Constant", "Kernel", "Product", "Sum"]
 
 
 def check_finite_matrix(M: np.ndarray, what: str) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from rvm_pymc.plotting._common import fit_colors, pyplot
+from rvm_pymc.plotting._common import fit_colors, new_axes, pyplot
 
 __all__ = ["plot_evidence_vs_cv", "plot_solver_trace"]
 
@@ -169,14 +169,11 @@ def plot_evidence_vs_cv(
     order = np.argsort(path["gamma"])
     path = {k: v[order] for k, v in path.items()}
     g = path["gamma"]
-    if ax is None:
-        _, ax = pyplot().subplots(figsize=(7.0, 4.5))
+    ax = new_axes(ax, figsize=(7.0, 4.5))
     c_ev, c_cv = colors
-    handles = []
     best = int(np.nanargmax(path["log_evidence"]))
-    (h,) = ax.plot(g, path["log_evidence"], "o-", color=c_ev,
-                   label=f"log evidence (best gamma {g[best]:.3g})")  # fmt: skip
-    handles.append(h)
+    handles = ax.plot(g, path["log_evidence"], "o-", color=c_ev,
+                      label=f"log evidence (best gamma {g[best]:.3g})")  # fmt: skip
     if mark_best:
         ax.plot(g[best], path["log_evidence"][best], "*", ms=15, color=c_ev, label="_nolegend_")
         ax.axvline(g[best], color=c_ev, ls=":", lw=1)

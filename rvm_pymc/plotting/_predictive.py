@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
+from rvm_pymc._core.predictive import Predictive
 from rvm_pymc.plotting._common import (
     as_fits,
     check_fits_features,
@@ -239,11 +240,9 @@ def plot_regression_1d(
     x_grid, mean, std = x_grid[order], mean[order], std[order]
     ax = new_axes(ax)
     n_prev = sum(1 for ln in ax.get_lines() if getattr(ln, "_rvm_fit", False))
-    if color is None:
-        color = f"C{n_prev % 10}"
+    color = f"C{n_prev % 10}" if color is None else color
     rv = np.asarray(relevance_idx, dtype=int).reshape(-1)
-    if label is None:
-        label = f"predictive mean ± 2 sd ({rv.size} RVs)"
+    label = f"predictive mean ± 2 sd ({rv.size} RVs)" if label is None else label
     p2 = float(2.0 * norm.cdf(2.0) - 1.0)  # the +/- 2 sd band
     edges = _gaussian_edges(mean, std, [p2])
     line = _draw_band_and_mean(ax, x_grid, mean, edges, color, label, n_prev)
@@ -264,15 +263,7 @@ def plot_regression_1d(
 
 def _codes(est, y, what: str) -> np.ndarray:
     """Labels as codes ``0..K-1`` of ``est.classes_``; ValueError for an unknown label."""
-    y = np.asarray(y).reshape(-1)
-    classes = est.classes_
-    codes = np.searchsorted(classes, y)
-    codes = np.clip(codes, 0, classes.size - 1)
-    bad = classes[codes] != y
-    if np.any(bad):
-        raise ValueError(f"{what} has labels not among the classes {classes.tolist()}: "
-                         f"{np.unique(y[bad]).tolist()[:5]}")  # fmt: skip
-    return codes
+    return Predictive(classes=est.classes_).class_index(np.asarray(y).reshape(-1), what)
 
 
 def _same_classes(fits) -> np.ndarray:

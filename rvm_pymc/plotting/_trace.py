@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["TRACE_TOP", "diagnostic_tree", "plot_trace", "trace_selection"]
+__all__ = ["diagnostic_tree", "plot_trace", "trace_selection"]
 
 TRACE_TOP = 8
 """Default number of bases :func:`trace_selection` keeps."""

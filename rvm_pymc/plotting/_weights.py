@@ -143,8 +143,7 @@ def _intervals(est, bases: list[str], ci_prob: float):
     tree = est.idata_
     var = "W" if "W" in tree["posterior"] else "w"
     coords = {"basis": bases}
-    w = tree["posterior"][var].sel(coords)
-    mean = w.mean(("chain", "draw")).values
+    mean = tree["posterior"][var].sel(coords).mean(("chain", "draw")).values
     inner = az.eti(tree, prob=0.5, var_names=[var], coords=coords)[var]
     outer = az.eti(tree, prob=ci_prob, var_names=[var], coords=coords)[var]
     return mean.reshape(-1), np.reshape(inner.values, (-1, 2)), np.reshape(outer.values, (-1, 2))
@@ -207,17 +206,11 @@ def plot_weights_forest(
     cols = fit_colors(list(fits), colors)
     labels = dict(labels or {})
     n_fit = len(fits)
-    rows: list[str] | None = None
-    ax_new = ax is None
+    first = next(iter(fits.values()))
+    rows = list(bases) if n_class == 1 else [f"{b}[{c}]" for b in bases for c in first.classes_]
+    ax = new_axes(ax, figsize=(7.0, max(3.0, 0.35 * len(rows) * n_fit + 1.0)))
     for k, (name, est) in enumerate(fits.items()):
         have = [b for b in bases if b in set(map(str, est.posterior_.basis_names))]
-        if rows is None:
-            if n_class == 1:
-                rows = list(bases)
-            else:
-                rows = [f"{b}[{c}]" for b in bases for c in est.classes_]
-            if ax_new:
-                ax = new_axes(None, figsize=(7.0, max(3.0, 0.35 * len(rows) * n_fit + 1.0)))
         c = cols[name]
         dy = _dodge(k, n_fit, width=0.5)
         if have:
