@@ -51,7 +51,8 @@ WIDTH_PRIOR_SD = float(np.log(DEFAULT_GRID[-1] / DEFAULT_GRID[0]) / 8.0)
 
 def width_prior(X: np.ndarray) -> tuple[float, float]:
     """Mean and sd of ``gamma="integrate"``'s Normal prior of the log length scale."""
-    return float(log_length_scale_of(scale_gamma(X))), WIDTH_PRIOR_SD
+    centre = scale_gamma(X)
+    return float(log_length_scale_of(centre)), WIDTH_PRIOR_SD
 
 
 AUTO_CV_MAX = AUTO_FULL_MAX  # gamma="auto" is "cv" up to this many rows
