@@ -88,8 +88,14 @@ class HyperPrior:
         return f"HyperPrior(a={self.a!r}, b={self.b!r}, c={self.c!r}, d={self.d!r}{slab})"
 
     def __post_init__(self) -> None:
-        if self.slab is not None:
-            object.__setattr__(self, "slab", check_positive(self.slab, "slab"))
+        if self.slab is not None:  # its messages say that None (no slab) is allowed
+            try:
+                s = float(self.slab)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"slab must be a number or None; got {self.slab!r}") from exc
+            if not (np.isfinite(s) and s > 0):
+                raise ValueError(f"slab must be finite and > 0 (or None); got {self.slab!r}")
+            object.__setattr__(self, "slab", s)
         for name in ("a", "b", "c", "d"):
             value = check_positive(
                 getattr(self, name), f"hyperprior parameter {name}", allow_zero=True

@@ -510,7 +510,7 @@ def _level_text(value) -> str:
     try:
         number = float(value)
     except ValueError:  # text that is no number
-        return value
+        return str(value)
     if np.isfinite(number) and number == int(number):
         return str(int(number))
     return str(number)
