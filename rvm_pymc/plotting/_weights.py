@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,13 @@ def _top_bases(fits: dict[str, Any], full: dict[str, list[str]], top: int | None
             best[n] = min(best.get(n, r), r)
     picked = sorted(best, key=lambda n: (best[n], every.index(n)))[:top]
     return ordered_union([picked])
+
+
+def _check_known(bases: list[str], names: Iterable[Sequence[str]]) -> None:
+    """Refuse the ``bases`` among none of the fits' basis ``names``."""
+    unknown = sorted(set(bases) - set().union(*map(set, names)))
+    if unknown:
+        raise ValueError(f"bases {unknown} are in none of the fits")
 
 
 def plot_log_alpha(
@@ -90,9 +97,7 @@ def plot_log_alpha(
         bases = _top_bases(fits, full, top)
     else:
         bases = [str(b) for b in bases]
-        unknown = sorted(set(bases) - set().union(*map(set, full.values())))
-        if unknown:
-            raise ValueError(f"bases {unknown} are in none of the fits")
+        _check_known(bases, full.values())
     if not bases:
         raise ValueError("no basis to show")
     pos = {b: i for i, b in enumerate(bases)}
@@ -189,10 +194,7 @@ def plot_weights_forest(
     bases = [str(b) for b in bases]
     if not bases:
         raise ValueError("no relevant basis in any fit: give bases=")
-    everywhere = set().union(*(set(full_basis_names(e)) for e in fits.values()))
-    unknown = sorted(set(bases) - everywhere)
-    if unknown:
-        raise ValueError(f"bases {unknown} are in none of the fits")
+    _check_known(bases, (full_basis_names(e) for e in fits.values()))
     n_classes = {1 if e.posterior_.kind != "softmax" else e.classes_.size for e in fits.values()}
     if len(n_classes) > 1:
         raise ValueError(
