@@ -236,9 +236,12 @@ def _why_not(directory: str, exc: OSError) -> str:
 
 
 def _probe(option: str, directory: str, base: str, creating: str) -> None:
-    """UsageError (naming ``creating``) unless a file can be created in ``directory``."""
+    """UsageError (naming ``creating``) unless a file can be created in ``directory``, which
+    must exist."""
     from rvm_pymc._core import files
 
+    if not os.path.isdir(directory):
+        raise UsageError(f"argument {option}: the directory {directory} does not exist")
     try:
         probe = files.temporary_file(directory, base)
     except OSError as exc:
@@ -264,8 +267,6 @@ def check_output_file(option: str, path: str, *, image: bool = False) -> None:
     directory = os.path.dirname(target)
     if os.path.isdir(target):
         raise UsageError(f"argument {option}: {path} is a directory")
-    if not os.path.isdir(directory):
-        raise UsageError(f"argument {option}: the directory {directory} does not exist")
     _probe(option, directory, os.path.basename(target), path)
     if os.path.exists(target) and not os.access(target, os.W_OK):
         raise UsageError(f"argument {option}: {path} exists and is not writable")
@@ -282,8 +283,6 @@ def check_output_dir(option: str, path: str) -> None:
     parent = os.path.dirname(target)
     if os.path.exists(parent) and not os.path.isdir(parent):
         raise UsageError(f"argument {option}: {parent} is a file, not a directory")
-    if not os.path.isdir(parent):
-        raise UsageError(f"argument {option}: the directory {parent} does not exist")
     _probe(option, parent, os.path.basename(target), path)
 
 
