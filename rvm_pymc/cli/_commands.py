@@ -131,8 +131,11 @@ def _estimator_params(args: argparse.Namespace, task: str, methods) -> dict[str,
 def _nuts_params(methods, jobs: int = 1) -> dict[str, Any]:
     """``method_params`` of a NUTS fit among ``methods``: PyMC's own NUTS, which the stopping
     rule of ``draws=None`` and plain progress lines need."""
-    sampler = {"progressbar": nuts_progress(jobs), "nuts_sampler": "pymc"}
-    return {"nuts": {"sampler_kwargs": sampler}} if "nuts" in methods else {}
+    if "nuts" not in methods:
+        return {}
+    return {
+        "nuts": {"sampler_kwargs": {"progressbar": nuts_progress(jobs), "nuts_sampler": "pymc"}}
+    }
 
 
 def check_data_arguments(args: argparse.Namespace) -> None:
