@@ -100,7 +100,10 @@ def nutpie_fit(compiled, seed: int, poll: float, max_draws: int = 6000) -> dict:
             time.sleep(poll)
             trace = run.inspect()
             post = trace.posterior
-            done = min(int(np.isfinite(post["log_beta"].values[c]).sum()) for c in range(2))
+            done = min(
+                int(np.isfinite(post["log_beta"].values[c]).sum())
+                for c in range(post.sizes["chain"])
+            )
             while k <= done:
                 d = sampling_diagnostics({v: post[v].values[:, :k] for v in CHECKED})
                 div = int(np.asarray(trace.sample_stats["diverging"].values)[:, :k].sum())
