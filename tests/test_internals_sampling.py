@@ -464,41 +464,46 @@ def test_the_rule_checks_what_the_fit_reports(which):
 @pytest.mark.filterwarnings(  # PyMC forks a process per chain
     "ignore:This process .* is multi-threaded, use of fork:DeprecationWarning"
 )
-def test_another_sampler_refuses_to_stop_and_runs_the_whole_length_otherwise():
-    """nutpie and numpyro take no callback: until_converged=True is refused, naming what
-    to pass instead; None runs their whole length without a rule."""
+def test_numpyro_refuses_to_stop_and_runs_the_whole_length_otherwise():
+    """numpyro's draws cannot be read while it runs: until_converged=True is refused, naming
+    what to pass instead; None runs its whole length without a rule.  nutpie stops."""
     model, _, _ = _models()["binary"]
     spec = model_spec(model)
-    for sampler in ("nutpie", "numpyro"):
-        with pytest.raises(ValueError, match=f"until_converged=True .*{sampler!r}.* until_conv"):
-            _resolve_sampler(sampler, {}, stops=True)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            assert stop_rule(model, spec, NutsRun(until_converged=None), sampler, False) is None
+    with pytest.raises(ValueError, match=r"until_converged=True .*'numpyro'.* until_conv"):
+        _resolve_sampler("numpyro", {}, stops=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert stop_rule(model, spec, NutsRun(until_converged=None), "numpyro", False) is None
+    assert stop_rule(model, spec, NutsRun(until_converged=None), "nutpie", False) is not None
 
 
 @pytest.mark.filterwarnings(  # PyMC forks a process per chain
     "ignore:This process .* is multi-threaded, use of fork:DeprecationWarning"
 )
-def test_the_default_sampler_is_pymc_when_the_run_stops(monkeypatch):
-    """With numpyro and nutpie "installed", nuts_sampler=None picks one of them unless the
-    run stops once converged, which only PyMC's sampler can."""
+def test_the_default_sampler_of_a_run_that_stops_is_one_that_can(monkeypatch):
+    """With numpyro and nutpie "installed", nuts_sampler=None picks one of them; a run that
+    stops once converged takes nutpie (numpyro cannot stop), or PyMC's without nutpie."""
     from rvm_pymc.inference import _nuts
 
     found = object()
     monkeypatch.setattr(_nuts.importlib.util, "find_spec", lambda name: found)
     assert _resolve_sampler(None, {}) == "numpyro"
     assert _resolve_sampler(None, {}, n_bases=300) == "nutpie"
+    assert _resolve_sampler(None, {}, stops=True) == "nutpie"
+    assert _resolve_sampler(None, {}, n_bases=300, stops=True) == "nutpie"
+    assert _resolve_sampler(None, {}, stops=True, swaps=True) == "pymc"
+    monkeypatch.setattr(
+        _nuts.importlib.util, "find_spec", lambda name: None if name == "nutpie" else found
+    )
     assert _resolve_sampler(None, {}, stops=True) == "pymc"
-    assert _resolve_sampler(None, {}, n_bases=300, stops=True) == "pymc"
 
 
 @pytest.mark.filterwarnings(  # PyMC forks a process per chain
     "ignore:This process .* is multi-threaded, use of fork:DeprecationWarning"
 )
-@pytest.mark.parametrize("sampler", ["numpyro", "nutpie"])
-def test_the_estimators_refuse_draws_none_with_a_sampler_that_cannot_stop(sampler):
+def test_the_estimators_refuse_draws_none_with_a_sampler_that_cannot_stop():
     """Refused by the parameter checks, before any fitting, whether or not it is installed."""
+    sampler = "numpyro"
     X, t = np.linspace(0, 1, 8)[:, None], np.arange(8.0)
     est = RVR(method="nuts", gamma=1.0, sampler_kwargs={"nuts_sampler": sampler})
     with pytest.raises(ValueError, match=f"draws=None stops NUTS.*{sampler!r}.*number of draws"):
@@ -600,6 +605,125 @@ def test_a_stopped_run_is_the_start_of_the_whole_run(sinc, stopped):
     cut = post.isel(draw=slice(0, early.sizes["draw"]))
     for name in ("w", "log_alpha", "log_beta"):
         np.testing.assert_array_equal(cut[name].values, early[name].values)
+
+
+class _Nutpie:
+    """A stand-in for nutpie's background sampler: each read shows the next of ``reads``
+    (draws done by each chain); a shorter chain's float draws are NaN, as nutpie pads."""
+
+    def __init__(self, x: np.ndarray, reads, diverging=None, fail_at=None) -> None:
+        self.x, self.reads, self.at, self.fail_at = x, list(reads), -1, fail_at
+        self.diverging = np.zeros(x.shape[:2], bool) if diverging is None else diverging
+        self.calls: list[str] = []
+
+    def _tree(self, done) -> xr.DataTree:
+        x = self.x[:, : max(done)].copy()
+        for c, n in enumerate(done):
+            x[c, n:] = np.nan
+        post = xr.Dataset({"x": (("chain", "draw", "x_dim_0"), x)})
+        stats = xr.Dataset({"diverging": (("chain", "draw"), self.diverging[:, : max(done)])})
+        return xr.DataTree.from_dict({"posterior": post, "sample_stats": stats})
+
+    @property
+    def is_finished(self) -> bool:
+        if self.at + 1 < len(self.reads):
+            raise TimeoutError("Timeout while waiting for sampler to finish")  # as nutpie 0.16
+        return True
+
+    def inspect(self) -> xr.DataTree:
+        self.at = min(self.at + 1, len(self.reads) - 1)
+        self.calls.append("inspect")
+        if self.at == self.fail_at:
+            raise KeyboardInterrupt
+        return self._tree(self.reads[self.at])
+
+    def abort(self) -> xr.DataTree:
+        self.calls.append("abort")
+        return self._tree(self.reads[self.at])
+
+    def wait(self) -> xr.DataTree:
+        self.calls.append("wait")
+        return self._tree(self.reads[-1])
+
+    def cancel(self) -> None:
+        self.calls.append("cancel")
+
+
+def _read_nutpie(sampler: _Nutpie, rule, monkeypatch) -> xr.DataTree:
+    from rvm_pymc.inference import _nutpie
+
+    naps = []
+    monkeypatch.setattr(_nutpie.time, "sleep", naps.append)
+    try:
+        return _nutpie._read_until_converged(sampler, rule, poll=0.25)
+    finally:
+        assert set(naps) <= {0.25}
+
+
+def test_nutpie_is_read_until_a_checkpoint_every_chain_has_reached_passes(monkeypatch):
+    """nutpie's run is cut at the first passing checkpoint, on exactly the draws kept,
+    checked only once both chains had them (not at 530 draws of the faster one)."""
+    x = np.random.default_rng(0).standard_normal((2, DRAWS, 3))
+    sampler = _Nutpie(x, [(0, 0), (120, 100), (480, 530), (700, 650), (900, 880)])
+    rule = _rule()
+    tree = _read_nutpie(sampler, rule, monkeypatch)
+    assert sampler.calls == ["inspect"] * 4 + ["abort"]
+    assert rule.stopped_at == FIRST_CHECK
+    np.testing.assert_array_equal(tree["posterior"]["x"].values, x[:, :FIRST_CHECK])
+    assert tree["sample_stats"].sizes["draw"] == FIRST_CHECK
+    direct = sampling_diagnostics(xr.Dataset({"x": (("chain", "draw", "d"), x[:, :FIRST_CHECK])}))
+    assert rule.checks == [(FIRST_CHECK, direct)]
+
+
+def test_nutpie_never_passing_runs_to_the_end_and_counts_divergences_to_the_checkpoint(
+    monkeypatch,
+):
+    """Chains that disagree are checked at every checkpoint (one read may reach several)
+    and run their whole length; a divergence after a checkpoint does not count there."""
+    x = np.random.default_rng(1).standard_normal((2, DRAWS, 3))
+    x[1] += 0.5
+    div = np.zeros((2, DRAWS), bool)
+    div[0, FIRST_CHECK] = True  # the 501st draw
+    reads = [(300, 200), (1100, 1000), (DRAWS, 1500), (DRAWS, DRAWS)]
+    sampler = _Nutpie(x, reads, diverging=div)
+    rule = _rule()
+    tree = _read_nutpie(sampler, rule, monkeypatch)
+    assert sampler.calls == ["inspect"] * 4 + ["wait"]
+    assert rule.stopped_at is None and tree["posterior"].sizes["draw"] == DRAWS
+    assert [k for k, _ in rule.checks] == list(range(FIRST_CHECK, DRAWS, CHECK_EVERY))
+    assert [d["n_divergent"] for _, d in rule.checks] == [0] + [1] * (len(rule.checks) - 1)
+
+
+def test_a_ctrl_c_while_nutpie_is_read_ends_its_threads(monkeypatch):
+    x = np.random.default_rng(2).standard_normal((2, DRAWS, 3))
+    sampler = _Nutpie(x, [(0, 0), (100, 100), (300, 300)], fail_at=1)
+    with pytest.raises(KeyboardInterrupt):
+        _read_nutpie(sampler, _rule(), monkeypatch)
+    assert sampler.calls == ["inspect", "inspect", "cancel"]
+
+
+@pytest.fixture(scope="module")
+def nutpie_stopped(sinc):
+    pytest.importorskip("nutpie")
+    return _fit(sinc, sampler_kwargs={"nuts_sampler": "nutpie"})
+
+
+@pytest.mark.filterwarnings("ignore::rvm_pymc.SamplingWarning")
+def test_nutpie_stops_when_converged_at_the_start_of_its_whole_run(sinc, nutpie_stopped):
+    """The estimators' nutpie fit stops as PyMC's does, keeping the first draws of the run
+    that pm.sample(nuts_sampler="nutpie") makes at the same seed."""
+    attrs, post = nutpie_stopped.idata_.attrs, nutpie_stopped.idata_["posterior"]
+    kept = post.sizes["draw"]
+    assert attrs["sampler"] == "nutpie" and nutpie_stopped.converged_
+    assert kept < 2000 and (kept - FIRST_CHECK) % CHECK_EVERY == 0
+    assert attrs["max_draws"] == 2000
+    assert attrs["convergence_checks"] == (kept - FIRST_CHECK) // CHECK_EVERY + 1
+    assert nutpie_stopped.idata_["sample_stats"].sizes["draw"] == kept
+    whole = {"nuts_sampler": "nutpie", "until_converged": False}
+    fixed = _fit(sinc, draws=kept, sampler_kwargs=whole)
+    assert "max_draws" not in fixed.idata_.attrs
+    for name in ("w", "log_alpha", "log_beta"):
+        np.testing.assert_array_equal(post[name].values, fixed.idata_["posterior"][name].values)
 
 
 @pytest.mark.filterwarnings(  # PyMC forks a process per chain
@@ -1181,7 +1305,8 @@ def test_swaps_seed_the_chains_starts_as_pm_sample_seeds_nuts_alone(monkeypatch)
     model = _three_bases()
     monkeypatch.setattr(mcmc, "init_nuts", spy)
     with model, pytest.raises(_Stop_basis_swap):
-        pm.sample(chains=2, random_seed=5, progressbar=False)
+        # PyMC's own NUTS: with nutpie installed, pm.sample's default is nutpie
+        pm.sample(chains=2, random_seed=5, progressbar=False, nuts_sampler="pymc")
     monkeypatch.setattr(pm, "init_nuts", spy)
     with pytest.raises(_Stop_basis_swap):
         _swap.nuts_with_swaps(

@@ -21,7 +21,8 @@ from rvm_pymc._core.parallel import default_cores
 from rvm_pymc._core.progress import PLAIN_PROGRESS, DrawLines, note_once
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc.exceptions import PriorWarning, SamplingWarning, warn_user
-from rvm_pymc.inference._options import NutsRun, check_stopping
+from rvm_pymc.inference._nutpie import nutpie_until_converged
+from rvm_pymc.inference._options import STOPPING_SAMPLERS, NutsRun, check_stopping
 from rvm_pymc.inference._stop import STOP_ATTRS, recorded_names, stop_rule
 from rvm_pymc.inference._swap import nuts_with_swaps
 from rvm_pymc.inference._user_models import (
@@ -123,11 +124,13 @@ def _resolve_sampler(
     stops: bool = False,
 ) -> str:
     """The NUTS backend: ``nuts_sampler``, or for None the default (``n_bases``: of a collapsed
-    model, else 0); PyMC's when the run needs its per-draw callback."""
+    model, else 0); one that can stop for ``stops``; PyMC's when the run needs its per-draw
+    callback."""
     if nuts_sampler is None:
         order = DEFAULT_SAMPLERS[::-1] if n_bases > JAX_COLLAPSED_MAX_BASES else DEFAULT_SAMPLERS
+        order = [n for n in order if n in STOPPING_SAMPLERS] if stops else order
         installed = [n for n in order if importlib.util.find_spec(n)]
-        pymc_only = compile_kwargs or lines or swaps or stops
+        pymc_only = compile_kwargs or lines or swaps
         nuts_sampler = "pymc" if pymc_only or not installed else installed[0]
     if nuts_sampler not in SAMPLERS:
         raise ValueError(f"nuts_sampler must be one of {SAMPLERS} or None; got {nuts_sampler!r}")
@@ -281,18 +284,21 @@ def pymc_sample(
             if built is not None:  # NUTS is built: PyMC takes no target_accept beside it
                 start = {"initvals": built[0], "step": built[1], "random_seed": run.random_seed}
         cores = default_cores(run.chains) if run.cores is None else run.cores
-        tree = pm.sample(
-            draws=run.draws,
-            tune=run.tune,
-            chains=run.chains,
-            cores=cores,
-            nuts_sampler=sampler,
-            progressbar=False if plain else run.progressbar,
-            compute_convergence_checks=False,
-            compile_kwargs=ck or None,
-            **start,
-            **({} if callback is None else {"callback": callback}),
-        )
+        if sampler == "nutpie" and stop is not None:
+            tree = nutpie_until_converged(sample_model, run, stop, cores=cores)
+        else:
+            tree = pm.sample(
+                draws=run.draws,
+                tune=run.tune,
+                chains=run.chains,
+                cores=cores,
+                nuts_sampler=sampler,
+                progressbar=False if plain else run.progressbar,
+                compute_convergence_checks=False,
+                compile_kwargs=ck or None,
+                **start,
+                **({} if callback is None else {"callback": callback}),
+            )
     if stop is not None:
         stop.report(tree)
     return tree

@@ -19,6 +19,7 @@ from rvm_pymc.models import PARAMETRIZATIONS
 __all__ = [
     "MAP_KEYS",
     "NUTS_KEYS",
+    "STOPPING_SAMPLERS",
     "NutsRun",
     "check_probability",
     "check_sampler_kwargs",
@@ -59,9 +60,10 @@ class NutsRun:
         As in ``pm.sample`` (draws and chains at least 1, and at least two draws in all).
     nuts_sampler : {"pymc", "nutpie", "numpyro"} or None
         None: numpyro, else nutpie, when installed (nutpie first for a collapsed sampler
-        of more than 200 bases), else PyMC's NUTS; PyMC's whenever ``compile_kwargs``,
-        plain progress lines, basis swaps or ``until_converged=True`` need it.  An
-        uninstalled choice raises ImportError.
+        of more than 200 bases), else PyMC's NUTS; nutpie, else PyMC's, when
+        ``until_converged=True`` (numpyro cannot be stopped); PyMC's whenever
+        ``compile_kwargs``, plain progress lines or basis swaps need it.  An uninstalled
+        choice raises ImportError.
     target_accept : float
         Target acceptance rate of the step-size adaptation, in (0, 1).
     random_seed : int, sequence or None
@@ -87,8 +89,8 @@ class NutsRun:
         True: ``draws`` is the most a chain takes; sampling stops at the first
         checkpoint (500 draws a chain after tuning, then every 250) whose draws pass the
         convergence standard, keeping exactly those (:mod:`rvm_pymc.inference._stop`;
-        PyMC's sampler only, nutpie or numpyro raise ValueError).  None: the same where
-        PyMC's sampler runs.  False, or one chain: the whole ``draws``.
+        PyMC's sampler and nutpie; numpyro raises ValueError).  None: the same where
+        PyMC's sampler or nutpie runs.  False, or one chain: the whole ``draws``.
     """
 
     draws: int = defaults.DRAWS
@@ -168,13 +170,20 @@ _CLASSIFIER_KINDS = ("classifier", "poisson")
 """``kind`` values (the estimators' RVC and RVP) that refuse the collapsed sampler."""
 
 
+STOPPING_SAMPLERS = ("pymc", "nutpie")
+"""The NUTS backends that ``until_converged`` can stop: PyMC's (a callback after every draw)
+and nutpie (its background sampler, read while it runs)."""
+
+
 def check_stopping(nuts_sampler: str | None, given: str, instead: str) -> None:
-    """ValueError unless ``nuts_sampler`` can stop once converged (PyMC's, or None)."""
-    if nuts_sampler not in (None, "pymc"):
+    """ValueError unless ``nuts_sampler`` can stop once converged (None, or one of
+    :data:`STOPPING_SAMPLERS`)."""
+    if nuts_sampler is not None and nuts_sampler not in STOPPING_SAMPLERS:
         raise ValueError(
-            f"{given} stops NUTS once converged, which needs PyMC's sampler (it calls back "
-            f"after every draw); nuts_sampler={nuts_sampler!r} takes no callback: pass "
-            f"{instead} to run a fixed length with {nuts_sampler}, or nuts_sampler='pymc'"
+            f"{given} stops NUTS once converged, which needs PyMC's sampler or nutpie (their "
+            f"draws can be read while they run); nuts_sampler={nuts_sampler!r} cannot be "
+            f"stopped: pass {instead} to run a fixed length with {nuts_sampler}, or "
+            "nuts_sampler='pymc' or 'nutpie'"
         )
 
 

@@ -1,10 +1,13 @@
-"""Stop PyMC's NUTS once its draws pass the convergence standard (``until_converged``).
+"""Stop NUTS once its draws pass the convergence standard (``until_converged``).
 
-:class:`StopWhenConverged`, a ``pm.sample`` callback, checks the first ``k`` draws of
-every chain at each checkpoint ``k`` (:data:`~rvm_pymc.inference.defaults.FIRST_CHECK`,
-then every :data:`~rvm_pymc.inference.defaults.CHECK_EVERY`); at the first that passes it
-cuts every chain to ``k`` draws and raises :class:`Converged`, on which PyMC ends every
-chain.  The checkpoints depend on the draws alone, not on how the chains run.
+:class:`StopWhenConverged` checks the first ``k`` draws of every chain at each checkpoint
+``k`` (:data:`~rvm_pymc.inference.defaults.FIRST_CHECK`, then every
+:data:`~rvm_pymc.inference.defaults.CHECK_EVERY`).  As a ``pm.sample`` callback, at the
+first that passes it cuts every chain to ``k`` draws and raises :class:`Converged`, on which
+PyMC ends every chain; nutpie's run is read and cut by
+:func:`~rvm_pymc.inference._nutpie.nutpie_until_converged` through :meth:`~StopWhenConverged.due`
+and :meth:`~StopWhenConverged.passes`.  The checkpoints depend on the draws alone, not on
+how the chains run.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import numpy as np
 
 from rvm_pymc._core.convergence import passes_checks, sampling_diagnostics
 from rvm_pymc._core.progress import log
+from rvm_pymc.inference._options import STOPPING_SAMPLERS
 from rvm_pymc.inference._user_models import extra_free
 from rvm_pymc.inference.defaults import CHECK_EVERY, FIRST_CHECK
 
@@ -37,7 +41,8 @@ class Converged(KeyboardInterrupt):
 
 
 class StopWhenConverged:
-    """A ``pm.sample`` callback ending sampling at the first checkpoint that passes."""
+    """The stopping rule; called as a ``pm.sample`` callback, it ends sampling at the first
+    checkpoint that passes."""
 
     def __init__(
         self,
@@ -66,15 +71,10 @@ class StopWhenConverged:
 
     def __call__(self, trace: Any, draw: Any) -> None:
         self.traces[int(draw.chain)] = trace
-        if draw.tuning or len(self.traces) < self.chains or self.next >= self.draws:
+        if draw.tuning or len(self.traces) < self.chains:
             return
-        if min(len(t) for t in self.traces.values()) - self.tune < self.next:
-            return
-        k, self.next = self.next, self.next + self.every
-        diag = self.diagnostics(k)
-        self.checks.append((k, diag))
-        if passes_checks(diag, self.rhat_threshold, self.min_ess):
-            self.stopped_at = k
+        k = self.due(min(len(t) for t in self.traces.values()) - self.tune)
+        if k is not None and self.passes(k, *self._pymc_draws(k)):
             for t in self.traces.values():  # keep each chain's first tune + k iterations
                 if not hasattr(t, "draw_idx"):
                     raise RuntimeError(
@@ -101,21 +101,39 @@ class StopWhenConverged:
             diag["min_ess_tail"],
         )
 
-    def diagnostics(self, k: int) -> dict[str, float]:
-        """The diagnostics of each chain's first ``k`` draws (as the fit reports them)."""
+    def due(self, done: int) -> int | None:
+        """The next checkpoint, once every chain has ``done`` draws after tuning; None
+        before it, or when no checkpoint is left before ``draws``."""
+        if self.next >= self.draws or done < self.next:
+            return None
+        k, self.next = self.next, self.next + self.every
+        return k
+
+    def passes(self, k: int, values: dict[str, np.ndarray], n_div: int) -> bool:
+        """Check checkpoint ``k`` on ``values``, each ``(chain, k, ...)`` draws as the
+        sampler records them, and ``n_div`` divergences among them; True if it passes."""
+        if self.report_draws is not None:
+            values = self.report_draws(values)
+        diag = sampling_diagnostics(values, n_div)
+        self.checks.append((k, diag))
+        ok = passes_checks(diag, self.rhat_threshold, self.min_ess)
+        if ok:
+            self.stopped_at = k
+        return ok
+
+    def _pymc_draws(self, k: int) -> tuple[dict[str, np.ndarray], int]:
+        """Each PyMC chain's first ``k`` draws after tuning, and their divergences."""
         chains = [self.traces[c] for c in sorted(self.traces)]
         values = {
             name: np.stack([t.get_values(name, burn=self.tune)[:k] for t in chains])
             for name in self.names
         }
-        if self.report_draws is not None:
-            values = self.report_draws(values)
         n_div = sum(
             int(np.sum(t.get_sampler_stats("diverging", burn=self.tune)[:k]))
             for t in chains
             if "diverging" in t.stat_names
         )
-        return sampling_diagnostics(values, n_div)
+        return values, n_div
 
 
 CHECKED = ("log_alpha", "log_beta", "log_length_scale", "log_dispersion")
@@ -129,9 +147,10 @@ def recorded_names(spec, collapsed: bool) -> list[str]:
 
 def stop_rule(model, spec, run, sampler: str, collapsed: bool, report=None):
     """The :class:`StopWhenConverged` of ``run``, or None (``until_converged=False``, one chain,
-    not PyMC's sampler); it checks :func:`recorded_names` (else every free variable) and the
-    user's own free variables, as ``report`` maps them."""
-    if run.until_converged is False or run.chains < 2 or sampler != "pymc":
+    a sampler not among :data:`~rvm_pymc.inference._options.STOPPING_SAMPLERS`); it checks
+    :func:`recorded_names` (else every free variable) and the user's own free variables, as
+    ``report`` maps them."""
+    if run.until_converged is False or run.chains < 2 or sampler not in STOPPING_SAMPLERS:
         return None
     names = [n for n in recorded_names(spec, collapsed) if n in model.named_vars]
     if not any(n in CHECKED for n in names):
