@@ -35,6 +35,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -49,7 +50,8 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 QUICK = {"regression": ("mcycle", "cars", "hills"), "classification": ("crabs",)}
 TIMING_SET = "boston"
 COLUMNS = (
-    "set kind N d wall draws rhat ess_bulk ess_tail divergent converged_ ok gamma_rel gamma_5_95"
+    "set kind sampler N d wall draws rhat ess_bulk ess_tail divergent converged_ ok gamma_rel "
+    "gamma_5_95"
 )
 
 
@@ -120,6 +122,7 @@ def run(name: str, kind: str, max_n: int, seed: int, target_accept=None, tune=No
         "seed": seed,
         "target_accept": _effective(kind, target_accept),
         "tune": _effective_tune(kind, tune),
+        "sampler": est.idata_.attrs["sampler"],
         "source": source_state(),
         "load": load_average(),
         **d,
@@ -145,6 +148,7 @@ def timing(max_n: int = 150, seed: int = 0, target_accept=None, tune=None) -> di
         "converged_": bool(est.converged_),
         "target_accept": _effective("regression", target_accept),
         "tune": _effective_tune("regression", tune),
+        "sampler": est.idata_.attrs["sampler"],
         "source": source_state(),
         "load": load_average(),
         **diagnose(est),
@@ -183,6 +187,8 @@ def main(argv=None) -> None:
         sets += [(n, kind) for n in names]
     os.makedirs(RESULTS, exist_ok=True)
     about = f"sets with N <= {args.max_n} rows, features standardised; seeds {args.seeds}"
+    found = [n for n in ("nutpie", "numpyro") if importlib.util.find_spec(n)]
+    about += f"; samplers installed: {', '.join(found) or 'none beside PyMC'}"
     if args.target_accept is not None:
         about += f"; target_accept {args.target_accept} (not the default)"
     if args.tune is not None:
