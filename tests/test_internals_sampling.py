@@ -21,7 +21,9 @@ that import private modules.  Sections, each headed by the file it came from:
 from __future__ import annotations
 
 import itertools
+import json
 import logging
+import sys
 import warnings
 from collections import namedtuple
 from types import SimpleNamespace
@@ -608,11 +610,13 @@ def test_a_stopped_run_is_the_start_of_the_whole_run(sinc, stopped):
 
 
 class _Nutpie:
-    """A stand-in for nutpie's background sampler: each read shows the next of ``reads``
-    (draws done by each chain); a shorter chain's float draws are NaN, as nutpie pads."""
+    """A stand-in for nutpie's background sampler.  Time passes between two asks whether it
+    has finished: each ask moves on to the next of ``reads`` (the draws each chain has
+    done; a shorter chain's float draws are NaN, as nutpie pads), finished at the last."""
 
-    def __init__(self, x: np.ndarray, reads, diverging=None, fail_at=None) -> None:
-        self.x, self.reads, self.at, self.fail_at = x, list(reads), -1, fail_at
+    def __init__(self, x: np.ndarray, reads, diverging=None, fail_at=None, error_at=None):
+        self.x, self.reads, self.at = x, list(reads), -1
+        self.fail_at, self.error_at = fail_at, error_at
         self.diverging = np.zeros(x.shape[:2], bool) if diverging is None else diverging
         self.calls: list[str] = []
 
@@ -622,16 +626,20 @@ class _Nutpie:
             x[c, n:] = np.nan
         post = xr.Dataset({"x": (("chain", "draw", "x_dim_0"), x)})
         stats = xr.Dataset({"diverging": (("chain", "draw"), self.diverging[:, : max(done)])})
+        settings = json.dumps({"settings": {"num_tune": TUNE}})
+        stats.attrs["inference_library_settings"] = settings
         return xr.DataTree.from_dict({"posterior": post, "sample_stats": stats})
 
     @property
     def is_finished(self) -> bool:
-        if self.at + 1 < len(self.reads):
+        self.at = min(self.at + 1, len(self.reads) - 1)
+        if self.at == self.error_at:
+            raise RuntimeError("All initialization points failed")  # as nutpie reports it
+        if self.at < len(self.reads) - 1:
             raise TimeoutError("Timeout while waiting for sampler to finish")  # as nutpie 0.16
         return True
 
     def inspect(self) -> xr.DataTree:
-        self.at = min(self.at + 1, len(self.reads) - 1)
         self.calls.append("inspect")
         if self.at == self.fail_at:
             raise KeyboardInterrupt
@@ -655,16 +663,20 @@ def _read_nutpie(sampler: _Nutpie, rule, monkeypatch) -> xr.DataTree:
     naps = []
     monkeypatch.setattr(_nutpie.time, "sleep", naps.append)
     try:
-        return _nutpie._read_until_converged(sampler, rule, poll=0.25)
+        return _nutpie.read_until_converged(lambda: sampler, rule, poll=0.25)
     finally:
         assert set(naps) <= {0.25}
+
+
+def _iid(seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((2, DRAWS, 3))
 
 
 def test_nutpie_is_read_until_a_checkpoint_every_chain_has_reached_passes(monkeypatch):
     """nutpie's run is cut at the first passing checkpoint, on exactly the draws kept,
     checked only once both chains had them (not at 530 draws of the faster one)."""
-    x = np.random.default_rng(0).standard_normal((2, DRAWS, 3))
-    sampler = _Nutpie(x, [(0, 0), (120, 100), (480, 530), (700, 650), (900, 880)])
+    x = _iid(0)
+    sampler = _Nutpie(x, [(0, 0), (120, 100), (480, 530), (700, 650), (900, 880), (DRAWS,) * 2])
     rule = _rule()
     tree = _read_nutpie(sampler, rule, monkeypatch)
     assert sampler.calls == ["inspect"] * 4 + ["abort"]
@@ -680,7 +692,7 @@ def test_nutpie_never_passing_runs_to_the_end_and_counts_divergences_to_the_chec
 ):
     """Chains that disagree are checked at every checkpoint (one read may reach several)
     and run their whole length; a divergence after a checkpoint does not count there."""
-    x = np.random.default_rng(1).standard_normal((2, DRAWS, 3))
+    x = _iid(1)
     x[1] += 0.5
     div = np.zeros((2, DRAWS), bool)
     div[0, FIRST_CHECK] = True  # the 501st draw
@@ -688,18 +700,80 @@ def test_nutpie_never_passing_runs_to_the_end_and_counts_divergences_to_the_chec
     sampler = _Nutpie(x, reads, diverging=div)
     rule = _rule()
     tree = _read_nutpie(sampler, rule, monkeypatch)
-    assert sampler.calls == ["inspect"] * 4 + ["wait"]
+    assert sampler.calls == ["inspect"] * 3 + ["wait"]
     assert rule.stopped_at is None and tree["posterior"].sizes["draw"] == DRAWS
     assert [k for k, _ in rule.checks] == list(range(FIRST_CHECK, DRAWS, CHECK_EVERY))
     assert [d["n_divergent"] for _, d in rule.checks] == [0] + [1] * (len(rule.checks) - 1)
 
 
-def test_a_ctrl_c_while_nutpie_is_read_ends_its_threads(monkeypatch):
-    x = np.random.default_rng(2).standard_normal((2, DRAWS, 3))
-    sampler = _Nutpie(x, [(0, 0), (100, 100), (300, 300)], fail_at=1)
+def test_a_run_that_finished_before_its_checkpoint_was_read_is_cut_there(monkeypatch):
+    """The finished run's draws (not a read of them) are checked and cut; no abort."""
+    x = _iid(2)
+    sampler, rule = _Nutpie(x, [(100, 100), (DRAWS, DRAWS)]), _rule()
+    tree = _read_nutpie(sampler, rule, monkeypatch)
+    assert sampler.calls == ["inspect", "wait"]
+    assert rule.stopped_at == FIRST_CHECK
+    np.testing.assert_array_equal(tree["posterior"]["x"].values, x[:, :FIRST_CHECK])
+
+
+def test_a_ctrl_c_or_an_error_while_nutpie_is_read_ends_its_threads(monkeypatch):
+    """Either propagates, after cancel() has ended the sampler's threads."""
+    reads = [(0, 0), (100, 100), (300, 300), (DRAWS, DRAWS)]
+    sampler = _Nutpie(_iid(3), reads, fail_at=1)
     with pytest.raises(KeyboardInterrupt):
         _read_nutpie(sampler, _rule(), monkeypatch)
     assert sampler.calls == ["inspect", "inspect", "cancel"]
+    sampler = _Nutpie(_iid(3), reads, error_at=1)
+    with pytest.raises(RuntimeError, match="initialization points failed"):
+        _read_nutpie(sampler, _rule(), monkeypatch)
+    assert sampler.calls == ["inspect", "cancel"]
+    sampler = _Nutpie(_iid(3), reads)
+    assert _read_nutpie(sampler, None, monkeypatch)["posterior"].sizes["draw"] == DRAWS
+    assert sampler.calls == ["wait"]  # no rule: the whole run, Ctrl-C still propagating
+
+
+def test_nutpie_runs_as_pm_sample_runs_it(monkeypatch):
+    """nutpie_sample passes nutpie what pm.sample(nuts_sampler="nutpie") passes (seed,
+    tune, start, no warmup kept, PyMC's progress bars) and patches the tree as PyMC does;
+    the stopping rule reads a background run."""
+    import types
+
+    from pymc.util import get_random_generator
+
+    from rvm_pymc.inference import _nutpie
+
+    seen = {}
+    fake = types.ModuleType("nutpie")
+    fake.__version__ = "0.16.11"
+
+    def compile_pymc_model(model, **kw):
+        seen["compile"] = kw
+        return "compiled"
+
+    def sample(compiled, **kw):
+        seen["sample"] = kw
+        return _Nutpie(_iid(4), [(0, 0), (DRAWS, DRAWS)])
+
+    fake.compile_pymc_model, fake.sample = compile_pymc_model, sample
+    monkeypatch.setitem(sys.modules, "nutpie", fake)
+    monkeypatch.setattr(_nutpie.time, "sleep", lambda s: None)
+    with pm.Model() as model:
+        pm.Normal("x", 0.0, 1.0, shape=3)
+    run = NutsRun(draws=DRAWS, tune=0, chains=2, random_seed=5, target_accept=0.9,
+                  initvals={"x": np.zeros(3)}, progressbar=False)  # fmt: skip
+    rule = StopWhenConverged(["x"], draws=DRAWS, tune=1, chains=2, rhat_threshold=1.01,
+                             min_ess=400.0)  # fmt: skip
+    tree = _nutpie.nutpie_sample(model, run, rule, cores=4)
+    assert seen["compile"]["backend"] == "numba"
+    np.testing.assert_array_equal(seen["compile"]["initial_points"]["x"], np.zeros(3))
+    kw = seen["sample"]
+    assert kw["seed"] == int(get_random_generator(5).spawn(2)[0].integers(2**30))
+    assert (kw["draws"], kw["tune"], kw["chains"], kw["cores"]) == (DRAWS, 1, 2, 2)
+    assert not kw["blocking"] and not kw["save_warmup"] and not kw["progress_bar"]
+    assert kw["target_accept"] == 0.9 and callable(kw["progress_callback"])
+    assert rule.stopped_at == FIRST_CHECK and tree["posterior"].sizes["draw"] == FIRST_CHECK
+    assert np.isfinite(tree["posterior"].attrs["sampling_time"])
+    assert {"constant_data", "observed_data"} <= set(tree.children)
 
 
 @pytest.fixture(scope="module")
@@ -710,8 +784,8 @@ def nutpie_stopped(sinc):
 
 @pytest.mark.filterwarnings("ignore::rvm_pymc.SamplingWarning")
 def test_nutpie_stops_when_converged_at_the_start_of_its_whole_run(sinc, nutpie_stopped):
-    """The estimators' nutpie fit stops as PyMC's does, keeping the first draws of the run
-    that pm.sample(nuts_sampler="nutpie") makes at the same seed."""
+    """The estimators' nutpie fit stops as PyMC's does, keeping the first draws of its
+    whole run at the same seed."""
     attrs, post = nutpie_stopped.idata_.attrs, nutpie_stopped.idata_["posterior"]
     kept = post.sizes["draw"]
     assert attrs["sampler"] == "nutpie" and nutpie_stopped.converged_
@@ -719,11 +793,42 @@ def test_nutpie_stops_when_converged_at_the_start_of_its_whole_run(sinc, nutpie_
     assert attrs["max_draws"] == 2000
     assert attrs["convergence_checks"] == (kept - FIRST_CHECK) // CHECK_EVERY + 1
     assert nutpie_stopped.idata_["sample_stats"].sizes["draw"] == kept
-    whole = {"nuts_sampler": "nutpie", "until_converged": False}
-    fixed = _fit(sinc, draws=kept, sampler_kwargs=whole)
-    assert "max_draws" not in fixed.idata_.attrs
+    assert np.isfinite(attrs["sampling_time"])
+    whole = _fit(sinc, sampler_kwargs={"nuts_sampler": "nutpie", "until_converged": False})
+    assert "max_draws" not in whole.idata_.attrs
+    cut = whole.idata_["posterior"].isel(draw=slice(0, kept))
     for name in ("w", "log_alpha", "log_beta"):
-        np.testing.assert_array_equal(post[name].values, fixed.idata_["posterior"][name].values)
+        np.testing.assert_array_equal(post[name].values, cut[name].values)
+
+
+@pytest.mark.filterwarnings("ignore::rvm_pymc.SamplingWarning")
+def test_a_stopped_nutpie_run_is_the_start_of_pm_sample_s():
+    """The package's nutpie run, stopped by the rule, against pm.sample's own nutpie run."""
+    pytest.importorskip("nutpie")
+    x = np.linspace(-3, 3, 25)
+    Phi = _rbf(x[:, None], x[::5, None], 1.0)
+    t = np.sin(x) + 0.1 * np.random.default_rng(0).standard_normal(25)
+    model = models.regression_marginal(Phi, t)
+    opts = {"draws": 2000, "tune": 300, "chains": 2, "random_seed": 4, "target_accept": 0.9}
+    ours = inference.sample_collapsed(model, nuts_sampler="nutpie", until_converged=True,
+                                      progressbar=False, **opts)  # fmt: skip
+    kept = ours["posterior"].sizes["draw"]
+    assert ours.attrs["max_draws"] == 2000 and kept < 2000
+    with model:
+        theirs = pm.sample(nuts_sampler="nutpie", progressbar=False, **opts)
+    for name in ("log_alpha", "log_beta"):
+        np.testing.assert_array_equal(
+            ours["posterior"][name].values, theirs["posterior"][name].values[:, :kept]
+        )
+
+
+def test_the_estimators_take_draws_none_with_nutpie_named():
+    """nutpie can stop: draws=None (until_converged) passes the parameter checks with it."""
+    from rvm_pymc.inference import check_sampler_kwargs
+
+    assert check_sampler_kwargs("nuts", {"nuts_sampler": "nutpie"}, stops=True) == {
+        "nuts_sampler": "nutpie"
+    }
 
 
 @pytest.mark.filterwarnings(  # PyMC forks a process per chain

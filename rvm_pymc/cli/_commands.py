@@ -129,8 +129,8 @@ def _estimator_params(args: argparse.Namespace, task: str, methods) -> dict[str,
 
 
 def _nuts_params(methods, jobs: int = 1) -> dict[str, Any]:
-    """``method_params`` of a NUTS fit among ``methods``: PyMC's own NUTS, which the stopping
-    rule of ``draws=None`` and plain progress lines need."""
+    """``method_params`` of a NUTS fit among ``methods``: PyMC's own NUTS, which plain
+    progress lines need."""
     if "nuts" not in methods:
         return {}
     return {

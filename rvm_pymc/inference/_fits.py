@@ -230,7 +230,7 @@ compile_kwargs, cores, rhat_threshold, min_ess, initvals, basis_swaps, until_con
         ``log_alpha`` (and ``log_beta``); pointwise ``log_likelihood``,
         ``posterior_predictive``, the sampler's ``sample_stats``; root attributes
         ``rvm_inference``, ``sampler``, ``n_divergent``, ``max_rhat``, ``min_ess_bulk``,
-        ``min_ess_tail`` and ``sampling_time`` (seconds by the sampler's clock, without
+        ``min_ess_tail`` and ``sampling_time`` (seconds of sampling, without
         compilation).
 
     Raises

@@ -1,15 +1,18 @@
-"""nutpie until converged: :func:`nutpie_until_converged` runs nutpie's background sampler,
-reads its draws while it runs, and cuts them at the first checkpoint of the stopping rule
-(:class:`~rvm_pymc.inference._stop.StopWhenConverged`) that passes.
-
-The run is the one ``pm.sample(nuts_sampler="nutpie")`` starts (the same compiled model,
-seed and options), so a stopped run keeps exactly the first draws of that fixed-length run.
+"""nutpie's NUTS: :func:`nutpie_sample` runs nutpie's background sampler as
+``pm.sample(nuts_sampler="nutpie")`` runs it (the same compiled model, seed, options and
+progress bars) and, with a stopping rule
+(:class:`~rvm_pymc.inference._stop.StopWhenConverged`), reads its draws while it runs and
+cuts them at the first checkpoint that passes, so a stopped run keeps exactly the first
+draws of the fixed-length run.  A Ctrl-C or an error ends nutpie's threads and propagates
+(nutpie's own blocking ``sample`` would return the draws so far instead).
 """
 
 from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -17,77 +20,97 @@ import xarray as xr
 from rvm_pymc.inference._options import NutsRun
 from rvm_pymc.inference._stop import StopWhenConverged
 
-__all__ = ["POLL_SECONDS", "nutpie_until_converged"]
+__all__ = ["POLL_SECONDS", "nutpie_sample"]
 
 POLL_SECONDS = 1.0
-"""Seconds between two reads of nutpie's draws."""
+"""Seconds between two reads of nutpie's draws by a stopping rule."""
 
 
-def nutpie_until_converged(
-    model, run: NutsRun, stop: StopWhenConverged, *, cores: int, poll: float = POLL_SECONDS
+def nutpie_sample(
+    model, run: NutsRun, stop: StopWhenConverged | None, *, cores: int, poll: float = POLL_SECONDS
 ) -> xr.DataTree:
-    """Sample ``model`` by nutpie with the options of ``run`` (``cores`` chains at a time),
-    stopping at ``stop``'s first passing checkpoint; the tree ``pm.sample`` returns, its
-    chains cut to that checkpoint's draws (all ``run.draws`` when none passes)."""
+    """Sample ``model`` by nutpie (its Numba backend) with the options of ``run``, ``cores``
+    chains at a time; ``stop``: end at its first passing checkpoint.  The tree ``pm.sample``
+    returns, cut to that checkpoint's draws (the whole run when none passes or no ``stop``);
+    ``sampling_time`` is the wall time from the start to the last read."""
     import nutpie
     from pymc.backends.arviz import patch_nutpie_idata
+    from pymc.progress_bar.progress import NutpieProgressBarManager
     from pymc.util import get_random_generator
 
     start = {} if run.initvals is None else {"initial_points": dict(run.initvals)}
     compiled = nutpie.compile_pymc_model(model, backend="numba", **start)
     # the seed pm.sample gives nutpie: its first chain's, from one generator a chain
     first_chain = get_random_generator(run.random_seed).spawn(run.chains)[0]
-    t0 = time.time()
-    sampler = nutpie.sample(
-        compiled,
-        draws=run.draws,
-        tune=max(run.tune, 1),  # nutpie needs a tuning step
-        chains=run.chains,
-        cores=cores,
-        seed=int(first_chain.integers(2**30)),
-        target_accept=run.target_accept,
-        save_warmup=False,
-        progress_bar=bool(run.progressbar),
-        blocking=False,
+    bars = NutpieProgressBarManager(
+        chains=run.chains, draws=run.draws, progressbar=run.progressbar
     )
-    tree = _read_until_converged(sampler, stop, poll)
+    options = {
+        "draws": run.draws,
+        "tune": max(run.tune, 1),  # nutpie needs a tuning step
+        "chains": run.chains,
+        "cores": min(cores, run.chains),
+        "seed": int(first_chain.integers(2**30)),
+        "target_accept": run.target_accept,
+        "save_warmup": False,
+        "progress_bar": False,
+        "progress_callback": bars.update,
+        "blocking": False,
+    }
+    t0 = time.time()
+    with bars:
+        tree = read_until_converged(lambda: nutpie.sample(compiled, **options), stop, poll)
     patch_nutpie_idata(tree, model, sampling_time=time.time() - t0)
     return tree
 
 
-def _read_until_converged(sampler, stop: StopWhenConverged, poll: float) -> xr.DataTree:
-    """Read ``sampler`` every ``poll`` seconds, checking each checkpoint once every chain
-    has reached it; the tree cut at the first that passes, else the whole run's.  A Ctrl-C
-    or an error ends the sampler's threads before it propagates."""
+def read_until_converged(
+    start: Callable[[], Any], stop: StopWhenConverged | None, poll: float
+) -> xr.DataTree:
+    """The draws of the background sampler ``start()`` returns: read every ``poll``
+    seconds, each checkpoint of ``stop`` checked once every chain has reached it, and cut
+    at the first that passes (else, or without ``stop``, the whole run).  A Ctrl-C or an
+    error ends the sampler's threads before it propagates."""
+    sampler = None
     try:
-        return _read(sampler, stop, poll)
+        sampler = start()
+        return sampler.wait() if stop is None else _read(sampler, stop, poll)
     except BaseException:
-        sampler.cancel()
+        if sampler is not None:
+            sampler.cancel()
         raise
 
 
 def _read(sampler, stop: StopWhenConverged, poll: float) -> xr.DataTree:
     while True:
-        finished = _finished(sampler)  # before the read: a finished run's read is whole
-        with warnings.catch_warnings():  # ArviZ on a read of fewer draws than chains
-            warnings.filterwarnings("ignore", "Found chain dimension to be longer", UserWarning)
-            trace = sampler.inspect()
+        finished = _finished(sampler)
+        trace = sampler.wait() if finished else _inspect(sampler)
         done = _draws_done(trace, stop.names[0], stop.chains)
         while (k := stop.due(done)) is not None:
             if stop.passes(k, *_first_draws(trace, stop.names, k)):
-                return sampler.abort().isel(draw=slice(0, k), missing_dims="ignore")
-        if finished or done >= stop.draws:
+                whole = trace if finished else sampler.abort()
+                return whole.isel(draw=slice(0, k), missing_dims="ignore")
+        if finished:
+            return trace
+        if done >= stop.draws:  # every chain has its draws: every checkpoint was checked
             return sampler.wait()
         time.sleep(poll)
 
 
 def _finished(sampler) -> bool:
     """Whether nutpie's ``sampler`` has finished (nutpie 0.16 raises TimeoutError while it
-    runs)."""
+    runs, and the sampler's own error when it failed)."""
     try:
         return bool(sampler.is_finished)
     except TimeoutError:
         return False
+
+
+def _inspect(sampler) -> xr.DataTree:
+    """The draws so far (ArviZ warns of a read with fewer draws than chains)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Found chain dimension to be longer", UserWarning)
+        return sampler.inspect()
 
 
 def _draws_done(trace: xr.DataTree, name: str, chains: int) -> int:

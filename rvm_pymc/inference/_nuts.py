@@ -1,6 +1,7 @@
-"""NUTS for the RVM models: :func:`run_nuts` samples with ``pm.sample`` (PyMC's NUTS, nutpie
-or numpyro), draws a collapsed sampler's weights exactly and checks the draws, giving a
-:class:`NutsResult`; :func:`nuts_datatree` turns that into the result schema."""
+"""NUTS for the RVM models: :func:`run_nuts` samples with ``pm.sample`` (PyMC's NUTS or
+numpyro) or nutpie (:mod:`rvm_pymc.inference._nutpie`), draws a collapsed sampler's weights
+exactly and checks the draws, giving a :class:`NutsResult`; :func:`nuts_datatree` turns
+that into the result schema."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from rvm_pymc._core.parallel import default_cores
 from rvm_pymc._core.progress import PLAIN_PROGRESS, DrawLines, note_once
 from rvm_pymc._core.threads import single_blas_thread
 from rvm_pymc.exceptions import PriorWarning, SamplingWarning, warn_user
-from rvm_pymc.inference._nutpie import nutpie_until_converged
+from rvm_pymc.inference._nutpie import nutpie_sample
 from rvm_pymc.inference._options import STOPPING_SAMPLERS, NutsRun, check_stopping
 from rvm_pymc.inference._stop import STOP_ATTRS, recorded_names, stop_rule
 from rvm_pymc.inference._swap import nuts_with_swaps
@@ -241,8 +242,9 @@ def run_nuts(
 def pymc_sample(
     sample_model, spec: ModelSpec, run: NutsRun, sampler: str, *, collapsed: bool, report=None
 ) -> xr.DataTree:
-    """``pm.sample`` of ``sample_model`` with the options of ``run``, as PyMC returns it
-    (``report``: as :func:`~rvm_pymc.inference._weights.reported_draws` gives it)."""
+    """The draws of ``sample_model`` by ``sampler`` with the options of ``run``, as
+    ``pm.sample`` returns them (``report``: as
+    :func:`~rvm_pymc.inference._weights.reported_draws` gives it)."""
     _warn_if_near_improper(spec, collapsed)
     if run.chains == 1:
         warn_user(
@@ -284,8 +286,8 @@ def pymc_sample(
             if built is not None:  # NUTS is built: PyMC takes no target_accept beside it
                 start = {"initvals": built[0], "step": built[1], "random_seed": run.random_seed}
         cores = default_cores(run.chains) if run.cores is None else run.cores
-        if sampler == "nutpie" and stop is not None:
-            tree = nutpie_until_converged(sample_model, run, stop, cores=cores)
+        if sampler == "nutpie":
+            tree = nutpie_sample(sample_model, run, stop, cores=cores)
         else:
             tree = pm.sample(
                 draws=run.draws,
@@ -326,8 +328,8 @@ WIDTH_MODES_HINT = (
 def nuts_result(
     model, spec: ModelSpec, pm_tree: xr.DataTree, drawn: dict, *, run, sampler, inference
 ) -> NutsResult:
-    """The checked :class:`NutsResult` of a ``pm.sample`` tree and ``drawn``, the draws as the
-    fit reports them; ``inference`` is the ``rvm_inference`` attribute."""
+    """The checked :class:`NutsResult` of :func:`pymc_sample`'s tree and ``drawn``, the
+    draws as the fit reports them; ``inference`` is the ``rvm_inference`` attribute."""
     post = pm_tree["posterior"]
     w = drawn["W" if "W" in drawn else "w"]
     la, lb = drawn["log_alpha"], drawn.get("log_beta")

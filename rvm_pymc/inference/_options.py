@@ -74,8 +74,8 @@ class NutsRun:
     compile_kwargs : mapping or None
         PyTensor compile options (PyMC's sampler only).
     cores : int or None
-        Parallel processes (PyMC's sampler only); None: one per chain, up to the CPUs
-        available.  The draws do not depend on it.
+        Chains run at once (PyMC's sampler: processes; nutpie: threads; not numpyro);
+        None: one per chain, up to the CPUs available.  The draws do not depend on it.
     rhat_threshold, min_ess : float
         The convergence standard: warn when the worst R-hat exceeds
         ``rhat_threshold`` or the smallest bulk or tail ESS is below ``min_ess``.

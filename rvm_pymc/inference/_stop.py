@@ -5,7 +5,7 @@
 :data:`~rvm_pymc.inference.defaults.CHECK_EVERY`).  As a ``pm.sample`` callback, at the
 first that passes it cuts every chain to ``k`` draws and raises :class:`Converged`, on which
 PyMC ends every chain; nutpie's run is read and cut by
-:func:`~rvm_pymc.inference._nutpie.nutpie_until_converged` through :meth:`~StopWhenConverged.due`
+:func:`~rvm_pymc.inference._nutpie.nutpie_sample` through :meth:`~StopWhenConverged.due`
 and :meth:`~StopWhenConverged.passes`.  The checkpoints depend on the draws alone, not on
 how the chains run.
 """
