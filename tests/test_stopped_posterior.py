@@ -70,16 +70,19 @@ def _grid_posterior(Phi, t, prior, beta_factor=1.0):
     }
 
 
-@pytest.fixture(scope="module")
-def stopped():
-    """The default NUTS fit (``draws=None``) of a line through 15 points, PyMC's sampler."""
+@pytest.fixture(scope="module", params=["pymc", "nutpie"])
+def stopped(request):
+    """The default NUTS fit (``draws=None``) of a line through 15 points, by each sampler
+    that stops (nutpie where it is installed)."""
+    if request.param != "pymc":
+        pytest.importorskip(request.param)
     x, t = _data()
     est = RVR(
         method="nuts",
         kernel=polynomial_basis(1),
         bias=False,
         random_state=0,
-        sampler_kwargs={"progressbar": False, "nuts_sampler": "pymc"},
+        sampler_kwargs={"progressbar": False, "nuts_sampler": request.param},
     )
     return est.fit(x, t), x, t
 
@@ -107,6 +110,7 @@ def _z_scores(stopped, beta_factor):
 
 def test_the_stopped_run_is_the_default_rule(stopped):
     est = stopped[0]
+    assert est.idata_.attrs["sampler"] == est.sampler_kwargs["nuts_sampler"]
     assert est.idata_.attrs["max_draws"] == 2000
     assert est.idata_["posterior"].sizes["draw"] < 2000  # stopped at a checkpoint
     assert est.converged_
