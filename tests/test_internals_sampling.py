@@ -657,13 +657,16 @@ class _Nutpie:
         self.calls.append("cancel")
 
 
-def _read_nutpie(sampler: _Nutpie, rule, monkeypatch) -> xr.DataTree:
+def _read_nutpie(sampler: _Nutpie, rule, monkeypatch, reported=False) -> xr.DataTree:
+    """``sampler`` read by ``rule``; ``reported``: with its progress (the slower chain's
+    draws at the current read), else without."""
     from rvm_pymc.inference import _nutpie
 
     naps = []
     monkeypatch.setattr(_nutpie.time, "sleep", naps.append)
+    progress = (lambda: min(sampler.reads[sampler.at])) if reported else (lambda: None)
     try:
-        return _nutpie.read_until_converged(lambda: sampler, rule, poll=0.25)
+        return _nutpie.read_until_converged(lambda: sampler, rule, 0.25, progress)
     finally:
         assert set(naps) <= {0.25}
 
@@ -685,6 +688,23 @@ def test_nutpie_is_read_until_a_checkpoint_every_chain_has_reached_passes(monkey
     assert tree["sample_stats"].sizes["draw"] == FIRST_CHECK
     direct = sampling_diagnostics(xr.Dataset({"x": (("chain", "draw", "d"), x[:, :FIRST_CHECK])}))
     assert rule.checks == [(FIRST_CHECK, direct)]
+
+
+def test_nutpie_is_read_only_once_its_progress_reports_a_checkpoint(monkeypatch):
+    """With nutpie's progress reports, the draws are read only when a checkpoint (or the end)
+    has been reached: the same cut as reading every poll, with one read in place of four."""
+    x = _iid(0)
+    reads = [(0, 0), (120, 100), (480, 530), (700, 650), (900, 880), (DRAWS,) * 2]
+    sampler, rule = _Nutpie(x, reads), _rule()
+    tree = _read_nutpie(sampler, rule, monkeypatch, reported=True)
+    assert sampler.calls == ["inspect", "abort"]
+    assert rule.stopped_at == FIRST_CHECK
+    np.testing.assert_array_equal(tree["posterior"]["x"].values, x[:, :FIRST_CHECK])
+    x[1] += 0.5  # never passes: a read at each checkpoint reached, then the finished run
+    sampler, rule = _Nutpie(x, [(300, 200), (1100, 1000), (1200, 1100), (DRAWS,) * 2]), _rule()
+    _read_nutpie(sampler, rule, monkeypatch, reported=True)
+    assert sampler.calls == ["inspect", "wait"]
+    assert [k for k, _ in rule.checks] == list(range(FIRST_CHECK, DRAWS, CHECK_EVERY))
 
 
 def test_nutpie_never_passing_runs_to_the_end_and_counts_divergences_to_the_checkpoint(

@@ -9,6 +9,7 @@ draws of the fixed-length run.  A Ctrl-C or an error ends nutpie's threads and p
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 from collections.abc import Callable
@@ -45,6 +46,12 @@ def nutpie_sample(
     bars = NutpieProgressBarManager(
         chains=run.chains, draws=run.draws, progressbar=run.progressbar
     )
+    done: list[int] = []  # each chain's draws after tuning, as nutpie last reported them
+
+    def on_progress(chains) -> None:
+        done[:] = [cp.finished_draws - (cp.total_draws - run.draws) for cp in chains]
+        bars.update(chains)
+
     options = {
         "draws": run.draws,
         "tune": max(run.tune, 1),  # nutpie needs a tuning step
@@ -54,36 +61,46 @@ def nutpie_sample(
         "target_accept": run.target_accept,
         "save_warmup": False,
         "progress_bar": False,
-        "progress_callback": bars.update,
+        "progress_callback": on_progress,
         "blocking": False,
     }
     t0 = time.time()
     with bars:
-        tree = read_until_converged(lambda: nutpie.sample(compiled, **options), stop, poll)
+        start_run = functools.partial(nutpie.sample, compiled, **options)
+        tree = read_until_converged(start_run, stop, poll, lambda: min(done, default=None))
     patch_nutpie_idata(tree, model, sampling_time=time.time() - t0)
     return tree
 
 
 def read_until_converged(
-    start: Callable[[], Any], stop: StopWhenConverged | None, poll: float
+    start: Callable[[], Any],
+    stop: StopWhenConverged | None,
+    poll: float,
+    reported: Callable[[], int | None] = lambda: None,
 ) -> xr.DataTree:
     """The draws of the background sampler ``start()`` returns: read every ``poll``
     seconds, each checkpoint of ``stop`` checked once every chain has reached it, and cut
-    at the first that passes (else, or without ``stop``, the whole run).  A Ctrl-C or an
-    error ends the sampler's threads before it propagates."""
+    at the first that passes (else, or without ``stop``, the whole run).  ``reported()``:
+    the draws after tuning that every chain has reported (None: unknown); no read is made
+    before a checkpoint (or the end) is reported.  A Ctrl-C or an error ends the sampler's
+    threads before it propagates."""
     sampler = None
     try:
         sampler = start()
-        return sampler.wait() if stop is None else _read(sampler, stop, poll)
+        return sampler.wait() if stop is None else _read(sampler, stop, poll, reported)
     except BaseException:
         if sampler is not None:
             sampler.cancel()
         raise
 
 
-def _read(sampler, stop: StopWhenConverged, poll: float) -> xr.DataTree:
+def _read(sampler, stop: StopWhenConverged, poll: float, reported) -> xr.DataTree:
     while True:
         finished = _finished(sampler)
+        n = reported()
+        if not finished and n is not None and n < min(stop.next, stop.draws):
+            time.sleep(poll)  # no checkpoint reached yet: a read would be wasted
+            continue
         trace = sampler.wait() if finished else _inspect(sampler)
         done = _draws_done(trace, stop.names[0], stop.chains)
         while (k := stop.due(done)) is not None:
