@@ -24,7 +24,8 @@ from rvm_pymc.inference._stop import StopWhenConverged
 __all__ = ["POLL_SECONDS", "nutpie_sample"]
 
 POLL_SECONDS = 1.0
-"""Seconds between two reads of nutpie's draws by a stopping rule."""
+"""Seconds between two looks at nutpie's progress (and its draws, once a checkpoint is
+reported) by a stopping rule."""
 
 
 def nutpie_sample(
@@ -78,7 +79,7 @@ def read_until_converged(
     poll: float,
     reported: Callable[[], int | None] = lambda: None,
 ) -> xr.DataTree:
-    """The draws of the background sampler ``start()`` returns: read every ``poll``
+    """The draws of the background sampler ``start()`` returns: looked at every ``poll``
     seconds, each checkpoint of ``stop`` checked once every chain has reached it, and cut
     at the first that passes (else, or without ``stop``, the whole run).  ``reported()``:
     the draws after tuning that every chain has reported (None: unknown); no read is made
