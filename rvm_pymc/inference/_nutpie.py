@@ -99,7 +99,7 @@ def _read(sampler, stop: StopWhenConverged, poll: float, reported) -> xr.DataTre
     while True:
         finished = _finished(sampler)
         n = reported()
-        if not finished and n is not None and n < min(stop.next, stop.draws):
+        if not finished and n is not None and not stop.reached(n):
             time.sleep(poll)  # no checkpoint reached yet: a read would be wasted
             continue
         trace = sampler.wait() if finished else _inspect(sampler)

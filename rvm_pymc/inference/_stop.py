@@ -101,6 +101,11 @@ class StopWhenConverged:
             diag["min_ess_tail"],
         )
 
+    def reached(self, done: int) -> bool:
+        """Whether ``done`` draws a chain after tuning reach the next checkpoint, or the end
+        of the run when no checkpoint is left."""
+        return done >= min(self.next, self.draws)
+
     def due(self, done: int) -> int | None:
         """The next checkpoint, once every chain has ``done`` draws after tuning; None
         before it, or when no checkpoint is left before ``draws``."""
