@@ -20,38 +20,20 @@ os.environ.setdefault("RVM_BENCH_BLAS", "default")  # the package pins its own s
 import _common  # noqa: F401,I001  (before NumPy)
 
 import argparse
-import time
-import warnings
 
 import numpy as np
-from _common import format_table, header, load_average, worst_diagnostics
+from _common import format_table, header, load_average
+from bench_nuts_width import TIMING_SET, _standardise, diagnose, fit_one
 
-SET, MAX_N = "boston", 150
+MAX_N = 150
 SAMPLERS = ("pymc", "nutpie")
 COLUMNS = ("fit", "seed", "draws a chain", "wall s", "R-hat", "ESS bulk / tail", "divergent")
 
 
-def _data():
-    import _panel_data as panel
-
-    data = panel.load(SET, max_n=MAX_N)
-    X = np.asarray(data.X, dtype=float)
-    sd = X.std(0)
-    return (X - X.mean(0)) / np.where(sd > 0, sd, 1.0), np.asarray(data.y, dtype=float)
-
-
 def fit(X, y, seed: int, sampler: str) -> dict:
     """``RVR(method="nuts", gamma="integrate")`` at its defaults, sampled by ``sampler``."""
-    from rvm_pymc import RVR
-
-    kw = {"nuts_sampler": sampler}
-    est = RVR(method="nuts", gamma="integrate", random_state=seed, sampler_kwargs=kw)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        t0 = time.perf_counter()
-        est.fit(X, y)
-        wall = time.perf_counter() - t0
-    d = worst_diagnostics(est, ["log_alpha", "log_beta", "log_length_scale", "w"])
+    est, wall = fit_one("regression", X, y, seed, sampler=sampler)
+    d = diagnose(est)
     return {
         "draws": int(est.idata_["posterior"].sizes["draw"]),
         "wall": wall,
@@ -67,9 +49,13 @@ def main(argv=None) -> None:
     p.add_argument("--seeds", default="1,2")
     args = p.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
-    X, y = _data()
+    import _panel_data as panel
+
+    data = panel.load(TIMING_SET, max_n=MAX_N)
+    X, y = _standardise(data.X), np.asarray(data.y, dtype=float)
     print(header("NUTS over the width, stopped by the rule: nutpie against PyMC's NUTS"))
-    print(f"# {SET} N = {len(y)}, d = {X.shape[1]}; warm fits; load at start {load_average()}")
+    about = f"{TIMING_SET} N = {len(y)}, d = {X.shape[1]}; warm fits"
+    print(f"# {about}; load at start {load_average()}")
     rows, walls = [], {}
     for sampler in SAMPLERS:
         fit(X, y, 0, sampler)  # compiles

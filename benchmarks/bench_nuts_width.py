@@ -76,11 +76,14 @@ def _effective(kind: str, target_accept: float | None) -> float:
     return estimator_target_accept(joint=kind != "regression", width=True)
 
 
-def fit_one(kind: str, X, y, seed: int = 0, target_accept: float | None = None, tune=None):
+def fit_one(
+    kind: str, X, y, seed: int = 0, target_accept: float | None = None, tune=None, sampler=None
+):
     from rvm_pymc import RVC, RVR
 
     cls = RVR if kind == "regression" else RVC
     sk = {} if target_accept is None else {"target_accept": target_accept}
+    sk.update({} if sampler is None else {"nuts_sampler": sampler})
     est = cls(method="nuts", gamma="integrate", random_state=seed, tune=tune, sampler_kwargs=sk)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
